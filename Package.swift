@@ -1,0 +1,33 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// One module per protocol layer (see docs/ARCHITECTURE.md). Dependencies point down only.
+let package = Package(
+    name: "ble-hci",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ble-hci", targets: ["ble-hci"]),
+        .library(name: "BLE", targets: ["BLE"]),
+    ],
+    targets: [
+        // C headers from Debian packages (libbluetooth-dev, libssl-dev).
+        .systemLibrary(name: "CBluetooth", path: "Sources/CBluetooth"),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
+
+        .target(name: "HCI"),
+        .target(name: "Transport", dependencies: ["HCI", "CBluetooth"]),
+        .target(name: "Capture", dependencies: ["HCI", "Transport"]),
+        .target(name: "VirtualController", dependencies: ["HCI", "Transport", "COpenSSL"]),
+        .target(name: "Host", dependencies: ["HCI", "Transport", "Capture"]),
+        .target(name: "L2CAP", dependencies: ["HCI", "Host"]),
+        .target(name: "ATT", dependencies: ["HCI", "L2CAP"]),
+        .target(name: "GATT", dependencies: ["HCI", "ATT", "L2CAP", "Host", "COpenSSL"]),
+        .target(name: "SMP", dependencies: ["HCI", "L2CAP", "Host", "COpenSSL"]),
+        .target(name: "Decoder", dependencies: ["HCI", "Capture", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
+        .target(name: "BLE", dependencies: ["HCI", "Transport", "Capture", "VirtualController", "Host", "L2CAP", "ATT", "GATT", "SMP", "Decoder"]),
+        .executableTarget(name: "ble-hci", dependencies: ["BLE"]),
+
+        .testTarget(name: "HCITests", dependencies: ["HCI"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

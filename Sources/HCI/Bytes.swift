@@ -1,0 +1,194 @@
+/// Little-endian byte cursor used by every PDU parser in the stack and the decoder.
+///
+/// Input is hostile: every read checks bounds and throws `DecodeError` instead of trapping.
+public struct ByteReader: Sendable {
+    public let bytes: [UInt8]
+    public private(set) var offset: Int
+    public let end: Int
+
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        self.offset = 0
+        self.end = bytes.count
+    }
+
+    public init(_ slice: ArraySlice<UInt8>) {
+        self.init(Array(slice))
+    }
+
+    public var remaining: Int { end - offset }
+    public var isAtEnd: Bool { offset >= end }
+
+    @inline(__always)
+    mutating func need(_ n: Int, _ field: StaticString) throws(DecodeError) {
+        guard n >= 0, remaining >= n else {
+            throw DecodeError.truncated(field: "\(field)", needed: n, available: remaining)
+        }
+    }
+
+    public mutating func u8(_ field: StaticString = "octet") throws(DecodeError) -> UInt8 {
+        try need(1, field)
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    public mutating func i8(_ field: StaticString = "octet") throws(DecodeError) -> Int8 {
+        Int8(bitPattern: try u8(field))
+    }
+
+    public mutating func u16(_ field: StaticString = "uint16") throws(DecodeError) -> UInt16 {
+        try need(2, field)
+        defer { offset += 2 }
+        return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
+    }
+
+    public mutating func u16be(_ field: StaticString = "uint16") throws(DecodeError) -> UInt16 {
+        try need(2, field)
+        defer { offset += 2 }
+        return UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
+    }
+
+    public mutating func u24(_ field: StaticString = "uint24") throws(DecodeError) -> UInt32 {
+        try need(3, field)
+        defer { offset += 3 }
+        return UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
+    }
+
+    public mutating func u32(_ field: StaticString = "uint32") throws(DecodeError) -> UInt32 {
+        try need(4, field)
+        defer { offset += 4 }
+        var v: UInt32 = 0
+        for i in 0..<4 { v |= UInt32(bytes[offset + i]) << (8 * i) }
+        return v
+    }
+
+    public mutating func u32be(_ field: StaticString = "uint32") throws(DecodeError) -> UInt32 {
+        try need(4, field)
+        defer { offset += 4 }
+        var v: UInt32 = 0
+        for i in 0..<4 { v = v << 8 | UInt32(bytes[offset + i]) }
+        return v
+    }
+
+    public mutating func u64(_ field: StaticString = "uint64") throws(DecodeError) -> UInt64 {
+        try need(8, field)
+        defer { offset += 8 }
+        var v: UInt64 = 0
+        for i in 0..<8 { v |= UInt64(bytes[offset + i]) << (8 * i) }
+        return v
+    }
+
+    public mutating func u64be(_ field: StaticString = "uint64") throws(DecodeError) -> UInt64 {
+        try need(8, field)
+        defer { offset += 8 }
+        var v: UInt64 = 0
+        for i in 0..<8 { v = v << 8 | UInt64(bytes[offset + i]) }
+        return v
+    }
+
+    public mutating func bytes(_ n: Int, _ field: StaticString = "bytes") throws(DecodeError) -> [UInt8] {
+        try need(n, field)
+        defer { offset += n }
+        return Array(bytes[offset..<offset + n])
+    }
+
+    /// Everything not read yet.
+    public mutating func rest() -> [UInt8] {
+        defer { offset = end }
+        return Array(bytes[offset..<end])
+    }
+
+    public mutating func skip(_ n: Int, _ field: StaticString = "reserved") throws(DecodeError) {
+        try need(n, field)
+        offset += n
+    }
+
+    public mutating func address(_ field: StaticString = "address") throws(DecodeError) -> BDAddress {
+        BDAddress(littleEndian: try bytes(6, field))
+    }
+
+    /// Throws when bytes are left over: a PDU of fixed length must not be longer than the spec says.
+    public func expectEnd(_ pdu: String) throws(DecodeError) {
+        if remaining != 0 { throw DecodeError.trailingBytes(pdu: pdu, count: remaining) }
+    }
+}
+
+/// Little-endian byte builder.
+public struct ByteWriter: Sendable {
+    public var bytes: [UInt8]
+
+    public init(capacity: Int = 32) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    public mutating func u8(_ v: UInt8) { bytes.append(v) }
+    public mutating func i8(_ v: Int8) { bytes.append(UInt8(bitPattern: v)) }
+    public mutating func u16(_ v: UInt16) { bytes.append(UInt8(v & 0xff)); bytes.append(UInt8(v >> 8)) }
+    public mutating func u16be(_ v: UInt16) { bytes.append(UInt8(v >> 8)); bytes.append(UInt8(v & 0xff)) }
+    public mutating func u24(_ v: UInt32) { for i in 0..<3 { bytes.append(UInt8((v >> (8 * UInt32(i))) & 0xff)) } }
+    public mutating func u32(_ v: UInt32) { for i in 0..<4 { bytes.append(UInt8((v >> (8 * UInt32(i))) & 0xff)) } }
+    public mutating func u32be(_ v: UInt32) { for i in (0..<4).reversed() { bytes.append(UInt8((v >> (8 * UInt32(i))) & 0xff)) } }
+    public mutating func u64(_ v: UInt64) { for i in 0..<8 { bytes.append(UInt8((v >> (8 * UInt64(i))) & 0xff)) } }
+    public mutating func u64be(_ v: UInt64) { for i in (0..<8).reversed() { bytes.append(UInt8((v >> (8 * UInt64(i))) & 0xff)) } }
+    public mutating func append<S: Sequence>(_ s: S) where S.Element == UInt8 { bytes.append(contentsOf: s) }
+    public mutating func address(_ a: BDAddress) { bytes.append(contentsOf: a.littleEndian) }
+}
+
+/// Why a PDU could not be decoded. Carries enough to print "malformed: ..." in `dump`.
+public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
+    case truncated(field: String, needed: Int, available: Int)
+    case trailingBytes(pdu: String, count: Int)
+    case invalid(String)
+
+    public var description: String {
+        switch self {
+        case let .truncated(field, needed, available):
+            return "truncated: \(field) needs \(needed) octet(s), \(available) left"
+        case let .trailingBytes(pdu, count):
+            return "\(pdu): \(count) unexpected trailing octet(s)"
+        case let .invalid(reason):
+            return reason
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Lowercase hex without separators, as CLI.md's JSON wants binary values.
+    public var hex: String {
+        var s = ""
+        s.reserveCapacity(count * 2)
+        for b in self {
+            s.append(hexDigits[Int(b >> 4)])
+            s.append(hexDigits[Int(b & 0x0f)])
+        }
+        return s
+    }
+
+    /// Parses "0a1B2c", "0a:1b", "0a 1b" (separators ignored). Nil on odd length or a non-hex digit.
+    public init?(hex: String) {
+        var out: [UInt8] = []
+        var high: UInt8? = nil
+        for ch in hex.utf8 {
+            if ch == UInt8(ascii: ":") || ch == UInt8(ascii: " ") || ch == UInt8(ascii: "-") { continue }
+            let v: UInt8
+            switch ch {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = ch - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = ch - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = ch - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
+        }
+        if high != nil { return nil }
+        self = out
+    }
+}
+
+private let hexDigits: [Character] = Array("0123456789abcdef")
+
+/// "0x0c", "0x0c03": how CLI.md writes opcodes and codes.
+public func hexCode<T: FixedWidthInteger>(_ v: T, digits: Int = MemoryLayout<T>.size * 2) -> String {
+    let s = String(v, radix: 16)
+    return "0x" + String(repeating: "0", count: Swift.max(0, digits - s.count)) + s
+}

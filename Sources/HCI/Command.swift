@@ -1,0 +1,113 @@
+/// A 16-bit HCI command opcode: OGF (6 bits) and OCF (10 bits).
+public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(ogf: UInt8, ocf: UInt16) { rawValue = UInt16(ogf) << 10 | (ocf & 0x03ff) }
+
+    public var ogf: UInt8 { UInt8(rawValue >> 10) }
+    public var ocf: UInt16 { rawValue & 0x03ff }
+
+    /// The specification's command name, or "Unknown" with OGF/OCF.
+    public var name: String {
+        HCICommands.type(for: self)?.name ?? "Unknown Command (OGF \(hexCode(ogf)), OCF \(hexCode(ocf, digits: 4)))"
+    }
+
+    public var description: String { "\(name) (\(hexCode(rawValue)))" }
+
+    public static let linkControl: UInt8 = 0x01
+    public static let controllerAndBaseband: UInt8 = 0x03
+    public static let informational: UInt8 = 0x04
+    public static let statusParameters: UInt8 = 0x05
+    public static let le: UInt8 = 0x08
+    public static let vendor: UInt8 = 0x3f
+}
+
+/// A typed HCI command. The same type encodes (host), decodes (virtual controller, `dump`)
+/// and describes itself (`--trace`).
+public protocol HCICommand: Sendable, FieldDescribable {
+    /// Return parameters of Command Complete after the Status octet.
+    associatedtype ReturnParameters: HCIReturnParameters = NoReturnParameters
+    static var opcode: HCIOpcode { get }
+    /// The specification's command name ("LE Set Advertising Parameters").
+    static var name: String { get }
+    /// True when the controller answers with Command Status and the result comes later in
+    /// another event (LE Create Connection, Disconnect, ...), false for Command Complete.
+    static var completesWithStatus: Bool { get }
+
+    init(parameters: inout ByteReader) throws(DecodeError)
+    func encodeParameters(into w: inout ByteWriter)
+}
+
+extension HCICommand {
+    public static var completesWithStatus: Bool { false }
+
+    public var packet: HCICommandPacket {
+        var w = ByteWriter()
+        encodeParameters(into: &w)
+        return HCICommandPacket(opcode: Self.opcode, parameters: w.bytes)
+    }
+
+    /// Decodes a command's parameters, rejecting trailing bytes.
+    public static func decode(_ parameters: [UInt8]) throws(DecodeError) -> Self {
+        var r = ByteReader(parameters)
+        let c = try Self(parameters: &r)
+        try r.expectEnd(name)
+        return c
+    }
+}
+
+/// Return parameters of a command's Command Complete, after Status.
+public protocol HCIReturnParameters: Sendable, FieldDescribable {
+    init(returnParameters: inout ByteReader) throws(DecodeError)
+    func encode(into w: inout ByteWriter)
+}
+
+/// For commands whose Command Complete carries only Status.
+public struct NoReturnParameters: HCIReturnParameters, Equatable {
+    public init() {}
+    public init(returnParameters: inout ByteReader) throws(DecodeError) {}
+    public func encode(into w: inout ByteWriter) {}
+    public var fields: [Field] { [] }
+}
+
+/// Commands without parameters share this shape.
+public protocol HCIParameterlessCommand: HCICommand {
+    init()
+}
+
+extension HCIParameterlessCommand {
+    public init(parameters: inout ByteReader) throws(DecodeError) { self.init() }
+    public func encodeParameters(into w: inout ByteWriter) {}
+    public var fields: [Field] { [] }
+}
+
+/// The registry of typed commands, by opcode: used by `dump`, `--trace` and the virtual
+/// controller to turn a raw command packet back into a typed value.
+public enum HCICommands {
+    public static func type(for opcode: HCIOpcode) -> (any HCICommand.Type)? { byOpcode[opcode.rawValue] }
+
+    /// Decodes a command packet into its typed value (nil for an opcode the stack doesn't know).
+    public static func decode(_ packet: HCICommandPacket) throws(DecodeError) -> (any HCICommand)? {
+        guard let t = type(for: packet.opcode) else { return nil }
+        return try t.decode(packet.parameters)
+    }
+
+    /// Decodes the return parameters (after Status) of `opcode`'s Command Complete.
+    public static func decodeReturn(opcode: HCIOpcode, _ bytes: [UInt8]) throws(DecodeError) -> (any HCIReturnParameters)? {
+        guard let t = type(for: opcode) else { return nil }
+        return try t.decodeReturnParameters(bytes)
+    }
+
+    private static let byOpcode: [UInt16: any HCICommand.Type] = {
+        var d: [UInt16: any HCICommand.Type] = [:]
+        for t in allCommandTypes { d[t.opcode.rawValue] = t }
+        return d
+    }()
+}
+
+extension HCICommand {
+    static func decodeReturnParameters(_ bytes: [UInt8]) throws(DecodeError) -> any HCIReturnParameters {
+        var r = ByteReader(bytes)
+        return try ReturnParameters(returnParameters: &r)
+    }
+}

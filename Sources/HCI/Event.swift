@@ -1,0 +1,223 @@
+/// A typed HCI event's parameters. As with commands, one type encodes (virtual controller),
+/// decodes (host, `dump`) and describes itself.
+public protocol HCIEventParameters: Sendable, FieldDescribable {
+    static var eventCode: UInt8 { get }
+    /// The specification's event name ("Disconnection Complete").
+    static var name: String { get }
+    init(parameters: inout ByteReader) throws(DecodeError)
+    func encodeParameters(into w: inout ByteWriter)
+}
+
+extension HCIEventParameters {
+    public var packet: HCIEventPacket {
+        var w = ByteWriter()
+        encodeParameters(into: &w)
+        return HCIEventPacket(code: Self.eventCode, parameters: w.bytes)
+    }
+    public var name: String { Self.name }
+}
+
+/// A subevent of the LE Meta event (0x3E).
+public protocol LEMetaEventParameters: Sendable, FieldDescribable {
+    static var subeventCode: UInt8 { get }
+    static var name: String { get }
+    /// Reads the parameters after Subevent_Code.
+    init(parameters: inout ByteReader) throws(DecodeError)
+    func encodeParameters(into w: inout ByteWriter)
+}
+
+extension LEMetaEventParameters {
+    public var packet: HCIEventPacket { LEMetaEvent(self).packet }
+    public var name: String { Self.name }
+}
+
+/// Event code 0x3E: carries one LE subevent.
+public struct LEMetaEvent: HCIEventParameters {
+    public static let eventCode: UInt8 = 0x3E
+    public static let name = "LE Meta"
+    public var subevent: any LEMetaEventParameters
+
+    public init(_ subevent: any LEMetaEventParameters) { self.subevent = subevent }
+
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        let code = try r.u8("subeventCode")
+        if let t = HCIEvents.leSubeventType(code) {
+            subevent = try t.init(parameters: &r)
+            try r.expectEnd(t.name)
+        } else {
+            subevent = UnknownLESubevent(code: code, parameters: r.rest())
+        }
+    }
+
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(type(of: subevent).subeventCode)
+        subevent.encodeParameters(into: &w)
+    }
+
+    public var fields: [Field] {
+        [.code("subeventCode", type(of: subevent).subeventCode, note: type(of: subevent).name)] + subevent.fields
+    }
+}
+
+public struct UnknownLESubevent: LEMetaEventParameters {
+    public static let subeventCode: UInt8 = 0xFF
+    public static let name = "Unknown LE Subevent"
+    public var code: UInt8
+    public var parameters: [UInt8]
+    public init(code: UInt8, parameters: [UInt8]) { self.code = code; self.parameters = parameters }
+    public init(parameters r: inout ByteReader) throws(DecodeError) { code = 0xFF; parameters = r.rest() }
+    public func encodeParameters(into w: inout ByteWriter) { w.append(parameters) }
+    public var fields: [Field] { [.code("unknownSubeventCode", code), .bytes("parameters", parameters)] }
+}
+
+/// An event the stack has no type for: kept raw, never fails the stream.
+public struct UnknownEvent: HCIEventParameters {
+    public static let eventCode: UInt8 = 0xFF
+    public static let name = "Unknown Event"
+    public var code: UInt8
+    public var parameters: [UInt8]
+    public init(code: UInt8, parameters: [UInt8]) { self.code = code; self.parameters = parameters }
+    public init(parameters r: inout ByteReader) throws(DecodeError) { code = 0xFF; parameters = r.rest() }
+    public func encodeParameters(into w: inout ByteWriter) { w.append(parameters) }
+    public var fields: [Field] { [.bytes("parameters", parameters)] }
+    public var packet: HCIEventPacket { HCIEventPacket(code: code, parameters: parameters) }
+}
+
+public enum HCIEvents {
+    /// Decodes an event packet into its typed parameters; unknown codes give `UnknownEvent`
+    /// (and unknown LE subevents `UnknownLESubevent`). Malformed parameters throw.
+    public static func decode(_ packet: HCIEventPacket) throws(DecodeError) -> any HCIEventParameters {
+        guard let t = byCode[packet.code] else {
+            return UnknownEvent(code: packet.code, parameters: packet.parameters)
+        }
+        var r = ByteReader(packet.parameters)
+        let e = try t.init(parameters: &r)
+        // LE Meta checks its own subevent's length; other events must be exact.
+        try r.expectEnd(t.name)
+        return e
+    }
+
+    public static func name(code: UInt8) -> String {
+        byCode[code]?.name ?? "Unknown Event (\(hexCode(code)))"
+    }
+
+    public static func leSubeventType(_ code: UInt8) -> (any LEMetaEventParameters.Type)? { bySubevent[code] }
+
+    private static let byCode: [UInt8: any HCIEventParameters.Type] = {
+        var d: [UInt8: any HCIEventParameters.Type] = [:]
+        for t in allEventTypes { d[t.eventCode] = t }
+        return d
+    }()
+
+    private static let bySubevent: [UInt8: any LEMetaEventParameters.Type] = {
+        var d: [UInt8: any LEMetaEventParameters.Type] = [:]
+        for t in allLESubeventTypes { d[t.subeventCode] = t }
+        return d
+    }()
+}
+
+// MARK: - Command flow events (Core Vol 4 Part E 7.7.14, 7.7.15)
+
+/// Command Complete (0x0E): carries Status and the command's return parameters.
+public struct CommandComplete: HCIEventParameters, Equatable {
+    public static let eventCode: UInt8 = 0x0E
+    public static let name = "Command Complete"
+    public var numHCICommandPackets: UInt8
+    public var opcode: HCIOpcode
+    /// Return parameters including the leading Status (absent for opcode 0x0000).
+    public var returnParameters: [UInt8]
+
+    public init(numHCICommandPackets: UInt8 = 1, opcode: HCIOpcode, returnParameters: [UInt8]) {
+        self.numHCICommandPackets = numHCICommandPackets
+        self.opcode = opcode
+        self.returnParameters = returnParameters
+    }
+
+    /// A successful completion of `C` with typed return parameters.
+    public init<C: HCICommand>(_ command: C.Type, _ ret: C.ReturnParameters, numHCICommandPackets: UInt8 = 1) {
+        var w = ByteWriter()
+        w.u8(HCIStatus.success.rawValue)
+        ret.encode(into: &w)
+        self.init(numHCICommandPackets: numHCICommandPackets, opcode: C.opcode, returnParameters: w.bytes)
+    }
+
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        numHCICommandPackets = try r.u8("numHCICommandPackets")
+        opcode = HCIOpcode(rawValue: try r.u16("commandOpcode"))
+        returnParameters = r.rest()
+    }
+
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(numHCICommandPackets)
+        w.u16(opcode.rawValue)
+        w.append(returnParameters)
+    }
+
+    /// Status (Success when the event carries no return parameters, as for opcode 0x0000).
+    public var status: HCIStatus { HCIStatus(returnParameters.first ?? 0) }
+
+    /// The typed return parameters of `C`; throws HCIError on a non-success status.
+    public func result<C: HCICommand>(_ command: C.Type) throws -> C.ReturnParameters {
+        guard status.isSuccess else { throw HCIError(status, opcode: opcode) }
+        var r = ByteReader(Array(returnParameters.dropFirst()))
+        return try C.ReturnParameters(returnParameters: &r)
+    }
+
+    public var fields: [Field] {
+        var f: [Field] = [
+            .int("numHCICommandPackets", numHCICommandPackets),
+            .code("commandOpcode", opcode.rawValue, note: opcode.name),
+        ]
+        guard !returnParameters.isEmpty else { return f }
+        f.append(.code("status", status.rawValue, note: status.name))
+        let rest = Array(returnParameters.dropFirst())
+        if status.isSuccess {
+            do {
+                if let ret = try HCICommands.decodeReturn(opcode: opcode, rest) {
+                    f += ret.fields
+                } else if !rest.isEmpty {
+                    f.append(.bytes("returnParameters", rest))
+                }
+            } catch {
+                f.append(Field("malformed", .text("\(error)")))
+                f.append(.bytes("returnParameters", rest))
+            }
+        } else if !rest.isEmpty {
+            f.append(.bytes("returnParameters", rest))
+        }
+        return f
+    }
+}
+
+/// Command Status (0x0F): the controller accepted (or refused) a command that completes later.
+public struct CommandStatus: HCIEventParameters, Equatable {
+    public static let eventCode: UInt8 = 0x0F
+    public static let name = "Command Status"
+    public var status: HCIStatus
+    public var numHCICommandPackets: UInt8
+    public var opcode: HCIOpcode
+
+    public init(status: HCIStatus, numHCICommandPackets: UInt8 = 1, opcode: HCIOpcode) {
+        self.status = status
+        self.numHCICommandPackets = numHCICommandPackets
+        self.opcode = opcode
+    }
+
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        status = HCIStatus(try r.u8("status"))
+        numHCICommandPackets = try r.u8("numHCICommandPackets")
+        opcode = HCIOpcode(rawValue: try r.u16("commandOpcode"))
+    }
+
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(status.rawValue)
+        w.u8(numHCICommandPackets)
+        w.u16(opcode.rawValue)
+    }
+
+    public var fields: [Field] {
+        [.code("status", status.rawValue, note: status.name),
+         .int("numHCICommandPackets", numHCICommandPackets),
+         .code("commandOpcode", opcode.rawValue, note: opcode.name)]
+    }
+}
