@@ -28,6 +28,16 @@ let package = Package(
         .executableTarget(name: "ble-hci", dependencies: ["BLE"]),
 
         .testTarget(name: "HCITests", dependencies: ["HCI"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
+        .testTarget(name: "VirtualControllerTests", dependencies: ["VirtualController"]),
+        .testTarget(name: "HostTests", dependencies: ["Host"]),
+        .testTarget(name: "L2CAPTests", dependencies: ["L2CAP"]),
+        .testTarget(name: "ATTTests", dependencies: ["ATT"]),
+        .testTarget(name: "GATTTests", dependencies: ["GATT"]),
+        .testTarget(name: "SMPTests", dependencies: ["SMP"]),
+        .testTarget(name: "DecoderTests", dependencies: ["Decoder"]),
+        .testTarget(name: "BLETests", dependencies: ["BLE"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,1 +1,47 @@
-// The Transport layer.
+import HCI
+
+/// Where HCI packets go to and come from: a user-channel socket, an H4 byte stream (TCP,
+/// UNIX, UART) or an in-process virtual controller. The host never knows which it has.
+public protocol HCITransport: AnyObject, Sendable {
+    /// Sends one packet to the controller. Throws `TransportError` once the transport is closed or lost.
+    func send(_ packet: HCIPacket) throws(TransportError)
+
+    /// Packets from the controller, in arrival order. Finishes by throwing `TransportError`
+    /// when the transport is lost (reported once), or normally after `close()`.
+    var incoming: AsyncThrowingStream<HCIPacket, any Error> { get }
+
+    /// Human description ("tcp:127.0.0.1:9000", "hci0 (user channel)").
+    var name: String { get }
+
+    /// Closes the transport; `incoming` finishes. Idempotent.
+    func close()
+}
+
+/// Why a transport could not be opened or was lost. The description says what to do.
+public struct TransportError: Error, Sendable, CustomStringConvertible, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// Opening failed (socket/bind/connect/open).
+        case open
+        /// The peer closed the stream or a read/write failed.
+        case lost
+        /// The byte stream did not frame as H4 (unknown indicator, lying length).
+        case framing
+        /// Used after close().
+        case closed
+        /// A transport SPEC that doesn't parse.
+        case badSpec
+    }
+
+    public var kind: Kind
+    public var message: String
+    /// errno when a syscall failed.
+    public var errno: Int32?
+
+    public init(_ kind: Kind, _ message: String, errno: Int32? = nil) {
+        self.kind = kind
+        self.message = message
+        self.errno = errno
+    }
+
+    public var description: String { message }
+}
