@@ -38,6 +38,10 @@ let package = Package(
         .testTarget(name: "SMPTests", dependencies: ["SMP"]),
         .testTarget(name: "DecoderTests", dependencies: ["Decoder"]),
         .testTarget(name: "BLETests", dependencies: ["BLE"]),
+
+        // Interop test harness (Bumble controllers and peer scripts as child processes).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "InteropHarnessTests", dependencies: ["TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

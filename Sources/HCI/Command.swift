@@ -111,3 +111,8 @@ extension HCICommand {
         return try ReturnParameters(returnParameters: &r)
     }
 }
+
+extension HCICommand {
+    /// The type of `ReturnParameters` (NoReturnParameters when Command Complete carries only Status).
+    public static var returnParametersType: any HCIReturnParameters.Type { ReturnParameters.self }
+}

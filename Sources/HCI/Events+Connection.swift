@@ -50,20 +50,18 @@ public struct NumberOfCompletedPackets: HCIEventParameters, Equatable {
 
     public init(parameters r: inout ByteReader) throws(DecodeError) {
         let n = Int(try r.u8("numHandles"))
-        // Handles come first, then counts (Core v5.x layout).
+        // Each handle is followed by its count, as controllers send it (BlueZ and Bumble read it so).
         try r.need(n * 4, "connectionHandle/numCompletedPackets")
-        var handles: [UInt16] = []
-        handles.reserveCapacity(n)
-        for _ in 0..<n { handles.append(try r.u16("connectionHandle") & 0x0fff) }
         entries = []
         entries.reserveCapacity(n)
-        for h in handles { entries.append(Entry(connectionHandle: h, numCompletedPackets: try r.u16("numCompletedPackets"))) }
+        for _ in 0..<n {
+            entries.append(Entry(connectionHandle: try r.u16("connectionHandle") & 0x0fff,
+                                 numCompletedPackets: try r.u16("numCompletedPackets")))
+        }
     }
 
     public func encodeParameters(into w: inout ByteWriter) {
-        w.u8(UInt8(entries.count))
-        for e in entries { w.u16(e.connectionHandle) }
-        for e in entries { w.u16(e.numCompletedPackets) }
+        encodeList(entries, into: &w) { e, w in w.u16(e.connectionHandle); w.u16(e.numCompletedPackets) }
     }
 
     public var fields: [Field] {

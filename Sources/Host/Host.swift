@@ -1,1 +1,561 @@
-// The Host layer.
+// The Host layer: controller bring-up, command and ACL flow control, connections, GAP.
+import HCI
+import Transport
+
+/// The host side of one controller.
+///
+/// ```swift
+/// let host = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: 9000, timeout: .seconds(2)))
+/// let info = try await host.start()                 // Reset + bring-up, returns ControllerInfo
+/// Task { for await event in host.events { ... } }   // one consumer: the layer above
+/// try await host.startAdvertising(.init(data: ad))  // GAP (see Host+GAP.swift)
+/// let link = try await host.connect(to: peer)       // LEConnection; link.frames = L2CAP frames in
+/// try await host.sendL2CAP(frame, on: link.handle)  // fragmented + flow controlled out
+/// ```
+///
+/// - Commands: `execute(_:timeout:)` sends any typed `HCICommand`, honouring
+///   Num_HCI_Command_Packets; Command Complete commands return their typed return parameters,
+///   Command Status commands return once accepted (their result arrives as a `HostEvent`).
+///   A non-zero status throws `HCIError` (with the status name), silence throws
+///   `HostError.commandTimeout`.
+/// - ACL: `sendL2CAP` fragments to the controller's LE ACL data length and never has more
+///   packets in flight than the controller has buffers, serving links round-robin. Incoming
+///   fragments are reassembled per link with limits (`HostConfiguration.maxL2CAPFrame`).
+/// - Failure: on disconnection everything pending on that link fails with
+///   `HostError.disconnected(handle:reason:)`; on transport loss or Hardware Error everything
+///   pending fails, `.transportLost` / `.hardwareError` is emitted, `events` finishes, and the
+///   caller creates a new Host.
+public actor Host {
+    public let transport: any HCITransport
+    public let configuration: HostConfiguration
+
+    /// Host events, in controller order. One consumer.
+    public nonisolated let events: AsyncStream<HostEvent>
+    let eventsContinuation: AsyncStream<HostEvent>.Continuation
+
+    /// Bring-up results (nil before `start()` completes).
+    public internal(set) var controller: ControllerInfo?
+
+    // MARK: command flow state
+    enum CommandResult: Sendable {
+        case complete(CommandComplete)
+        case status(CommandStatus)
+    }
+
+    struct PendingCommand {
+        let id: UInt64
+        let packet: HCICommandPacket
+        let statusOnly: Bool
+        let continuation: CheckedContinuation<CommandResult, any Error>
+    }
+
+    var commandCredits = 1
+    var commandQueue: [PendingCommand] = []
+    var outstandingCommands: [PendingCommand] = []
+    var commandTimeouts: [UInt64: Task<Void, Never>] = [:]
+    var nextID: UInt64 = 1
+
+    // MARK: ACL state
+    var aclCredits = 1
+    var aclBufferCount = 1
+    var aclDataLength = 27
+    var links: [UInt16: LinkState] = [:]
+    /// Links with queued frames, in service order (round-robin).
+    var readyLinks: [UInt16] = []
+    var readyHead = 0
+
+    // MARK: procedure waiters (completed by events)
+    struct Waiter {
+        let id: UInt64
+        let kind: WaiterKind
+        let handle: UInt16?
+        let continuation: CheckedContinuation<WaiterResult, any Error>
+    }
+
+    enum WaiterKind: Equatable {
+        case connection
+        case connectionUpdate
+        case phyUpdate
+    }
+
+    enum WaiterResult: Sendable {
+        case connection(LEConnection)
+        case connectionFailed(HCIStatus)
+        case connectionUpdate(ConnectionParameters)
+        case phy(tx: UInt8, rx: UInt8)
+    }
+
+    var waiters: [Waiter] = []
+    var waiterTimeouts: [UInt64: Task<Void, Never>] = [:]
+
+    // MARK: GAP state
+    var randomAddress: BDAddress?
+    var usesRandomAddress = false
+    var advertising = false
+    var advertisingExtended = false
+    var scanning = false
+    var scanningExtended = false
+    var connecting: DeviceAddress?
+    var localAddressForConnections = DeviceAddress(.zero, type: .public)
+
+    // MARK: lifecycle
+    var readerTask: Task<Void, Never>?
+    /// Set when the host can no longer work (transport lost, hardware error, closed).
+    var fatal: HostError?
+
+    public init(transport: any HCITransport, configuration: HostConfiguration = .init()) {
+        self.transport = transport
+        self.configuration = configuration
+        let (stream, continuation) = AsyncStream<HostEvent>.makeStream(
+            bufferingPolicy: .bufferingOldest(Swift.max(16, configuration.maxQueuedEvents)))
+        self.events = stream
+        self.eventsContinuation = continuation
+    }
+
+    deinit {
+        readerTask?.cancel()
+    }
+
+    /// Stops reading, fails everything pending and closes the transport. Idempotent.
+    public func close() {
+        if fatal == nil {
+            failEverything(.transportLost(TransportError(.closed, "the host was closed")))
+        }
+        readerTask?.cancel()
+        readerTask = nil
+        transport.close()
+    }
+
+    /// Starts reading from the transport if not already done.
+    func startReader() {
+        guard readerTask == nil else { return }
+        readerTask = Task { await self.readLoop() }
+    }
+
+    private func readLoop() async {
+        do {
+            for try await packet in transport.incoming {
+                handle(packet)
+                if fatal != nil { return }
+            }
+            if fatal == nil { transportDied(TransportError(.closed, "\(transport.name): the transport was closed")) }
+        } catch let e as TransportError {
+            transportDied(e)
+        } catch {
+            transportDied(TransportError(.lost, "\(transport.name): \(error)"))
+        }
+    }
+
+    func transportDied(_ error: TransportError) {
+        guard fatal == nil else { return }
+        failEverything(.transportLost(error))
+        emit(.transportLost(error))
+        eventsContinuation.finish()
+    }
+
+    func hardwareFailure(_ code: UInt8) {
+        guard fatal == nil else { return }
+        failEverything(.hardwareError(code))
+        emit(.hardwareError(code))
+        eventsContinuation.finish()
+    }
+
+    /// Fails every pending command, procedure and ACL send; finishes every link's frames.
+    func failEverything(_ error: HostError) {
+        fatal = error
+        let pending = outstandingCommands + commandQueue
+        outstandingCommands.removeAll()
+        commandQueue.removeAll()
+        for t in commandTimeouts.values { t.cancel() }
+        commandTimeouts.removeAll()
+        for p in pending { p.continuation.resume(throwing: error) }
+        let ws = waiters
+        waiters.removeAll()
+        for t in waiterTimeouts.values { t.cancel() }
+        waiterTimeouts.removeAll()
+        for w in ws { w.continuation.resume(throwing: error) }
+        for link in links.values {
+            while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
+            link.framesContinuation.finish()
+        }
+        links.removeAll()
+        readyLinks.removeAll()
+        readyHead = 0
+    }
+
+    func checkAlive() throws {
+        if let fatal { throw fatal }
+    }
+
+    func emit(_ event: HostEvent) {
+        if case .dropped = eventsContinuation.yield(event) {
+            configuration.log?("host event queue full (\(configuration.maxQueuedEvents)): dropped \(event)")
+        }
+    }
+
+    func warn(_ message: String) {
+        configuration.log?(message)
+        emit(.warning(message))
+    }
+
+    // MARK: - Commands
+
+    /// Sends `command` and waits for its completion.
+    ///
+    /// Command Complete commands return the typed return parameters; Command Status commands
+    /// (`C.completesWithStatus`) return once the controller accepted them. Throws `HCIError`
+    /// for a non-success status, `HostError.commandTimeout` when the controller stays silent,
+    /// `HostError.transportLost`/`.hardwareError` when the host died meanwhile.
+    public func execute<C: HCICommand>(_ command: C, timeout: Duration? = nil) async throws -> C.ReturnParameters {
+        let result = try await send(command.packet, statusOnly: C.completesWithStatus,
+                                    timeout: timeout ?? configuration.commandTimeout)
+        switch result {
+        case .status(let s):
+            guard s.status.isSuccess else { throw HCIError(s.status, opcode: C.opcode) }
+            var r = ByteReader([])
+            do { return try C.ReturnParameters(returnParameters: &r) } catch {
+                throw HostError.malformed("\(C.name): answered with Command Status only (\(error))")
+            }
+        case .complete(let c):
+            guard c.status.isSuccess else { throw HCIError(c.status, opcode: C.opcode) }
+            var r = ByteReader(Array(c.returnParameters.dropFirst()))
+            do { return try C.ReturnParameters(returnParameters: &r) } catch {
+                throw HostError.malformed("\(C.name) return parameters: \(error)")
+            }
+        }
+    }
+
+    /// Sends a raw command packet; returns the Command Complete or Command Status that answered it.
+    func send(_ packet: HCICommandPacket, statusOnly: Bool, timeout: Duration) async throws -> CommandResult {
+        try checkAlive()
+        let id = nextID
+        nextID &+= 1
+        return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<CommandResult, any Error>) in
+            commandQueue.append(PendingCommand(id: id, packet: packet, statusOnly: statusOnly, continuation: cont))
+            commandTimeouts[id] = Task { [weak self] in
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                await self?.commandTimedOut(id)
+            }
+            pumpCommands()
+        }
+    }
+
+    func commandTimedOut(_ id: UInt64) {
+        commandTimeouts[id] = nil
+        let p: PendingCommand
+        if let i = outstandingCommands.firstIndex(where: { $0.id == id }) {
+            p = outstandingCommands.remove(at: i)
+            // The controller never answered: don't let its lost credit block every later command.
+            if commandCredits == 0 && outstandingCommands.isEmpty { commandCredits = 1 }
+        } else if let i = commandQueue.firstIndex(where: { $0.id == id }) {
+            p = commandQueue.remove(at: i)
+        } else {
+            return
+        }
+        p.continuation.resume(throwing: HostError.commandTimeout(p.packet.opcode.name))
+        pumpCommands()
+    }
+
+    func pumpCommands() {
+        while commandCredits > 0, !commandQueue.isEmpty {
+            let p = commandQueue.removeFirst()
+            do {
+                try transport.send(.command(p.packet))
+            } catch {
+                commandTimeouts.removeValue(forKey: p.id)?.cancel()
+                p.continuation.resume(throwing: HostError.transportLost(error))
+                continue
+            }
+            commandCredits -= 1
+            outstandingCommands.append(p)
+        }
+    }
+
+    func commandAnswered(opcode: HCIOpcode, credits: UInt8, result: CommandResult) {
+        commandCredits = Int(credits)
+        if opcode.rawValue != 0 {
+            var matched = false
+            if let i = outstandingCommands.firstIndex(where: { $0.packet.opcode == opcode }) {
+                let p = outstandingCommands[i]
+                var accept = true
+                if case .status(let s) = result, !p.statusOnly, s.status.isSuccess {
+                    // A Command Complete command acknowledged with a pending status: keep waiting.
+                    accept = false
+                }
+                if accept {
+                    outstandingCommands.remove(at: i)
+                    commandTimeouts.removeValue(forKey: p.id)?.cancel()
+                    p.continuation.resume(returning: result)
+                }
+                matched = true
+            }
+            if !matched {
+                warn("\(opcode.name): answer to a command the host did not send (ignored)")
+            }
+        }
+        pumpCommands()
+    }
+
+    // MARK: - Incoming packets
+
+    func handle(_ packet: HCIPacket) {
+        switch packet {
+        case .event(let e): handleEvent(e)
+        case .acl(let a): handleACL(a)
+        case .command, .sco, .iso: break
+        }
+    }
+
+    func handleACL(_ a: HCIACLPacket) {
+        guard let link = links[a.handle] else {
+            warn("ACL data for unknown connection handle \(hexCode(a.handle, digits: 4)) (\(a.data.count) octet(s)): dropped")
+            return
+        }
+        switch link.reassembler.push(a.data, start: a.boundary.isStart) {
+        case .pending:
+            break
+        case .frame(let f):
+            deliver(f, on: link)
+        case .dropped(let reason):
+            warn("connection \(hexCode(a.handle, digits: 4)): \(reason)")
+        case .replaced(let reason, let frame):
+            warn("connection \(hexCode(a.handle, digits: 4)): \(reason)")
+            if let frame { deliver(frame, on: link) }
+        }
+    }
+
+    private func deliver(_ frame: [UInt8], on link: LinkState) {
+        if case .dropped = link.framesContinuation.yield(frame) {
+            warn("connection \(hexCode(link.handle, digits: 4)): \(configuration.maxQueuedFramesPerLink) frames queued unread: L2CAP frame dropped")
+        }
+    }
+
+    func handleEvent(_ e: HCIEventPacket) {
+        var r = ByteReader(e.parameters)
+        do {
+            switch e.code {
+            case NumberOfCompletedPackets.eventCode:
+                numberOfCompletedPackets(try NumberOfCompletedPackets(parameters: &r))
+            case CommandComplete.eventCode:
+                let c = try CommandComplete(parameters: &r)
+                commandAnswered(opcode: c.opcode, credits: c.numHCICommandPackets, result: .complete(c))
+            case CommandStatus.eventCode:
+                let s = try CommandStatus(parameters: &r)
+                commandAnswered(opcode: s.opcode, credits: s.numHCICommandPackets, result: .status(s))
+            case DisconnectionComplete.eventCode:
+                let d = try DisconnectionComplete(parameters: &r)
+                guard d.status.isSuccess else {
+                    warn("Disconnection Complete for \(hexCode(d.connectionHandle, digits: 4)) with status \(d.status)")
+                    return
+                }
+                linkDisconnected(d.connectionHandle, reason: d.reason)
+            case LEMetaEvent.eventCode:
+                try handleLEMeta(&r)
+            default:
+                try handleOtherEvent(code: e.code, &r)
+            }
+        } catch {
+            warn("\(HCIEvents.name(code: e.code)) event: malformed (\(error)): ignored")
+        }
+    }
+
+    // MARK: - Connections
+
+    /// Registers a new link and returns its public value.
+    func addLink(handle: UInt16, role: LERole, peer: DeviceAddress, parameters: ConnectionParameters) -> LEConnection {
+        if let old = links[handle] {
+            warn("connection handle \(hexCode(handle, digits: 4)) reused before its disconnection: old link closed")
+            linkDisconnected(old.handle, reason: .connectionTimeout)
+        }
+        let (stream, cont) = AsyncStream<[UInt8]>.makeStream(
+            bufferingPolicy: .bufferingOldest(Swift.max(1, configuration.maxQueuedFramesPerLink)))
+        let local = role == .peripheral ? advertisingAddress : localAddressForConnections
+        let conn = LEConnection(handle: handle, role: role, peer: peer, local: local, parameters: parameters, frames: stream)
+        links[handle] = LinkState(connection: conn, framesContinuation: cont, maxFrame: configuration.maxL2CAPFrame)
+        return conn
+    }
+
+    /// The connection with `handle`, if up.
+    public func connection(_ handle: UInt16) -> LEConnection? { links[handle]?.connection }
+
+    /// Every link that is up.
+    public var connections: [LEConnection] { links.values.map(\.connection) }
+
+    func linkDisconnected(_ handle: UInt16, reason: HCIStatus) {
+        guard let link = links.removeValue(forKey: handle) else {
+            warn("Disconnection Complete for unknown handle \(hexCode(handle, digits: 4))")
+            emit(.disconnected(handle: handle, reason: reason))
+            return
+        }
+        let error = HostError.disconnected(handle: handle, reason: reason)
+        // Buffers held by this link's packets are freed by the controller.
+        aclCredits = Swift.min(aclBufferCount, aclCredits + link.inFlight)
+        link.inFlight = 0
+        while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
+        link.reassembler.reset()
+        link.framesContinuation.finish()
+        if link.scheduled {
+            link.scheduled = false
+            if let i = readyLinks[readyHead...].firstIndex(of: handle) { readyLinks.remove(at: i) }
+        }
+        let mine = waiters.filter { $0.handle == handle }
+        waiters.removeAll { $0.handle == handle }
+        for w in mine {
+            waiterTimeouts.removeValue(forKey: w.id)?.cancel()
+            w.continuation.resume(throwing: error)
+        }
+        emit(.disconnected(handle: handle, reason: reason))
+        pumpACL()
+    }
+
+    // MARK: - ACL out
+
+    /// Sends one complete L2CAP frame (basic header included) on `handle`.
+    ///
+    /// Fragments to the controller's LE ACL data length (first fragment PB 0b00, then 0b01)
+    /// and waits for buffer credits; links are served round-robin. Returns once the last
+    /// fragment was handed to the controller. Throws `HostError.disconnected` at once if the
+    /// link is or becomes disconnected, `.unknownConnection` for a handle never seen.
+    public func sendL2CAP(_ frame: [UInt8], on handle: UInt16) async throws {
+        try checkAlive()
+        guard let link = links[handle] else { throw HostError.unknownConnection(handle) }
+        guard !frame.isEmpty else { throw HostError.invalidArgument("empty L2CAP frame") }
+        // Fast path: nobody waiting and enough credits for the whole frame: no suspension.
+        let fragments = (frame.count + aclDataLength - 1) / aclDataLength
+        if readyHead == readyLinks.count, !link.hasQueued, aclCredits >= fragments {
+            var f = OutgoingFrame(frame: frame, offset: 0, continuation: nil)
+            while f.offset < frame.count {
+                try sendFragment(&f, on: link)
+            }
+            return
+        }
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, any Error>) in
+            link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: cont))
+            schedule(link)
+            pumpACL()
+        }
+    }
+
+    private func schedule(_ link: LinkState) {
+        guard !link.scheduled else { return }
+        link.scheduled = true
+        readyLinks.append(link.handle)
+    }
+
+    /// Sends the next fragment of `f`; throws on transport failure.
+    private func sendFragment(_ f: inout OutgoingFrame, on link: LinkState) throws {
+        let end = Swift.min(f.frame.count, f.offset + aclDataLength)
+        let data: [UInt8] = (f.offset == 0 && end == f.frame.count) ? f.frame : Array(f.frame[f.offset..<end])
+        let packet = HCIACLPacket(handle: link.handle, boundary: f.offset == 0 ? .firstNonFlushable : .continuing, data: data)
+        do {
+            try transport.send(.acl(packet))
+        } catch {
+            transportDied(error)
+            throw HostError.transportLost(error)
+        }
+        f.offset = end
+        aclCredits -= 1
+        link.inFlight += 1
+    }
+
+    /// Hands fragments to the controller while credits last, one fragment per link in turn.
+    func pumpACL() {
+        while aclCredits > 0, readyHead < readyLinks.count {
+            let handle = readyLinks[readyHead]
+            readyHead += 1
+            guard let link = links[handle], link.hasQueued else {
+                links[handle]?.scheduled = false
+                continue
+            }
+            var f = link.queue[link.queueHead]
+            do {
+                try sendFragment(&f, on: link)
+            } catch {
+                return  // transportDied failed everything
+            }
+            if f.offset >= f.frame.count {
+                _ = link.popFront()
+                f.continuation?.resume()
+            } else {
+                link.queue[link.queueHead] = f
+            }
+            if link.hasQueued {
+                readyLinks.append(handle)
+            } else {
+                link.scheduled = false
+            }
+        }
+        if readyHead == readyLinks.count {
+            readyLinks.removeAll(keepingCapacity: true)
+            readyHead = 0
+        } else if readyHead >= 64 {
+            readyLinks.removeFirst(readyHead)
+            readyHead = 0
+        }
+    }
+
+    func numberOfCompletedPackets(_ e: NumberOfCompletedPackets) {
+        for entry in e.entries {
+            guard let link = links[entry.connectionHandle] else { continue }
+            let n = Swift.min(Int(entry.numCompletedPackets), link.inFlight)
+            if n < Int(entry.numCompletedPackets) {
+                warn("Number Of Completed Packets: \(entry.numCompletedPackets) for \(hexCode(entry.connectionHandle, digits: 4)) with \(link.inFlight) in flight")
+            }
+            link.inFlight -= n
+            aclCredits = Swift.min(aclBufferCount, aclCredits + n)
+        }
+        pumpACL()
+    }
+
+    /// ACL packets in flight (sent, not completed) per handle and free buffers: for tests and diagnostics.
+    public var aclStatus: (free: Int, inFlight: [UInt16: Int]) {
+        (aclCredits, links.mapValues(\.inFlight))
+    }
+
+    /// Sets the ACL buffer geometry (bring-up does this from the controller's answer).
+    func configureACL(dataLength: Int, bufferCount: Int) {
+        aclDataLength = Swift.max(1, dataLength)
+        aclBufferCount = Swift.max(1, bufferCount)
+        aclCredits = aclBufferCount
+    }
+
+    // MARK: - Waiters
+
+    func wait(for kind: WaiterKind, handle: UInt16?, timeout: Duration, name: String) async throws -> WaiterResult {
+        try checkAlive()
+        let id = nextID
+        nextID &+= 1
+        return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<WaiterResult, any Error>) in
+            waiters.append(Waiter(id: id, kind: kind, handle: handle, continuation: cont))
+            waiterTimeouts[id] = Task { [weak self] in
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                await self?.waiterTimedOut(id, name: name)
+            }
+        }
+    }
+
+    func waiterTimedOut(_ id: UInt64, name: String) {
+        waiterTimeouts[id] = nil
+        guard let i = waiters.firstIndex(where: { $0.id == id }) else { return }
+        let w = waiters.remove(at: i)
+        w.continuation.resume(throwing: HostError.procedureTimeout(name))
+    }
+
+    /// Completes the oldest waiter of `kind` (on `handle` when given). Returns false when none waits.
+    @discardableResult
+    func complete(_ kind: WaiterKind, handle: UInt16?, with result: Result<WaiterResult, any Error>) -> Bool {
+        guard let i = waiters.firstIndex(where: { $0.kind == kind && (handle == nil || $0.handle == handle) }) else { return false }
+        let w = waiters.remove(at: i)
+        waiterTimeouts.removeValue(forKey: w.id)?.cancel()
+        w.continuation.resume(with: result)
+        return true
+    }
+}
+
+extension Host {
+    /// Frames waiting for ACL credits on `handle` (diagnostics and tests).
+    public func queuedFrameCount(_ handle: UInt16) -> Int {
+        guard let l = links[handle] else { return 0 }
+        return l.queue.count - l.queueHead
+    }
+}

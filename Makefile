@@ -1,0 +1,55 @@
+# ble-hci: build, run and test. Two set-up commands: `make demo` and `make test`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+export PATH := $(PATH):/opt/swift/usr/bin
+
+SWIFT ?= swift
+SWIFT_FLAGS ?=
+
+# `make test` runs these suites in order after deps and build. A new suite adds itself with
+# `TEST_SUITES += name` here (before the `test` rule) and a rule for `name` below.
+TEST_SUITES := swift-test vm-test
+
+.PHONY: all deps sysdeps build demo test $(TEST_SUITES) bench fixtures clean
+
+all: build
+
+# Everything the tests need: Debian packages and the pinned Bumble venv (.venv). Idempotent.
+deps:
+	Tools/setup.sh
+
+# Only the Debian packages the build needs (headers of libbluetooth-dev, libssl-dev, ...).
+sysdeps:
+	Tools/setup.sh --system-only
+
+build: sysdeps
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+# The main job on the embedded virtual controller: no adapter, no root, no venv needed.
+demo: sysdeps
+	$(SWIFT) run $(SWIFT_FLAGS) ble-hci demo
+
+test: deps build $(TEST_SUITES)
+	@echo "make test: all suites passed ($(TEST_SUITES))"
+
+# Unit, stack and interop (Bumble) tests of the Swift package.
+swift-test: deps build
+	$(SWIFT) test $(SWIFT_FLAGS)
+
+# The real kernel path (HCI user channel) inside a VM; skipped until Tools/vm/run-tests.sh exists.
+vm-test: deps build
+	@if [[ -x Tools/vm/run-tests.sh ]]; then Tools/vm/run-tests.sh; \
+	 elif [[ -f Tools/vm/run-tests.sh ]]; then bash Tools/vm/run-tests.sh; \
+	 else echo "vm-test: Tools/vm/run-tests.sh not present, skipped"; fi
+
+bench: deps
+	@if [[ -f Tools/bench && -x Tools/bench ]]; then Tools/bench; \
+	 elif [[ -f Tools/bench/run.sh ]]; then bash Tools/bench/run.sh; \
+	 else echo "bench: Tools/bench not present, nothing to run"; fi
+
+# Re-create the Bumble capture fixtures in Tests/Fixtures (commit them afterwards).
+fixtures: deps
+	.venv/bin/python Tools/bumble/capture.py --out Tests/Fixtures
+
+clean:
+	rm -rf .build

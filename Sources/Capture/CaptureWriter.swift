@@ -1,0 +1,143 @@
+import Foundation
+import HCI
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Record encoders for the two formats `-w FILE` writes. Pure functions: the file I/O is in
+/// `CaptureWriter`, so tests and other writers can reuse the exact bytes.
+
+/// btsnoop, datalink 1002 (H4), as BlueZ writes it. All fields big-endian.
+public enum BtsnoopWriter {
+    public static let datalinkH4: UInt32 = 1002
+    /// Microseconds from 0000-01-01 00:00 to 1970-01-01 00:00 (btsnoop's epoch).
+    public static let epochOffsetMicroseconds: Int64 = 0x00E0_3AB4_4A67_6000
+
+    public static func fileHeader() -> [UInt8] {
+        var w = ByteWriter(capacity: 16)
+        w.append(Array("btsnoop".utf8) + [0])
+        w.u32be(1)
+        w.u32be(datalinkH4)
+        return w.bytes
+    }
+
+    /// Flags: bit 0 received, bit 1 command/event.
+    public static func flags(_ packet: HCIPacket, _ direction: Direction) -> UInt32 {
+        var f: UInt32 = direction == .received ? 1 : 0
+        if packet.type == .command || packet.type == .event { f |= 2 }
+        return f
+    }
+
+    public static func record(_ packet: HCIPacket, direction: Direction, time: Date) -> [UInt8] {
+        let h4 = packet.h4
+        var w = ByteWriter(capacity: 24 + h4.count)
+        w.u32be(UInt32(h4.count))  // original length
+        w.u32be(UInt32(h4.count))  // included length
+        w.u32be(flags(packet, direction))
+        w.u32be(0)  // cumulative drops
+        let micros = Int64((time.timeIntervalSince1970 * 1_000_000).rounded()) + epochOffsetMicroseconds
+        w.u64be(UInt64(bitPattern: micros))
+        w.append(h4)
+        return w.bytes
+    }
+}
+
+/// pcap, linktype 201 (LINKTYPE_BLUETOOTH_HCI_H4_WITH_PHDR): a 4-byte big-endian direction
+/// (0 sent, 1 received) before the H4 packet. Written little-endian, microsecond magic.
+public enum PcapWriter {
+    public static let linktypeH4WithPhdr: UInt32 = 201
+
+    public static func fileHeader() -> [UInt8] {
+        var w = ByteWriter(capacity: 24)
+        w.u32(0xa1b2_c3d4)
+        w.u16(2); w.u16(4)  // version 2.4
+        w.u32(0)  // thiszone
+        w.u32(0)  // sigfigs
+        w.u32(65535 + 8)  // snaplen: the largest H4 packet plus the direction header
+        w.u32(linktypeH4WithPhdr)
+        return w.bytes
+    }
+
+    public static func record(_ packet: HCIPacket, direction: Direction, time: Date) -> [UInt8] {
+        let h4 = packet.h4
+        let length = UInt32(4 + h4.count)
+        var w = ByteWriter(capacity: 16 + Int(length))
+        let micros = Int64((time.timeIntervalSince1970 * 1_000_000).rounded())
+        w.u32(UInt32(truncatingIfNeeded: micros / 1_000_000))
+        w.u32(UInt32(truncatingIfNeeded: micros % 1_000_000))
+        w.u32(length)
+        w.u32(length)
+        w.u32be(direction == .received ? 1 : 0)
+        w.append(h4)
+        return w.bytes
+    }
+}
+
+/// Why a capture file could not be written or read.
+public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Writes a capture file. Each record is built in memory and written with one write(2), so
+/// the file always ends on a whole record as far as the kernel is concerned: a process killed
+/// with SIGKILL leaves a file readable to its last complete record. Thread-safe.
+public final class CaptureWriter: @unchecked Sendable {
+    public enum Format: Sendable, Equatable { case btsnoop, pcap }
+
+    public let path: String
+    public let format: Format
+    private let lock = NSLock()
+    private var fd: Int32
+    /// The first write error; later writes are skipped (the capture is incomplete from there).
+    public private(set) var failure: CaptureError?
+
+    /// `*.pcap` → pcap (linktype 201); anything else → btsnoop (datalink 1002).
+    public static func open(path: String) throws(CaptureError) -> CaptureWriter {
+        try CaptureWriter(path: path, format: path.lowercased().hasSuffix(".pcap") ? .pcap : .btsnoop)
+    }
+
+    public init(path: String, format: Format) throws(CaptureError) {
+        self.path = path
+        self.format = format
+        fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw CaptureError("cannot create capture file \(path): \(String(cString: strerror(errno)))")
+        }
+        let header = format == .pcap ? PcapWriter.fileHeader() : BtsnoopWriter.fileHeader()
+        if let e = writeAll(header) {
+            Glibc.close(fd)
+            throw e
+        }
+    }
+
+    public func write(_ packet: HCIPacket, direction: Direction, time: Date = Date()) {
+        let record = format == .pcap
+            ? PcapWriter.record(packet, direction: direction, time: time)
+            : BtsnoopWriter.record(packet, direction: direction, time: time)
+        lock.lock()
+        defer { lock.unlock() }
+        guard fd >= 0, failure == nil else { return }
+        failure = writeAll(record)
+    }
+
+    public func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        if fd >= 0 { Glibc.close(fd); fd = -1 }
+    }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    private func writeAll(_ bytes: [UInt8]) -> CaptureError? {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n > 0 { offset += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            return CaptureError("writing capture file \(path) failed: \(String(cString: strerror(errno)))")
+        }
+        return nil
+    }
+}

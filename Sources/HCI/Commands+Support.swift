@@ -1,0 +1,72 @@
+// Small helpers shared by the command and event codecs of this module.
+
+extension Field {
+    /// A Status or Reason code with the specification's name as note.
+    static func status(_ s: HCIStatus, _ name: String = "status") -> Field {
+        .code(name, s.rawValue, note: s.name)
+    }
+    /// A signed power or RSSI value in dBm; 127 is "not available" in every place the spec uses it.
+    static func dBm(_ name: String, _ v: Int8) -> Field {
+        .int(name, v, note: v == 127 ? "not available" : "\(v) dBm")
+    }
+    static func addressType(_ name: String, _ t: AddressType) -> Field {
+        .code(name, t.rawValue, note: t.description)
+    }
+    static func phy(_ name: String, _ v: UInt8) -> Field { .code(name, v, note: phyName(v)) }
+    static func handle(_ v: UInt16) -> Field { .int("connectionHandle", v) }
+    static func key(_ name: String, _ v: [UInt8]) -> Field { .bytes(name, v) }
+}
+
+/// PHY values in LE PHY Update Complete, LE Read PHY and extended advertising (1 = 1M, 2 = 2M, 3 = Coded).
+public func phyName(_ v: UInt8) -> String {
+    switch v {
+    case 0x00: "none"
+    case 0x01: "LE 1M"
+    case 0x02: "LE 2M"
+    case 0x03: "LE Coded"
+    default: "reserved"
+    }
+}
+
+/// Names the bits of a PHY bitmask (All_PHYs/TX_PHYs/Scanning_PHYs: bit 0 1M, bit 1 2M, bit 2 Coded).
+func phyMaskNote(_ mask: UInt8) -> String {
+    var names: [String] = []
+    if mask & 0x01 != 0 { names.append("LE 1M") }
+    if mask & 0x02 != 0 { names.append("LE 2M") }
+    if mask & 0x04 != 0 { names.append("LE Coded") }
+    return names.isEmpty ? "none" : names.joined(separator: ", ")
+}
+
+extension ByteReader {
+    mutating func addressType(_ field: StaticString) throws(DecodeError) -> AddressType {
+        try AddressType.decode(try u8(field))
+    }
+    /// A 16-octet key or block, as the HCI carries it (little-endian, not reversed here).
+    mutating func block16(_ field: StaticString) throws(DecodeError) -> [UInt8] { try bytes(16, field) }
+    /// A connection handle: only the 12 low bits carry the handle.
+    mutating func handle(_ field: StaticString = "connectionHandle") throws(DecodeError) -> UInt16 {
+        try u16(field) & 0x0fff
+    }
+}
+
+extension ByteWriter {
+    /// Writes exactly `count` octets: `data` then zero padding (legacy advertising data is always 31 octets).
+    mutating func padded(_ data: [UInt8], to count: Int) {
+        append(data.prefix(count))
+        if data.count < count { append(repeatElement(0, count: count - data.count)) }
+    }
+    /// A length-prefixed block; longer data is cut at 255 octets rather than writing a lying length.
+    mutating func lengthPrefixed(_ data: [UInt8]) {
+        let d = data.prefix(255)
+        u8(UInt8(d.count)); append(d)
+    }
+    /// An item count octet (lists longer than 255 are cut by the caller's encode loop).
+    mutating func count(_ n: Int) { u8(UInt8(clamping: n)) }
+}
+
+/// Writes at most 255 items after a count octet, so the count never lies.
+func encodeList<T>(_ items: [T], into w: inout ByteWriter, _ body: (T, inout ByteWriter) -> Void) {
+    let list = items.prefix(255)
+    w.count(list.count)
+    for item in list { body(item, &w) }
+}

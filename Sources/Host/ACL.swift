@@ -1,0 +1,165 @@
+import HCI
+
+/// Reassembles the ACL fragments of one link into L2CAP frames (basic header included).
+///
+/// Bad input is dropped and reported, never trusted: a frame longer than `maxFrame`, a
+/// continuation without a start, a start while a frame is pending, or fragments that run
+/// past the length the basic header announced. Memory held is at most `maxFrame` octets.
+public struct L2CAPReassembler: Sendable {
+    public enum Output: Sendable, Equatable {
+        /// A complete frame.
+        case frame([UInt8])
+        /// More fragments are needed.
+        case pending
+        /// Input was dropped; the reason says why.
+        case dropped(String)
+        /// A start fragment replaced a pending frame (dropped, with the reason), and itself
+        /// completed a frame (`frame`) or is pending (nil).
+        case replaced(dropped: String, frame: [UInt8]?)
+    }
+
+    public let maxFrame: Int
+    private var buffer: [UInt8] = []
+    /// Total frame length once the basic header has been seen; nil before.
+    private var expected: Int? = nil
+    private var active = false
+
+    public init(maxFrame: Int = 65535 + 4) {
+        self.maxFrame = Swift.max(4, maxFrame)
+    }
+
+    /// Octets held for an incomplete frame.
+    public var pendingCount: Int { active ? buffer.count : 0 }
+
+    public mutating func push(_ data: [UInt8], start: Bool) -> Output {
+        if start {
+            var droppedReason: String? = nil
+            if active {
+                droppedReason = "start fragment while a frame was pending: dropped \(buffer.count) octet(s) of the pending frame"
+                reset()
+            }
+            let out = begin(data)
+            guard let droppedReason else { return out }
+            switch out {
+            case .frame(let f): return .replaced(dropped: droppedReason, frame: f)
+            case .pending: return .replaced(dropped: droppedReason, frame: nil)
+            case .dropped(let r): return .dropped(droppedReason + "; " + r)
+            case .replaced: return .dropped(droppedReason)
+            }
+        }
+        guard active else {
+            return .dropped("continuation fragment (\(data.count) octet(s)) without a start: dropped")
+        }
+        if let expected {
+            guard buffer.count + data.count <= expected else {
+                let have = buffer.count + data.count
+                reset()
+                return .dropped("fragments carry \(have) octet(s), the L2CAP header announced \(expected): frame dropped")
+            }
+            buffer.append(contentsOf: data)
+            return finishIfComplete()
+        }
+        // Header not complete yet: at most 4 octets held here.
+        buffer.append(contentsOf: data)
+        return afterHeaderKnown()
+    }
+
+    private mutating func begin(_ data: [UInt8]) -> Output {
+        if data.count >= 4 {
+            let total = 4 + (Int(data[0]) | Int(data[1]) << 8)
+            if total > maxFrame {
+                return .dropped("L2CAP frame of \(total) octet(s) exceeds the limit of \(maxFrame): dropped")
+            }
+            if data.count == total { return .frame(data) }  // fast path: no copy
+            if data.count > total {
+                return .dropped("fragment carries \(data.count) octet(s), the L2CAP header announced \(total): dropped")
+            }
+            active = true
+            expected = total
+            buffer.reserveCapacity(total)
+            buffer.append(contentsOf: data)
+            return .pending
+        }
+        active = true
+        expected = nil
+        buffer.append(contentsOf: data)
+        return .pending
+    }
+
+    private mutating func afterHeaderKnown() -> Output {
+        guard buffer.count >= 4 else { return .pending }
+        let total = 4 + (Int(buffer[0]) | Int(buffer[1]) << 8)
+        if total > maxFrame {
+            reset()
+            return .dropped("L2CAP frame of \(total) octet(s) exceeds the limit of \(maxFrame): dropped")
+        }
+        if buffer.count > total {
+            let have = buffer.count
+            reset()
+            return .dropped("fragments carry \(have) octet(s), the L2CAP header announced \(total): frame dropped")
+        }
+        expected = total
+        buffer.reserveCapacity(total)
+        return finishIfComplete()
+    }
+
+    private mutating func finishIfComplete() -> Output {
+        guard let expected, buffer.count == expected else { return .pending }
+        let frame = buffer
+        buffer = []
+        active = false
+        self.expected = nil
+        return .frame(frame)
+    }
+
+    /// Forgets any pending frame.
+    public mutating func reset() {
+        buffer = []
+        expected = nil
+        active = false
+    }
+}
+
+/// A frame waiting to be fragmented onto the controller.
+struct OutgoingFrame {
+    let frame: [UInt8]
+    var offset: Int
+    let continuation: CheckedContinuation<Void, any Error>?
+}
+
+/// Per-link state of the ACL path (actor-isolated inside `Host`).
+final class LinkState {
+    let handle: UInt16
+    var connection: LEConnection
+    let framesContinuation: AsyncStream<[UInt8]>.Continuation
+    var reassembler: L2CAPReassembler
+    /// Frames not fully handed to the controller yet, oldest first (`queueHead` is the next).
+    var queue: [OutgoingFrame] = []
+    var queueHead = 0
+    /// ACL packets sent and not yet completed by Number Of Completed Packets.
+    var inFlight = 0
+    /// True while this link is in `Host.readyLinks`.
+    var scheduled = false
+
+    init(connection: LEConnection, framesContinuation: AsyncStream<[UInt8]>.Continuation, maxFrame: Int) {
+        self.handle = connection.handle
+        self.connection = connection
+        self.framesContinuation = framesContinuation
+        self.reassembler = L2CAPReassembler(maxFrame: maxFrame)
+    }
+
+    var hasQueued: Bool { queueHead < queue.count }
+
+    func popFront() -> OutgoingFrame {
+        let f = queue[queueHead]
+        queueHead += 1
+        if queueHead == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            queueHead = 0
+        } else if queueHead >= 64, queueHead * 2 >= queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+        return f
+    }
+}

@@ -1,0 +1,79 @@
+import HCI
+
+/// An L2CAP channel identifier (Core Vol 3 Part A 2.1, LE-U).
+public struct L2CAPCID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt16) { self.rawValue = rawValue }
+
+    public static let att = L2CAPCID(0x0004)
+    public static let leSignaling = L2CAPCID(0x0005)
+    public static let smp = L2CAPCID(0x0006)
+    /// Dynamically allocated CIDs on LE-U: 0x0040–0x007F.
+    public static let dynamicRange: ClosedRange<UInt16> = 0x0040...0x007F
+
+    public var isDynamic: Bool { L2CAPCID.dynamicRange.contains(rawValue) }
+
+    /// "ATT", "LE Signaling", "SMP", "Dynamic"; nil for other (reserved/unused) CIDs.
+    public var name: String? {
+        switch rawValue {
+        case 0x0004: return "ATT"
+        case 0x0005: return "LE Signaling"
+        case 0x0006: return "SMP"
+        case 0x0040...0x007F: return "Dynamic"
+        default: return nil
+        }
+    }
+
+    public var description: String { "\(name ?? "CID") (\(hexCode(rawValue)))" }
+}
+
+/// A B-frame (basic information frame, Core Vol 3 Part A 3.1): Length(2) + Channel ID(2) +
+/// Information payload. Also the outer shape of C-frames and K-frames.
+public struct L2CAPFrame: Sendable, Hashable, FieldDescribable {
+    public var cid: L2CAPCID
+    public var payload: [UInt8]
+
+    public static let headerLength = 4
+
+    public init(cid: L2CAPCID, payload: [UInt8]) {
+        self.cid = cid
+        self.payload = payload
+    }
+
+    /// The total frame length (header + payload) announced by the first 4 octets of a frame,
+    /// for reassembling ACL fragments; nil while fewer than 4 octets are available.
+    public static func totalLength<C: Collection>(header: C) -> Int? where C.Element == UInt8 {
+        guard header.count >= headerLength else { return nil }
+        var it = header.makeIterator()
+        guard let lo = it.next(), let hi = it.next() else { return nil }
+        return headerLength + (Int(lo) | Int(hi) << 8)
+    }
+
+    /// Decodes one complete frame. Fewer payload octets than the length field says →
+    /// `DecodeError.truncated` (incomplete); more → `DecodeError.trailingBytes` (malformed).
+    public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> L2CAPFrame {
+        var r = ByteReader(bytes)
+        let length = Int(try r.u16("length"))
+        let cid = L2CAPCID(try r.u16("channelId"))
+        let payload = try r.bytes(length, "information payload")
+        try r.expectEnd("L2CAP frame")
+        return L2CAPFrame(cid: cid, payload: payload)
+    }
+
+    /// Header + payload. The payload must be at most 65535 octets.
+    public var bytes: [UInt8] {
+        var w = ByteWriter(capacity: L2CAPFrame.headerLength + payload.count)
+        w.u16(UInt16(truncatingIfNeeded: payload.count))
+        w.u16(cid.rawValue)
+        w.append(payload)
+        return w.bytes
+    }
+
+    /// CLI.md: `{"cid":4,"length":7,"channel":"ATT"}`.
+    public var fields: [Field] {
+        var f: [Field] = [.int("cid", cid.rawValue), .int("length", payload.count)]
+        if let name = cid.name { f.append(.text("channel", name)) }
+        return f
+    }
+}

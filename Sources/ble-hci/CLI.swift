@@ -1,0 +1,91 @@
+import Foundation
+import HCI
+import Transport
+
+/// Exit codes from CLI.md.
+enum ExitCode {
+    static let success: Int32 = 0
+    static let failure: Int32 = 1
+    static let usage: Int32 = 2
+    static let transport: Int32 = 3
+}
+
+/// What every command gets: its parsed arguments, the global options and the output.
+struct CommandContext {
+    var command: String
+    var args: ParsedArguments
+    var out: Output
+    var transportSpec: String { args.last("transport") ?? "hci0" }
+    var capturePath: String? { args.last("capture") }
+    /// nil: no trace; otherwise the layers to show.
+    var traceLayers: Set<String>? {
+        guard args.has("trace") else { return nil }
+        return try? parseLayers(args.last("trace"))
+    }
+}
+
+func parseLayers(_ text: String?) throws -> Set<String> {
+    let all: Set<String> = ["hci", "l2cap", "att", "gatt", "smp"]
+    guard let text, !text.isEmpty else { return all }
+    var out = Set<String>()
+    for part in text.split(separator: ",") {
+        let p = part.trimmingCharacters(in: .whitespaces).lowercased()
+        guard all.contains(p) else { throw UsageError("unknown layer '\(p)': use a comma list of hci,l2cap,att,gatt,smp") }
+        out.insert(p)
+    }
+    return out
+}
+
+func runCLI(_ argv: [String]) async -> Int32 {
+    let parsed: (command: String?, args: ParsedArguments)
+    do {
+        parsed = try parseArguments(argv, commandSpecs: commandSpecs)
+    } catch let e as UsageError {
+        return usageFailure(e)
+    } catch {
+        return usageFailure(UsageError("\(error)"))
+    }
+    let args = parsed.args
+    if args.has("version") {
+        print("ble-hci \(toolVersion)")
+        return ExitCode.success
+    }
+    guard let command = parsed.command else {
+        if args.has("help") { print(mainHelp); return ExitCode.success }
+        return usageFailure(UsageError("no command given"))
+    }
+    if args.has("help") {
+        print(commandHelp[command] ?? mainHelp)
+        return ExitCode.success
+    }
+    if args.has("trace") {
+        do { _ = try parseLayers(args.last("trace")) } catch let e as UsageError { return usageFailure(UsageError(e.message, command: command)) } catch {}
+    }
+    let out = Output(json: args.has("json"))
+    let context = CommandContext(command: command, args: args, out: out)
+    do {
+        switch command {
+        case "dump": return try await runDump(context)
+        case "scan": return try await runScan(context)
+        case "central": return try await runCentral(context)
+        case "peripheral": return try await runPeripheral(context)
+        case "demo": return try await runDemo(context)
+        case "controllers": return try await runControllers(context)
+        default: return usageFailure(UsageError("unknown command '\(command)'"))
+        }
+    } catch let e as UsageError {
+        return usageFailure(UsageError(e.message, command: command))
+    } catch let e as TransportError {
+        out.error("\(e)")
+        return ExitCode.transport
+    } catch {
+        out.error("\(error)")
+        return ExitCode.failure
+    }
+}
+
+func usageFailure(_ e: UsageError) -> Int32 {
+    let hint = e.command.map { "ble-hci \($0) --help" } ?? "ble-hci --help"
+    FileHandle.standardError.write(Data("ble-hci: \(e.message) (see '\(hint)')\n".utf8))
+    return ExitCode.usage
+}

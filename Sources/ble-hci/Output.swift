@@ -1,0 +1,54 @@
+import Foundation
+import HCI
+
+/// Where results go: human lines (colour only on a terminal) or exactly one JSON object per
+/// line on stdout. Errors always go to stderr, in one sentence.
+final class Output: @unchecked Sendable {
+    let json: Bool
+    let colour: Bool
+    private let lock = NSLock()
+
+    init(json: Bool) {
+        self.json = json
+        self.colour = !json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+    }
+
+    /// One JSON line (in --json mode) or nothing.
+    func event(_ fields: [Field]) {
+        guard json else { return }
+        write(jsonObject(fields) + "\n")
+    }
+
+    /// A human line (not in --json mode).
+    func line(_ text: String) {
+        guard !json else { return }
+        write(text + "\n")
+    }
+
+    func error(_ message: String) {
+        lock.lock(); defer { lock.unlock() }
+        FileHandle.standardError.write(Data("ble-hci: \(message)\n".utf8))
+    }
+
+    /// Informational text for humans that must not pollute --json stdout.
+    func note(_ message: String) {
+        if json {
+            lock.lock(); defer { lock.unlock() }
+            FileHandle.standardError.write(Data("\(message)\n".utf8))
+        } else {
+            write(message + "\n")
+        }
+    }
+
+    func styled(_ text: String, _ code: String) -> String { colour ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
+    func bold(_ s: String) -> String { styled(s, "1") }
+    func dim(_ s: String) -> String { styled(s, "2") }
+    func green(_ s: String) -> String { styled(s, "32") }
+    func red(_ s: String) -> String { styled(s, "31") }
+    func cyan(_ s: String) -> String { styled(s, "36") }
+
+    func write(_ s: String) {
+        lock.lock(); defer { lock.unlock() }
+        FileHandle.standardOutput.write(Data(s.utf8))
+    }
+}

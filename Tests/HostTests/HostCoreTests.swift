@@ -1,0 +1,241 @@
+import HCI
+import Testing
+import Transport
+@testable import Host
+
+@Suite struct HostCoreTests {
+    @Test func bringUpReadsTheControllerThroughTheScriptedController() async throws {
+        let t = FakeTransport.controller(aclLength: 27, aclCount: 4)
+        let host = Host(transport: t)
+        let info = try await host.start()
+        #expect(info.address == BDAddress([0xC0, 0x11, 0x22, 0x33, 0x44, 0x55]))
+        #expect(info.aclDataLength == 27)
+        #expect(info.aclBufferCount == 4)
+        #expect(info.hciVersion == 12)
+        let ops = t.sentCommands.map(\.opcode)
+        #expect(ops.first == Reset.opcode)
+        // v2 is not listed as supported: v1 is used and v2 never sent.
+        #expect(ops.contains(LEReadBufferSize.opcode))
+        #expect(!ops.contains(LEReadBufferSizeV2.opcode))
+        #expect(ops.contains(LESetEventMask.opcode))
+        await host.close()
+    }
+
+    @Test func commandTimeoutNamesTheCommand() async throws {
+        let t = FakeTransport(responder: nil)
+        let host = Host(transport: t)
+        await host.startReader()
+        let clock = ContinuousClock()
+        let started = clock.now
+        await #expect(throws: HostError.commandTimeout("Reset")) {
+            _ = try await host.execute(Reset(), timeout: .milliseconds(150))
+        }
+        #expect(clock.now - started < .seconds(2))
+        // The lost credit does not block the next command.
+        await #expect(throws: HostError.commandTimeout("Read BD_ADDR")) {
+            _ = try await host.execute(ReadBDADDR(), timeout: .milliseconds(100))
+        }
+        #expect(t.sentCommands.count == 2)
+        await host.close()
+    }
+
+    @Test func numHCICommandPacketsIsHonoured() async throws {
+        let t = FakeTransport(responder: nil)
+        let host = Host(transport: t)
+        await host.startReader()
+        let a = Task { try await host.execute(SetEventMask(eventMask: 1)) }
+        let b = Task { try await host.execute(SetEventMask(eventMask: 2)) }
+        let c = Task { try await host.execute(ReadBDADDR()) }
+        try await eventually("first command sent") { t.sentCommands.count == 1 }
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(t.sentCommands.count == 1)  // one credit: the others wait
+        // Answer with 2 credits: both remaining commands go out.
+        t.inject(CommandComplete(numHCICommandPackets: 2, opcode: t.sentCommands[0].opcode, returnParameters: [0]))
+        try await eventually("two more sent") { t.sentCommands.count == 3 }
+        for cmd in t.sentCommands.dropFirst() {
+            if cmd.opcode == ReadBDADDR.opcode {
+                t.inject(CommandComplete(ReadBDADDR.self, .init(address: BDAddress([1, 2, 3, 4, 5, 6]))))
+            } else {
+                // A failure carries the status name.
+                t.inject(CommandComplete(numHCICommandPackets: 1, opcode: cmd.opcode, returnParameters: [0x0C]))
+            }
+        }
+        _ = try await a.value
+        #expect(try await c.value.address == BDAddress([1, 2, 3, 4, 5, 6]))
+        do {
+            _ = try await b.value
+            Issue.record("a failed status did not throw")
+        } catch let e as HCIError {
+            #expect(e.status == .commandDisallowed)
+            #expect("\(e)".contains("Command Disallowed"))
+        }
+        await host.close()
+    }
+
+    @Test func commandStatusCommandReturnsOnStatusAndFailsOnError() async throws {
+        let t = FakeTransport(responder: nil)
+        let host = Host(transport: t)
+        await host.startReader()
+        let ok = Task { try await host.execute(Disconnect(connectionHandle: 1)) }
+        try await eventually("sent") { t.sentCommands.count == 1 }
+        t.inject(CommandStatus(status: .success, opcode: Disconnect.opcode))
+        _ = try await ok.value
+        let bad = Task { try await host.execute(Disconnect(connectionHandle: 2)) }
+        try await eventually("sent") { t.sentCommands.count == 2 }
+        t.inject(CommandStatus(status: .unknownConnectionIdentifier, opcode: Disconnect.opcode))
+        await #expect(throws: HCIError(.unknownConnectionIdentifier, opcode: Disconnect.opcode)) { try await bad.value }
+        await host.close()
+    }
+
+    @Test func transportLossFailsPendingCallsAtOnce() async throws {
+        let t = FakeTransport(responder: nil)
+        let host = Host(transport: t)
+        await host.startReader()
+        let pending = Task { try await host.execute(Reset(), timeout: .seconds(30)) }
+        try await eventually("sent") { t.sentCommands.count == 1 }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let lost = TransportError(.lost, "peer closed the stream")
+        t.continuation.finish(throwing: lost)
+        await #expect(throws: HostError.transportLost(lost)) { try await pending.value }
+        #expect(clock.now - started < .seconds(2))
+        var sawLost = false
+        for await e in host.events {
+            if case .transportLost(let e) = e { sawLost = e == lost }
+        }
+        #expect(sawLost)
+        // Later calls fail at once too.
+        await #expect(throws: HostError.transportLost(lost)) { _ = try await host.execute(Reset()) }
+    }
+
+    @Test func hardwareErrorFailsEverythingAndIsReported() async throws {
+        let t = FakeTransport(responder: nil)
+        let host = Host(transport: t)
+        await host.startReader()
+        let pending = Task { try await host.execute(Reset(), timeout: .seconds(30)) }
+        try await eventually("sent") { t.sentCommands.count == 1 }
+        t.inject(.event(HCIEventPacket(code: 0x10, parameters: [0x42])))
+        await #expect(throws: HostError.hardwareError(0x42)) { try await pending.value }
+        var saw = false
+        for await e in host.events { if case .hardwareError(0x42) = e { saw = true } }
+        #expect(saw)
+    }
+}
+
+@Suite struct ACLFlowTests {
+    /// A started host on a scripted controller with `count` buffers of 27 octets and links `handles`.
+    func makeHost(count: UInt8 = 4, handles: [UInt16]) async throws -> (Host, FakeTransport) {
+        let t = FakeTransport.controller(aclLength: 27, aclCount: count)
+        let host = Host(transport: t)
+        _ = try await host.start()
+        for h in handles { t.inject(le: connectionComplete(h)) }
+        try await eventually("links up") { await host.connections.count == handles.count }
+        return (host, t)
+    }
+
+    @Test func fragmentsWithBoundaryFlagsAndNeverExceedsBuffers() async throws {
+        let (host, t) = try await makeHost(count: 4, handles: [0x40])
+        let frame = l2capFrame(300)  // 304 octets → 12 fragments of ≤ 27
+        let send = Task { try await host.sendL2CAP(frame, on: 0x40) }
+        var completed = 0
+        while completed < 12 {
+            try await eventually("fragments sent") { t.sentACL.count > completed }
+            try await Task.sleep(for: .milliseconds(5))
+            let inFlight = t.sentACL.count - completed
+            #expect(inFlight <= 4)
+            t.complete(0x40, inFlight)
+            completed += inFlight
+        }
+        try await send.value
+        let packets = t.sentACL
+        #expect(packets.count == 12)
+        #expect(packets.first?.boundary == .firstNonFlushable)
+        #expect(packets.dropFirst().allSatisfy { $0.boundary == .continuing })
+        #expect(packets.allSatisfy { $0.data.count <= 27 && $0.handle == 0x40 })
+        #expect(packets.flatMap(\.data) == frame)
+        #expect(t.maxACLInFlight == 4)
+        try await eventually("credits back") { await host.aclStatus.free == 4 }
+        await host.close()
+    }
+
+    @Test func roundRobinBetweenTwoLinks() async throws {
+        let (host, t) = try await makeHost(count: 2, handles: [0x40, 0x41])
+        // Use up both credits on 0x40, then queue two frames on each link.
+        try await host.sendL2CAP(l2capFrame(50), on: 0x40)  // 54 octets → 2 fragments, fast path
+        #expect(t.sentACL.count == 2)
+        var tasks: [Task<Void, any Error>] = []
+        for i in 0..<2 {
+            tasks.append(Task { try await host.sendL2CAP(l2capFrame(50, seed: UInt8(i)), on: 0x40) })
+            tasks.append(Task { try await host.sendL2CAP(l2capFrame(50, seed: UInt8(10 + i)), on: 0x41) })
+        }
+        try await eventually("all queued") {
+            await host.queuedFrameCount(0x40) == 2 && (await host.queuedFrameCount(0x41)) == 2
+        }
+        var inFlight: [UInt16: Int] = [0x40: 2]
+        while t.sentACL.count < 10 {
+            let before = t.sentACL.count
+            for (h, n) in inFlight where n > 0 { t.complete(h, n) }
+            inFlight = [:]
+            try await eventually("more sent") { t.sentACL.count > before || t.sentACL.count == 10 }
+            try await Task.sleep(for: .milliseconds(5))
+            for p in t.sentACL[before...] { inFlight[p.handle, default: 0] += 1 }
+            #expect(t.sentACL.count - before <= 2)
+        }
+        let order = t.sentACL.dropFirst(2).map(\.handle)
+        // Strict alternation, one fragment per link in turn.
+        for i in 1..<order.count { #expect(order[i] != order[i - 1], "not round-robin: \(order)") }
+        for task in tasks { try await task.value }
+        #expect(t.maxACLInFlight <= 2)
+        // Each link's fragments reassemble into its frames in order.
+        var r = L2CAPReassembler()
+        var frames41: [[UInt8]] = []
+        for p in t.sentACL where p.handle == 0x41 {
+            if case .frame(let f) = r.push(p.data, start: p.boundary.isStart) { frames41.append(f) }
+        }
+        #expect(frames41 == [l2capFrame(50, seed: 10), l2capFrame(50, seed: 11)])
+        await host.close()
+    }
+
+    @Test func disconnectionFailsQueuedSendsAndReturnsCredits() async throws {
+        let (host, t) = try await makeHost(count: 2, handles: [0x40, 0x41])
+        try await host.sendL2CAP(l2capFrame(50), on: 0x40)  // both credits now in flight on 0x40
+        let queued = Task { try await host.sendL2CAP(l2capFrame(100), on: 0x40) }
+        let other = Task { try await host.sendL2CAP(l2capFrame(10), on: 0x41) }
+        try await eventually("queued") { await host.queuedFrameCount(0x40) == 1 && (await host.queuedFrameCount(0x41)) == 1 }
+        t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
+        await #expect(throws: HostError.disconnected(handle: 0x40, reason: .remoteUserTerminated)) { try await queued.value }
+        // The credits held by 0x40 are freed: 0x41's frame goes out without any NOCP.
+        try await other.value
+        #expect(t.sentACL.last?.handle == 0x41)
+        await #expect(throws: HostError.unknownConnection(0x40)) { try await host.sendL2CAP(l2capFrame(1), on: 0x40) }
+        var sawDisconnect = false
+        for await e in host.events {
+            if case .disconnected(0x40, .remoteUserTerminated) = e { sawDisconnect = true; break }
+        }
+        #expect(sawDisconnect)
+        await host.close()
+    }
+
+    @Test func incomingFragmentsReassembleAndBadOnesAreReported() async throws {
+        let (host, t) = try await makeHost(handles: [0x40])
+        guard let link = await host.connection(0x40) else { Issue.record("no link"); return }
+        let frame = l2capFrame(60)
+        t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: .continuing, data: [1, 2, 3])))  // orphan
+        t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: .first, data: Array(frame[0..<27]))))
+        t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: .continuing, data: Array(frame[27..<54]))))
+        t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: .continuing, data: Array(frame[54...]))))
+        t.inject(.acl(HCIACLPacket(handle: 0x99, boundary: .first, data: frame)))  // unknown handle
+        var it = link.frames.makeAsyncIterator()
+        #expect(await it.next() == frame)
+        var warnings: [String] = []
+        for await e in host.events {
+            if case .warning(let w) = e { warnings.append(w) }
+            if warnings.count == 2 { break }
+        }
+        #expect(warnings.contains { $0.contains("without a start") })
+        #expect(warnings.contains { $0.contains("unknown connection handle 0x0099") })
+        t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .connectionTimeout))
+        #expect(await it.next() == nil)  // frames finish at disconnection
+        await host.close()
+    }
+}

@@ -1,5 +1,0 @@
-import Testing
-import Host
-
-// Placeholder until this layer has real tests.
-@Test func HostModuleLinks() { #expect(Bool(true)) }

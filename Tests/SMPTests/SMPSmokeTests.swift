@@ -1,5 +1,0 @@
-import Testing
-import SMP
-
-// Placeholder until this layer has real tests.
-@Test func SMPModuleLinks() { #expect(Bool(true)) }

@@ -1,0 +1,217 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process with its stdout read line by line and its stderr captured, bounded in time
+/// and always killed at the end (`stop()`, deinit, or when `lifetime` has passed).
+///
+/// The child's stdin is a pipe held open by this object; with `BLE_HCI_EXIT_ON_STDIN_EOF=1`
+/// (set for every child) the Bumble scripts exit on their own when it closes, so a test
+/// process that crashes does not leave them running.
+public final class ChildProcess: @unchecked Sendable {
+    public let command: [String]
+    private let process = Process()
+    private let stdinPipe = Pipe()
+    private let condition = NSCondition()
+    private var stdoutLines: [String] = []
+    private var cursor = 0
+    private var stderrData = Data()
+    private var stdoutClosed = false
+    private var stderrClosed = false
+    private var stopped = false
+    private let continuation: AsyncStream<String>.Continuation
+    /// Every stdout line, in order (one consumer). Ends when the child closes its stdout.
+    public let lines: AsyncStream<String>
+
+    /// Starts `executable arguments...`. `lifetime`: the child is killed after this long.
+    public init(executable: URL, arguments: [String], environment: [String: String] = [:],
+                currentDirectory: URL = Repo.root, lifetime: TimeInterval = 120) throws {
+        command = [executable.path] + arguments
+        (lines, continuation) = AsyncStream.makeStream(of: String.self)
+        process.executableURL = executable
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["PYTHONUNBUFFERED"] = "1"
+        env["BLE_HCI_EXIT_ON_STDIN_EOF"] = "1"
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        process.currentDirectoryURL = currentDirectory
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = stdinPipe
+        do { try process.run() } catch {
+            throw HarnessError("could not start \(command.joined(separator: " ")): \(error)")
+        }
+        startReader(out.fileHandleForReading, isStdout: true)
+        startReader(err.fileHandleForReading, isStdout: false)
+        let pid = process.processIdentifier
+        DispatchQueue.global().asyncAfter(deadline: .now() + lifetime) { [weak self] in
+            guard let self, !self.isStopped, self.process.processIdentifier == pid else { return }
+            self.stop()
+        }
+    }
+
+    private var isStopped: Bool { condition.withLock { stopped } }
+
+    private func startReader(_ handle: FileHandle, isStdout: Bool) {
+        let thread = Thread { [self] in
+            let fd = handle.fileDescriptor
+            var pending = Data()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, 4096) }
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                if isStdout {
+                    pending.append(contentsOf: buffer[0..<n])
+                    while let nl = pending.firstIndex(of: 0x0A) {
+                        let line = String(decoding: pending[pending.startIndex..<nl], as: UTF8.self)
+                        pending.removeSubrange(pending.startIndex...nl)
+                        condition.withLock { stdoutLines.append(line); condition.broadcast() }
+                        continuation.yield(line)
+                    }
+                } else {
+                    condition.withLock { stderrData.append(contentsOf: buffer[0..<n]) }
+                }
+            }
+            if isStdout {
+                if !pending.isEmpty {
+                    let line = String(decoding: pending, as: UTF8.self)
+                    condition.withLock { stdoutLines.append(line) }
+                    continuation.yield(line)
+                }
+                continuation.finish()
+            }
+            condition.withLock {
+                if isStdout { stdoutClosed = true } else { stderrClosed = true }
+                condition.broadcast()
+            }
+            try? handle.close()
+        }
+        thread.start()
+    }
+
+    /// The process id of the child.
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+
+    /// Everything the child wrote to stderr so far.
+    public var stderr: String { condition.withLock { String(decoding: stderrData, as: UTF8.self) } }
+    /// Every stdout line so far.
+    public var output: [String] { condition.withLock { stdoutLines } }
+
+    /// Waits (blocking) for the next stdout line, after those already returned by this method,
+    /// that satisfies `predicate`; lines that don't are skipped. Throws on timeout or when the
+    /// child closes stdout first, with its stderr in the message.
+    @discardableResult
+    public func waitForLine(timeout: TimeInterval = 10,
+                            matching predicate: (String) -> Bool) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            while cursor < stdoutLines.count {
+                let line = stdoutLines[cursor]
+                cursor += 1
+                if predicate(line) { return line }
+            }
+            if stdoutClosed {
+                throw HarnessError("\(name) ended without the expected line\(failureContext())")
+            }
+            if !condition.wait(until: deadline) {
+                throw HarnessError("\(name): no expected line within \(timeout) s\(failureContext())")
+            }
+        }
+    }
+
+    /// Waits for the next JSON line whose `"event"` is `event` (see Tools/bumble/*.py) and
+    /// returns it as a dictionary.
+    public func waitForEvent(_ event: String, timeout: TimeInterval = 10) throws -> [String: Any] {
+        var result: [String: Any] = [:]
+        try waitForLine(timeout: timeout) { line in
+            guard let object = Self.json(line), object["event"] as? String == event else { return false }
+            result = object
+            return true
+        }
+        return result
+    }
+
+    /// Every JSON line of stdout so far, parsed.
+    public var events: [[String: Any]] { output.compactMap(Self.json) }
+
+    public static func json(_ line: String) -> [String: Any]? {
+        guard let data = line.data(using: .utf8),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+        return object
+    }
+
+    /// Waits for the child to exit by itself and returns its exit status; kills it and throws
+    /// if it has not exited within `timeout`.
+    public func waitForExit(timeout: TimeInterval = 10) throws -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            if Date() >= deadline {
+                stop()
+                throw HarnessError("\(name) did not exit within \(timeout) s\(failureContext())")
+            }
+            usleep(20_000)
+        }
+        // Let the readers drain the pipes.
+        condition.lock()
+        while !(stdoutClosed && stderrClosed) {
+            if !condition.wait(until: Date().addingTimeInterval(2)) { break }
+        }
+        condition.unlock()
+        return process.terminationStatus
+    }
+
+    /// Terminates the child (SIGTERM, then SIGKILL after `grace` seconds). Idempotent.
+    public func stop(grace: TimeInterval = 2) {
+        let first = condition.withLock { () -> Bool in
+            defer { stopped = true }
+            return !stopped
+        }
+        guard first else { return }
+        try? stdinPipe.fileHandleForWriting.close()
+        guard process.isRunning else { return }
+        let pid = process.processIdentifier
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(grace)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            let hard = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < hard { usleep(10_000) }
+        }
+    }
+
+    deinit { stop(grace: 0.5) }
+
+    private var name: String { (command.dropFirst().first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? command[0]) }
+
+    /// The last output of the child, for failure messages (call with the lock held).
+    private func failureContext() -> String {
+        let err = String(decoding: stderrData.suffix(4000), as: UTF8.self)
+        let out = stdoutLines.suffix(20).joined(separator: "\n")
+        return "\n--- command: \(command.joined(separator: " "))\n--- stdout (last lines):\n\(out)\n--- stderr:\n\(err)"
+    }
+}
+
+/// A Bumble peer script: `.venv/bin/python Tools/bumble/SCRIPT args...` as a `ChildProcess`.
+public enum PythonScript {
+    /// Starts `Tools/bumble/<script>` (e.g. `"peripheral.py"`) with `arguments`.
+    /// Throws "run make deps" when the venv is missing.
+    public static func start(_ script: String, _ arguments: [String],
+                             environment: [String: String] = [:],
+                             lifetime: TimeInterval = 120) throws -> ChildProcess {
+        let python = try Repo.requireVenvPython()
+        let path = Repo.bumbleScript(script)
+        guard FileManager.default.fileExists(atPath: path.path) else {
+            throw HarnessError("no script \(path.path)")
+        }
+        return try ChildProcess(executable: python, arguments: [path.path] + arguments,
+                                environment: environment, lifetime: lifetime)
+    }
+}
