@@ -3,20 +3,20 @@ import Testing
 
 @Suite struct RegistryTests {
     @Test func noDuplicateCodes() {
-        let ops = allCommandTypes.map(\.opcode.rawValue)
+        let ops = allCommandTypes.map { $0.opcode.rawValue }
         #expect(Set(ops).count == ops.count)
-        let evs = allEventTypes.map(\.eventCode)
+        let evs = allEventTypes.map { $0.eventCode }
         #expect(Set(evs).count == evs.count)
-        let subs = allLESubeventTypes.map(\.subeventCode)
+        let subs = allLESubeventTypes.map { $0.subeventCode }
         #expect(Set(subs).count == subs.count)
     }
 
     @Test func everyRegisteredTypeHasASample() {
-        #expect(Set(commandSamples.map { type(of: $0).opcode.rawValue }) == Set(allCommandTypes.map(\.opcode.rawValue)))
-        #expect(Set(eventSamples.map { type(of: $0).eventCode }) == Set(allEventTypes.map(\.eventCode)))
-        #expect(Set(subeventSamples.map { type(of: $0).subeventCode }) == Set(allLESubeventTypes.map(\.subeventCode)))
+        #expect(Set(commandSamples.map { type(of: $0).opcode.rawValue }) == Set(allCommandTypes.map { $0.opcode.rawValue }))
+        #expect(Set(eventSamples.map { type(of: $0).eventCode }) == Set(allEventTypes.map { $0.eventCode }))
+        #expect(Set(subeventSamples.map { type(of: $0).subeventCode }) == Set(allLESubeventTypes.map { $0.subeventCode }))
         // Every command with return parameters beyond Status has a return sample.
-        let withReturn = allCommandTypes.filter { ObjectIdentifier($0.returnParametersType) != ObjectIdentifier(NoReturnParameters.self) }.map(\.opcode.rawValue)
+        let withReturn = allCommandTypes.filter { ObjectIdentifier($0.returnParametersType) != ObjectIdentifier(NoReturnParameters.self) }.map { $0.opcode.rawValue }
         #expect(Set(returnSamples.map { $0.0.opcode.rawValue }) == Set(withReturn))
     }
 

@@ -130,7 +130,7 @@ import Testing
         #expect(!r.supports(LESetScanEnable.opcode))
         #expect(r.supports(ReadLocalSupportedCommands.opcode))
         #expect(!r.supports(HCIOpcode(rawValue: 0xFC01)))
-        let all = ReadLocalSupportedCommands.ReturnParameters(supporting: allCommandTypes.map(\.opcode))
+        let all = ReadLocalSupportedCommands.ReturnParameters(supporting: allCommandTypes.map { $0.opcode })
         #expect(all.supportedCommands[26] & 0x08 != 0)
         for t in allCommandTypes { #expect(all.supports(t.opcode), "\(t.name)") }
         // Every registered command but the mandatory one has a distinct bit.

@@ -169,7 +169,9 @@ import Transport
             tasks.append(Task { try await host.sendL2CAP(l2capFrame(50, seed: UInt8(10 + i)), on: 0x41) })
         }
         try await eventually("all queued") {
-            await host.queuedFrameCount(0x40) == 2 && (await host.queuedFrameCount(0x41)) == 2
+            let a = await host.queuedFrameCount(0x40)
+            let b = await host.queuedFrameCount(0x41)
+            return a == 2 && b == 2
         }
         var inFlight: [UInt16: Int] = [0x40: 2]
         while t.sentACL.count < 10 {
@@ -201,7 +203,11 @@ import Transport
         try await host.sendL2CAP(l2capFrame(50), on: 0x40)  // both credits now in flight on 0x40
         let queued = Task { try await host.sendL2CAP(l2capFrame(100), on: 0x40) }
         let other = Task { try await host.sendL2CAP(l2capFrame(10), on: 0x41) }
-        try await eventually("queued") { await host.queuedFrameCount(0x40) == 1 && (await host.queuedFrameCount(0x41)) == 1 }
+        try await eventually("queued") {
+            let a = await host.queuedFrameCount(0x40)
+            let b = await host.queuedFrameCount(0x41)
+            return a == 1 && b == 1
+        }
         t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
         await #expect(throws: HostError.disconnected(handle: 0x40, reason: .remoteUserTerminated)) { try await queued.value }
         // The credits held by 0x40 are freed: 0x41's frame goes out without any NOCP.
