@@ -31,7 +31,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
         .testTarget(name: "VirtualControllerTests", dependencies: ["VirtualController"]),
-        .testTarget(name: "HostTests", dependencies: ["Host"]),
+        .testTarget(name: "HostTests", dependencies: ["Host", "TestSupport"]),
         .testTarget(name: "L2CAPTests", dependencies: ["L2CAP"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),

@@ -69,13 +69,14 @@ public actor Host {
         let id: UInt64
         let kind: WaiterKind
         let handle: UInt16?
-        let continuation: CheckedContinuation<WaiterResult, any Error>
+        var continuation: CheckedContinuation<WaiterResult, any Error>?
     }
 
     enum WaiterKind: Equatable {
         case connection
         case connectionUpdate
         case phyUpdate
+        case disconnection
     }
 
     enum WaiterResult: Sendable {
@@ -83,9 +84,12 @@ public actor Host {
         case connectionFailed(HCIStatus)
         case connectionUpdate(ConnectionParameters)
         case phy(tx: UInt8, rx: UInt8)
+        case disconnected(HCIStatus)
     }
 
     var waiters: [Waiter] = []
+    /// Results that arrived before their waiter started awaiting.
+    var waiterResults: [UInt64: Result<WaiterResult, any Error>] = [:]
     var waiterTimeouts: [UInt64: Task<Void, Never>] = [:]
 
     // MARK: GAP state
@@ -173,7 +177,8 @@ public actor Host {
         waiters.removeAll()
         for t in waiterTimeouts.values { t.cancel() }
         waiterTimeouts.removeAll()
-        for w in ws { w.continuation.resume(throwing: error) }
+        for w in ws { w.continuation?.resume(throwing: error) }
+        waiterResults.removeAll()
         for link in links.values {
             while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
             link.framesContinuation.finish()
@@ -398,11 +403,9 @@ public actor Host {
             link.scheduled = false
             if let i = readyLinks[readyHead...].firstIndex(of: handle) { readyLinks.remove(at: i) }
         }
-        let mine = waiters.filter { $0.handle == handle }
-        waiters.removeAll { $0.handle == handle }
-        for w in mine {
-            waiterTimeouts.removeValue(forKey: w.id)?.cancel()
-            w.continuation.resume(throwing: error)
+        while let i = waiters.firstIndex(where: { $0.handle == handle }) {
+            let w = waiters[i]
+            resolveWaiter(at: i, w.kind == .disconnection ? .success(.disconnected(reason)) : .failure(error))
         }
         emit(.disconnected(handle: handle, reason: reason))
         pumpACL()
@@ -521,12 +524,30 @@ public actor Host {
 
     // MARK: - Waiters
 
-    func wait(for kind: WaiterKind, handle: UInt16?, timeout: Duration, name: String) async throws -> WaiterResult {
+    /// Registers interest in an event before the command that causes it is sent.
+    func registerWaiter(_ kind: WaiterKind, handle: UInt16?) throws -> UInt64 {
         try checkAlive()
         let id = nextID
         nextID &+= 1
+        waiters.append(Waiter(id: id, kind: kind, handle: handle, continuation: nil))
+        return id
+    }
+
+    /// Forgets a waiter (its command failed).
+    func cancelWaiter(_ id: UInt64) {
+        waiters.removeAll { $0.id == id }
+        waiterResults[id] = nil
+        waiterTimeouts.removeValue(forKey: id)?.cancel()
+    }
+
+    /// Waits for the event a registered waiter expects, at most `timeout`.
+    func awaitWaiter(_ id: UInt64, timeout: Duration, name: String) async throws -> WaiterResult {
+        if let r = waiterResults.removeValue(forKey: id) { return try r.get() }
+        guard let i = waiters.firstIndex(where: { $0.id == id }) else {
+            throw fatal ?? HostError.procedureTimeout(name)
+        }
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<WaiterResult, any Error>) in
-            waiters.append(Waiter(id: id, kind: kind, handle: handle, continuation: cont))
+            waiters[i].continuation = cont
             waiterTimeouts[id] = Task { [weak self] in
                 guard (try? await Task.sleep(for: timeout)) != nil else { return }
                 await self?.waiterTimedOut(id, name: name)
@@ -537,17 +558,20 @@ public actor Host {
     func waiterTimedOut(_ id: UInt64, name: String) {
         waiterTimeouts[id] = nil
         guard let i = waiters.firstIndex(where: { $0.id == id }) else { return }
+        resolveWaiter(at: i, .failure(HostError.procedureTimeout(name)))
+    }
+
+    func resolveWaiter(at i: Int, _ result: Result<WaiterResult, any Error>) {
         let w = waiters.remove(at: i)
-        w.continuation.resume(throwing: HostError.procedureTimeout(name))
+        waiterTimeouts.removeValue(forKey: w.id)?.cancel()
+        if let c = w.continuation { c.resume(with: result) } else { waiterResults[w.id] = result }
     }
 
     /// Completes the oldest waiter of `kind` (on `handle` when given). Returns false when none waits.
     @discardableResult
     func complete(_ kind: WaiterKind, handle: UInt16?, with result: Result<WaiterResult, any Error>) -> Bool {
         guard let i = waiters.firstIndex(where: { $0.kind == kind && (handle == nil || $0.handle == handle) }) else { return false }
-        let w = waiters.remove(at: i)
-        waiterTimeouts.removeValue(forKey: w.id)?.cancel()
-        w.continuation.resume(with: result)
+        resolveWaiter(at: i, result)
         return true
     }
 }

@@ -245,3 +245,30 @@ import Transport
         await host.close()
     }
 }
+
+@Suite struct AdvertisingReportTests {
+    @Test func legacyAndExtendedReportsAreNormalised() async throws {
+        let t = FakeTransport.controller()
+        let host = Host(transport: t)
+        _ = try await host.start()
+        let addr = BDAddress([0xC3, 1, 2, 3, 4, 5])
+        t.inject(le: LEAdvertisingReport(reports: [
+            .init(eventType: 0x04, addressType: .random, address: addr, data: [2, 1, 6], rssi: -40)]))
+        t.inject(le: LEExtendedAdvertisingReport(reports: [
+            .init(eventType: .advInd, addressType: 0x00, address: addr, advertisingSID: 0xFF, txPower: -4, rssi: 127,
+                  periodicAdvertisingInterval: 0, directAddressType: 0, directAddress: .zero, data: [3, 9, 0x41, 0x42])]))
+        var reports: [AdvertisingReportValue] = []
+        for await e in host.events {
+            if case .advertisement(let r) = e { reports.append(r) }
+            if reports.count == 2 { break }
+        }
+        #expect(reports[0] == AdvertisingReportValue(address: DeviceAddress(addr, type: .random),
+                                                     kind: [.legacy, .scanResponse], rssi: -40, txPower: nil, data: [2, 1, 6]))
+        #expect(reports[1].address == DeviceAddress(addr, type: .public))
+        #expect(reports[1].kind == [.legacy, .connectable, .scannable])
+        #expect(reports[1].rssi == nil)  // 127: not available
+        #expect(reports[1].txPower == -4)
+        #expect(reports[1].data == [3, 9, 0x41, 0x42])
+        await host.close()
+    }
+}

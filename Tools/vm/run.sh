@@ -56,7 +56,7 @@ fi
 APPEND="console=ttyS0 quiet loglevel=4 panic=-1 oops=panic rdinit=/init vm.share=$SHARE ${VM_APPEND:-}"
 if [ "${VM_INTERACTIVE:-0}" = 1 ]; then
     APPEND="$APPEND vm.shell=1"
-    SERIAL=(-serial mon:stdio)
+    SERIAL=()   # -nographic: serial console + monitor (Ctrl-a x quits) on this terminal
 else
     SERIAL=(-serial "file:$LOG" -monitor none)
 fi
@@ -69,7 +69,7 @@ QEMU=(qemu-system-x86_64 "${ACCEL[@]}" -m "${VM_MEM:-2048}" -smp 1 -nographic -n
 
 start=$(date +%s.%N)
 if [ "${VM_INTERACTIVE:-0}" = 1 ]; then
-    timeout -k 5 "$TIMEOUT" "${QEMU[@]}"
+    timeout --foreground -k 5 "$TIMEOUT" "${QEMU[@]}"
     qrc=$?
 else
     # Stream CMD's output live while the VM runs.

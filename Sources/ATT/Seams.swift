@@ -1,0 +1,76 @@
+// Runtime seams between the ATT bearer (one per link) and GATT (client procedures and the
+// server's attribute database). GATT never sees L2CAP; the bearer never sees attributes.
+
+/// A client's view of an ATT bearer: the bearer serialises requests (one outstanding per
+/// Core Vol 3 Part F 3.3.2), enforces the 30 s transaction timeout and tracks ATT_MTU.
+public protocol ATTRequester: Sendable {
+    /// The current ATT_MTU of the bearer (23 until an Exchange MTU completes).
+    var mtu: Int { get async }
+    /// Sends a request and returns its response. An Error Response is thrown as `ATTError`;
+    /// no response within the transaction timeout throws (the bearer's timeout error).
+    func request(_ pdu: ATTPDU) async throws -> ATTPDU
+    /// Sends a command (Write Command, Signed Write Command) and returns once it has been
+    /// handed to the link: flow controlled, never dropped.
+    func command(_ pdu: ATTPDU) async throws
+}
+
+/// Identifies one connected client of a server, with what the server needs to know of the link.
+public struct ATTPeer: Hashable, Sendable, CustomStringConvertible {
+    /// The connection handle of the link.
+    public var id: UInt16
+    /// The peer's device address in display form ("AA:BB:CC:DD:EE:FF"), when the bearer knows it.
+    public var address: String?
+
+    public init(id: UInt16, address: String? = nil) { self.id = id; self.address = address }
+
+    // One peer per connection handle: the address is informative only.
+    public static func == (a: ATTPeer, b: ATTPeer) -> Bool { a.id == b.id }
+    public func hash(into h: inout Hasher) { h.combine(id) }
+    public var description: String { address.map { "\($0) (handle \(id))" } ?? "handle \(id)" }
+}
+
+/// The security state of a link at the time of a request (what SMP has established).
+public struct ATTSecurity: Sendable, Hashable {
+    /// The link is encrypted.
+    public var encrypted: Bool
+    /// The encryption key was created with MITM protection (authenticated pairing).
+    public var authenticated: Bool
+    /// The application has authorised this peer (for attributes requiring authorization).
+    public var authorized: Bool
+    /// Encryption key size in octets (7...16); 0 when not encrypted.
+    public var keySize: Int
+
+    public init(encrypted: Bool = false, authenticated: Bool = false, authorized: Bool = false, keySize: Int = 0) {
+        self.encrypted = encrypted
+        self.authenticated = authenticated
+        self.authorized = authorized
+        self.keySize = encrypted ? keySize : 0
+    }
+
+    /// An unencrypted link (the state of every new connection).
+    public static let none = ATTSecurity()
+}
+
+/// How a server pushes to one peer (implemented by the bearer).
+public protocol ATTServerPush: Sendable {
+    /// Sends a Handle Value Notification; returns once handed to the link (flow controlled).
+    func notify(handle: UInt16, value: [UInt8]) async throws
+    /// Sends a Handle Value Indication and returns after the peer's Handle Value Confirmation;
+    /// throws when none arrives within the transaction timeout or the link goes away.
+    func indicate(handle: UInt16, value: [UInt8]) async throws
+    /// The current ATT_MTU towards this peer.
+    var mtu: Int { get async }
+}
+
+/// What the bearer calls for every request/command the peer sends (implemented by GATTServer).
+/// Exchange MTU is answered by the bearer itself; malformed and unknown PDUs are answered by the
+/// bearer with `ATTPDU.serverRejection(for:)`.
+public protocol ATTServerDelegate: Sendable {
+    /// A new link: the server creates the peer's state (CCCDs, prepare queue).
+    func peerConnected(_ peer: ATTPeer, push: any ATTServerPush) async
+    /// Answers one decoded request or command. Returns the response (or an Error Response) for
+    /// a request, nil for a command. `mtu` is the bearer's current ATT_MTU: responses fit in it.
+    func respond(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) async -> ATTPDU?
+    /// The link is gone: the server drops the peer's state (non-bonded CCCDs, prepare queue).
+    func peerDisconnected(_ peer: ATTPeer) async
+}
