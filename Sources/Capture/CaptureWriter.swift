@@ -10,8 +10,9 @@ import Glibc
 /// btsnoop, datalink 1002 (H4), as BlueZ writes it. All fields big-endian.
 public enum BtsnoopWriter {
     public static let datalinkH4: UInt32 = 1002
-    /// Microseconds from 0000-01-01 00:00 to 1970-01-01 00:00 (btsnoop's epoch).
-    public static let epochOffsetMicroseconds: Int64 = 0x00E0_3AB4_4A67_6000
+    /// Microseconds from btsnoop's epoch (0000-01-01 00:00) to 1970-01-01 00:00. BlueZ writes
+    /// `(unix - 946684800 s) + 0x00E03AB44A676000`, i.e. unix time + 0x00DCDDB30F2F8000.
+    public static let epochOffsetMicroseconds: Int64 = 0x00DC_DDB3_0F2F_8000
 
     public static func fileHeader() -> [UInt8] {
         var w = ByteWriter(capacity: 16)

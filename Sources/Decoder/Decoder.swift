@@ -1,1 +1,366 @@
-// The Decoder layer.
+// The offline/live decoder behind `ble-hci dump` and `--trace`. It never parses a PDU itself:
+// every layer's own codec decodes its bytes and describes them as `[Field]`; this module only
+// routes bytes between layers (H4 → HCI → ACL → L2CAP reassembly → ATT / SMP / signaling),
+// keeps the state a capture needs (fragments, GATT discovery) and renders the result.
+import Foundation
+import HCI
+import Capture
+import Host
+import L2CAP
+import ATT
+import GATT
+import SMP
+
+/// One layer of a decoded packet: "hci", "l2cap", "signaling", "att", "smp", "gatt" or "monitor".
+public struct DecodedLayer: Sendable, Equatable {
+    public var name: String
+    public var fields: [Field]
+
+    public init(_ name: String, _ fields: [Field]) {
+        self.name = name
+        self.fields = fields
+    }
+}
+
+/// A packet decoded through every layer that applies.
+public struct DecodedPacket: Sendable {
+    /// 1-based position in the capture or live session.
+    public var index: Int
+    public var time: CaptureTime
+    /// nil when the capture format doesn't say (pcap 187 ACL).
+    public var direction: Direction?
+    /// CLI.md's `type`: command, acl, sco, event, iso ("monitor" for btmon records that are
+    /// not HCI packets, "unknown" for bytes that are not an H4 packet).
+    public var type: String
+    /// One line for humans: "ATT Read By Group Type Request", "HCI Command Reset", ...
+    public var summary: String
+    /// In protocol order (hci, l2cap, then att / smp / signaling, then gatt).
+    public var layers: [DecodedLayer]
+    /// Why a layer could not decode these bytes (nil when everything decoded).
+    public var malformed: String?
+    /// The packet's bytes (H4), present when `malformed` is set.
+    public var raw: [UInt8]?
+
+    public init(index: Int, time: CaptureTime, direction: Direction?, type: String, summary: String,
+                layers: [DecodedLayer], malformed: String? = nil, raw: [UInt8]? = nil) {
+        self.index = index
+        self.time = time
+        self.direction = direction
+        self.type = type
+        self.summary = summary
+        self.layers = layers
+        self.malformed = malformed
+        self.raw = raw
+    }
+
+    /// The fields of layer `name`, or nil when the packet has no such layer.
+    public func layer(_ name: String) -> [Field]? { layers.first { $0.name == name }?.fields }
+}
+
+/// Decodes the packets of one capture or live session, in order. Stateful: it reassembles
+/// L2CAP frames from ACL fragments per (connection handle, direction) and learns the GATT
+/// database from discovery to annotate later handles. Thread-safe (one lock), but packets
+/// must be given in capture order.
+public final class PacketDecoder: @unchecked Sendable {
+    /// At most this many L2CAP frames are being reassembled at once (across handles and
+    /// directions); a new one evicts the oldest. A frame is at most 65539 octets (16-bit
+    /// length), so reassembly holds at most ~1 MiB.
+    public static let maxPendingFrames = 16
+
+    private let lock = NSLock()
+    private var nextIndex = 1
+    private var reassembly = Reassembly()
+    private var gatt = GATTTracker()
+
+    public init() {}
+
+    /// Decodes one capture record (HCI packet or btmon record).
+    public func decode(_ record: CaptureRecord) -> DecodedPacket {
+        switch record.content {
+        case .packet(let result):
+            return decode(direction: record.direction, packet: result, raw: record.raw, time: record.time, index: record.number)
+        case let .monitor(opcode, name, text):
+            lock.lock(); defer { lock.unlock() }
+            nextIndex = record.number + 1
+            var f: [Field] = [.int("opcode", opcode), .text("name", name)]
+            if let i = record.controllerIndex { f.append(.int("controllerIndex", i)) }
+            if let text { f.append(.text("text", text)) }
+            return DecodedPacket(index: record.number, time: record.time, direction: record.direction, type: "monitor",
+                                 summary: "Monitor \(name)" + (text.map { ": \($0)" } ?? ""),
+                                 layers: [DecodedLayer("monitor", f)])
+        }
+    }
+
+    /// Decodes one HCI packet. `raw` is the H4 bytes (kept for malformed packets); `index`
+    /// defaults to one more than the previous packet's.
+    public func decode(direction: Direction?, packet: Result<HCIPacket, DecodeError>, raw: [UInt8],
+                       time: CaptureTime, index: Int? = nil) -> DecodedPacket {
+        lock.lock(); defer { lock.unlock() }
+        let idx = index ?? nextIndex
+        nextIndex = idx + 1
+        var p = DecodedPacket(index: idx, time: time, direction: direction, type: "unknown", summary: "", layers: [])
+        switch packet {
+        case .failure(let error):
+            if let first = raw.first, let t = HCIPacketType(rawValue: first) { p.type = t.description }
+            p.summary = "Malformed \(p.type == "unknown" ? "packet" : p.type)"
+            p.malformed = "\(error)"
+            p.raw = raw
+        case .success(let packet):
+            p.type = packet.type.description
+            switch packet {
+            case .command(let c): decodeCommand(c, into: &p)
+            case .event(let e): decodeEvent(e, into: &p)
+            case .acl(let a): decodeACL(a, direction: direction, into: &p)
+            case .sco(let body), .iso(let body):
+                var f: [Field] = []
+                if body.count >= 2 {
+                    f.append(.int("handle", (UInt16(body[0]) | UInt16(body[1]) << 8) & 0x0fff))
+                }
+                f.append(.bytes("data", Array(body.dropFirst(packet.type == .sco ? 3 : 4))))
+                p.layers.append(DecodedLayer("hci", f))
+                p.summary = packet.type == .sco ? "HCI SCO data" : "HCI ISO data"
+            }
+        }
+        if p.malformed != nil, p.raw == nil { p.raw = raw }
+        return p
+    }
+
+    // MARK: HCI
+
+    private func decodeCommand(_ c: HCICommandPacket, into p: inout DecodedPacket) {
+        let name = c.opcode.name
+        var f: [Field] = [.code("opcode", c.opcode.rawValue), .text("name", name)]
+        p.summary = "HCI Command \(name)"
+        do {
+            if let cmd = try HCICommands.decode(c) {
+                f += expandAdvertisingData(cmd.fields, keys: ["advertisingData", "scanResponseData"])
+            } else if !c.parameters.isEmpty {
+                f.append(.bytes("parameters", c.parameters))
+            }
+        } catch {
+            p.malformed = "\(name): \(error)"
+            f.append(.bytes("parameters", c.parameters))
+        }
+        p.layers.append(DecodedLayer("hci", f))
+    }
+
+    private func decodeEvent(_ e: HCIEventPacket, into p: inout DecodedPacket) {
+        let name = HCIEvents.name(code: e.code)
+        var f: [Field] = [.code("eventCode", e.code), .text("name", name)]
+        p.summary = "HCI Event \(name)"
+        do {
+            let ev = try HCIEvents.decode(e)
+            if let meta = ev as? LEMetaEvent {
+                let t = type(of: meta.subevent)
+                let subName = meta.subevent is UnknownLESubevent ? "Unknown LE Subevent" : t.name
+                let code = (meta.subevent as? UnknownLESubevent)?.code ?? t.subeventCode
+                f.append(.code("subeventCode", code))
+                f.append(.text("subevent", subName))
+                p.summary += ": \(subName)"
+                var sub = meta.subevent.fields
+                if code == 0x02 || code == 0x0D { sub = expandAdvertisingData(sub, keys: ["data"]) }
+                if let u = meta.subevent as? UnknownLESubevent { sub = [.bytes("parameters", u.parameters)] }
+                f += sub
+                if let cc = meta.subevent as? LEConnectionComplete { gatt.reset(connection: cc.connectionHandle); reassembly.reset(handle: cc.connectionHandle) }
+            } else {
+                f += ev.fields
+                if let cc = ev as? CommandComplete { p.summary += " (\(cc.opcode.name))" }
+                if let cs = ev as? CommandStatus { p.summary += " (\(cs.opcode.name))" }
+                if let d = ev as? DisconnectionComplete {
+                    gatt.reset(connection: d.connectionHandle)
+                    reassembly.reset(handle: d.connectionHandle)
+                }
+            }
+        } catch {
+            p.malformed = "\(name): \(error)"
+            f.append(.bytes("parameters", e.parameters))
+        }
+        p.layers.append(DecodedLayer("hci", f))
+    }
+
+    /// Adds the AD structures (from the Host layer's AdvertisingData codec) after every field
+    /// named in `keys`, at any depth.
+    private func expandAdvertisingData(_ fields: [Field], keys: Set<String>) -> [Field] {
+        var out: [Field] = []
+        out.reserveCapacity(fields.count + 1)
+        for field in fields {
+            switch field.value {
+            case .bytes(let b) where keys.contains(field.name):
+                out.append(field)
+                out += AdvertisingData(parsing: b).describe(
+                    companyName: { AssignedNumbers.companyName($0) },
+                    uuidName: { AssignedNumbers.name(of: $0) },
+                    appearanceName: { AssignedNumbers.appearanceName($0) })
+            case .list(let items):
+                var f = field
+                f.value = .list(items.map { item in
+                    if case .object(let inner) = item { return .object(expandAdvertisingData(inner, keys: keys)) }
+                    return item
+                })
+                out.append(f)
+            case .object(let inner):
+                var f = field
+                f.value = .object(expandAdvertisingData(inner, keys: keys))
+                out.append(f)
+            default:
+                out.append(field)
+            }
+        }
+        return out
+    }
+
+    // MARK: ACL and L2CAP
+
+    private func decodeACL(_ a: HCIACLPacket, direction: Direction?, into p: inout DecodedPacket) {
+        p.layers.append(DecodedLayer("hci", [
+            .int("handle", a.handle), .text("pb", a.boundary.description), .int("bc", a.broadcast),
+            .int("length", a.data.count),
+        ]))
+        p.summary = "ACL data"
+        switch reassembly.add(a, direction: direction, index: p.index) {
+        case let .malformed(reason, dropped):
+            p.malformed = reason
+            if let dropped { p.layers.append(DecodedLayer("l2cap", [.text("droppedIncompleteFrame", dropped)])) }
+            p.summary = "Malformed L2CAP"
+        case let .fragment(number, firstIndex, received, total, dropped):
+            var f: [Field] = [.int("fragment", number), .int("frameStart", firstIndex), .int("received", received)]
+            if let total { f.append(.int("frameLength", total)) }
+            if let dropped { f.append(.text("droppedIncompleteFrame", dropped)) }
+            p.layers.append(DecodedLayer("l2cap", f))
+            p.summary = "L2CAP fragment \(number) of frame starting at #\(firstIndex)"
+        case let .frame(bytes, indexes, dropped):
+            decodeFrame(bytes, indexes: indexes, dropped: dropped, handle: a.handle, direction: direction, into: &p)
+        }
+    }
+
+    private func decodeFrame(_ bytes: [UInt8], indexes: [Int], dropped: String?, handle: UInt16,
+                             direction: Direction?, into p: inout DecodedPacket) {
+        let frame: L2CAPFrame
+        do {
+            frame = try L2CAPFrame.decode(bytes)
+        } catch {
+            p.malformed = "L2CAP: \(error)"
+            p.summary = "Malformed L2CAP"
+            return
+        }
+        var l2: [Field] = frame.fields
+        if indexes.count > 1 {
+            l2.append(Field("fragments", .list(indexes.map { .int($0) }), note: "packets that made this frame"))
+        }
+        if let dropped { l2.append(.text("droppedIncompleteFrame", dropped)) }
+        switch frame.cid {
+        case .att:
+            p.layers.append(DecodedLayer("l2cap", l2))
+            do {
+                let pdu = try ATTPDU.decode(frame.payload)
+                let f = pdu.fields
+                p.layers.append(DecodedLayer("att", f))
+                p.summary = "ATT \(pdu.opcode.name ?? "Unknown (\(hexCode(pdu.opcode.rawValue)))")"
+                if let g = gatt.process(pdu, connection: handle, direction: direction), !g.isEmpty {
+                    p.layers.append(DecodedLayer("gatt", g))
+                }
+            } catch {
+                var f: [Field] = []
+                var name = "ATT PDU"
+                if let first = frame.payload.first {
+                    let op = ATTOpcode(first)
+                    name = op.name ?? "ATT opcode \(hexCode(first))"
+                    f = [.code("opcode", first), .text("name", op.name ?? "Unknown")]
+                }
+                p.layers.append(DecodedLayer("att", f))
+                p.malformed = "ATT \(name): \(error)"
+                p.summary = "Malformed ATT \(name)"
+            }
+        case .leSignaling:
+            p.layers.append(DecodedLayer("l2cap", l2))
+            do {
+                let cmd = try SignalingCommand.decode(frame.payload)
+                p.layers.append(DecodedLayer("signaling", cmd.fields))
+                p.summary = "L2CAP \(cmd.code.name ?? "Unknown signaling command (\(hexCode(cmd.code.rawValue)))")"
+            } catch {
+                p.malformed = "L2CAP signaling: \(error)"
+                p.summary = "Malformed L2CAP signaling"
+            }
+        case .smp:
+            p.layers.append(DecodedLayer("l2cap", l2))
+            do {
+                let pdu = try SMPPDU.decode(frame.payload)
+                p.layers.append(DecodedLayer("smp", pdu.fields))
+                p.summary = "SMP \(pdu.name)"
+            } catch {
+                p.malformed = "SMP: \(error)"
+                p.summary = "Malformed SMP"
+            }
+        default:
+            l2.append(.bytes("payload", frame.payload))
+            p.layers.append(DecodedLayer("l2cap", l2))
+            p.summary = "L2CAP \(frame.cid.description)"
+        }
+    }
+}
+
+// MARK: - Reassembly
+
+/// ACL fragments → L2CAP frames, per (connection handle, direction), bounded.
+struct Reassembly {
+    struct Key: Hashable {
+        var handle: UInt16
+        var direction: Direction?
+    }
+
+    struct Pending {
+        var bytes: [UInt8]
+        var indexes: [Int]
+        var total: Int?
+    }
+
+    enum Outcome {
+        /// A whole frame (header + payload) and the packet indexes it came from.
+        case frame([UInt8], indexes: [Int], dropped: String?)
+        case fragment(number: Int, firstIndex: Int, received: Int, total: Int?, dropped: String?)
+        case malformed(String, dropped: String?)
+    }
+
+    private var pending: [Key: Pending] = [:]
+
+    mutating func reset(handle: UInt16) {
+        pending = pending.filter { $0.key.handle != handle }
+    }
+
+    mutating func add(_ a: HCIACLPacket, direction: Direction?, index: Int) -> Outcome {
+        let key = Key(handle: a.handle, direction: direction)
+        if a.boundary.isStart {
+            var dropped: String? = nil
+            if let old = pending.removeValue(forKey: key) {
+                dropped = "frame from packet(s) \(old.indexes.map(String.init).joined(separator: ",")) was incomplete (\(old.bytes.count) of \(old.total.map(String.init) ?? "?") octets)"
+            }
+            let total = L2CAPFrame.totalLength(header: a.data)
+            if let total {
+                if a.data.count == total { return .frame(a.data, indexes: [index], dropped: dropped) }
+                if a.data.count > total {
+                    return .malformed("ACL data (\(a.data.count) octets) is longer than the L2CAP frame it starts (\(total) octets)", dropped: dropped)
+                }
+            }
+            if pending.count >= PacketDecoder.maxPendingFrames,
+               let oldest = pending.min(by: { $0.value.indexes[0] < $1.value.indexes[0] }) {
+                pending.removeValue(forKey: oldest.key)
+            }
+            pending[key] = Pending(bytes: a.data, indexes: [index], total: total)
+            return .fragment(number: 1, firstIndex: index, received: a.data.count, total: total, dropped: dropped)
+        }
+        guard var p = pending.removeValue(forKey: key) else {
+            return .malformed("continuing ACL fragment without the start of an L2CAP frame on handle \(a.handle)", dropped: nil)
+        }
+        p.bytes += a.data
+        p.indexes.append(index)
+        if p.total == nil { p.total = L2CAPFrame.totalLength(header: p.bytes) }
+        if let total = p.total {
+            if p.bytes.count == total { return .frame(p.bytes, indexes: p.indexes, dropped: nil) }
+            if p.bytes.count > total {
+                return .malformed("ACL fragments (\(p.bytes.count) octets from packets \(p.indexes.map(String.init).joined(separator: ","))) overrun the L2CAP frame length (\(total) octets)", dropped: nil)
+            }
+        }
+        pending[key] = p
+        return .fragment(number: p.indexes.count, firstIndex: p.indexes[0], received: p.bytes.count, total: p.total, dropped: nil)
+    }
+}

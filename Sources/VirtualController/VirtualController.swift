@@ -1,1 +1,358 @@
-// The VirtualController layer.
+import Foundation
+import HCI
+
+/// A virtual LE controller on a `VirtualLink`: answers HCI commands as a real controller
+/// does (Core Vol 4 Part E), advertises, scans, connects and carries ACL over the link.
+///
+/// Hosts talk to it with `receive(fromHost:)` and get packets through the sink set with
+/// `attachHost(_:)`. All state lives on the link's serial context.
+public final class VirtualController: @unchecked Sendable {
+    public let link: VirtualLink
+    public let index: Int
+    /// Distinct public address: F0:F1:F2:F3:F4:(index+1).
+    public let publicAddress: BDAddress
+    public let aclBuffers: Int
+    public let aclDataLength: Int
+
+    private let sinkLock = NSLock()
+    private var sink: (@Sendable (HCIPacket) -> Void)?
+
+    // Link-context state.
+    var eventMask: UInt64 = VirtualController.defaultEventMask
+    var leEventMask: UInt64 = 0x1F
+    var randomAddress: BDAddress?
+    var silent = false
+    var nextHandle: UInt16 = 0x0040
+    var connections: [UInt16: VirtualConnection] = [:]
+    var suggestedTxOctets: UInt16 = 27
+    var suggestedTxTime: UInt16 = 328
+    var defaultPHYs: (tx: UInt8, rx: UInt8) = (0x03, 0x03)
+    // Legacy advertising.
+    var advParams = LESetAdvertisingParameters()
+    var advData: [UInt8] = []
+    var scanRspData: [UInt8] = []
+    var advEnabled = false
+    // Extended advertising sets.
+    struct AdvertisingSet {
+        var params: LESetExtendedAdvertisingParameters
+        var data: [UInt8] = []
+        var scanResponse: [UInt8] = []
+        var randomAddress: BDAddress?
+        var enabled = false
+    }
+    var sets: [UInt8: AdvertisingSet] = [:]
+    // Scanning.
+    var scanActive = true
+    var scanEnabled = false
+    var scanExtended = false
+    var scanFilterDuplicates = false
+    var scanSeen: Set<ReportKey> = []
+    struct ReportKey: Hashable { var address: BDAddress; var type: UInt8; var scanResponse: Bool; var data: [UInt8] }
+    // Initiating.
+    struct Initiating {
+        var address: BDAddress
+        var type: AddressType
+        var ownAddress: DeviceAddress
+        var interval: UInt16
+        var latency: UInt16
+        var timeout: UInt16
+        var extended: Bool
+    }
+    var initiating: Initiating?
+    // ACL buffers: packets accepted and not yet completed.
+    var aclQueue: [HCIACLPacket] = []
+    var aclFlushScheduled = false
+
+    public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
+    public static let maxAdvertisingSets = 4
+    public static let rssi: Int8 = -50
+    public static let features: LEFeatures = [.leEncryption, .dataPacketLengthExtension, .le2MPHY, .leExtendedAdvertising]
+
+    init(link: VirtualLink, index: Int, aclBuffers: Int, aclDataLength: Int) {
+        self.link = link
+        self.index = index
+        self.aclBuffers = max(1, aclBuffers)
+        self.aclDataLength = max(27, aclDataLength)
+        publicAddress = BDAddress([0xF0, 0xF1, 0xF2, 0xF3, 0xF4, UInt8(truncatingIfNeeded: index + 1)])
+    }
+
+    // MARK: - Host side
+
+    /// Sets (or clears) where packets for the host go. Called from any thread.
+    public func attachHost(_ sink: (@Sendable (HCIPacket) -> Void)?) {
+        sinkLock.lock()
+        self.sink = sink
+        sinkLock.unlock()
+    }
+
+    /// A packet from the host. Processed on the link's context, in order.
+    public func receive(fromHost packet: HCIPacket) {
+        link.perform { [self] in handle(packet) }
+    }
+
+    /// Stops (or resumes) answering commands: a hung controller, for tests.
+    public func setAnsweringCommands(_ answering: Bool) {
+        link.perform { [self] in silent = !answering }
+    }
+
+    /// Returns the controller to its power-on state, as HCI Reset does (connections dropped:
+    /// the peers see a supervision timeout). Used when a new host attaches.
+    public func powerCycle() {
+        link.perform { [self] in resetState() }
+    }
+
+    func deliver(_ packet: HCIPacket) {
+        sinkLock.lock()
+        let s = sink
+        sinkLock.unlock()
+        s?(packet)
+    }
+
+    private func handle(_ packet: HCIPacket) {
+        switch packet {
+        case .command(let c): handleCommand(c)
+        case .acl(let a): handleACL(a)
+        case .event, .sco, .iso:
+            link.note("controller \(index): ignored a \(packet.type) packet from the host")
+        }
+    }
+
+    // MARK: - Events
+
+    func isEnabled(eventCode: UInt8) -> Bool {
+        switch eventCode {
+        case CommandComplete.eventCode, CommandStatus.eventCode, NumberOfCompletedPackets.eventCode: return true
+        default:
+            guard eventCode >= 1 && eventCode <= 64 else { return true }
+            return eventMask & (1 << UInt64(eventCode - 1)) != 0
+        }
+    }
+
+    func send(_ event: some HCIEventParameters) {
+        guard isEnabled(eventCode: type(of: event).eventCode) else { return }
+        deliver(.event(event.packet))
+    }
+
+    func isEnabled(subevent: UInt8) -> Bool {
+        guard isEnabled(eventCode: LEMetaEvent.eventCode) else { return false }
+        guard subevent >= 1 && subevent <= 64 else { return false }
+        return leEventMask & (1 << UInt64(subevent - 1)) != 0
+    }
+
+    func sendLE(_ subevent: some LEMetaEventParameters) {
+        guard isEnabled(subevent: type(of: subevent).subeventCode) else { return }
+        deliver(.event(subevent.packet))
+    }
+
+    func allocateHandle() -> UInt16 {
+        let h = nextHandle
+        nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1
+        return h
+    }
+
+    func sendConnectionComplete(status: HCIStatus, handle: UInt16, role: UInt8, peer: DeviceAddress,
+                                interval: UInt16, latency: UInt16, timeout: UInt16, extended: Bool) {
+        let enhanced = LEEnhancedConnectionComplete(status: status, connectionHandle: handle, role: role,
+                                                    peerAddressType: peer.type, peerAddress: peer.address,
+                                                    connectionInterval: interval, peripheralLatency: latency,
+                                                    supervisionTimeout: timeout)
+        if extended && isEnabled(subevent: LEEnhancedConnectionCompleteV2.subeventCode) {
+            sendLE(LEEnhancedConnectionCompleteV2(enhanced))
+        } else if isEnabled(subevent: LEEnhancedConnectionComplete.subeventCode) {
+            sendLE(enhanced)
+        } else {
+            sendLE(LEConnectionComplete(status: status, connectionHandle: handle, role: role, peerAddressType: peer.type,
+                                        peerAddress: peer.address, connectionInterval: interval,
+                                        peripheralLatency: latency, supervisionTimeout: timeout))
+        }
+    }
+
+    // MARK: - State
+
+    func resetState() {
+        for conn in Array(connections.values) { conn.drop(silentlyFor: self, reason: .connectionTimeout) }
+        connections = [:]
+        eventMask = VirtualController.defaultEventMask
+        leEventMask = 0x1F
+        randomAddress = nil
+        nextHandle = 0x0040
+        suggestedTxOctets = 27
+        suggestedTxTime = 328
+        defaultPHYs = (0x03, 0x03)
+        advParams = LESetAdvertisingParameters()
+        advData = []
+        scanRspData = []
+        advEnabled = false
+        sets = [:]
+        scanActive = true
+        scanEnabled = false
+        scanExtended = false
+        scanFilterDuplicates = false
+        scanSeen = []
+        initiating = nil
+        aclQueue = []
+        silent = false
+    }
+
+    var isScanning: Bool { scanEnabled }
+    var isAdvertising: Bool { advEnabled || sets.values.contains { $0.enabled } }
+
+    /// What this controller is currently advertising.
+    struct Advertisement {
+        var address: BDAddress
+        var addressType: AddressType
+        var connectable: Bool
+        var scannable: Bool
+        var legacyPDU: Bool
+        /// Legacy PDU type (0 ADV_IND, 1 ADV_DIRECT_IND, 2 ADV_SCAN_IND, 3 ADV_NONCONN_IND).
+        var legacyType: UInt8
+        var data: [UInt8]
+        var scanResponse: [UInt8]
+        var sid: UInt8
+        var txPower: Int8
+        /// nil for legacy advertising commands.
+        var setHandle: UInt8?
+    }
+
+    func ownAddress(_ type: AddressType, setRandom: BDAddress? = nil) -> DeviceAddress {
+        switch type {
+        case .public, .publicIdentity: DeviceAddress(publicAddress, type: .public)
+        case .random, .randomIdentity: DeviceAddress(setRandom ?? randomAddress ?? publicAddress, type: .random)
+        }
+    }
+
+    func currentAdvertisements() -> [Advertisement] {
+        var out: [Advertisement] = []
+        if advEnabled {
+            let a = ownAddress(advParams.ownAddressType)
+            let t = advParams.advertisingType == 4 ? 1 : advParams.advertisingType
+            out.append(Advertisement(address: a.address, addressType: a.type, connectable: t <= 1, scannable: t == 0 || t == 2,
+                                     legacyPDU: true, legacyType: t, data: t == 1 ? [] : advData, scanResponse: scanRspData,
+                                     sid: 0xFF, txPower: 127, setHandle: nil))
+        }
+        for (handle, set) in sets.sorted(by: { $0.key < $1.key }) where set.enabled {
+            let p = set.params.advertisingEventProperties
+            let a = ownAddress(set.params.ownAddressType, setRandom: set.randomAddress)
+            let legacyType: UInt8 = p.contains(.directed) ? 1 : p.contains(.connectable) ? 0 : p.contains(.scannable) ? 2 : 3
+            out.append(Advertisement(address: a.address, addressType: a.type, connectable: p.contains(.connectable),
+                                     scannable: p.contains(.scannable), legacyPDU: p.contains(.legacy), legacyType: legacyType,
+                                     data: set.data, scanResponse: set.scanResponse,
+                                     sid: p.contains(.legacy) ? 0xFF : set.params.advertisingSID,
+                                     txPower: set.params.advertisingTxPower, setHandle: handle))
+        }
+        return out
+    }
+
+    func stopAdvertising(_ adv: Advertisement) {
+        if let h = adv.setHandle { sets[h]?.enabled = false } else { advEnabled = false }
+    }
+
+    // MARK: - Scanning
+
+    /// One advertising event of every other controller, seen by this scanner.
+    func advertisingEvent(from all: [VirtualController]) {
+        if initiating != nil {
+            link.tryConnect(self)
+            if initiating == nil { return }
+        }
+        guard scanEnabled else { return }
+        for other in all where other !== self {
+            for adv in other.currentAdvertisements() {
+                report(adv, scanResponse: false)
+                if scanActive && adv.scannable { report(adv, scanResponse: true) }
+            }
+        }
+    }
+
+    private func report(_ adv: Advertisement, scanResponse: Bool) {
+        let data = scanResponse ? adv.scanResponse : adv.data
+        if scanFilterDuplicates {
+            let key = ReportKey(address: adv.address, type: adv.addressType.rawValue, scanResponse: scanResponse, data: data)
+            if scanSeen.contains(key) { return }
+            if scanSeen.count < 4096 { scanSeen.insert(key) }
+        }
+        if !scanExtended {
+            guard adv.legacyPDU else { return }  // a legacy scanner sees legacy PDUs only
+            let type: UInt8 = scanResponse ? 0x04 : adv.legacyType
+            sendLE(LEAdvertisingReport(reports: [.init(eventType: type, addressType: adv.addressType, address: adv.address,
+                                                       data: Array(data.prefix(31)), rssi: VirtualController.rssi)]))
+            return
+        }
+        var bits: UInt16 = 0
+        if adv.connectable { bits |= 0x01 }
+        if adv.scannable { bits |= 0x02 }
+        if adv.legacyType == 1 { bits |= 0x04 }
+        if scanResponse { bits |= 0x08 }
+        if adv.legacyPDU { bits |= 0x10 }
+        // Fragment data over several reports (an LE Meta event holds at most 229 octets of data).
+        let chunk = 229
+        var offset = 0
+        repeat {
+            let end = min(data.count, offset + chunk)
+            let more = end < data.count
+            let status: UInt16 = more ? 0x01 : 0x00
+            sendLE(LEExtendedAdvertisingReport(reports: [.init(
+                eventType: ExtendedAdvertisingEventType(rawValue: bits | status << 5),
+                addressType: adv.addressType.rawValue, address: adv.address, primaryPHY: 1,
+                secondaryPHY: adv.legacyPDU ? 0 : 1, advertisingSID: adv.sid, txPower: adv.txPower,
+                rssi: VirtualController.rssi, data: Array(data[offset..<end]))]))
+            offset = end
+        } while offset < data.count
+    }
+
+    // MARK: - ACL
+
+    private func handleACL(_ packet: HCIACLPacket) {
+        guard connections[packet.handle] != nil else {
+            link.note("controller \(index): ACL packet for unknown connection handle \(hexCode(packet.handle)) dropped")
+            return
+        }
+        if packet.data.count > aclDataLength {
+            link.note("controller \(index): host sent an ACL fragment of \(packet.data.count) octets, over the LE ACL data length \(aclDataLength): Data Buffer Overflow")
+            send(DataBufferOverflow(linkType: 1))
+            return
+        }
+        if aclQueue.count >= aclBuffers {
+            link.note("controller \(index): host sent an ACL packet with all \(aclBuffers) buffers in use: Data Buffer Overflow")
+            send(DataBufferOverflow(linkType: 1))
+            return
+        }
+        aclQueue.append(packet)
+        if !aclFlushScheduled {
+            aclFlushScheduled = true
+            link.perform { [self] in flushACL() }
+        }
+    }
+
+    func dropQueuedACL(handle: UInt16) {
+        aclQueue.removeAll { $0.handle == handle }
+    }
+
+    /// A connection event: sends every buffered packet to its peer, frees the buffers.
+    private func flushACL() {
+        aclFlushScheduled = false
+        guard !aclQueue.isEmpty else { return }
+        let packets = aclQueue
+        aclQueue.removeAll(keepingCapacity: true)
+        var completed: [(UInt16, UInt16)] = []
+        for p in packets {
+            if let i = completed.firstIndex(where: { $0.0 == p.handle }) { completed[i].1 += 1 } else { completed.append((p.handle, 1)) }
+            guard let conn = connections[p.handle] else { continue }
+            link.aclPacketNumber += 1
+            let n = link.aclPacketNumber
+            let peer = conn.peer(of: self)
+            let out = HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first, data: p.data)
+            if link.dropACL.remove(n) != nil {
+                link.note("fault: dropped ACL packet #\(n)")
+                continue
+            }
+            if let delay = link.delayACL.removeValue(forKey: n) {
+                link.note("fault: delayed ACL packet #\(n) by \(delay) s")
+                link.schedule(after: delay) { if conn.alive { peer.deliver(.acl(out)) } }
+                continue
+            }
+            peer.deliver(.acl(out))
+        }
+        send(NumberOfCompletedPackets(entries: completed.map { .init(connectionHandle: $0.0, numCompletedPackets: $0.1) }))
+    }
+}

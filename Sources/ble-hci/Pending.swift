@@ -3,9 +3,7 @@ struct NotYetAvailable: Error, CustomStringConvertible {
     var command: String
     var description: String { "'\(command)' is not available in this build yet" }
 }
-func runDump(_ c: CommandContext) async throws -> Int32 { throw NotYetAvailable(command: c.command) }
 func runScan(_ c: CommandContext) async throws -> Int32 { throw NotYetAvailable(command: c.command) }
 func runCentral(_ c: CommandContext) async throws -> Int32 { throw NotYetAvailable(command: c.command) }
 func runPeripheral(_ c: CommandContext) async throws -> Int32 { throw NotYetAvailable(command: c.command) }
 func runDemo(_ c: CommandContext) async throws -> Int32 { throw NotYetAvailable(command: c.command) }
-func runControllers(_ c: CommandContext) async throws -> Int32 { throw NotYetAvailable(command: c.command) }

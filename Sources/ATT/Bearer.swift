@@ -1,0 +1,388 @@
+// The ATT bearer (Core Vol 3 Part F 3.2–3.4): ATT over the fixed channel 0x0004 of one LE link.
+import HCI
+import Host
+import L2CAP
+
+/// Tunables of an `ATTBearer`.
+public struct ATTBearerConfiguration: Sendable {
+    /// The transaction timeout (Core Vol 3 Part F 3.3.3): 30 s; shorter in tests.
+    public var transactionTimeout: Duration = .seconds(30)
+    /// Our Rx MTU, sent in Exchange MTU Responses (and the default of `exchangeMTU`).
+    public var serverRxMTU: UInt16 = 517
+    /// Called for every dropped or refused PDU.
+    public var log: (@Sendable (String) -> Void)?
+
+    public init() {}
+}
+
+/// Why an ATT bearer operation failed (an Error Response is thrown as `ATTError` instead).
+public enum ATTBearerError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No response / confirmation within the transaction timeout; the bearer is closed since.
+    case transactionTimeout(String)
+    /// The bearer is closed (link down, or an earlier transaction timeout); carries the cause.
+    case closed(String)
+    /// The peer answered with a PDU that does not decode or does not fit the request.
+    case invalidResponse(String)
+    /// The PDU does not fit the current ATT_MTU.
+    case pduTooLarge(size: Int, mtu: Int)
+    /// `request` was given something that is not a request (or `command` a non-command).
+    case invalidArgument(String)
+
+    public var description: String {
+        switch self {
+        case .transactionTimeout(let what): return "ATT transaction timeout: \(what); the bearer is closed"
+        case .closed(let why): return "ATT bearer closed: \(why)"
+        case .invalidResponse(let what): return "invalid ATT response: \(what)"
+        case let .pduTooLarge(size, mtu): return "ATT PDU of \(size) octets exceeds ATT_MTU \(mtu)"
+        case .invalidArgument(let what): return "invalid ATT argument: \(what)"
+        }
+    }
+}
+
+/// ATT over CID 0x0004 of one `L2CAPConnection`: the client side (`ATTRequester`: one
+/// outstanding request, transaction timeout, MTU exchange), the server side (requests handed
+/// to an `ATTServerDelegate` one at a time; malformed/unknown PDUs refused per spec) and
+/// server pushes (`ATTServerPush`: notifications, indications with one outstanding).
+///
+/// Create it and `start()` it before `l2cap.start()`, so no PDU is missed.
+public actor ATTBearer: ATTRequester, ATTServerPush {
+    public nonisolated let l2cap: L2CAPConnection
+    public nonisolated let peer: ATTPeer
+    public nonisolated let configuration: ATTBearerConfiguration
+
+    /// The current ATT_MTU (23 until an Exchange MTU completes).
+    public private(set) var mtu: Int = 23
+    /// Why the bearer is closed (nil while open).
+    public private(set) var closedReason: ATTBearerError?
+
+    var started = false
+    var answeredMTURequest = false
+    var security = ATTSecurity.none
+    var delegate: (any ATTServerDelegate)?
+    var notificationHandler: (@Sendable (ATTPDU) async -> Void)?
+
+    // Client transaction.
+    final class Transaction {
+        let opcode: ATTOpcode
+        let deadline: ContinuousClock.Instant
+        var continuation: CheckedContinuation<ATTPDU, any Error>?
+        var result: Result<ATTPDU, any Error>?
+        init(opcode: ATTOpcode, deadline: ContinuousClock.Instant) { self.opcode = opcode; self.deadline = deadline }
+        func resolve(_ r: Result<ATTPDU, any Error>) {
+            if let c = continuation { continuation = nil; c.resume(with: r) } else if result == nil { result = r }
+        }
+    }
+    var transaction: Transaction?
+    var clientBusy = false
+    var clientWaiters: [CheckedContinuation<Void, any Error>] = []
+
+    // Server indication.
+    var indication: Transaction?
+    var indicationBusy = false
+    var indicationWaiters: [CheckedContinuation<Void, any Error>] = []
+
+    nonisolated let inbound: AsyncStream<[UInt8]>
+    nonisolated let inboundContinuation: AsyncStream<[UInt8]>.Continuation
+    nonisolated let notifications: AsyncStream<ATTPDU>
+    nonisolated let notificationsContinuation: AsyncStream<ATTPDU>.Continuation
+    var tasks: [Task<Void, Never>] = []
+    var watchdogWake: CheckedContinuation<Void, Never>?
+
+    public init(l2cap: L2CAPConnection, configuration: ATTBearerConfiguration = .init()) {
+        self.l2cap = l2cap
+        self.configuration = configuration
+        self.peer = ATTPeer(id: l2cap.connection.handle, address: "\(l2cap.connection.peer.address)")
+        (inbound, inboundContinuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
+        (notifications, notificationsContinuation) = AsyncStream.makeStream(of: ATTPDU.self, bufferingPolicy: .unbounded)
+    }
+
+    /// Registers on CID 0x0004 and starts processing. Idempotent.
+    public func start() async {
+        guard !started else { return }
+        started = true
+        let input = inboundContinuation
+        await l2cap.setFixedChannelHandler(.att, FixedChannelHandler(
+            received: { input.yield($0) },
+            closed: { _ in input.finish() }))
+        tasks.append(Task { await self.inboundLoop() })
+        tasks.append(Task { await self.notificationLoop() })
+        tasks.append(Task { await self.watchdog() })
+    }
+
+    /// The GATT server that answers the peer's requests; told `peerConnected` at once.
+    public func setServerDelegate(_ d: (any ATTServerDelegate)?) async {
+        delegate = d
+        if let d { await d.peerConnected(peer, push: self) }
+    }
+
+    /// Receives every Handle Value Notification / Indication / Multiple Handle Value
+    /// Notification, in order; an indication is confirmed after the handler returns.
+    public func setNotificationHandler(_ h: (@Sendable (ATTPDU) async -> Void)?) {
+        notificationHandler = h
+    }
+
+    /// The security level handed to the server delegate with each request (SMP sets it).
+    public func setSecurity(_ s: ATTSecurity) { security = s }
+
+    func log(_ message: @autoclosure () -> String) {
+        configuration.log?("ATT \(hexCode(peer.id, digits: 4)): \(message())")
+    }
+
+    func send(_ pdu: ATTPDU) async throws {
+        try await l2cap.send(pdu.bytes, on: .att)
+    }
+
+    // MARK: - Client
+
+    /// Sends `pdu` (a request) and returns its response; an Error Response throws `ATTError`.
+    public func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+        guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
+        let bytes = pdu.bytes
+        guard bytes.count <= mtu else { throw ATTBearerError.pduTooLarge(size: bytes.count, mtu: mtu) }
+        if let closedReason { throw closedReason }
+        while clientBusy {
+            try await withCheckedThrowingContinuation { clientWaiters.append($0) }
+            if let closedReason { throw closedReason }
+        }
+        clientBusy = true
+        defer {
+            clientBusy = false
+            if !clientWaiters.isEmpty { clientWaiters.removeFirst().resume() }
+        }
+        let t = Transaction(opcode: pdu.opcode, deadline: .now + configuration.transactionTimeout)
+        transaction = t
+        wakeWatchdog()
+        do {
+            try await l2cap.send(bytes, on: .att)
+        } catch {
+            if transaction === t { transaction = nil }
+            throw error
+        }
+        if let r = t.result {
+            if transaction === t { transaction = nil }
+            return try r.get()
+        }
+        return try await withCheckedThrowingContinuation { t.continuation = $0 }
+    }
+
+    /// Sends a command (Write Command, Signed Write Command); returns once handed to the link.
+    public func command(_ pdu: ATTPDU) async throws {
+        guard pdu.opcode.isCommand else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a command") }
+        if let closedReason { throw closedReason }
+        let bytes = pdu.bytes
+        guard bytes.count <= mtu else { throw ATTBearerError.pduTooLarge(size: bytes.count, mtu: mtu) }
+        try await l2cap.send(bytes, on: .att)
+    }
+
+    /// Exchange MTU as client: returns the new ATT_MTU, min(our Rx MTU, the server's), where a
+    /// server Rx MTU below 23 counts as 23.
+    @discardableResult
+    public func exchangeMTU(_ clientRxMTU: UInt16 = 517) async throws -> Int {
+        guard clientRxMTU >= 23 else { throw ATTBearerError.invalidArgument("Client Rx MTU \(clientRxMTU) below 23") }
+        let response = try await request(.exchangeMTURequest(clientRxMTU: clientRxMTU))
+        guard case .exchangeMTUResponse(let server) = response else {
+            throw ATTBearerError.invalidResponse("\(response.opcode) to Exchange MTU Request")
+        }
+        if server < 23 { log("Server Rx MTU \(server) below 23: using 23") }
+        mtu = Swift.min(Int(clientRxMTU), Swift.max(23, Int(server)))
+        return mtu
+    }
+
+    // MARK: - Server push
+
+    /// Sends a Handle Value Notification (value truncated to ATT_MTU − 3, Core Vol 3 Part F 3.4.7.1).
+    public func notify(handle: UInt16, value: [UInt8]) async throws {
+        if let closedReason { throw closedReason }
+        let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
+        try await l2cap.send(ATTPDU.handleValueNotification(handle: handle, value: v).bytes, on: .att)
+    }
+
+    /// Sends a Handle Value Indication and waits for the confirmation (transaction timeout);
+    /// one indication outstanding at a time, later ones wait their turn.
+    public func indicate(handle: UInt16, value: [UInt8]) async throws {
+        if let closedReason { throw closedReason }
+        while indicationBusy {
+            try await withCheckedThrowingContinuation { indicationWaiters.append($0) }
+            if let closedReason { throw closedReason }
+        }
+        indicationBusy = true
+        defer {
+            indicationBusy = false
+            if !indicationWaiters.isEmpty { indicationWaiters.removeFirst().resume() }
+        }
+        let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
+        let t = Transaction(opcode: .handleValueIndication, deadline: .now + configuration.transactionTimeout)
+        indication = t
+        wakeWatchdog()
+        do {
+            try await l2cap.send(ATTPDU.handleValueIndication(handle: handle, value: v).bytes, on: .att)
+        } catch {
+            if indication === t { indication = nil }
+            throw error
+        }
+        if let r = t.result {
+            if indication === t { indication = nil }
+            _ = try r.get()
+            return
+        }
+        _ = try await withCheckedThrowingContinuation { t.continuation = $0 }
+    }
+
+    // MARK: - Incoming
+
+    func inboundLoop() async {
+        for await bytes in inbound {
+            await received(bytes)
+        }
+        close(.closed("the link is disconnected"))
+        if let d = delegate { await d.peerDisconnected(peer) }
+    }
+
+    func received(_ bytes: [UInt8]) async {
+        guard closedReason == nil else { return }
+        switch ATTPDU.decodeResult(bytes) {
+        case .malformed(let op?, let error):
+            if let t = transaction, op == .errorResponse || op == t.opcode.responseOpcode {
+                transaction = nil
+                t.resolve(.failure(ATTBearerError.invalidResponse("\(op): \(error)")))
+            } else if let reply = ATTPDU.serverRejection(for: .malformed(opcode: op, error: error)) {
+                log("malformed \(op): \(error): Invalid PDU")
+                try? await send(reply)
+            } else {
+                log("malformed \(op): \(error): dropped")
+            }
+        case .malformed(nil, _):
+            log("empty ATT PDU: dropped")
+        case .pdu(let pdu):
+            await dispatch(pdu)
+        }
+    }
+
+    func dispatch(_ pdu: ATTPDU) async {
+        let op = pdu.opcode
+        switch pdu {
+        case let .errorResponse(requestOpcode, handle, code):
+            guard let t = transaction, t.opcode == requestOpcode else {
+                log("Error Response for \(requestOpcode) with no such request pending: dropped")
+                return
+            }
+            transaction = nil
+            t.resolve(.failure(ATTError(code, requestOpcode: requestOpcode, handle: handle)))
+        case .handleValueConfirmation:
+            guard let t = indication else {
+                log("Handle Value Confirmation with no indication pending: dropped")
+                return
+            }
+            indication = nil
+            t.resolve(.success(pdu))
+        case .handleValueNotification, .handleValueIndication, .multipleHandleValueNotification:
+            notificationsContinuation.yield(pdu)
+        case .exchangeMTURequest(let clientRx):
+            guard clientRx >= 23 else {
+                log("Exchange MTU Request with Client Rx MTU \(clientRx) below 23: Invalid PDU")
+                try? await send(.errorResponse(requestOpcode: op, handle: 0, error: .invalidPDU))
+                return
+            }
+            try? await send(.exchangeMTUResponse(serverRxMTU: configuration.serverRxMTU))
+            if answeredMTURequest {
+                log("second Exchange MTU Request: answered, ATT_MTU unchanged (\(mtu))")
+            } else {
+                answeredMTURequest = true
+                mtu = Swift.min(Int(clientRx), Int(configuration.serverRxMTU))
+            }
+        case .unknown:
+            if let reply = ATTPDU.serverRejection(for: .pdu(pdu)) {
+                log("unknown request \(op): Request Not Supported")
+                try? await send(reply)
+            } else {
+                log("unknown \(op): ignored")
+            }
+        default:
+            if op.isResponse {
+                guard let t = transaction, t.opcode.responseOpcode == op else {
+                    log("\(op) with no matching request pending: dropped")
+                    return
+                }
+                transaction = nil
+                t.resolve(.success(pdu))
+            } else if op.isRequest || op.isCommand {
+                guard let delegate else {
+                    if op.isRequest {
+                        try? await send(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported))
+                    }
+                    return
+                }
+                let response = await delegate.respond(to: pdu, from: peer, mtu: mtu, security: security)
+                if op.isRequest {
+                    let reply = response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)
+                    try? await send(reply)
+                }
+            } else {
+                log("\(op) not expected from the peer: dropped")
+            }
+        }
+    }
+
+    func notificationLoop() async {
+        for await pdu in notifications {
+            if let h = notificationHandler { await h(pdu) }
+            if case .handleValueIndication = pdu, closedReason == nil {
+                do { try await send(.handleValueConfirmation) } catch {
+                    log("could not confirm an indication: \(error)")
+                }
+            }
+        }
+    }
+
+    // MARK: - Timeout and closing
+
+    func wakeWatchdog() {
+        if let w = watchdogWake {
+            watchdogWake = nil
+            w.resume()
+        }
+    }
+
+    func watchdog() async {
+        while closedReason == nil, !Task.isCancelled {
+            let now = ContinuousClock.now
+            var next: ContinuousClock.Instant?
+            if let t = transaction {
+                if t.deadline <= now {
+                    let seconds = configuration.transactionTimeout
+                    close(.transactionTimeout("no response to \(t.opcode) within \(seconds)"))
+                    return
+                }
+                next = t.deadline
+            }
+            if let i = indication {
+                if i.deadline <= now {
+                    close(.transactionTimeout("no Handle Value Confirmation within \(configuration.transactionTimeout)"))
+                    return
+                }
+                next = next.map { Swift.min($0, i.deadline) } ?? i.deadline
+            }
+            if let next {
+                try? await Task.sleep(until: next, clock: .continuous)
+            } else {
+                await withCheckedContinuation { watchdogWake = $0 }
+            }
+        }
+    }
+
+    /// Closes the bearer: no ATT PDU is sent or processed afterwards; everything waiting fails
+    /// with `reason`.
+    public func close(_ reason: ATTBearerError) {
+        guard closedReason == nil else { return }
+        closedReason = reason
+        log("closed: \(reason)")
+        if let t = transaction { transaction = nil; t.resolve(.failure(reason)) }
+        if let i = indication { indication = nil; i.resolve(.failure(reason)) }
+        for w in clientWaiters { w.resume(throwing: reason) }
+        for w in indicationWaiters { w.resume(throwing: reason) }
+        clientWaiters.removeAll()
+        indicationWaiters.removeAll()
+        notificationsContinuation.finish()
+        wakeWatchdog()
+    }
+}

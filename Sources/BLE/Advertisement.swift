@@ -1,0 +1,129 @@
+import HCI
+import Host
+
+/// One advertiser as a scan sees it: its latest advertising data merged with its latest scan
+/// response (CoreBluetooth's `advertisementData` + `RSSI`).
+public struct Advertisement: Sendable, Equatable {
+    public var address: DeviceAddress
+    public var rssi: Int8?
+    public var connectable: Bool
+    /// Advertising data of the last advertising PDU.
+    public var advertisingData: AdvertisingData
+    /// Data of the last scan response, if one was received (active scans only).
+    public var scanResponse: AdvertisingData?
+
+    public init(address: DeviceAddress, rssi: Int8?, connectable: Bool, advertisingData: AdvertisingData, scanResponse: AdvertisingData? = nil) {
+        self.address = address
+        self.rssi = rssi
+        self.connectable = connectable
+        self.advertisingData = advertisingData
+        self.scanResponse = scanResponse
+    }
+
+    /// Advertising data and scan response together.
+    public var data: AdvertisingData { scanResponse.map { advertisingData.merged(with: $0) } ?? advertisingData }
+
+    public var name: String? { data.name }
+    public var services: [BluetoothUUID] { data.services }
+    public var manufacturerData: [UInt16: [UInt8]] { data.manufacturerData }
+    public var serviceData: [BluetoothUUID: [UInt8]] { data.serviceData }
+    public var txPower: Int8? { data.txPower }
+    public var flags: UInt8? { data.flags }
+    public var appearance: UInt16? { data.appearance }
+
+    /// CLI.md's `scan` JSON line (keys whose value is unknown are left out).
+    public var jsonFields: [Field] {
+        var f: [Field] = [
+            .text("event", "advertisement"),
+            .text("address", address.address.description),
+            .text("addressType", address.type.simple),
+        ]
+        if let rssi { f.append(.int("rssi", rssi)) }
+        f.append(.bool("connectable", connectable))
+        if let name { f.append(.text("name", name)) }
+        let services = self.services
+        if !services.isEmpty { f.append(Field("services", .list(services.map { .text($0.description) }))) }
+        let mfg = manufacturerData
+        if !mfg.isEmpty {
+            f.append(Field("manufacturerData", .object(mfg.keys.sorted().map { .bytes(hexDigits4($0), mfg[$0] ?? []) })))
+        }
+        let sd = serviceData
+        if !sd.isEmpty {
+            f.append(Field("serviceData", .object(sd.keys.sorted().map { .bytes($0.description, sd[$0] ?? []) })))
+        }
+        if let txPower { f.append(.int("txPower", txPower)) }
+        if let flags { f.append(.int("flags", flags)) }
+        if let appearance { f.append(.int("appearance", appearance)) }
+        return f
+    }
+}
+
+func hexDigits4(_ v: UInt16) -> String { String(hexCode(v).dropFirst(2)) }
+
+/// Which advertisers a scan reports. Empty filters match everything.
+public struct ScanFilter: Sendable {
+    /// Any of these services listed (advertising data or scan response).
+    public var services: [BluetoothUUID]
+    /// Name contains this text (case-sensitive, as CoreBluetooth apps compare names).
+    public var nameContains: String?
+    public var address: BDAddress?
+
+    public init(services: [BluetoothUUID] = [], nameContains: String? = nil, address: BDAddress? = nil) {
+        self.services = services
+        self.nameContains = nameContains
+        self.address = address
+    }
+
+    public func matches(_ a: Advertisement) -> Bool {
+        if let address, a.address.address != address { return false }
+        if let nameContains, !(a.name?.contains(nameContains) ?? false) { return false }
+        if !services.isEmpty {
+            let listed = Set(a.services)
+            if !services.contains(where: { listed.contains($0) }) { return false }
+        }
+        return true
+    }
+}
+
+/// Merges a stream of reports into advertisers and decides what to report: each advertiser
+/// when first seen and whenever its data (or connectability) changes, or every report.
+struct AdvertisementTracker {
+    private var known: [DeviceAddress: Advertisement] = [:]
+    /// Bounds memory on a busy radio: the oldest advertisers are forgotten beyond this.
+    private let capacity: Int
+    private var order: [DeviceAddress] = []
+
+    init(capacity: Int = 4096) { self.capacity = capacity }
+
+    /// Returns the advertiser to report for this report, or nil when nothing changed.
+    mutating func update(with report: AdvertisingReportValue, everyReport: Bool) -> Advertisement? {
+        let data = AdvertisingData(parsing: report.data)
+        var adv: Advertisement
+        if var existing = known[report.address] {
+            if report.isScanResponse {
+                existing.scanResponse = data
+            } else {
+                existing.advertisingData = data
+                existing.connectable = report.isConnectable
+            }
+            existing.rssi = report.rssi ?? existing.rssi
+            adv = existing
+        } else {
+            adv = Advertisement(address: report.address, rssi: report.rssi, connectable: report.isConnectable,
+                                advertisingData: report.isScanResponse ? AdvertisingData() : data,
+                                scanResponse: report.isScanResponse ? data : nil)
+            order.append(report.address)
+            if order.count > capacity {
+                known[order.removeFirst()] = nil
+            }
+        }
+        let previous = known[report.address]
+        known[report.address] = adv
+        if everyReport { return adv }
+        guard let previous else { return adv }
+        let changed = previous.data.bytes != adv.data.bytes || previous.connectable != adv.connectable
+        return changed ? adv : nil
+    }
+
+    func latest(_ address: DeviceAddress) -> Advertisement? { known[address] }
+}

@@ -1,0 +1,170 @@
+import HCI
+import ATT
+import GATT
+
+/// Learns each connection's GATT database from the discovery the capture shows (Read By Group
+/// Type responses → services, Read By Type 0x2803 responses → characteristic declarations and
+/// value handles, Find Information responses → descriptors) and describes what a later PDU's
+/// handle is, as Wireshark does. Per connection handle; cleared by (dis)connection events.
+struct GATTTracker {
+    struct Attribute {
+        var uuid: BluetoothUUID
+        /// For descriptors and characteristic declarations: the characteristic's UUID.
+        var characteristic: BluetoothUUID?
+    }
+
+    struct Connection {
+        var attributes: [UInt16: Attribute] = [:]
+        /// Characteristic value handles in discovery order, for finding a descriptor's characteristic.
+        var valueHandles: [(handle: UInt16, uuid: BluetoothUUID)] = []
+        /// The last request sent in each direction (a response goes the other way).
+        var pending: [Direction?: ATTPDU] = [:]
+    }
+
+    /// Bounded: a hostile capture can't grow this without limit (handles are 12-bit, and each
+    /// connection holds at most 65535 attributes).
+    static let maxConnections = 64
+
+    private var connections: [UInt16: Connection] = [:]
+
+    mutating func reset(connection: UInt16) { connections.removeValue(forKey: connection) }
+
+    /// The GATT layer's fields for `pdu`, or nil when there is nothing to say.
+    mutating func process(_ pdu: ATTPDU, connection handle: UInt16, direction: Direction?) -> [Field]? {
+        if connections[handle] == nil, connections.count >= Self.maxConnections { connections.removeAll() }
+        var c = connections[handle] ?? Connection()
+        defer { connections[handle] = c }
+        let reverse: Direction? = direction.map { $0 == .sent ? .received : .sent }
+
+        if pdu.opcode.isRequest {
+            c.pending[direction] = pdu
+        }
+        var request: ATTPDU? = nil
+        if pdu.opcode.isResponse || pdu.opcode == .errorResponse {
+            request = c.pending.removeValue(forKey: reverse)
+        }
+
+        switch pdu {
+        case .readByGroupTypeResponse(let list):
+            var f: [Field] = []
+            if case .readByGroupTypeRequest(_, _, let type) = request {
+                f.append(uuidField("requestType", type))
+            }
+            var services: [FieldValue] = []
+            for g in list {
+                guard let u = BluetoothUUID(littleEndian: g.value) else { continue }
+                let declType: BluetoothUUID
+                if case .readByGroupTypeRequest(_, _, let t) = request { declType = t } else { declType = BluetoothUUID(0x2800) }
+                c.attributes[g.handle] = Attribute(uuid: declType, characteristic: nil)
+                var o: [Field] = [.int("handle", g.handle), .int("endGroupHandle", g.endGroupHandle), uuidField("uuid", u)]
+                if let n = AssignedNumbers.name(of: u) { o.append(.text("name", n)) }
+                services.append(.object(o))
+            }
+            f.append(Field("services", .list(services)))
+            return f
+
+        case .readByTypeResponse(let list):
+            guard case .readByTypeRequest(_, _, let type) = request else { return nil }
+            var f: [Field] = [uuidField("requestType", type)]
+            if type == BluetoothUUID(0x2803) {
+                var chars: [FieldValue] = []
+                for item in list {
+                    let v = item.value
+                    guard v.count == 5 || v.count == 19,
+                          let u = BluetoothUUID(littleEndian: Array(v[3...])) else { continue }
+                    let valueHandle = UInt16(v[1]) | UInt16(v[2]) << 8
+                    c.attributes[item.handle] = Attribute(uuid: type, characteristic: u)
+                    c.attributes[valueHandle] = Attribute(uuid: u, characteristic: nil)
+                    c.valueHandles.append((valueHandle, u))
+                    var o: [Field] = [.int("handle", item.handle), .code("properties", v[0], note: propertyNames(v[0])),
+                                      .int("valueHandle", valueHandle), uuidField("uuid", u)]
+                    if let n = AssignedNumbers.name(of: u) { o.append(.text("name", n)) }
+                    chars.append(.object(o))
+                }
+                f.append(Field("characteristics", .list(chars)))
+            } else {
+                for item in list where c.attributes[item.handle] == nil {
+                    c.attributes[item.handle] = Attribute(uuid: type, characteristic: nil)
+                }
+            }
+            return f
+
+        case .findInformationResponse(_, let info):
+            var descriptors: [FieldValue] = []
+            for i in info {
+                if c.attributes[i.handle] != nil { continue }
+                if (0x2800...0x2803).contains(i.uuid.uuid16 ?? 0) {
+                    c.attributes[i.handle] = Attribute(uuid: i.uuid, characteristic: nil)
+                    continue
+                }
+                let owner = c.valueHandles.last { $0.handle < i.handle }?.uuid
+                c.attributes[i.handle] = Attribute(uuid: i.uuid, characteristic: owner)
+                var o: [Field] = [.int("handle", i.handle), uuidField("uuid", i.uuid)]
+                if let n = AssignedNumbers.name(of: i.uuid) { o.append(.text("name", n)) }
+                if let owner { o.append(uuidField("characteristic", owner)) }
+                descriptors.append(.object(o))
+            }
+            return descriptors.isEmpty ? nil : [Field("descriptors", .list(descriptors))]
+
+        case let .errorResponse(_, attHandle, _):
+            var f: [Field] = []
+            if attHandle != 0 { f += describe(attHandle, in: c) }
+            switch request {
+            case .readByTypeRequest(_, _, let t)?, .readByGroupTypeRequest(_, _, let t)?:
+                f.append(uuidField("requestType", t))
+            default: break
+            }
+            return f.isEmpty ? nil : f
+
+        case let .readRequest(h), let .readBlobRequest(h, _), let .prepareWriteRequest(h, _, _),
+             let .prepareWriteResponse(h, _, _), let .handleValueNotification(h, _), let .handleValueIndication(h, _):
+            return describe(h, in: c)
+
+        case let .writeRequest(h, value), let .writeCommand(h, value), let .signedWriteCommand(h, value, _):
+            var f = describe(h, in: c)
+            if c.attributes[h]?.uuid == BluetoothUUID(0x2902), let m = cccdMeaning(value) {
+                f.append(.text("meaning", m))
+            }
+            return f
+
+        case .readResponse, .readBlobResponse, .writeResponse:
+            switch request {
+            case let .readRequest(h)?, let .readBlobRequest(h, _)?, let .writeRequest(h, _)?:
+                return describe(h, in: c)
+            default: return nil
+            }
+
+        default:
+            return nil
+        }
+    }
+
+    private func describe(_ handle: UInt16, in c: Connection) -> [Field] {
+        var f: [Field] = [.int("handle", handle)]
+        guard let a = c.attributes[handle] else { return f }
+        f.append(uuidField("uuid", a.uuid))
+        if let n = AssignedNumbers.name(of: a.uuid) { f.append(.text("name", n)) }
+        if let ch = a.characteristic { f.append(uuidField("characteristic", ch)) }
+        return f
+    }
+
+    private func uuidField(_ name: String, _ u: BluetoothUUID) -> Field { .text(name, u.description) }
+
+    private func cccdMeaning(_ value: [UInt8]) -> String? {
+        guard value.count == 2 else { return nil }
+        let v = UInt16(value[0]) | UInt16(value[1]) << 8
+        switch v {
+        case 0x0000: return "disable"
+        case 0x0001: return "enable notifications"
+        case 0x0002: return "enable indications"
+        case 0x0003: return "enable notifications and indications"
+        default: return "reserved value \(hexCode(v))"
+        }
+    }
+
+    private func propertyNames(_ p: UInt8) -> String {
+        let names = ["broadcast", "read", "writeWithoutResponse", "write", "notify", "indicate",
+                     "authenticatedSignedWrites", "extendedProperties"]
+        return (0..<8).filter { p & (1 << $0) != 0 }.map { names[$0] }.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,466 @@
+import HCI
+import ATT
+
+/// A service found on a peer.
+public struct GATTRemoteService: Sendable, Hashable {
+    public var uuid: BluetoothUUID
+    public var primary: Bool
+    public var startHandle: UInt16
+    public var endHandle: UInt16
+    public init(uuid: BluetoothUUID, primary: Bool = true, startHandle: UInt16, endHandle: UInt16) {
+        self.uuid = uuid; self.primary = primary; self.startHandle = startHandle; self.endHandle = endHandle
+    }
+}
+
+/// A characteristic found on a peer.
+public struct GATTRemoteCharacteristic: Sendable, Hashable {
+    public var uuid: BluetoothUUID
+    /// Handle of the characteristic declaration.
+    public var declarationHandle: UInt16
+    public var valueHandle: UInt16
+    public var properties: GATTCharacteristicProperties
+    /// Last handle of the characteristic (its last descriptor).
+    public var endHandle: UInt16
+}
+
+/// A descriptor found on a peer.
+public struct GATTRemoteDescriptor: Sendable, Hashable {
+    public var uuid: BluetoothUUID
+    public var handle: UInt16
+}
+
+/// One discovered service with its characteristics and their descriptors.
+public struct GATTRemoteServiceTree: Sendable, Hashable {
+    public var service: GATTRemoteService
+    public var includedServices: [GATTRemoteService]
+    public var characteristics: [Characteristic]
+    public struct Characteristic: Sendable, Hashable {
+        public var characteristic: GATTRemoteCharacteristic
+        public var descriptors: [GATTRemoteDescriptor]
+    }
+}
+
+/// What a client procedure can fail with, besides `ATTError` and the bearer's errors.
+public enum GATTClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The server answered with a PDU that doesn't answer the request.
+    case unexpectedResponse(ATTOpcode)
+    /// The server's response is inconsistent (handles going backwards, echo mismatch, too long).
+    case invalidResponse(String)
+    /// A Write Without Response longer than ATT_MTU − 3.
+    case valueTooLong(length: Int, maximum: Int)
+    /// The characteristic has neither notify nor indicate, or no CCCD.
+    case notSubscribable(BluetoothUUID)
+
+    public var description: String {
+        switch self {
+        case .unexpectedResponse(let op): return "unexpected response \(op)"
+        case .invalidResponse(let why): return "invalid response: \(why)"
+        case let .valueTooLong(length, maximum): return "value of \(length) octets exceeds \(maximum) (ATT_MTU − 3)"
+        case .notSubscribable(let u): return "characteristic \(u) has no notify/indicate or no CCCD"
+        }
+    }
+}
+
+/// GATT client procedures (Core Vol 3 Part G 4) over any `ATTRequester`, with a per-peer cache
+/// of the discovered database invalidated by Service Changed and by a Database Hash change.
+public actor GATTClient {
+    public let requester: any ATTRequester
+    /// Largest value a long read will assemble (an ATT value offset is 16-bit).
+    public static let maximumLongValue = 65_535
+
+    private var cache: [GATTRemoteServiceTree]? = nil
+    private var cachedHash: [UInt8]? = nil
+    private var subscriptions: [UInt16: AsyncStream<[UInt8]>.Continuation] = [:]
+    private var serviceChangedHandle: UInt16? = nil
+    private let changes: AsyncStream<ClosedRange<UInt16>>.Continuation
+    /// Ranges the server reported changed (Service Changed indications), after the cache was updated.
+    public nonisolated let serviceChanges: AsyncStream<ClosedRange<UInt16>>
+
+    public init(requester: any ATTRequester) {
+        self.requester = requester
+        (serviceChanges, changes) = AsyncStream.makeStream(of: ClosedRange<UInt16>.self, bufferingPolicy: .bufferingNewest(16))
+    }
+
+    deinit {
+        changes.finish()
+        for c in subscriptions.values { c.finish() }
+    }
+
+    private func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+        let r = try await requester.request(pdu)
+        if case let .errorResponse(op, handle, code) = r { throw ATTError(code, requestOpcode: op, handle: handle) }
+        guard r.opcode == pdu.opcode.responseOpcode else { throw GATTClientError.unexpectedResponse(r.opcode) }
+        return r
+    }
+
+    /// Runs a discovery step, mapping Attribute Not Found (the end of a search) to nil.
+    private func step(_ pdu: ATTPDU) async throws -> ATTPDU? {
+        do { return try await request(pdu) } catch let e as ATTError where e.code == .attributeNotFound { return nil }
+    }
+
+    // MARK: Discovery
+
+    /// Primary services: all (Read By Group Type 0x2800) or those with `uuid` (Find By Type Value).
+    public func discoverServices(uuid: BluetoothUUID? = nil, in range: ClosedRange<UInt16> = 1...0xFFFF) async throws -> [GATTRemoteService] {
+        var out: [GATTRemoteService] = []
+        var start = range.lowerBound
+        while start <= range.upperBound, start != 0 {
+            var lastEnd: UInt16
+            if let uuid {
+                guard case let .findByTypeValueResponse(list)? = try await step(.findByTypeValueRequest(
+                    startHandle: start, endHandle: range.upperBound, attributeType: 0x2800,
+                    attributeValue: uuid.littleEndianFor16Or128)) else { break }
+                lastEnd = start
+                for e in list {
+                    guard e.foundAttributeHandle >= start, e.groupEndHandle >= e.foundAttributeHandle else {
+                        throw GATTClientError.invalidResponse("service handles out of order")
+                    }
+                    out.append(GATTRemoteService(uuid: uuid, startHandle: e.foundAttributeHandle, endHandle: e.groupEndHandle))
+                    lastEnd = e.groupEndHandle
+                }
+            } else {
+                guard case let .readByGroupTypeResponse(list)? = try await step(.readByGroupTypeRequest(
+                    startHandle: start, endHandle: range.upperBound, type: GATTUUID.primaryService)) else { break }
+                lastEnd = start
+                for e in list {
+                    guard e.handle >= start, e.endGroupHandle >= e.handle,
+                          let u = BluetoothUUID(littleEndian: e.value) else {
+                        throw GATTClientError.invalidResponse("bad service entry at \(e.handle)")
+                    }
+                    out.append(GATTRemoteService(uuid: u, startHandle: e.handle, endHandle: e.endGroupHandle))
+                    lastEnd = e.endGroupHandle
+                }
+            }
+            if lastEnd == 0xFFFF { break }
+            start = lastEnd + 1
+        }
+        return out
+    }
+
+    /// Included services of `service` (Read By Type 0x2802; a 128-bit UUID is read from the
+    /// included service's declaration).
+    public func discoverIncludedServices(of service: GATTRemoteService) async throws -> [GATTRemoteService] {
+        var out: [GATTRemoteService] = []
+        for e in try await readAllByType(GATTUUID.include, service.startHandle...service.endHandle) {
+            var r = ByteReader(e.value)
+            let s = try r.u16("includedServiceHandle"), end = try r.u16("endGroupHandle")
+            var uuid: BluetoothUUID
+            if r.remaining == 2 {
+                uuid = BluetoothUUID(try r.u16("uuid"))
+            } else {
+                guard case let .readResponse(v) = try await request(.readRequest(handle: s)),
+                      let u = BluetoothUUID(littleEndian: v) else {
+                    throw GATTClientError.invalidResponse("included service \(s) has no UUID")
+                }
+                uuid = u
+            }
+            out.append(GATTRemoteService(uuid: uuid, primary: false, startHandle: s, endHandle: end))
+        }
+        return out
+    }
+
+    /// Characteristics of `service` (Read By Type 0x2803), optionally only those with `uuid`.
+    public func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
+        var out: [GATTRemoteCharacteristic] = []
+        for e in try await readAllByType(GATTUUID.characteristic, service.startHandle...service.endHandle) {
+            var r = ByteReader(e.value)
+            let props = try r.u8("properties"), vh = try r.u16("valueHandle")
+            guard let u = BluetoothUUID(littleEndian: r.rest()), vh > e.handle else {
+                throw GATTClientError.invalidResponse("bad characteristic declaration at \(e.handle)")
+            }
+            if let last = out.indices.last { out[last].endHandle = e.handle - 1 }
+            out.append(GATTRemoteCharacteristic(uuid: u, declarationHandle: e.handle, valueHandle: vh,
+                                                properties: GATTCharacteristicProperties(rawValue: props),
+                                                endHandle: service.endHandle))
+        }
+        return uuid.map { u in out.filter { $0.uuid == u } } ?? out
+    }
+
+    /// Descriptors of `characteristic` (Find Information after its value handle).
+    public func discoverDescriptors(of characteristic: GATTRemoteCharacteristic) async throws -> [GATTRemoteDescriptor] {
+        guard characteristic.valueHandle < characteristic.endHandle else { return [] }
+        var out: [GATTRemoteDescriptor] = []
+        var start = characteristic.valueHandle + 1
+        while start <= characteristic.endHandle {
+            guard case let .findInformationResponse(_, list)? = try await step(
+                .findInformationRequest(startHandle: start, endHandle: characteristic.endHandle)) else { break }
+            var last = start
+            for e in list {
+                guard e.handle >= start, e.handle <= characteristic.endHandle else {
+                    throw GATTClientError.invalidResponse("descriptor handle \(e.handle) out of range")
+                }
+                out.append(GATTRemoteDescriptor(uuid: e.uuid, handle: e.handle))
+                last = e.handle
+            }
+            if last == 0xFFFF { break }
+            start = last + 1
+        }
+        return out
+    }
+
+    /// Read By Type over a range until Attribute Not Found, with progress checks.
+    private func readAllByType(_ type: BluetoothUUID, _ range: ClosedRange<UInt16>) async throws -> [ATTHandleValue] {
+        var out: [ATTHandleValue] = []
+        var start = range.lowerBound
+        while start <= range.upperBound {
+            guard case let .readByTypeResponse(list)? = try await step(
+                .readByTypeRequest(startHandle: start, endHandle: range.upperBound, type: type)) else { break }
+            var last = start
+            for e in list {
+                guard e.handle >= start, e.handle <= range.upperBound else {
+                    throw GATTClientError.invalidResponse("handle \(e.handle) outside \(start)...\(range.upperBound)")
+                }
+                out.append(e)
+                last = e.handle
+            }
+            if last == 0xFFFF { break }
+            start = last + 1
+        }
+        return out
+    }
+
+    /// The whole database (services, included services, characteristics, descriptors), from
+    /// the cache when valid. Also reads the Database Hash, when the server has one, for `validateCache`.
+    public func discoverDatabase() async throws -> [GATTRemoteServiceTree] {
+        if let cache { return cache }
+        let tree = try await discoverTrees(in: 1...0xFFFF)
+        cache = tree
+        noteServiceChanged(in: tree)
+        cachedHash = try? await readDatabaseHash()
+        return tree
+    }
+
+    /// The cached database, if any.
+    public var cachedDatabase: [GATTRemoteServiceTree]? { cache }
+
+    /// Drops the cache (the next `discoverDatabase` rediscovers).
+    public func invalidateCache() { cache = nil; cachedHash = nil }
+
+    /// Reads the Database Hash; drops the cache when it differs from the one read at discovery.
+    /// Returns whether the cache is (still) valid.
+    @discardableResult
+    public func validateCache() async throws -> Bool {
+        guard cache != nil else { return false }
+        let hash = try? await readDatabaseHash()
+        if hash == nil || hash != cachedHash { invalidateCache(); return false }
+        return true
+    }
+
+    private func readDatabaseHash() async throws -> [UInt8]? {
+        let r = try await request(.readByTypeRequest(startHandle: 1, endHandle: 0xFFFF, type: GATTUUID.databaseHash))
+        guard case let .readByTypeResponse(list) = r, let v = list.first?.value, v.count == 16 else { return nil }
+        return v
+    }
+
+    private func discoverTrees(in range: ClosedRange<UInt16>) async throws -> [GATTRemoteServiceTree] {
+        var trees: [GATTRemoteServiceTree] = []
+        for s in try await discoverServices(in: range) {
+            let included = try await discoverIncludedServices(of: s)
+            var chars: [GATTRemoteServiceTree.Characteristic] = []
+            for c in try await discoverCharacteristics(of: s) {
+                chars.append(.init(characteristic: c, descriptors: try await discoverDescriptors(of: c)))
+            }
+            trees.append(GATTRemoteServiceTree(service: s, includedServices: included, characteristics: chars))
+        }
+        return trees
+    }
+
+    private func noteServiceChanged(in tree: [GATTRemoteServiceTree]) {
+        for t in tree where t.service.uuid == GATTUUID.genericAttribute {
+            for c in t.characteristics where c.characteristic.uuid == GATTUUID.serviceChanged {
+                serviceChangedHandle = c.characteristic.valueHandle
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    /// Reads a value; when it fills ATT_MTU − 1 octets, reads the rest with Read Blob.
+    public func read(handle: UInt16) async throws -> [UInt8] {
+        guard case let .readResponse(first) = try await request(.readRequest(handle: handle)) else {
+            throw GATTClientError.unexpectedResponse(.readResponse)
+        }
+        let mtu = await requester.mtu
+        var value = first
+        var chunk = first.count
+        while chunk >= mtu - 1 {
+            guard value.count <= Self.maximumLongValue else {
+                throw GATTClientError.invalidResponse("value longer than \(Self.maximumLongValue) octets")
+            }
+            let part: [UInt8]
+            do {
+                guard case let .readBlobResponse(v) = try await request(
+                    .readBlobRequest(handle: handle, offset: UInt16(value.count))) else { break }
+                part = v
+            } catch let e as ATTError where e.code == .attributeNotLong || e.code == .invalidOffset {
+                break  // the value was exactly a multiple of ATT_MTU − 1 long
+            }
+            value += part
+            chunk = part.count
+        }
+        return value
+    }
+
+    public func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
+        try await read(handle: characteristic.valueHandle)
+    }
+
+    /// Read Using Characteristic UUID: every value with `uuid` in `range` (each as long as fits).
+    public func readByUUID(_ uuid: BluetoothUUID, in range: ClosedRange<UInt16> = 1...0xFFFF) async throws -> [ATTHandleValue] {
+        guard case let .readByTypeResponse(list) = try await request(
+            .readByTypeRequest(startHandle: range.lowerBound, endHandle: range.upperBound, type: uuid)) else {
+            throw GATTClientError.unexpectedResponse(.readByTypeResponse)
+        }
+        return list
+    }
+
+    /// Read Multiple: the concatenated values (the caller knows their lengths).
+    public func readMultiple(handles: [UInt16]) async throws -> [UInt8] {
+        guard case let .readMultipleResponse(v) = try await request(.readMultipleRequest(handles: handles)) else {
+            throw GATTClientError.unexpectedResponse(.readMultipleResponse)
+        }
+        return v
+    }
+
+    /// Read Multiple Variable: one value per handle (the last may be cut at the MTU).
+    public func readMultipleVariable(handles: [UInt16]) async throws -> [[UInt8]] {
+        guard case let .readMultipleVariableResponse(v) = try await request(.readMultipleVariableRequest(handles: handles)) else {
+            throw GATTClientError.unexpectedResponse(.readMultipleVariableResponse)
+        }
+        return v
+    }
+
+    // MARK: Writing
+
+    /// Write with response; a value longer than ATT_MTU − 3 goes as a long write (Prepare/Execute).
+    public func write(_ value: [UInt8], handle: UInt16) async throws {
+        let mtu = await requester.mtu
+        if value.count <= mtu - 3 {
+            guard case .writeResponse = try await request(.writeRequest(handle: handle, value: value)) else {
+                throw GATTClientError.unexpectedResponse(.writeResponse)
+            }
+            return
+        }
+        try await reliableWrite([(handle, value)])
+    }
+
+    public func write(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic) async throws {
+        try await write(value, handle: characteristic.valueHandle)
+    }
+
+    /// Reliable write: every value through Prepare Write (each echo checked), then Execute; on
+    /// any failure the queue is cancelled and the error thrown.
+    public func reliableWrite(_ writes: [(handle: UInt16, value: [UInt8])]) async throws {
+        let chunkSize = await requester.mtu - 5
+        do {
+            for w in writes {
+                var offset = 0
+                repeat {
+                    let part = Array(w.value[offset..<min(w.value.count, offset + chunkSize)])
+                    let sent = ATTPDU.prepareWriteResponse(handle: w.handle, offset: UInt16(offset), value: part)
+                    let echo = try await request(.prepareWriteRequest(handle: w.handle, offset: UInt16(offset), value: part))
+                    guard echo == sent else { throw GATTClientError.invalidResponse("Prepare Write echo differs") }
+                    offset += part.count
+                } while offset < w.value.count
+            }
+        } catch {
+            _ = try? await requester.request(.executeWriteRequest(flags: .cancel))
+            throw error
+        }
+        guard case .executeWriteResponse = try await request(.executeWriteRequest(flags: .write)) else {
+            throw GATTClientError.unexpectedResponse(.executeWriteResponse)
+        }
+    }
+
+    /// Write Without Response (Write Command); returns once handed to the link.
+    public func writeWithoutResponse(_ value: [UInt8], handle: UInt16) async throws {
+        let max = await requester.mtu - 3
+        guard value.count <= max else { throw GATTClientError.valueTooLong(length: value.count, maximum: max) }
+        try await requester.command(.writeCommand(handle: handle, value: value))
+    }
+
+    // MARK: Notifications and indications
+
+    /// Writes the CCCD (0x0001 notifications, or 0x0002 indications when `indications` or when
+    /// the characteristic can only indicate) and returns the stream of values received.
+    /// Subscribing again replaces (finishes) the previous stream.
+    public func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
+                          indications: Bool = false) async throws -> AsyncStream<[UInt8]> {
+        let p = characteristic.properties
+        let useIndications = indications ? p.contains(.indicate) : !p.contains(.notify) && p.contains(.indicate)
+        guard p.contains(.notify) || p.contains(.indicate) else { throw GATTClientError.notSubscribable(characteristic.uuid) }
+        let handle = try await cccd(of: characteristic, given: cccdHandle)
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(1024))
+        subscriptions[characteristic.valueHandle]?.finish()
+        subscriptions[characteristic.valueHandle] = continuation
+        do {
+            try await write(useIndications ? [0x02, 0x00] : [0x01, 0x00], handle: handle)
+        } catch {
+            subscriptions.removeValue(forKey: characteristic.valueHandle)?.finish()
+            throw error
+        }
+        return stream
+    }
+
+    /// Writes 0x0000 to the CCCD and finishes the stream.
+    public func unsubscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil) async throws {
+        let handle = try await cccd(of: characteristic, given: cccdHandle)
+        subscriptions.removeValue(forKey: characteristic.valueHandle)?.finish()
+        try await write([0x00, 0x00], handle: handle)
+    }
+
+    private func cccd(of c: GATTRemoteCharacteristic, given: UInt16?) async throws -> UInt16 {
+        if let given { return given }
+        if let d = cache?.lazy.flatMap(\.characteristics).first(where: { $0.characteristic == c })?
+            .descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) {
+            return d.handle
+        }
+        guard let d = try await discoverDescriptors(of: c).first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) else {
+            throw GATTClientError.notSubscribable(c.uuid)
+        }
+        return d.handle
+    }
+
+    /// Called by the bearer for Handle Value Notification / Indication / Multiple Handle Value
+    /// Notification (it confirms an indication after this returns). A Service Changed indication
+    /// updates the cache in the background (rediscovery needs the bearer this call is blocking).
+    public func received(_ pdu: ATTPDU) async {
+        switch pdu {
+        case let .handleValueNotification(h, v), let .handleValueIndication(h, v):
+            deliver(h, v)
+        case let .multipleHandleValueNotification(list):
+            for e in list { deliver(e.handle, e.value) }
+        default:
+            break
+        }
+    }
+
+    private func deliver(_ handle: UInt16, _ value: [UInt8]) {
+        if handle == serviceChangedHandle, value.count == 4 {
+            let start = UInt16(value[0]) | UInt16(value[1]) << 8
+            let end = UInt16(value[2]) | UInt16(value[3]) << 8
+            if start != 0, start <= end {
+                handleServiceChanged(start...end)
+            }
+        }
+        subscriptions[handle]?.yield(value)
+    }
+
+    private func handleServiceChanged(_ range: ClosedRange<UInt16>) {
+        cachedHash = nil
+        guard var tree = cache else { changes.yield(range); return }
+        tree.removeAll { $0.service.startHandle <= range.upperBound && $0.service.endHandle >= range.lowerBound }
+        cache = nil
+        Task { await self.rediscover(range, keeping: tree) }
+    }
+
+    private func rediscover(_ range: ClosedRange<UInt16>, keeping kept: [GATTRemoteServiceTree]) async {
+        if let fresh = try? await discoverTrees(in: range) {
+            let merged = (kept + fresh).sorted { $0.service.startHandle < $1.service.startHandle }
+            cache = merged
+            noteServiceChanged(in: merged)
+            cachedHash = try? await readDatabaseHash()
+        }
+        changes.yield(range)
+    }
+}

@@ -1,0 +1,332 @@
+import HCI
+import ATT
+
+/// Characteristic Properties (Core Vol 3 Part G 3.3.1.1), named as CLI.md prints them.
+public struct GATTCharacteristicProperties: OptionSet, Sendable, Hashable, CustomStringConvertible {
+    public var rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let broadcast = GATTCharacteristicProperties(rawValue: 0x01)
+    public static let read = GATTCharacteristicProperties(rawValue: 0x02)
+    public static let writeWithoutResponse = GATTCharacteristicProperties(rawValue: 0x04)
+    public static let write = GATTCharacteristicProperties(rawValue: 0x08)
+    public static let notify = GATTCharacteristicProperties(rawValue: 0x10)
+    public static let indicate = GATTCharacteristicProperties(rawValue: 0x20)
+    public static let authenticatedSignedWrites = GATTCharacteristicProperties(rawValue: 0x40)
+    public static let extendedProperties = GATTCharacteristicProperties(rawValue: 0x80)
+
+    static let allNames: [(GATTCharacteristicProperties, String)] = [
+        (.broadcast, "broadcast"), (.read, "read"), (.writeWithoutResponse, "writeWithoutResponse"),
+        (.write, "write"), (.notify, "notify"), (.indicate, "indicate"),
+        (.authenticatedSignedWrites, "authenticatedSignedWrites"), (.extendedProperties, "extendedProperties"),
+    ]
+    /// CLI.md's names of the set bits, in bit order.
+    public var names: [String] { Self.allNames.filter { contains($0.0) }.map(\.1) }
+    public var description: String { names.joined(separator: ",") }
+}
+
+/// Attribute permissions (Core Vol 3 Part F 3.2.5): access plus the security each access needs.
+public struct GATTPermissions: OptionSet, Sendable, Hashable {
+    public var rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+
+    public static let readable = GATTPermissions(rawValue: 1 << 0)
+    public static let writable = GATTPermissions(rawValue: 1 << 1)
+    public static let readEncryptionRequired = GATTPermissions(rawValue: 1 << 2)
+    public static let readAuthenticationRequired = GATTPermissions(rawValue: 1 << 3)
+    public static let readAuthorizationRequired = GATTPermissions(rawValue: 1 << 4)
+    public static let writeEncryptionRequired = GATTPermissions(rawValue: 1 << 5)
+    public static let writeAuthenticationRequired = GATTPermissions(rawValue: 1 << 6)
+    public static let writeAuthorizationRequired = GATTPermissions(rawValue: 1 << 7)
+
+    public static let readWrite: GATTPermissions = [.readable, .writable]
+
+    /// What `properties` imply: readable with `.read`, writable with `.write` / `.writeWithoutResponse`.
+    public init(for properties: GATTCharacteristicProperties) {
+        self = []
+        if properties.contains(.read) { insert(.readable) }
+        if !properties.isDisjoint(with: [.write, .writeWithoutResponse, .authenticatedSignedWrites]) { insert(.writable) }
+    }
+}
+
+/// Who is asking, for read and write handlers.
+public struct GATTRequestContext: Sendable {
+    public var peer: ATTPeer
+    public var security: ATTSecurity
+    /// Offset of a Read Blob / prepared write (informative: read handlers return the whole value).
+    public var offset: Int
+}
+
+/// Returns the attribute's whole current value; the server slices it for Read Blob and the MTU.
+/// Throw `ATTError` (e.g. `ATTError.rejecting(.readNotPermitted)`) to answer with its code.
+public typealias GATTReadHandler = @Sendable (_ context: GATTRequestContext) throws -> [UInt8]
+/// Accepts a written value (for a long write: the assembled value at `context.offset`).
+public typealias GATTWriteHandler = @Sendable (_ context: GATTRequestContext, _ value: [UInt8]) throws -> Void
+
+extension ATTError {
+    /// An error for an application handler to throw: the server fills in opcode and handle.
+    public static func rejecting(_ code: ATTErrorCode) -> ATTError { ATTError(code, requestOpcode: ATTOpcode(0)) }
+}
+
+/// Where an attribute's value comes from.
+public enum GATTValueSource: Sendable {
+    /// Kept by the server; a permitted write replaces it (shared by all peers).
+    case stored([UInt8])
+    /// Produced/consumed by the application. A nil handler answers Read/Write Not Permitted.
+    case handlers(read: GATTReadHandler?, write: GATTWriteHandler?)
+}
+
+/// A characteristic descriptor (Core Vol 3 Part G 3.3.3).
+public struct GATTDescriptor: Sendable {
+    public var uuid: BluetoothUUID
+    public var permissions: GATTPermissions
+    public var value: GATTValueSource
+    public var maximumLength: Int
+    public var minimumKeySize: Int
+
+    public init(uuid: BluetoothUUID, permissions: GATTPermissions = .readable, value: [UInt8],
+                maximumLength: Int = 512, minimumKeySize: Int = 7) {
+        self.uuid = uuid; self.permissions = permissions; self.value = .stored(value)
+        self.maximumLength = maximumLength; self.minimumKeySize = minimumKeySize
+    }
+
+    public init(uuid: BluetoothUUID, permissions: GATTPermissions, read: GATTReadHandler?, write: GATTWriteHandler? = nil,
+                maximumLength: Int = 512, minimumKeySize: Int = 7) {
+        self.uuid = uuid; self.permissions = permissions; self.value = .handlers(read: read, write: write)
+        self.maximumLength = maximumLength; self.minimumKeySize = minimumKeySize
+    }
+
+    /// Characteristic User Description (0x2901): UTF-8 text, read-only unless `writable`.
+    public static func userDescription(_ text: String, writable: Bool = false) -> GATTDescriptor {
+        GATTDescriptor(uuid: GATTUUID.characteristicUserDescription,
+                       permissions: writable ? .readWrite : .readable, value: Array(text.utf8))
+    }
+
+    /// Characteristic Extended Properties (0x2900): bit 0 Reliable Write, bit 1 Writable Auxiliaries.
+    public static func extendedProperties(reliableWrite: Bool, writableAuxiliaries: Bool = false) -> GATTDescriptor {
+        let bits: UInt16 = (reliableWrite ? 1 : 0) | (writableAuxiliaries ? 2 : 0)
+        return GATTDescriptor(uuid: GATTUUID.characteristicExtendedProperties, value: [UInt8(bits & 0xFF), UInt8(bits >> 8)])
+    }
+}
+
+/// A characteristic: declaration, value, then descriptors (a CCCD is added for notify/indicate;
+/// an Extended Properties descriptor for `.extendedProperties` when none is given).
+public struct GATTCharacteristic: Sendable {
+    public var uuid: BluetoothUUID
+    public var properties: GATTCharacteristicProperties
+    public var permissions: GATTPermissions
+    public var value: GATTValueSource
+    public var descriptors: [GATTDescriptor]
+    /// Longest value a write may leave (Invalid Attribute Value Length beyond it).
+    public var maximumLength: Int
+    /// Key size (octets) needed when encryption is required (Encryption Key Size Too Short below it).
+    public var minimumKeySize: Int
+
+    /// A characteristic whose value the server keeps. `permissions` default to what `properties` imply.
+    public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions? = nil,
+                value: [UInt8] = [], maximumLength: Int = 512, minimumKeySize: Int = 7,
+                descriptors: [GATTDescriptor] = []) {
+        self.uuid = uuid; self.properties = properties
+        self.permissions = permissions ?? GATTPermissions(for: properties)
+        self.value = .stored(value); self.descriptors = descriptors
+        self.maximumLength = maximumLength; self.minimumKeySize = minimumKeySize
+    }
+
+    /// A characteristic whose value the application produces and consumes.
+    public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions? = nil,
+                read: GATTReadHandler?, write: GATTWriteHandler? = nil, maximumLength: Int = 512,
+                minimumKeySize: Int = 7, descriptors: [GATTDescriptor] = []) {
+        self.uuid = uuid; self.properties = properties
+        self.permissions = permissions ?? GATTPermissions(for: properties)
+        self.value = .handlers(read: read, write: write); self.descriptors = descriptors
+        self.maximumLength = maximumLength; self.minimumKeySize = minimumKeySize
+    }
+}
+
+/// A service. `includes` name other services of the same server by UUID (the first with that UUID).
+public struct GATTService: Sendable {
+    public var uuid: BluetoothUUID
+    public var primary: Bool
+    public var includes: [BluetoothUUID]
+    public var characteristics: [GATTCharacteristic]
+
+    public init(uuid: BluetoothUUID, primary: Bool = true, includes: [BluetoothUUID] = [],
+                characteristics: [GATTCharacteristic]) {
+        self.uuid = uuid; self.primary = primary; self.includes = includes; self.characteristics = characteristics
+    }
+}
+
+/// 16-bit UUIDs GATT itself uses (Assigned Numbers 3.5–3.8).
+public enum GATTUUID {
+    public static let primaryService: BluetoothUUID = 0x2800
+    public static let secondaryService: BluetoothUUID = 0x2801
+    public static let include: BluetoothUUID = 0x2802
+    public static let characteristic: BluetoothUUID = 0x2803
+    public static let characteristicExtendedProperties: BluetoothUUID = 0x2900
+    public static let characteristicUserDescription: BluetoothUUID = 0x2901
+    public static let clientCharacteristicConfiguration: BluetoothUUID = 0x2902
+    public static let genericAccess: BluetoothUUID = 0x1800
+    public static let genericAttribute: BluetoothUUID = 0x1801
+    public static let deviceName: BluetoothUUID = 0x2A00
+    public static let appearance: BluetoothUUID = 0x2A01
+    public static let serviceChanged: BluetoothUUID = 0x2A05
+    public static let clientSupportedFeatures: BluetoothUUID = 0x2B29
+    public static let databaseHash: BluetoothUUID = 0x2B2A
+}
+
+// MARK: - The attribute table
+
+/// One attribute of the server's table.
+struct Attribute: Sendable {
+    enum Kind: Sendable {
+        /// Declarations and fixed values: never written.
+        case constant
+        case stored
+        case handlers(read: GATTReadHandler?, write: GATTWriteHandler?)
+        /// A CCCD: per-peer value.
+        case cccd(valueHandle: UInt16, properties: GATTCharacteristicProperties)
+        /// Client Supported Features: per-peer value.
+        case clientFeatures
+    }
+    let handle: UInt16
+    let type: BluetoothUUID
+    var kind: Kind
+    /// Current value for `.constant` / `.stored`.
+    var value: [UInt8]
+    let permissions: GATTPermissions
+    let maximumLength: Int
+    let minimumKeySize: Int
+    /// Service declarations: last handle of the group. Others: their own handle.
+    var groupEnd: UInt16
+    /// The characteristic a value or descriptor belongs to (its UUID), for application events.
+    let characteristicUUID: BluetoothUUID?
+    let isCharacteristicValue: Bool
+}
+
+/// Where to push for one characteristic.
+struct CharacteristicEntry: Sendable {
+    let uuid: BluetoothUUID
+    let valueHandle: UInt16
+    let cccdHandle: UInt16?
+    let properties: GATTCharacteristicProperties
+}
+
+/// The built table: attribute `h` lives at index `h - 1`.
+struct AttributeTable: Sendable {
+    var attributes: [Attribute] = []
+    var characteristics: [CharacteristicEntry] = []
+    var serviceChangedHandle: UInt16 = 0
+    var hash: [UInt8] = []
+
+    init(deviceName: String, appearance: UInt16, services: [GATTService]) {
+        var all: [GATTService] = [
+            GATTService(uuid: GATTUUID.genericAccess, characteristics: [
+                GATTCharacteristic(uuid: GATTUUID.deviceName, properties: .read, value: Array(deviceName.utf8)),
+                GATTCharacteristic(uuid: GATTUUID.appearance, properties: .read,
+                                   value: [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]),
+            ]),
+            GATTService(uuid: GATTUUID.genericAttribute, characteristics: [
+                GATTCharacteristic(uuid: GATTUUID.serviceChanged, properties: .indicate, permissions: [],
+                                   value: [0, 0, 0, 0]),
+                GATTCharacteristic(uuid: GATTUUID.clientSupportedFeatures, properties: [.read, .write], value: [0]),
+                GATTCharacteristic(uuid: GATTUUID.databaseHash, properties: .read, value: [UInt8](repeating: 0, count: 16)),
+            ]),
+        ]
+        all += services
+        // Pass 1: service start/end handles (for include declarations).
+        var starts: [UInt16] = []
+        var ends: [UInt16] = []
+        var next = 1
+        for s in all {
+            starts.append(UInt16(truncatingIfNeeded: next))
+            var count = 1 + s.includes.count
+            for c in s.characteristics { count += 2 + Self.descriptors(of: c).count }
+            next += count
+            ends.append(UInt16(truncatingIfNeeded: next - 1))
+        }
+        precondition(next - 1 <= 0xFFFF, "GATT database larger than 65535 attributes")
+        // Pass 2: the attributes.
+        var handle: UInt16 = 0
+        func add(_ type: BluetoothUUID, _ kind: Attribute.Kind, _ value: [UInt8], _ perms: GATTPermissions,
+                 maxLength: Int = 512, keySize: Int = 7, characteristic: BluetoothUUID? = nil, isValue: Bool = false) {
+            handle += 1
+            attributes.append(Attribute(handle: handle, type: type, kind: kind, value: value, permissions: perms,
+                                        maximumLength: maxLength, minimumKeySize: keySize, groupEnd: handle,
+                                        characteristicUUID: characteristic, isCharacteristicValue: isValue))
+        }
+        for (i, s) in all.enumerated() {
+            add(s.primary ? GATTUUID.primaryService : GATTUUID.secondaryService, .constant,
+                s.uuid.littleEndianFor16Or128, .readable)
+            attributes[attributes.count - 1].groupEnd = ends[i]
+            for inc in s.includes {
+                var v = ByteWriter(capacity: 6)
+                if let j = all.firstIndex(where: { $0.uuid == inc }) {
+                    v.u16(starts[j]); v.u16(ends[j])
+                    if all[j].uuid.is16Bit { v.append(all[j].uuid.littleEndian) }
+                }
+                add(GATTUUID.include, .constant, v.bytes, .readable)
+            }
+            for c in s.characteristics {
+                let declHandle = handle + 1
+                var decl = ByteWriter(capacity: 19)
+                decl.u8(c.properties.rawValue); decl.u16(declHandle + 1); decl.append(c.uuid.littleEndianFor16Or128)
+                add(GATTUUID.characteristic, .constant, decl.bytes, .readable)
+                let valueHandle = handle + 1
+                switch c.value {
+                case .stored(let v):
+                    add(c.uuid, .stored, v, c.permissions, maxLength: c.maximumLength, keySize: c.minimumKeySize,
+                        characteristic: c.uuid, isValue: true)
+                case .handlers(let r, let w):
+                    add(c.uuid, .handlers(read: r, write: w), [], c.permissions, maxLength: c.maximumLength,
+                        keySize: c.minimumKeySize, characteristic: c.uuid, isValue: true)
+                }
+                if c.uuid == GATTUUID.clientSupportedFeatures { attributes[attributes.count - 1].kind = .clientFeatures }
+                if c.uuid == GATTUUID.serviceChanged && s.uuid == GATTUUID.genericAttribute { serviceChangedHandle = valueHandle }
+                var cccd: UInt16? = nil
+                for d in Self.descriptors(of: c) {
+                    if d.uuid == GATTUUID.clientCharacteristicConfiguration {
+                        cccd = handle + 1
+                        add(d.uuid, .cccd(valueHandle: valueHandle, properties: c.properties), [0, 0], .readWrite,
+                            maxLength: 2, characteristic: c.uuid)
+                        continue
+                    }
+                    switch d.value {
+                    case .stored(let v):
+                        add(d.uuid, .stored, v, d.permissions, maxLength: d.maximumLength, keySize: d.minimumKeySize,
+                            characteristic: c.uuid)
+                    case .handlers(let r, let w):
+                        add(d.uuid, .handlers(read: r, write: w), [], d.permissions, maxLength: d.maximumLength,
+                            keySize: d.minimumKeySize, characteristic: c.uuid)
+                    }
+                }
+                characteristics.append(CharacteristicEntry(uuid: c.uuid, valueHandle: valueHandle, cccdHandle: cccd,
+                                                           properties: c.properties))
+            }
+        }
+        hash = GATTDatabaseHash.compute(attributes.map { ($0.handle, $0.type, $0.value) })
+        if let i = attributes.firstIndex(where: { $0.type == GATTUUID.databaseHash && $0.isCharacteristicValue }) {
+            attributes[i].value = hash
+        }
+    }
+
+    /// Descriptors in handle order: CCCD first (when notify/indicate), Extended Properties when
+    /// flagged and not given, then the application's.
+    static func descriptors(of c: GATTCharacteristic) -> [GATTDescriptor] {
+        var out: [GATTDescriptor] = []
+        let hasCCCD = c.descriptors.contains { $0.uuid == GATTUUID.clientCharacteristicConfiguration }
+        if !c.properties.isDisjoint(with: [.notify, .indicate]) && !hasCCCD {
+            out.append(GATTDescriptor(uuid: GATTUUID.clientCharacteristicConfiguration, permissions: .readWrite, value: [0, 0]))
+        }
+        if c.properties.contains(.extendedProperties)
+            && !c.descriptors.contains(where: { $0.uuid == GATTUUID.characteristicExtendedProperties }) {
+            out.append(.extendedProperties(reliableWrite: false))
+        }
+        return out + c.descriptors
+    }
+
+    @inline(__always)
+    func index(_ handle: UInt16) -> Int? {
+        let i = Int(handle) - 1
+        return i >= 0 && i < attributes.count ? i : nil
+    }
+}

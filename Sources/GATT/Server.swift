@@ -1,0 +1,566 @@
+import HCI
+import ATT
+import Synchronization
+
+/// What the application hears from a `GATTServer`.
+public enum GATTServerEvent: Sendable, Equatable {
+    case connected(ATTPeer)
+    case disconnected(ATTPeer)
+    /// The peer wrote a non-zero CCCD of the characteristic (`indications`: bit 1 set).
+    case subscribed(ATTPeer, BluetoothUUID, indications: Bool)
+    /// The peer wrote the CCCD back to zero.
+    case unsubscribed(ATTPeer, BluetoothUUID)
+    /// The peer wrote a characteristic value (Write Request, Write Command or Execute Write).
+    case wrote(ATTPeer, BluetoothUUID, [UInt8])
+    /// The peer read a characteristic value (Read, Read Blob, Read By Type, Read Multiple).
+    case read(ATTPeer, BluetoothUUID)
+}
+
+/// The GATT server: the attribute database plus per-peer state (CCCDs, Client Supported
+/// Features, prepare queue). It answers decoded requests synchronously under one lock (no
+/// actor hop); application handlers run outside the lock.
+public final class GATTServer: ATTServerDelegate, Sendable {
+    public struct Configuration: Sendable {
+        /// Generic Access Device Name.
+        public var deviceName: String
+        /// Generic Access Appearance (Assigned Numbers 2.6).
+        public var appearance: UInt16
+        /// Prepared writes queued per peer before Prepare Queue Full.
+        public var prepareQueueLimit: Int
+        /// Events kept for a slow consumer (oldest dropped beyond).
+        public var eventBufferLimit: Int
+        public init(deviceName: String = "ble-hci", appearance: UInt16 = 0, prepareQueueLimit: Int = 128,
+                    eventBufferLimit: Int = 256) {
+            self.deviceName = deviceName; self.appearance = appearance
+            self.prepareQueueLimit = prepareQueueLimit; self.eventBufferLimit = eventBufferLimit
+        }
+    }
+
+    struct Prepared: Sendable { let handle: UInt16; let offset: Int; let value: [UInt8] }
+
+    struct PeerState: Sendable {
+        var push: any ATTServerPush
+        var cccd: [UInt16: UInt16] = [:]
+        var clientFeatures: [UInt8] = [0]
+        var queue: [Prepared] = []
+    }
+
+    struct State: Sendable {
+        var table: AttributeTable
+        var peers: [UInt16: PeerState] = [:]
+    }
+
+    public let configuration: Configuration
+    private let state: Mutex<State>
+    /// Application events; one consumer.
+    public let events: AsyncStream<GATTServerEvent>
+    private let sink: AsyncStream<GATTServerEvent>.Continuation
+
+    public init(services: [GATTService], configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        state = Mutex(State(table: AttributeTable(deviceName: configuration.deviceName,
+                                                  appearance: configuration.appearance, services: services)))
+        (events, sink) = AsyncStream.makeStream(of: GATTServerEvent.self,
+                                                bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferLimit)))
+    }
+
+    deinit { sink.finish() }
+
+    // MARK: Application API
+
+    /// The Database Hash the server publishes (little-endian, as read over the air).
+    public var databaseHash: [UInt8] { state.withLock { $0.table.hash } }
+
+    /// Every attribute as (handle, type): for diagnostics and tests.
+    public var attributeTypes: [(handle: UInt16, type: BluetoothUUID)] {
+        state.withLock { $0.table.attributes.map { ($0.handle, $0.type) } }
+    }
+
+    /// The value handle of the first characteristic with `uuid`.
+    public func valueHandle(of uuid: BluetoothUUID) -> UInt16? {
+        state.withLock { $0.table.characteristics.first { $0.uuid == uuid }?.valueHandle }
+    }
+
+    /// The stored value of the first characteristic with `uuid` (nil for handler-backed ones).
+    public func value(of uuid: BluetoothUUID) -> [UInt8]? {
+        state.withLock { s in
+            guard let h = s.table.characteristics.first(where: { $0.uuid == uuid })?.valueHandle,
+                  let i = s.table.index(h), case .stored = s.table.attributes[i].kind else { return nil }
+            return s.table.attributes[i].value
+        }
+    }
+
+    /// Replaces the stored value of the first characteristic with `uuid` (does not notify).
+    @discardableResult
+    public func setValue(_ value: [UInt8], of uuid: BluetoothUUID) -> Bool {
+        state.withLock { s in
+            guard let h = s.table.characteristics.first(where: { $0.uuid == uuid })?.valueHandle,
+                  let i = s.table.index(h), case .stored = s.table.attributes[i].kind else { return false }
+            s.table.attributes[i].value = value
+            return true
+        }
+    }
+
+    /// Peers whose CCCD of the characteristic has `bit` (1 notifications, 2 indications) set.
+    public func subscribers(of uuid: BluetoothUUID, indications: Bool = false) -> [ATTPeer] {
+        state.withLock { s in
+            guard let c = s.table.characteristics.first(where: { $0.uuid == uuid }), let cccd = c.cccdHandle else { return [] }
+            let bit: UInt16 = indications ? 2 : 1
+            return s.peers.filter { ($0.value.cccd[cccd] ?? 0) & bit != 0 }.map { ATTPeer(id: $0.key) }.sorted { $0.id < $1.id }
+        }
+    }
+
+    /// Notifies the characteristic's value to every peer that enabled notifications (or only to
+    /// `peers` among them), truncated to ATT_MTU − 3. Returns the peers it was sent to; a peer
+    /// whose link fails is left out. Waits for each send (back-pressure of the link).
+    @discardableResult
+    public func notify(characteristic uuid: BluetoothUUID, value: [UInt8], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
+        await push(uuid: uuid, handle: nil, value: value, to: peers, indicate: false)
+    }
+
+    /// `notify` by value handle.
+    @discardableResult
+    public func notify(handle: UInt16, value: [UInt8], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
+        await push(uuid: nil, handle: handle, value: value, to: peers, indicate: false)
+    }
+
+    /// Indicates the value to every peer that enabled indications (or `peers` among them), all
+    /// at once; returns the peers that confirmed (each within the bearer's timeout).
+    @discardableResult
+    public func indicate(characteristic uuid: BluetoothUUID, value: [UInt8], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
+        await push(uuid: uuid, handle: nil, value: value, to: peers, indicate: true)
+    }
+
+    /// `indicate` by value handle.
+    @discardableResult
+    public func indicate(handle: UInt16, value: [UInt8], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
+        await push(uuid: nil, handle: handle, value: value, to: peers, indicate: true)
+    }
+
+    /// Replaces the application's services: handles are reassigned, the Database Hash
+    /// recomputed, every peer's CCCDs (except Service Changed's) and prepare queue cleared, and
+    /// Service Changed (0x0001–0xFFFF) indicated to the peers that enabled it. Returns those
+    /// that confirmed.
+    @discardableResult
+    public func update(services: [GATTService]) async -> [ATTPeer] {
+        let table = AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
+                                   services: services)
+        let scHandle: UInt16 = state.withLock { s in
+            let sc = s.table.characteristics.first { $0.valueHandle == s.table.serviceChangedHandle }?.cccdHandle
+            s.table = table
+            for id in s.peers.keys {
+                let kept = sc.flatMap { s.peers[id]?.cccd[$0] }
+                s.peers[id]?.cccd = [:]
+                if let sc, let kept { s.peers[id]?.cccd[sc] = kept }
+                s.peers[id]?.queue = []
+            }
+            return table.serviceChangedHandle
+        }
+        return await indicate(handle: scHandle, value: [0x01, 0x00, 0xFF, 0xFF])
+    }
+
+    private func push(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?, indicate: Bool) async -> [ATTPeer] {
+        let bit: UInt16 = indicate ? 2 : 1
+        let targets: [(ATTPeer, any ATTServerPush, UInt16)] = state.withLock { s in
+            guard let c = s.table.characteristics.first(where: { uuid != nil ? $0.uuid == uuid! : $0.valueHandle == handle }),
+                  let cccd = c.cccdHandle else { return [] }
+            let wanted = peers.map { Set($0.map(\.id)) }
+            return s.peers.compactMap { id, p in
+                guard (p.cccd[cccd] ?? 0) & bit != 0, wanted?.contains(id) ?? true else { return nil }
+                return (ATTPeer(id: id), p.push, c.valueHandle)
+            }.sorted { $0.0.id < $1.0.id }
+        }
+        if !indicate {
+            var sent: [ATTPeer] = []
+            for (peer, push, h) in targets {
+                let mtu = await push.mtu
+                let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
+                do { try await push.notify(handle: h, value: v); sent.append(peer) } catch {}
+            }
+            return sent
+        }
+        return await withTaskGroup(of: ATTPeer?.self) { group in
+            for (peer, push, h) in targets {
+                group.addTask {
+                    let mtu = await push.mtu
+                    let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
+                    do { try await push.indicate(handle: h, value: v); return peer } catch { return nil }
+                }
+            }
+            var confirmed: [ATTPeer] = []
+            for await p in group { if let p { confirmed.append(p) } }
+            return confirmed.sorted { $0.id < $1.id }
+        }
+    }
+
+    // MARK: ATTServerDelegate
+
+    public func peerConnected(_ peer: ATTPeer, push: any ATTServerPush) async {
+        state.withLock { $0.peers[peer.id] = PeerState(push: push) }
+        sink.yield(.connected(peer))
+    }
+
+    public func peerDisconnected(_ peer: ATTPeer) async {
+        let known = state.withLock { $0.peers.removeValue(forKey: peer.id) != nil }
+        if known { sink.yield(.disconnected(peer)) }
+    }
+
+    public func respond(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) async -> ATTPDU? {
+        response(to: pdu, from: peer, mtu: mtu, security: security)
+    }
+
+    /// The synchronous core of `respond`: the response (or Error Response) to a request, nil
+    /// for a command or anything a server does not answer.
+    public func response(to pdu: ATTPDU, from peer: ATTPeer, mtu rawMTU: Int, security: ATTSecurity) -> ATTPDU? {
+        let mtu = min(max(rawMTU, 23), 517)
+        switch pdu {
+        case let .readRequest(handle):
+            switch read(handle, peer, security, offset: 0, op: .readRequest) {
+            case .success(let v): return .readResponse(value: v.count > mtu - 1 ? Array(v.prefix(mtu - 1)) : v)
+            case .failure(let e): return e.pdu
+            }
+        case let .readBlobRequest(handle, offset):
+            switch read(handle, peer, security, offset: Int(offset), op: .readBlobRequest) {
+            case .success(let v):
+                let o = Int(offset)
+                if o > v.count { return fail(.readBlobRequest, handle, .invalidOffset) }
+                if o > 0 && v.count < mtu - 1 { return fail(.readBlobRequest, handle, .attributeNotLong) }
+                return .readBlobResponse(value: Array(v[o..<min(v.count, o + mtu - 1)]))
+            case .failure(let e): return e.pdu
+            }
+        case let .readMultipleRequest(handles):
+            var out: [UInt8] = []
+            for h in handles {
+                switch read(h, peer, security, offset: 0, op: .readMultipleRequest) {
+                case .success(let v): if out.count < mtu - 1 { out += v }
+                case .failure(let e): return e.pdu
+                }
+            }
+            return .readMultipleResponse(values: out.count > mtu - 1 ? Array(out.prefix(mtu - 1)) : out)
+        case let .readMultipleVariableRequest(handles):
+            var values: [[UInt8]] = []
+            var room = mtu - 1
+            for h in handles {
+                switch read(h, peer, security, offset: 0, op: .readMultipleVariableRequest) {
+                case .success(let v):
+                    // Each tuple is a 2-octet length then the value; the last one may be cut.
+                    if room >= 2 {
+                        let take = min(v.count, room - 2)
+                        values.append(take == v.count ? v : Array(v.prefix(take)))
+                        room -= 2 + take
+                    }
+                case .failure(let e): return e.pdu
+                }
+            }
+            return .readMultipleVariableResponse(values: values)
+        case let .readByGroupTypeRequest(start, end, type):
+            return readByGroupType(start, end, type, mtu)
+        case let .findByTypeValueRequest(start, end, type, value):
+            return findByTypeValue(start, end, type, value, mtu)
+        case let .readByTypeRequest(start, end, type):
+            return readByType(start, end, type, peer, security, mtu)
+        case let .findInformationRequest(start, end):
+            return findInformation(start, end, mtu)
+        case let .writeRequest(handle, value):
+            if let e = write(handle, value, peer, security, op: .writeRequest) { return e.pdu }
+            return .writeResponse
+        case let .writeCommand(handle, value):
+            _ = write(handle, value, peer, security, op: .writeCommand)
+            return nil
+        case let .prepareWriteRequest(handle, offset, value):
+            return prepare(handle, Int(offset), value, peer, security)
+        case let .executeWriteRequest(flags):
+            return execute(flags, peer, security)
+        case .signedWriteCommand, .handleValueConfirmation:
+            return nil  // signed writes need SMP's CSRK (not supported); confirmations are the bearer's
+        case let .unknown(op, _):
+            return op.isCommand ? nil : fail(op, 0, .requestNotSupported)
+        default:
+            // Exchange MTU is the bearer's; responses/notifications are not for a server.
+            return pdu.opcode.isRequest ? fail(pdu.opcode, 0, .requestNotSupported) : nil
+        }
+    }
+
+    // MARK: Procedures
+
+    @inline(__always)
+    private func fail(_ op: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) -> ATTPDU {
+        .errorResponse(requestOpcode: op, handle: handle, error: code)
+    }
+
+    static func denial(_ a: Attribute, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
+        let p = a.permissions
+        let (access, enc, auth, authz): (GATTPermissions, GATTPermissions, GATTPermissions, GATTPermissions) = write
+            ? (.writable, .writeEncryptionRequired, .writeAuthenticationRequired, .writeAuthorizationRequired)
+            : (.readable, .readEncryptionRequired, .readAuthenticationRequired, .readAuthorizationRequired)
+        if !p.contains(access) { return write ? .writeNotPermitted : .readNotPermitted }
+        if p.contains(auth) && !s.authenticated { return .insufficientAuthentication }
+        if p.contains(enc) || p.contains(auth) {
+            if !s.encrypted { return .insufficientEncryption }
+            if s.keySize < a.minimumKeySize { return .encryptionKeySizeTooShort }
+        }
+        if p.contains(authz) && !s.authorized { return .insufficientAuthorization }
+        return nil
+    }
+
+    private static func code(of error: any Error) -> ATTErrorCode {
+        (error as? ATTError)?.code ?? .unlikelyError
+    }
+
+    /// Reads one attribute's whole value with permission checks.
+    private func read(_ handle: UInt16, _ peer: ATTPeer, _ security: ATTSecurity, offset: Int,
+                      op: ATTOpcode) -> Result<[UInt8], ATTError> {
+        enum Step { case value([UInt8], BluetoothUUID?), handler(GATTReadHandler?, BluetoothUUID?), error(ATTErrorCode) }
+        let step: Step = state.withLock { s in
+            guard let i = s.table.index(handle) else { return .error(.invalidHandle) }
+            let a = s.table.attributes[i]
+            if let d = Self.denial(a, write: false, security) { return .error(d) }
+            let event = a.isCharacteristicValue ? a.characteristicUUID : nil
+            switch a.kind {
+            case .constant, .stored: return .value(a.value, event)
+            case .handlers(let r, _): return .handler(r, event)
+            case .cccd:
+                let v = s.peers[peer.id]?.cccd[handle] ?? 0
+                return .value([UInt8(v & 0xFF), UInt8(v >> 8)], nil)
+            case .clientFeatures: return .value(s.peers[peer.id]?.clientFeatures ?? [0], event)
+            }
+        }
+        switch step {
+        case .error(let c): return .failure(ATTError(c, requestOpcode: op, handle: handle))
+        case let .value(v, event):
+            if let event { sink.yield(.read(peer, event)) }
+            return .success(v)
+        case let .handler(r, event):
+            guard let r else { return .failure(ATTError(.readNotPermitted, requestOpcode: op, handle: handle)) }
+            do {
+                let v = try r(GATTRequestContext(peer: peer, security: security, offset: offset))
+                if let event { sink.yield(.read(peer, event)) }
+                return .success(v)
+            } catch {
+                return .failure(ATTError(Self.code(of: error), requestOpcode: op, handle: handle))
+            }
+        }
+    }
+
+    /// Writes one attribute's value with permission and length checks.
+    private func write(_ handle: UInt16, _ value: [UInt8], _ peer: ATTPeer, _ security: ATTSecurity,
+                       offset: Int = 0, op: ATTOpcode) -> ATTError? {
+        enum Step { case done([GATTServerEvent]), handler(GATTWriteHandler?, BluetoothUUID?), error(ATTErrorCode) }
+        let step: Step = state.withLock { s in
+            guard let i = s.table.index(handle) else { return .error(.invalidHandle) }
+            let a = s.table.attributes[i]
+            if let d = Self.denial(a, write: true, security) { return .error(d) }
+            if value.count > a.maximumLength { return .error(.invalidAttributeValueLength) }
+            let event = a.isCharacteristicValue ? a.characteristicUUID : nil
+            switch a.kind {
+            case .constant: return .error(.writeNotPermitted)
+            case .stored:
+                s.table.attributes[i].value = value
+                return .done(event.map { [.wrote(peer, $0, value)] } ?? [])
+            case .handlers(_, let w): return .handler(w, event)
+            case let .cccd(_, properties):
+                guard value.count == 2 else { return .error(.invalidAttributeValueLength) }
+                guard s.peers[peer.id] != nil else { return .error(.unlikelyError) }
+                var allowed: UInt16 = 0
+                if properties.contains(.notify) { allowed |= 1 }
+                if properties.contains(.indicate) { allowed |= 2 }
+                let new = (UInt16(value[0]) | UInt16(value[1]) << 8) & allowed
+                let old = s.peers[peer.id]?.cccd[handle] ?? 0
+                s.peers[peer.id]?.cccd[handle] = new
+                guard let uuid = a.characteristicUUID, old != new else { return .done([]) }
+                if new == 0 { return .done([.unsubscribed(peer, uuid)]) }
+                return .done([.subscribed(peer, uuid, indications: new & 2 != 0)])
+            case .clientFeatures:
+                guard !value.isEmpty, s.peers[peer.id] != nil else { return .error(.invalidAttributeValueLength) }
+                let old = s.peers[peer.id]?.clientFeatures ?? [0]
+                // A client may not clear a feature bit it has set (Core Vol 3 Part G 7.2).
+                for (k, o) in old.enumerated() where (k < value.count ? value[k] : 0) & o != o {
+                    return .error(.valueNotAllowed)
+                }
+                s.peers[peer.id]?.clientFeatures = value
+                return .done([])
+            }
+        }
+        switch step {
+        case .error(let c): return ATTError(c, requestOpcode: op, handle: handle)
+        case .done(let events):
+            for e in events { sink.yield(e) }
+            return nil
+        case let .handler(w, event):
+            guard let w else { return ATTError(.writeNotPermitted, requestOpcode: op, handle: handle) }
+            do {
+                try w(GATTRequestContext(peer: peer, security: security, offset: offset), value)
+                if let event { sink.yield(.wrote(peer, event, value)) }
+                return nil
+            } catch {
+                return ATTError(Self.code(of: error), requestOpcode: op, handle: handle)
+            }
+        }
+    }
+
+    private func prepare(_ handle: UInt16, _ offset: Int, _ value: [UInt8], _ peer: ATTPeer, _ security: ATTSecurity) -> ATTPDU {
+        let error: ATTErrorCode? = state.withLock { s in
+            guard let i = s.table.index(handle) else { return .invalidHandle }
+            let a = s.table.attributes[i]
+            if let d = Self.denial(a, write: true, security) { return d }
+            if case .constant = a.kind { return .writeNotPermitted }
+            guard var p = s.peers[peer.id] else { return .unlikelyError }
+            guard p.queue.count < configuration.prepareQueueLimit else { return .prepareQueueFull }
+            p.queue.append(Prepared(handle: handle, offset: offset, value: value))
+            s.peers[peer.id] = p
+            return nil
+        }
+        if let error { return fail(.prepareWriteRequest, handle, error) }
+        return .prepareWriteResponse(handle: handle, offset: UInt16(offset), value: value)
+    }
+
+    private func execute(_ flags: ATTExecuteWriteFlags, _ peer: ATTPeer, _ security: ATTSecurity) -> ATTPDU {
+        guard flags == .write || flags == .cancel else { return fail(.executeWriteRequest, 0, .invalidPDU) }
+        // Take the queue (cleared whatever happens) and each target's current value.
+        let (queue, bases): ([Prepared], [UInt16: (stored: [UInt8]?, max: Int)]) = state.withLock { s in
+            let q = s.peers[peer.id]?.queue ?? []
+            s.peers[peer.id]?.queue = []
+            var b: [UInt16: (stored: [UInt8]?, max: Int)] = [:]
+            guard flags == .write else { return (q, b) }
+            for p in q where b[p.handle] == nil {
+                guard let i = s.table.index(p.handle) else { continue }
+                let a = s.table.attributes[i]
+                if case .stored = a.kind { b[p.handle] = (a.value, a.maximumLength) } else { b[p.handle] = (nil, a.maximumLength) }
+            }
+            return (q, b)
+        }
+        guard flags == .write, !queue.isEmpty else { return .executeWriteResponse }
+        // Assemble every value first; nothing is written when one of them is invalid.
+        var order: [UInt16] = []
+        var assembled: [UInt16: (offset: Int, value: [UInt8])] = [:]
+        for p in queue {
+            guard let base = bases[p.handle] else { return fail(.executeWriteRequest, p.handle, .invalidHandle) }
+            var cur: (offset: Int, value: [UInt8])
+            if let a = assembled[p.handle] { cur = a }
+            else if let stored = base.stored { cur = (0, stored) }
+            else { cur = (p.offset, []); order.append(p.handle); assembled[p.handle] = cur }
+            if assembled[p.handle] == nil { order.append(p.handle) }
+            let rel = p.offset - cur.offset
+            guard rel >= 0, rel <= cur.value.count else { return fail(.executeWriteRequest, p.handle, .invalidOffset) }
+            cur.value = Array(cur.value.prefix(rel)) + p.value
+            guard cur.offset + cur.value.count <= base.max else {
+                return fail(.executeWriteRequest, p.handle, .invalidAttributeValueLength)
+            }
+            assembled[p.handle] = cur
+        }
+        for h in order {
+            guard let a = assembled[h] else { continue }
+            if let e = write(h, a.value, peer, security, offset: a.offset, op: .executeWriteRequest) { return e.pdu }
+        }
+        return .executeWriteResponse
+    }
+
+    private func readByGroupType(_ start: UInt16, _ end: UInt16, _ type: BluetoothUUID, _ mtu: Int) -> ATTPDU {
+        let op = ATTOpcode.readByGroupTypeRequest
+        guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
+        guard type == GATTUUID.primaryService || type == GATTUUID.secondaryService else {
+            return fail(op, start, .unsupportedGroupType)
+        }
+        let table = state.withLock { $0.table }
+        var list: [ATTGroupData] = []
+        var length = -1
+        var used = 2
+        var i = Int(start) - 1
+        let last = min(Int(end), table.attributes.count)
+        while i < last {
+            let a = table.attributes[i]
+            if a.type == type {
+                let v = a.value.count > min(mtu - 6, 251) ? Array(a.value.prefix(min(mtu - 6, 251))) : a.value
+                if length == -1 { length = v.count }
+                guard v.count == length, used + 4 + length <= mtu else { break }
+                list.append(ATTGroupData(handle: a.handle, endGroupHandle: a.groupEnd, value: v))
+                used += 4 + length
+                i = Int(a.groupEnd)  // the next service starts after this group
+            } else {
+                i += 1
+            }
+        }
+        return list.isEmpty ? fail(op, start, .attributeNotFound) : .readByGroupTypeResponse(list)
+    }
+
+    private func findByTypeValue(_ start: UInt16, _ end: UInt16, _ type: UInt16, _ value: [UInt8], _ mtu: Int) -> ATTPDU {
+        let op = ATTOpcode.findByTypeValueRequest
+        guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
+        let table = state.withLock { $0.table }
+        let t = BluetoothUUID(type)
+        let isGroup = type == 0x2800 || type == 0x2801
+        let wantedUUID = isGroup ? BluetoothUUID(littleEndian: value) : nil
+        var list: [ATTHandlesInformation] = []
+        let capacity = (mtu - 1) / 4
+        var i = Int(start) - 1
+        let last = min(Int(end), table.attributes.count)
+        while i < last, list.count < capacity {
+            let a = table.attributes[i]
+            i += 1
+            guard a.type == t else { continue }
+            switch a.kind { case .constant, .stored: break; default: continue }
+            let match = wantedUUID.map { BluetoothUUID(littleEndian: a.value) == $0 } ?? (a.value == value)
+            if match { list.append(ATTHandlesInformation(foundAttributeHandle: a.handle, groupEndHandle: a.groupEnd)) }
+            if isGroup { i = max(i, Int(a.groupEnd)) }
+        }
+        return list.isEmpty ? fail(op, start, .attributeNotFound) : .findByTypeValueResponse(list)
+    }
+
+    private func readByType(_ start: UInt16, _ end: UInt16, _ type: BluetoothUUID, _ peer: ATTPeer,
+                            _ security: ATTSecurity, _ mtu: Int) -> ATTPDU {
+        let op = ATTOpcode.readByTypeRequest
+        guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
+        let handles: [UInt16] = state.withLock { s in
+            var out: [UInt16] = []
+            var i = Int(start) - 1
+            let last = min(Int(end), s.table.attributes.count)
+            // At most as many entries as fit (each is at least 2 + 1 octets... bound by MTU).
+            while i < last, out.count < mtu / 2 {
+                if s.table.attributes[i].type == type { out.append(s.table.attributes[i].handle) }
+                i += 1
+            }
+            return out
+        }
+        var list: [ATTHandleValue] = []
+        var length = -1
+        var used = 2
+        let cap = min(mtu - 4, 253)
+        for h in handles {
+            switch read(h, peer, security, offset: 0, op: op) {
+            case .success(let v):
+                let value = v.count > cap ? Array(v.prefix(cap)) : v
+                if length == -1 { length = value.count }
+                guard value.count == length, used + 2 + length <= mtu else {
+                    return .readByTypeResponse(list)
+                }
+                list.append(ATTHandleValue(handle: h, value: value))
+                used += 2 + length
+            case .failure(let e):
+                return list.isEmpty ? e.pdu : .readByTypeResponse(list)
+            }
+        }
+        return list.isEmpty ? fail(op, start, .attributeNotFound) : .readByTypeResponse(list)
+    }
+
+    private func findInformation(_ start: UInt16, _ end: UInt16, _ mtu: Int) -> ATTPDU {
+        let op = ATTOpcode.findInformationRequest
+        guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
+        let table = state.withLock { $0.table }
+        var list: [ATTHandleUUID] = []
+        var format: ATTUUIDFormat? = nil
+        var used = 2
+        var i = Int(start) - 1
+        let last = min(Int(end), table.attributes.count)
+        while i < last {
+            let a = table.attributes[i]
+            i += 1
+            let f: ATTUUIDFormat = a.type.is16Bit ? .uuid16 : .uuid128
+            if format == nil { format = f }
+            guard f == format, used + 2 + f.uuidLength <= mtu else { break }
+            list.append(ATTHandleUUID(handle: a.handle, uuid: a.type))
+            used += 2 + f.uuidLength
+        }
+        guard let format, !list.isEmpty else { return fail(op, start, .attributeNotFound) }
+        return .findInformationResponse(format: format, information: list)
+    }
+}

@@ -1,0 +1,352 @@
+// LE credit-based connection-oriented channels (Core Vol 3 Part A 3.4, 4.22–4.24, 10.1).
+import HCI
+import Host
+
+/// One LE credit-based connection-oriented channel: SDUs in both directions with flow control.
+///
+/// `send` segments to the peer's MPS and waits for credits (back-pressure); `sdus` yields the
+/// reassembled SDUs and returns the peer's credits as they are consumed; it ends normally when
+/// either side closes the channel and throws when the link goes down or the peer violates the
+/// protocol (the channel is then disconnected).
+public struct L2CAPChannel: Sendable, CustomStringConvertible {
+    public let connection: L2CAPConnection
+    public let psm: UInt16
+    /// Our CID (the peer sends to it) and the peer's.
+    public let localCID: UInt16
+    public let remoteCID: UInt16
+    /// What we can receive.
+    public let mtu: Int
+    public let mps: Int
+    /// What the peer can receive.
+    public let peerMTU: Int
+    public let peerMPS: Int
+
+    /// Sends one SDU (at most `peerMTU` octets); returns when its last K-frame went to the controller.
+    public func send(_ sdu: [UInt8]) async throws {
+        try await connection.channelSend(localCID, sdu)
+    }
+
+    /// The next received SDU; nil once the channel closed normally.
+    public func receive() async throws -> [UInt8]? {
+        try await connection.nextSDU(localCID)
+    }
+
+    /// Received SDUs, in order.
+    public var sdus: SDUs { SDUs(channel: self) }
+
+    /// Sends a Disconnection Request and waits (signaling timeout) for its response.
+    public func close() async throws {
+        try await connection.closeChannel(localCID)
+    }
+
+    public var description: String {
+        "LE CoC PSM \(hexCode(psm)) \(hexCode(localCID, digits: 4))→\(hexCode(remoteCID, digits: 4)) MTU \(mtu)/\(peerMTU) MPS \(mps)/\(peerMPS)"
+    }
+
+    public struct SDUs: AsyncSequence, Sendable {
+        public typealias Element = [UInt8]
+        let channel: L2CAPChannel
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            let channel: L2CAPChannel
+            public mutating func next() async throws -> [UInt8]? { try await channel.receive() }
+        }
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(channel: channel) }
+    }
+}
+
+/// Per-channel state, isolated to the owning `L2CAPConnection`.
+final class ChannelState {
+    let psm: UInt16
+    let localCID: UInt16
+    let remoteCID: UInt16
+    let localMTU: Int
+    let localMPS: Int
+    let peerMTU: Int
+    let peerMPS: Int
+    /// Credits the peer gave us (K-frames we may send).
+    var txCredits: Int
+    /// Credits we gave the peer that it has not used.
+    var rxCredits: Int
+    let rxInitialCredits: Int
+    /// Credits consumed and not yet returned (sent in batches).
+    var pendingReturn = 0
+    var reassembler: SDUReassembler
+    /// Complete SDUs not yet read; each still holds the credit of its last K-frame.
+    var queue: [[UInt8]] = []
+    var queueHead = 0
+    var receiver: CheckedContinuation<[UInt8]?, any Error>?
+    var creditWaiters: [CheckedContinuation<Void, any Error>] = []
+    var sending = false
+    var sendWaiters: [CheckedContinuation<Void, any Error>] = []
+    /// Set once the channel is closed; `nil` error = closed normally.
+    var closed = false
+    var closeError: L2CAPError?
+
+    init(psm: UInt16, localCID: UInt16, remoteCID: UInt16, localMTU: Int, localMPS: Int, peerMTU: Int, peerMPS: Int,
+         txCredits: Int, rxCredits: Int) {
+        self.psm = psm
+        self.localCID = localCID
+        self.remoteCID = remoteCID
+        self.localMTU = localMTU
+        self.localMPS = localMPS
+        self.peerMTU = peerMTU
+        self.peerMPS = peerMPS
+        self.txCredits = txCredits
+        self.rxCredits = rxCredits
+        self.rxInitialCredits = rxCredits
+        self.reassembler = SDUReassembler(mtu: localMTU, mps: localMPS)
+    }
+
+    var hasQueued: Bool { queueHead < queue.count }
+}
+
+struct Listener {
+    let mtu: UInt16
+    let mps: UInt16
+    let credits: UInt16
+    let accept: @Sendable (L2CAPChannel) -> Void
+}
+
+extension L2CAPConnection {
+    func channelValue(_ s: ChannelState) -> L2CAPChannel {
+        L2CAPChannel(connection: self, psm: s.psm, localCID: s.localCID, remoteCID: s.remoteCID, mtu: s.localMTU,
+                     mps: s.localMPS, peerMTU: s.peerMTU, peerMPS: s.peerMPS)
+    }
+
+    func freeLocalCID() -> UInt16? {
+        L2CAPCID.dynamicRange.first { channels[$0] == nil && !reservedCIDs.contains($0) }
+    }
+
+    // MARK: - Opening
+
+    /// Opens an LE credit-based channel to `psm` (LE Credit Based Connection Request). `mtu`,
+    /// `mps` and `credits` are what we receive with. Throws `connectionRefused` with the
+    /// peer's result, `signalingTimeout`, `disconnected`.
+    public func connectChannel(psm: UInt16, mtu: UInt16 = 2048, mps: UInt16 = 247, credits: UInt16 = 16) async throws -> L2CAPChannel {
+        guard (1...0x00FF).contains(psm) else { throw L2CAPError.invalidArgument("SPSM \(hexCode(psm)) outside 0x0001–0x00FF") }
+        guard mtu >= 23, (23...65533).contains(mps), credits >= 1 else {
+            throw L2CAPError.invalidArgument("MTU \(mtu) / MPS \(mps) / credits \(credits): MTU and MPS must be ≥ 23, MPS ≤ 65533, credits ≥ 1")
+        }
+        if isDisconnected { throw L2CAPError.disconnected(handle: handle) }
+        guard let cid = freeLocalCID() else { throw L2CAPError.noResources("every dynamic CID is in use") }
+        reservedCIDs.insert(cid)
+        defer { reservedCIDs.remove(cid) }
+        let answer = try await signalingRequest(.leCreditBasedConnectionRequest(
+            spsm: psm, sourceCID: cid, mtu: mtu, mps: mps, initialCredits: credits))
+        switch answer.body {
+        case let .leCreditBasedConnectionResponse(dcid, peerMTU, peerMPS, peerCredits, result):
+            guard result == .successful else { throw L2CAPError.connectionRefused(result) }
+            guard L2CAPCID.dynamicRange.contains(dcid), !channels.values.contains(where: { $0.remoteCID == dcid }),
+                  peerMTU >= 23, (23...65533).contains(peerMPS) else {
+                let bad = "destination CID \(hexCode(dcid, digits: 4)), MTU \(peerMTU), MPS \(peerMPS)"
+                log("LE Credit Based Connection Response with invalid parameters (\(bad)): disconnecting")
+                if L2CAPCID.dynamicRange.contains(dcid) {
+                    Task { _ = try? await self.signalingRequest(.disconnectionRequest(destinationCID: dcid, sourceCID: cid)) }
+                }
+                throw L2CAPError.unexpectedResponse("LE Credit Based Connection Response: \(bad)")
+            }
+            let state = ChannelState(psm: psm, localCID: cid, remoteCID: dcid, localMTU: Int(mtu), localMPS: Int(mps),
+                                     peerMTU: Int(peerMTU), peerMPS: Int(peerMPS), txCredits: Int(peerCredits),
+                                     rxCredits: Int(credits))
+            channels[cid] = state
+            return channelValue(state)
+        case .commandReject(let reason):
+            throw L2CAPError.commandRejected("LE Credit Based Connection Request", reason: reason)
+        default:
+            throw L2CAPError.unexpectedResponse("\(answer.code) to LE Credit Based Connection Request")
+        }
+    }
+
+    /// Accepts LE credit-based channels to `psm`; `accept` receives each new channel. Requests
+    /// for a PSM nobody listens on are refused with "SPSM not supported".
+    public func listen(psm: UInt16, mtu: UInt16? = nil, mps: UInt16? = nil, credits: UInt16? = nil,
+                       accept: @escaping @Sendable (L2CAPChannel) -> Void) {
+        listeners[psm] = Listener(mtu: Swift.max(23, mtu ?? configuration.defaultMTU),
+                                  mps: Swift.min(65533, Swift.max(23, mps ?? configuration.defaultMPS)),
+                                  credits: Swift.max(1, credits ?? configuration.defaultCredits), accept: accept)
+    }
+
+    public func stopListening(psm: UInt16) { listeners[psm] = nil }
+
+    func creditBasedConnectionRequest(id: UInt8, spsm: UInt16, remoteCID: UInt16, mtu: UInt16, mps: UInt16, credits: UInt16) {
+        func refuse(_ result: CreditBasedConnectionResult) {
+            log("LE Credit Based Connection Request for SPSM \(hexCode(spsm)): \(result)")
+            sendSignal(SignalingCommand(identifier: id, .leCreditBasedConnectionResponse(
+                destinationCID: 0, mtu: 0, mps: 0, initialCredits: 0, result: result)))
+        }
+        guard let listener = listeners[spsm] else { return refuse(.spsmNotSupported) }
+        guard L2CAPCID.dynamicRange.contains(remoteCID) else { return refuse(.invalidSourceCID) }
+        guard !channels.values.contains(where: { $0.remoteCID == remoteCID }) else { return refuse(.sourceCIDAlreadyAllocated) }
+        guard mtu >= 23, (23...65533).contains(mps) else { return refuse(.unacceptableParameters) }
+        guard let cid = freeLocalCID() else { return refuse(.noResourcesAvailable) }
+        let state = ChannelState(psm: spsm, localCID: cid, remoteCID: remoteCID, localMTU: Int(listener.mtu),
+                                 localMPS: Int(listener.mps), peerMTU: Int(mtu), peerMPS: Int(mps),
+                                 txCredits: Int(credits), rxCredits: Int(listener.credits))
+        channels[cid] = state
+        sendSignal(SignalingCommand(identifier: id, .leCreditBasedConnectionResponse(
+            destinationCID: cid, mtu: listener.mtu, mps: listener.mps, initialCredits: listener.credits, result: .successful)))
+        listener.accept(channelValue(state))
+    }
+
+    // MARK: - Data
+
+    func channelFrame(cid: UInt16, _ payload: [UInt8]) {
+        guard let ch = channels[cid], !ch.closed else {
+            log("K-frame for \(hexCode(cid, digits: 4)) with no open channel (\(payload.count) octets): dropped")
+            return
+        }
+        guard ch.rxCredits > 0 else {
+            return violation(ch, "K-frame received with no credits left")
+        }
+        ch.rxCredits -= 1
+        let sdu: [UInt8]?
+        do {
+            sdu = try ch.reassembler.push(payload)
+        } catch {
+            return violation(ch, "\(error)")
+        }
+        guard let sdu else {
+            returnCredits(ch, 1)
+            return
+        }
+        if let r = ch.receiver {
+            ch.receiver = nil
+            returnCredits(ch, 1)
+            r.resume(returning: sdu)
+        } else {
+            ch.queue.append(sdu)
+        }
+    }
+
+    func returnCredits(_ ch: ChannelState, _ n: Int) {
+        ch.pendingReturn += n
+        guard ch.pendingReturn >= Swift.max(1, ch.rxInitialCredits / 2), !ch.closed else { return }
+        let give = ch.pendingReturn
+        ch.pendingReturn = 0
+        ch.rxCredits += give
+        sendSignal(SignalingCommand(identifier: nextIdentifier(), .flowControlCreditInd(cid: ch.localCID, credits: UInt16(give))))
+    }
+
+    func nextSDU(_ cid: UInt16) async throws -> [UInt8]? {
+        guard let ch = channels[cid] else { return nil }
+        if ch.hasQueued {
+            let sdu = ch.queue[ch.queueHead]
+            ch.queueHead += 1
+            if ch.queueHead == ch.queue.count {
+                ch.queue.removeAll(keepingCapacity: true)
+                ch.queueHead = 0
+            }
+            if ch.closed {
+                if !ch.hasQueued { channels[cid] = nil }
+            } else {
+                returnCredits(ch, 1)
+            }
+            return sdu
+        }
+        if ch.closed {
+            channels[cid] = nil
+            if let e = ch.closeError { throw e }
+            return nil
+        }
+        guard ch.receiver == nil else {
+            throw L2CAPError.notAllowed("channel \(hexCode(cid, digits: 4)) already has a reader")
+        }
+        return try await withCheckedThrowingContinuation { ch.receiver = $0 }
+    }
+
+    func channelSend(_ cid: UInt16, _ sdu: [UInt8]) async throws {
+        guard let ch = channels[cid] else { throw L2CAPError.channelClosed(cid: cid, reason: "not open") }
+        if ch.closed { throw ch.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "closed") }
+        guard sdu.count <= ch.peerMTU else { throw L2CAPError.sduTooLarge(length: sdu.count, mtu: ch.peerMTU) }
+        while ch.sending {
+            try await withCheckedThrowingContinuation { ch.sendWaiters.append($0) }
+        }
+        if ch.closed { throw ch.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "closed") }
+        ch.sending = true
+        defer {
+            ch.sending = false
+            if !ch.sendWaiters.isEmpty { ch.sendWaiters.removeFirst().resume() }
+        }
+        let frames: [[UInt8]]
+        do { frames = try segmentSDU(sdu, mps: ch.peerMPS, mtu: ch.peerMTU) } catch {
+            throw L2CAPError.invalidArgument("\(error)")
+        }
+        let remote = L2CAPCID(ch.remoteCID)
+        for f in frames {
+            while ch.txCredits == 0 && !ch.closed {
+                try await withCheckedThrowingContinuation { ch.creditWaiters.append($0) }
+            }
+            if ch.closed { throw ch.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "closed while sending") }
+            ch.txCredits -= 1
+            try await host.sendL2CAP(L2CAPFrame(cid: remote, payload: f).bytes, on: handle)
+        }
+    }
+
+    func creditIndication(remoteCID: UInt16, credits: UInt16) {
+        guard let ch = channels.values.first(where: { $0.remoteCID == remoteCID && !$0.closed }) else {
+            log("Flow Control Credit Ind for unknown CID \(hexCode(remoteCID, digits: 4)): ignored")
+            return
+        }
+        guard ch.txCredits + Int(credits) <= 65535 else {
+            return violation(ch, "credit count overflow (\(ch.txCredits) + \(credits) > 65535)")
+        }
+        ch.txCredits += Int(credits)
+        let waiters = ch.creditWaiters
+        ch.creditWaiters.removeAll()
+        for w in waiters { w.resume() }
+    }
+
+    // MARK: - Closing
+
+    /// A protocol violation by the peer: the channel is disconnected (Core Vol 3 Part A 3.4.3, 10.1).
+    func violation(_ ch: ChannelState, _ reason: String) {
+        log("channel \(hexCode(ch.localCID, digits: 4)): \(reason): disconnecting it")
+        let local = ch.localCID, remote = ch.remoteCID
+        finishChannel(local, .channelClosed(cid: local, reason: reason))
+        Task { _ = try? await self.signalingRequest(.disconnectionRequest(destinationCID: remote, sourceCID: local)) }
+    }
+
+    /// Marks the channel closed and wakes everyone waiting on it. `error` nil: closed normally.
+    func finishChannel(_ cid: UInt16, _ error: L2CAPError?) {
+        guard let ch = channels[cid], !ch.closed else { return }
+        ch.closed = true
+        ch.closeError = error
+        let failure = error ?? .channelClosed(cid: cid, reason: "closed")
+        for w in ch.creditWaiters { w.resume(throwing: failure) }
+        for w in ch.sendWaiters { w.resume(throwing: failure) }
+        ch.creditWaiters.removeAll()
+        ch.sendWaiters.removeAll()
+        if let r = ch.receiver {
+            ch.receiver = nil
+            channels[cid] = nil
+            if let error { r.resume(throwing: error) } else { r.resume(returning: nil) }
+        } else if !ch.hasQueued && error != nil {
+            // Keep the state so that the reader learns why; drop it when nobody will read.
+        }
+    }
+
+    func disconnectionRequest(id: UInt8, localCID: UInt16, remoteCID: UInt16) {
+        guard let ch = channels[localCID], ch.remoteCID == remoteCID else {
+            log("Disconnection Request for unknown channel \(hexCode(localCID, digits: 4))/\(hexCode(remoteCID, digits: 4)): Command Reject")
+            sendSignal(SignalingCommand(identifier: id, .commandReject(.invalidCID(localCID: localCID, remoteCID: remoteCID))))
+            return
+        }
+        sendSignal(SignalingCommand(identifier: id, .disconnectionResponse(destinationCID: localCID, sourceCID: remoteCID)))
+        if !ch.closed { finishChannel(localCID, nil) }
+    }
+
+    func closeChannel(_ cid: UInt16) async throws {
+        guard let ch = channels[cid], !ch.closed else { return }
+        let remote = ch.remoteCID
+        finishChannel(cid, nil)
+        let answer = try await signalingRequest(.disconnectionRequest(destinationCID: remote, sourceCID: cid))
+        switch answer.body {
+        case .disconnectionResponse: return
+        case .commandReject(let reason): throw L2CAPError.commandRejected("Disconnection Request", reason: reason)
+        default: throw L2CAPError.unexpectedResponse("\(answer.code) to Disconnection Request")
+        }
+    }
+
+    /// Open credit-based channels (diagnostics and tests).
+    public var openChannels: [L2CAPChannel] { channels.values.filter { !$0.closed }.map(channelValue) }
+}

@@ -1,0 +1,88 @@
+import HCI
+
+/// One LE connection between two controllers of a link (A = central, B = peripheral).
+/// Lives on the link's context.
+final class VirtualConnection: @unchecked Sendable {
+    let central: VirtualController
+    let peripheral: VirtualController
+    let centralHandle: UInt16
+    let peripheralHandle: UInt16
+    var interval: UInt16
+    var latency: UInt16
+    var timeout: UInt16
+    var encrypted = false
+    /// Key the central started encryption with, waiting for the peripheral host's LTK reply.
+    var pendingKey: [UInt8]?
+    var centralTxOctets: UInt16 = 27
+    var peripheralTxOctets: UInt16 = 27
+    var txPHY: UInt8 = 1
+    var rxPHY: UInt8 = 1
+    var alive = true
+
+    init(central: VirtualController, peripheral: VirtualController, interval: UInt16, latency: UInt16, timeout: UInt16) {
+        self.central = central
+        self.peripheral = peripheral
+        centralHandle = central.allocateHandle()
+        peripheralHandle = peripheral.allocateHandle()
+        self.interval = interval
+        self.latency = latency
+        self.timeout = timeout
+    }
+
+    func handle(of c: VirtualController) -> UInt16 { c === central ? centralHandle : peripheralHandle }
+    func peer(of c: VirtualController) -> VirtualController { c === central ? peripheral : central }
+    func isCentral(_ c: VirtualController) -> Bool { c === central }
+
+    /// Connects `central` (initiating) to `peripheral` (advertising `adv`).
+    static func establish(central: VirtualController, peripheral: VirtualController, via adv: VirtualController.Advertisement) {
+        guard let initiating = central.initiating else { return }
+        central.initiating = nil
+        peripheral.stopAdvertising(adv)
+        let conn = VirtualConnection(central: central, peripheral: peripheral, interval: initiating.interval,
+                                     latency: initiating.latency, timeout: initiating.timeout)
+        central.connections[conn.centralHandle] = conn
+        peripheral.connections[conn.peripheralHandle] = conn
+        central.link.note("controller \(central.index) connected to controller \(peripheral.index): handles \(conn.centralHandle)/\(conn.peripheralHandle)")
+        central.sendConnectionComplete(status: .success, handle: conn.centralHandle, role: 0x00,
+                                       peer: DeviceAddress(adv.address, type: adv.addressType),
+                                       interval: conn.interval, latency: conn.latency, timeout: conn.timeout,
+                                       extended: initiating.extended)
+        peripheral.sendConnectionComplete(status: .success, handle: conn.peripheralHandle, role: 0x01,
+                                          peer: initiating.ownAddress,
+                                          interval: conn.interval, latency: conn.latency, timeout: conn.timeout,
+                                          extended: adv.setHandle != nil)
+        if let set = adv.setHandle {
+            peripheral.sendLE(LEAdvertisingSetTerminated(status: .success, advertisingHandle: set,
+                                                         connectionHandle: conn.peripheralHandle))
+        }
+    }
+
+    /// Ends the connection: each side's host gets Disconnection Complete with its reason.
+    func terminate(reasonForA: HCIStatus, reasonForB: HCIStatus) {
+        guard alive else { return }
+        alive = false
+        central.connections[centralHandle] = nil
+        peripheral.connections[peripheralHandle] = nil
+        central.dropQueuedACL(handle: centralHandle)
+        peripheral.dropQueuedACL(handle: peripheralHandle)
+        central.send(DisconnectionComplete(connectionHandle: centralHandle, reason: reasonForA))
+        peripheral.send(DisconnectionComplete(connectionHandle: peripheralHandle, reason: reasonForB))
+    }
+
+    /// Ends the connection from `c`'s side: `c`'s host gets `local`, the peer's host `remote`.
+    func terminate(from c: VirtualController, local: HCIStatus, remote: HCIStatus) {
+        if c === central { terminate(reasonForA: local, reasonForB: remote) } else { terminate(reasonForA: remote, reasonForB: local) }
+    }
+
+    /// Ends the connection without telling `c`'s host (it was reset); the peer gets `reason`.
+    func drop(silentlyFor c: VirtualController, reason: HCIStatus) {
+        guard alive else { return }
+        alive = false
+        central.connections[centralHandle] = nil
+        peripheral.connections[peripheralHandle] = nil
+        central.dropQueuedACL(handle: centralHandle)
+        peripheral.dropQueuedACL(handle: peripheralHandle)
+        let other = peer(of: c)
+        other.send(DisconnectionComplete(connectionHandle: handle(of: other), reason: reason))
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import HCI
+
+/// A simulated LE radio joining any number of `VirtualController`s.
+///
+/// Every controller state change and every delivery to a host happens on the link's one
+/// serial context, in order, so a run is deterministic:
+/// - `.live`: a serial DispatchQueue runs the work; timers (advertising events, delayed
+///   packets) run at real time. Used by the CLI, `InProcessTransport` and stack tests.
+/// - `.manual`: nothing runs until the test calls `runUntilIdle()` or `advance(by:)`, which
+///   execute queued work on the caller's thread against a virtual clock. No sleeps.
+public final class VirtualLink: @unchecked Sendable {
+    public enum Mode: Sendable { case live, manual }
+
+    public let mode: Mode
+    /// Time between advertising events the link delivers to scanners (real seconds in live
+    /// mode, virtual seconds in manual mode). Kept short so scans are quick.
+    public let advertisingInterval: Double
+
+    let queue = DispatchQueue(label: "ble-hci.virtual-link")
+    private let lock = NSLock()
+    // Manual mode: queued work ordered by (due, seq).
+    private var pending: [Pending] = []
+    private var sequence: UInt64 = 0
+    private var clock: Double = 0
+    private var _controllers: [VirtualController] = []
+
+    private struct Pending {
+        var due: Double
+        var seq: UInt64
+        var work: @Sendable () -> Void
+    }
+
+    // Link-context state.
+    var tickScheduled = false
+    var aclPacketNumber = 0
+    var dropACL: Set<Int> = []
+    var delayACL: [Int: Double] = [:]
+    /// Log lines (controller misbehaviour seen from hosts, faults applied). Bounded.
+    private var _log: [String] = []
+    public var logHandler: (@Sendable (String) -> Void)?
+
+    public init(mode: Mode = .live, advertisingInterval: Double = 0.02) {
+        self.mode = mode
+        self.advertisingInterval = advertisingInterval
+    }
+
+    /// Adds a controller with the next index; its public address is F0:F1:F2:F3:F4:(index+1).
+    @discardableResult
+    public func addController(aclBuffers: Int = 8, aclDataLength: Int = 27) -> VirtualController {
+        lock.lock()
+        let c = VirtualController(link: self, index: _controllers.count, aclBuffers: aclBuffers, aclDataLength: aclDataLength)
+        _controllers.append(c)
+        lock.unlock()
+        return c
+    }
+
+    public var controllers: [VirtualController] {
+        lock.lock(); defer { lock.unlock() }
+        return _controllers
+    }
+
+    /// Virtual time in manual mode (seconds since creation); 0 in live mode.
+    public var now: Double {
+        lock.lock(); defer { lock.unlock() }
+        return clock
+    }
+
+    /// Recent log lines (at most 200).
+    public var log: [String] {
+        lock.lock(); defer { lock.unlock() }
+        return _log
+    }
+
+    func note(_ line: String) {
+        lock.lock()
+        if _log.count >= 200 { _log.removeFirst(_log.count - 199) }
+        _log.append(line)
+        let handler = logHandler
+        lock.unlock()
+        handler?(line)
+    }
+
+    // MARK: - Scheduling
+
+    /// Runs `work` on the link's context as soon as possible, after work already queued.
+    func perform(_ work: @escaping @Sendable () -> Void) {
+        switch mode {
+        case .live: queue.async(execute: work)
+        case .manual: enqueue(after: 0, work)
+        }
+    }
+
+    /// Runs `work` on the link's context after `seconds`.
+    func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) {
+        switch mode {
+        case .live: queue.asyncAfter(deadline: .now() + max(0, seconds), execute: work)
+        case .manual: enqueue(after: max(0, seconds), work)
+        }
+    }
+
+    private func enqueue(after seconds: Double, _ work: @escaping @Sendable () -> Void) {
+        lock.lock()
+        sequence &+= 1
+        let item = Pending(due: clock + seconds, seq: sequence, work: work)
+        // Insert keeping (due, seq) order; most inserts land at the end.
+        var i = pending.count
+        while i > 0 && pending[i - 1].due > item.due { i -= 1 }
+        pending.insert(item, at: i)
+        lock.unlock()
+    }
+
+    /// Manual mode: runs every queued item due now (including what they queue for now).
+    /// Returns the number of items run. Stops after `limit` items (a runaway loop is a bug).
+    @discardableResult
+    public func runUntilIdle(limit: Int = 1_000_000) -> Int {
+        precondition(mode == .manual, "runUntilIdle() is for manual-mode links")
+        var ran = 0
+        while ran < limit {
+            lock.lock()
+            guard let first = pending.first, first.due <= clock else { lock.unlock(); break }
+            pending.removeFirst()
+            lock.unlock()
+            first.work()
+            ran += 1
+        }
+        return ran
+    }
+
+    /// Manual mode: moves the virtual clock forward by `seconds`, running timers in order.
+    public func advance(by seconds: Double) {
+        precondition(mode == .manual, "advance(by:) is for manual-mode links")
+        lock.lock()
+        let target = clock + seconds
+        lock.unlock()
+        while true {
+            runUntilIdle()
+            lock.lock()
+            guard let next = pending.first, next.due <= target else {
+                clock = target
+                lock.unlock()
+                break
+            }
+            clock = max(clock, next.due)
+            lock.unlock()
+        }
+        runUntilIdle()
+    }
+
+    /// Live mode: waits until work queued so far has run (for tests and shutdown).
+    public func sync() {
+        if mode == .live { queue.sync {} } else { runUntilIdle() }
+    }
+
+    // MARK: - Fault injection
+
+    /// Drops the `n`th ACL packet (1-based, counted over every host → link packet from now on
+    /// since the link was created). The sender still gets Number Of Completed Packets.
+    public func dropACLPacket(number n: Int) {
+        perform { [self] in dropACL.insert(n) }
+    }
+
+    /// Delays delivery of the `n`th ACL packet by `seconds`.
+    public func delayACLPacket(number n: Int, by seconds: Double) {
+        perform { [self] in delayACL[n] = seconds }
+    }
+
+    /// Number of ACL packets hosts have handed to the link so far (read on the link context).
+    public var aclPacketCount: Int { aclPacketNumber }
+
+    /// Breaks the connection `handle` of `controller` as a radio loss would: both hosts get
+    /// Disconnection Complete with `reason` (Connection Timeout, 0x08, by default).
+    public func dropConnection(_ controller: VirtualController, handle: UInt16, reason: HCIStatus = .connectionTimeout) {
+        perform {
+            guard let conn = controller.connections[handle] else { return }
+            conn.terminate(reasonForA: reason, reasonForB: reason)
+        }
+    }
+
+    // MARK: - Advertising events
+
+    /// Makes sure advertising events are being delivered while anyone scans or initiates.
+    func ensureTicking() {
+        guard !tickScheduled else { return }
+        tickScheduled = true
+        schedule(after: advertisingInterval) { [self] in tick() }
+    }
+
+    private func tick() {
+        tickScheduled = false
+        let all = controllers
+        var busy = false
+        for c in all where c.isScanning || c.initiating != nil {
+            busy = true
+            c.advertisingEvent(from: all)
+        }
+        if busy { ensureTicking() }
+    }
+
+    /// Finds a connectable advertiser at `address`; tries to connect `initiator` to it.
+    func tryConnect(_ initiator: VirtualController) {
+        guard let target = initiator.initiating else { return }
+        for c in controllers where c !== initiator {
+            if let adv = c.currentAdvertisements().first(where: { $0.connectable && $0.address == target.address
+                && $0.addressType.simple == target.type.simple }) {
+                VirtualConnection.establish(central: initiator, peripheral: c, via: adv)
+                return
+            }
+        }
+        ensureTicking()
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import HCI
+import Capture
+import Decoder
+
+/// `ble-hci dump FILE [--layers LAYERS] [--json]` (CLI.md). Decodes every record through every
+/// layer and prints a tree (or one JSON object per line). Exit 1 with one sentence on stderr
+/// when the file is missing, unreadable or not a capture; a capture cut mid-record prints every
+/// whole record, then warns on stderr and exits 0 (the header was valid).
+func runDump(_ c: CommandContext) async throws -> Int32 {
+    guard let path = c.args.positionals.first else { throw UsageError("dump needs a capture FILE", command: c.command) }
+    guard c.args.positionals.count == 1 else {
+        throw UsageError("dump takes one FILE, got \(c.args.positionals.count): \(c.args.positionals.joined(separator: " "))", command: c.command)
+    }
+    let layers = try parseLayers(c.args.last("layers"))
+    var reader: CaptureReader
+    do {
+        reader = try CaptureReader(path: path)
+    } catch {
+        c.out.error(error.description)
+        return ExitCode.failure
+    }
+    let decoder = PacketDecoder()
+    var out = BufferedStdout()
+    let json = c.out.json
+    var warning: String? = nil
+    while true {
+        let record: CaptureRecord?
+        do {
+            record = try reader.next()
+        } catch {
+            warning = error.description
+            break
+        }
+        guard let record else { break }
+        let p = decoder.decode(record)
+        if json {
+            appendJSON(p, layers: layers, to: &out.text)
+            out.text += "\n"
+        } else {
+            appendTree(p, layers: layers, to: &out.text)
+        }
+        out.flushIfFull()
+    }
+    out.flush()
+    if let warning { c.out.error("warning: \(warning)") }
+    return ExitCode.success
+}
+
+/// Collects output and writes it to fd 1 in chunks of about 64 KiB: no syscall per packet.
+struct BufferedStdout {
+    var text = ""
+    static let chunk = 64 * 1024
+
+    init() { text.reserveCapacity(Self.chunk + 8192) }
+
+    mutating func flushIfFull() {
+        if text.utf8.count >= Self.chunk { flush() }
+    }
+
+    mutating func flush() {
+        guard !text.isEmpty else { return }
+        text.withUTF8 { buf in
+            var offset = 0
+            while offset < buf.count {
+                let n = write(STDOUT_FILENO, buf.baseAddress! + offset, buf.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return  // stdout closed (e.g. `| head`): nothing more to do
+                }
+                offset += n
+            }
+        }
+        text.removeAll(keepingCapacity: true)
+    }
+}

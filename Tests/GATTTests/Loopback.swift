@@ -1,0 +1,101 @@
+import Testing
+import Synchronization
+import HCI
+import ATT
+@testable import GATT
+
+/// An in-memory ATT bearer: the client's requests go through the ATT codec (bytes and back) to
+/// the server; the server's notifications/indications go to the client. Every PDU must fit the MTU.
+final class Loopback: ATTRequester, ATTServerPush {
+    struct PDUTooLong: Error { let pdu: ATTPDU; let mtu: Int }
+
+    let server: GATTServer
+    let peer: ATTPeer
+    private let state: Mutex<(client: GATTClient?, security: ATTSecurity, mtu: Int, confirmations: Int, notifications: Int)>
+
+    init(server: GATTServer, id: UInt16, mtu: Int = 23, security: ATTSecurity = .none) {
+        self.server = server
+        self.peer = ATTPeer(id: id)
+        state = Mutex((nil, security, mtu, 0, 0))
+    }
+
+    /// Connects a new client through this bearer.
+    static func connect(_ server: GATTServer, id: UInt16 = 0x40, mtu: Int = 23,
+                        security: ATTSecurity = .none) async -> (GATTClient, Loopback) {
+        let link = Loopback(server: server, id: id, mtu: mtu, security: security)
+        let client = GATTClient(requester: link)
+        link.state.withLock { $0.client = client }
+        await server.peerConnected(link.peer, push: link)
+        return (client, link)
+    }
+
+    var security: ATTSecurity {
+        get { state.withLock { $0.security } }
+        set { state.withLock { $0.security = newValue } }
+    }
+    var confirmations: Int { state.withLock { $0.confirmations } }
+    var notifications: Int { state.withLock { $0.notifications } }
+    var mtu: Int { get async { state.withLock { $0.mtu } } }
+
+    /// Sends raw bytes as the bearer would receive them: malformed/unknown → serverRejection.
+    func raw(_ bytes: [UInt8]) async -> ATTPDU? {
+        let (mtu, security) = state.withLock { ($0.mtu, $0.security) }
+        let decoded = ATTPDU.decodeResult(bytes)
+        if let rejection = ATTPDU.serverRejection(for: decoded) { return rejection }
+        guard case .pdu(let pdu) = decoded else { return nil }
+        return await server.respond(to: pdu, from: peer, mtu: mtu, security: security)
+    }
+
+    func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+        let mtu = state.withLock { $0.mtu }
+        let bytes = pdu.bytes
+        guard bytes.count <= mtu else { throw PDUTooLong(pdu: pdu, mtu: mtu) }
+        guard let response = await raw(bytes) else { throw ATTError(.unlikelyError, requestOpcode: pdu.opcode) }
+        let back = response.bytes
+        guard back.count <= mtu else { throw PDUTooLong(pdu: response, mtu: mtu) }
+        let decoded = try ATTPDU.decode(back)
+        if case let .errorResponse(op, handle, code) = decoded { throw ATTError(code, requestOpcode: op, handle: handle) }
+        return decoded
+    }
+
+    func command(_ pdu: ATTPDU) async throws {
+        let mtu = state.withLock { $0.mtu }
+        guard pdu.bytes.count <= mtu else { throw PDUTooLong(pdu: pdu, mtu: mtu) }
+        let response = await raw(pdu.bytes)
+        #expect(response == nil, "a command must not be answered")
+    }
+
+    func notify(handle: UInt16, value: [UInt8]) async throws {
+        let pdu = ATTPDU.handleValueNotification(handle: handle, value: value)
+        let mtu = state.withLock { $0.notifications += 1; return $0.mtu }
+        guard pdu.bytes.count <= mtu else { throw PDUTooLong(pdu: pdu, mtu: mtu) }
+        await state.withLock { $0.client }?.received(try ATTPDU.decode(pdu.bytes))
+    }
+
+    func indicate(handle: UInt16, value: [UInt8]) async throws {
+        let pdu = ATTPDU.handleValueIndication(handle: handle, value: value)
+        let mtu = state.withLock { $0.mtu }
+        guard pdu.bytes.count <= mtu else { throw PDUTooLong(pdu: pdu, mtu: mtu) }
+        await state.withLock { $0.client }?.received(try ATTPDU.decode(pdu.bytes))
+        // The bearer confirms after `received` returns.
+        state.withLock { $0.confirmations += 1 }
+    }
+}
+
+struct TimedOut: Error {}
+
+/// The next element of a stream, or TimedOut after `seconds`.
+func next<T: Sendable>(_ stream: AsyncStream<T>, within seconds: Double = 2) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { var it = stream.makeAsyncIterator(); return await it.next() }
+        group.addTask { try await Task.sleep(for: .seconds(seconds)); throw TimedOut() }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else { throw TimedOut() }
+        return value
+    }
+}
+
+/// The ATT error code a call threw (nil when it did not throw an ATTError).
+func attCode(_ body: () async throws -> Void) async -> ATTErrorCode? {
+    do { try await body(); return nil } catch let e as ATTError { return e.code } catch { return nil }
+}

@@ -1,0 +1,143 @@
+import Testing
+import HCI
+import ATT
+@testable import GATT
+
+@Suite struct NotificationTests {
+    @Test func notificationsAndIndicationsPerPeer() async throws {
+        let server = GATTServer(services: demoServices())
+        let (c1, l1) = await Loopback.connect(server, id: 1)
+        let (c2, l2) = await Loopback.connect(server, id: 2, mtu: 100)
+        let t1 = try await c1.discoverDatabase(), t2 = try await c2.discoverDatabase()
+        let fff1a = try #require(findChar(t1, 0xFFF1)).characteristic
+        let ffe3b = try #require(findChar(t2, 0xFFE3)).characteristic
+        let fff1b = try #require(findChar(t2, 0xFFF1)).characteristic
+        // Nobody subscribed: nothing is sent.
+        #expect(await server.notify(characteristic: 0xFFF1, value: [1]).isEmpty)
+        let s1 = try await c1.subscribe(fff1a)
+        #expect(server.subscribers(of: 0xFFF1) == [l1.peer])
+        // Only peer 1 enabled notifications of FFF1.
+        #expect(await server.notify(characteristic: 0xFFF1, value: Array("42".utf8)) == [l1.peer])
+        #expect(try await next(s1) == Array("42".utf8))
+        // Peer 2 subscribes too: both get it; each reads back its own CCCD.
+        let s2 = try await c2.subscribe(fff1b)
+        #expect(await server.notify(characteristic: 0xFFF1, value: [7]) == [l1.peer, l2.peer])
+        #expect(try await next(s1) == [7])
+        #expect(try await next(s2) == [7])
+        // Restricting to one peer.
+        #expect(await server.notify(characteristic: 0xFFF1, value: [8], to: [l2.peer]) == [l2.peer])
+        #expect(try await next(s2) == [8])
+        // Indications on FFE3 for peer 2 only; confirmed before indicate returns.
+        let i2 = try await c2.subscribe(ffe3b, indications: true)
+        let cccd = try #require(findChar(t2, 0xFFE3)?.descriptors.first).handle
+        #expect(try await c2.read(handle: cccd) == [0x02, 0x00])
+        #expect(try await c1.read(handle: cccd) == [0x00, 0x00])
+        #expect(await server.notify(characteristic: 0xFFE3, value: [1]).isEmpty)
+        #expect(await server.indicate(characteristic: 0xFFE3, value: [5, 6]) == [l2.peer])
+        #expect(l2.confirmations == 1 && l1.confirmations == 0)
+        #expect(try await next(i2) == [5, 6])
+        // Values are truncated to ATT_MTU − 3 per peer.
+        let big = [UInt8](repeating: 0x33, count: 200)
+        #expect(await server.notify(characteristic: 0xFFF1, value: big) == [l1.peer, l2.peer])
+        #expect(try await next(s1).count == 20)
+        #expect(try await next(s2).count == 97)
+        // Unsubscribe: peer 1 stops receiving; its stream ends.
+        try await c1.unsubscribe(fff1a)
+        var ended = s1.makeAsyncIterator()
+        #expect(await ended.next() == nil)
+        #expect(await server.notify(characteristic: 0xFFF1, value: [9]) == [l2.peer])
+        // A disconnected peer's state is dropped.
+        await server.peerDisconnected(l2.peer)
+        #expect(await server.notify(characteristic: 0xFFF1, value: [9]).isEmpty)
+        #expect(server.subscribers(of: 0xFFF1).isEmpty)
+    }
+
+    @Test func subscriptionEvents() async throws {
+        let server = GATTServer(services: demoServices())
+        let (client, link) = await Loopback.connect(server)
+        #expect(try await next(server.events) == .connected(link.peer))
+        let fff1 = try #require(try await client.discoverCharacteristics(of: GATTRemoteService(uuid: 0xFFF0, startHandle: 1, endHandle: 0xFFFF), uuid: 0xFFF1).first)
+        _ = try await client.subscribe(fff1)
+        // Discovery reads produce read events for characteristic values? No: discovery reads declarations only.
+        var e = try await next(server.events)
+        while case .read = e { e = try await next(server.events) }
+        #expect(e == .subscribed(link.peer, 0xFFF1, indications: false))
+        try await client.unsubscribe(fff1)
+        #expect(try await next(server.events) == .unsubscribed(link.peer, 0xFFF1))
+        await #expect(throws: GATTClientError.notSubscribable(0xFFF2)) {
+            let c = try #require(try await client.discoverCharacteristics(of: GATTRemoteService(uuid: 0xFFF0, startHandle: 1, endHandle: 0xFFFF), uuid: 0xFFF2).first)
+            _ = try await client.subscribe(c)
+        }
+    }
+
+    @Test func multipleHandleValueNotificationReachesSubscribers() async throws {
+        let server = GATTServer(services: demoServices())
+        let (client, _) = await Loopback.connect(server)
+        let tree = try await client.discoverDatabase()
+        let a = try #require(findChar(tree, 0xFFF1)).characteristic, b = try #require(findChar(tree, 0xFFE3)).characteristic
+        let sa = try await client.subscribe(a), sb = try await client.subscribe(b)
+        await client.received(.multipleHandleValueNotification([ATTHandleValue(handle: a.valueHandle, value: [1]),
+                                                                ATTHandleValue(handle: b.valueHandle, value: [2, 2])]))
+        #expect(try await next(sa) == [1])
+        #expect(try await next(sb) == [2, 2])
+    }
+}
+
+@Suite struct DatabaseHashTests {
+    @Test func aesCMACMatchesRFC4493() {
+        let key: [UInt8] = [0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6, 0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f, 0x3c]
+        #expect(GATTDatabaseHash.aesCMAC(key: key, message: []) == [UInt8](hex: "bb1d6929e95937287fa37d129b756746"))
+        #expect(GATTDatabaseHash.aesCMAC(key: key, message: [UInt8](hex: "6bc1bee22e409f96e93d7e117393172a")!)
+                == [UInt8](hex: "070a16b46b4d4144f79bdd9dd04a287c"))
+    }
+
+    @Test func hashOfTheMandatoryDatabase() async throws {
+        let server = GATTServer(services: [], configuration: .init(deviceName: "dev"))
+        // The message, built by hand from Core Vol 3 Part G 7.3.1 for handles 1–13.
+        let expectedMessage = [UInt8](hex: "010000280018" + "02000328020300002a" + "04000328020500012a"
+            + "060000280118" + "07000328200800052a" + "09000229" + "0a0003280a0b00292b" + "0c000328020d002a2b")!
+        let table = AttributeTable(deviceName: "dev", appearance: 0, services: [])
+        #expect(GATTDatabaseHash.message(table.attributes.map { ($0.handle, $0.type, $0.value) }) == expectedMessage)
+        // Expected CMAC computed independently: `openssl mac -cipher AES-128-CBC -macopt hexkey:00…00 CMAC`.
+        let cmac = [UInt8](hex: "16ce756326c5062bf74022f845c2b21f")!
+        #expect(server.databaseHash == Array(cmac.reversed()))
+        let (client, _) = await Loopback.connect(server)
+        #expect(try await client.readByUUID(0x2B2A) == [ATTHandleValue(handle: 13, value: Array(cmac.reversed()))])
+        // Values that aren't hashed (Device Name) don't change it; structure does.
+        #expect(GATTServer(services: [], configuration: .init(deviceName: "other")).databaseHash == server.databaseHash)
+        #expect(GATTServer(services: demoServices()).databaseHash != server.databaseHash)
+    }
+
+    @Test func serviceChangedUpdatesTheClientCache() async throws {
+        let server = GATTServer(services: demoServices())
+        let (client, link) = await Loopback.connect(server)
+        let before = try await client.discoverDatabase()
+        let sc = try #require(findChar(before, 0x2A05)).characteristic
+        _ = try await client.subscribe(sc)  // indicate-only → writes 0x0002
+        #expect(server.subscribers(of: 0x2A05, indications: true) == [link.peer])
+        let oldHash = server.databaseHash
+        var services = demoServices()
+        services.append(GATTService(uuid: 0xFFC0, characteristics: [GATTCharacteristic(uuid: 0xFFC1, properties: .read, value: [0xC1])]))
+        #expect(await server.update(services: services) == [link.peer])
+        #expect(server.databaseHash != oldHash)
+        #expect(link.confirmations == 1)
+        #expect(try await next(client.serviceChanges) == 1...0xFFFF)
+        let after = try #require(await client.cachedDatabase)
+        #expect(after.map(\.service.uuid).last == 0xFFC0)
+        #expect(try await client.validateCache())
+        let ffc1 = try #require(findChar(after, 0xFFC1)).characteristic
+        #expect(try await client.read(ffc1) == [0xC1])
+    }
+
+    @Test func hashChangeInvalidatesTheCache() async throws {
+        let server = GATTServer(services: demoServices())
+        let (client, _) = await Loopback.connect(server)
+        _ = try await client.discoverDatabase()
+        #expect(try await client.validateCache())
+        // Nobody subscribed to Service Changed: only the hash tells.
+        _ = await server.update(services: [])
+        #expect(try await client.validateCache() == false)
+        #expect(await client.cachedDatabase == nil)
+        #expect(try await client.discoverDatabase().map(\.service.uuid) == [0x1800, 0x1801])
+    }
+}

@@ -1,0 +1,257 @@
+// L2CAP runtime: signaling and LE credit-based channels, between two of our stacks over
+// Bumble's virtual controllers, and against Bumble's own L2CAP (Tools/bumble/l2cap_coc.py).
+import Synchronization
+import Testing
+import HCI
+import Host
+import L2CAP
+import TestSupport
+import Transport
+
+final class LinkPair: @unchecked Sendable {
+    let controllers: BumbleControllers
+    let centralHost: Host
+    let peripheralHost: Host
+    let central: LEConnection
+    let peripheral: LEConnection
+
+    static func make() async throws -> LinkPair {
+        let controllers = try BumbleControllers()
+        let a = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1))
+        let b = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port2))
+        _ = try await a.start()
+        let infoB = try await b.start()
+        let connected = Task { () -> LEConnection? in
+            for await e in b.events { if case .connected(let c) = e { return c } }
+            return nil
+        }
+        try await b.startAdvertising(AdvertisingParameters(data: [0x02, 0x01, 0x06]))
+        let c = try await a.connect(to: DeviceAddress(infoB.address, type: .public), timeout: .seconds(10))
+        let p = try await withTimeout(seconds: 10, "peripheral connected event") { await connected.value }
+        guard let p else { throw HarnessError("peripheral host events ended before a connection") }
+        return LinkPair(controllers: controllers, a: a, b: b, central: c, peripheral: p)
+    }
+
+    private init(controllers: BumbleControllers, a: Host, b: Host, central: LEConnection, peripheral: LEConnection) {
+        self.controllers = controllers
+        self.centralHost = a
+        self.peripheralHost = b
+        self.central = central
+        self.peripheral = peripheral
+    }
+
+    func close() async {
+        await centralHost.close()
+        await peripheralHost.close()
+        controllers.stop()
+    }
+}
+
+struct TimedOut: Error, CustomStringConvertible {
+    let what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// Runs `body`, failing with `TimedOut` after `seconds`.
+func withTimeout<T: Sendable>(seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            throw TimedOut(what: what)
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
+
+/// Both ends' L2CAP started.
+struct L2CAPPair {
+    let pair: LinkPair
+    let central: L2CAPConnection
+    let peripheral: L2CAPConnection
+
+    static func make(timeout: Duration = .seconds(30)) async throws -> L2CAPPair {
+        let pair = try await LinkPair.make()
+        var config = L2CAPConfiguration()
+        config.signalingTimeout = timeout
+        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: config)
+        let p = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral, configuration: config)
+        await c.start()
+        await p.start()
+        return L2CAPPair(pair: pair, central: c, peripheral: p)
+    }
+}
+
+/// Collects accepted channels.
+final class Accepted: @unchecked Sendable {
+    let stream: AsyncStream<L2CAPChannel>
+    let continuation: AsyncStream<L2CAPChannel>.Continuation
+    init() { (stream, continuation) = AsyncStream.makeStream() }
+    func next() async throws -> L2CAPChannel {
+        let s = stream
+        return try await withTimeout(seconds: 10, "an accepted channel") {
+            var it = s.makeAsyncIterator()
+            guard let c = await it.next() else { throw TimedOut(what: "accepted channel (stream ended)") }
+            return c
+        }
+    }
+}
+
+func pattern(_ n: Int, seed: Int) -> [UInt8] { (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ seed) } }
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct L2CAPRuntimeTests {
+    @Test func unknownSignalingCommandIsRejectedAsNotUnderstood() async throws {
+        let l = try await L2CAPPair.make()
+        defer { Task { await l.pair.close() } }
+        let answer = try await l.central.signalingRequest(.unknown(code: SignalingCode(0x7E), data: [1, 2, 3]))
+        #expect(answer.body == .commandReject(.commandNotUnderstood))
+        // Enhanced-mode reconfigure is not understood either.
+        let second = try await l.peripheral.signalingRequest(.creditBasedReconfigureRequest(mtu: 100, mps: 100, destinationCIDs: [0x40]))
+        #expect(second.body == .commandReject(.commandNotUnderstood))
+        // A Disconnection Request for a channel that does not exist: Invalid CID with both CIDs.
+        let third = try await l.central.signalingRequest(.disconnectionRequest(destinationCID: 0x0055, sourceCID: 0x0066))
+        #expect(third.body == .commandReject(.invalidCID(localCID: 0x0055, remoteCID: 0x0066)))
+    }
+
+    @Test func signalingTimeoutAndDisconnectFailPending() async throws {
+        let pair = try await LinkPair.make()
+        defer { Task { await pair.close() } }
+        var config = L2CAPConfiguration()
+        config.signalingTimeout = .milliseconds(300)
+        // Only the central runs L2CAP: the peripheral never answers.
+        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: config)
+        await c.start()
+        let start = ContinuousClock.now
+        await #expect(throws: L2CAPError.signalingTimeout("LE Credit Based Connection Request (0x14)")) {
+            _ = try await c.connectChannel(psm: 0x80)
+        }
+        #expect(ContinuousClock.now - start < .seconds(5))
+        // Link loss fails everything pending at once.
+        var long = L2CAPConfiguration()
+        long.signalingTimeout = .seconds(30)
+        let c2 = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: long)
+        let pending = Task { try await c.connectChannel(psm: 0x81) }
+        try await Task.sleep(for: .milliseconds(100))
+        _ = c2
+        try await pair.centralHost.disconnect(handle: pair.central.handle)
+        await #expect(throws: L2CAPError.disconnected(handle: pair.central.handle)) { try await pending.value }
+        #expect(await c.isDisconnected)
+    }
+
+    @Test func refusedChannelsCarryTheResult() async throws {
+        let l = try await L2CAPPair.make()
+        defer { Task { await l.pair.close() } }
+        await #expect(throws: L2CAPError.connectionRefused(.spsmNotSupported)) {
+            _ = try await l.central.connectChannel(psm: 0x0091)
+        }
+        await l.peripheral.listen(psm: 0x0080) { _ in }
+        // A request with an out-of-range source CID (sent raw): Invalid Source CID.
+        let bad = try await l.central.signalingRequest(.leCreditBasedConnectionRequest(spsm: 0x80, sourceCID: 0x0010, mtu: 100, mps: 100, initialCredits: 1))
+        guard case .leCreditBasedConnectionResponse(_, _, _, _, let r1) = bad.body else { Issue.record("\(bad)"); return }
+        #expect(r1 == .invalidSourceCID)
+        let small = try await l.central.signalingRequest(.leCreditBasedConnectionRequest(spsm: 0x80, sourceCID: 0x0070, mtu: 22, mps: 100, initialCredits: 1))
+        guard case .leCreditBasedConnectionResponse(_, _, _, _, let r2) = small.body else { Issue.record("\(small)"); return }
+        #expect(r2 == .unacceptableParameters)
+        let ok = try await l.central.signalingRequest(.leCreditBasedConnectionRequest(spsm: 0x80, sourceCID: 0x0071, mtu: 100, mps: 100, initialCredits: 1))
+        guard case .leCreditBasedConnectionResponse(_, _, _, _, let r3) = ok.body else { Issue.record("\(ok)"); return }
+        #expect(r3 == .successful)
+        let again = try await l.central.signalingRequest(.leCreditBasedConnectionRequest(spsm: 0x80, sourceCID: 0x0071, mtu: 100, mps: 100, initialCredits: 1))
+        guard case .leCreditBasedConnectionResponse(_, _, _, _, let r4) = again.body else { Issue.record("\(again)"); return }
+        #expect(r4 == .sourceCIDAlreadyAllocated)
+    }
+
+    @Test func creditBasedChannelBetweenOurStacksWithBackPressure() async throws {
+        let l = try await L2CAPPair.make()
+        defer { Task { await l.pair.close() } }
+        let accepted = Accepted()
+        // The peripheral gives only 2 credits and an MPS of 30: every SDU needs many K-frames.
+        await l.peripheral.listen(psm: 0x0080, mtu: 1000, mps: 30, credits: 2) { accepted.continuation.yield($0) }
+        let ch = try await l.central.connectChannel(psm: 0x0080, mtu: 600, mps: 40, credits: 3)
+        let server = try await accepted.next()
+        #expect(ch.peerMTU == 1000 && ch.peerMPS == 30 && server.peerMTU == 600 && server.peerMPS == 40)
+        #expect(server.remoteCID == ch.localCID && ch.remoteCID == server.localCID)
+        let sdus = (0..<20).map { pattern(100 + $0 * 40, seed: $0) }
+        let sender = Task { for s in sdus { try await ch.send(s) } }
+        var got: [[UInt8]] = []
+        for try await sdu in server.sdus {
+            got.append(sdu)
+            if got.count == sdus.count { break }
+        }
+        try await sender.value
+        #expect(got == sdus)
+        // Too large for the peer's MTU.
+        await #expect(throws: L2CAPError.sduTooLarge(length: 1001, mtu: 1000)) { try await ch.send(pattern(1001, seed: 0)) }
+        // Close: the other side's stream ends normally.
+        try await ch.close()
+        let end = try await withTimeout(seconds: 5, "end of SDUs") { try await server.receive() }
+        #expect(end == nil)
+        await #expect(throws: L2CAPError.self) { try await server.send([1]) }
+    }
+
+    @Test func connectionParameterUpdateGoesThroughThePolicy() async throws {
+        let l = try await L2CAPPair.make()
+        defer { Task { await l.pair.close() } }
+        let asked = Accepted2()
+        await l.central.setConnectionParameterPolicy { req in
+            asked.append(req)
+            return req.latency == 0
+        }
+        let yes = try await l.peripheral.requestConnectionParameterUpdate(intervalMin: 40, intervalMax: 56, latency: 0, timeout: 500)
+        #expect(yes)
+        let no = try await l.peripheral.requestConnectionParameterUpdate(intervalMin: 40, intervalMax: 56, latency: 2, timeout: 500)
+        #expect(!no)
+        #expect(asked.all.count == 2 && asked.all.first?.intervalMax == 56)
+        await #expect(throws: L2CAPError.self) {
+            _ = try await l.central.requestConnectionParameterUpdate(intervalMin: 40, intervalMax: 56, latency: 0, timeout: 500)
+        }
+    }
+
+    /// 100 KB each way with SDUs larger than the MPS, against Bumble's L2CAP as the echo peer.
+    @Test func creditBasedChannelAgainstBumble100KBEachWay() async throws {
+        let controllers = try BumbleControllers()
+        defer { controllers.stop() }
+        let peer = try PythonScript.start("l2cap_coc.py", ["--transport", controllers.bumbleTransport(1), "--psm", "0x0080",
+                                                           "--mtu", "2048", "--mps", "64", "--credits", "8", "--timeout", "90"])
+        defer { peer.stop() }
+        let ready = try peer.waitForEvent("ready", timeout: 15)
+        guard let text = ready["address"] as? String, let address = BDAddress(string: text) else {
+            Issue.record("no address in \(ready)"); return
+        }
+        let host = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1))
+        defer { Task { await host.close() } }
+        _ = try await host.start()
+        let link = try await host.connect(to: DeviceAddress(address, type: .random))
+        let l2cap = L2CAPConnection(host: host, connection: link)
+        await l2cap.start()
+        let ch = try await l2cap.connectChannel(psm: 0x0080, mtu: 2048, mps: 100, credits: 10)
+        #expect(ch.peerMPS == 64 && ch.peerMTU == 2048)
+        let sizes = (0..<60).map { 1000 + ($0 * 37) % 1000 }   // 60 SDUs, 1000–1999 octets
+        let sdus = sizes.enumerated().map { pattern($0.element, seed: $0.offset) }
+        let total = sizes.reduce(0, +)
+        #expect(total >= 100_000)
+        let sender = Task { for s in sdus { try await ch.send(s) } }
+        var echoed: [[UInt8]] = []
+        try await withTimeout(seconds: 60, "100 KB echoed") {
+            var received: [[UInt8]] = []
+            for try await sdu in ch.sdus {
+                received.append(sdu)
+                if received.count == sdus.count { break }
+            }
+            return received
+        }.forEach { echoed.append($0) }
+        try await sender.value
+        #expect(echoed == sdus)
+        let last = try peer.waitForLine(timeout: 5) { ($0.contains("\"total\":\(total)")) }
+        #expect(last.contains("\"sdu\""))
+        try await ch.close()
+        _ = try peer.waitForEvent("channelClosed", timeout: 5)
+    }
+}
+
+final class Accepted2: Sendable {
+    private let items = Mutex<[ConnectionParameterUpdateRequest]>([])
+    func append(_ r: ConnectionParameterUpdateRequest) { items.withLock { $0.append(r) } }
+    var all: [ConnectionParameterUpdateRequest] { items.withLock { $0 } }
+}

@@ -1,0 +1,406 @@
+import Foundation
+import Testing
+import HCI
+import Transport
+import TestSupport
+@testable import VirtualController
+
+/// What one host received from its controller.
+final class RecordingHost: @unchecked Sendable {
+    let controller: VirtualController
+    private let lock = NSLock()
+    private var received: [HCIPacket] = []
+    init(_ c: VirtualController) {
+        controller = c
+        c.attachHost { [self] p in lock.lock(); received.append(p); lock.unlock() }
+    }
+    func send(_ c: some HCICommand) { controller.receive(fromHost: .command(c.packet)) }
+    /// Everything received since the last take.
+    func take() -> [HCIPacket] { lock.lock(); defer { received = []; lock.unlock() }; return received }
+    func events() -> [any HCIEventParameters] {
+        take().compactMap { if case .event(let e) = $0 { return try? HCIEvents.decode(e) }; return nil }
+    }
+    func le<T: LEMetaEventParameters>(_ events: [any HCIEventParameters], _ t: T.Type) -> [T] {
+        events.compactMap { ($0 as? LEMetaEvent)?.subevent as? T }
+    }
+}
+
+struct Pair {
+    let link = VirtualLink(mode: .manual)
+    let a: RecordingHost
+    let b: RecordingHost
+    init(aclBuffers: Int = 8) {
+        a = RecordingHost(link.addController(aclBuffers: aclBuffers))
+        b = RecordingHost(link.addController(aclBuffers: aclBuffers))
+    }
+    /// Returns the single Command Complete for `C` (asserting success when `ok`).
+    @discardableResult
+    func run<C: HCICommand>(_ h: RecordingHost, _ c: C) -> CommandComplete? {
+        h.send(c)
+        link.runUntilIdle()
+        return h.events().compactMap { $0 as? CommandComplete }.first { $0.opcode == C.opcode }
+    }
+    /// A connects to B (legacy advertising on B); returns (central handle, peripheral handle).
+    func connect() -> (UInt16, UInt16) {
+        run(b, LESetAdvertisingParameters())
+        run(b, LESetAdvertisingData(advertisingData: [2, 1, 6]))
+        run(b, LESetAdvertisingEnable(advertisingEnable: true))
+        a.send(LECreateConnection(peerAddressType: .public, peerAddress: b.controller.publicAddress))
+        link.runUntilIdle()
+        let ea = a.events(), eb = b.events()
+        let ca = a.le(ea, LEConnectionComplete.self).first!
+        let cb = b.le(eb, LEConnectionComplete.self).first!
+        return (ca.connectionHandle, cb.connectionHandle)
+    }
+}
+
+@Suite struct CommandTests {
+    @Test func informationalCommands() throws {
+        let p = Pair()
+        #expect(p.run(p.a, Reset())?.status == .success)
+        let addr = try #require(p.run(p.a, ReadBDADDR())).result(ReadBDADDR.self)
+        #expect(addr.address == BDAddress([0xF0, 0xF1, 0xF2, 0xF3, 0xF4, 0x01]))
+        #expect(try p.run(p.b, ReadBDADDR())!.result(ReadBDADDR.self).address != addr.address)
+        let v = try p.run(p.a, ReadLocalVersionInformation())!.result(ReadLocalVersionInformation.self)
+        #expect(v.hciVersion == 0x0D)
+        let cmds = try p.run(p.a, ReadLocalSupportedCommands())!.result(ReadLocalSupportedCommands.self)
+        for t in VirtualController.implementedCommands { #expect(cmds.supports(t.opcode), "\(t.name)") }
+        #expect(!cmds.supports(HCIOpcode(ogf: 0x03, ocf: 0x0014)))  // Read Local Name: not implemented
+        let f = try p.run(p.a, LEReadLocalSupportedFeatures())!.result(LEReadLocalSupportedFeatures.self)
+        #expect(f.leFeatures.isSuperset(of: [.leEncryption, .dataPacketLengthExtension, .le2MPHY, .leExtendedAdvertising]))
+        let lmp = try p.run(p.a, ReadLocalSupportedFeatures())!.result(ReadLocalSupportedFeatures.self)
+        #expect(lmp.leSupportedController && lmp.brEDRNotSupported)
+        let buf = try p.run(p.a, LEReadBufferSize())!.result(LEReadBufferSize.self)
+        #expect(buf.leACLDataPacketLength == 27 && buf.totalNumLEACLDataPackets == 8)
+        let buf2 = try p.run(p.a, LEReadBufferSizeV2())!.result(LEReadBufferSizeV2.self)
+        #expect(buf2.leACLDataPacketLength == 27 && buf2.totalNumLEACLDataPackets == 8)
+        let bs = try p.run(p.a, ReadBufferSize())!.result(ReadBufferSize.self)
+        #expect(bs.aclDataPacketLength == 27 && bs.totalNumACLDataPackets == 8)
+        #expect(try p.run(p.a, LEReadNumberOfSupportedAdvertisingSets())!.result(LEReadNumberOfSupportedAdvertisingSets.self).numSupportedAdvertisingSets == 4)
+        #expect(try p.run(p.a, LEReadMaximumAdvertisingDataLength())!.result(LEReadMaximumAdvertisingDataLength.self).maxAdvertisingDataLength == 1650)
+        #expect(try p.run(p.a, LEReadMaximumDataLength())!.result(LEReadMaximumDataLength.self).supportedMaxTxOctets == 251)
+    }
+
+    @Test func everyImplementedCommandIsAnswered() {
+        // Each implemented opcode, with empty parameters, gets an answer that is not Unknown Command.
+        let p = Pair()
+        for t in VirtualController.implementedCommands where t != Reset.self {
+            p.a.controller.receive(fromHost: .command(HCICommandPacket(opcode: t.opcode, parameters: [])))
+            p.link.runUntilIdle()
+            let answers = p.a.events().filter { ($0 as? CommandComplete)?.opcode == t.opcode || ($0 as? CommandStatus)?.opcode == t.opcode }
+            #expect(answers.count == 1, "\(t.name)")
+            let status = (answers.first as? CommandComplete)?.status ?? (answers.first as? CommandStatus)?.status
+            #expect(status != .unknownCommand, "\(t.name)")
+        }
+    }
+
+    @Test func errorStatuses() {
+        let p = Pair()
+        // Unknown opcode → Command Complete with Unknown HCI Command.
+        p.a.controller.receive(fromHost: .command(HCICommandPacket(opcode: HCIOpcode(ogf: 0x03, ocf: 0x0014))))
+        p.link.runUntilIdle()
+        let unknown = p.a.events().first as? CommandComplete
+        #expect(unknown?.opcode.rawValue == 0x0C14 && unknown?.status == .unknownCommand)
+        // Truncated parameters → Invalid HCI Command Parameters.
+        p.a.controller.receive(fromHost: .command(HCICommandPacket(opcode: SetEventMask.opcode, parameters: [1, 2])))
+        p.link.runUntilIdle()
+        #expect((p.a.events().first as? CommandComplete)?.status == .invalidParameters)
+        // Out of range.
+        #expect(p.run(p.a, LESetAdvertisingParameters(advertisingIntervalMin: 0x10, advertisingIntervalMax: 0x10))?.status == .invalidParameters)
+        #expect(p.run(p.a, LESetScanParameters(leScanType: 2))?.status == .invalidParameters)
+        #expect(p.run(p.a, LEWriteSuggestedDefaultDataLength(suggestedMaxTxOctets: 300, suggestedMaxTxTime: 328))?.status == .invalidParameters)
+        // Wrong state.
+        #expect(p.run(p.a, LECreateConnectionCancel())?.status == .commandDisallowed)
+        p.run(p.a, LESetAdvertisingEnable(advertisingEnable: true))
+        #expect(p.run(p.a, LESetAdvertisingParameters())?.status == .commandDisallowed)
+        #expect(p.run(p.a, LESetRandomAddress(randomAddress: BDAddress([0xC0, 1, 2, 3, 4, 5])))?.status == .commandDisallowed)
+        #expect(p.run(p.a, LERemoveAdvertisingSet(advertisingHandle: 3))?.status == .unknownAdvertisingIdentifier)
+        // Commands completing with status: Command Status carries the error.
+        p.a.send(Disconnect(connectionHandle: 0x99))
+        p.link.runUntilIdle()
+        let st = p.a.events().first as? CommandStatus
+        #expect(st?.opcode == Disconnect.opcode && st?.status == .unknownConnectionIdentifier)
+        p.a.send(ReadRSSI(connectionHandle: 0x99))
+        p.link.runUntilIdle()
+        let rssi = p.a.events().first as? CommandComplete
+        #expect(rssi?.status == .unknownConnectionIdentifier && rssi?.returnParameters == [0x02, 0x99, 0x00])
+    }
+
+    @Test func leEncryptMatchesCoreSpecVector() throws {
+        // Core Vol 3 Part H D.1 (security function e): MSB-first values, reversed for HCI.
+        let key = DataHex("4c68384139f574d836bcf34e9dfb01bf").reversed()
+        let plain = DataHex("0213243546576879acbdcedfe0f10213").reversed()
+        let p = Pair()
+        let out = try p.run(p.a, LEEncrypt(key: Array(key), plaintextData: Array(plain)))!.result(LEEncrypt.self)
+        #expect(out.encryptedData == Array(DataHex("99ad1b5226a37e3e058e3b8e27c2c666").reversed()))
+        let r1 = try p.run(p.a, LERand())!.result(LERand.self).randomNumber
+        let r2 = try p.run(p.a, LERand())!.result(LERand.self).randomNumber
+        #expect(r1 != r2)
+    }
+
+    @Test func stopAnsweringCommands() {
+        let p = Pair()
+        p.a.controller.setAnsweringCommands(false)
+        p.run(p.a, Reset())
+        #expect(p.a.take().isEmpty)
+        p.a.controller.setAnsweringCommands(true)
+        #expect(p.run(p.a, ReadBDADDR())?.status == .success)
+    }
+}
+
+func DataHex(_ s: String) -> [UInt8] {
+    var out: [UInt8] = []
+    var i = s.startIndex
+    while i < s.endIndex { let j = s.index(i, offsetBy: 2); out.append(UInt8(s[i..<j], radix: 16)!); i = j }
+    return out
+}
+
+@Suite struct AdvertisingTests {
+    @Test func legacyActiveScanGetsScanResponseAndFiltersDuplicates() {
+        let p = Pair()
+        p.run(p.b, LESetAdvertisingParameters())
+        p.run(p.b, LESetAdvertisingData(advertisingData: [2, 1, 6, 4, 9, 0x61, 0x62, 0x63]))
+        p.run(p.b, LESetScanResponseData(scanResponseData: [3, 0x19, 0x40, 0x00]))
+        p.run(p.b, LESetAdvertisingEnable(advertisingEnable: true))
+        p.run(p.a, LESetScanParameters(leScanType: 1))
+        p.run(p.a, LESetScanEnable(leScanEnable: true, filterDuplicates: true))
+        p.link.advance(by: 0.1)
+        let reports = p.a.le(p.a.events(), LEAdvertisingReport.self).flatMap(\.reports)
+        #expect(reports.count == 2)  // duplicates filtered over 5 advertising events
+        #expect(reports.first { $0.eventType == 0x00 }?.data == [2, 1, 6, 4, 9, 0x61, 0x62, 0x63])
+        #expect(reports.first { $0.eventType == 0x04 }?.data == [3, 0x19, 0x40, 0x00])
+        #expect(reports.allSatisfy { $0.rssi == -50 && $0.address == p.b.controller.publicAddress })
+        // Passive: no scan responses; no duplicate filter: every event.
+        p.run(p.a, LESetScanEnable(leScanEnable: false))
+        p.run(p.a, LESetScanParameters(leScanType: 0))
+        p.run(p.a, LESetScanEnable(leScanEnable: true, filterDuplicates: false))
+        p.link.advance(by: 0.1)
+        let passive = p.a.le(p.a.events(), LEAdvertisingReport.self).flatMap(\.reports)
+        #expect(passive.count >= 4 && passive.allSatisfy { $0.eventType == 0x00 })
+        // Masking the LE Advertising Report subevent silences reports.
+        p.run(p.a, LESetEventMask(leEventMask: 0))
+        p.link.advance(by: 0.1)
+        #expect(p.a.le(p.a.events(), LEAdvertisingReport.self).isEmpty)
+    }
+
+    @Test func extendedAdvertisingAndScanning() {
+        let p = Pair()
+        let random = BDAddress([0xC1, 2, 3, 4, 5, 6])
+        let long = [UInt8](repeating: 0x11, count: 300)
+        p.run(p.b, LESetExtendedAdvertisingParameters(advertisingHandle: 1, advertisingEventProperties: [.connectable],
+                                                      ownAddressType: .random, advertisingSID: 3))
+        p.run(p.b, LESetAdvertisingSetRandomAddress(advertisingHandle: 1, randomAddress: random))
+        p.run(p.b, LESetExtendedAdvertisingData(advertisingHandle: 1, operation: 0x01, advertisingData: Array(long[0..<200])))
+        p.run(p.b, LESetExtendedAdvertisingData(advertisingHandle: 1, operation: 0x02, advertisingData: Array(long[200...])))
+        #expect(p.run(p.b, LESetExtendedAdvertisingEnable(enable: true, sets: [.init(advertisingHandle: 1)]))?.status == .success)
+        p.run(p.a, LESetExtendedScanParameters())
+        p.run(p.a, LESetExtendedScanEnable(enable: true, filterDuplicates: 1))
+        p.link.advance(by: 0.05)
+        let reports = p.a.le(p.a.events(), LEExtendedAdvertisingReport.self).flatMap(\.reports)
+        #expect(reports.count == 2)  // 300 octets: two fragments
+        #expect(reports.first?.eventType.dataStatus == 1 && reports.last?.eventType.dataStatus == 0)
+        #expect(reports.flatMap(\.data) == long)
+        #expect(reports.allSatisfy { $0.address == random && $0.addressType == 1 && $0.advertisingSID == 3 && $0.eventType.isConnectable })
+        // A legacy scanner does not see extended (non-legacy) PDUs.
+        p.run(p.a, LESetExtendedScanEnable(enable: false))
+        p.run(p.a, LESetScanEnable(leScanEnable: true))
+        p.link.advance(by: 0.05)
+        #expect(p.a.le(p.a.events(), LEAdvertisingReport.self).isEmpty)
+        #expect(p.run(p.b, LEClearAdvertisingSets())?.status == .commandDisallowed)
+    }
+}
+
+@Suite struct ConnectionTests {
+    @Test func connectAndDisconnectWithReasons() {
+        let p = Pair()
+        let (ha, hb) = p.connect()
+        // Advertising stopped on the peripheral: a scanner sees nothing.
+        p.run(p.a, LESetScanEnable(leScanEnable: true))
+        p.link.advance(by: 0.1)
+        #expect(p.a.le(p.a.events(), LEAdvertisingReport.self).isEmpty)
+        p.a.send(Disconnect(connectionHandle: ha, reason: .remoteUserTerminated))
+        p.link.runUntilIdle()
+        let ea = p.a.events()
+        #expect((ea.first as? CommandStatus)?.status == .success)
+        #expect((ea.last as? DisconnectionComplete) == DisconnectionComplete(connectionHandle: ha, reason: .localHostTerminated))
+        #expect((p.b.events().last as? DisconnectionComplete) == DisconnectionComplete(connectionHandle: hb, reason: .remoteUserTerminated))
+    }
+
+    @Test func enhancedConnectionCompleteAndCancel() {
+        let p = Pair()
+        p.run(p.a, LESetEventMask(.host))
+        p.a.send(LECreateConnection(peerAddressType: .public, peerAddress: p.b.controller.publicAddress))
+        p.link.advance(by: 0.1)
+        #expect(p.a.le(p.a.events(), LEEnhancedConnectionComplete.self).isEmpty)  // nobody advertising
+        #expect(p.run(p.a, LECreateConnectionCancel())?.status == .success)
+        p.link.runUntilIdle()
+        // Command Complete came first (taken by run); the cancel's connection complete follows.
+        p.a.send(LECreateConnection(peerAddressType: .public, peerAddress: p.b.controller.publicAddress))
+        p.link.runUntilIdle()
+        #expect(p.run(p.a, LECreateConnectionCancel()) != nil)
+        p.a.send(LECreateConnectionCancel())
+        p.link.runUntilIdle()
+        #expect((p.a.events().first as? CommandComplete)?.status == .commandDisallowed)
+    }
+
+    @Test func cancelReportsUnknownConnectionIdentifier() {
+        let p = Pair()
+        p.run(p.a, LESetEventMask(.host))
+        p.a.send(LECreateConnection(peerAddressType: .public, peerAddress: p.b.controller.publicAddress))
+        p.a.send(LECreateConnectionCancel())
+        p.link.runUntilIdle()
+        let e = p.a.events()
+        #expect(p.a.le(e, LEEnhancedConnectionComplete.self).first?.status == .unknownConnectionIdentifier)
+    }
+
+    @Test func updateDataLengthPHYFeaturesRSSI() throws {
+        let p = Pair()
+        let (ha, hb) = p.connect()
+        p.run(p.a, LESetEventMask(.host)); p.run(p.b, LESetEventMask(.host))
+        p.a.send(LEConnectionUpdate(connectionHandle: ha, connectionIntervalMin: 6, connectionIntervalMax: 12, maxLatency: 0,
+                                    supervisionTimeout: 100, minCELength: 0, maxCELength: 0))
+        p.link.runUntilIdle()
+        #expect(p.a.le(p.a.events(), LEConnectionUpdateComplete.self).first?.connectionInterval == 12)
+        #expect(p.b.le(p.b.events(), LEConnectionUpdateComplete.self).first?.connectionHandle == hb)
+        #expect(p.run(p.a, LESetDataLength(connectionHandle: ha, txOctets: 251, txTime: 2120))?.status == .success)
+        #expect(p.a.le(p.a.events(), LEDataLengthChange.self).isEmpty)  // taken by run; check peer
+        let dl = p.b.le(p.b.events(), LEDataLengthChange.self).first
+        #expect(dl?.maxRxOctets == 251 && dl?.maxTxOctets == 27)
+        p.a.send(LESetPHY(connectionHandle: ha, txPHYs: 2, rxPHYs: 2))
+        p.link.runUntilIdle()
+        #expect(p.a.le(p.a.events(), LEPHYUpdateComplete.self).first?.txPHY == 2)
+        #expect(p.b.le(p.b.events(), LEPHYUpdateComplete.self).first?.rxPHY == 2)
+        #expect(try p.run(p.b, LEReadPHY(connectionHandle: hb))!.result(LEReadPHY.self).txPHY == 2)
+        p.a.send(LEReadRemoteFeatures(connectionHandle: ha))
+        p.link.runUntilIdle()
+        #expect(p.a.le(p.a.events(), LEReadRemoteFeaturesComplete.self).first?.leFeatures.contains(.leEncryption) == true)
+        #expect(try p.run(p.a, ReadRSSI(connectionHandle: ha))!.result(ReadRSSI.self).rssi == -50)
+    }
+
+    @Test func resetDropsConnectionsAndPeerIsTold() {
+        let p = Pair()
+        let (_, hb) = p.connect()
+        #expect(p.run(p.a, Reset())?.status == .success)
+        #expect((p.b.events().last as? DisconnectionComplete) == DisconnectionComplete(connectionHandle: hb, reason: .connectionTimeout))
+    }
+
+    @Test func encryptionMatchMismatchAndMissingKey() {
+        let key = [UInt8](repeating: 7, count: 16)
+        do {
+            let p = Pair()
+            let (ha, hb) = p.connect()
+            p.a.send(LEEnableEncryption(connectionHandle: ha, randomNumber: 5, encryptedDiversifier: 9, longTermKey: key))
+            p.link.runUntilIdle()
+            #expect((p.a.events().first as? CommandStatus)?.status == .success)
+            let req = p.b.le(p.b.events(), LELongTermKeyRequest.self).first
+            #expect(req?.randomNumber == 5 && req?.encryptedDiversifier == 9)
+            #expect(p.run(p.b, LELongTermKeyRequestReply(connectionHandle: hb, longTermKey: key))?.status == .success)
+            #expect((p.a.events().first as? EncryptionChange) == EncryptionChange(connectionHandle: ha, encryptionEnabled: 1))
+            p.link.runUntilIdle()
+        }
+        do {
+            let p = Pair()
+            let (ha, hb) = p.connect()
+            p.a.send(LEEnableEncryption(connectionHandle: ha, longTermKey: key))
+            p.link.runUntilIdle(); _ = p.a.events(); _ = p.b.events()
+            p.b.send(LELongTermKeyRequestReply(connectionHandle: hb, longTermKey: [UInt8](repeating: 8, count: 16)))
+            p.link.runUntilIdle()
+            #expect((p.a.events().last as? DisconnectionComplete)?.reason == .connectionTerminatedMICFailure)
+            #expect((p.b.events().last as? DisconnectionComplete)?.reason == .connectionTerminatedMICFailure)
+        }
+        do {
+            let p = Pair()
+            let (ha, hb) = p.connect()
+            p.a.send(LEEnableEncryption(connectionHandle: ha, longTermKey: key))
+            p.link.runUntilIdle(); _ = p.a.events(); _ = p.b.events()
+            #expect(p.run(p.b, LELongTermKeyRequestNegativeReply(connectionHandle: hb))?.status == .success)
+            #expect((p.a.events().last as? EncryptionChange)?.status == .pinOrKeyMissing)
+            // The peripheral may not start encryption.
+            p.b.send(LEEnableEncryption(connectionHandle: hb, longTermKey: key))
+            p.link.runUntilIdle()
+            #expect((p.b.events().first as? CommandStatus)?.status == .commandDisallowed)
+        }
+    }
+}
+
+@Suite struct ACLTests {
+    func acl(_ h: UInt16, _ b: PacketBoundary, _ n: Int) -> HCIPacket { .acl(HCIACLPacket(handle: h, boundary: b, data: [UInt8](repeating: UInt8(n), count: 4))) }
+
+    @Test func deliveryAndCompletedPackets() {
+        let p = Pair()
+        let (ha, hb) = p.connect()
+        p.a.controller.receive(fromHost: acl(ha, .firstNonFlushable, 1))
+        p.a.controller.receive(fromHost: acl(ha, .continuing, 2))
+        p.link.runUntilIdle()
+        let got = p.b.take()
+        #expect(got == [.acl(HCIACLPacket(handle: hb, boundary: .first, data: [1, 1, 1, 1])),
+                        .acl(HCIACLPacket(handle: hb, boundary: .continuing, data: [2, 2, 2, 2]))])
+        let nocp = p.a.events().compactMap { $0 as? NumberOfCompletedPackets }
+        #expect(nocp == [NumberOfCompletedPackets(entries: [.init(connectionHandle: ha, numCompletedPackets: 2)])])
+    }
+
+    @Test func overflowAndOversizedFragmentAreErrors() {
+        let p = Pair(aclBuffers: 2)
+        let (ha, _) = p.connect()
+        for i in 0..<3 { p.a.controller.receive(fromHost: acl(ha, .firstNonFlushable, i)) }
+        p.a.controller.receive(fromHost: .acl(HCIACLPacket(handle: ha, boundary: .firstNonFlushable, data: [UInt8](repeating: 0, count: 28))))
+        p.link.runUntilIdle()
+        let e = p.a.events()
+        #expect(e.filter { $0 is DataBufferOverflow }.count == 2)
+        #expect(p.b.take().count == 2)
+        #expect(p.link.log.contains { $0.contains("all 2 buffers in use") })
+        #expect(p.link.log.contains { $0.contains("over the LE ACL data length 27") })
+    }
+
+    @Test func faultsDropDelayAndSupervisionTimeout() {
+        let p = Pair()
+        let (ha, hb) = p.connect()
+        p.link.dropACLPacket(number: 1)
+        p.link.delayACLPacket(number: 2, by: 0.5)
+        for i in 1...3 { p.a.controller.receive(fromHost: acl(ha, .firstNonFlushable, i)) }
+        p.link.runUntilIdle()
+        #expect(p.b.take() == [acl(hb, .first, 3)])
+        #expect(p.a.events().compactMap { $0 as? NumberOfCompletedPackets }.first?.entries.first?.numCompletedPackets == 3)
+        p.link.advance(by: 0.6)
+        #expect(p.b.take() == [acl(hb, .first, 2)])
+        p.link.dropConnection(p.a.controller, handle: ha)
+        p.link.runUntilIdle()
+        #expect((p.a.events().last as? DisconnectionComplete)?.reason == .connectionTimeout)
+        #expect((p.b.events().last as? DisconnectionComplete)?.reason == .connectionTimeout)
+    }
+}
+
+@Suite struct ServingTests {
+    @Test func h4ServerOverTCPWithRawSocket() throws {
+        let link = VirtualLink(mode: .live)
+        let server = try H4Server(link: link, listen: ["tcp:127.0.0.1:0"])
+        server.start()
+        defer { server.stop() }
+        let sock = try RawTCPConnection(port: server.listeners[0].port!)
+        try sock.send([0x01, 0x09, 0x10, 0x00])  // Read BD_ADDR
+        let answer = try sock.receive(exactly: 13)
+        #expect(answer == [0x04, 0x0E, 0x0A, 0x01, 0x09, 0x10, 0x00, 0x01, 0xF4, 0xF3, 0xF2, 0xF1, 0xF0])
+        try sock.send([0x01, 0x14, 0x0C, 0x00])  // Read Local Name: unknown here
+        #expect(try sock.receive(exactly: 7) == [0x04, 0x0E, 0x04, 0x01, 0x14, 0x0C, 0x01])
+    }
+
+    @Test func inProcessTransportRoundTrip() async throws {
+        let (link, transports) = VirtualLink.inProcess(count: 2)
+        defer { transports.forEach { $0.close() } }
+        try transports[1].send(.command(ReadBDADDR().packet))
+        var it = transports[1].incoming.makeAsyncIterator()
+        guard case .event(let e)? = try await it.next() else { Issue.record("no event"); return }
+        let cc = try #require(try HCIEvents.decode(e) as? CommandComplete)
+        #expect(try cc.result(ReadBDADDR.self).address == link.controllers[1].publicAddress)
+    }
+
+    @Test func vhciOpenFailsWithClearMessage() {
+        do {
+            _ = try VHCIController(link: VirtualLink(mode: .manual), path: "/nonexistent/vhci")
+            Issue.record("expected failure")
+        } catch {
+            #expect(error.kind == .open)
+            #expect(error.message.contains("hci_vhci"))
+        }
+    }
+}
