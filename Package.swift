@@ -37,7 +37,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP"]),
         .testTarget(name: "DecoderTests", dependencies: ["Decoder"]),
-        .testTarget(name: "BLETests", dependencies: ["BLE"]),
+        .testTarget(name: "BLETests", dependencies: ["BLE", "VirtualController"]),
 
         // Interop test harness (Bumble controllers and peer scripts as child processes).
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -75,9 +75,12 @@ func runCLI(_ argv: [String]) async -> Int32 {
         }
     } catch let e as UsageError {
         return usageFailure(UsageError(e.message, command: command))
+    } catch let e as CLIFailure {
+        out.error(e.message)
+        return e.exitCode
     } catch let e as TransportError {
         out.error("\(e)")
-        return ExitCode.transport
+        return e.kind == .badSpec ? ExitCode.usage : ExitCode.transport
     } catch {
         out.error("\(error)")
         return ExitCode.failure

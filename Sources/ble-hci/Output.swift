@@ -40,6 +40,11 @@ final class Output: @unchecked Sendable {
         }
     }
 
+    /// A live trace block (human mode), dimmed so application lines stand out.
+    func trace(_ text: String) {
+        write(colour ? "\u{1B}[2m" + text + "\u{1B}[0m" : text)
+    }
+
     func styled(_ text: String, _ code: String) -> String { colour ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text }
     func bold(_ s: String) -> String { styled(s, "1") }
     func dim(_ s: String) -> String { styled(s, "2") }

@@ -20,13 +20,13 @@ final class LinkPair: @unchecked Sendable {
         let a = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1))
         let b = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port2))
         _ = try await a.start()
-        let infoB = try await b.start()
+        _ = try await b.start()
         let connected = Task { () -> LEConnection? in
             for await e in b.events { if case .connected(let c) = e { return c } }
             return nil
         }
-        try await b.startAdvertising(AdvertisingParameters(data: [0x02, 0x01, 0x06]))
-        let c = try await a.connect(to: DeviceAddress(infoB.address, type: .public), timeout: .seconds(10))
+        try await b.startAdvertising(AdvertisingParameters(data: [0x02, 0x01, 0x06], ownAddress: .randomStatic))
+        let c = try await a.connect(to: DeviceAddress(await b.staticRandomAddress, type: .random), timeout: .seconds(10))
         let p = try await withTimeout(seconds: 10, "peripheral connected event") { await connected.value }
         guard let p else { throw HarnessError("peripheral host events ended before a connection") }
         return LinkPair(controllers: controllers, a: a, b: b, central: c, peripheral: p)
@@ -227,7 +227,7 @@ struct L2CAPRuntimeTests {
         await l2cap.start()
         let ch = try await l2cap.connectChannel(psm: 0x0080, mtu: 2048, mps: 100, credits: 10)
         #expect(ch.peerMPS == 64 && ch.peerMTU == 2048)
-        let sizes = (0..<60).map { 1000 + ($0 * 37) % 1000 }   // 60 SDUs, 1000–1999 octets
+        let sizes = (0..<80).map { 1000 + ($0 * 37) % 1000 }   // 80 SDUs, 1000–1999 octets
         let sdus = sizes.enumerated().map { pattern($0.element, seed: $0.offset) }
         let total = sizes.reduce(0, +)
         #expect(total >= 100_000)

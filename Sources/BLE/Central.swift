@@ -1,0 +1,188 @@
+import HCI
+import Transport
+import Host
+import ATT
+import GATT
+
+/// The central role, as CoreBluetooth's `CBCentralManager`: scan, then connect.
+///
+/// ```swift
+/// let central = try await Central.open(try TransportSpec(parsing: "tcp:127.0.0.1:9001").open())
+/// for try await adv in try await central.scan(ScanFilter(nameContains: "ble-hci")) {
+///     let peripheral = try await central.connect(to: adv.address)
+///     let services = try await peripheral.discoverServices()
+///     break
+/// }
+/// ```
+public final class Central: Sendable {
+    let stack: Stack
+
+    private init(stack: Stack) { self.stack = stack }
+
+    /// Brings up the controller behind `transport` (Reset, features, buffers, event masks).
+    public static func open(_ transport: any HCITransport, options: StackOptions = .init()) async throws -> Central {
+        Central(stack: try await Stack.open(transport, options: options))
+    }
+
+    /// The controller's identity, version and buffers.
+    public var controller: ControllerInfo { stack.controller }
+
+    /// Starts scanning; advertisers arrive when first seen and whenever their data changes
+    /// (every report with `everyReport`). Scanning stops when the stream is dropped or cancelled.
+    public func scan(_ filter: ScanFilter = .init(), active: Bool = true, everyReport: Bool = false) async throws -> AsyncThrowingStream<Advertisement, any Error> {
+        try await stack.scan(filter: filter, active: active, everyReport: everyReport)
+    }
+
+    /// Scans until the first advertiser matching `filter`, or throws `BLEError.notFound` after `timeout`.
+    public func find(_ filter: ScanFilter, timeout: Duration = .seconds(10), describe: String = "the filter") async throws -> Advertisement {
+        let stream = try await scan(filter)
+        return try await withThrowingTaskGroup(of: Advertisement?.self) { group in
+            group.addTask {
+                for try await adv in stream { return adv }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let adv = first else { throw BLEError.notFound(describe) }
+            return adv
+        }
+    }
+
+    /// Connects (LE Create Connection; cancelled after `timeout`) and sets up L2CAP, ATT and GATT.
+    public func connect(to address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
+        let connection = try await stack.host.connect(to: address, timeout: timeout)
+        let link = await stack.link(for: connection)
+        return RemotePeripheral(stack: stack, link: link)
+    }
+
+    /// Disconnects every link and closes the transport.
+    public func close() async { await stack.close() }
+}
+
+/// How to write a characteristic value.
+public enum WriteType: Sendable {
+    case withResponse
+    case withoutResponse
+}
+
+/// A connected peripheral, as CoreBluetooth's `CBPeripheral`: discover, read, write, subscribe.
+public final class RemotePeripheral: Sendable {
+    let stack: Stack
+    let link: Link
+
+    init(stack: Stack, link: Link) {
+        self.stack = stack
+        self.link = link
+    }
+
+    public var address: DeviceAddress { link.connection.peer }
+    public var handle: UInt16 { link.connection.handle }
+    public var connection: LEConnection { link.connection }
+    /// The GATT client, for procedures this API doesn't wrap (read multiple, reliable write, ...).
+    public var gatt: GATTClient { link.client }
+
+    /// The current ATT_MTU.
+    public var mtu: Int { get async { await link.bearer.mtu } }
+
+    /// Exchanges MTU (ATT Exchange MTU Request); returns the effective ATT_MTU.
+    @discardableResult
+    public func exchangeMTU(_ mtu: Int = 517) async throws -> Int {
+        try await link.bearer.exchangeMTU(UInt16(clamping: max(23, min(mtu, 517))))
+    }
+
+    public func discoverServices(_ uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteService] {
+        try await link.client.discoverServices(uuid: uuid)
+    }
+
+    public func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
+        try await link.client.discoverCharacteristics(of: service, uuid: uuid)
+    }
+
+    public func discoverDescriptors(of characteristic: GATTRemoteCharacteristic) async throws -> [GATTRemoteDescriptor] {
+        try await link.client.discoverDescriptors(of: characteristic)
+    }
+
+    /// Services, characteristics and descriptors, all at once (cached until Service Changed).
+    public func discoverAll() async throws -> [GATTRemoteServiceTree] {
+        try await link.client.discoverDatabase()
+    }
+
+    /// Reads a characteristic value in full (Read Blob for long values).
+    public func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
+        guard characteristic.properties.contains(.read) else {
+            throw BLEError.notPermitted("characteristic \(characteristic.uuid) is not readable (properties: \(characteristic.properties))")
+        }
+        return try await link.client.read(characteristic)
+    }
+
+    /// Reads any attribute by handle (descriptors included), in full.
+    public func read(handle: UInt16) async throws -> [UInt8] { try await link.client.read(handle: handle) }
+
+    /// Writes a characteristic value, checking its properties first.
+    public func write(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic, type: WriteType = .withResponse) async throws {
+        switch type {
+        case .withResponse:
+            guard characteristic.properties.contains(.write) else {
+                throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write with response (properties: \(characteristic.properties))")
+            }
+            try await link.client.write(value, to: characteristic)
+        case .withoutResponse:
+            guard characteristic.properties.contains(.writeWithoutResponse) else {
+                throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write without response (properties: \(characteristic.properties))")
+            }
+            try await link.client.writeWithoutResponse(value, handle: characteristic.valueHandle)
+        }
+    }
+
+    /// Writes any attribute by handle with a Write Request (descriptors included).
+    public func write(_ value: [UInt8], handle: UInt16) async throws { try await link.client.write(value, handle: handle) }
+
+    /// Subscribes (notifications, or indications when that's all it has) and streams the
+    /// values; cancelling or dropping the stream unsubscribes.
+    public func notifications(for characteristic: GATTRemoteCharacteristic) async throws -> AsyncThrowingStream<[UInt8], any Error> {
+        let values = try await link.client.subscribe(characteristic)
+        let client = link.client
+        let link = self.link
+        return AsyncThrowingStream { continuation in
+            let pump = Task {
+                for await v in values { continuation.yield(v) }
+                if let reason = link.disconnectReason {
+                    continuation.finish(throwing: BLEError.disconnected(reason))
+                } else {
+                    continuation.finish()
+                }
+            }
+            let watcher = Task {
+                let reason = await link.waitForDisconnection()
+                continuation.finish(throwing: BLEError.disconnected(reason))
+            }
+            continuation.onTermination = { _ in
+                pump.cancel()
+                watcher.cancel()
+                guard link.disconnectReason == nil else { return }
+                Task { try? await client.unsubscribe(characteristic) }
+            }
+        }
+    }
+
+    /// RSSI of the link in dBm (HCI Read RSSI).
+    public func readRSSI() async throws -> Int8 { try await stack.host.readRSSI(handle: handle) }
+
+    /// Disconnects (Remote User Terminated Connection) and returns the reason the controller
+    /// reports for this side (normally Connection Terminated By Local Host).
+    @discardableResult
+    public func disconnect(reason: HCIStatus = .remoteUserTerminated) async throws -> HCIStatus {
+        if let done = link.disconnectReason { return done }
+        _ = try await stack.host.disconnect(handle: handle, reason: reason)
+        return await link.waitForDisconnection()
+    }
+
+    /// Waits until the link goes down; returns the reason.
+    public func disconnected() async -> HCIStatus { await link.waitForDisconnection() }
+
+    /// The disconnection reason, once disconnected.
+    public var disconnectReason: HCIStatus? { link.disconnectReason }
+}

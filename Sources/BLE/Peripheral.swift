@@ -1,0 +1,179 @@
+import Synchronization
+import HCI
+import Transport
+import Host
+import ATT
+import GATT
+
+/// What a `Peripheral` reports to the application.
+public enum PeripheralEvent: Sendable, Equatable {
+    case connected(handle: UInt16, central: DeviceAddress)
+    case disconnected(handle: UInt16, reason: HCIStatus)
+    case subscribed(handle: UInt16, characteristic: BluetoothUUID, indications: Bool)
+    case unsubscribed(handle: UInt16, characteristic: BluetoothUUID)
+    case wrote(handle: UInt16, characteristic: BluetoothUUID, value: [UInt8])
+    case read(handle: UInt16, characteristic: BluetoothUUID)
+    /// Advertising could not be restarted after a disconnection, or the transport was lost.
+    case failure(String)
+}
+
+/// What to advertise.
+public struct AdvertisingOptions: Sendable {
+    public var name: String
+    public var serviceUUIDs: [BluetoothUUID]
+    public var manufacturerData: [(company: UInt16, data: [UInt8])]
+    /// Advertise again each time a central disconnects.
+    public var restartAfterDisconnection: Bool
+    /// Advertising interval in 0.625 ms units (default 100 ms).
+    public var interval: UInt16
+
+    public init(name: String, serviceUUIDs: [BluetoothUUID] = [], manufacturerData: [(company: UInt16, data: [UInt8])] = [],
+                restartAfterDisconnection: Bool = true, interval: UInt16 = 0x00A0) {
+        self.name = name
+        self.serviceUUIDs = serviceUUIDs
+        self.manufacturerData = manufacturerData
+        self.restartAfterDisconnection = restartAfterDisconnection
+        self.interval = interval
+    }
+
+    /// Flags, complete local name, complete service UUID lists and manufacturer data; when that
+    /// doesn't fit the 31 legacy octets the name is shortened and the full name goes in the
+    /// scan response.
+    func advertisingData() -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
+        var data = AdvertisingData()
+        data.addFlags(0x06)  // LE General Discoverable, BR/EDR Not Supported
+        if !serviceUUIDs.isEmpty { data.addServiceUUIDs(serviceUUIDs, complete: true) }
+        for m in manufacturerData { data.addManufacturerData(company: m.company, data: m.data) }
+        var withName = data
+        withName.addLocalName(name)
+        if withName.encodedLength <= 31 { return (withName, nil) }
+        var short = data
+        short.addLocalName(name, fittingIn: 31)
+        var response = AdvertisingData()
+        response.addLocalName(name)
+        return (short, response)
+    }
+}
+
+/// The peripheral role, as CoreBluetooth's `CBPeripheralManager`: serve a GATT database,
+/// advertise, answer reads and writes, notify subscribers.
+///
+/// ```swift
+/// let peripheral = try await Peripheral.open(transport, services: DemoProfile.services, name: "ble-hci")
+/// try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: [0xFFF0]))
+/// for await event in peripheral.events { print(event) }
+/// ```
+public final class Peripheral: Sendable {
+    let stack: Stack
+    /// The attribute database and its server.
+    public let server: GATTServer
+    /// Connections, subscriptions, reads and writes, in order. One consumer.
+    public let events: AsyncStream<PeripheralEvent>
+    private let sink: AsyncStream<PeripheralEvent>.Continuation
+    private let advertising = AdvertisingState()
+
+    private init(stack: Stack, server: GATTServer) {
+        self.stack = stack
+        self.server = server
+        (events, sink) = AsyncStream.makeStream(of: PeripheralEvent.self, bufferingPolicy: .bufferingNewest(4096))
+    }
+
+    /// Brings up the controller and installs `services` (plus Generic Access and Generic Attribute).
+    public static func open(_ transport: any HCITransport, services: [GATTService], name: String = "ble-hci",
+                            appearance: UInt16 = 0, options: StackOptions = .init()) async throws -> Peripheral {
+        let stack = try await Stack.open(transport, options: options)
+        let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance))
+        await stack.setServer(server)
+        let p = Peripheral(stack: stack, server: server)
+        await p.start()
+        return p
+    }
+
+    public var controller: ControllerInfo { stack.controller }
+
+    private func start() async {
+        let sink = self.sink
+        let advertising = self.advertising
+        let stack = self.stack
+        await stack.observeLinks { event in
+            switch event {
+            case .connected(let link):
+                guard link.connection.role == .peripheral else { return }
+                sink.yield(.connected(handle: link.connection.handle, central: link.connection.peer))
+            case .disconnected(let link, let reason):
+                guard link.connection.role == .peripheral else { return }
+                sink.yield(.disconnected(handle: link.connection.handle, reason: reason))
+                if let options = advertising.current, options.restartAfterDisconnection {
+                    Task {
+                        do { try await Peripheral.advertise(options, on: stack) } catch {
+                            sink.yield(.failure("could not advertise again after the disconnection: \(error)"))
+                        }
+                    }
+                }
+            case .transportLost(let reason):
+                sink.yield(.failure(reason))
+                sink.finish()
+            }
+        }
+        let serverEvents = server.events
+        Task {
+            for await e in serverEvents {
+                switch e {
+                case .subscribed(let peer, let uuid, let indications): sink.yield(.subscribed(handle: peer.id, characteristic: uuid, indications: indications))
+                case .unsubscribed(let peer, let uuid): sink.yield(.unsubscribed(handle: peer.id, characteristic: uuid))
+                case .wrote(let peer, let uuid, let value): sink.yield(.wrote(handle: peer.id, characteristic: uuid, value: value))
+                case .read(let peer, let uuid): sink.yield(.read(handle: peer.id, characteristic: uuid))
+                case .connected, .disconnected: break  // reported from the link, with the address and reason
+                }
+            }
+        }
+    }
+
+    /// Starts connectable advertising (legacy PDUs, or extended when the controller has them).
+    public func startAdvertising(_ options: AdvertisingOptions) async throws {
+        advertising.current = options
+        try await Peripheral.advertise(options, on: stack)
+    }
+
+    private static func advertise(_ options: AdvertisingOptions, on stack: Stack) async throws {
+        let (data, response) = options.advertisingData()
+        try await stack.host.startAdvertising(AdvertisingParameters(
+            kind: .connectable, intervalMin: options.interval, intervalMax: options.interval,
+            data: data, scanResponse: response))
+    }
+
+    public func stopAdvertising() async throws {
+        advertising.current = nil
+        try await stack.host.stopAdvertising()
+    }
+
+    /// Notifies subscribers of `characteristic` (all, or only `handles`); returns the connection
+    /// handles reached. Waits while the link is busy (back-pressure).
+    @discardableResult
+    public func notify(_ value: [UInt8], for characteristic: BluetoothUUID, to handles: [UInt16]? = nil) async -> [UInt16] {
+        await server.notify(characteristic: characteristic, value: value, to: handles?.map { ATTPeer(id: $0) }).map(\.id)
+    }
+
+    /// Indicates to subscribers; returns the handles that confirmed.
+    @discardableResult
+    public func indicate(_ value: [UInt8], for characteristic: BluetoothUUID, to handles: [UInt16]? = nil) async -> [UInt16] {
+        await server.indicate(characteristic: characteristic, value: value, to: handles?.map { ATTPeer(id: $0) }).map(\.id)
+    }
+
+    /// Connection handles currently subscribed to `characteristic`.
+    public func subscribers(of characteristic: BluetoothUUID) -> [UInt16] { server.subscribers(of: characteristic).map(\.id) }
+
+    public func close() async {
+        sink.finish()
+        await stack.close()
+    }
+}
+
+/// The advertising the application asked for, kept to restart it after disconnections.
+final class AdvertisingState: Sendable {
+    private let state = Mutex<AdvertisingOptions?>(nil)
+    var current: AdvertisingOptions? {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
+    }
+}

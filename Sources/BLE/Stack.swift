@@ -1,0 +1,282 @@
+import Synchronization
+import HCI
+import Transport
+import Host
+import L2CAP
+import ATT
+import GATT
+import SMP
+
+/// Settings shared by `Central` and `Peripheral`.
+public struct StackOptions: Sendable {
+    public var host = HostConfiguration()
+    /// ATT transaction timeout (30 s in the spec; shorter in tests).
+    public var attTimeout: Duration = .seconds(30)
+    /// L2CAP signaling timeout.
+    public var signalingTimeout: Duration = .seconds(30)
+    /// Called with diagnostics from every layer (dropped packets, protocol errors).
+    public var log: (@Sendable (String) -> Void)?
+    public init() {}
+}
+
+/// Why an operation of the BLE API failed, in words a user can act on.
+public enum BLEError: Error, Sendable, Equatable, CustomStringConvertible {
+    case notFound(String)
+    case disconnected(HCIStatus)
+    case notPermitted(String)
+    case unknownCharacteristic(String)
+    case closed
+
+    public var description: String {
+        switch self {
+        case .notFound(let what): return "no advertiser matching \(what) was found"
+        case .disconnected(let reason): return "the link is disconnected: \(reason.name) (\(hexCode(reason.rawValue)))"
+        case .notPermitted(let why): return why
+        case .unknownCharacteristic(let what): return "the peer has no characteristic \(what)"
+        case .closed: return "the stack was closed"
+        }
+    }
+}
+
+/// One live link: its L2CAP connection, ATT bearer and GATT client.
+final class Link: Sendable {
+    let connection: LEConnection
+    let l2cap: L2CAPConnection
+    let bearer: ATTBearer
+    let client: GATTClient
+    private let disconnection = OneShot<HCIStatus>()
+
+    init(connection: LEConnection, l2cap: L2CAPConnection, bearer: ATTBearer, client: GATTClient) {
+        self.connection = connection
+        self.l2cap = l2cap
+        self.bearer = bearer
+        self.client = client
+    }
+
+    func markDisconnected(_ reason: HCIStatus) { disconnection.fulfil(reason) }
+    var disconnectReason: HCIStatus? { disconnection.value }
+    func waitForDisconnection() async -> HCIStatus { await disconnection.wait() }
+}
+
+/// The runtime under `Central` and `Peripheral`: one `Host` on one transport, the event loop
+/// that turns host events into links, scan results and peripheral events.
+actor Stack {
+    let host: Host
+    let transport: any HCITransport
+    let options: StackOptions
+    nonisolated let controller: ControllerInfo
+    /// Set by `Peripheral`: every link gets it as its ATT server.
+    private var server: GATTServer?
+    private var links: [UInt16: Task<Link, Never>] = [:]
+    private var scanners: [Int: Scanner] = [:]
+    private var nextScannerID = 0
+    private var linkObservers: [@Sendable (LinkEvent) -> Void] = []
+    private var eventTask: Task<Void, Never>?
+    private(set) var lostReason: String?
+
+    struct Scanner {
+        var filter: ScanFilter
+        var everyReport: Bool
+        var tracker = AdvertisementTracker()
+        var continuation: AsyncThrowingStream<Advertisement, any Error>.Continuation
+    }
+
+    enum LinkEvent: Sendable {
+        case connected(Link)
+        case disconnected(Link, HCIStatus)
+        case transportLost(String)
+    }
+
+    private init(host: Host, transport: any HCITransport, options: StackOptions, controller: ControllerInfo) {
+        self.host = host
+        self.transport = transport
+        self.options = options
+        self.controller = controller
+    }
+
+    static func open(_ transport: any HCITransport, options: StackOptions) async throws -> Stack {
+        var hostConfig = options.host
+        if hostConfig.log == nil { hostConfig.log = options.log }
+        let host = Host(transport: transport, configuration: hostConfig)
+        let info: ControllerInfo
+        do {
+            info = try await host.start()
+        } catch {
+            await host.close()
+            throw error
+        }
+        let stack = Stack(host: host, transport: transport, options: options, controller: info)
+        await stack.startEventLoop()
+        return stack
+    }
+
+    private func startEventLoop() {
+        let events = host.events
+        eventTask = Task { [weak self] in
+            for await event in events {
+                guard let self else { return }
+                await self.handle(event)
+            }
+            await self?.eventsEnded()
+        }
+    }
+
+    func setServer(_ server: GATTServer) { self.server = server }
+    func observeLinks(_ observer: @escaping @Sendable (LinkEvent) -> Void) { linkObservers.append(observer) }
+
+    private func handle(_ event: HostEvent) async {
+        switch event {
+        case .advertisement(let report):
+            for (id, var s) in scanners {
+                if let adv = s.tracker.update(with: report, everyReport: s.everyReport), s.filter.matches(adv) {
+                    s.continuation.yield(adv)
+                }
+                scanners[id] = s
+            }
+        case .connected(let connection):
+            let link = await self.link(for: connection)
+            for o in linkObservers { o(.connected(link)) }
+        case .disconnected(let handle, let reason):
+            guard let task = links.removeValue(forKey: handle) else { return }
+            let link = await task.value
+            link.markDisconnected(reason)
+            for o in linkObservers { o(.disconnected(link, reason)) }
+        case .transportLost(let error):
+            lose("the controller transport was lost: \(error)")
+        case .hardwareError(let code):
+            lose("the controller reported Hardware Error \(hexCode(code))")
+        case .warning(let text):
+            options.log?(text)
+        default:
+            break
+        }
+    }
+
+    private func eventsEnded() { lose("the host stopped") }
+
+    private func lose(_ reason: String) {
+        guard lostReason == nil else { return }
+        lostReason = reason
+        for (_, s) in scanners { s.continuation.finish(throwing: TransportError(.lost, reason)) }
+        scanners = [:]
+        for o in linkObservers { o(.transportLost(reason)) }
+        let pending = links
+        links = [:]
+        Task {
+            for (_, t) in pending { await t.value.markDisconnected(.unspecifiedError) }
+        }
+    }
+
+    /// The link for a connection, set up once: L2CAP, ATT bearer (server and client), SMP refusal.
+    func link(for connection: LEConnection) async -> Link {
+        if let existing = links[connection.handle] { return await existing.value }
+        let server = self.server
+        let options = self.options
+        let task = Task { () -> Link in
+            var l2capConfig = L2CAPConfiguration()
+            l2capConfig.signalingTimeout = options.signalingTimeout
+            l2capConfig.log = options.log
+            let l2cap = L2CAPConnection(host: host, connection: connection, configuration: l2capConfig)
+            var attConfig = ATTBearerConfiguration()
+            attConfig.transactionTimeout = options.attTimeout
+            attConfig.log = options.log
+            let bearer = ATTBearer(l2cap: l2cap, configuration: attConfig)
+            await bearer.start()
+            if let server { await bearer.setServerDelegate(server) }
+            let client = GATTClient(requester: bearer)
+            await bearer.setNotificationHandler { pdu in await client.received(pdu) }
+            await l2cap.setFixedChannelHandler(.smp, SMPRefusal.handler(l2cap: l2cap))
+            await l2cap.start()
+            return Link(connection: connection, l2cap: l2cap, bearer: bearer, client: client)
+        }
+        links[connection.handle] = task
+        return await task.value
+    }
+
+    // MARK: Scanning
+
+    func scan(filter: ScanFilter, active: Bool, everyReport: Bool) async throws -> AsyncThrowingStream<Advertisement, any Error> {
+        if let lostReason { throw TransportError(.lost, lostReason) }
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: Advertisement.self, bufferingPolicy: .bufferingNewest(1024))
+        let id = nextScannerID
+        nextScannerID += 1
+        let wasIdle = scanners.isEmpty
+        scanners[id] = Scanner(filter: filter, everyReport: everyReport, continuation: continuation)
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.stopScanner(id) }
+        }
+        if wasIdle {
+            do {
+                // Duplicate filtering stays off so changes (and RSSI) keep arriving; the tracker dedups.
+                try await host.startScanning(ScanParameters(active: active, filterDuplicates: false))
+            } catch {
+                scanners[id] = nil
+                throw error
+            }
+        }
+        return stream
+    }
+
+    private func stopScanner(_ id: Int) async {
+        guard scanners.removeValue(forKey: id) != nil, scanners.isEmpty, lostReason == nil else { return }
+        try? await host.stopScanning()
+    }
+
+    func close() async {
+        for (_, s) in scanners { s.continuation.finish() }
+        scanners = [:]
+        for (handle, _) in links {
+            _ = try? await host.disconnect(handle: handle, reason: .remoteUserTerminated, timeout: .seconds(2))
+        }
+        eventTask?.cancel()
+        await host.close()
+        transport.close()
+    }
+}
+
+/// Pairing is not implemented yet: answer every SMP request with Pairing Failed
+/// "Pairing Not Supported" (Core Vol 3 Part H 3.5.5) so the peer doesn't wait 30 s.
+enum SMPRefusal {
+    static func handler(l2cap: L2CAPConnection) -> FixedChannelHandler {
+        FixedChannelHandler(received: { bytes in
+            guard let code = bytes.first else { return }
+            // Pairing Request (0x01) or Security Request (0x0B): refuse; anything else is ignored.
+            guard code == 0x01 || code == 0x0B else { return }
+            let failed = SMPPDU.pairingFailed(reason: .pairingNotSupported).bytes
+            Task { try? await l2cap.send(failed, on: .smp) }
+        })
+    }
+}
+
+/// A value set once that any number of tasks can wait for.
+final class OneShot<Value: Sendable>: Sendable {
+    private struct State {
+        var stored: Value?
+        var waiters: [CheckedContinuation<Value, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    var value: Value? { state.withLock { $0.stored } }
+
+    func fulfil(_ v: Value) {
+        let ws: [CheckedContinuation<Value, Never>] = state.withLock {
+            guard $0.stored == nil else { return [] }
+            $0.stored = v
+            let ws = $0.waiters
+            $0.waiters = []
+            return ws
+        }
+        for w in ws { w.resume(returning: v) }
+    }
+
+    func wait() async -> Value {
+        await withCheckedContinuation { (c: CheckedContinuation<Value, Never>) in
+            let ready: Value? = state.withLock {
+                if let s = $0.stored { return s }
+                $0.waiters.append(c)
+                return nil
+            }
+            if let ready { c.resume(returning: ready) }
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import HCI
+import Transport
+import Capture
+import Decoder
+
+/// Opens what `-t`, `-w` and `--trace` ask for: the transport, wrapped so that every packet is
+/// recorded to the capture file and/or decoded and printed live.
+struct TracedTransport {
+    let transport: any HCITransport
+    let writer: CaptureWriter?
+
+    func close() {
+        transport.close()
+        writer?.close()
+    }
+}
+
+/// Wraps `inner` with the capture writer and the live trace the context asks for.
+/// `label` prefixes trace lines when one process traces two hosts (demo).
+func wrapForCaptureAndTrace(_ inner: any HCITransport, context c: CommandContext, writer: CaptureWriter?, label: String? = nil) -> any HCITransport {
+    var observer: CapturingTransport.Observer? = nil
+    if let layers = c.traceLayers {
+        let decoder = PacketDecoder()
+        let out = c.out
+        observer = { direction, packet, date in
+            let p = decoder.decode(direction: direction, packet: .success(packet), raw: packet.h4, time: CaptureTime(date))
+            var text = render(p, layers: layers, json: out.json)
+            if let label, !out.json { text = label + " " + text }
+            if out.json { text += text.hasSuffix("\n") ? "" : "\n"; out.write(text) } else { out.trace(text) }
+        }
+    }
+    guard writer != nil || observer != nil else { return inner }
+    return CapturingTransport(inner, writers: writer.map { [$0] } ?? [], observer: observer)
+}
+
+/// Opens the capture file of `-w FILE`, if given.
+func openCaptureWriter(_ c: CommandContext) throws -> CaptureWriter? {
+    guard let path = c.capturePath else { return nil }
+    do {
+        return try CaptureWriter.open(path: path)
+    } catch {
+        throw CLIFailure("cannot write the capture file \(path): \(error)", exitCode: ExitCode.failure)
+    }
+}
+
+/// Opens `-t SPEC` (not `virtual`: commands that support it build the virtual link themselves).
+func openTransport(_ c: CommandContext) throws -> TracedTransport {
+    let spec = try TransportSpec(parsing: c.transportSpec)
+    if case .virtual = spec {
+        throw CLIFailure("transport 'virtual' has no peer for '\(c.command)': use 'ble-hci demo', or run 'ble-hci controllers' and -t tcp:HOST:PORT", exitCode: ExitCode.usage)
+    }
+    let writer = try openCaptureWriter(c)
+    let inner = try spec.open()
+    return TracedTransport(transport: wrapForCaptureAndTrace(inner, context: c, writer: writer), writer: writer)
+}
+
+/// A failure with its own exit code and a one-sentence message.
+struct CLIFailure: Error, CustomStringConvertible {
+    var message: String
+    var exitCode: Int32
+    init(_ message: String, exitCode: Int32) { self.message = message; self.exitCode = exitCode }
+    var description: String { message }
+}

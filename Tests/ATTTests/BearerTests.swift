@@ -1,0 +1,283 @@
+// The ATT bearer between two of our stacks over Bumble's virtual controllers (27-octet ACL
+// buffers, so every PDU above 23 octets is fragmented).
+import Synchronization
+import Testing
+import HCI
+import Host
+import L2CAP
+import ATT
+import TestSupport
+import Transport
+
+final class LinkPair: @unchecked Sendable {
+    let controllers: BumbleControllers
+    let centralHost: Host
+    let peripheralHost: Host
+    let central: LEConnection
+    let peripheral: LEConnection
+
+    static func make() async throws -> LinkPair {
+        let controllers = try BumbleControllers()
+        let a = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1))
+        let b = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port2))
+        _ = try await a.start()
+        _ = try await b.start()
+        let connected = Task { () -> LEConnection? in
+            for await e in b.events { if case .connected(let c) = e { return c } }
+            return nil
+        }
+        try await b.startAdvertising(AdvertisingParameters(data: [0x02, 0x01, 0x06], ownAddress: .randomStatic))
+        let c = try await a.connect(to: DeviceAddress(await b.staticRandomAddress, type: .random), timeout: .seconds(10))
+        let p = try await withTimeout(seconds: 10, "peripheral connected event") { await connected.value }
+        guard let p else { throw HarnessError("peripheral host events ended before a connection") }
+        return LinkPair(controllers: controllers, a: a, b: b, central: c, peripheral: p)
+    }
+
+    private init(controllers: BumbleControllers, a: Host, b: Host, central: LEConnection, peripheral: LEConnection) {
+        self.controllers = controllers
+        self.centralHost = a
+        self.peripheralHost = b
+        self.central = central
+        self.peripheral = peripheral
+    }
+
+    func close() async {
+        await centralHost.close()
+        await peripheralHost.close()
+        controllers.stop()
+    }
+}
+
+struct TimedOut: Error, CustomStringConvertible {
+    let what: String
+    var description: String { "timed out waiting for \(what)" }
+}
+
+/// Runs `body`, failing with `TimedOut` after `seconds`.
+func withTimeout<T: Sendable>(seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: .seconds(seconds))
+            throw TimedOut(what: what)
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}
+
+/// Both ends' L2CAP started.
+struct L2CAPPair {
+    let pair: LinkPair
+    let central: L2CAPConnection
+    let peripheral: L2CAPConnection
+
+    static func make(timeout: Duration = .seconds(30)) async throws -> L2CAPPair {
+        let pair = try await LinkPair.make()
+        var config = L2CAPConfiguration()
+        config.signalingTimeout = timeout
+        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: config)
+        let p = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral, configuration: config)
+        await c.start()
+        await p.start()
+        return L2CAPPair(pair: pair, central: c, peripheral: p)
+    }
+}
+
+/// Collects accepted channels.
+final class Accepted: @unchecked Sendable {
+    let stream: AsyncStream<L2CAPChannel>
+    let continuation: AsyncStream<L2CAPChannel>.Continuation
+    init() { (stream, continuation) = AsyncStream.makeStream() }
+    func next() async throws -> L2CAPChannel {
+        let s = stream
+        return try await withTimeout(seconds: 10, "an accepted channel") {
+            var it = s.makeAsyncIterator()
+            guard let c = await it.next() else { throw TimedOut(what: "accepted channel (stream ended)") }
+            return c
+        }
+    }
+}
+
+
+/// Answers Read Request with `value(handle)` and Write Request with Write Response; records commands.
+final class TestServer: ATTServerDelegate {
+    let connected = Mutex<[ATTPeer]>([])
+    let commands = Mutex<[ATTPDU]>([])
+    let push = Mutex<(any ATTServerPush)?>(nil)
+    func peerConnected(_ peer: ATTPeer, push p: any ATTServerPush) async {
+        connected.withLock { $0.append(peer) }
+        push.withLock { $0 = p }
+    }
+    func respond(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) async -> ATTPDU? {
+        switch pdu {
+        case .readRequest(let h): return .readResponse(value: Array(value(h).prefix(mtu - 1)))
+        case .writeRequest: return .writeResponse
+        case .writeCommand: commands.withLock { $0.append(pdu) }; return nil
+        default: return .errorResponse(requestOpcode: pdu.opcode, handle: 0, error: .requestNotSupported)
+        }
+    }
+    func peerDisconnected(_ peer: ATTPeer) async {}
+}
+
+func value(_ handle: UInt16) -> [UInt8] { (0..<600).map { UInt8(truncatingIfNeeded: $0 + Int(handle)) } }
+
+/// Collects what a handler receives.
+final class Inbox<T: Sendable>: Sendable {
+    let stream: AsyncStream<T>
+    let continuation: AsyncStream<T>.Continuation
+    init() { (stream, continuation) = AsyncStream.makeStream() }
+    func next(_ what: String, seconds: Double = 5) async throws -> T {
+        let s = stream
+        return try await withTimeout(seconds: seconds, what) {
+            var it = s.makeAsyncIterator()
+            guard let v = await it.next() else { throw TimedOut(what: "\(what) (ended)") }
+            return v
+        }
+    }
+}
+
+struct BearerPair {
+    let pair: LinkPair
+    let client: ATTBearer      // on the central
+    let server: ATTBearer      // on the peripheral
+    let delegate: TestServer
+
+    static func make(timeout: Duration = .seconds(30)) async throws -> BearerPair {
+        let pair = try await LinkPair.make()
+        var config = ATTBearerConfiguration()
+        config.transactionTimeout = timeout
+        let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
+        let lp = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral)
+        let c = ATTBearer(l2cap: lc, configuration: config)
+        let s = ATTBearer(l2cap: lp, configuration: config)
+        await c.start(); await s.start()
+        let d = TestServer()
+        await s.setServerDelegate(d)
+        await lc.start(); await lp.start()
+        return BearerPair(pair: pair, client: c, server: s, delegate: d)
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct BearerTests {
+    @Test func mtuExchangeBothWaysAndLongReads() async throws {
+        let b = try await BearerPair.make()
+        defer { Task { await b.pair.close() } }
+        #expect(await b.client.mtu == 23)
+        let r23 = try await b.client.request(.readRequest(handle: 5))
+        #expect(r23 == .readResponse(value: Array(value(5).prefix(22))))
+        // Client Rx 300 vs server Rx 517: 300 on both ends.
+        #expect(try await b.client.exchangeMTU(300) == 300)
+        #expect(await b.server.mtu == 300)
+        let r = try await b.client.request(.readRequest(handle: 7))
+        #expect(r == .readResponse(value: Array(value(7).prefix(299))))     // 300-octet PDU over 27-octet buffers
+        // The other direction: the peripheral is a client too (its Rx 517 vs the central's server Rx 517).
+        #expect(try await b.server.exchangeMTU(517) == 517)
+        #expect(await b.client.mtu == 517)
+        // Error Responses surface as ATTError with the spec's code.
+        await #expect(throws: ATTError(.requestNotSupported, requestOpcode: .findInformationRequest)) {
+            _ = try await b.client.request(.findInformationRequest(startHandle: 1, endHandle: 0xFFFF))
+        }
+        try await b.client.command(.writeCommand(handle: 9, value: [1, 2, 3]))
+        _ = try await b.client.request(.writeRequest(handle: 9, value: [4]))
+        #expect(b.delegate.commands.withLock { $0 } == [.writeCommand(handle: 9, value: [1, 2, 3])])
+        #expect(b.delegate.connected.withLock { $0.map(\.id) } == [b.pair.peripheral.handle])
+    }
+
+    @Test func notificationsAndIndicationsLargerThanControllerBuffers() async throws {
+        let b = try await BearerPair.make()
+        defer { Task { await b.pair.close() } }
+        try await b.client.exchangeMTU(247)
+        let inbox = Inbox<ATTPDU>()
+        await b.client.setNotificationHandler { inbox.continuation.yield($0) }
+        let push = try #require(b.delegate.push.withLock { $0 })
+        let big = value(3).prefix(244).map { $0 }
+        try await push.notify(handle: 3, value: big)
+        #expect(try await inbox.next("notification") == .handleValueNotification(handle: 3, value: big))
+        try await push.indicate(handle: 4, value: Array(big.reversed()))   // returns after the confirmation
+        #expect(try await inbox.next("indication") == .handleValueIndication(handle: 4, value: Array(big.reversed())))
+        // Longer than ATT_MTU − 3: truncated.
+        try await push.notify(handle: 3, value: value(1))
+        #expect(try await inbox.next("truncated") == .handleValueNotification(handle: 3, value: Array(value(1).prefix(244))))
+        // Several indications in a row: one outstanding at a time, each confirmed.
+        try await withThrowingTaskGroup(of: Void.self) { g in
+            for i in 0..<3 { g.addTask { try await push.indicate(handle: UInt16(10 + i), value: [UInt8(i)]) } }
+            try await g.waitForAll()
+        }
+        var handles: Set<UInt16> = []
+        for _ in 0..<3 {
+            if case .handleValueIndication(let h, _) = try await inbox.next("indications") { handles.insert(h) }
+        }
+        #expect(handles == [10, 11, 12])
+    }
+
+    @Test func transactionTimeoutClosesTheBearer() async throws {
+        let pair = try await LinkPair.make()
+        defer { Task { await pair.close() } }
+        var config = ATTBearerConfiguration()
+        config.transactionTimeout = .milliseconds(400)
+        // The peer runs L2CAP but no ATT bearer: requests are dropped, never answered.
+        let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
+        let lp = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral)
+        let c = ATTBearer(l2cap: lc, configuration: config)
+        await c.start(); await lc.start(); await lp.start()
+        let start = ContinuousClock.now
+        let waiting = Task { try await c.request(.readRequest(handle: 2)) }   // queued behind the first
+        let first = Task { try await c.request(.readRequest(handle: 1)) }
+        await #expect(throws: ATTBearerError.self) { _ = try await first.value }
+        await #expect(throws: ATTBearerError.self) { _ = try await waiting.value }
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed >= .milliseconds(350) && elapsed < .seconds(3))
+        guard case .transactionTimeout(let what)? = await c.closedReason else {
+            Issue.record("closedReason is \(String(describing: await c.closedReason))"); return
+        }
+        #expect(what.contains("Read Request"))
+        // Closed: nothing more goes out.
+        await #expect(throws: ATTBearerError.transactionTimeout(what)) { _ = try await c.request(.readRequest(handle: 3)) }
+        await #expect(throws: ATTBearerError.transactionTimeout(what)) { try await c.notify(handle: 1, value: [1]) }
+    }
+
+    @Test func malformedAndUnknownRequestsAreRefused() async throws {
+        let pair = try await LinkPair.make()
+        defer { Task { await pair.close() } }
+        let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
+        let lp = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral)
+        let server = ATTBearer(l2cap: lp)
+        await server.start()
+        await server.setServerDelegate(TestServer())
+        // The central speaks raw ATT.
+        let inbox = Inbox<[UInt8]>()
+        await lc.setFixedChannelHandler(.att, FixedChannelHandler(received: { inbox.continuation.yield($0) }))
+        await lc.start(); await lp.start()
+        try await lc.send([0x0A, 0x01], on: .att)                        // Read Request, handle truncated
+        #expect(try await inbox.next("Invalid PDU") == [0x01, 0x0A, 0x00, 0x00, 0x04])
+        try await lc.send([0x3F, 0x01, 0x02], on: .att)                  // unknown request
+        #expect(try await inbox.next("Request Not Supported") == [0x01, 0x3F, 0x00, 0x00, 0x06])
+        try await lc.send([0x7F, 0x01], on: .att)                        // unknown command: ignored
+        try await lc.send([0x13], on: .att)                              // a response nobody asked for: dropped
+        try await lc.send([0x02, 0x10, 0x00], on: .att)                  // Exchange MTU, Client Rx 16 < 23
+        #expect(try await inbox.next("Invalid PDU for MTU 16") == [0x01, 0x02, 0x00, 0x00, 0x04])
+        try await lc.send([0x02, 0x00, 0x01], on: .att)                  // Exchange MTU 256
+        #expect(try await inbox.next("Exchange MTU Response") == [0x03, 0x05, 0x02])   // 517
+        #expect(await server.mtu == 256)
+        try await lc.send([0x0A, 0x05, 0x00], on: .att)                  // Read Request handle 5
+        let read = try await inbox.next("Read Response")
+        #expect(read == [0x0B] + value(5).prefix(255))
+    }
+
+    @Test func disconnectionFailsWaitingCalls() async throws {
+        let b = try await BearerPair.make(timeout: .seconds(30))
+        defer { Task { await b.pair.close() } }
+        // The client's handler holds the confirmation back past the disconnection.
+        await b.client.setNotificationHandler { _ in try? await Task.sleep(for: .seconds(3)) }
+        let push = try #require(b.delegate.push.withLock { $0 })
+        let waiting = Task { try await push.indicate(handle: 1, value: [1]) }
+        try await Task.sleep(for: .milliseconds(300))
+        try await b.pair.centralHost.disconnect(handle: b.pair.central.handle)
+        await #expect(throws: ATTBearerError.self) { try await waiting.value }
+        guard case .closed? = await b.server.closedReason else {
+            Issue.record("server bearer not closed: \(String(describing: await b.server.closedReason))"); return
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import Testing
+import HCI
+import Host
+import ATT
+import GATT
+import VirtualController
+@testable import BLE
+
+/// Our central against our peripheral on the in-process virtual link (27-octet ACL buffers).
+@Suite(.timeLimit(.minutes(1))) struct VirtualLinkStackTests {
+    func pair() async throws -> (VirtualLink, Central, Peripheral) {
+        let (link, transports) = VirtualLink.inProcess(count: 2)
+        var options = StackOptions()
+        options.attTimeout = .seconds(5)
+        let peripheral = try await Peripheral.open(transports[0], services: DemoProfile.services, name: "ble-hci", options: options)
+        let central = try await Central.open(transports[1], options: options)
+        return (link, central, peripheral)
+    }
+
+    @Test func demoProfileEndToEnd() async throws {
+        let (_, central, peripheral) = try await pair()
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
+
+        let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(5))
+        #expect(adv.name == "ble-hci")
+        #expect(adv.services == [0xFFF0, 0xFFE0])
+        #expect(adv.connectable)
+
+        let remote = try await central.connect(to: adv.address)
+        #expect(try await remote.exchangeMTU(517) == 517)
+        let tree = try await remote.discoverAll()
+        #expect(tree.map(\.service.uuid) == [0x1800, 0x1801, 0xFFF0, 0xFFE0])
+        let fff0 = try #require(tree.first { $0.service.uuid == 0xFFF0 })
+        let ticker = try #require(fff0.characteristics.first { $0.characteristic.uuid == 0xFFF1 })
+        let name = try #require(fff0.characteristics.first { $0.characteristic.uuid == 0xFFF2 })
+        #expect(name.descriptors.map(\.uuid) == [0x2901])
+        #expect(try await remote.read(handle: name.descriptors[0].handle) == Array("name".utf8))
+        #expect(try await remote.read(name.characteristic) == Array("ble-hci".utf8))
+
+        try await remote.write(Array("hello".utf8), to: name.characteristic)
+        #expect(try await remote.read(name.characteristic) == Array("hello".utf8))
+
+        // fff1 is notify-only: reading it is refused by the server, not just by the API.
+        await #expect(throws: ATTError.self) { _ = try await remote.read(handle: ticker.characteristic.valueHandle) }
+        let ffe1 = try #require(tree.first { $0.service.uuid == 0xFFE0 }?.characteristics.first)
+        do {
+            try await remote.write([0x01], handle: ffe1.characteristic.valueHandle)
+            Issue.record("write to ffe1 succeeded")
+        } catch let e as ATTError {
+            #expect(e.code == .writeNotPermitted)
+        }
+
+        let values = try await remote.notifications(for: ticker.characteristic)
+        #expect(await waitFor { peripheral.subscribers(of: DemoProfile.ticker).count == 1 })
+        for s in [7, 8, 9] { await peripheral.notify(DemoProfile.tick(second: s), for: DemoProfile.ticker) }
+        var got: [[UInt8]] = []
+        for try await v in values {
+            got.append(v)
+            if got.count == 3 { break }
+        }
+        #expect(got == [Array("07".utf8), Array("08".utf8), Array("09".utf8)])
+
+        let reason = try await remote.disconnect()
+        #expect(reason == .localHostTerminated)
+        var sawDisconnect = false
+        for await e in peripheral.events {
+            if case .disconnected(_, let r) = e { #expect(r == .remoteUserTerminated); sawDisconnect = true; break }
+        }
+        #expect(sawDisconnect)
+        await central.close()
+        await peripheral.close()
+    }
+
+    @Test func longValuesCrossTheSmallBuffers() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        let long = (0..<600).map { UInt8($0 & 0xFF) }
+        let service = GATTService(uuid: 0xAAA0, characteristics: [
+            GATTCharacteristic(uuid: 0xAAA1, properties: [.read, .write, .notify], value: long, maximumLength: 1024),
+        ])
+        let peripheral = try await Peripheral.open(transports[0], services: [service])
+        let central = try await Central.open(transports[1])
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "long"))
+        let adv = try await central.find(ScanFilter(nameContains: "long"))
+        let remote = try await central.connect(to: adv.address)
+        // MTU stays 23: the read needs Read Blob; then with MTU 517 one ATT PDU spans many ACL fragments.
+        let c = try #require(try await remote.discoverAll().first { $0.service.uuid == 0xAAA0 }?.characteristics.first?.characteristic)
+        #expect(try await remote.read(c) == long)
+        try await remote.exchangeMTU(517)
+        #expect(try await remote.read(c) == long)
+        let written = long.reversed() as [UInt8]
+        try await remote.write(written, to: c)
+        #expect(peripheral.server.value(of: 0xAAA1) == written)
+        let values = try await remote.notifications(for: c)
+        #expect(await waitFor { peripheral.subscribers(of: 0xAAA1).count == 1 })
+        let big = Array(repeating: UInt8(0x5A), count: 514)
+        await peripheral.notify(big, for: 0xAAA1)
+        for try await v in values { #expect(v == big); break }
+        await central.close()
+        await peripheral.close()
+    }
+}
+
+/// Polls `condition` (the stack's state changes asynchronously) for up to 5 s.
+func waitFor(_ condition: @Sendable () async -> Bool) async -> Bool {
+    for _ in 0..<500 {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return false
+}
