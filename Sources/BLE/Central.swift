@@ -159,13 +159,20 @@ public final class RemotePeripheral: Sendable {
                 let reason = await link.waitForDisconnection()
                 continuation.finish(throwing: BLEError.disconnected(reason))
             }
-            continuation.onTermination = { _ in
+            continuation.onTermination = { termination in
                 pump.cancel()
                 watcher.cancel()
-                guard link.disconnectReason == nil else { return }
+                // Dropped or cancelled by the application: unsubscribe for it. (Finished means
+                // stopNotifications already did, or the link is gone.)
+                guard case .cancelled = termination, link.disconnectReason == nil else { return }
                 Task { try? await client.unsubscribe(characteristic) }
             }
         }
+    }
+
+    /// Unsubscribes (writes 0x0000 to the CCCD) and ends the stream `notifications(for:)` returned.
+    public func stopNotifications(for characteristic: GATTRemoteCharacteristic) async throws {
+        try await link.client.unsubscribe(characteristic)
     }
 
     /// RSSI of the link in dBm (HCI Read RSSI).

@@ -6,4 +6,3 @@ struct NotYetAvailable: Error, CustomStringConvertible {
 func runScan(_ c: CommandContext) async throws -> Int32 { throw NotYetAvailable(command: c.command) }
 func runCentral(_ c: CommandContext) async throws -> Int32 { throw NotYetAvailable(command: c.command) }
 func runPeripheral(_ c: CommandContext) async throws -> Int32 { throw NotYetAvailable(command: c.command) }
-func runDemo(_ c: CommandContext) async throws -> Int32 { throw NotYetAvailable(command: c.command) }

@@ -48,8 +48,10 @@ struct Pair {
         a.send(LECreateConnection(peerAddressType: .public, peerAddress: b.controller.publicAddress))
         link.runUntilIdle()
         let ea = a.events(), eb = b.events()
-        let ca = a.le(ea, LEConnectionComplete.self).first!
-        let cb = b.le(eb, LEConnectionComplete.self).first!
+        guard let ca = a.le(ea, LEConnectionComplete.self).first, let cb = b.le(eb, LEConnectionComplete.self).first else {
+            Issue.record("no connection: central \(ea.map(\.name)), peripheral \(eb.map(\.name))")
+            return (0, 0)
+        }
         return (ca.connectionHandle, cb.connectionHandle)
     }
 }

@@ -1,0 +1,124 @@
+import Foundation
+import HCI
+import Host
+import ATT
+import GATT
+import BLE
+import VirtualController
+
+/// `ble-hci demo`: a central and a `demo` peripheral on an in-process virtual link, walking the
+/// CoreBluetooth flow with the central's HCI traffic traced layer by layer (and captured with -w).
+func runDemo(_ c: CommandContext) async throws -> Int32 {
+    guard c.args.positionals.isEmpty else {
+        throw UsageError("demo takes no arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
+    }
+    var context = c
+    if !context.args.has("trace") { context.args.options.append(("trace", nil)) }  // traced by default
+    let out = c.out
+    let writer = try openCaptureWriter(c)
+    defer { writer?.close() }
+    let (_, transports) = VirtualLink.inProcess(count: 2)
+    let centralTransport = wrapForCaptureAndTrace(transports[1], context: context, writer: writer)
+
+    var stepNumber = 0
+    func step(_ title: String, _ coreBluetooth: String) {
+        stepNumber += 1
+        out.event([.text("event", "step"), .int("step", stepNumber), .text("title", title), .text("coreBluetooth", coreBluetooth)])
+        out.line("\n" + out.bold(out.cyan("── \(stepNumber). \(title)")) + "\n" + out.dim("   CoreBluetooth: \(coreBluetooth)"))
+    }
+    func say(_ text: String, json: [Field]) {
+        out.event(json)
+        out.line(out.green("   ▸ ") + text)
+    }
+
+    step("Peripheral: add the demo services and advertise", "peripheralManager.add(service); peripheralManager.startAdvertising([CBAdvertisementDataLocalNameKey: \"ble-hci\", ...])")
+    let peripheral = try await Peripheral.open(transports[0], services: DemoProfile.services, name: "ble-hci")
+    let ticker = DemoProfile.startTicker(on: peripheral)
+    defer { ticker.cancel() }
+    let peripheralLog = Task {
+        for await e in peripheral.events {
+            switch e {
+            case .subscribed(_, let uuid, _): out.line(out.dim("   [peripheral] a central subscribed to \(uuid)"))
+            case .wrote(_, let uuid, let value): out.line(out.dim("   [peripheral] a central wrote \(valueLabel(value)) to \(uuid)"))
+            default: break
+            }
+        }
+    }
+    defer { peripheralLog.cancel() }
+    try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
+    say("advertising as \"ble-hci\" with services fff0, ffe0", json: [.text("event", "advertising"), .text("name", "ble-hci")])
+
+    step("Central: power on and scan", "CBCentralManager(delegate:queue:); centralManager.scanForPeripherals(withServices: nil)")
+    let central = try await Central.open(centralTransport)
+    defer { Task { await central.close(); await peripheral.close() } }
+    let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(10), describe: "name ble-hci")
+    out.event(adv.jsonFields)
+    out.line(out.green("   ▸ ") + "found \(adv.name ?? "?") at \(adv.address) RSSI \(adv.rssi.map { "\($0) dBm" } ?? "?")")
+
+    step("Central: connect", "centralManager.connect(peripheral)")
+    let remote = try await central.connect(to: adv.address)
+
+    step("Central: exchange MTU", "(automatic in CoreBluetooth; peripheral.maximumWriteValueLength(for:) shows the result)")
+    let mtu = try await remote.exchangeMTU(517)
+    out.event([.text("event", "connected"), .text("address", remote.address.address.description), .int("handle", remote.handle), .int("mtu", mtu)])
+    out.line(out.green("   ▸ ") + "connected, handle \(remote.handle), ATT MTU \(mtu)")
+
+    step("Central: discover services, characteristics and descriptors, read what is readable",
+         "peripheral.discoverServices(nil); discoverCharacteristics(nil, for:); discoverDescriptors(for:); readValue(for:)")
+    let snapshot = try await readEverything(remote)
+    out.event(snapshot.jsonFields)
+    for l in snapshot.humanLines(out) { out.line("   " + l) }
+
+    guard let fff2 = characteristic(snapshot, 0xFFF2), let fff1 = characteristic(snapshot, 0xFFF1),
+          let ffe1 = characteristic(snapshot, 0xFFE1) else {
+        throw CLIFailure("the demo peripheral's database is not what the demo expects", exitCode: ExitCode.failure)
+    }
+
+    step("Central: write fff2, then read it back", "peripheral.writeValue(data, for: characteristic, type: .withResponse)")
+    try await remote.write(Array("hello from the demo".utf8), to: fff2)
+    out.event([.text("event", "write"), .text("uuid", "fff2"), .int("handle", fff2.valueHandle)])
+    let back = try await remote.read(fff2)
+    out.event([.text("event", "read"), .text("uuid", "fff2"), .int("handle", fff2.valueHandle), .bytes("value", back)])
+    out.line(out.green("   ▸ ") + "fff2 now reads \(valueLabel(back))")
+
+    step("Central: a write the peripheral refuses", "peripheral.writeValue(data, for: ffe1, type: .withResponse) → didWriteValueFor error")
+    do {
+        try await remote.write([0x01], handle: ffe1.valueHandle)
+    } catch let e as ATTError {
+        reportATTError(e, op: "write", uuid: ffe1.uuid, handle: ffe1.valueHandle, out: out)
+    }
+    step("Central: a read the peripheral refuses", "peripheral.readValue(for: fff1) → didUpdateValueFor error")
+    do {
+        _ = try await remote.read(handle: fff1.valueHandle)
+    } catch let e as ATTError {
+        reportATTError(e, op: "read", uuid: fff1.uuid, handle: fff1.valueHandle, out: out)
+    }
+
+    step("Central: subscribe to fff1 and receive 3 notifications", "peripheral.setNotifyValue(true, for: fff1) → didUpdateValueFor")
+    let values = try await remote.notifications(for: fff1)
+    var count = 0
+    for try await v in values {
+        out.event([.text("event", "notification"), .text("uuid", "fff1"), .int("handle", fff1.valueHandle), .bytes("value", v)])
+        out.line(out.green("   ▸ ") + "notification: \(valueLabel(v))")
+        count += 1
+        if count == 3 { break }
+    }
+
+    step("Central: unsubscribe and disconnect", "peripheral.setNotifyValue(false, for: fff1); centralManager.cancelPeripheralConnection(peripheral)")
+    try await remote.stopNotifications(for: fff1)
+    let reason = try await remote.disconnect()
+    reportDisconnected(reason, out: out, prefix: out.green("   ▸ "))
+    if let path = c.capturePath { out.note("\nCapture written to \(path): open it in Wireshark or run 'ble-hci dump \(path)'.") }
+    return ExitCode.success
+}
+
+func characteristic(_ s: GATTSnapshot, _ uuid: BluetoothUUID) -> GATTRemoteCharacteristic? {
+    s.tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == uuid }?.characteristic
+}
+
+/// `{"event":"error","op":"write","uuid":"ffe1","handle":20,"att":"0x03","message":"Write Not Permitted"}`.
+func reportATTError(_ e: ATTError, op: String, uuid: BluetoothUUID, handle: UInt16, out: Output) {
+    out.event([.text("event", "error"), .text("op", op), .text("uuid", uuid.description), .int("handle", handle),
+               .code("att", e.code.rawValue), .text("message", e.code.name)])
+    out.line(out.red("   ✗ ") + "\(op) \(uuid) (handle \(handle)) refused: \(e.code.name) (\(hexCode(e.code.rawValue)))")
+}

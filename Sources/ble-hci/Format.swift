@@ -1,0 +1,107 @@
+import HCI
+import Host
+import ATT
+import GATT
+import BLE
+
+/// "fff2 (Device Name)" style label with the assigned-number name when there is one.
+func uuidLabel(_ uuid: BluetoothUUID) -> String {
+    if let name = AssignedNumbers.name(of: uuid) { return "\(uuid) \(name)" }
+    return uuid.description
+}
+
+/// A value for humans: quoted text when it is printable UTF-8, then the hex.
+func valueLabel(_ value: [UInt8]) -> String {
+    if value.isEmpty { return "(empty)" }
+    if let text = String(validating: value, as: UTF8.self),
+       text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) {
+        return "\"\(text)\" (\(value.hex))"
+    }
+    return value.hex
+}
+
+/// The discovered database and the values read from it (by attribute handle).
+struct GATTSnapshot {
+    var tree: [GATTRemoteServiceTree]
+    var values: [UInt16: [UInt8]] = [:]
+    var errors: [UInt16: ATTError] = [:]
+
+    /// CLI.md's `{"event":"gatt","services":[...]}`.
+    var jsonFields: [Field] {
+        let services: [FieldValue] = tree.map { s in
+            .object([
+                .text("uuid", s.service.uuid.description),
+                .int("start", s.service.startHandle),
+                .int("end", s.service.endHandle),
+                Field("characteristics", .list(s.characteristics.map { c in
+                    var f: [Field] = [
+                        .text("uuid", c.characteristic.uuid.description),
+                        .int("handle", c.characteristic.declarationHandle),
+                        .int("valueHandle", c.characteristic.valueHandle),
+                        Field("properties", .list(c.characteristic.properties.names.map { .text($0) })),
+                    ]
+                    if let v = values[c.characteristic.valueHandle] { f.append(.bytes("value", v)) }
+                    f.append(Field("descriptors", .list(c.descriptors.map { d in
+                        var df: [Field] = [.text("uuid", d.uuid.description), .int("handle", d.handle)]
+                        if let v = values[d.handle] { df.append(.bytes("value", v)) }
+                        return .object(df)
+                    })))
+                    return .object(f)
+                })),
+            ])
+        }
+        return [.text("event", "gatt"), Field("services", .list(services))]
+    }
+
+    /// An indented tree with assigned-number names, handles, properties and values.
+    func humanLines(_ out: Output) -> [String] {
+        var lines: [String] = []
+        for s in tree {
+            lines.append(out.bold("Service \(uuidLabel(s.service.uuid))") + out.dim("  handles \(s.service.startHandle)-\(s.service.endHandle)"))
+            for (ci, c) in s.characteristics.enumerated() {
+                let lastC = ci == s.characteristics.count - 1
+                let ch = c.characteristic
+                var line = (lastC ? "  └─ " : "  ├─ ") + "Characteristic \(uuidLabel(ch.uuid))"
+                line += out.dim("  handle \(ch.declarationHandle), value \(ch.valueHandle)  [\(ch.properties.names.joined(separator: ", "))]")
+                lines.append(line)
+                let pad = lastC ? "      " : "  │   "
+                if let v = values[ch.valueHandle] { lines.append(pad + "value: " + out.green(valueLabel(v))) }
+                if let e = errors[ch.valueHandle] { lines.append(pad + "value: " + out.red("not readable: \(e)")) }
+                for (di, d) in c.descriptors.enumerated() {
+                    let lastD = di == c.descriptors.count - 1
+                    var dl = pad + (lastD ? "└─ " : "├─ ") + "Descriptor \(uuidLabel(d.uuid))" + out.dim("  handle \(d.handle)")
+                    if let v = values[d.handle] { dl += " = " + out.green(valueLabel(v)) }
+                    if let e = errors[d.handle] { dl += " " + out.red("(not readable: \(e))") }
+                    lines.append(dl)
+                }
+            }
+        }
+        return lines
+    }
+}
+
+/// Discovers everything and reads every readable characteristic and every descriptor.
+func readEverything(_ remote: RemotePeripheral) async throws -> GATTSnapshot {
+    var snapshot = GATTSnapshot(tree: try await remote.discoverAll())
+    for s in snapshot.tree {
+        for c in s.characteristics {
+            if c.characteristic.properties.contains(.read) {
+                do { snapshot.values[c.characteristic.valueHandle] = try await remote.read(c.characteristic) } catch let e as ATTError {
+                    snapshot.errors[c.characteristic.valueHandle] = e
+                }
+            }
+            for d in c.descriptors {
+                do { snapshot.values[d.handle] = try await remote.read(handle: d.handle) } catch let e as ATTError {
+                    snapshot.errors[d.handle] = e
+                }
+            }
+        }
+    }
+    return snapshot
+}
+
+/// `{"event":"disconnected","reason":"0x16","message":"..."}` / a human line.
+func reportDisconnected(_ reason: HCIStatus, out: Output, prefix: String = "") {
+    out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name)])
+    out.line(prefix + "Disconnected: \(reason.name) (\(hexCode(reason.rawValue)))")
+}
