@@ -23,7 +23,7 @@ public final class H4Server: @unchecked Sendable {
     public private(set) var listeners: [Listener] = []
     private let lock = NSLock()
     private var stopped = false
-    private var hosts: [Int: FileDescriptorTransport] = [:]
+    private var hosts: [Int: H4Connection] = [:]
     private var generation: [Int: Int] = [:]
 
     /// Binds every SPEC (`tcp:HOST:PORT`, port 0 for any; `unix:PATH`), one new controller each.
@@ -129,16 +129,10 @@ public final class H4Server: @unchecked Sendable {
     }
 
     private func attach(_ i: Int, _ l: Listener, fd: Int32) {
-        let transport: FileDescriptorTransport
-        do {
-            transport = try FileDescriptorTransport(fd: fd, name: "\(l.boundSpec) host", isSocket: true)
-        } catch {
-            link.note("\(l.boundSpec): \(error)")
-            return
-        }
+        let connection = H4Connection(fd: fd, name: "\(l.boundSpec) host", isSocket: true)
         lock.lock()
         let old = hosts[i]
-        hosts[i] = transport
+        hosts[i] = connection
         let gen = (generation[i] ?? 0) + 1
         generation[i] = gen
         lock.unlock()
@@ -147,18 +141,8 @@ public final class H4Server: @unchecked Sendable {
         let controller = l.controller
         controller.attachHost(nil)
         controller.powerCycle()
-        controller.attachHost { packet in try? transport.send(packet) }
-        Thread { [self] in
-            let sem = DispatchSemaphore(value: 0)
-            Task {
-                do {
-                    for try await packet in transport.incoming { controller.receive(fromHost: packet) }
-                } catch {
-                    link.note("\(l.boundSpec): \(error)")
-                }
-                sem.signal()
-            }
-            sem.wait()
+        controller.attachHost { packet in connection.send(packet) }
+        connection.start(packet: { controller.receive(fromHost: $0) }, ended: { [self] reason in
             lock.lock()
             let current = generation[i] == gen
             if current { hosts[i] = nil }
@@ -166,9 +150,9 @@ public final class H4Server: @unchecked Sendable {
             if current {
                 controller.attachHost(nil)
                 controller.powerCycle()
-                link.note("\(l.boundSpec): host disconnected")
+                link.note("\(l.boundSpec): host disconnected (\(reason))")
             }
-        }.start()
+        })
     }
 
     /// Closes the listeners and every host connection.

@@ -11,7 +11,7 @@ public final class VHCIController: @unchecked Sendable {
     public let controller: VirtualController
     /// The hciN index the kernel gave the new adapter.
     public let index: UInt16
-    public let transport: FileDescriptorTransport
+    let connection: H4Connection
     public static let devicePath = "/dev/vhci"
 
     /// Opens /dev/vhci, creates a primary device (0xff 0x00), reads the index and starts
@@ -57,22 +57,20 @@ public final class VHCIController: @unchecked Sendable {
         }
         index = UInt16(answer[2]) | UInt16(answer[3]) << 8
         controller = link.addController()
-        transport = try FileDescriptorTransport(fd: fd, name: "vhci hci\(index)", isSocket: false)
+        connection = H4Connection(fd: fd, name: "vhci hci\(index)", isSocket: false)
         let c = controller
-        let t = transport
+        let conn = connection
+        let name = "vhci hci\(index)"
         c.powerCycle()
-        c.attachHost { packet in try? t.send(packet) }
-        Task {
-            do {
-                for try await packet in t.incoming { c.receive(fromHost: packet) }
-            } catch {
-                link.note("vhci hci\(self.index): \(error)")
-            }
-        }
+        c.attachHost { packet in conn.send(packet) }
+        conn.start(packet: { c.receive(fromHost: $0) }, ended: { reason in
+            c.attachHost(nil)
+            link.note("\(name): \(reason)")
+        })
     }
 
     public func close() {
         controller.attachHost(nil)
-        transport.close()
+        connection.close()
     }
 }

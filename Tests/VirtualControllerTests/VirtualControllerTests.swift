@@ -32,6 +32,10 @@ struct Pair {
     init(aclBuffers: Int = 8) {
         a = RecordingHost(link.addController(aclBuffers: aclBuffers))
         b = RecordingHost(link.addController(aclBuffers: aclBuffers))
+        // The power-on Event Mask leaves LE Meta off (Core Vol 4 Part E 7.3.1): hosts turn it on.
+        for h in [a, b] { h.send(SetEventMask(.leHost)) }
+        link.runUntilIdle()
+        _ = a.take(); _ = b.take()
     }
     /// Returns the single Command Complete for `C` (asserting success when `ok`).
     @discardableResult
@@ -140,6 +144,18 @@ struct Pair {
         #expect(r1 != r2)
     }
 
+    @Test func defaultEventMaskHidesLEMeta() {
+        let p = Pair()
+        p.run(p.a, Reset())
+        p.run(p.b, LESetAdvertisingEnable(advertisingEnable: true))
+        p.run(p.a, LESetScanEnable(leScanEnable: true))
+        p.link.advance(by: 0.1)
+        #expect(p.a.take().isEmpty)
+        p.run(p.a, SetEventMask(.leHost))
+        p.link.advance(by: 0.1)
+        #expect(!p.a.le(p.a.events(), LEAdvertisingReport.self).isEmpty)
+    }
+
     @Test func stopAnsweringCommands() {
         let p = Pair()
         p.a.controller.setAnsweringCommands(false)
@@ -195,6 +211,7 @@ func DataHex(_ s: String) -> [UInt8] {
         p.run(p.b, LESetExtendedAdvertisingData(advertisingHandle: 1, operation: 0x01, advertisingData: Array(long[0..<200])))
         p.run(p.b, LESetExtendedAdvertisingData(advertisingHandle: 1, operation: 0x02, advertisingData: Array(long[200...])))
         #expect(p.run(p.b, LESetExtendedAdvertisingEnable(enable: true, sets: [.init(advertisingHandle: 1)]))?.status == .success)
+        p.run(p.a, LESetEventMask(.host))
         p.run(p.a, LESetExtendedScanParameters())
         p.run(p.a, LESetExtendedScanEnable(enable: true, filterDuplicates: 1))
         p.link.advance(by: 0.05)

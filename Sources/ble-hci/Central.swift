@@ -1,0 +1,393 @@
+import Foundation
+import HCI
+import Host
+import ATT
+import GATT
+import BLE
+
+/// `ble-hci central TARGET [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date D]]` (CLI.md).
+func runCentral(_ c: CommandContext) async throws -> Int32 {
+    let cmd = c.command
+    guard c.args.positionals.count == 1, let targetText = c.args.positionals.first else {
+        throw UsageError(c.args.positionals.isEmpty ? "central needs a TARGET (AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT)"
+                                                    : "central takes one TARGET, got: \(c.args.positionals.joined(separator: " "))", command: cmd)
+    }
+    let target = try Target(parsing: targetText, command: cmd)
+    let mtu = try c.args.int("mtu", command: cmd, range: 23...517) ?? 517
+    let timeout = try c.args.double("timeout", command: cmd) ?? 10
+    let actions = try parseActions(c.args, command: cmd)
+    let profile = c.args.last("profile")
+    if let profile, profile != "band" { throw UsageError("central speaks only --profile band, got '\(profile)'", command: cmd) }
+    let bandDate = try c.args.last("date").map { text -> BandProtocol.Day in
+        guard let d = BandProtocol.Day(text) else { throw UsageError("--date needs a real date as YYYY-MM-DD, got '\(text)'", command: cmd) }
+        return d
+    }
+    if bandDate != nil && profile == nil { throw UsageError("--date goes with --profile band", command: cmd) }
+    SignalWatcher.install()
+    let out = c.out
+
+    let opened = try openTransport(c)
+    defer { opened.close() }
+    let central = try await Central.open(opened.transport)
+    defer { Task { await central.close() } }
+
+    // Find the target (for an address without a type, the type seen while scanning).
+    let address: DeviceAddress
+    if case .address(let a, let type?) = target {
+        address = DeviceAddress(a, type: type)
+    } else {
+        out.note("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
+        let adv = try await central.find(target.filter, timeout: .milliseconds(Int(timeout * 1000)), describe: target.description)
+        address = adv.address
+    }
+    let remote: RemotePeripheral
+    do {
+        remote = try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000)))
+    } catch let e as HostError {
+        throw CLIFailure("could not connect to \(address): \(e)", exitCode: ExitCode.failure)
+    }
+    let effectiveMTU = try await remote.exchangeMTU(mtu)
+    out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
+               .int("handle", remote.handle), .int("mtu", effectiveMTU)])
+    out.line("Connected to \(out.bold(address.description)) (handle \(remote.handle)), ATT MTU \(effectiveMTU)")
+
+    var exitCode = ExitCode.success
+    do {
+        if profile == "band" {
+            try await runBand(remote, day: bandDate ?? BandProtocol.Day(today: Date()), out: out)
+        } else if actions.isEmpty {
+            let snapshot = try await readEverything(remote)
+            out.event(snapshot.jsonFields)
+            for l in snapshot.humanLines(out) { out.line(l) }
+        } else {
+            var resolver = CharacteristicResolver(remote: remote)
+            for action in actions {
+                if SignalWatcher.shared.interrupted { break }
+                guard try await run(action, remote: remote, resolver: &resolver, out: out) else {
+                    exitCode = ExitCode.failure
+                    break
+                }
+            }
+        }
+    } catch let e as BLEError {
+        out.error(e.description)
+        exitCode = ExitCode.failure
+    } catch let e as ATTError {
+        out.error("the peripheral refused: \(e)")
+        exitCode = ExitCode.failure
+    }
+    if let reason = remote.disconnectReason {
+        reportDisconnected(reason, out: out)
+        return ExitCode.failure
+    }
+    let reason = try await remote.disconnect()
+    reportDisconnected(reason, out: out)
+    return exitCode
+}
+
+/// TARGET: an address (optionally /public or /random) or name:TEXT.
+enum Target: CustomStringConvertible {
+    case address(BDAddress, AddressType?)
+    case name(String)
+
+    init(parsing text: String, command: String) throws {
+        if text.hasPrefix("name:") {
+            let name = String(text.dropFirst(5))
+            guard !name.isEmpty else { throw UsageError("name: needs some text to look for", command: command) }
+            self = .name(name)
+            return
+        }
+        var addressText = text
+        var type: AddressType? = nil
+        if let slash = text.firstIndex(of: "/") {
+            addressText = String(text[..<slash])
+            switch text[text.index(after: slash)...].lowercased() {
+            case "public": type = .public
+            case "random": type = .random
+            default: throw UsageError("address type must be /public or /random in '\(text)'", command: command)
+            }
+        }
+        guard let a = BDAddress(string: addressText) else {
+            throw UsageError("TARGET '\(text)' is neither an address like F0:F1:F2:F3:F4:F5[/random] nor name:TEXT", command: command)
+        }
+        self = .address(a, type)
+    }
+
+    var filter: ScanFilter {
+        switch self {
+        case .address(let a, _): ScanFilter(address: a)
+        case .name(let n): ScanFilter(nameContains: n)
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .address(let a, let t): t.map { "\(a)/\($0.simple)" } ?? a.description
+        case .name(let n): "a name containing \"\(n)\""
+        }
+    }
+}
+
+/// One of central's ordered actions.
+enum CentralAction {
+    case read(CharacteristicRef)
+    case write(CharacteristicRef, [UInt8], withResponse: Bool)
+    case subscribe(CharacteristicRef, count: Int?, duration: Double?)
+    case discover
+}
+
+/// CHAR: a UUID or a handle ("0x0010").
+enum CharacteristicRef: CustomStringConvertible {
+    case uuid(BluetoothUUID)
+    case handle(UInt16)
+
+    init(parsing text: String, command: String) throws {
+        if text.lowercased().hasPrefix("0x"), text.count == 6, let h = UInt16(text.dropFirst(2), radix: 16) {
+            self = .handle(h)
+        } else if let u = BluetoothUUID(string: text) {
+            self = .uuid(u)
+        } else {
+            throw UsageError("'\(text)' is not a characteristic: use a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010)", command: command)
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .uuid(let u): u.description
+        case .handle(let h): hexCode(h, digits: 4)
+        }
+    }
+}
+
+/// Actions in command-line order; --count/--duration belong to the --subscribe before them.
+func parseActions(_ args: ParsedArguments, command: String) throws -> [CentralAction] {
+    var actions: [CentralAction] = []
+    for (name, value) in args.options {
+        switch name {
+        case "read":
+            actions.append(.read(try CharacteristicRef(parsing: value ?? "", command: command)))
+        case "write", "write-without-response":
+            guard let value, let eq = value.firstIndex(of: "=") else {
+                throw UsageError("--\(name) needs CHAR=HEX, e.g. fff2=68656c6c6f", command: command)
+            }
+            let ref = try CharacteristicRef(parsing: String(value[..<eq]), command: command)
+            guard let bytes = [UInt8](hex: String(value[value.index(after: eq)...])) else {
+                throw UsageError("--\(name) value must be hex octets, e.g. fff2=68656c6c6f", command: command)
+            }
+            actions.append(.write(ref, bytes, withResponse: name == "write"))
+        case "subscribe":
+            actions.append(.subscribe(try CharacteristicRef(parsing: value ?? "", command: command), count: nil, duration: nil))
+        case "count", "duration":
+            guard case .subscribe(let ref, var count, var duration)? = actions.last else {
+                throw UsageError("--\(name) goes after the --subscribe it limits", command: command)
+            }
+            if name == "count" {
+                guard let v = value, let n = Int(v), n > 0 else { throw UsageError("--count needs a positive whole number", command: command) }
+                count = n
+            } else {
+                guard let v = value, let d = Double(v), d >= 0, d.isFinite else { throw UsageError("--duration needs a non-negative number of seconds", command: command) }
+                duration = d
+            }
+            actions[actions.count - 1] = .subscribe(ref, count: count, duration: duration)
+        case "discover":
+            actions.append(.discover)
+        default:
+            break
+        }
+    }
+    return actions
+}
+
+/// Finds characteristics by UUID or handle, discovering once.
+struct CharacteristicResolver {
+    let remote: RemotePeripheral
+    var tree: [GATTRemoteServiceTree]?
+
+    init(remote: RemotePeripheral) { self.remote = remote }
+
+    mutating func resolve(_ ref: CharacteristicRef) async throws -> GATTRemoteCharacteristic? {
+        if tree == nil { tree = try await remote.discoverAll() }
+        let all = tree!.flatMap(\.characteristics).map(\.characteristic)
+        switch ref {
+        case .uuid(let u): return all.first { $0.uuid == u }
+        case .handle(let h): return all.first { $0.valueHandle == h || $0.declarationHandle == h }
+        }
+    }
+}
+
+/// Runs one action; false when it failed (an error line was printed).
+func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout CharacteristicResolver, out: Output) async throws -> Bool {
+    func resolve(_ ref: CharacteristicRef) async throws -> (uuid: BluetoothUUID?, handle: UInt16, characteristic: GATTRemoteCharacteristic?)? {
+        if let c = try await resolver.resolve(ref) { return (c.uuid, c.valueHandle, c) }
+        if case .handle(let h) = ref { return (nil, h, nil) }  // a descriptor or any attribute
+        out.event([.text("event", "error"), .text("op", "resolve"), .text("uuid", ref.description), .text("message", "no such characteristic")])
+        out.error("the peripheral has no characteristic \(ref)")
+        return nil
+    }
+    func fields(_ event: String, _ uuid: BluetoothUUID?, _ handle: UInt16) -> [Field] {
+        var f: [Field] = [.text("event", event)]
+        if let uuid { f.append(.text("uuid", uuid.description)) }
+        f.append(.int("handle", handle))
+        return f
+    }
+    func failed(_ op: String, _ uuid: BluetoothUUID?, _ handle: UInt16, _ error: any Error) -> Bool {
+        var f = fields("error", uuid, handle)
+        f.insert(.text("op", op), at: 1)
+        if let e = error as? ATTError {
+            f.append(.code("att", e.code.rawValue))
+            f.append(.text("message", e.code.name))
+            out.line(out.red("✗ ") + "\(op) \(uuid?.description ?? hexCode(handle, digits: 4)) refused: \(e.code.name) (\(hexCode(e.code.rawValue)))")
+        } else {
+            f.append(.text("message", "\(error)"))
+            out.line(out.red("✗ ") + "\(op) \(uuid?.description ?? hexCode(handle, digits: 4)) failed: \(error)")
+        }
+        out.event(f)
+        return false
+    }
+
+    switch action {
+    case .discover:
+        let snapshot = GATTSnapshot(tree: try await remote.discoverAll())
+        out.event(snapshot.jsonFields)
+        for l in snapshot.humanLines(out) { out.line(l) }
+        return true
+    case .read(let ref):
+        guard let r = try await resolve(ref) else { return false }
+        do {
+            let value = try await remote.read(handle: r.handle)
+            out.event(fields("read", r.uuid, r.handle) + [.bytes("value", value)])
+            out.line("read \(r.uuid.map(uuidLabel) ?? hexCode(r.handle, digits: 4)) = \(out.green(valueLabel(value)))")
+            return true
+        } catch { return failed("read", r.uuid, r.handle, error) }
+    case .write(let ref, let value, let withResponse):
+        guard let r = try await resolve(ref) else { return false }
+        do {
+            // The CLI sends what it is asked to even when the properties say no, so the user
+            // sees the peripheral's own answer (e.g. Write Not Permitted) on the wire.
+            if withResponse {
+                try await remote.write(value, handle: r.handle)
+            } else {
+                try await remote.gatt.writeWithoutResponse(value, handle: r.handle)
+            }
+            out.event(fields(withResponse ? "write" : "writeWithoutResponse", r.uuid, r.handle))
+            out.line("wrote \(valueLabel(value)) to \(r.uuid.map(uuidLabel) ?? hexCode(r.handle, digits: 4))\(withResponse ? "" : " (without response)")")
+            return true
+        } catch { return failed(withResponse ? "write" : "writeWithoutResponse", r.uuid, r.handle, error) }
+    case .subscribe(let ref, let count, let duration):
+        guard let r = try await resolve(ref), let c = r.characteristic else {
+            out.error("--subscribe needs a characteristic, not a bare handle")
+            return false
+        }
+        let kind = c.properties.contains(.notify) ? "notification" : "indication"
+        let values: AsyncThrowingStream<[UInt8], any Error>
+        do { values = try await remote.notifications(for: c) } catch { return failed("subscribe", c.uuid, c.valueHandle, error) }
+        out.line("subscribed to \(uuidLabel(c.uuid)) (\(kind)s)" + (count.map { ", waiting for \($0)" } ?? "") + (duration.map { ", for \(formatSeconds($0))" } ?? ""))
+        let collector = Task { () -> Int in
+            var n = 0
+            do {
+                for try await v in values {
+                    n += 1
+                    out.event(fields(kind, c.uuid, c.valueHandle) + [.bytes("value", v)])
+                    out.line("\(timestamp()) \(kind) \(c.uuid) = \(out.green(valueLabel(v)))")
+                    if let count, n >= count { break }
+                }
+            } catch {}
+            return n
+        }
+        let stopper = Task { _ = await waitForStop(duration: duration); collector.cancel() }
+        _ = await collector.value
+        stopper.cancel()
+        if remote.disconnectReason == nil { try? await remote.stopNotifications(for: c) }
+        return true
+    }
+}
+
+/// `--profile band`: total steps and the day's history, reassembled from 20-octet notifications.
+func runBand(_ remote: RemotePeripheral, day: BandProtocol.Day, out: Output) async throws {
+    var resolver = CharacteristicResolver(remote: remote)
+    guard let command = try await resolver.resolve(.uuid(BandProfile.command)),
+          let response = try await resolver.resolve(.uuid(BandProfile.response)) else {
+        throw BLEError.unknownCharacteristic("fee1/fee2: is this a band-profile peripheral?")
+    }
+    let notifications = try await remote.notifications(for: response)
+    let frames = Mailbox<Result<(BandProtocol.Frame, Int), any Error>>()
+    // Reassemble in the background; each complete frame (or the error) goes to the mailbox.
+    let reassembly = Task {
+        var reassembler = BandProtocol.Reassembler()
+        var chunks = 0
+        do {
+            for try await chunk in notifications {
+                chunks += 1
+                if let frame = try reassembler.push(chunk) {
+                    await frames.put(.success((frame, chunks)))
+                    chunks = 0
+                }
+            }
+        } catch {
+            await frames.put(.failure(error))
+        }
+    }
+    defer { reassembly.cancel() }
+    func exchange(_ request: BandProtocol.Frame) async throws -> BandProtocol.Response {
+        try await remote.write(request.bytes, to: command, type: .withResponse)
+        let (frame, chunks) = try await withTimeout(.seconds(10)) { try await frames.take().get() }
+        out.line(out.dim("  (response of \(frame.bytes.count) octets reassembled from \(chunks) notifications, CRC ok)"))
+        return try BandProtocol.parseResponse(frame)
+    }
+    if case .totalSteps(let d, let steps) = try await exchange(BandProtocol.totalStepsRequest(day)) {
+        out.event([.text("event", "totalSteps"), .text("date", d.description), .int("steps", steps)])
+        out.line("Total steps on \(d): \(out.bold(String(steps)))")
+    }
+    switch try await exchange(BandProtocol.historyRequest(day)) {
+    case .history(let d, let records):
+        out.line("History for \(d): \(records.count) records")
+        for r in records {
+            out.event([.text("event", "record"), .text("date", d.description), .text("kind", r.kind.description), .int("count", r.count),
+                       .int("hour", r.hour), .int("minutes", r.minutes), .int("heartRate", r.heartRate), .int("intensity", r.intensity)])
+            let what = r.kind == .steps ? "\(r.count) steps" : "\(r.count) min asleep"
+            out.line(String(format: "  %02d:00  %-6@ %-16@ heart %3d bpm  intensity %d", Int(r.hour), r.kind.description, what, Int(r.heartRate), Int(r.intensity)))
+        }
+    case .refused(let command, let reason):
+        throw BLEError.notPermitted("the band refused command \(hexCode(command)) (reason \(hexCode(reason)))")
+    default:
+        throw BLEError.notPermitted("the band answered the history request with another command")
+    }
+    try await remote.stopNotifications(for: response)
+}
+
+extension BandProtocol.Day {
+    init(today: Date) {
+        let c = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: today)
+        self.init(year: UInt16(c.year ?? 2026), month: UInt8(c.month ?? 1), day: UInt8(c.day ?? 1))
+    }
+}
+
+/// Runs `body`, failing with a timeout error after `limit`.
+func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask { try await Task.sleep(for: limit); return nil }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw BLEError.notPermitted("timed out after \(limit)")
+        }
+        return value
+    }
+}
+
+func formatSeconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s)) s" : "\(s) s" }
+
+/// A queue one task fills and another drains, waiting.
+actor Mailbox<Item: Sendable> {
+    private var items: [Item] = []
+    private var waiter: CheckedContinuation<Item, Never>?
+
+    func put(_ item: Item) {
+        if let w = waiter { waiter = nil; w.resume(returning: item) } else { items.append(item) }
+    }
+
+    func take() async -> Item {
+        if !items.isEmpty { return items.removeFirst() }
+        return await withCheckedContinuation { waiter = $0 }
+    }
+}
