@@ -26,9 +26,10 @@ let package = Package(
         .target(name: "Decoder", dependencies: ["HCI", "Capture", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
         .target(name: "BLE", dependencies: ["HCI", "Transport", "Capture", "VirtualController", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
         .executableTarget(name: "ble-hci", dependencies: ["BLE", "Decoder"]),
+        .executableTarget(name: "ble-hci-bench", dependencies: ["BLE", "VirtualController", "Decoder", "Capture"], path: "Tools/bench/Swift"),
 
         .testTarget(name: "HCITests", dependencies: ["HCI"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
         .testTarget(name: "VirtualControllerTests", dependencies: ["VirtualController", "HCI", "Transport", "TestSupport"]),
         .testTarget(name: "HostTests", dependencies: ["Host", "TestSupport"]),
@@ -42,6 +43,8 @@ let package = Package(
         // Interop test harness (Bumble controllers and peer scripts as child processes).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "InteropHarnessTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "InteropTests", dependencies: ["BLE", "TestSupport", "Transport", "Host", "GATT", "ATT", "HCI"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "HCI", "Capture", "BLE", "VirtualController"]),
     ],
     swiftLanguageModes: [.v6]
 )

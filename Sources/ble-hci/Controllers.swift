@@ -8,8 +8,12 @@ import VirtualController
 func runControllers(_ c: CommandContext) async throws -> Int32 {
     let specs = c.args.all("listen")
     guard !specs.isEmpty else {
-        throw UsageError("at least one --listen SPEC is needed (tcp:HOST:PORT, unix:PATH or vhci)")
+        throw UsageError("at least one --listen SPEC is needed (tcp:HOST:PORT, unix:PATH or vhci)", command: c.command)
     }
+    guard c.args.positionals.isEmpty else {
+        throw UsageError("controllers takes only --listen options, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
+    }
+    SignalWatcher.install()
     let link = VirtualLink(mode: .live)
     let socketSpecs = specs.filter { $0 != "vhci" }
     let server = try H4Server(link: link, listen: socketSpecs)
@@ -31,7 +35,7 @@ func runControllers(_ c: CommandContext) async throws -> Int32 {
         }
     }
     server.start()
-    await waitForTerminationSignal()
+    _ = await waitForStop(duration: nil)
     c.out.note("stopping")
     return 0
 }
@@ -40,34 +44,4 @@ private func report(_ out: Output, spec: String, bound: String, address: BDAddre
     out.event([.text("event", "listening"), .text("spec", spec), .text("address", "\(address)")]
               + (bound == spec ? [] : [.text("device", bound)]))
     out.line("listening on \(bound): controller \(address)")
-}
-
-/// Waits for SIGINT or SIGTERM (the default actions are replaced, so the process exits cleanly).
-private func waitForTerminationSignal() async {
-    let box = SignalSources()
-    await withCheckedContinuation { (cont: CheckedContinuation<Void, Never>) in
-        box.install { cont.resume() }
-    }
-}
-
-private final class SignalSources: @unchecked Sendable {
-    private var sources: [DispatchSourceSignal] = []
-    private let lock = NSLock()
-    private var fired = false
-
-    func install(_ done: @escaping @Sendable () -> Void) {
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            s.setEventHandler { [self] in
-                lock.lock()
-                let first = !fired
-                fired = true
-                lock.unlock()
-                if first { done() }
-            }
-            s.resume()
-            sources.append(s)
-        }
-    }
 }

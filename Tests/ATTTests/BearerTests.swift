@@ -17,7 +17,7 @@ final class LinkPair: @unchecked Sendable {
     let peripheral: LEConnection
 
     static func make() async throws -> LinkPair {
-        let controllers = try BumbleControllers()
+        let controllers = try await BumbleControllers.start()
         let a = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1))
         let b = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port2))
         _ = try await a.start()

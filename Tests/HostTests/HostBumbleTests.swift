@@ -7,7 +7,7 @@ import Transport
 /// Two of our hosts on Bumble's virtual controllers (a fresh controllers process per test).
 @Suite(.serialized) struct HostBumbleTests {
     func makeHosts() async throws -> (BumbleControllers, Host, Host, ControllerInfo, ControllerInfo) {
-        let controllers = try BumbleControllers()
+        let controllers = try await BumbleControllers.start()
         let a = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1, timeout: 5))
         let b = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port2, timeout: 5))
         let ia = try await a.start()
@@ -34,7 +34,7 @@ import Transport
     }
 
     @Test func bringUpAgainstBumble() async throws {
-        let controllers = try BumbleControllers()
+        let controllers = try await BumbleControllers.start()
         defer { controllers.stop() }
         let host = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1, timeout: 5))
         let info = try await host.start()

@@ -5,7 +5,7 @@ import TestSupport
 /// Checks the interop harness itself against Bumble: its controllers answer raw H4, and its
 /// peer scripts find, connect to and talk GATT to each other. No Swift stack involved.
 @Suite(.serialized) struct InteropHarnessTests {
-    @Test func freePortIsBindable() throws {
+    @Test func freePortIsBindable() async throws {
         let port = try freePort()
         #expect(port >= 1024)
     }
@@ -14,8 +14,8 @@ import TestSupport
         #expect(FileManager.default.fileExists(atPath: Repo.root.appendingPathComponent("Package.swift").path))
     }
 
-    @Test func bumbleControllerAnswersH4Reset() throws {
-        let controllers = try BumbleControllers()
+    @Test func bumbleControllerAnswersH4Reset() async throws {
+        let controllers = try await BumbleControllers.start()
         defer { controllers.stop() }
         #expect(controllers.ports.count == 2)
         #expect(controllers.port1 != controllers.port2)
@@ -32,16 +32,16 @@ import TestSupport
         #expect(Array(reply[0..<7]) == [0x04, 0x0e, 0x0a, 0x01, 0x09, 0x10, 0x00])
     }
 
-    @Test func controllersProcessIsKilledOnStop() throws {
-        let controllers = try BumbleControllers()
+    @Test func controllersProcessIsKilledOnStop() async throws {
+        let controllers = try await BumbleControllers.start()
         let pid = controllers.process.pid
         controllers.stop()
         #expect(!controllers.process.isRunning)
         #expect(kill(pid, 0) != 0)  // gone (reaped by Foundation's Process)
     }
 
-    @Test func bumbleCentralReadsBumblePeripheral() throws {
-        let controllers = try BumbleControllers()
+    @Test func bumbleCentralReadsBumblePeripheral() async throws {
+        let controllers = try await BumbleControllers.start()
         defer { controllers.stop() }
         let peripheral = try PythonScript.start("peripheral.py", [
             "--transport", controllers.bumbleTransport(0), "--name", "harness-peer",
@@ -49,7 +49,7 @@ import TestSupport
             "--timeout", "40",
         ])
         defer { peripheral.stop() }
-        let ready = try peripheral.waitForEvent("ready", timeout: 15)
+        let ready = try await peripheral.nextEvent("ready", timeout: 15)
         #expect(ready["address"] as? String == "C1:22:33:44:55:66")
 
         let long = "12345678-1234-5678-1234-56789abcdef1"
@@ -59,35 +59,35 @@ import TestSupport
             "--subscribe", "2a37", "--count", "2", "--timeout", "40",
         ])
         defer { central.stop() }
-        let ad = try central.waitForEvent("advertisement", timeout: 15)
+        let ad = try await central.nextEvent("advertisement", timeout: 15)
         #expect(ad["name"] as? String == "harness-peer")
         #expect(ad["services"] as? [String] == ["180d", "180f", "12345678-1234-5678-1234-56789abcdef0"])
         #expect(ad["manufacturerData"] as? [String: String] == ["ffff": "01020304"])
         #expect(ad["serviceData"] as? [String: String] == ["180f": "64"])
         #expect(ad["txPower"] as? Int == 4)
 
-        let connected = try central.waitForEvent("connected", timeout: 15)
+        let connected = try await central.nextEvent("connected", timeout: 15)
         #expect(connected["address"] as? String == "C1:22:33:44:55:66")
         #expect(connected["mtu"] as? Int == 100)
-        let gatt = try central.waitForEvent("gatt", timeout: 15)
+        let gatt = try await central.nextEvent("gatt", timeout: 15)
         let services = (gatt["services"] as? [[String: Any]] ?? []).compactMap { $0["uuid"] as? String }
         #expect(services.contains("180d") && services.contains("180f")
                 && services.contains("12345678-1234-5678-1234-56789abcdef0"))
 
-        let read = try central.waitForEvent("read", timeout: 15)
+        let read = try await central.nextEvent("read", timeout: 15)
         let expected = (0..<600).map { String(format: "%02x", $0 % 256) }.joined()
         #expect(read["value"] as? String == expected)
-        let refused = try central.waitForEvent("error", timeout: 15)
+        let refused = try await central.nextEvent("error", timeout: 15)
         #expect(refused["op"] as? String == "write")
         #expect(refused["att"] as? String == "0x03")
-        #expect(try central.waitForEvent("notification", timeout: 15)["value"] as? String == "003c")
-        #expect(try central.waitForEvent("notification", timeout: 15)["value"] as? String == "003d")
-        _ = try central.waitForEvent("disconnected", timeout: 15)
-        #expect(try central.waitForExit(timeout: 10) == 1)  // 1: the refused write is a failed operation
+        #expect(try await central.nextEvent("notification", timeout: 15)["value"] as? String == "003c")
+        #expect(try await central.nextEvent("notification", timeout: 15)["value"] as? String == "003d")
+        _ = try await central.nextEvent("disconnected", timeout: 15)
+        #expect(try await central.exitStatus(timeout: 10) == 1)  // 1: the refused write is a failed operation
 
-        _ = try peripheral.waitForEvent("connected", timeout: 5)
-        #expect(try peripheral.waitForEvent("subscribed", timeout: 5)["uuid"] as? String == "2a37")
-        _ = try peripheral.waitForEvent("disconnected", timeout: 10)
-        #expect(try peripheral.waitForExit(timeout: 10) == 0)
+        _ = try await peripheral.nextEvent("connected", timeout: 5)
+        #expect(try await peripheral.nextEvent("subscribed", timeout: 5)["uuid"] as? String == "2a37")
+        _ = try await peripheral.nextEvent("disconnected", timeout: 10)
+        #expect(try await peripheral.exitStatus(timeout: 10) == 0)
     }
 }

@@ -16,7 +16,7 @@ final class LinkPair: @unchecked Sendable {
     let peripheral: LEConnection
 
     static func make() async throws -> LinkPair {
-        let controllers = try BumbleControllers()
+        let controllers = try await BumbleControllers.start()
         let a = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1))
         let b = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port2))
         _ = try await a.start()
@@ -210,12 +210,12 @@ struct L2CAPRuntimeTests {
 
     /// 100 KB each way with SDUs larger than the MPS, against Bumble's L2CAP as the echo peer.
     @Test func creditBasedChannelAgainstBumble100KBEachWay() async throws {
-        let controllers = try BumbleControllers()
+        let controllers = try await BumbleControllers.start()
         defer { controllers.stop() }
         let peer = try PythonScript.start("l2cap_coc.py", ["--transport", controllers.bumbleTransport(1), "--psm", "0x0080",
                                                            "--mtu", "2048", "--mps", "64", "--credits", "8", "--timeout", "90"])
         defer { peer.stop() }
-        let ready = try peer.waitForEvent("ready", timeout: 15)
+        let ready = try await peer.nextEvent("ready", timeout: 15)
         guard let text = ready["address"] as? String, let address = BDAddress(string: text) else {
             Issue.record("no address in \(ready)"); return
         }
@@ -243,10 +243,10 @@ struct L2CAPRuntimeTests {
         }.forEach { echoed.append($0) }
         try await sender.value
         #expect(echoed == sdus)
-        let last = try peer.waitForLine(timeout: 5) { ($0.contains("\"total\":\(total)")) }
+        let last = try await peer.nextLine(timeout: 5) { ($0.contains("\"total\":\(total)")) }
         #expect(last.contains("\"sdu\""))
         try await ch.close()
-        _ = try peer.waitForEvent("channelClosed", timeout: 5)
+        _ = try await peer.nextEvent("channelClosed", timeout: 5)
     }
 }
 

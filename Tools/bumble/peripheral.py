@@ -5,13 +5,18 @@
 
 Prints one JSON line per thing that happened (stdout):
   {"event":"ready","address":"C0:..","addressType":"random","name":"..","advertising":"extended",
-   "advertisingData":"<hex>","handles":{"2a37":..,...}}
+   "advertisingData":"<hex>","handles":{"2a37":..,...},
+   "database":[{"uuid":"1800","start":1,"end":5,"characteristics":[{"uuid":"2a00","handle":2,
+     "valueHandle":3,"properties":2,"descriptors":[{"uuid":"2902","handle":..}]}]},...]}
+     (every service of the server, Bumble's own 1800/1801 included, in handle order)
   {"event":"connected","address":..,"addressType":..,"handle":..}
   {"event":"read","uuid":..,"handle":..}            (dynamic values only)
   {"event":"write","uuid":..,"handle":..,"value":"<hex>"}
   {"event":"subscribed","uuid":..,"handle":..,"notify":true,"indicate":false}
   {"event":"unsubscribed","uuid":..,"handle":..}
   {"event":"notified"|"indicated","uuid":..,"handle":..,"value":"<hex>"}
+        ("indicated" carries "confirmed":true: it is printed once the client's Handle Value
+         Confirmation arrived; {"event":"indicationFailed",...,"message":..} when none came)
   {"event":"mtu","mtu":..}
   {"event":"disconnected","handle":..,"reason":"0x13","message":".."}
 
@@ -25,11 +30,12 @@ GATT database (plus Bumble's own 1800 Generic Access and 1801 Generic Attribute)
   180d Heart Rate:   2a37 notify (00 xx), 2a38 read (01)
   180f Battery:      2a19 read + notify (64)
   12345678-1234-5678-1234-56789abcdef0 custom:
-    ...def1 read/write, 600-byte value bytes(i % 256), a write replaces it
+    ...def1 read/write/write without response, 600-byte value bytes(i % 256), a write replaces it
     ...def2 read only: a write -> Write Not Permitted (0x03)
     ...def3 write only: a read -> Read Not Permitted (0x02)
     ...def4 read, needs encryption: a read without it -> Insufficient Encryption/Authentication
     ...def5 indicate
+    ...def6 read, needs authentication: a read without it -> Insufficient Authentication (0x05)
 After a subscription, --notify-count N values go out (notifications or indications, as the
 client enabled), --notify-interval seconds apart.
 """
@@ -51,6 +57,7 @@ NO_WRITE_UUID = "12345678-1234-5678-1234-56789abcdef2"
 NO_READ_UUID = "12345678-1234-5678-1234-56789abcdef3"
 ENCRYPTED_UUID = "12345678-1234-5678-1234-56789abcdef4"
 INDICATE_UUID = "12345678-1234-5678-1234-56789abcdef5"
+AUTHENTICATED_UUID = "12345678-1234-5678-1234-56789abcdef6"
 LONG_VALUE = bytes(i % 256 for i in range(600))
 COMPANY_ID = 0xFFFF
 MANUFACTURER_BYTES = bytes([1, 2, 3, 4])
@@ -115,7 +122,8 @@ class Peripheral:
         self.battery = Characteristic("2a19", P.READ | P.NOTIFY, R, bytes([0x64]))
 
         self.long_state, holder, value = self.dynamic(LONG_UUID, LONG_VALUE, writable=True)
-        long_char = Characteristic(LONG_UUID, P.READ | P.WRITE, R | W, value)
+        long_char = Characteristic(LONG_UUID, P.READ | P.WRITE | P.WRITE_WITHOUT_RESPONSE, R | W,
+                                   value)
         holder["c"] = long_char
         def refuse_write(_connection, _value):
             common.emit("refused", op="write", uuid=NO_WRITE_UUID, att="0x03")
@@ -136,12 +144,15 @@ class Peripheral:
         encrypted = Characteristic(ENCRYPTED_UUID, P.READ,
                                    Attribute.Permissions.READ_REQUIRES_ENCRYPTION, b"secret")
         self.indicate = Characteristic(INDICATE_UUID, P.INDICATE, R, bytes([0x01]))
+        authenticated = Characteristic(AUTHENTICATED_UUID, P.READ,
+                                       Attribute.Permissions.READ_REQUIRES_AUTHENTICATION, b"private")
         self.characteristics = [self.heart_rate, body_location, self.battery, long_char,
-                                no_write, no_read, encrypted, self.indicate]
+                                no_write, no_read, encrypted, self.indicate, authenticated]
         return [
             Service("180d", [self.heart_rate, body_location]),
             Service("180f", [self.battery]),
-            Service(CUSTOM_SERVICE, [long_char, no_write, no_read, encrypted, self.indicate]),
+            Service(CUSTOM_SERVICE, [long_char, no_write, no_read, encrypted, self.indicate,
+                                     authenticated]),
         ]
 
     def next_value(self, characteristic, i: int) -> bytes:
@@ -159,8 +170,15 @@ class Peripheral:
                 return
             value = self.next_value(characteristic, i)
             if indicate:
-                await self.device.indicate_subscriber(connection, characteristic, value)
-                common.emit("indicated", uuid=uuid, handle=characteristic.handle, value=value.hex())
+                try:
+                    # Returns once the Handle Value Confirmation arrived (Bumble waits for it).
+                    await self.device.indicate_subscriber(connection, characteristic, value)
+                except Exception as error:  # noqa: BLE001 - report, the test decides
+                    common.emit("indicationFailed", uuid=uuid, handle=characteristic.handle,
+                                value=value.hex(), message=f"{type(error).__name__}: {error}")
+                    return
+                common.emit("indicated", uuid=uuid, handle=characteristic.handle, value=value.hex(),
+                            confirmed=True)
             else:
                 await self.device.notify_subscriber(connection, characteristic, value)
                 common.emit("notified", uuid=uuid, handle=characteristic.handle, value=value.hex())
@@ -197,6 +215,27 @@ class Peripheral:
         if self.args.exit_after and self.disconnections >= self.args.exit_after:
             self.done.set()
 
+    def database(self):
+        """Every service, characteristic and descriptor of the server, with handles."""
+        from bumble.gatt import CharacteristicDeclaration, Descriptor
+        services, current, characteristic = [], None, None
+        for attribute in self.device.gatt_server.attributes:
+            if isinstance(attribute, Service):
+                current = {"uuid": uuid_string(attribute.uuid), "start": attribute.handle,
+                           "end": attribute.end_group_handle, "characteristics": []}
+                services.append(current)
+                characteristic = None
+            elif isinstance(attribute, CharacteristicDeclaration) and current is not None:
+                characteristic = {"uuid": uuid_string(attribute.characteristic.uuid),
+                                  "handle": attribute.handle, "valueHandle": attribute.value_handle,
+                                  "properties": int(attribute.characteristic.properties),
+                                  "descriptors": []}
+                current["characteristics"].append(characteristic)
+            elif isinstance(attribute, Descriptor) and characteristic is not None:
+                characteristic["descriptors"].append(
+                    {"uuid": uuid_string(attribute.type), "handle": attribute.handle})
+        return services
+
     async def run(self) -> int:
         args = self.args
         address = args.address or common.random_static_address()
@@ -225,7 +264,7 @@ class Peripheral:
                 handles.setdefault(uuid_string(c.uuid), c.handle)
             common.emit("ready", address=common.address_string(address), addressType="random",
                         name=args.name, advertising="legacy" if args.legacy else "extended",
-                        advertisingData=data.hex(), handles=handles)
+                        advertisingData=data.hex(), handles=handles, database=self.database())
             await self.done.wait()
             await asyncio.sleep(0.2)  # let the last events reach the controller / snooper
         return common.EXIT_OK

@@ -1,0 +1,212 @@
+import Foundation
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `ble-hci` executable built next to this test bundle, run as separate processes.
+enum BleHCI {
+    /// `ble-hci` in the directory of the running test executable (after
+    /// `swift build --build-tests`), or `$BLE_HCI` when set.
+    static func executable() throws -> URL {
+        if let env = ProcessInfo.processInfo.environment["BLE_HCI"], FileManager.default.isExecutableFile(atPath: env) {
+            return URL(fileURLWithPath: env)
+        }
+        var dirs: [URL] = []
+        if let first = CommandLine.arguments.first {
+            dirs.append(URL(fileURLWithPath: first).resolvingSymlinksInPath().deletingLastPathComponent())
+        }
+        if let main = Bundle.main.executableURL { dirs.append(main.resolvingSymlinksInPath().deletingLastPathComponent()) }
+        dirs.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        for dir in dirs {
+            // The .xctest may be a directory bundle (macOS) or a plain executable (Linux).
+            for candidate in [dir, dir.deletingLastPathComponent()] {
+                let url = candidate.appendingPathComponent("ble-hci")
+                var isDir: ObjCBool = false
+                if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDir), !isDir.boolValue,
+                   FileManager.default.isExecutableFile(atPath: url.path) {
+                    return url
+                }
+            }
+        }
+        throw HarnessError("""
+            no ble-hci executable next to the test bundle (looked in \(dirs.map(\.path).joined(separator: ", "))): \
+            build it first with `swift build --build-tests`, or set BLE_HCI=/path/to/ble-hci
+            """)
+    }
+
+    /// Starts `ble-hci arguments...` (killed after `lifetime` seconds at the latest).
+    static func start(_ arguments: [String], lifetime: TimeInterval = 60) throws -> ChildProcess {
+        try ChildProcess(executable: try executable(), arguments: arguments,
+                         environment: ["NO_COLOR": "1"], lifetime: lifetime)
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: [String]
+        var stderr: String
+        /// Every stdout line parsed as a JSON object (nil entries for lines that are not).
+        var json: [[String: Any]?] { stdout.map(ChildProcess.json) }
+        func events(_ name: String) -> [[String: Any]] {
+            stdout.compactMap(ChildProcess.json).filter { $0["event"] as? String == name }
+        }
+    }
+
+    /// Runs `ble-hci arguments...` to completion (killed and failed after `timeout`).
+    static func run(_ arguments: [String], timeout: TimeInterval = 20) async throws -> Result {
+        let child = try start(arguments, lifetime: timeout + 5)
+        defer { child.stop(grace: 0.5) }
+        let status = try await child.exitStatus(timeout: timeout)
+        return Result(status: status, stdout: child.output, stderr: child.stderr)
+    }
+}
+
+/// Runs another program (tshark) to completion.
+func runTool(_ path: String, _ arguments: [String], timeout: TimeInterval = 30) async throws -> BleHCI.Result {
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        throw HarnessError("\(path) is missing: run `make deps` (apt-get install tshark)")
+    }
+    let child = try ChildProcess(executable: URL(fileURLWithPath: path), arguments: arguments, lifetime: timeout + 5)
+    defer { child.stop(grace: 0.5) }
+    let status = try await child.exitStatus(timeout: timeout)
+    return BleHCI.Result(status: status, stdout: child.output, stderr: child.stderr)
+}
+
+let tshark = "/usr/bin/tshark"
+
+/// `ble-hci controllers` with two listeners on kernel-picked ports, plus optionally a
+/// `ble-hci peripheral` on the first one. Everything is killed by `stop()`.
+final class Rig: @unchecked Sendable {
+    let controllers: ChildProcess
+    let specs: [String]
+    var peripheral: ChildProcess?
+    /// The peripheral's `advertising` event.
+    var advertising: [String: Any] = [:]
+
+    var peripheralSpec: String { specs[0] }
+    var centralSpec: String { specs[1] }
+
+    private init(controllers: ChildProcess, specs: [String]) {
+        self.controllers = controllers
+        self.specs = specs
+    }
+
+    /// Starts the controllers and, when `profile` is given, a peripheral serving it
+    /// (`extraPeripheralArgs` go before the command, e.g. `-w FILE`).
+    static func start(profile: String? = "demo", peripheralGlobalArgs: [String] = []) async throws -> Rig {
+        let controllers = try BleHCI.start(["controllers", "--listen", "tcp:127.0.0.1:0", "--listen", "tcp:127.0.0.1:0", "--json"],
+                                           lifetime: 120)
+        var specs: [String] = []
+        do {
+            for _ in 0..<2 {
+                let e = try await controllers.nextEvent("listening", timeout: 10)
+                guard let spec = e["spec"] as? String, spec.hasPrefix("tcp:127.0.0.1:"), !spec.hasSuffix(":0") else {
+                    throw HarnessError("controllers reported \(e) (want a bound tcp:127.0.0.1:PORT)")
+                }
+                specs.append(spec)
+            }
+        } catch {
+            controllers.stop(grace: 0.5)
+            throw error
+        }
+        let rig = Rig(controllers: controllers, specs: specs)
+        if let profile {
+            do {
+                let p = try BleHCI.start(peripheralGlobalArgs + ["-t", rig.peripheralSpec, "peripheral", "--profile", profile, "--json"],
+                                         lifetime: 90)
+                rig.peripheral = p
+                rig.advertising = try await p.nextEvent("advertising", timeout: 10)
+            } catch {
+                rig.stop()
+                throw error
+            }
+        }
+        return rig
+    }
+
+    /// `ble-hci -t <central controller> ARGS...` to completion.
+    func central(_ arguments: [String], timeout: TimeInterval = 20) async throws -> BleHCI.Result {
+        try await BleHCI.run(["-t", centralSpec] + arguments, timeout: timeout)
+    }
+
+    func stop() {
+        peripheral?.stop(grace: 1)
+        controllers.stop(grace: 1)
+    }
+
+    /// `stop()` off the cooperative pool.
+    func shutdown() async {
+        if let peripheral { await peripheral.stopAsync(grace: 1) }
+        await controllers.stopAsync(grace: 1)
+    }
+
+    deinit { stop() }
+}
+
+/// Runs `body` with a started rig and always shuts it down (processes killed), even on failure.
+func withRig<T>(profile: String? = "demo", peripheralGlobalArgs: [String] = [],
+                _ body: (Rig) async throws -> T) async throws -> T {
+    let rig = try await Rig.start(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs)
+    do {
+        let result = try await body(rig)
+        await rig.shutdown()
+        return result
+    } catch {
+        await rig.shutdown()
+        throw error
+    }
+}
+
+/// Fails the test with the command's output when `result.status != expected`.
+func expectStatus(_ result: BleHCI.Result, _ expected: Int32, _ what: String,
+                  sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(result.status == expected,
+            "\(what): exit \(result.status), want \(expected)\n--- stdout:\n\(result.stdout.joined(separator: "\n"))\n--- stderr:\n\(result.stderr)",
+            sourceLocation: sourceLocation)
+}
+
+/// Asserts that every stdout line is one JSON object with an "event" key first-class.
+func expectPureJSON(_ result: BleHCI.Result, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(!result.stdout.isEmpty, "\(what): no stdout at all", sourceLocation: sourceLocation)
+    expectPureJSON(lines: result.stdout, what, sourceLocation: sourceLocation)
+}
+
+func expectPureJSON(lines: [String], _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    for line in lines {
+        let object = ChildProcess.json(line)
+        #expect(object != nil, "\(what): stdout line is not a JSON object: \(line)", sourceLocation: sourceLocation)
+        #expect(object?["event"] is String, "\(what): JSON line without a string \"event\": \(line)", sourceLocation: sourceLocation)
+    }
+}
+
+/// A scratch directory removed at the end of the test.
+final class TempDir: @unchecked Sendable {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("ble-hci-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+extension Array where Element == UInt8 {
+    var hex: String { map { String(format: "%02x", $0) }.joined() }
+}
+
+func hexOf(_ text: String) -> String { Array(text.utf8).hex }
+
+/// Runs `body`, throwing when it has not finished within `seconds` (the body is cancelled).
+func withTimeout<T: Sendable>(_ seconds: Double, _ what: String,
+                              _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask { try await Task.sleep(for: .seconds(seconds)); return nil }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw HarnessError("\(what): not done within \(seconds) s")
+        }
+        return value
+    }
+}

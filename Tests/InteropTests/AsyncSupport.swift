@@ -1,0 +1,234 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Async waits for the interop tests: they poll with `Task.sleep`, never block the cooperative
+/// pool (which has only two threads here), and every one has a timeout.
+struct InteropTimeout: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Polls `condition` every 20 ms until it holds; false after `timeout`.
+func eventually(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while true {
+        if try await condition() { return true }
+        if clock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+}
+
+/// Runs `operation` with a deadline; throws `InteropTimeout` when it takes longer.
+func withTimeout<T: Sendable>(_ timeout: Duration, _ what: String,
+                              _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw InteropTimeout(description: "\(what): no result within \(timeout)")
+        }
+        return value
+    }
+}
+
+extension ChildProcess {
+    /// Waits (asynchronously) for the `index`-th JSON line (0-based, counting only lines whose
+    /// "event" is `event` and that satisfy `matching`); throws with the child's output on timeout
+    /// or when the child has exited without printing it.
+    func event(_ event: String, index: Int = 0, timeout: Duration = .seconds(15),
+               matching: ([String: Any]) -> Bool = { _ in true }) async throws -> [String: Any] {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        var exitedChecks = 0
+        while true {
+            let found = events.filter { $0["event"] as? String == event && matching($0) }
+            if found.count > index { return found[index] }
+            if !isRunning {
+                exitedChecks += 1  // let the reader thread drain the pipe once more
+                if exitedChecks > 10 { break }
+            }
+            if clock.now >= deadline { break }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        throw InteropTimeout(description: """
+            no \(event) event #\(index + 1) from \(command.dropFirst().first ?? command[0]) within \(timeout) \
+            (running: \(isRunning))
+            --- stdout:
+            \(output.suffix(40).joined(separator: "\n"))
+            --- stderr:
+            \(stderr.suffix(3000))
+            """)
+    }
+
+    /// Every JSON event named `event` so far.
+    func all(_ event: String) -> [[String: Any]] { events.filter { $0["event"] as? String == event } }
+
+    /// Waits asynchronously for the child to exit by itself; kills it and throws after `timeout`.
+    func exitStatus(timeout: Duration = .seconds(15)) async throws -> Int32 {
+        let ok = await eventually(timeout: timeout) { !isRunning }
+        guard ok else {
+            stop()
+            throw InteropTimeout(description: "\(command.joined(separator: " ")) did not exit within \(timeout)\n\(output.suffix(30).joined(separator: "\n"))\n\(stderr.suffix(3000))")
+        }
+        // Terminated: this returns at once (it only drains the pipes, bounded by 2 s).
+        return try waitForExit(timeout: 1)
+    }
+}
+
+/// Runs blocking `work` on a thread of its own (never on the two-thread cooperative pool).
+func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+/// Starts a fresh Bumble controllers process (its constructor blocks until the ready line, so it
+/// runs on a thread of its own).
+func startControllers(count: Int = 2) async throws -> BumbleControllers {
+    try await offPool { try BumbleControllers(count: count, timeout: 15, lifetime: 180) }
+}
+
+/// The hex string of bytes.
+func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+/// Bytes of a hex string.
+func bytes(_ hex: String) -> [UInt8] {
+    var out: [UInt8] = []
+    var i = hex.startIndex
+    while i < hex.endIndex, let j = hex.index(i, offsetBy: 2, limitedBy: hex.endIndex) {
+        out.append(UInt8(hex[i..<j], radix: 16) ?? 0)
+        i = j
+    }
+    return out
+}
+
+/// The 600-byte value Tools/bumble/peripheral.py serves on ...def1.
+let bumbleLongValue: [UInt8] = (0..<600).map { UInt8($0 % 256) }
+
+/// The built `ble-hci` binary: next to the test bundle (the directory of argv[0]), or in the
+/// scratch path's debug folder.
+func bleHCIBinary() throws -> URL {
+    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = dir.appendingPathComponent("ble-hci")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        dir = dir.deletingLastPathComponent()
+    }
+    throw InteropTimeout(description: "no ble-hci binary near \(CommandLine.arguments[0]): build it (swift build --build-tests)")
+}
+
+/// Everything one interop test started: a fresh Bumble controllers process, the peer scripts
+/// and our stacks. `interop(controllers:_:)` tears all of it down however the test ends.
+final class Scope: @unchecked Sendable {
+    let controllers: BumbleControllers
+    private let lock = NSLock()
+    private var children: [ChildProcess] = []
+    private var closers: [@Sendable () async -> Void] = []
+
+    init(controllers: BumbleControllers) { self.controllers = controllers }
+
+    /// Starts Tools/bumble/<script> (killed at the end of the test).
+    func script(_ name: String, _ arguments: [String]) throws -> ChildProcess {
+        let child = try PythonScript.start(name, arguments, lifetime: 120)
+        lock.withLock { children.append(child) }
+        return child
+    }
+
+    /// Starts the built `ble-hci` binary with `arguments` (killed at the end of the test).
+    func bleHCI(_ arguments: [String]) throws -> ChildProcess {
+        let child = try ChildProcess(executable: try bleHCIBinary(), arguments: arguments, lifetime: 120)
+        lock.withLock { children.append(child) }
+        return child
+    }
+
+    /// Runs `close` at the end of the test (before the processes are stopped).
+    func onClose(_ close: @escaping @Sendable () async -> Void) { lock.withLock { closers.append(close) } }
+
+    func tearDown() async {
+        let (closers, children) = lock.withLock { (self.closers, self.children) }
+        for close in closers.reversed() {
+            _ = try? await withTimeout(.seconds(5), "closing the stack") { await close(); return true }
+        }
+        // Stopping sends SIGTERM and waits a moment for the child: off the cooperative pool.
+        let controllers = self.controllers
+        _ = try? await offPool {
+            for child in children { child.stop(grace: 1) }
+            controllers.process.stop(grace: 1)
+        }
+    }
+}
+
+/// Runs `body` with a fresh controllers process (`count` controllers) and tears everything
+/// down afterwards, whether `body` returns or throws.
+func interop<T: Sendable>(controllers count: Int = 2, _ body: (Scope) async throws -> T) async throws -> T {
+    let scope = Scope(controllers: try await startControllers(count: count))
+    do {
+        let result = try await body(scope)
+        await scope.tearDown()
+        return result
+    } catch {
+        await scope.tearDown()
+        throw error
+    }
+}
+
+/// A thread-safe list that a background task appends to (events of our `Peripheral`).
+final class Recorder<Element: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Element] = []
+    func append(_ e: Element) { lock.withLock { items.append(e) } }
+    var all: [Element] { lock.withLock { items } }
+}
+
+import BLE
+import Transport
+import GATT
+import HCI
+
+extension Scope {
+    static var stackOptions: StackOptions {
+        var options = StackOptions()
+        options.attTimeout = .seconds(10)
+        return options
+    }
+
+    /// Our `Central` on controller `index` (closed at the end of the test).
+    func central(on index: Int) async throws -> Central {
+        let transport = try TransportSpec(parsing: controllers.transport(index)).open()
+        let central = try await Central.open(transport, options: Self.stackOptions)
+        onClose { await central.close() }
+        return central
+    }
+
+    /// Our `Peripheral` serving `services` on controller `index`, with its events recorded.
+    func peripheral(on index: Int, services: [GATTService], name: String) async throws -> (Peripheral, Recorder<PeripheralEvent>) {
+        let transport = try TransportSpec(parsing: controllers.transport(index)).open()
+        let peripheral = try await Peripheral.open(transport, services: services, name: name, options: Self.stackOptions)
+        let recorder = Recorder<PeripheralEvent>()
+        let pump = Task { for await e in peripheral.events { recorder.append(e) } }
+        onClose {
+            await peripheral.close()
+            pump.cancel()
+        }
+        return (peripheral, recorder)
+    }
+}
+
+/// Attributes of a `"gatt"` JSON event (central.py / gatt_client_check.py / `ble-hci central`).
+struct JSONTree {
+    let services: [[String: Any]]
+    init(_ event: [String: Any]) { services = event["services"] as? [[String: Any]] ?? [] }
+    var serviceUUIDs: [String] { services.compactMap { $0["uuid"] as? String } }
+    func service(_ uuid: String) -> [String: Any]? { services.first { $0["uuid"] as? String == uuid } }
+    func characteristics(of service: String) -> [[String: Any]] {
+        self.service(service)?["characteristics"] as? [[String: Any]] ?? []
+    }
+    func characteristic(_ uuid: String) -> [String: Any]? {
+        services.flatMap { $0["characteristics"] as? [[String: Any]] ?? [] }.first { $0["uuid"] as? String == uuid }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Testing
+import TestSupport
+import BLE
+import GATT
+import HCI
+
+/// Issue 4 against Bumble: `ble-hci scan` sees Bumble's advertiser exactly, our Central connects
+/// to a Bumble peripheral, a Bumble central connects to our Peripheral.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct GAPInteropTests {
+    static let custom = "12345678-1234-5678-1234-56789abcdef0"
+
+    @Test func scanCLIReportsBumbleAdvertiserExactly() async throws {
+        try await interop { scope in
+            let peer = try scope.script("peripheral.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", "interop-gap",
+                "--address", "C1:22:33:44:55:66", "--tx-power", "4", "--timeout", "60"])
+            let ready = try await peer.event("ready")
+            #expect(ready["advertising"] as? String == "extended")
+
+            let scan = try scope.bleHCI(["-t", scope.controllers.transport(0), "scan", "--json", "--duration", "3"])
+            let status = try await scan.exitStatus(timeout: .seconds(20))
+            #expect(status == 0, "ble-hci scan failed: \(scan.stderr)")
+            // Nothing but JSON objects on stdout.
+            for line in scan.output where !line.isEmpty {
+                #expect(ChildProcess.json(line) != nil, "not a JSON line: \(line)")
+            }
+            let reports = scan.all("advertisement").filter { $0["address"] as? String == "C1:22:33:44:55:66" }
+            let ad = try #require(reports.last, "no advertisement of C1:22:33:44:55:66 in \(scan.output)")
+            #expect(ad["addressType"] as? String == "random")
+            #expect(ad["name"] as? String == "interop-gap")
+            #expect(ad["services"] as? [String] == ["180d", "180f", Self.custom])
+            #expect(ad["manufacturerData"] as? [String: String] == ["ffff": "01020304"])
+            #expect(ad["serviceData"] as? [String: String] == ["180f": "64"])
+            #expect(ad["txPower"] as? Int == 4)
+            #expect(ad["flags"] as? Int == 6)
+            #expect(ad["connectable"] as? Bool == true)
+            #expect(ad["rssi"] as? Int == -50)  // what Bumble's controller reports for everyone
+            // Reported when first seen and when the data changes, not on every report.
+            #expect(reports.count <= 2, "\(reports.count) lines for one unchanged advertiser")
+        }
+    }
+
+    @Test func ourCentralConnectsToBumblePeripheralAndDisconnects() async throws {
+        try await interop { scope in
+            let peer = try scope.script("peripheral.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", "interop-conn",
+                "--address", "C1:22:33:44:55:77", "--timeout", "60"])
+            _ = try await peer.event("ready")
+            let central = try await scope.central(on: 0)
+            let adv = try await central.find(ScanFilter(nameContains: "interop-conn"), timeout: .seconds(10))
+            #expect(adv.address.address.description == "C1:22:33:44:55:77")
+            #expect(adv.services.contains(0x180D))
+            let remote = try await central.connect(to: adv.address, timeout: .seconds(10))
+            let connected = try await peer.event("connected")
+            // Bumble sees our own address: the controller's public one, or a random static one.
+            if connected["addressType"] as? String == "public" {
+                #expect(connected["address"] as? String == central.controller.address.description)
+            } else {
+                let first = UInt8((connected["address"] as? String ?? "00").prefix(2), radix: 16) ?? 0
+                #expect(connected["addressType"] as? String == "random" && first & 0xC0 == 0xC0, "\(connected)")
+            }
+            #expect(remote.disconnectReason == nil)
+
+            let reason = try await withTimeout(.seconds(10), "disconnect") { try await remote.disconnect() }
+            #expect(reason == .localHostTerminated)
+            let gone = try await peer.event("disconnected")
+            #expect(gone["reason"] as? String == "0x13", "Bumble's reason: \(gone)")
+            #expect(gone["handle"] as? Int == connected["handle"] as? Int)
+        }
+    }
+
+    @Test func bumbleCentralConnectsToOurPeripheral() async throws {
+        try await interop(controllers: 3) { scope in
+            let (peripheral, events) = try await scope.peripheral(on: 0, services: DemoProfile.services, name: "interop-ours")
+            try await peripheral.startAdvertising(AdvertisingOptions(name: "interop-ours", serviceUUIDs: DemoProfile.advertisedServices))
+            let bumble = try scope.script("central.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", "interop-ours",
+                "--mtu", "185", "--read-all", "--timeout", "40"])
+            let ad = try await bumble.event("advertisement") { $0["name"] as? String == "interop-ours" }
+            #expect(ad["address"] as? String == peripheral.controller.address.description)
+            #expect(ad["services"] as? [String] == ["fff0", "ffe0"])
+            #expect(ad["flags"] as? Int == 6)
+            let connected = try await bumble.event("connected")
+            #expect(connected["mtu"] as? Int == 185)
+            let tree = JSONTree(try await bumble.event("gatt"))
+            #expect(tree.serviceUUIDs == ["1800", "1801", "fff0", "ffe0"])
+            #expect(tree.characteristic("2a00")?["value"] as? String == hex(Array("interop-ours".utf8)))
+            let disconnected = try await bumble.event("disconnected")
+            #expect(disconnected["reason"] as? String == "0x16")
+            #expect(try await bumble.exitStatus() == 0, "central.py: \(bumble.output)")
+
+            // Our side saw the connection and the Bumble central's disconnection.
+            let sawBoth = await eventually(timeout: .seconds(5)) {
+                events.all.contains { if case .disconnected(_, .remoteUserTerminated) = $0 { return true }; return false }
+            }
+            #expect(sawBoth, "our Peripheral's events: \(events.all)")
+            let connects = events.all.compactMap { e -> DeviceAddress? in
+                if case .connected(_, let central) = e { return central }
+                return nil
+            }
+            #expect(connects.count == 1)
+            // It advertises again after the disconnection: a second Bumble central finds it.
+            let again = try scope.script("central.py", [
+                "--transport", scope.controllers.bumbleTransport(2), "--scan-only", "--duration", "2", "--timeout", "20"])
+            _ = try await again.event("advertisement", timeout: .seconds(15)) { $0["name"] as? String == "interop-ours" }
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// Async forms of `ChildProcess`'s blocking waits, for `async` tests.
+///
+/// Swift's cooperative thread pool may have as few as 2 threads; a blocking wait on one of them
+/// can stall every other test. These helpers run the blocking wait on a dedicated `Thread`
+/// and resume the caller when it returns, so the pool stays free. Every wait keeps the
+/// blocking API's timeout.
+///
+///     let child = try ChildProcess(executable: url, arguments: ["peripheral", "--json"])
+///     defer { child.stop() }
+///     let advertising = try await child.nextEvent("advertising", timeout: 10)
+///     let status = try await child.exitStatus(timeout: 10)
+
+/// Runs `body` on a new thread (not the cooperative pool) and returns its result.
+public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.start()
+    }
+}
+
+/// A JSON object carried across threads (JSONSerialization values are immutable here).
+private struct JSONBox: @unchecked Sendable { let object: [String: Any] }
+
+extension ChildProcess {
+    /// Async `waitForLine`: the next stdout line (after those returned by earlier waits on
+    /// this child) that satisfies `predicate`; throws on timeout or when stdout closes first.
+    @discardableResult
+    public func nextLine(timeout: TimeInterval = 10,
+                         matching predicate: @escaping @Sendable (String) -> Bool) async throws -> String {
+        try await offPool { try self.waitForLine(timeout: timeout, matching: predicate) }
+    }
+
+    /// Async `waitForEvent`: the next JSON line whose `"event"` is `event`, parsed.
+    public func nextEvent(_ event: String, timeout: TimeInterval = 10) async throws -> [String: Any] {
+        let box = try await offPool { JSONBox(object: try self.waitForEvent(event, timeout: timeout)) }
+        return box.object
+    }
+
+    /// Async `waitForExit`: the exit status once the child has exited by itself and its
+    /// pipes are drained; kills it and throws if it runs longer than `timeout`.
+    public func exitStatus(timeout: TimeInterval = 10) async throws -> Int32 {
+        try await offPool { try self.waitForExit(timeout: timeout) }
+    }
+
+    /// Async `stop`: SIGTERM, then SIGKILL after `grace` seconds.
+    public func stopAsync(grace: TimeInterval = 2) async {
+        _ = try? await offPool { self.stop(grace: grace) }
+    }
+}

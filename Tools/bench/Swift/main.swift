@@ -1,0 +1,120 @@
+// ble-hci-bench: the Swift side of `make bench` (Tools/bench/run.sh prints the comparison).
+//
+//   ble-hci-bench reads N          our Central reads a characteristic N times from our Peripheral
+//   ble-hci-bench notifications N  our Peripheral notifies N values, our Central counts them
+//   ble-hci-bench capture IN OUT N a btsnoop of N packets: IN's records repeated, times increasing
+//
+// Each link runs on VirtualLink.inProcess (two virtual controllers, in-process transports).
+// Output: one line "metric=<name> count=<n> seconds=<s> rate=<n/s>" on stdout.
+import Foundation
+import HCI
+import Capture
+import GATT
+import BLE
+import VirtualController
+
+func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func report(_ metric: String, count: Int, seconds: Double) {
+    print("metric=\(metric) count=\(count) seconds=\(String(format: "%.4f", seconds)) rate=\(String(format: "%.1f", Double(count) / seconds))")
+}
+
+/// A connected pair on an in-process virtual link: our Peripheral (demo profile) and our
+/// Central, with the demo database discovered.
+func connectedPair() async throws -> (Peripheral, Central, RemotePeripheral, [GATTRemoteServiceTree]) {
+    let (_, transports) = VirtualLink.inProcess(count: 2)
+    let peripheral = try await Peripheral.open(transports[0], services: DemoProfile.services, name: "bench")
+    try await peripheral.startAdvertising(AdvertisingOptions(name: "bench", serviceUUIDs: DemoProfile.advertisedServices))
+    let central = try await Central.open(transports[1])
+    let adv = try await central.find(ScanFilter(nameContains: "bench"), timeout: .seconds(10), describe: "name bench")
+    let remote = try await central.connect(to: adv.address)
+    let tree = try await remote.discoverAll()
+    return (peripheral, central, remote, tree)
+}
+
+func characteristic(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRemoteCharacteristic {
+    tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == uuid }!.characteristic
+}
+
+func benchReads(_ n: Int) async throws {
+    let (peripheral, central, remote, tree) = try await connectedPair()
+    let c = characteristic(tree, DemoProfile.name)
+    for _ in 0..<min(100, n) { _ = try await remote.read(c) }  // warm-up
+    let t0 = now()
+    for _ in 0..<n { _ = try await remote.read(c) }
+    report("gatt-reads", count: n, seconds: now() - t0)
+    await central.close()
+    await peripheral.close()
+}
+
+func benchNotifications(_ n: Int) async throws {
+    let (peripheral, central, remote, tree) = try await connectedPair()
+    let c = characteristic(tree, DemoProfile.ticker)
+    let values = try await remote.notifications(for: c)
+    let counter = Task { () -> (Int, Double) in
+        var count = 0
+        var last = now()
+        do {
+            for try await _ in values {
+                count += 1
+                last = now()
+                if count == n { break }
+            }
+        } catch {}
+        return (count, last)
+    }
+    let value: [UInt8] = Array("12345678".utf8)
+    let t0 = now()
+    for _ in 0..<n { await peripheral.notify(value, for: DemoProfile.ticker) }
+    // Whatever the central's stream dropped (it buffers 1024) is not counted: give it 2 s.
+    let timeout = Task { try? await Task.sleep(for: .seconds(2)); counter.cancel() }
+    let (count, last) = await counter.value
+    timeout.cancel()
+    report("notifications", count: count, seconds: last - t0)
+    await central.close()
+    await peripheral.close()
+}
+
+/// Repeats the records of `input` until `count` packets, in btsnoop 1002 with increasing times.
+func makeCapture(input: String, output: String, count: Int) throws {
+    var reader = try CaptureReader(path: input)
+    var packets: [(HCIPacket, Direction)] = []
+    while let r = try reader.next() {
+        if case .packet(.success(let p)) = r.content { packets.append((p, r.direction ?? .sent)) }
+    }
+    precondition(!packets.isEmpty, "\(input) has no HCI packets")
+    var out = BtsnoopWriter.fileHeader()
+    out.reserveCapacity(count * 40)
+    let start = Date(timeIntervalSince1970: 1_800_000_000)
+    for i in 0..<count {
+        let (p, d) = packets[i % packets.count]
+        out += BtsnoopWriter.record(p, direction: d, time: start.addingTimeInterval(Double(i) * 0.001))
+    }
+    guard FileManager.default.createFile(atPath: output, contents: Data(out)) else {
+        throw CaptureError("cannot write \(output)")
+    }
+    print("capture=\(output) packets=\(count) bytes=\(out.count)")
+}
+
+let args = CommandLine.arguments
+func usage() -> Never {
+    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | capture IN OUT N\n".utf8))
+    exit(2)
+}
+guard args.count >= 3 else { usage() }
+do {
+    switch args[1] {
+    case "reads": try await benchReads(Int(args[2]) ?? 10_000)
+    case "notifications": try await benchNotifications(Int(args[2]) ?? 10_000)
+    case "capture" where args.count == 5: try makeCapture(input: args[2], output: args[3], count: Int(args[4]) ?? 500_000)
+    default: usage()
+    }
+} catch {
+    FileHandle.standardError.write(Data("ble-hci-bench: \(error)\n".utf8))
+    exit(1)
+}
+exit(0)
