@@ -32,12 +32,12 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
         .testTarget(name: "VirtualControllerTests", dependencies: ["VirtualController", "HCI", "Transport", "TestSupport"]),
-        .testTarget(name: "HostTests", dependencies: ["Host", "TestSupport"]),
+        .testTarget(name: "HostTests", dependencies: ["Host", "TestSupport", "VirtualController"]),
         .testTarget(name: "L2CAPTests", dependencies: ["L2CAP", "Host", "Transport", "TestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "L2CAP", "Host", "Transport", "TestSupport"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP"]),
-        .testTarget(name: "DecoderTests", dependencies: ["Decoder"]),
+        .testTarget(name: "DecoderTests", dependencies: ["Decoder", "HCI", "Capture", "L2CAP", "ATT", "SMP"]),
         .testTarget(name: "BLETests", dependencies: ["BLE", "VirtualController"]),
 
         // Interop test harness (Bumble controllers and peer scripts as child processes).

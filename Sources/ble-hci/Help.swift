@@ -66,7 +66,8 @@ let commandHelp: [String: String] = [
 
       --mtu N        ATT MTU to request (23-517, default 517)
       --timeout S    seconds to find and connect to TARGET (default 10)
-      --profile band speak the band profile's framed protocol (see docs/band.md)
+      --profile band speak the band profile's framed protocol (see docs/band.md): total
+                     steps and the hourly step/sleep history of --date (default: today, UTC)
 
     Examples:
       ble-hci -t tcp:127.0.0.1:9001 central name:ble-hci
@@ -93,7 +94,11 @@ let commandHelp: [String: String] = [
     raw bytes and the reason; decoding goes on.
 
       --layers LAYERS   how deep to decode: a comma list of hci,l2cap,att,gatt,smp (default all)
-      --json            one JSON object per packet
+      --json            one JSON object per packet; a malformed one carries "malformed" (the
+                        reason) and "raw" (hex)
+
+    A capture cut mid-record (e.g. a killed process) prints every whole record, then a warning
+    on stderr, and exits 0. A missing or unreadable file, or one that is not a capture, exits 1.
 
     Example:
       ble-hci dump demo.pcap --layers hci,att
@@ -113,7 +118,9 @@ let commandHelp: [String: String] = [
 
     Serves virtual LE controllers that share one virtual link. Each --listen (tcp:HOST:PORT or
     unix:PATH) is one controller an H4 host connects to; each new connection starts that
-    controller from reset. Runs until Ctrl-C.
+    controller from reset. --listen vhci attaches a controller to the kernel through /dev/vhci
+    (root, module hci_vhci): it appears as a new hciN adapter. Port 0 picks a free port (the
+    `listening` line says which). Runs until Ctrl-C.
 
     Example:
       ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002 &

@@ -69,7 +69,7 @@ extension ChildProcess {
     func all(_ event: String) -> [[String: Any]] { events.filter { $0["event"] as? String == event } }
 
     /// Waits asynchronously for the child to exit by itself; kills it and throws after `timeout`.
-    func exitStatus(timeout: Duration = .seconds(15)) async throws -> Int32 {
+    func exited(within timeout: Duration = .seconds(15)) async throws -> Int32 {
         let ok = await eventually(timeout: timeout) { !isRunning }
         guard ok else {
             stop()
@@ -81,7 +81,7 @@ extension ChildProcess {
 }
 
 /// Runs blocking `work` on a thread of its own (never on the two-thread cooperative pool).
-func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try work() }) }.start()
     }
@@ -90,7 +90,7 @@ func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thro
 /// Starts a fresh Bumble controllers process (its constructor blocks until the ready line, so it
 /// runs on a thread of its own).
 func startControllers(count: Int = 2) async throws -> BumbleControllers {
-    try await offPool { try BumbleControllers(count: count, timeout: 15, lifetime: 180) }
+    try await onOwnThread { try BumbleControllers(count: count, timeout: 15, lifetime: 180) }
 }
 
 /// The hex string of bytes.
@@ -156,7 +156,7 @@ final class Scope: @unchecked Sendable {
         }
         // Stopping sends SIGTERM and waits a moment for the child: off the cooperative pool.
         let controllers = self.controllers
-        _ = try? await offPool {
+        _ = try? await onOwnThread {
             for child in children { child.stop(grace: 1) }
             controllers.process.stop(grace: 1)
         }

@@ -19,7 +19,7 @@ import HCI
             #expect(ready["advertising"] as? String == "extended")
 
             let scan = try scope.bleHCI(["-t", scope.controllers.transport(0), "scan", "--json", "--duration", "3"])
-            let status = try await scan.exitStatus(timeout: .seconds(20))
+            let status = try await scan.exited(within: .seconds(20))
             #expect(status == 0, "ble-hci scan failed: \(scan.stderr)")
             // Nothing but JSON objects on stdout.
             for line in scan.output where !line.isEmpty {
@@ -88,7 +88,7 @@ import HCI
             #expect(tree.characteristic("2a00")?["value"] as? String == hex(Array("interop-ours".utf8)))
             let disconnected = try await bumble.event("disconnected")
             #expect(disconnected["reason"] as? String == "0x16")
-            #expect(try await bumble.exitStatus() == 0, "central.py: \(bumble.output)")
+            #expect(try await bumble.exited() == 0, "central.py: \(bumble.output)")
 
             // Our side saw the connection and the Bumble central's disconnection.
             let sawBoth = await eventually(timeout: .seconds(5)) {

@@ -213,6 +213,12 @@ def hci_flags(dev):
     return m.group(0).strip() if m else "?"
 
 
+def kernel_log(n=25):
+    r = subprocess.run(["dmesg"], capture_output=True, text=True)
+    lines = [l for l in r.stdout.splitlines() if "Bluetooth" in l or " hci" in l][-n:]
+    print("      ---- kernel log (dmesg, Bluetooth lines):\n" + "\n".join("      | " + l for l in lines), flush=True)
+
+
 def back_under_kernel(dev, idx, what):
     lst = wait_mgmt(idx, True, 5)
     check("%s: %s is back under the kernel's control (mgmt index list %s, /sys/class/bluetooth %s)"
@@ -246,10 +252,14 @@ def section1():
     STATE["i0"], STATE["i1"] = int(devs[0][3:]), int(devs[1][3:])
     STATE["addr0"], STATE["addr1"] = ls[0].get("address"), ls[1].get("address")
     # Primary devices: the kernel initialises them (its own HCI init sequence) and lists them in mgmt.
-    lst0 = wait_mgmt(STATE["i0"], True, 10)
-    lst1 = wait_mgmt(STATE["i1"], True, 10)
-    check("controllers: the kernel manages both (mgmt index list %s)" % lst1,
-          STATE["i0"] in lst0 and STATE["i1"] in lst1)
+    lst0 = wait_mgmt(STATE["i0"], True, 8)
+    lst1 = wait_mgmt(STATE["i1"], True, 2 if STATE["i0"] not in lst0 else 8)
+    if not check("controllers: the kernel initialised both and manages them (mgmt index list %s)" % lst1,
+                 STATE["i0"] in lst0 and STATE["i1"] in lst1):
+        print("      the kernel's own init of a primary vhci device failed: the adapter stays in HCI_SETUP, so every\n"
+              "      user-channel bind on it answers EBUSY (hci_sock_bind) and the sections below fail with EBUSY.")
+        kernel_log()
+        show_result(ctl.result())
     r = run(["hciconfig", "-a"], timeout=10)
     log("hciconfig -a:\n" + "\n".join("      | " + l for l in r.out.rstrip().splitlines()))
     for dev, addr in ((STATE["h0"], STATE["addr0"]), (STATE["h1"], STATE["addr1"])):

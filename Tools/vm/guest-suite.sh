@@ -2,10 +2,16 @@
 # The VM test suite, run INSIDE the guest by Tools/vm/run-tests.sh (cwd = repo root, root,
 # BLE_HCI_IN_VM=1). Each step has its own timeout; the suite's exit code is the number of
 # failed steps (0 = all passed).
-#   VM_TEST_FILTER  swift-testing filter for the Swift part (default: UserChannel)
-#   VM_TEST_BUNDLE  the built test bundle (default: .build/debug/ble-hciPackageTests.xctest)
+#   VM_BUILD_DIR    where the host build is (default .build/debug): ble-hci and the test bundle
+#   VM_TEST_FILTER  swift-testing filter for the Swift part (default: VMTests and the
+#                   user-channel tests of TransportTests)
+#   VM_TEST_BUNDLE  the built test bundle (default: $VM_BUILD_DIR/ble-hciPackageTests.xctest)
+#   VM_STEPS        which steps to run: a comma list of smoke,swift,cli,extra (default: all)
 set -u
 failed=0
+skipped=()
+BUILD=${VM_BUILD_DIR:-.build/debug}
+STEPS=",${VM_STEPS:-smoke,swift,cli,extra},"
 step() {  # step NAME TIMEOUT CMD...
     local name=$1 t=$2; shift 2
     echo "=== vm-test: $name"
@@ -14,28 +20,54 @@ step() {  # step NAME TIMEOUT CMD...
     local rc=$?
     local d=$(echo "$(date +%s.%N) - $s" | bc)
     if [ "$rc" = 0 ]; then echo "=== vm-test: $name PASSED (${d}s)"
-    elif [ "$rc" = 69 ] && [ "${ALLOW_NO_TESTS:-0}" = 1 ]; then
-        echo "=== vm-test: $name: no test matched the filter (exit 69), not counted as a failure"
     else
         [ "$rc" = 124 ] && echo "=== vm-test: $name TIMED OUT after ${t}s"
+        [ "$rc" = 69 ] && echo "=== vm-test: $name: exit 69 = no test matched the filter (while --list-tests listed some): a failure"
         echo "=== vm-test: $name FAILED (exit $rc, ${d}s)"; failed=$((failed + 1))
     fi
 }
 
-step "kernel user channel smoke test (Tools/vm/smoke_vhci.py)" 60 /usr/bin/python3 Tools/vm/smoke_vhci.py
+[[ $STEPS == *,smoke,* ]] &&
+    step "kernel user channel smoke test (Tools/vm/smoke_vhci.py)" 60 /usr/bin/python3 Tools/vm/smoke_vhci.py
 
-BUNDLE=${VM_TEST_BUNDLE:-.build/debug/ble-hciPackageTests.xctest}
-if [ -x "$BUNDLE" ]; then
-    ALLOW_NO_TESTS=1 step "Swift tests matching '${VM_TEST_FILTER:-UserChannel}'" 180 \
-        "$BUNDLE" --testing-library swift-testing --filter "${VM_TEST_FILTER:-UserChannel}"
-else
-    echo "=== vm-test: no $BUNDLE (build it on the host first: swift build --build-tests); Swift part skipped"
+BUNDLE=${VM_TEST_BUNDLE:-$BUILD/ble-hciPackageTests.xctest}
+FILTER=${VM_TEST_FILTER:-'VMTests\.|[Uu]serChannel'}
+if [[ $STEPS == *,swift,* ]]; then
+    if [ -x "$BUNDLE" ]; then
+        # Run the Swift part only when the bundle has tests that match; then exit 69
+        # ("no test matched") cannot happen silently: it is a failure.
+        matching=$(timeout 60 "$BUNDLE" --testing-library swift-testing --list-tests 2>/dev/null | grep -cE "$FILTER")
+        if [ "${matching:-0}" -gt 0 ]; then
+            step "Swift tests matching '$FILTER' ($matching)" 180 \
+                "$BUNDLE" --testing-library swift-testing --filter "$FILTER"
+        else
+            echo "=== vm-test: NOTE: no Swift test in $BUNDLE matches '$FILTER': the Swift part did NOT run"
+            skipped+=("swift (no test matches '$FILTER')")
+        fi
+    else
+        echo "=== vm-test: NOTE: no $BUNDLE (build it on the host first: swift build --build-tests): the Swift part did NOT run"
+        skipped+=("swift (no bundle $BUNDLE)")
+    fi
+fi
+
+# The CLI on the real kernel: controllers --listen vhci, peripheral/central/scan over user
+# channels, error paths, BlueZ (hcitool, gatttool) as the peer.
+if [[ $STEPS == *,cli,* ]]; then
+    if [ -x "$BUILD/ble-hci" ]; then
+        BLE_HCI_BIN="$BUILD/ble-hci" step "ble-hci CLI on the kernel (Tools/vm/cli_tests.py)" 200 \
+            /usr/bin/python3 Tools/vm/cli_tests.py
+    else
+        echo "=== vm-test: no $BUILD/ble-hci (build it on the host: swift build): FAILED"; failed=$((failed + 1))
+    fi
 fi
 
 # Further guest-side steps: every executable Tools/vm/tests.d/*, in name order.
-for t in Tools/vm/tests.d/*; do
-    [ -x "$t" ] && [ -f "$t" ] && step "$t" 180 "$t"
-done
+if [[ $STEPS == *,extra,* ]]; then
+    for t in Tools/vm/tests.d/*; do
+        [ -x "$t" ] && [ -f "$t" ] && step "$t" 180 "$t"
+    done
+fi
 
+for s in "${skipped[@]}"; do echo "=== vm-test: not run: $s"; done
 echo "=== vm-test: $failed step(s) failed"
 exit "$failed"

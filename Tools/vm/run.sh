@@ -11,6 +11,7 @@
 # the VM fails (no exit code, timeout) and kept with VM_KEEP=1.
 #
 # Env: VM_CPU (TCG cpu model, default max), VM_TIMEOUT (s, default 240), VM_MEM (MiB, default 2048), VM_KEEP=1 (keep the share dir),
+#      VM_SHARE_DIR (use this existing dir as the share; it is kept),
 #      VM_INTERACTIVE=1 (console on this terminal, busybox shell after CMD; needs a tty),
 #      VM_REPO (cwd in the guest, default: this repository), VM_APPEND (extra kernel args).
 # Exit: CMD's exit code; 124 on timeout; 125 when the VM failed before CMD finished.
@@ -25,11 +26,19 @@ if [ $# -eq 0 ]; then echo "usage: $0 CMD [ARG...]" >&2; exit 2; fi
 
 "$HERE/prepare.sh" || { echo "vm/run: prepare.sh failed" >&2; exit 125; }
 
-SHARE=$(mktemp -d "${TMPDIR:-/tmp}/ble-hci-vm.XXXXXX")
+if [ -n "${VM_SHARE_DIR:-}" ]; then
+    # The caller's directory (it reads what the guest wrote, and removes it itself).
+    SHARE=$(cd "$VM_SHARE_DIR" && pwd) || { echo "vm/run: VM_SHARE_DIR=$VM_SHARE_DIR is not a directory" >&2; exit 125; }
+    OWN_SHARE=0
+else
+    SHARE=$(mktemp -d "${TMPDIR:-/tmp}/ble-hci-vm.XXXXXX")
+    OWN_SHARE=1
+fi
+chmod 1777 "$SHARE"   # the guest's tests also write there as a non-root user
 LOG="$SHARE/console.log"
 cleanup() {
     [ -n "${TAILPID:-}" ] && kill "$TAILPID" 2>/dev/null
-    if [ "${VM_KEEP:-0}" = 1 ]; then echo "vm/run: kept $SHARE (console.log, output, dmesg, rc)" >&2
+    if [ "${VM_KEEP:-0}" = 1 ] || [ "$OWN_SHARE" = 0 ]; then echo "vm/run: kept $SHARE (console.log, output, dmesg, rc)" >&2
     else rm -rf "$SHARE"; fi
 }
 trap cleanup EXIT

@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension CLITests {
+    /// `ble-hci scan` against `ble-hci peripheral --profile demo`.
+    @Suite(.serialized) struct Scan {
+        @Test func scanSeesTheDemoPeripheralAndFiltersWork() async throws {
+            try await withRig { rig in
+                let all = try await rig.central(["scan", "--json", "--duration", "2"])
+                expectStatus(all, 0, "scan --duration 2")
+                expectPureJSON(all, "scan --json")
+                let ours = all.events("advertisement").filter { $0["name"] as? String == "ble-hci" }
+                #expect(ours.count == 1, "want one line for the demo peripheral: \(all.stdout)")
+                if let a = ours.first {
+                    #expect(a["address"] as? String == rig.advertising["address"] as? String)
+                    #expect(a["addressType"] as? String == "public")
+                    #expect(a["connectable"] as? Bool == true)
+                    #expect(a["services"] as? [String] == ["fff0", "ffe0"])
+                    #expect(a["rssi"] is Int)
+                }
+
+                let match = try await rig.central(["scan", "--json", "--duration", "2", "--service", "ffe0"])
+                expectStatus(match, 0, "scan --service ffe0")
+                expectPureJSON(match, "scan --service ffe0 --json")
+                #expect(match.events("advertisement").compactMap { $0["name"] as? String } == ["ble-hci"])
+
+                for filter in [["--service", "180d"], ["--name", "nomatch"]] {
+                    let none = try await rig.central(["scan", "--json", "--duration", "2"] + filter)
+                    expectStatus(none, 0, "scan \(filter)")
+                    #expect(none.events("advertisement").isEmpty, "scan \(filter) printed \(none.stdout)")
+                    expectPureJSON(lines: none.stdout, "scan \(filter) --json")
+                }
+                let byName = try await rig.central(["scan", "--json", "--duration", "2", "--name", "hci"])
+                expectStatus(byName, 0, "scan --name hci")
+                #expect(byName.events("advertisement").compactMap { $0["name"] as? String } == ["ble-hci"])
+            }
+        }
+    }
+
+    /// Exit codes and usage messages (CLI.md: 0 ok, 1 failed, 2 usage, 3 transport).
+    @Suite(.serialized) struct ExitCodes {
+        @Test(arguments: [
+            ["frobnicate"],
+            ["scan", "--bogus"],
+            ["-x", "scan"],
+            [],
+            ["central"],
+            ["-t", "tcp:127.0.0.1:1", "central", "not-an-address"],
+            ["-t", "tcp:127.0.0.1:1", "central", "AA:BB:CC:DD:EE:FF/sideways"],
+            ["-t", "tcp:127.0.0.1:1", "central", "name:x", "--write", "fff2=zz"],
+            ["-t", "tcp:127.0.0.1:1", "central", "name:x", "--count", "3"],
+            ["-t", "tcp:127.0.0.1:1", "scan", "--duration", "soon"],
+            ["-t", "tcp:127.0.0.1:1", "peripheral", "--profile", "watch"],
+            ["-t", "nonsense", "scan"],
+        ])
+        func usageErrorsExitTwoAndPointToHelp(_ args: [String]) async throws {
+            let r = try await BleHCI.run(args)
+            expectStatus(r, 2, "ble-hci \(args.joined(separator: " "))")
+            #expect(r.stderr.contains("--help"), "stderr of \(args) does not name --help: \(r.stderr)")
+            #expect(r.stdout.isEmpty, "usage error printed on stdout: \(r.stdout)")
+        }
+
+        @Test func nothingListeningIsATransportError() async throws {
+            let r = try await BleHCI.run(["-t", "tcp:127.0.0.1:1", "scan", "--duration", "1"])
+            expectStatus(r, 3, "-t tcp:127.0.0.1:1")
+            #expect(r.stderr.contains("127.0.0.1:1"), "stderr: \(r.stderr)")
+            #expect(!r.stderr.isEmpty)
+        }
+
+        @Test func userChannelOnThisKernelSaysThereIsNoBluetooth() async throws {
+            // The EAFNOSUPPORT path: this machine's kernel has no AF_BLUETOOTH.
+            let probe = socket(31 /* AF_BLUETOOTH */, Int32(SOCK_RAW.rawValue), 1 /* BTPROTO_HCI */)
+            let noBluetooth = probe < 0 && errno == EAFNOSUPPORT
+            if probe >= 0 { close(probe) }
+            try #require(noBluetooth, "this kernel has AF_BLUETOOTH: the no-Bluetooth path cannot be checked here")
+            for args in [["-t", "hci0", "scan", "--duration", "1"], ["central", "name:x", "--transport", "hci:0"]] {
+                let r = try await BleHCI.run(args)
+                expectStatus(r, 3, "ble-hci \(args.joined(separator: " "))")
+                #expect(r.stderr.contains("no Bluetooth support"), "stderr: \(r.stderr)")
+            }
+        }
+
+        @Test func absentPeripheralExitsOneNoAdvertiser() async throws {
+            try await withRig(profile: nil) { rig in
+                let start = Date()
+                let r = try await rig.central(["central", "name:nobody-here", "--timeout", "1", "--json"])
+                expectStatus(r, 1, "central name:nobody-here --timeout 1")
+                #expect(r.stderr.contains("no advertiser"), "stderr: \(r.stderr)")
+                #expect(Date().timeIntervalSince(start) < 10, "--timeout 1 took \(Date().timeIntervalSince(start)) s")
+                expectPureJSON(lines: r.stdout, "central --json")
+            }
+        }
+
+        @Test(arguments: ["scan", "central", "peripheral", "dump", "demo", "controllers"])
+        func everyCommandHasHelpWithAnExample(_ command: String) async throws {
+            for args in [[command, "--help"], [command, "-h"], ["--help", command]] {
+                let r = try await BleHCI.run(args)
+                expectStatus(r, 0, "ble-hci \(args.joined(separator: " "))")
+                let text = r.stdout.joined(separator: "\n")
+                #expect(text.contains("Example"), "\(args): no Example in\n\(text)")
+                #expect(text.contains("ble-hci \(command)") || text.contains("ble-hci") && text.contains(command),
+                        "\(args): help does not show the command")
+            }
+        }
+
+        @Test func mainHelpAndVersion() async throws {
+            let help = try await BleHCI.run(["--help"])
+            expectStatus(help, 0, "ble-hci --help")
+            let text = help.stdout.joined(separator: "\n")
+            for command in ["scan", "central", "peripheral", "dump", "demo", "controllers"] {
+                #expect(text.contains(command), "main help does not list \(command)")
+            }
+            #expect(text.contains("Example"))
+            let version = try await BleHCI.run(["--version"])
+            expectStatus(version, 0, "ble-hci --version")
+            #expect(version.stdout.first?.hasPrefix("ble-hci ") == true, "\(version.stdout)")
+        }
+    }
+}

@@ -1,0 +1,39 @@
+#!/bin/bash
+# Host-side checks of what the guest left in the share, run by run-tests.sh after the VM:
+# tshark (on the host; the guest has the same binary but it is slow under TCG) reads the
+# capture `ble-hci -t hci0 peripheral -w $SHARE/p.pcap` wrote during the GATT session.
+#   Tools/vm/host-checks.sh SHARE_DIR      exit: number of failed checks
+set -u
+SHARE=${1:?usage: host-checks.sh SHARE_DIR}
+PCAP="$SHARE/p.pcap"
+failed=0
+check() {  # check NAME OK(0/1) [DETAIL]
+    if [ "$2" = 0 ]; then echo "PASS $1${3:+: $3}"; else echo "FAIL $1${3:+: $3}"; failed=$((failed + 1)); fi
+}
+echo "=== vm-test (host): tshark on the guest's capture $PCAP"
+if [ ! -s "$PCAP" ]; then
+    check "the guest wrote $PCAP" 1 "missing or empty (the GATT session did not run, see above)"
+    exit "$failed"
+fi
+command -v tshark >/dev/null || { check "tshark is installed (Tools/setup.sh)" 1; exit "$failed"; }
+info=$(timeout 60 capinfos -t -E -c "$PCAP" 2>&1)
+check "capinfos: pcap with Bluetooth H4 with linux header (linktype 201)" \
+    "$(grep -q 'Bluetooth H4 with linux header' <<<"$info"; echo $?)" "$(tr -s ' \n' ' ' <<<"$info")"
+all=$(timeout 60 tshark -r "$PCAP" 2>&1); rc=$?
+check "tshark reads it (exit $rc, $(wc -l <<<"$all") packets)" "$(( rc != 0 ))" "$( [ $rc != 0 ] && tail -3 <<<"$all")"
+malformed=$(timeout 60 tshark -r "$PCAP" -Y '_ws.malformed || _ws.expert.severity == error' 2>/dev/null | wc -l)
+check "no malformed packet" "$(( malformed != 0 ))" "$malformed"
+att=$(timeout 60 tshark -r "$PCAP" -Y btatt -T fields -e btatt.opcode -e btatt.error_code 2>/dev/null)
+n_att=$(grep -c . <<<"$att")
+check "ATT PDUs in the capture ($n_att)" "$(( n_att < 10 ))"
+for want in "0x10:Read By Group Type Request" "0x08:Read By Type Request" "0x04:Find Information Request" \
+            "0x0a:Read Request" "0x12:Write Request" "0x13:Write Response" "0x02:Exchange MTU Request"; do
+    op=${want%%:*}
+    check "tshark sees $want ($op)" "$(grep -qE "^$op(\s|$)" <<<"$att"; echo $?)"
+done
+check "tshark sees the refused write: Error Response (0x01) with Write Not Permitted (0x03)" \
+    "$(grep -qE '^0x01\s+0x03' <<<"$att"; echo $?)"
+adv=$(timeout 60 tshark -r "$PCAP" -Y 'bthci_cmd.device_name == "ble-hci" || btcommon.eir_ad.entry.device_name == "ble-hci"' 2>/dev/null | wc -l)
+check "tshark sees the advertising data with the name ble-hci" "$(( adv == 0 ))" "$adv packets"
+echo "=== vm-test (host): $failed check(s) failed"
+exit "$failed"
