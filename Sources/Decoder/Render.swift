@@ -23,36 +23,183 @@ public func render(_ p: DecodedPacket, layers: Set<String> = allDecoderLayers, j
 
 /// JSON: `{"index":7,"time":"...","direction":"sent","type":"acl","hci":{...},...}`.
 public func appendJSON(_ p: DecodedPacket, layers: Set<String>, to s: inout String) {
-    s += "{\"index\":"
-    s += String(p.index)
-    s += ",\"time\":\""
-    s += fastISO8601(p.time)
-    s += "\""
-    if let d = p.direction { s += d == .sent ? ",\"direction\":\"sent\"" : ",\"direction\":\"received\"" }
-    s += ",\"type\":"
-    appendJSONStringFast(p.type, to: &s)
-    for layer in p.layers where layers.contains(selectorName(layer.name)) {
-        s += ",\""
-        s += layer.name
-        s += "\":"
+    var b = RenderBuffer()
+    appendJSON(p, layers: LayerSelection(layers), to: &b)
+    s += b.string
+}
+
+/// Human tree (see `appendTree(_:layers:to:)` on a `RenderBuffer`).
+public func appendTree(_ p: DecodedPacket, layers: Set<String>, to s: inout String) {
+    var b = RenderBuffer()
+    appendTree(p, layers: LayerSelection(layers), to: &b)
+    s += b.string
+}
+
+// MARK: - Byte renderer
+//
+// Performance (dump must be ≥ 20× faster than `tshark -V`): the tree and JSON are written as
+// UTF-8 bytes into one growing [UInt8] (`RenderBuffer`) that `dump` writes to fd 1 in chunks.
+// Appending to a String costs a uniqueness check, a capacity/ASCII-flag update and a
+// breadcrumbs invalidation per `+=`; appending bytes to an array is a memcpy. Numbers, hex and
+// timestamps are written digit by digit into the buffer (no temporary Strings). The text is
+// byte-identical to the String renderer it replaces (DecoderTests check both formats).
+
+/// Which decoded layers to print, resolved once from the `--layers` names (no Set<String>
+/// hashing per layer per packet).
+public struct LayerSelection: Sendable {
+    var hci, l2cap, att, gatt, smp: Bool
+    var others: Set<String>
+
+    public init(_ layers: Set<String>) {
+        hci = layers.contains("hci")
+        l2cap = layers.contains("l2cap")
+        att = layers.contains("att")
+        gatt = layers.contains("gatt")
+        smp = layers.contains("smp")
+        others = layers
+    }
+
+    @inline(__always)
+    func includes(_ layer: String) -> Bool {
+        switch layer {
+        case "hci", "monitor": return hci
+        case "l2cap", "signaling": return l2cap
+        case "att": return att
+        case "gatt": return gatt
+        case "smp": return smp
+        default: return others.contains(layer)
+        }
+    }
+}
+
+/// UTF-8 output under construction.
+public struct RenderBuffer: Sendable {
+    public var bytes: [UInt8] = []
+
+    public init(capacity: Int = 0) { if capacity > 0 { bytes.reserveCapacity(capacity) } }
+
+    public var string: String { String(decoding: bytes, as: UTF8.self) }
+    public var count: Int { bytes.count }
+    public mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
+    @inline(__always)
+    public mutating func append(_ s: String) {
+        var s = s
+        s.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    @inline(__always)
+    public mutating func append(byte: UInt8) { bytes.append(byte) }
+
+    @inline(__always)
+    mutating func append(ascii s: StaticString) {
+        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func append(int v: Int) {
+        if v < 0 { bytes.append(UInt8(ascii: "-")) }
+        var m = v.magnitude
+        if m < 10 { bytes.append(48 &+ UInt8(m)); return }
+        var tmp: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 digits of room (UInt.max has 20)
+        var n = 0
+        withUnsafeMutableBytes(of: &tmp) { d in
+            while m > 0 { d[23 - n] = 48 &+ UInt8(m % 10); m /= 10; n += 1 }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: d[(24 - n)...]))
+        }
+    }
+
+    mutating func append(hex b: [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: b.count * 2))
+        bytes.withUnsafeMutableBufferPointer { out in
+            var i = start
+            for x in b {
+                out[i] = hexDigit(x >> 4)
+                out[i + 1] = hexDigit(x & 0x0f)
+                i += 2
+            }
+        }
+    }
+
+    mutating func append(indent n: Int) {
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: n))
+    }
+
+    /// `s` as a JSON string, escaped as HCI's `appendJSONString` does (per byte: multi-byte
+    /// UTF-8 sequences are copied as they are, as that function copies their scalars).
+    mutating func append(jsonString s: String) {
+        var s = s
+        s.withUTF8 { u in
+            bytes.append(UInt8(ascii: "\""))
+            var clean = true
+            for c in u where c < 0x20 || c == 0x22 || c == 0x5c { clean = false; break }
+            if clean {
+                bytes.append(contentsOf: u)
+            } else {
+                for c in u {
+                    switch c {
+                    case 0x22: append(ascii: "\\\"")
+                    case 0x5c: append(ascii: "\\\\")
+                    case 0x0a: append(ascii: "\\n")
+                    case 0x0d: append(ascii: "\\r")
+                    case 0x09: append(ascii: "\\t")
+                    case 0..<0x20:
+                        append(ascii: "\\u00")
+                        if c >= 0x10 { bytes.append(hexDigit(c >> 4)) } else { bytes.append(UInt8(ascii: "0")) }
+                        bytes.append(hexDigit(c & 0x0f))
+                    default: bytes.append(c)
+                    }
+                }
+            }
+            bytes.append(UInt8(ascii: "\""))
+        }
+    }
+
+    /// "2026-11-29T23:46:02.123456Z" (same text as `CaptureTime.iso8601`).
+    mutating func append(time t: CaptureTime) {
+        guard let f = civilTime(t) else { append(t.iso8601); return }
+        func put(_ v: Int64, _ n: Int) {
+            var d: Int64 = 1
+            for _ in 1..<n { d *= 10 }
+            var v = v
+            while d > 0 { bytes.append(UInt8(48 + v / d % 10)); v %= d; d /= 10 }
+        }
+        put(f.y, 4); bytes.append(45); put(f.m, 2); bytes.append(45); put(f.d, 2); bytes.append(84)
+        put(f.secs / 3600, 2); bytes.append(58); put(f.secs / 60 % 60, 2); bytes.append(58); put(f.secs % 60, 2)
+        bytes.append(46); put(f.micros, 6); bytes.append(90)
+    }
+}
+
+@inline(__always)
+private func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 48 &+ v : 87 &+ v }
+
+/// JSON: `{"index":7,"time":"...","direction":"sent","type":"acl","hci":{...},...}`.
+public func appendJSON(_ p: DecodedPacket, layers: LayerSelection, to s: inout RenderBuffer) {
+    s.append(ascii: "{\"index\":")
+    s.append(int: p.index)
+    s.append(ascii: ",\"time\":\"")
+    s.append(time: p.time)
+    s.append(byte: UInt8(ascii: "\""))
+    if let d = p.direction { d == .sent ? s.append(ascii: ",\"direction\":\"sent\"") : s.append(ascii: ",\"direction\":\"received\"") }
+    s.append(ascii: ",\"type\":")
+    s.append(jsonString: p.type)
+    for layer in p.layers where layers.includes(layer.name) {
+        s.append(ascii: ",\"")
+        s.append(layer.name)
+        s.append(ascii: "\":")
         appendJSONFields(layer.fields, to: &s)
     }
     if let m = p.malformed {
-        s += ",\"malformed\":"
-        appendJSONStringFast(m, to: &s)
+        s.append(ascii: ",\"malformed\":")
+        s.append(jsonString: m)
     }
     if let raw = p.raw {
-        s += ",\"raw\":\""
-        s += fastHex(raw)
-        s += "\""
+        s.append(ascii: ",\"raw\":\"")
+        s.append(hex: raw)
+        s.append(byte: UInt8(ascii: "\""))
     }
-    s += "}"
+    s.append(byte: UInt8(ascii: "}"))
 }
-
-private let layerTitles: [String: String] = [
-    "hci": "HCI", "l2cap": "L2CAP", "signaling": "L2CAP Signaling", "att": "ATT", "smp": "SMP",
-    "gatt": "GATT", "monitor": "Monitor",
-]
 
 /// Human tree:
 /// ```
@@ -62,99 +209,121 @@ private let layerTitles: [String: String] = [
 ///   ...
 /// ```
 /// `→` host to controller, `←` controller to host, `·` unknown direction.
-public func appendTree(_ p: DecodedPacket, layers: Set<String>, to s: inout String) {
-    s += "#"
-    s += String(p.index)
-    s += " "
-    s += fastISO8601(p.time)
+public func appendTree(_ p: DecodedPacket, layers: LayerSelection, to s: inout RenderBuffer) {
+    s.append(byte: UInt8(ascii: "#"))
+    s.append(int: p.index)
+    s.append(byte: UInt8(ascii: " "))
+    s.append(time: p.time)
     switch p.direction {
-    case .sent?: s += " → "
-    case .received?: s += " ← "
-    case nil: s += " · "
+    case .sent?: s.append(ascii: " → ")
+    case .received?: s.append(ascii: " ← ")
+    case nil: s.append(ascii: " · ")
     }
-    s += p.summary.isEmpty ? p.type : p.summary
-    s += "\n"
-    for layer in p.layers where layers.contains(selectorName(layer.name)) {
-        s += "  "
-        s += layerTitles[layer.name] ?? layer.name
-        s += "\n"
+    s.append(p.summary.isEmpty ? p.type : p.summary)
+    s.append(byte: 10)
+    for layer in p.layers where layers.includes(layer.name) {
+        s.append(ascii: "  ")
+        switch layer.name {
+        case "hci": s.append(ascii: "HCI")
+        case "l2cap": s.append(ascii: "L2CAP")
+        case "signaling": s.append(ascii: "L2CAP Signaling")
+        case "att": s.append(ascii: "ATT")
+        case "smp": s.append(ascii: "SMP")
+        case "gatt": s.append(ascii: "GATT")
+        case "monitor": s.append(ascii: "Monitor")
+        default: s.append(layer.name)
+        }
+        s.append(byte: 10)
         appendTreeFields(layer.fields, indent: 4, to: &s)
     }
     if let m = p.malformed {
-        s += "  malformed: "
-        s += m
-        s += "\n"
+        s.append(ascii: "  malformed: ")
+        s.append(m)
+        s.append(byte: 10)
     }
     if let raw = p.raw {
-        s += "  raw: "
-        s += raw.isEmpty ? "(empty)" : fastHex(raw)
-        s += "\n"
+        s.append(ascii: "  raw: ")
+        if raw.isEmpty { s.append(ascii: "(empty)") } else { s.append(hex: raw) }
+        s.append(byte: 10)
     }
 }
 
-private let indents: [String] = (0..<64).map { String(repeating: " ", count: $0) }
-
-@inline(__always)
-private func appendIndent(_ n: Int, to s: inout String) {
-    s += n < indents.count ? indents[n] : String(repeating: " ", count: n)
+private func appendTreeFields(_ fields: [Field], indent: Int, to s: inout RenderBuffer) {
+    for f in fields { appendTreeField(f, indent: indent, to: &s) }
 }
 
-private func appendTreeFields(_ fields: [Field], indent: Int, to s: inout String) {
-    for f in fields {
-        appendIndent(indent, to: &s)
-        s += f.name
-        s += ":"
-        switch f.value {
-        case .object(let inner):
-            if let note = f.note { s += " (" + note + ")" }
-            s += "\n"
-            appendTreeFields(inner, indent: indent + 2, to: &s)
-        case .list(let items) where items.contains(where: { if case .object = $0 { return true } else { return false } }):
-            if let note = f.note { s += " (" + note + ")" }
-            s += "\n"
-            for item in items {
-                if case .object(let inner) = item, let first = inner.first {
-                    // "- first: value" then the rest aligned under it.
-                    appendIndent(indent + 2, to: &s)
-                    s += "- "
-                    var firstLine = ""
-                    appendTreeFields([first], indent: 0, to: &firstLine)
-                    s += firstLine
-                    appendTreeFields(Array(inner.dropFirst()), indent: indent + 4, to: &s)
-                } else {
-                    appendIndent(indent + 2, to: &s)
-                    s += "- "
-                    s += item.display
-                    s += "\n"
-                }
+private func appendTreeField(_ f: Field, indent: Int, to s: inout RenderBuffer) {
+    s.append(indent: indent)
+    s.append(f.name)
+    s.append(byte: UInt8(ascii: ":"))
+    switch f.value {
+    case .object(let inner):
+        if let note = f.note { s.append(ascii: " ("); s.append(note); s.append(byte: UInt8(ascii: ")")) }
+        s.append(byte: 10)
+        appendTreeFields(inner, indent: indent + 2, to: &s)
+    case .list(let items) where items.contains(where: { if case .object = $0 { return true } else { return false } }):
+        if let note = f.note { s.append(ascii: " ("); s.append(note); s.append(byte: UInt8(ascii: ")")) }
+        s.append(byte: 10)
+        for item in items {
+            if case .object(let inner) = item, let first = inner.first {
+                // "- first: value" then the rest aligned under it.
+                s.append(indent: indent + 2)
+                s.append(ascii: "- ")
+                appendTreeField(first, indent: 0, to: &s)
+                for rest in inner.dropFirst() { appendTreeField(rest, indent: indent + 4, to: &s) }
+            } else {
+                s.append(indent: indent + 2)
+                s.append(ascii: "- ")
+                s.append(item.display)
+                s.append(byte: 10)
             }
-        default:
-            s += " "
-            switch f.value {
-            case .bytes(let b): s += b.isEmpty ? "(empty)" : fastHex(b)
-            case .int(let i): s += String(i)
-            case .code(let t), .text(let t): s += t
-            default: s += f.value.display
-            }
-            if let note = f.note, !note.isEmpty { s += " (" + note + ")" }
-            s += "\n"
         }
+    default:
+        s.append(byte: UInt8(ascii: " "))
+        switch f.value {
+        case .bytes(let b): if b.isEmpty { s.append(ascii: "(empty)") } else { s.append(hex: b) }
+        case .int(let i): s.append(int: i)
+        case .code(let t), .text(let t): s.append(t)
+        default: s.append(f.value.display)
+        }
+        if let note = f.note, !note.isEmpty { s.append(ascii: " ("); s.append(note); s.append(byte: UInt8(ascii: ")")) }
+        s.append(byte: 10)
     }
+}
+
+func appendJSONValue(_ v: FieldValue, to out: inout RenderBuffer) {
+    switch v {
+    case .int(let i): out.append(int: i)
+    case .code(let s), .text(let s): out.append(jsonString: s)
+    case .bytes(let b): out.append(byte: UInt8(ascii: "\"")); out.append(hex: b); out.append(byte: UInt8(ascii: "\""))
+    case .bool(let b): b ? out.append(ascii: "true") : out.append(ascii: "false")
+    case .list(let items):
+        out.append(byte: UInt8(ascii: "["))
+        var first = true
+        for item in items {
+            if !first { out.append(byte: UInt8(ascii: ",")) }
+            first = false
+            appendJSONValue(item, to: &out)
+        }
+        out.append(byte: UInt8(ascii: "]"))
+    case .object(let fields): appendJSONFields(fields, to: &out)
+    }
+}
+
+func appendJSONFields(_ fields: [Field], to out: inout RenderBuffer) {
+    out.append(byte: UInt8(ascii: "{"))
+    var first = true
+    for f in fields {
+        if !first { out.append(byte: UInt8(ascii: ",")) }
+        first = false
+        out.append(jsonString: f.name)
+        out.append(byte: UInt8(ascii: ":"))
+        appendJSONValue(f.value, to: &out)
+    }
+    out.append(byte: UInt8(ascii: "}"))
 }
 
 // MARK: - Fast text primitives (dump must be much faster than `tshark -V`)
-
-/// Appends `s` as a JSON string; copies it whole when nothing needs escaping.
-@inline(__always)
-func appendJSONStringFast(_ s: String, to out: inout String) {
-    for b in s.utf8 where b < 0x20 || b == 0x22 || b == 0x5c {
-        appendJSONString(s, to: &out)
-        return
-    }
-    out += "\""
-    out += s
-    out += "\""
-}
 
 private let hexASCII: [UInt8] = Array("0123456789abcdef".utf8)
 
@@ -172,46 +341,20 @@ func fastHex(_ bytes: [UInt8]) -> String {
     }
 }
 
-func appendJSONValue(_ v: FieldValue, to out: inout String) {
-    switch v {
-    case .int(let i): out += String(i)
-    case .code(let s), .text(let s): appendJSONStringFast(s, to: &out)
-    case .bytes(let b): out += "\""; out += fastHex(b); out += "\""
-    case .bool(let b): out += b ? "true" : "false"
-    case .list(let items):
-        out += "["
-        var first = true
-        for item in items {
-            if !first { out += "," }
-            first = false
-            appendJSONValue(item, to: &out)
-        }
-        out += "]"
-    case .object(let fields): appendJSONFields(fields, to: &out)
-    }
-}
-
 /// Same output as HCI's `appendJSONObject`, faster.
 func appendJSONFields(_ fields: [Field], to out: inout String) {
-    out += "{"
-    var first = true
-    for f in fields {
-        if !first { out += "," }
-        first = false
-        appendJSONStringFast(f.name, to: &out)
-        out += ":"
-        appendJSONValue(f.value, to: &out)
-    }
-    out += "}"
+    var b = RenderBuffer()
+    appendJSONFields(fields, to: &b)
+    out += b.string
 }
 
-/// "2026-11-29T23:46:02.123456Z" without gmtime or Foundation (same text as `CaptureTime.iso8601`).
-func fastISO8601(_ t: CaptureTime) -> String {
+/// Calendar fields of `t` (Howard Hinnant's civil_from_days), nil outside years 0...9999.
+@inline(__always)
+func civilTime(_ t: CaptureTime) -> (y: Int64, m: Int64, d: Int64, secs: Int64, micros: Int64)? {
     var secs = t.seconds
     var days = secs / 86400
     secs -= days * 86400
     if secs < 0 { secs += 86400; days -= 1 }
-    // Howard Hinnant's civil_from_days.
     let z = days + 719_468
     let era = (z >= 0 ? z : z - 146_096) / 146_097
     let doe = z - era * 146_097
@@ -221,16 +364,13 @@ func fastISO8601(_ t: CaptureTime) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1
     let m = mp < 10 ? mp + 3 : mp - 9
     let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-    guard (0...9999).contains(y) else { return t.iso8601 }
-    let micros = Int64(t.nanoseconds / 1000)
-    return String(unsafeUninitializedCapacity: 27) { buf in
-        func put(_ v: Int64, _ at: Int, _ n: Int) {
-            var v = v
-            for k in stride(from: at + n - 1, through: at, by: -1) { buf[k] = UInt8(48 + v % 10); v /= 10 }
-        }
-        put(y, 0, 4); buf[4] = 45; put(m, 5, 2); buf[7] = 45; put(d, 8, 2); buf[10] = 84
-        put(secs / 3600, 11, 2); buf[13] = 58; put(secs / 60 % 60, 14, 2); buf[16] = 58; put(secs % 60, 17, 2)
-        buf[19] = 46; put(micros, 20, 6); buf[26] = 90
-        return 27
-    }
+    guard (0...9999).contains(y) else { return nil }
+    return (y, m, d, secs, Int64(t.nanoseconds / 1000))
+}
+
+/// "2026-11-29T23:46:02.123456Z" without gmtime or Foundation (same text as `CaptureTime.iso8601`).
+func fastISO8601(_ t: CaptureTime) -> String {
+    var b = RenderBuffer(capacity: 27)
+    b.append(time: t)
+    return b.string
 }

@@ -21,6 +21,9 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         return ExitCode.failure
     }
     let decoder = PacketDecoder()
+    // Performance: render UTF-8 bytes straight into one buffer (no String per packet), and
+    // resolve `--layers` once instead of hashing layer names per packet.
+    let selection = LayerSelection(layers)
     var out = BufferedStdout()
     let json = c.out.json
     var warning: String? = nil
@@ -35,10 +38,10 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         guard let record else { break }
         let p = decoder.decode(record)
         if json {
-            appendJSON(p, layers: layers, to: &out.text)
-            out.text += "\n"
+            appendJSON(p, layers: selection, to: &out.buffer)
+            out.buffer.append(byte: 10)
         } else {
-            appendTree(p, layers: layers, to: &out.text)
+            appendTree(p, layers: selection, to: &out.buffer)
         }
         out.flushIfFull()
     }
@@ -49,18 +52,18 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
 
 /// Collects output and writes it to fd 1 in chunks of about 64 KiB: no syscall per packet.
 struct BufferedStdout {
-    var text = ""
+    var buffer: RenderBuffer
     static let chunk = 64 * 1024
 
-    init() { text.reserveCapacity(Self.chunk + 8192) }
+    init() { buffer = RenderBuffer(capacity: Self.chunk + 8192) }
 
     mutating func flushIfFull() {
-        if text.utf8.count >= Self.chunk { flush() }
+        if buffer.count >= Self.chunk { flush() }
     }
 
     mutating func flush() {
-        guard !text.isEmpty else { return }
-        text.withUTF8 { buf in
+        guard buffer.count > 0 else { return }
+        buffer.bytes.withUnsafeBytes { buf in
             var offset = 0
             while offset < buf.count {
                 let n = write(STDOUT_FILENO, buf.baseAddress! + offset, buf.count - offset)
@@ -71,6 +74,6 @@ struct BufferedStdout {
                 offset += n
             }
         }
-        text.removeAll(keepingCapacity: true)
+        buffer.removeAll()
     }
 }

@@ -75,8 +75,18 @@ import HCI
             var reached: [[UInt16]] = []
             for i in 0..<3 { reached.append(await peripheral.notify([0x10, UInt8(i)], for: 0xAA05)) }
             #expect(reached == [[notifyHandle], [notifyHandle], [notifyHandle]])
-            let indicateHandle = try await subscriber(peripheral, 0xAA06)
+            // (The server's view: Peripheral.subscribers(of:) only counts notification
+            // subscribers, checked separately below.)
+            let indicating = await eventually(timeout: .seconds(15)) {
+                peripheral.server.subscribers(of: 0xAA06, indications: true).count == 1
+            }
+            try #require(indicating, "Bumble never enabled indications on aa06: \(bumble.output.suffix(5))")
+            let indicateHandle = peripheral.server.subscribers(of: 0xAA06, indications: true)[0].id
             #expect(indicateHandle == notifyHandle)
+            // Peripheral.subscribers(of:) is documented as "connection handles currently
+            // subscribed": an indication subscriber is one.
+            #expect(peripheral.subscribers(of: 0xAA06) == [indicateHandle],
+                    "Peripheral.subscribers(of:) leaves out indication subscribers")
             #expect(await peripheral.indicate([0x20, 0x01], for: 0xAA06) == [indicateHandle])
             #expect(await peripheral.indicate([0x20, 0x02], for: 0xAA06) == [indicateHandle])
 
