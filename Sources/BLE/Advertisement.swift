@@ -31,6 +31,9 @@ public struct Advertisement: Sendable, Equatable {
     public var flags: UInt8? { data.flags }
     public var appearance: UInt16? { data.appearance }
 
+    /// Everything but RSSI, for change detection.
+    var meaning: [Field] { jsonFields.filter { $0.name != "rssi" } }
+
     /// CLI.md's `scan` JSON line (keys whose value is unknown are left out).
     public var jsonFields: [Field] {
         var f: [Field] = [
@@ -121,8 +124,9 @@ struct AdvertisementTracker {
         known[report.address] = adv
         if everyReport { return adv }
         guard let previous else { return adv }
-        let changed = previous.data.bytes != adv.data.bytes || previous.connectable != adv.connectable
-        return changed ? adv : nil
+        // What the advertiser says, not how: a scan response repeating the advertising data
+        // (as some controllers send) or a new RSSI is no change.
+        return previous.meaning != adv.meaning ? adv : nil
     }
 
     func latest(_ address: DeviceAddress) -> Advertisement? { known[address] }

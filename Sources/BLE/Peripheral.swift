@@ -160,8 +160,11 @@ public final class Peripheral: Sendable {
         await server.indicate(characteristic: characteristic, value: value, to: handles?.map { ATTPeer(id: $0) }).map(\.id)
     }
 
-    /// Connection handles currently subscribed to `characteristic`.
-    public func subscribers(of characteristic: BluetoothUUID) -> [UInt16] { server.subscribers(of: characteristic).map(\.id) }
+    /// Connection handles currently subscribed to `characteristic` (notifications or indications).
+    public func subscribers(of characteristic: BluetoothUUID) -> [UInt16] {
+        let peers = server.subscribers(of: characteristic) + server.subscribers(of: characteristic, indications: true)
+        return Array(Set(peers.map(\.id))).sorted()
+    }
 
     public func close() async {
         sink.finish()

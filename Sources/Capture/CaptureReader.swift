@@ -212,14 +212,14 @@ public struct CaptureReader: Sendable {
         case .btsnoop(1001):
             direction = flags & 1 != 0 ? .received : .sent
             let type: HCIPacketType = flags & 2 != 0 ? (direction == .received ? .event : .command) : .acl
-            raw = [type.rawValue] + data
+            raw = h4Bytes(type, data)
             content = .packet(Result { () throws(DecodeError) in try HCIPacket(type: type, body: data) })
         case .btsnoop(2001):
             index = UInt16(flags >> 16)
             let opcode = UInt16(flags & 0xffff)
             if let (type, dir) = monitorPacketType(opcode) {
                 direction = dir
-                raw = [type.rawValue] + data
+                raw = h4Bytes(type, data)
                 content = .packet(Result { () throws(DecodeError) in try HCIPacket(type: type, body: data) })
             } else {
                 content = .monitor(opcode: opcode, name: monitorOpcodeName(opcode), text: monitorText(opcode, data))
@@ -252,6 +252,16 @@ public struct CaptureReader: Sendable {
         }
         return CaptureRecord(number: recordNumber, controllerIndex: index, time: time, direction: direction, content: content, raw: raw)
     }
+}
+
+/// Indicator + body in one allocation (`[t] + data` builds a temporary array first).
+@inline(__always)
+private func h4Bytes(_ type: HCIPacketType, _ data: [UInt8]) -> [UInt8] {
+    var raw: [UInt8] = []
+    raw.reserveCapacity(data.count + 1)
+    raw.append(type.rawValue)
+    raw.append(contentsOf: data)
+    return raw
 }
 
 /// btmon opcodes that carry HCI packets (BlueZ monitor/: BTSNOOP_OPCODE_*).

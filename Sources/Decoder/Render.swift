@@ -158,15 +158,17 @@ public struct RenderBuffer: Sendable {
     /// "2026-11-29T23:46:02.123456Z" (same text as `CaptureTime.iso8601`).
     mutating func append(time t: CaptureTime) {
         guard let f = civilTime(t) else { append(t.iso8601); return }
-        func put(_ v: Int64, _ n: Int) {
-            var d: Int64 = 1
-            for _ in 1..<n { d *= 10 }
-            var v = v
-            while d > 0 { bytes.append(UInt8(48 + v / d % 10)); v %= d; d /= 10 }
+        // Digits by constant divisors (multiplications), written into a fixed 27-byte template.
+        var out: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &out) { b in
+            @inline(__always) func two(_ v: Int64, _ at: Int) {
+                b[at] = 48 &+ UInt8(truncatingIfNeeded: v / 10); b[at + 1] = 48 &+ UInt8(truncatingIfNeeded: v % 10)
+            }
+            two(f.y / 100, 0); two(f.y % 100, 2); b[4] = 45; two(f.m, 5); b[7] = 45; two(f.d, 8); b[10] = 84
+            two(f.secs / 3600, 11); b[13] = 58; two(f.secs / 60 % 60, 14); b[16] = 58; two(f.secs % 60, 17)
+            b[19] = 46; two(f.micros / 10000, 20); two(f.micros / 100 % 100, 22); two(f.micros % 100, 24); b[26] = 90
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: b[0..<27]))
         }
-        put(f.y, 4); bytes.append(45); put(f.m, 2); bytes.append(45); put(f.d, 2); bytes.append(84)
-        put(f.secs / 3600, 2); bytes.append(58); put(f.secs / 60 % 60, 2); bytes.append(58); put(f.secs % 60, 2)
-        bytes.append(46); put(f.micros, 6); bytes.append(90)
     }
 }
 

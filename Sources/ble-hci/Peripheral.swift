@@ -65,16 +65,15 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
         }
         return nil
     }
-    let stop = Task { await waitForStop(duration: duration) }
     // Whichever ends first: the duration / Ctrl-C, or the transport failing.
     let failure: String? = await withTaskGroup(of: String?.self) { group in
         group.addTask { await events.value }
-        group.addTask { _ = await stop.value; return nil }
+        group.addTask { _ = await waitForStop(duration: duration); return nil }
         let first = await group.next() ?? nil
+        events.cancel()  // ends the first child if the stop came first
         group.cancelAll()
         return first
     }
-    events.cancel()
     await peripheral.close()
     if let failure {
         out.error("\(failure); check the adapter or controller and start again")

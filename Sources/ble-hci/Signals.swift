@@ -1,35 +1,27 @@
 import Foundation
 
-/// Resolves when the user presses Ctrl-C (SIGINT) or the process gets SIGTERM, or after
-/// `duration` seconds if given; returns which happened.
+/// Why a long-running command stopped.
 enum StopReason { case interrupted, durationElapsed }
 
+/// Returns when the user presses Ctrl-C (SIGINT) or the process gets SIGTERM, or after
+/// `duration` seconds if given. Cancellable.
 func waitForStop(duration: Double?) async -> StopReason {
-    await withTaskGroup(of: StopReason?.self) { group in
-        group.addTask {
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                SignalWatcher.shared.onSignal { c.resume() }
-            }
-            return .interrupted
-        }
-        if let duration {
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))
-                return Task.isCancelled ? nil : .durationElapsed
-            }
-        }
-        let first = await group.next() ?? .interrupted
-        group.cancelAll()
-        return first ?? .interrupted
+    let clock = ContinuousClock()
+    let deadline = duration.map { clock.now + .milliseconds(Int($0 * 1000)) }
+    // Polled: cheap, and cancelling the caller ends it at once.
+    while !Task.isCancelled {
+        if SignalWatcher.shared.interrupted { return .interrupted }
+        if let deadline, clock.now >= deadline { return .durationElapsed }
+        try? await Task.sleep(for: .milliseconds(50))
     }
+    return .interrupted
 }
 
 /// SIGINT/SIGTERM delivered through Dispatch so the async code can stop cleanly (disconnect,
-/// flush the capture) instead of dying mid-write.
+/// flush the capture) instead of dying mid-write. A second signal exits at once.
 final class SignalWatcher: @unchecked Sendable {
     static let shared = SignalWatcher()
     private let lock = NSLock()
-    private var handlers: [() -> Void] = []
     private var fired = false
     private var sources: [DispatchSourceSignal] = []
 
@@ -46,26 +38,12 @@ final class SignalWatcher: @unchecked Sendable {
     /// Installs the handlers early (before a long bring-up) so Ctrl-C is never lost.
     static func install() { _ = shared }
 
-    func onSignal(_ h: @escaping () -> Void) {
-        let now: Bool = lock.withLock {
-            if fired { return true }
-            handlers.append(h)
-            return false
-        }
-        if now { h() }
-    }
-
     private func fire() {
-        let hs: [() -> Void] = lock.withLock {
-            if fired {
-                // A second Ctrl-C: the user wants out now.
-                exit(130)
-            }
-            fired = true
-            defer { handlers = [] }
-            return handlers
+        let again: Bool = lock.withLock {
+            defer { fired = true }
+            return fired
         }
-        for h in hs { h() }
+        if again { exit(130) }
     }
 
     var interrupted: Bool { lock.withLock { fired } }

@@ -73,6 +73,7 @@ extension CLITests {
                 #expect(kill(victim.pid, SIGKILL) == 0)
                 let status = try await victim.exitStatus(timeout: 5)
                 #expect(status == SIGKILL, "exit status \(status), want the SIGKILL signal")
+                await central.stopAsync(grace: 0.5)
             }
             let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
             #expect(size > 100, "capture has \(size) octets")

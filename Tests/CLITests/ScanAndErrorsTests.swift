@@ -55,13 +55,19 @@ extension CLITests {
             ["-t", "tcp:127.0.0.1:1", "central", "name:x", "--count", "3"],
             ["-t", "tcp:127.0.0.1:1", "scan", "--duration", "soon"],
             ["-t", "tcp:127.0.0.1:1", "peripheral", "--profile", "watch"],
-            ["-t", "nonsense", "scan"],
         ])
         func usageErrorsExitTwoAndPointToHelp(_ args: [String]) async throws {
             let r = try await BleHCI.run(args)
             expectStatus(r, 2, "ble-hci \(args.joined(separator: " "))")
             #expect(r.stderr.contains("--help"), "stderr of \(args) does not name --help: \(r.stderr)")
             #expect(r.stdout.isEmpty, "usage error printed on stdout: \(r.stdout)")
+        }
+
+        @Test func badTransportSpecIsAUsageError() async throws {
+            let r = try await BleHCI.run(["-t", "nonsense", "scan"])
+            expectStatus(r, 2, "-t nonsense")
+            #expect(r.stderr.contains("tcp:HOST:PORT"), "stderr does not list the valid SPECs: \(r.stderr)")
+            #expect(r.stdout.isEmpty)
         }
 
         @Test func nothingListeningIsATransportError() async throws {
@@ -118,6 +124,52 @@ extension CLITests {
             let version = try await BleHCI.run(["--version"])
             expectStatus(version, 0, "ble-hci --version")
             #expect(version.stdout.first?.hasPrefix("ble-hci ") == true, "\(version.stdout)")
+        }
+    }
+}
+
+extension CLITests {
+    /// `--duration` and SIGTERM end the long-running commands by themselves, cleanly (exit 0).
+    @Suite(.serialized) struct Stopping {
+        @Test func scanDurationEndsTheScan() async throws {
+            try await withRig(profile: nil) { rig in
+                let start = Date()
+                let r = try await rig.central(["scan", "--json", "--duration", "1"], timeout: 8)
+                expectStatus(r, 0, "scan --duration 1")
+                let took = Date().timeIntervalSince(start)
+                #expect(took >= 0.9 && took < 6, "scan --duration 1 took \(took) s")
+            }
+        }
+
+        @Test func peripheralDurationEndsThePeripheral() async throws {
+            try await withRig(profile: nil) { rig in
+                let r = try await BleHCI.run(["-t", rig.peripheralSpec, "peripheral", "--duration", "1", "--json"], timeout: 8)
+                expectStatus(r, 0, "peripheral --duration 1")
+                #expect(r.events("advertising").count == 1)
+                expectPureJSON(r, "peripheral --json")
+            }
+        }
+
+        @Test func sigtermStopsThePeripheralCleanly() async throws {
+            try await withRig { rig in
+                let p = try #require(rig.peripheral)
+                #expect(kill(p.pid, SIGTERM) == 0)
+                let status = try await p.exitStatus(timeout: 5)
+                #expect(status == 0, "peripheral exit status after SIGTERM: \(status)\n\(p.stderr)")
+            }
+        }
+
+        @Test func subscribeDurationEndsTheSubscription() async throws {
+            try await withRig { rig in
+                let start = Date()
+                let r = try await rig.central(["central", "name:ble-hci", "--subscribe", "fff1", "--duration", "2.5", "--json"], timeout: 12)
+                expectStatus(r, 0, "central --subscribe fff1 --duration 2.5")
+                let took = Date().timeIntervalSince(start)
+                #expect(took >= 2.4 && took < 9, "took \(took) s")
+                let n = r.events("notification").count
+                #expect((1...4).contains(n), "\(n) notifications in 2.5 s")
+                #expect(r.events("disconnected").first?["reason"] as? String == "0x16")
+            }
         }
     }
 }

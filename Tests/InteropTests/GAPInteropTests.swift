@@ -19,14 +19,9 @@ import HCI
             #expect(ready["advertising"] as? String == "extended")
 
             let scan = try scope.bleHCI(["-t", scope.controllers.transport(0), "scan", "--json", "--duration", "3"])
-            let status = try await scan.exited(within: .seconds(20))
-            #expect(status == 0, "ble-hci scan failed: \(scan.stderr)")
-            // Nothing but JSON objects on stdout.
-            for line in scan.output where !line.isEmpty {
-                #expect(ChildProcess.json(line) != nil, "not a JSON line: \(line)")
+            let ad = try await scan.event("advertisement", timeout: .seconds(15)) {
+                $0["address"] as? String == "C1:22:33:44:55:66"
             }
-            let reports = scan.all("advertisement").filter { $0["address"] as? String == "C1:22:33:44:55:66" }
-            let ad = try #require(reports.last, "no advertisement of C1:22:33:44:55:66 in \(scan.output)")
             #expect(ad["addressType"] as? String == "random")
             #expect(ad["name"] as? String == "interop-gap")
             #expect(ad["services"] as? [String] == ["180d", "180f", Self.custom])
@@ -36,7 +31,15 @@ import HCI
             #expect(ad["flags"] as? Int == 6)
             #expect(ad["connectable"] as? Bool == true)
             #expect(ad["rssi"] as? Int == -50)  // what Bumble's controller reports for everyone
-            // Reported when first seen and when the data changes, not on every report.
+            // --duration 3: it stops by itself, exit code 0, nothing but JSON on stdout.
+            let status = try await scan.exited(within: .seconds(12))
+            #expect(status == 0, "ble-hci scan failed: \(scan.stderr)")
+            for line in scan.output where !line.isEmpty {
+                #expect(ChildProcess.json(line) != nil, "not a JSON line: \(line)")
+            }
+            // Reported when first seen and when the data changes (the scan response Bumble
+            // echoes may count as a change once), not on every report.
+            let reports = scan.all("advertisement").filter { $0["address"] as? String == "C1:22:33:44:55:66" }
             #expect(reports.count <= 2, "\(reports.count) lines for one unchanged advertiser")
         }
     }
@@ -53,17 +56,22 @@ import HCI
             #expect(adv.services.contains(0x180D))
             let remote = try await central.connect(to: adv.address, timeout: .seconds(10))
             let connected = try await peer.event("connected")
-            // Bumble sees our own address: the controller's public one, or a random static one.
-            if connected["addressType"] as? String == "public" {
-                #expect(connected["address"] as? String == central.controller.address.description)
-            } else {
-                let first = UInt8((connected["address"] as? String ?? "00").prefix(2), radix: 16) ?? 0
-                #expect(connected["addressType"] as? String == "random" && first & 0xC0 == 0xC0, "\(connected)")
+            // Bumble sees our own (public) address: the controller's BD_ADDR.
+            #expect(connected["address"] as? String == central.controller.address.description)
+            withKnownIssue("Bumble's controller has BD_ADDR 00:00:00:00:00:00 and labels it a random address (bumble Address() defaults to the random type)") {
+                #expect(connected["addressType"] as? String == "public")
             }
             #expect(remote.disconnectReason == nil)
 
             let reason = try await withTimeout(.seconds(10), "disconnect") { try await remote.disconnect() }
-            #expect(reason == .localHostTerminated)
+            // Core Vol 4 Part E 7.7.5: the initiating side's Disconnection Complete carries
+            // 0x16; Bumble's controller (controller.py, on_hci_disconnect_command) echoes the
+            // reason sent in HCI_Disconnect (0x13) to the initiator instead.
+            withKnownIssue("Bumble's controller reports the Disconnect command's reason (0x13) to the initiating host, not 0x16") {
+                #expect(reason == .localHostTerminated)
+            }
+            #expect(reason == .localHostTerminated || reason == .remoteUserTerminated)
+            #expect(remote.disconnectReason == reason)
             let gone = try await peer.event("disconnected")
             #expect(gone["reason"] as? String == "0x13", "Bumble's reason: \(gone)")
             #expect(gone["handle"] as? Int == connected["handle"] as? Int)
@@ -87,7 +95,9 @@ import HCI
             #expect(tree.serviceUUIDs == ["1800", "1801", "fff0", "ffe0"])
             #expect(tree.characteristic("2a00")?["value"] as? String == hex(Array("interop-ours".utf8)))
             let disconnected = try await bumble.event("disconnected")
-            #expect(disconnected["reason"] as? String == "0x16")
+            withKnownIssue("Bumble's controller reports the Disconnect command's reason (0x13) to the initiating host, not 0x16") {
+                #expect(disconnected["reason"] as? String == "0x16")
+            }
             #expect(try await bumble.exited() == 0, "central.py: \(bumble.output)")
 
             // Our side saw the connection and the Bumble central's disconnection.

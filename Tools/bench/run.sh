@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# `make bench`: performance report against peers measured in the same run (docs/performance.md).
+# One line per metric: ours, the peer's, the ratio. A report, not a gate: always exits 0.
+# Environment: BENCH_N (GATT exchanges, default 5000), BENCH_PACKETS (dump capture, default
+# 500000), BENCH_SCRATCH (release build dir, default .build), SWIFT.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="$PATH:/opt/swift/usr/bin"
+SWIFT=${SWIFT:-swift}
+SCRATCH=${BENCH_SCRATCH:-.build}
+N=${BENCH_N:-5000}
+PACKETS=${BENCH_PACKETS:-500000}
+PY=.venv/bin/python
+WORK=$(mktemp -d /tmp/ble-hci-bench.XXXXXX)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+echo "bench: building release (scratch $SCRATCH)..."
+if ! $SWIFT build -c release --scratch-path "$SCRATCH" --product ble-hci >"$WORK/build.log" 2>&1 \
+   || ! $SWIFT build -c release --scratch-path "$SCRATCH" --product ble-hci-bench >>"$WORK/build.log" 2>&1; then
+    tail -20 "$WORK/build.log"; echo "bench: build failed, no figures"; exit 0
+fi
+BIN="$SCRATCH/release"
+
+field() { sed -n "s/.*$1=\([^ ]*\).*/\1/p" | head -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "n/a"; else printf "%.1f", a / b }'; }
+line() { printf '%-34s ours %12s   %-7s %12s   ratio %6s×  (%s)\n' "$1" "$2" "$3" "$4" "$5" "$6"; }
+
+# 1. GATT reads and notifications on an in-process virtual link, ours vs Bumble's LocalLink.
+for metric in reads notifications; do
+    ours=$(timeout 60 "$BIN/ble-hci-bench" "$metric" "$N" 2>&1 | field rate)
+    peer=$(timeout 120 "$PY" Tools/bench/bumble_bench.py "$metric" "$N" 2>&1 | field rate)
+    line "gatt $metric/s (N=$N)" "${ours:-fail}" bumble "${peer:-fail}" "$(ratio "$ours" "$peer")" "target ≥ 50×"
+done
+
+# 2. dump of a large capture vs tshark -V (the demo's traffic repeated), output to /dev/null.
+if timeout 60 "$BIN/ble-hci" demo -w "$WORK/demo.btsnoop" >/dev/null 2>&1 \
+   && "$BIN/ble-hci-bench" capture "$WORK/demo.btsnoop" "$WORK/big.btsnoop" "$PACKETS" >/dev/null; then
+    t0=$(date +%s.%N); "$BIN/ble-hci" dump "$WORK/big.btsnoop" >/dev/null; t1=$(date +%s.%N)
+    ours=$(awk -v a="$t0" -v b="$t1" -v n="$PACKETS" 'BEGIN { printf "%.0f", n / (b - a) }')
+    if command -v tshark >/dev/null; then
+        t0=$(date +%s.%N); tshark -V -r "$WORK/big.btsnoop" >/dev/null 2>&1; t1=$(date +%s.%N)
+        peer=$(awk -v a="$t0" -v b="$t1" -v n="$PACKETS" 'BEGIN { printf "%.0f", n / (b - a) }')
+    else peer=""; fi
+    line "dump packets/s ($PACKETS packets)" "$ours" tshark "${peer:-n/a}" "$(ratio "$ours" "$peer")" "target ≥ 20×"
+else
+    echo "dump: could not build the capture"
+fi
+
+# 3. Idle peripheral resident memory (ours and a Bumble peripheral on our TCP controllers).
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+port=$(( 20000 + RANDOM % 20000 ))
+"$BIN/ble-hci" controllers --listen "tcp:127.0.0.1:$port" --listen "tcp:127.0.0.1:$((port + 1))" >"$WORK/ctl.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 50); do grep -q "listening on.*$((port + 1))" "$WORK/ctl.log" 2>/dev/null && break; sleep 0.1; done
+"$BIN/ble-hci" -t "tcp:127.0.0.1:$port" peripheral --name bench >/dev/null 2>&1 &
+ourpid=$!; PIDS+=($ourpid)
+"$PY" Tools/bumble/peripheral.py --transport "tcp-client:127.0.0.1:$((port + 1))" --name bench >/dev/null 2>&1 &
+peerpid=$!; PIDS+=($peerpid)
+sleep 3
+ours=$(rss $ourpid); peer=$(rss $peerpid)
+# smaller is better: the ratio is the peer's RSS over ours
+line "idle peripheral RSS (kB)" "${ours:-fail}" bumble "${peer:-fail}" "$(ratio "$peer" "$ours")" "bumble/ours; target ours < 15360 kB"
+exit 0
