@@ -26,6 +26,9 @@ let package = Package(
         .target(name: "Decoder", dependencies: ["HCI", "Capture", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
         .target(name: "BLE", dependencies: ["HCI", "Transport", "Capture", "VirtualController", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
         .executableTarget(name: "ble-hci", dependencies: ["BLE", "Decoder"]),
+        // Runnable examples of the Swift API, one per role (built by `make build`).
+        .executableTarget(name: "example-central", dependencies: ["BLE", "HCI", "Transport"], path: "Tools/examples/Central"),
+        .executableTarget(name: "example-peripheral", dependencies: ["BLE", "ATT", "GATT", "HCI", "Transport"], path: "Tools/examples/Peripheral"),
         .executableTarget(name: "ble-hci-bench", dependencies: ["BLE", "VirtualController", "Decoder", "Capture"], path: "Tools/bench/Swift"),
 
         .target(name: "StackTestSupport", dependencies: ["HCI", "Host", "L2CAP", "Transport", "TestSupport"], path: "Tests/StackTestSupport"),

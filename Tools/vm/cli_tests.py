@@ -139,7 +139,7 @@ class Background:
                 return None
             time.sleep(0.1)
 
-    def stop(self, sig=signal.SIGINT, timeout=15):
+    def stop(self, sig=signal.SIGINT, timeout=10):
         if self.p.poll() is None:
             self.p.send_signal(sig)
             try:
@@ -318,7 +318,7 @@ def section2():
           "another program" in r.err, detail=r.err.strip(), show=r)
     check("second process on held %s: the peripheral is undisturbed" % h0, per.p.poll() is None, show=per.result())
 
-    r = run([BIN, "-t", h1, "scan", "--duration", "2", "--json"], timeout=40)
+    r = run([BIN, "-t", h1, "scan", "--duration", "2", "--json"], timeout=20)
     advs = [x for x in r.events() if x.get("event") == "advertisement" and x.get("address") == STATE["addr0"]]
     check("scan on %s: exit 0, sees the advertiser %s" % (h1, STATE["addr0"]), r.rc == 0 and bool(advs), show=r)
     if advs:
@@ -412,7 +412,7 @@ def section3():
               adv.rc == 0 and hci_flags(h0).startswith("DOWN"), show=adv)
     else:
         run(["hciconfig", h0, "down"], timeout=20)
-    r = run([BIN, "-t", h0, "scan", "--duration", "1", "--json"], timeout=30)
+    r = run([BIN, "-t", h0, "scan", "--duration", "1", "--json"], timeout=15)
     check("after powering %s off: the user channel opens (scan exit 0)" % h0, r.rc == 0, show=r)
     back_under_kernel(h0, i0, "after the scan")
 
