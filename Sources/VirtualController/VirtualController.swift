@@ -1,5 +1,6 @@
 import Foundation
 import HCI
+import Synchronization
 
 /// A virtual LE controller on a `VirtualLink`: answers HCI commands as a real controller
 /// does (Core Vol 4 Part E), advertises, scans, connects and carries ACL over the link.
@@ -16,6 +17,20 @@ public final class VirtualController: @unchecked Sendable {
 
     private let sinkLock = NSLock()
     private var sink: (@Sendable (HCIPacket) -> Void)?
+
+    /// Host → controller work not yet run on the link context, in arrival order. One
+    /// `link.perform` drains everything queued here (packets and control requests alike), then
+    /// runs one connection event for the ACL packets it accepted: one queue hop per burst
+    /// instead of two per packet, and one Number Of Completed Packets per burst.
+    private enum Inbound: Sendable {
+        case packet(HCIPacket)
+        case control(@Sendable () -> Void)
+    }
+    private struct Inbox: ~Copyable {
+        var items: [Inbound] = []
+        var drainScheduled = false
+    }
+    private let inbox = Mutex(Inbox())
 
     // Link-context state.
     var eventMask: UInt64 = VirtualController.defaultEventMask
@@ -61,7 +76,6 @@ public final class VirtualController: @unchecked Sendable {
     var initiating: Initiating?
     // ACL buffers: packets accepted and not yet completed.
     var aclQueue: [HCIACLPacket] = []
-    var aclFlushScheduled = false
 
     public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
     public static let maxAdvertisingSets = 4
@@ -87,18 +101,51 @@ public final class VirtualController: @unchecked Sendable {
 
     /// A packet from the host. Processed on the link's context, in order.
     public func receive(fromHost packet: HCIPacket) {
-        link.perform { [self] in handle(packet) }
+        enqueue(.packet(packet))
     }
 
     /// Stops (or resumes) answering commands: a hung controller, for tests.
     public func setAnsweringCommands(_ answering: Bool) {
-        link.perform { [self] in silent = !answering }
+        enqueue(.control { [self] in silent = !answering })
     }
 
     /// Returns the controller to its power-on state, as HCI Reset does (connections dropped:
     /// the peers see a supervision timeout). Used when a new host attaches.
     public func powerCycle() {
-        link.perform { [self] in resetState() }
+        enqueue(.control { [self] in resetState() })
+    }
+
+    private func enqueue(_ item: Inbound) {
+        let schedule = inbox.withLock { box -> Bool in
+            box.items.append(item)
+            if box.drainScheduled { return false }
+            box.drainScheduled = true
+            return true
+        }
+        if schedule { link.perform { [self] in drainInbox() } }
+    }
+
+    /// Link context: runs every queued host request in order, then the connection event.
+    private func drainInbox() {
+        while true {
+            let items = inbox.withLock { box -> [Inbound] in
+                if box.items.isEmpty {
+                    box.drainScheduled = false
+                    return []
+                }
+                let items = box.items
+                box.items.removeAll(keepingCapacity: true)
+                return items
+            }
+            if items.isEmpty { break }
+            for item in items {
+                switch item {
+                case .packet(let p): handle(p)
+                case .control(let work): work()
+                }
+            }
+        }
+        flushACL()
     }
 
     func deliver(_ packet: HCIPacket) {
@@ -317,11 +364,7 @@ public final class VirtualController: @unchecked Sendable {
             send(DataBufferOverflow(linkType: 1))
             return
         }
-        aclQueue.append(packet)
-        if !aclFlushScheduled {
-            aclFlushScheduled = true
-            link.perform { [self] in flushACL() }
-        }
+        aclQueue.append(packet)  // sent by flushACL at the end of this drain
     }
 
     func dropQueuedACL(handle: UInt16) {
@@ -330,7 +373,6 @@ public final class VirtualController: @unchecked Sendable {
 
     /// A connection event: sends every buffered packet to its peer, frees the buffers.
     private func flushACL() {
-        aclFlushScheduled = false
         guard !aclQueue.isEmpty else { return }
         let packets = aclQueue
         aclQueue.removeAll(keepingCapacity: true)

@@ -78,9 +78,11 @@ func runCLI(_ argv: [String]) async -> Int32 {
     } catch let e as CLIFailure {
         out.error(e.message)
         return e.exitCode
+    } catch let e as TransportError where e.kind == .badSpec {
+        return usageFailure(UsageError(e.message, command: command))
     } catch let e as TransportError {
         out.error("\(e)")
-        return e.kind == .badSpec ? ExitCode.usage : ExitCode.transport
+        return ExitCode.transport
     } catch {
         out.error("\(error)")
         return ExitCode.failure

@@ -80,17 +80,10 @@ extension ChildProcess {
     }
 }
 
-/// Runs blocking `work` on a thread of its own (never on the two-thread cooperative pool).
-func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try work() }) }.start()
-    }
-}
-
 /// Starts a fresh Bumble controllers process (its constructor blocks until the ready line, so it
 /// runs on a thread of its own).
 func startControllers(count: Int = 2) async throws -> BumbleControllers {
-    try await onOwnThread { try BumbleControllers(count: count, timeout: 15, lifetime: 180) }
+    try await offPool { try BumbleControllers(count: count, timeout: 15, lifetime: 180) }
 }
 
 /// The hex string of bytes.
@@ -110,17 +103,8 @@ func bytes(_ hex: String) -> [UInt8] {
 /// The 600-byte value Tools/bumble/peripheral.py serves on ...def1.
 let bumbleLongValue: [UInt8] = (0..<600).map { UInt8($0 % 256) }
 
-/// The built `ble-hci` binary: next to the test bundle (the directory of argv[0]), or in the
-/// scratch path's debug folder.
-func bleHCIBinary() throws -> URL {
-    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = dir.appendingPathComponent("ble-hci")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    throw InteropTimeout(description: "no ble-hci binary near \(CommandLine.arguments[0]): build it (swift build --build-tests)")
-}
+/// The built `ble-hci` binary (see TestSupport).
+func bleHCIBinary() throws -> URL { try bleHCIExecutable() }
 
 /// Everything one interop test started: a fresh Bumble controllers process, the peer scripts
 /// and our stacks. `interop(controllers:_:)` tears all of it down however the test ends.
@@ -156,7 +140,7 @@ final class Scope: @unchecked Sendable {
         }
         // Stopping sends SIGTERM and waits a moment for the child: off the cooperative pool.
         let controllers = self.controllers
-        _ = try? await onOwnThread {
+        _ = try? await offPool {
             for child in children { child.stop(grace: 1) }
             controllers.process.stop(grace: 1)
         }
