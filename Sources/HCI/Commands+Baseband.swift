@@ -182,6 +182,7 @@ private let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [
     bitKey(LESetEventMask.self): (25, 0),
     bitKey(LEReadBufferSize.self): (25, 1),
     bitKey(LEReadLocalSupportedFeatures.self): (25, 2),
+    bitKey(LEReadSupportedStates.self): (28, 3),
     bitKey(LESetRandomAddress.self): (25, 4),
     bitKey(LESetAdvertisingParameters.self): (25, 5),
     bitKey(LEReadAdvertisingPhysicalChannelTxPower.self): (25, 6),

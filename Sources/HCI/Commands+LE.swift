@@ -156,6 +156,24 @@ public struct LEReadLocalSupportedFeatures: HCIParameterlessCommand, Equatable {
     }
 }
 
+/// LE Read Supported States (0x201C): which combinations of advertising, scanning, initiating
+/// and connection roles the controller can be in at once. Linux asks for it while it sets up an
+/// adapter and gives up on the adapter without an answer.
+public struct LEReadSupportedStates: HCIParameterlessCommand, Equatable {
+    public static let opcode = HCIOpcode.leCommand(0x001C)
+    public static let name = "LE Read Supported States"
+    public init() {}
+
+    public struct ReturnParameters: HCIReturnParameters, Equatable {
+        /// LE_States: bit n set = state combination n supported (Core Vol 4 Part E 7.8.27).
+        public var leStates: UInt64
+        public init(leStates: UInt64) { self.leStates = leStates }
+        public init(returnParameters r: inout ByteReader) throws(DecodeError) { leStates = try r.u64("leStates") }
+        public func encode(into w: inout ByteWriter) { w.u64(leStates) }
+        public var fields: [Field] { [.code("leStates", leStates)] }
+    }
+}
+
 /// LE Set Random Address (0x2005).
 public struct LESetRandomAddress: HCICommand, Equatable {
     public static let opcode = HCIOpcode.leCommand(0x0005)

@@ -7,7 +7,7 @@ let allCommandTypes: [any HCICommand.Type] = [
     ReadLocalVersionInformation.self, ReadLocalSupportedCommands.self, ReadLocalSupportedFeatures.self,
     ReadBufferSize.self, ReadBDADDR.self, ReadRSSI.self,
     // LE controller set-up, connections, encryption, data length, PHY
-    LESetEventMask.self, LEReadBufferSize.self, LEReadBufferSizeV2.self, LEReadLocalSupportedFeatures.self,
+    LESetEventMask.self, LEReadBufferSize.self, LEReadBufferSizeV2.self, LEReadLocalSupportedFeatures.self, LEReadSupportedStates.self,
     LESetRandomAddress.self, LECreateConnection.self, LECreateConnectionCancel.self,
     LEReadFilterAcceptListSize.self, LEClearFilterAcceptList.self, LEConnectionUpdate.self,
     LEReadRemoteFeatures.self, LEEncrypt.self, LERand.self, LEEnableEncryption.self,

@@ -330,7 +330,10 @@ public actor Host {
     }
 
     private func deliver(_ frame: [UInt8], on link: LinkState) {
+        let route = link.connection.route
+        if let route, route.offer(frame, host: self) { return }
         if case .dropped = link.framesContinuation.yield(frame) {
+            route?.uncount()
             warn("connection \(hexCode(link.handle, digits: 4)): \(configuration.maxQueuedFramesPerLink) frames queued unread: L2CAP frame dropped")
         }
     }
@@ -375,7 +378,8 @@ public actor Host {
         let (stream, cont) = AsyncStream<[UInt8]>.makeStream(
             bufferingPolicy: .bufferingOldest(Swift.max(1, configuration.maxQueuedFramesPerLink)))
         let local = role == .peripheral ? advertisingAddress : localAddressForConnections
-        let conn = LEConnection(handle: handle, role: role, peer: peer, local: local, parameters: parameters, frames: stream)
+        let conn = LEConnection(handle: handle, role: role, peer: peer, local: local, parameters: parameters, frames: stream,
+                                route: FrameRoute())
         links[handle] = LinkState(connection: conn, framesContinuation: cont, maxFrame: configuration.maxL2CAPFrame)
         return conn
     }
@@ -437,6 +441,33 @@ public actor Host {
             schedule(link)
             pumpACL()
         }
+    }
+
+    /// Sends one complete L2CAP frame without waiting: like `sendL2CAP`, but it returns at once
+    /// (the frame is queued behind earlier frames when credits are short). For callers running
+    /// on the host's executor (a `FrameRoute` sink answering a request). Throws what
+    /// `sendL2CAP` throws before queueing.
+    public func enqueueL2CAP(_ frame: [UInt8], on handle: UInt16) throws {
+        try checkAlive()
+        guard let link = links[handle] else { throw HostError.unknownConnection(handle) }
+        guard !frame.isEmpty else { throw HostError.invalidArgument("empty L2CAP frame") }
+        let fragments = (frame.count + aclDataLength - 1) / aclDataLength
+        if readyHead == readyLinks.count, !link.hasQueued, aclCredits >= fragments {
+            var f = OutgoingFrame(frame: frame, offset: 0, continuation: nil)
+            while f.offset < frame.count {
+                try sendFragment(&f, on: link)
+            }
+            return
+        }
+        link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: nil))
+        schedule(link)
+        pumpACL()
+    }
+
+    /// Runs `body` on the host's executor (for a layer above that processes a frame read from
+    /// `frames` the way its `FrameRoute` sink would).
+    public func perform<T: Sendable>(_ body: @Sendable (isolated Host) throws -> T) rethrows -> T {
+        try body(self)
     }
 
     private func schedule(_ link: LinkState) {

@@ -158,13 +158,17 @@ public struct LEConnection: Sendable {
     public let local: DeviceAddress
     public let parameters: ConnectionParameters
     public let frames: AsyncStream<[UInt8]>
+    /// Lets the L2CAP layer take frames synchronously on the host's executor instead of
+    /// reading `frames` (nil for connections not made by a `Host`).
+    public let route: FrameRoute?
 
     public var interval: UInt16 { parameters.interval }
     public var latency: UInt16 { parameters.latency }
     public var supervisionTimeout: UInt16 { parameters.supervisionTimeout }
 
     public init(handle: UInt16, role: LERole, peer: DeviceAddress, local: DeviceAddress,
-                parameters: ConnectionParameters, frames: AsyncStream<[UInt8]>) {
+                parameters: ConnectionParameters, frames: AsyncStream<[UInt8]>, route: FrameRoute? = nil) {
+        self.route = route
         self.handle = handle
         self.role = role
         self.peer = peer

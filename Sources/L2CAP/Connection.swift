@@ -2,6 +2,7 @@
 // signaling channel, and LE credit-based connection-oriented channels (CreditBasedChannel.swift).
 import HCI
 import Host
+import Synchronization
 
 /// Tunables of an `L2CAPConnection`.
 public struct L2CAPConfiguration: Sendable {
@@ -74,13 +75,25 @@ public struct ConnectionParameterUpdateRequest: Sendable, Equatable {
 }
 
 /// Receives a fixed channel's payloads (information payload of each B-frame) synchronously,
-/// on the connection's actor: keep it short (yield into a stream). `closed` is called once,
-/// when the link goes away.
+/// in order and one at a time, on the host's executor (the link's `FrameRoute` sink) or on the
+/// connection's actor: keep it short (yield into a stream). `closed` is called once, when the
+/// link goes away.
+///
+/// `receivedOnHost`, when set, is called instead of `received`, always on the host's executor
+/// (frames that went through the actor are handed over with `Host.perform`): the handler can
+/// then answer at once with `Host.enqueueL2CAP`.
 public struct FixedChannelHandler: Sendable {
     public var received: @Sendable ([UInt8]) -> Void
+    public var receivedOnHost: (@Sendable (isolated Host, [UInt8]) -> Void)?
     public var closed: @Sendable (L2CAPError) -> Void
     public init(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
         self.received = received
+        self.closed = closed
+    }
+    public init(receivedOnHost: @escaping @Sendable (isolated Host, [UInt8]) -> Void,
+                closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
+        self.received = { _ in }
+        self.receivedOnHost = receivedOnHost
         self.closed = closed
     }
 }
@@ -104,7 +117,14 @@ public actor L2CAPConnection {
     public nonisolated var handle: UInt16 { connection.handle }
     public nonisolated var role: LERole { connection.role }
 
-    var fixedHandlers: [UInt16: FixedChannelHandler] = [:]
+    /// Fixed-channel handlers by CID. A Mutex (not actor state) so the `FrameRoute` sink can
+    /// dispatch on the host's executor; written only by this actor.
+    nonisolated let fixedHandlers = FixedHandlerTable()
+
+    final class FixedHandlerTable: Sendable {
+        let handlers = Mutex<[UInt16: FixedChannelHandler]>([:])
+        func withLock<R>(_ body: (inout [UInt16: FixedChannelHandler]) -> R) -> R { handlers.withLock { body(&$0) } }
+    }
     var readerTask: Task<Void, Never>?
     public private(set) var isDisconnected = false
 
@@ -136,14 +156,34 @@ public actor L2CAPConnection {
     /// Starts consuming `connection.frames`. Idempotent.
     public func start() {
         guard readerTask == nil, !isDisconnected else { return }
+        let table = fixedHandlers
+        connection.route?.install { host, bytes in L2CAPConnection.fastReceive(bytes, host: host, table: table) }
         readerTask = Task { await self.readLoop() }
     }
 
     private func readLoop() async {
+        let route = connection.route
         for await frame in connection.frames {
-            received(frame)
+            if let (onHost, payload) = received(frame) {
+                await host.perform { onHost($0, payload) }
+            }
+            route?.streamedFrameProcessed()
         }
         linkClosed()
+    }
+
+    /// The `FrameRoute` sink: a well-formed frame for a fixed channel with a handler is handled
+    /// here, on the host's executor; anything else (signaling, credit-based channels, frames to
+    /// log) goes to the actor through `connection.frames`.
+    private static func fastReceive(_ bytes: [UInt8], host: isolated Host, table fixedHandlers: FixedHandlerTable) -> Bool {
+        guard bytes.count >= L2CAPFrame.headerLength,
+              Int(bytes[0]) | Int(bytes[1]) << 8 == bytes.count - L2CAPFrame.headerLength else { return false }
+        let cid = UInt16(bytes[2]) | UInt16(bytes[3]) << 8
+        if cid == L2CAPCID.leSignaling.rawValue || L2CAPCID.dynamicRange.contains(cid) { return false }
+        guard let h = fixedHandlers.withLock({ $0[cid] }) else { return false }
+        let payload = Array(bytes[L2CAPFrame.headerLength...])
+        if let onHost = h.receivedOnHost { onHost(host, payload) } else { h.received(payload) }
+        return true
     }
 
     /// Registers (or with nil removes) the handler of fixed channel `cid` (ATT 0x0004, SMP 0x0006, ...).
@@ -152,7 +192,7 @@ public actor L2CAPConnection {
             handler.closed(.disconnected(handle: handle))
             return
         }
-        fixedHandlers[cid.rawValue] = handler
+        fixedHandlers.withLock { $0[cid.rawValue] = handler }
     }
 
     /// The central's policy for Connection Parameter Update Requests; it returns whether to
@@ -172,16 +212,18 @@ public actor L2CAPConnection {
 
     // MARK: - Demultiplexing
 
-    func received(_ bytes: [UInt8]) {
+    /// Demultiplexes one frame on the actor. Returns the work for a fixed channel whose handler
+    /// runs on the host's executor (the caller hands it over, in order).
+    func received(_ bytes: [UInt8]) -> ((@Sendable (isolated Host, [UInt8]) -> Void), [UInt8])? {
         guard bytes.count >= L2CAPFrame.headerLength else {
             log("frame shorter than its basic header (\(bytes.count) octets): dropped")
-            return
+            return nil
         }
         let length = Int(bytes[0]) | Int(bytes[1]) << 8
         let cid = UInt16(bytes[2]) | UInt16(bytes[3]) << 8
         guard length == bytes.count - L2CAPFrame.headerLength else {
             log("frame length \(length) disagrees with \(bytes.count - 4) octets received on \(L2CAPCID(cid)): dropped")
-            return
+            return nil
         }
         let payload = Array(bytes[L2CAPFrame.headerLength...])
         switch cid {
@@ -190,12 +232,14 @@ public actor L2CAPConnection {
         case L2CAPCID.dynamicRange:
             channelFrame(cid: cid, payload)
         default:
-            if let h = fixedHandlers[cid] {
+            if let h = fixedHandlers.withLock({ $0[cid] }) {
+                if let onHost = h.receivedOnHost { return (onHost, payload) }
                 h.received(payload)
             } else {
                 log("frame for \(L2CAPCID(cid)) with no handler (\(payload.count) octets): dropped")
             }
         }
+        return nil
     }
 
     func linkClosed() {
@@ -209,8 +253,12 @@ public actor L2CAPConnection {
             p.continuation.resume(throwing: error)
         }
         for cid in Array(channels.keys) { finishChannel(cid, error) }
-        let handlers = fixedHandlers
-        fixedHandlers.removeAll()
+        connection.route?.install(nil)
+        let handlers = fixedHandlers.withLock { h in
+            let all = h
+            h.removeAll()
+            return all
+        }
         for h in handlers.values { h.closed(error) }
     }
 

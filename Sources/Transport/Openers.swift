@@ -189,7 +189,7 @@ public enum UserChannelTransport {
             let adapters = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/bluetooth"))?.sorted() ?? []
             advice = "no such adapter hci\(index); " + (adapters.isEmpty ? "/sys/class/bluetooth lists no adapters" : "adapters present: \(adapters.joined(separator: ", "))")
         case EBUSY:
-            advice = "adapter hci\(index) is up or being initialised: power it off with `btmgmt -i hci\(index) power off` or stop bluetooth.service, then retry"
+            advice = "adapter hci\(index) is busy: it is up or still being initialised (power it off with `btmgmt -i hci\(index) power off`, or stop bluetooth.service), or another program (e.g. another ble-hci) holds its user channel (stop it); then retry"
         case EUSERS, EALREADY:
             advice = "another program already holds the user channel of hci\(index); stop it and retry"
         default:

@@ -91,6 +91,10 @@ extension VirtualController {
             complete(ReadLocalSupportedFeatures.self, .init(lmpFeatures: 1 << 38 | 1 << 37))
         case is LEReadLocalSupportedFeatures:
             complete(LEReadLocalSupportedFeatures.self, .init(leFeatures: VirtualController.features))
+        case is LEReadSupportedStates:
+            // Every combination of states the Core 5.x table defines (bits 0-41): the link
+            // simulation puts no limit on roles.
+            complete(LEReadSupportedStates.self, .init(leStates: 0x3FF_FFFF_FFFF))
         case is ReadBDADDR:
             complete(ReadBDADDR.self, .init(address: publicAddress))
         case is ReadBufferSize:

@@ -162,6 +162,8 @@ import Glibc
         #expect(UserChannelTransport.userChannelError(EAFNOSUPPORT, index: 0, step: "socket").message.contains("-t tcp:"))
         #expect(UserChannelTransport.userChannelError(EPERM, index: 0, step: "bind").message.contains("root"))
         #expect(UserChannelTransport.userChannelError(EBUSY, index: 2, step: "bind").message.contains("btmgmt -i hci2 power off"))
+        // The kernel also answers EBUSY (not EUSERS) when another process holds the user channel.
+        #expect(UserChannelTransport.userChannelError(EBUSY, index: 2, step: "bind").message.contains("another program"))
         #expect(UserChannelTransport.userChannelError(EUSERS, index: 0, step: "bind").message.contains("another program"))
         #expect(UserChannelTransport.userChannelError(EALREADY, index: 0, step: "bind").message.contains("another program"))
         #expect(UserChannelTransport.userChannelError(ENODEV, index: 7, step: "bind").message.contains("/sys/class/bluetooth") ||
