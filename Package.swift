@@ -48,7 +48,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "InteropHarnessTests", dependencies: ["TestSupport"]),
         .testTarget(name: "InteropTests", dependencies: ["BLE", "TestSupport", "Transport", "Host", "GATT", "ATT", "HCI"]),
-        .testTarget(name: "CLITests", dependencies: ["TestSupport", "HCI", "Capture", "BLE", "VirtualController"]),
+        .testTarget(name: "CLITests", dependencies: ["TestSupport", "HCI", "Capture", "BLE", "VirtualController", "CBluetooth"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,6 +2,13 @@
 import HCI
 import Host
 import L2CAP
+import Synchronization
+
+/// An `ATTServerDelegate` that can answer synchronously (`GATTServer` does): the bearer then
+/// answers requests on the host's executor as frames arrive, with no task hop.
+public protocol ATTSynchronousServerDelegate: ATTServerDelegate {
+    func response(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTPDU?
+}
 
 /// Tunables of an `ATTBearer`.
 public struct ATTBearerConfiguration: Sendable {
@@ -51,28 +58,46 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public nonisolated let configuration: ATTBearerConfiguration
 
     /// The current ATT_MTU (23 until an Exchange MTU completes).
-    public private(set) var mtu: Int = 23
+    public var mtu: Int { fast.state.withLock { $0.mtu } }
     /// Why the bearer is closed (nil while open).
     public private(set) var closedReason: ATTBearerError?
 
     var started = false
     var answeredMTURequest = false
-    var security = ATTSecurity.none
     var delegate: (any ATTServerDelegate)?
     var notificationHandler: (@Sendable (ATTPDU) async -> Void)?
 
-    // Client transaction.
-    final class Transaction {
+    /// A request (or indication) waiting for its answer; resolved once, from any context.
+    final class Transaction: Sendable {
         let opcode: ATTOpcode
         let deadline: ContinuousClock.Instant
-        var continuation: CheckedContinuation<ATTPDU, any Error>?
-        var result: Result<ATTPDU, any Error>?
+        private let state = Mutex<(CheckedContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>((nil, nil))
         init(opcode: ATTOpcode, deadline: ContinuousClock.Instant) { self.opcode = opcode; self.deadline = deadline }
         func resolve(_ r: Result<ATTPDU, any Error>) {
-            if let c = continuation { continuation = nil; c.resume(with: r) } else if result == nil { result = r }
+            let c: CheckedContinuation<ATTPDU, any Error>? = state.withLock { s in
+                if let c = s.0 { s.0 = nil; return c }
+                if s.1 == nil { s.1 = r }
+                return nil
+            }
+            c?.resume(with: r)
+        }
+        func wait() async throws -> ATTPDU {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
+                let r: Result<ATTPDU, any Error>? = state.withLock { s in
+                    if let r = s.1 { return r }
+                    s.0 = c
+                    return nil
+                }
+                if let r { c.resume(with: r) }
+            }
         }
     }
-    var transaction: Transaction?
+    /// The pending client request (in `fast`, so the host-executor path can answer it).
+    var transaction: Transaction? {
+        get { fast.state.withLock { $0.transaction } }
+        set { fast.state.withLock { $0.transaction = newValue } }
+    }
+    nonisolated let fast: FastPath
     var clientBusy = false
     var clientWaiters: [CheckedContinuation<Void, any Error>] = []
 
@@ -94,6 +119,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         self.peer = ATTPeer(id: l2cap.connection.handle, address: "\(l2cap.connection.peer.address)")
         (inbound, inboundContinuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
         (notifications, notificationsContinuation) = AsyncStream.makeStream(of: ATTPDU.self, bufferingPolicy: .unbounded)
+        fast = FastPath(handle: l2cap.connection.handle, peer: peer, log: configuration.log,
+                        inbound: inboundContinuation, notifications: notificationsContinuation)
     }
 
     /// Registers on CID 0x0004 and starts processing. Idempotent.
@@ -101,8 +128,9 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         guard !started else { return }
         started = true
         let input = inboundContinuation
+        let fast = self.fast
         await l2cap.setFixedChannelHandler(.att, FixedChannelHandler(
-            received: { input.yield($0) },
+            receivedOnHost: { host, bytes in fast.received(bytes, host: host) },
             closed: { _ in input.finish() }))
         tasks.append(Task { await self.inboundLoop() })
         tasks.append(Task { await self.notificationLoop() })
@@ -112,6 +140,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// The GATT server that answers the peer's requests; told `peerConnected` at once.
     public func setServerDelegate(_ d: (any ATTServerDelegate)?) async {
         delegate = d
+        fast.state.withLock { $0.syncDelegate = d as? any ATTSynchronousServerDelegate }
         if let d { await d.peerConnected(peer, push: self) }
     }
 
@@ -122,7 +151,10 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     }
 
     /// The security level handed to the server delegate with each request (SMP sets it).
-    public func setSecurity(_ s: ATTSecurity) { security = s }
+    public func setSecurity(_ s: ATTSecurity) { fast.state.withLock { $0.security = s } }
+    var security: ATTSecurity { fast.state.withLock { $0.security } }
+
+    func setMTU(_ m: Int) { fast.state.withLock { $0.mtu = m } }
 
     func log(_ message: @autoclosure () -> String) {
         configuration.log?("ATT \(hexCode(peer.id, digits: 4)): \(message())")
@@ -155,14 +187,10 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         do {
             try await l2cap.send(bytes, on: .att)
         } catch {
-            if transaction === t { transaction = nil }
+            _ = fast.takeTransaction(where: { $0 === t })
             throw error
         }
-        if let r = t.result {
-            if transaction === t { transaction = nil }
-            return try r.get()
-        }
-        return try await withCheckedThrowingContinuation { t.continuation = $0 }
+        return try await t.wait()
     }
 
     /// Sends a command (Write Command, Signed Write Command); returns once handed to the link.
@@ -184,8 +212,9 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             throw ATTBearerError.invalidResponse("\(response.opcode) to Exchange MTU Request")
         }
         if server < 23 { log("Server Rx MTU \(server) below 23: using 23") }
-        mtu = Swift.min(Int(clientRxMTU), Swift.max(23, Int(server)))
-        return mtu
+        let m = Swift.min(Int(clientRxMTU), Swift.max(23, Int(server)))
+        setMTU(m)
+        return m
     }
 
     // MARK: - Server push
@@ -220,12 +249,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             if indication === t { indication = nil }
             throw error
         }
-        if let r = t.result {
-            if indication === t { indication = nil }
-            _ = try r.get()
-            return
-        }
-        _ = try await withCheckedThrowingContinuation { t.continuation = $0 }
+        _ = try await t.wait()
     }
 
     // MARK: - Incoming
@@ -242,8 +266,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         guard closedReason == nil else { return }
         switch ATTPDU.decodeResult(bytes) {
         case .malformed(let op?, let error):
-            if let t = transaction, op == .errorResponse || op == t.opcode.responseOpcode {
-                transaction = nil
+            if let t = fast.takeTransaction(where: { op == .errorResponse || op == $0.opcode.responseOpcode }) {
                 t.resolve(.failure(ATTBearerError.invalidResponse("\(op): \(error)")))
             } else if let reply = ATTPDU.serverRejection(for: .malformed(opcode: op, error: error)) {
                 log("malformed \(op): \(error): Invalid PDU")
@@ -262,11 +285,10 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         let op = pdu.opcode
         switch pdu {
         case let .errorResponse(requestOpcode, handle, code):
-            guard let t = transaction, t.opcode == requestOpcode else {
+            guard let t = fast.takeTransaction(where: { $0.opcode == requestOpcode }) else {
                 log("Error Response for \(requestOpcode) with no such request pending: dropped")
                 return
             }
-            transaction = nil
             t.resolve(.failure(ATTError(code, requestOpcode: requestOpcode, handle: handle)))
         case .handleValueConfirmation:
             guard let t = indication else {
@@ -288,7 +310,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
                 log("second Exchange MTU Request: answered, ATT_MTU unchanged (\(mtu))")
             } else {
                 answeredMTURequest = true
-                mtu = Swift.min(Int(clientRx), Int(configuration.serverRxMTU))
+                setMTU(Swift.min(Int(clientRx), Int(configuration.serverRxMTU)))
             }
         case .unknown:
             if let reply = ATTPDU.serverRejection(for: .pdu(pdu)) {
@@ -299,11 +321,10 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             }
         default:
             if op.isResponse {
-                guard let t = transaction, t.opcode.responseOpcode == op else {
+                guard let t = fast.takeTransaction(where: { $0.opcode.responseOpcode == op }) else {
                     log("\(op) with no matching request pending: dropped")
                     return
                 }
-                transaction = nil
                 t.resolve(.success(pdu))
             } else if op.isRequest || op.isCommand {
                 guard let delegate else {
@@ -375,8 +396,9 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public func close(_ reason: ATTBearerError) {
         guard closedReason == nil else { return }
         closedReason = reason
+        fast.state.withLock { $0.closed = true }
         log("closed: \(reason)")
-        if let t = transaction { transaction = nil; t.resolve(.failure(reason)) }
+        if let t = fast.takeTransaction(where: { _ in true }) { t.resolve(.failure(reason)) }
         if let i = indication { indication = nil; i.resolve(.failure(reason)) }
         for w in clientWaiters { w.resume(throwing: reason) }
         for w in indicationWaiters { w.resume(throwing: reason) }
@@ -384,5 +406,90 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         indicationWaiters.removeAll()
         notificationsContinuation.finish()
         wakeWatchdog()
+    }
+}
+
+extension ATTBearer {
+    /// The part of the bearer that runs on the host's executor as ATT frames arrive (the L2CAP
+    /// `FrameRoute` sink): answers to our pending request resolve it at once; requests go to a
+    /// synchronous server delegate and are answered with `Host.enqueueL2CAP`; notifications and
+    /// indications go into the (ordered) notification stream. Anything else (Exchange MTU,
+    /// confirmations, malformed or unexpected PDUs, an asynchronous delegate) goes to the
+    /// actor's inbound loop as before. Frames arrive here one at a time, in order.
+    ///
+    /// Thread safety: shared state is in the `state` Mutex; the actor writes MTU, security,
+    /// the pending transaction, the delegate and the closed flag through it.
+    final class FastPath: Sendable {
+        struct State {
+            var mtu = 23
+            var security = ATTSecurity.none
+            var closed = false
+            var transaction: Transaction?
+            var syncDelegate: (any ATTSynchronousServerDelegate)?
+        }
+        let state = Mutex(State())
+        let handle: UInt16
+        let peer: ATTPeer
+        let log: (@Sendable (String) -> Void)?
+        let inbound: AsyncStream<[UInt8]>.Continuation
+        let notifications: AsyncStream<ATTPDU>.Continuation
+
+        init(handle: UInt16, peer: ATTPeer, log: (@Sendable (String) -> Void)?,
+             inbound: AsyncStream<[UInt8]>.Continuation, notifications: AsyncStream<ATTPDU>.Continuation) {
+            self.handle = handle
+            self.peer = peer
+            self.log = log
+            self.inbound = inbound
+            self.notifications = notifications
+        }
+
+        /// Removes and returns the pending transaction if `match` accepts it.
+        func takeTransaction(where match: (Transaction) -> Bool) -> Transaction? {
+            state.withLock { s in
+                guard let t = s.transaction, match(t) else { return nil }
+                s.transaction = nil
+                return t
+            }
+        }
+
+        func received(_ bytes: [UInt8], host: isolated Host) {
+            guard case .pdu(let pdu) = ATTPDU.decodeResult(bytes) else {
+                inbound.yield(bytes)
+                return
+            }
+            let op = pdu.opcode
+            switch pdu {
+            case let .errorResponse(requestOpcode, handle, code):
+                guard let t = takeTransaction(where: { $0.opcode == requestOpcode }) else { break }
+                t.resolve(.failure(ATTError(code, requestOpcode: requestOpcode, handle: handle)))
+                return
+            case .handleValueNotification, .handleValueIndication, .multipleHandleValueNotification:
+                if state.withLock({ $0.closed }) { return }
+                notifications.yield(pdu)
+                return
+            case .exchangeMTURequest, .handleValueConfirmation, .unknown:
+                break
+            default:
+                if op.isResponse {
+                    guard let t = takeTransaction(where: { $0.opcode.responseOpcode == op }) else { break }
+                    t.resolve(.success(pdu))
+                    return
+                }
+                guard op.isRequest || op.isCommand else { break }
+                let (closed, delegate, mtu, security) = state.withLock { ($0.closed, $0.syncDelegate, $0.mtu, $0.security) }
+                if closed { return }
+                guard let delegate else { break }
+                let response = delegate.response(to: pdu, from: peer, mtu: mtu, security: security)
+                guard op.isRequest else { return }
+                let reply = response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)
+                do {
+                    try host.enqueueL2CAP(L2CAPFrame(cid: .att, payload: reply.bytes).bytes, on: handle)
+                } catch {
+                    log?("ATT \(hexCode(peer.id, digits: 4)): could not send \(reply.opcode): \(error)")
+                }
+                return
+            }
+            inbound.yield(bytes)
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import CBluetooth
 import TestSupport
 #if canImport(Glibc)
 import Glibc
@@ -77,12 +78,10 @@ extension CLITests {
             #expect(!r.stderr.isEmpty)
         }
 
-        @Test func userChannelOnThisKernelSaysThereIsNoBluetooth() async throws {
-            // The EAFNOSUPPORT path: this machine's kernel has no AF_BLUETOOTH.
-            let probe = socket(31 /* AF_BLUETOOTH */, Int32(SOCK_RAW.rawValue), 1 /* BTPROTO_HCI */)
-            let noBluetooth = probe < 0 && errno == EAFNOSUPPORT
-            if probe >= 0 { close(probe) }
-            try #require(noBluetooth, "this kernel has AF_BLUETOOTH: the no-Bluetooth path cannot be checked here")
+        // The EAFNOSUPPORT path, on kernels without Bluetooth (this machine's; the VM suite
+        // checks the other user-channel errors on a kernel that has it).
+        @Test(.enabled(if: !kernelHasBluetooth, "this kernel has AF_BLUETOOTH: the no-Bluetooth path cannot be checked here"))
+        func userChannelOnThisKernelSaysThereIsNoBluetooth() async throws {
             for args in [["-t", "hci0", "scan", "--duration", "1"], ["central", "name:x", "--transport", "hci:0"]] {
                 let r = try await BleHCI.run(args)
                 expectStatus(r, 3, "ble-hci \(args.joined(separator: " "))")
@@ -173,3 +172,10 @@ extension CLITests {
         }
     }
 }
+
+/// Whether this kernel can open an HCI socket at all.
+let kernelHasBluetooth: Bool = {
+    let probe = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), BTPROTO_HCI)
+    if probe >= 0 { close(probe) }
+    return probe >= 0 || errno != EAFNOSUPPORT
+}()
