@@ -8,9 +8,13 @@ import GATT
 /// handle is, as Wireshark does. Per connection handle; cleared by (dis)connection events.
 struct GATTTracker {
     struct Attribute {
+        /// What the attribute is about: the service's UUID for a service declaration (as
+        /// Wireshark shows it), the characteristic's for its value, the descriptor's own.
         var uuid: BluetoothUUID
         /// For descriptors and characteristic declarations: the characteristic's UUID.
-        var characteristic: BluetoothUUID?
+        var characteristic: BluetoothUUID? = nil
+        /// For service declarations: the declaration's attribute type (2800 or 2801).
+        var declaration: BluetoothUUID? = nil
     }
 
     struct Connection {
@@ -55,7 +59,7 @@ struct GATTTracker {
                 guard let u = BluetoothUUID(littleEndian: g.value) else { continue }
                 let declType: BluetoothUUID
                 if case .readByGroupTypeRequest(_, _, let t) = request { declType = t } else { declType = BluetoothUUID(0x2800) }
-                c.attributes[g.handle] = Attribute(uuid: declType, characteristic: nil)
+                c.attributes[g.handle] = Attribute(uuid: u, declaration: declType)
                 var o: [Field] = [.int("handle", g.handle), .int("endGroupHandle", g.endGroupHandle), uuidField("uuid", u)]
                 if let n = AssignedNumbers.name(of: u) { o.append(.text("name", n)) }
                 services.append(.object(o))
@@ -145,6 +149,7 @@ struct GATTTracker {
         f.append(uuidField("uuid", a.uuid))
         if let n = AssignedNumbers.name(of: a.uuid) { f.append(.text("name", n)) }
         if let ch = a.characteristic { f.append(uuidField("characteristic", ch)) }
+        if let d = a.declaration { f.append(uuidField("declaration", d)) }
         return f
     }
 

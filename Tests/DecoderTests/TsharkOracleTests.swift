@@ -117,18 +117,19 @@ private func compare(_ fixture: String) throws -> (packets: Int, attPackets: Int
     return (ours.count, att, problems)
 }
 
-@Test(arguments: ["bumble-central.btsnoop", "bumble-peripheral.btsnoop"])
-func agreesWithTsharkOnEveryPacket(_ fixture: String) throws {
+/// Fixtures/README.md: packets and ATT packets of each capture (Bumble's central and
+/// peripheral sides, and `ble-hci demo -w` on our own stack).
+@Test(arguments: [("bumble-central.btsnoop", 171, 87), ("bumble-peripheral.btsnoop", 271, 87), ("ble-hci-demo.pcap", 138, 71)])
+func agreesWithTsharkOnEveryPacket(_ fixture: String, packets: Int, attPackets: Int) throws {
     let r = try compare(fixture)
     let disagreements = r.problems.count
     #expect(disagreements == 0, "\(r.problems.count) disagreement(s):\n\(r.problems.prefix(40).joined(separator: "\n"))")
-    // Fixtures/README.md: 171 / 271 packets, 87 ATT packets each.
-    #expect(r.packets == (fixture == "bumble-central.btsnoop" ? 171 : 271))
-    #expect(r.attPackets == 87)
+    #expect(r.packets == packets)
+    #expect(r.attPackets == attPackets)
 }
 
 /// The `time` we print must be the time tshark shows for the same record (microseconds).
-@Test(arguments: ["bumble-central.btsnoop", "bumble-peripheral.btsnoop"])
+@Test(arguments: ["bumble-central.btsnoop", "bumble-peripheral.btsnoop", "ble-hci-demo.pcap"])
 func timestampsAgreeWithTshark(_ fixture: String) throws {
     let path = fixturePath(fixture)
     let ours = try decodeCapture(path)
