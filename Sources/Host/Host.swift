@@ -424,18 +424,8 @@ public actor Host {
     /// fragment was handed to the controller. Throws `HostError.disconnected` at once if the
     /// link is or becomes disconnected, `.unknownConnection` for a handle never seen.
     public func sendL2CAP(_ frame: [UInt8], on handle: UInt16) async throws {
-        try checkAlive()
-        guard let link = links[handle] else { throw HostError.unknownConnection(handle) }
-        guard !frame.isEmpty else { throw HostError.invalidArgument("empty L2CAP frame") }
-        // Fast path: nobody waiting and enough credits for the whole frame: no suspension.
-        let fragments = (frame.count + aclDataLength - 1) / aclDataLength
-        if readyHead == readyLinks.count, !link.hasQueued, aclCredits >= fragments {
-            var f = OutgoingFrame(frame: frame, offset: 0, continuation: nil)
-            while f.offset < frame.count {
-                try sendFragment(&f, on: link)
-            }
-            return
-        }
+        let link = try outgoingLink(handle, frame)
+        if try sendAtOnce(frame, on: link) { return }
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, any Error>) in
             link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: cont))
             schedule(link)
@@ -448,20 +438,30 @@ public actor Host {
     /// on the host's executor (a `FrameRoute` sink answering a request). Throws what
     /// `sendL2CAP` throws before queueing.
     public func enqueueL2CAP(_ frame: [UInt8], on handle: UInt16) throws {
-        try checkAlive()
-        guard let link = links[handle] else { throw HostError.unknownConnection(handle) }
-        guard !frame.isEmpty else { throw HostError.invalidArgument("empty L2CAP frame") }
-        let fragments = (frame.count + aclDataLength - 1) / aclDataLength
-        if readyHead == readyLinks.count, !link.hasQueued, aclCredits >= fragments {
-            var f = OutgoingFrame(frame: frame, offset: 0, continuation: nil)
-            while f.offset < frame.count {
-                try sendFragment(&f, on: link)
-            }
-            return
-        }
+        let link = try outgoingLink(handle, frame)
+        if try sendAtOnce(frame, on: link) { return }
         link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: nil))
         schedule(link)
         pumpACL()
+    }
+
+    private func outgoingLink(_ handle: UInt16, _ frame: [UInt8]) throws -> LinkState {
+        try checkAlive()
+        guard let link = links[handle] else { throw HostError.unknownConnection(handle) }
+        guard !frame.isEmpty else { throw HostError.invalidArgument("empty L2CAP frame") }
+        return link
+    }
+
+    /// Fast path: nobody waiting and enough credits for the whole frame, so it goes out now
+    /// without suspending. False when the frame must queue.
+    private func sendAtOnce(_ frame: [UInt8], on link: LinkState) throws -> Bool {
+        let fragments = (frame.count + aclDataLength - 1) / aclDataLength
+        guard readyHead == readyLinks.count, !link.hasQueued, aclCredits >= fragments else { return false }
+        var f = OutgoingFrame(frame: frame, offset: 0, continuation: nil)
+        while f.offset < frame.count {
+            try sendFragment(&f, on: link)
+        }
+        return true
     }
 
     /// Runs `body` on the host's executor (for a layer above that processes a frame read from
