@@ -4,7 +4,7 @@
 # the guest wrote (Tools/vm/host-checks.sh: tshark on the capture). Exit: 0 only when all
 # passed. Skips (loud message, exit 0) only when qemu cannot run at all on this machine.
 #   VM_BUILD_DIR (default .build/debug: where ble-hci and the test bundle were built on the
-#   host; must not be under /tmp, which is the guest's own tmpfs), VM_TEST_FILTER,
+#   host; outside the repository it must not be under /tmp, the guest's own tmpfs), VM_TEST_FILTER,
 #   VM_TEST_BUNDLE, VM_STEPS, VM_TIMEOUT (default 290) and the run.sh variables (VM_KEEP=1,
 #   VM_CPU, ...) are honoured. See docs/vm.md.
 set -u
@@ -29,7 +29,8 @@ out=$(timeout 20 qemu-system-x86_64 -version 2>&1 </dev/null) || skip "qemu-syst
 cd "$REPO"
 BUILD=${VM_BUILD_DIR:-.build/debug}
 case "$(readlink -f "$BUILD")" in
-    /tmp|/tmp/*) echo "vm-test: VM_BUILD_DIR=$BUILD is under /tmp, which the guest replaces with its own tmpfs; build elsewhere" >&2; exit 1 ;;
+    "$REPO"/*) ;;  # the guest sees the repository at the same path, even under /tmp
+    /tmp|/tmp/*) echo "vm-test: VM_BUILD_DIR=$BUILD is under /tmp (outside the repository), which the guest replaces with its own tmpfs; build inside the repository or elsewhere" >&2; exit 1 ;;
 esac
 for tool in hciconfig hcitool gatttool btmgmt; do
     command -v "$tool" >/dev/null || { echo "vm-test: $tool missing on the host (the guest uses the host's root): run Tools/setup.sh (Debian package bluez)" >&2; exit 1; }

@@ -62,7 +62,7 @@ else
     ACCEL=(-accel tcg -cpu "${VM_CPU:-max}")
 fi
 
-APPEND="console=ttyS0 quiet loglevel=4 panic=-1 oops=panic rdinit=/init vm.share=$SHARE ${VM_APPEND:-}"
+APPEND="console=ttyS0 quiet loglevel=4 panic=-1 oops=panic rdinit=/init vm.share=$SHARE vm.repo=$REPO ${VM_APPEND:-}"
 if [ "${VM_INTERACTIVE:-0}" = 1 ]; then
     APPEND="$APPEND vm.shell=1"
     SERIAL=()   # -nographic: serial console + monitor (Ctrl-a x quits) on this terminal
