@@ -8,9 +8,9 @@ SWIFT_FLAGS ?=
 
 # `make test` runs these suites in order after deps and build. A new suite adds itself with
 # `TEST_SUITES += name` here (before the `test` rule) and a rule for `name` below.
-TEST_SUITES := swift-test vm-test
+TEST_SUITES := swift-test docs-check vm-test
 
-.PHONY: all deps sysdeps build demo test $(TEST_SUITES) bench fixtures clean
+.PHONY: all deps sysdeps build demo test $(TEST_SUITES) bench fixtures clean docs
 
 all: build
 
@@ -49,6 +49,15 @@ bench: deps
 # Re-create the Bumble capture fixtures in Tests/Fixtures (commit them afterwards).
 fixtures: deps
 	.venv/bin/python Tools/bumble/capture.py --out Tests/Fixtures
+
+# Regenerate docs/tutorial.md (real dump excerpts) from docs/tutorial.template.md.
+# `Tools/docs/generate-tutorial.sh --check` fails if it is stale.
+docs: build
+	BLE_HCI="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" Tools/docs/generate-tutorial.sh
+
+# The tutorial's packet excerpts must still be what the tool prints (regenerate with `make docs`).
+docs-check: build
+	BLE_HCI="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" Tools/docs/generate-tutorial.sh --check
 
 clean:
 	rm -rf .build

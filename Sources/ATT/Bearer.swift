@@ -58,7 +58,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public nonisolated let configuration: ATTBearerConfiguration
 
     /// The current ATT_MTU (23 until an Exchange MTU completes).
-    public var mtu: Int { fast.state.withLock { $0.mtu } }
+    public nonisolated var mtu: Int { fast.state.withLock { $0.mtu } }
     /// Why the bearer is closed (nil while open).
     public private(set) var closedReason: ATTBearerError?
 
@@ -98,8 +98,6 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         set { fast.state.withLock { $0.transaction = newValue } }
     }
     nonisolated let fast: FastPath
-    var clientBusy = false
-    var clientWaiters: [CheckedContinuation<Void, any Error>] = []
 
     // Server indication.
     var indication: Transaction?
@@ -111,7 +109,6 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     nonisolated let notifications: AsyncStream<ATTPDU>
     nonisolated let notificationsContinuation: AsyncStream<ATTPDU>.Continuation
     var tasks: [Task<Void, Never>] = []
-    var watchdogWake: CheckedContinuation<Void, Never>?
 
     public init(l2cap: L2CAPConnection, configuration: ATTBearerConfiguration = .init()) {
         self.l2cap = l2cap
@@ -150,6 +147,15 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         notificationHandler = h
     }
 
+    /// An optional synchronous receiver of Handle Value Notifications and Multiple Handle Value
+    /// Notifications, called on the host's executor as they arrive, in order, while nothing is
+    /// waiting in the notification handler's queue (so the order across both stays the arrival
+    /// order). It returns false to have the PDU go to the notification handler instead.
+    /// Indications always go to the notification handler (confirmed after it returns).
+    public func setNotificationFastHandler(_ h: (@Sendable (ATTPDU) -> Bool)?) {
+        fast.state.withLock { $0.notificationFast = h }
+    }
+
     /// The security level handed to the server delegate with each request (SMP sets it).
     public func setSecurity(_ s: ATTSecurity) { fast.state.withLock { $0.security = s } }
     var security: ATTSecurity { fast.state.withLock { $0.security } }
@@ -167,25 +173,27 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     // MARK: - Client
 
     /// Sends `pdu` (a request) and returns its response; an Error Response throws `ATTError`.
-    public func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    ///
+    /// Nonisolated: the single outstanding-request slot is claimed under the fast path's Mutex
+    /// (later requests wait their turn, first come first served), and the request is sent and
+    /// its answer awaited on the host's executor, where the fast path resolves it: one hop out.
+    public nonisolated func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
         let bytes = pdu.bytes
-        guard bytes.count <= mtu else { throw ATTBearerError.pduTooLarge(size: bytes.count, mtu: mtu) }
-        if let closedReason { throw closedReason }
-        while clientBusy {
-            try await withCheckedThrowingContinuation { clientWaiters.append($0) }
-            if let closedReason { throw closedReason }
-        }
-        clientBusy = true
-        defer {
-            clientBusy = false
-            if !clientWaiters.isEmpty { clientWaiters.removeFirst().resume() }
-        }
+        try await fast.claimClientSlot(size: bytes.count)
+        defer { fast.releaseClientSlot() }
         let t = Transaction(opcode: pdu.opcode, deadline: .now + configuration.transactionTimeout)
-        transaction = t
-        wakeWatchdog()
+        try fast.begin(t)
+        return try await Self.sendRequest(L2CAPFrame(cid: .att, payload: bytes).bytes, on: l2cap.connection.handle,
+                                          awaiting: t, fast: fast, host: l2cap.host)
+    }
+
+    /// Sends a request frame and waits for its transaction, on the host's executor (where the
+    /// answer is resolved), so neither step hops.
+    private static func sendRequest(_ frame: [UInt8], on handle: UInt16, awaiting t: Transaction, fast: FastPath,
+                             host: isolated Host) async throws -> ATTPDU {
         do {
-            try await l2cap.send(bytes, on: .att)
+            try await host.sendL2CAP(frame, on: handle)
         } catch {
             _ = fast.takeTransaction(where: { $0 === t })
             throw error
@@ -220,7 +228,9 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     // MARK: - Server push
 
     /// Sends a Handle Value Notification (value truncated to ATT_MTU − 3, Core Vol 3 Part F 3.4.7.1).
-    public func notify(handle: UInt16, value: [UInt8]) async throws {
+    /// Nonisolated (state read under the fast path's Mutex): one hop, to the host.
+    public nonisolated func notify(handle: UInt16, value: [UInt8]) async throws {
+        let (closedReason, mtu) = fast.state.withLock { ($0.closedReason, $0.mtu) }
         if let closedReason { throw closedReason }
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
         try await l2cap.send(ATTPDU.handleValueNotification(handle: handle, value: v).bytes, on: .att)
@@ -242,7 +252,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
         let t = Transaction(opcode: .handleValueIndication, deadline: .now + configuration.transactionTimeout)
         indication = t
-        wakeWatchdog()
+        fast.wakeWatchdog()
         do {
             try await l2cap.send(ATTPDU.handleValueIndication(handle: handle, value: v).bytes, on: .att)
         } catch {
@@ -298,7 +308,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             indication = nil
             t.resolve(.success(pdu))
         case .handleValueNotification, .handleValueIndication, .multipleHandleValueNotification:
-            notificationsContinuation.yield(pdu)
+            fast.queueNotification(pdu)
         case .exchangeMTURequest(let clientRx):
             guard clientRx >= 23 else {
                 log("Exchange MTU Request with Client Rx MTU \(clientRx) below 23: Invalid PDU")
@@ -352,17 +362,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
                     log("could not confirm an indication: \(error)")
                 }
             }
+            fast.state.withLock { $0.notificationBacklog = Swift.max(0, $0.notificationBacklog - 1) }
         }
     }
 
     // MARK: - Timeout and closing
-
-    func wakeWatchdog() {
-        if let w = watchdogWake {
-            watchdogWake = nil
-            w.resume()
-        }
-    }
 
     func watchdog() async {
         while closedReason == nil, !Task.isCancelled {
@@ -386,7 +390,20 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             if let next {
                 try? await Task.sleep(until: next, clock: .continuous)
             } else {
-                await withCheckedContinuation { watchdogWake = $0 }
+                // Parks until a request or indication starts (or the bearer closes); a request
+                // that started meanwhile (it needs no actor) is seen under the lock.
+                let fast = self.fast
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let park = fast.state.withLock { s in
+                        guard s.transaction == nil, s.closedReason == nil, !s.watchdogPoked else {
+                            s.watchdogPoked = false
+                            return false
+                        }
+                        s.watchdogWake = c
+                        return true
+                    }
+                    if !park { c.resume() }
+                }
             }
         }
     }
@@ -396,16 +413,20 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public func close(_ reason: ATTBearerError) {
         guard closedReason == nil else { return }
         closedReason = reason
-        fast.state.withLock { $0.closed = true }
+        let clientWaiters = fast.state.withLock { s in
+            s.closed = true
+            s.closedReason = reason
+            defer { s.clientWaiters.removeAll() }
+            return s.clientWaiters
+        }
         log("closed: \(reason)")
         if let t = fast.takeTransaction(where: { _ in true }) { t.resolve(.failure(reason)) }
         if let i = indication { indication = nil; i.resolve(.failure(reason)) }
         for w in clientWaiters { w.resume(throwing: reason) }
         for w in indicationWaiters { w.resume(throwing: reason) }
-        clientWaiters.removeAll()
         indicationWaiters.removeAll()
         notificationsContinuation.finish()
-        wakeWatchdog()
+        fast.wakeWatchdog()
     }
 }
 
@@ -424,8 +445,20 @@ extension ATTBearer {
             var mtu = 23
             var security = ATTSecurity.none
             var closed = false
+            var closedReason: ATTBearerError?
             var transaction: Transaction?
             var syncDelegate: (any ATTSynchronousServerDelegate)?
+            /// The client's single outstanding-request slot and the requests waiting for it.
+            var clientBusy = false
+            var clientWaiters: [CheckedContinuation<Void, any Error>] = []
+            /// The watchdog, parked while no transaction runs; `watchdogPoked` records a wake
+            /// that came while it was not parked.
+            var watchdogWake: CheckedContinuation<Void, Never>?
+            var watchdogPoked = false
+            /// Synchronous notification receiver and the count of PDUs queued in the
+            /// notification stream (the fast receiver is used only while it is 0).
+            var notificationFast: (@Sendable (ATTPDU) -> Bool)?
+            var notificationBacklog = 0
         }
         let state = Mutex(State())
         let handle: UInt16
@@ -441,6 +474,74 @@ extension ATTBearer {
             self.log = log
             self.inbound = inbound
             self.notifications = notifications
+        }
+
+        /// Waits for the client's outstanding-request slot (FIFO); throws if the bearer is or
+        /// gets closed, or if `size` exceeds ATT_MTU.
+        func claimClientSlot(size: Int) async throws {
+            enum Claim { case claimed, busy, failed(ATTBearerError) }
+            let first: Claim = state.withLock { s in
+                if let r = s.closedReason { return .failed(r) }
+                if size > s.mtu { return .failed(.pduTooLarge(size: size, mtu: s.mtu)) }
+                if s.clientBusy { return .busy }
+                s.clientBusy = true
+                return .claimed
+            }
+            switch first {
+            case .claimed: return
+            case .failed(let e): throw e
+            case .busy: break
+            }
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                let now: Claim = state.withLock { s in
+                    if let r = s.closedReason { return .failed(r) }
+                    if !s.clientBusy { s.clientBusy = true; return .claimed }
+                    s.clientWaiters.append(c)
+                    return .busy
+                }
+                switch now {
+                case .claimed: c.resume()
+                case .failed(let e): c.resume(throwing: e)
+                case .busy: break
+                }
+            }
+        }
+
+        /// Hands the slot to the next waiting request, or frees it.
+        func releaseClientSlot() {
+            let next: CheckedContinuation<Void, any Error>? = state.withLock { s in
+                if s.clientWaiters.isEmpty { s.clientBusy = false; return nil }
+                return s.clientWaiters.removeFirst()
+            }
+            next?.resume()
+        }
+
+        /// Makes `t` the pending transaction (the slot is ours) and wakes the watchdog.
+        func begin(_ t: Transaction) throws {
+            let (closed, wake): (ATTBearerError?, CheckedContinuation<Void, Never>?) = state.withLock { s in
+                if let r = s.closedReason { return (r, nil) }
+                s.transaction = t
+                let w = s.watchdogWake
+                s.watchdogWake = nil
+                return (nil, w)
+            }
+            if let closed { throw closed }
+            wake?.resume()
+        }
+
+        func wakeWatchdog() {
+            let w: CheckedContinuation<Void, Never>? = state.withLock { s in
+                guard let w = s.watchdogWake else { s.watchdogPoked = true; return nil }
+                s.watchdogWake = nil
+                return w
+            }
+            w?.resume()
+        }
+
+        /// Puts a notification/indication into the ordered stream for the actor's handler.
+        func queueNotification(_ pdu: ATTPDU) {
+            state.withLock { $0.notificationBacklog += 1 }
+            notifications.yield(pdu)
         }
 
         /// Removes and returns the pending transaction if `match` accepts it.
@@ -463,9 +564,17 @@ extension ATTBearer {
                 guard let t = takeTransaction(where: { $0.opcode == requestOpcode }) else { break }
                 t.resolve(.failure(ATTError(code, requestOpcode: requestOpcode, handle: handle)))
                 return
-            case .handleValueNotification, .handleValueIndication, .multipleHandleValueNotification:
+            case .handleValueNotification, .multipleHandleValueNotification:
+                let (closed, direct) = state.withLock { s in
+                    (s.closed, s.notificationBacklog == 0 ? s.notificationFast : nil)
+                }
+                if closed { return }
+                if let direct, direct(pdu) { return }
+                queueNotification(pdu)
+                return
+            case .handleValueIndication:
                 if state.withLock({ $0.closed }) { return }
-                notifications.yield(pdu)
+                queueNotification(pdu)
                 return
             case .exchangeMTURequest, .handleValueConfirmation, .unknown:
                 break

@@ -143,31 +143,30 @@ public final class RemotePeripheral: Sendable {
     /// Subscribes (notifications, or indications when that's all it has) and streams the
     /// values; cancelling or dropping the stream unsubscribes.
     public func notifications(for characteristic: GATTRemoteCharacteristic) async throws -> AsyncThrowingStream<[UInt8], any Error> {
-        let values = try await link.client.subscribe(characteristic)
         let client = link.client
         let link = self.link
-        return AsyncThrowingStream { continuation in
-            let pump = Task {
-                for await v in values { continuation.yield(v) }
-                if let reason = link.disconnectReason {
-                    continuation.finish(throwing: BLEError.disconnected(reason))
-                } else {
-                    continuation.finish()
-                }
-            }
-            let watcher = Task {
-                let reason = await link.waitForDisconnection()
+        // The subscription feeds this stream directly (no pump task): values are yielded by
+        // the GATT client's subscriber, on the host's executor for notifications.
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(1024))
+        try await client.subscribe(characteristic, onValue: { continuation.yield($0) }, onEnd: {
+            if let reason = link.disconnectReason {
                 continuation.finish(throwing: BLEError.disconnected(reason))
+            } else {
+                continuation.finish()
             }
-            continuation.onTermination = { termination in
-                pump.cancel()
-                watcher.cancel()
-                // Dropped or cancelled by the application: unsubscribe for it. (Finished means
-                // stopNotifications already did, or the link is gone.)
-                guard case .cancelled = termination, link.disconnectReason == nil else { return }
-                Task { try? await client.unsubscribe(characteristic) }
-            }
+        })
+        let watcher = Task {
+            let reason = await link.waitForDisconnection()
+            continuation.finish(throwing: BLEError.disconnected(reason))
         }
+        continuation.onTermination = { termination in
+            watcher.cancel()
+            // Dropped or cancelled by the application: unsubscribe for it. (Finished means
+            // stopNotifications already did, or the link is gone.)
+            guard case .cancelled = termination, link.disconnectReason == nil else { return }
+            Task { try? await client.unsubscribe(characteristic) }
+        }
+        return stream
     }
 
     /// Unsubscribes (writes 0x0000 to the CCCD) and ends the stream `notifications(for:)` returned.

@@ -185,6 +185,7 @@ actor Stack {
             if let server { await bearer.setServerDelegate(server) }
             let client = GATTClient(requester: bearer)
             await bearer.setNotificationHandler { pdu in await client.received(pdu) }
+            await bearer.setNotificationFastHandler { pdu in client.deliverNotification(pdu) }
             await l2cap.setFixedChannelHandler(.smp, SMPRefusal.handler(l2cap: l2cap))
             await l2cap.start()
             return Link(connection: connection, l2cap: l2cap, bearer: bearer, client: client)

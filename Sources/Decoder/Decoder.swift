@@ -223,8 +223,10 @@ public final class PacketDecoder: @unchecked Sendable {
             if let dropped { p.layers.append(DecodedLayer("l2cap", [.text("droppedIncompleteFrame", dropped)])) }
             p.summary = "Malformed L2CAP"
         case let .fragment(number, firstIndex, received, total, dropped):
-            var f: [Field] = [.int("fragment", number), .int("frameStart", firstIndex), .int("received", received)]
-            if let total { f.append(.int("frameLength", total)) }
+            // Octets so far and in all, counting the frame's 4-octet basic header (its `length`
+            // field, shown on the completing packet, counts only the payload).
+            var f: [Field] = [.int("fragment", number), .int("frameStart", firstIndex), .int("octetsSoFar", received)]
+            if let total { f.append(.int("frameOctets", total, note: "4-octet basic header + \(total - 4)-octet payload")) }
             if let dropped { f.append(.text("droppedIncompleteFrame", dropped)) }
             p.layers.append(DecodedLayer("l2cap", f))
             p.summary = "L2CAP fragment \(number) of frame starting at #\(firstIndex)"

@@ -159,7 +159,7 @@ struct GATTTracker {
         guard value.count == 2 else { return nil }
         let v = UInt16(value[0]) | UInt16(value[1]) << 8
         switch v {
-        case 0x0000: return "disable"
+        case 0x0000: return "disable notifications and indications"
         case 0x0001: return "enable notifications"
         case 0x0002: return "enable indications"
         case 0x0003: return "enable notifications and indications"

@@ -1,5 +1,6 @@
 import HCI
 import ATT
+import Synchronization
 
 /// A service found on a peer.
 public struct GATTRemoteService: Sendable, Hashable {
@@ -70,8 +71,24 @@ public actor GATTClient {
 
     private var cache: [GATTRemoteServiceTree]? = nil
     private var cachedHash: [UInt8]? = nil
-    private var subscriptions: [UInt16: AsyncStream<[UInt8]>.Continuation] = [:]
-    private var serviceChangedHandle: UInt16? = nil
+    /// Where received values go: the subscribers by value handle, and the Service Changed
+    /// handle. A Mutex (not actor state) so the bearer's notification fast path delivers
+    /// notifications on the host's executor (`deliverNotification`); written by this actor.
+    private let routing = Mutex(Routing())
+    private struct Routing {
+        var subscribers: [UInt16: Subscriber] = [:]
+        var serviceChangedHandle: UInt16?
+    }
+    /// One subscription's receiver: `value` for each value, in order; `end` once when the
+    /// subscription is replaced, removed or the client goes away.
+    private struct Subscriber: Sendable {
+        let value: @Sendable ([UInt8]) -> Void
+        let end: @Sendable () -> Void
+    }
+    private var serviceChangedHandle: UInt16? {
+        get { routing.withLock { $0.serviceChangedHandle } }
+        set { routing.withLock { $0.serviceChangedHandle = newValue } }
+    }
     private let changes: AsyncStream<ClosedRange<UInt16>>.Continuation
     /// Ranges the server reported changed (Service Changed indications), after the cache was updated.
     public nonisolated let serviceChanges: AsyncStream<ClosedRange<UInt16>>
@@ -83,10 +100,10 @@ public actor GATTClient {
 
     deinit {
         changes.finish()
-        for c in subscriptions.values { c.finish() }
+        for c in routing.withLock({ $0.subscribers.values }) { c.end() }
     }
 
-    private func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    private nonisolated func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         let r = try await requester.request(pdu)
         if case let .errorResponse(op, handle, code) = r { throw ATTError(code, requestOpcode: op, handle: handle) }
         guard r.opcode == pdu.opcode.responseOpcode else { throw GATTClientError.unexpectedResponse(r.opcode) }
@@ -276,7 +293,9 @@ public actor GATTClient {
     // MARK: Reading
 
     /// Reads a value; when it fills ATT_MTU − 1 octets, reads the rest with Read Blob.
-    public func read(handle: UInt16) async throws -> [UInt8] {
+    ///
+    /// Nonisolated (no cache involved): the request goes straight to the requester.
+    public nonisolated func read(handle: UInt16) async throws -> [UInt8] {
         guard case let .readResponse(first) = try await request(.readRequest(handle: handle)) else {
             throw GATTClientError.unexpectedResponse(.readResponse)
         }
@@ -301,12 +320,12 @@ public actor GATTClient {
         return value
     }
 
-    public func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
+    public nonisolated func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
         try await read(handle: characteristic.valueHandle)
     }
 
     /// Read Using Characteristic UUID: every value with `uuid` in `range` (each as long as fits).
-    public func readByUUID(_ uuid: BluetoothUUID, in range: ClosedRange<UInt16> = 1...0xFFFF) async throws -> [ATTHandleValue] {
+    public nonisolated func readByUUID(_ uuid: BluetoothUUID, in range: ClosedRange<UInt16> = 1...0xFFFF) async throws -> [ATTHandleValue] {
         guard case let .readByTypeResponse(list) = try await request(
             .readByTypeRequest(startHandle: range.lowerBound, endHandle: range.upperBound, type: uuid)) else {
             throw GATTClientError.unexpectedResponse(.readByTypeResponse)
@@ -315,7 +334,7 @@ public actor GATTClient {
     }
 
     /// Read Multiple: the concatenated values (the caller knows their lengths).
-    public func readMultiple(handles: [UInt16]) async throws -> [UInt8] {
+    public nonisolated func readMultiple(handles: [UInt16]) async throws -> [UInt8] {
         guard case let .readMultipleResponse(v) = try await request(.readMultipleRequest(handles: handles)) else {
             throw GATTClientError.unexpectedResponse(.readMultipleResponse)
         }
@@ -323,7 +342,7 @@ public actor GATTClient {
     }
 
     /// Read Multiple Variable: one value per handle (the last may be cut at the MTU).
-    public func readMultipleVariable(handles: [UInt16]) async throws -> [[UInt8]] {
+    public nonisolated func readMultipleVariable(handles: [UInt16]) async throws -> [[UInt8]] {
         guard case let .readMultipleVariableResponse(v) = try await request(.readMultipleVariableRequest(handles: handles)) else {
             throw GATTClientError.unexpectedResponse(.readMultipleVariableResponse)
         }
@@ -333,7 +352,7 @@ public actor GATTClient {
     // MARK: Writing
 
     /// Write with response; a value longer than ATT_MTU − 3 goes as a long write (Prepare/Execute).
-    public func write(_ value: [UInt8], handle: UInt16) async throws {
+    public nonisolated func write(_ value: [UInt8], handle: UInt16) async throws {
         let mtu = await requester.mtu
         if value.count <= mtu - 3 {
             guard case .writeResponse = try await request(.writeRequest(handle: handle, value: value)) else {
@@ -344,13 +363,13 @@ public actor GATTClient {
         try await reliableWrite([(handle, value)])
     }
 
-    public func write(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic) async throws {
+    public nonisolated func write(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic) async throws {
         try await write(value, handle: characteristic.valueHandle)
     }
 
     /// Reliable write: every value through Prepare Write (each echo checked), then Execute; on
     /// any failure the queue is cancelled and the error thrown.
-    public func reliableWrite(_ writes: [(handle: UInt16, value: [UInt8])]) async throws {
+    public nonisolated func reliableWrite(_ writes: [(handle: UInt16, value: [UInt8])]) async throws {
         let chunkSize = await requester.mtu - 5
         do {
             for w in writes {
@@ -373,7 +392,7 @@ public actor GATTClient {
     }
 
     /// Write Without Response (Write Command); returns once handed to the link.
-    public func writeWithoutResponse(_ value: [UInt8], handle: UInt16) async throws {
+    public nonisolated func writeWithoutResponse(_ value: [UInt8], handle: UInt16) async throws {
         let max = await requester.mtu - 3
         guard value.count <= max else { throw GATTClientError.valueTooLong(length: value.count, maximum: max) }
         try await requester.command(.writeCommand(handle: handle, value: value))
@@ -386,27 +405,48 @@ public actor GATTClient {
     /// Subscribing again replaces (finishes) the previous stream.
     public func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
                           indications: Bool = false) async throws -> AsyncStream<[UInt8]> {
+        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(1024))
+        try await subscribe(characteristic, cccdHandle: cccdHandle, indications: indications,
+                            onValue: { continuation.yield($0) }, onEnd: { continuation.finish() })
+        return stream
+    }
+
+    /// `subscribe` with callbacks instead of a stream: `onValue` is called with each value, in
+    /// order (for notifications, on the host's executor as they arrive: keep it short, e.g. a
+    /// stream yield); `onEnd` once, when the subscription is replaced or removed (`unsubscribe`,
+    /// a later `subscribe` of the same characteristic, a failed CCCD write) or the client goes
+    /// away. Neither is called if this throws before registering (no CCCD).
+    public func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
+                          indications: Bool = false,
+                          onValue: @escaping @Sendable ([UInt8]) -> Void,
+                          onEnd: @escaping @Sendable () -> Void) async throws {
         let p = characteristic.properties
         let useIndications = indications ? p.contains(.indicate) : !p.contains(.notify) && p.contains(.indicate)
         guard p.contains(.notify) || p.contains(.indicate) else { throw GATTClientError.notSubscribable(characteristic.uuid) }
         let handle = try await cccd(of: characteristic, given: cccdHandle)
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(1024))
-        subscriptions[characteristic.valueHandle]?.finish()
-        subscriptions[characteristic.valueHandle] = continuation
+        let key = characteristic.valueHandle
+        let previous = routing.withLock { r in
+            defer { r.subscribers[key] = Subscriber(value: onValue, end: onEnd) }
+            return r.subscribers[key]
+        }
+        previous?.end()
         do {
             try await write(useIndications ? [0x02, 0x00] : [0x01, 0x00], handle: handle)
         } catch {
-            subscriptions.removeValue(forKey: characteristic.valueHandle)?.finish()
+            removeSubscriber(key)
             throw error
         }
-        return stream
     }
 
     /// Writes 0x0000 to the CCCD and finishes the stream.
     public func unsubscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil) async throws {
         let handle = try await cccd(of: characteristic, given: cccdHandle)
-        subscriptions.removeValue(forKey: characteristic.valueHandle)?.finish()
+        removeSubscriber(characteristic.valueHandle)
         try await write([0x00, 0x00], handle: handle)
+    }
+
+    private func removeSubscriber(_ key: UInt16) {
+        routing.withLock { $0.subscribers.removeValue(forKey: key) }?.end()
     }
 
     private func cccd(of c: GATTRemoteCharacteristic, given: UInt16?) async throws -> UInt16 {
@@ -435,6 +475,32 @@ public actor GATTClient {
         }
     }
 
+    /// The bearer's notification fast path (`ATTBearer.setNotificationFastHandler`): hands a
+    /// Handle Value Notification / Multiple Handle Value Notification to the subscribers at
+    /// once, on the caller's context. Returns false (the PDU then goes through `received`)
+    /// for anything else and for values of the Service Changed characteristic.
+    public nonisolated func deliverNotification(_ pdu: ATTPDU) -> Bool {
+        switch pdu {
+        case let .handleValueNotification(h, v):
+            let target: Subscriber?? = routing.withLock { r in
+                h == r.serviceChangedHandle ? nil : .some(r.subscribers[h])
+            }
+            guard let target else { return false }
+            target?.value(v)
+            return true
+        case let .multipleHandleValueNotification(list):
+            let targets: [Subscriber?]? = routing.withLock { r in
+                if let sc = r.serviceChangedHandle, list.contains(where: { $0.handle == sc }) { return nil }
+                return list.map { r.subscribers[$0.handle] }
+            }
+            guard let targets else { return false }
+            for (e, t) in zip(list, targets) { t?.value(e.value) }
+            return true
+        default:
+            return false
+        }
+    }
+
     private func deliver(_ handle: UInt16, _ value: [UInt8]) {
         if handle == serviceChangedHandle, value.count == 4 {
             let start = UInt16(value[0]) | UInt16(value[1]) << 8
@@ -443,7 +509,7 @@ public actor GATTClient {
                 handleServiceChanged(start...end)
             }
         }
-        subscriptions[handle]?.yield(value)
+        routing.withLock { $0.subscribers[handle] }?.value(value)
     }
 
     private func handleServiceChanged(_ range: ClosedRange<UInt16>) {

@@ -248,7 +248,7 @@ public struct LESetExtendedAdvertisingEnable: HCICommand, Equatable {
          .int("numSets", sets.count),
          Field("sets", .list(sets.map {
              .object([.int("advertisingHandle", $0.advertisingHandle),
-                      .interval("duration", $0.duration, unitMicroseconds: 10_000),
+                      .interval("duration", $0.duration, unitMicroseconds: 10_000, whenZero: "no limit"),
                       .int("maxExtendedAdvertisingEvents", $0.maxExtendedAdvertisingEvents)])
          }))]
     }
@@ -382,8 +382,8 @@ public struct LESetExtendedScanEnable: HCICommand, Equatable {
     public var fields: [Field] {
         [.code("enable", UInt8(enable ? 1 : 0), note: enable ? "enabled" : "disabled"),
          .code("filterDuplicates", filterDuplicates),
-         .interval("duration", duration, unitMicroseconds: 10_000),
-         .int("period", period, note: "\(Double(period) * 1.28) s")]
+         .interval("duration", duration, unitMicroseconds: 10_000, whenZero: "scan continuously"),
+         .int("period", period, note: period == 0 ? "no periodic scanning" : "\(Double(period) * 1.28) s")]
     }
 }
 

@@ -213,7 +213,7 @@ public struct LEExtendedAdvertisingReport: LEMetaEventParameters, Equatable {
                 .int("advertisingSID", rep.advertisingSID, note: rep.advertisingSID == 0xFF ? "no ADI" : nil),
                 .dBm("txPower", rep.txPower),
                 .dBm("rssi", rep.rssi),
-                .interval("periodicAdvertisingInterval", rep.periodicAdvertisingInterval, unitMicroseconds: 1250),
+                .interval("periodicAdvertisingInterval", rep.periodicAdvertisingInterval, unitMicroseconds: 1250, whenZero: "no periodic advertising"),
              ]
              if rep.eventType.isDirected {
                  f.append(.code("directAddressType", rep.directAddressType, note: extendedAddressTypeNote(rep.directAddressType)))

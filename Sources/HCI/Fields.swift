@@ -50,8 +50,10 @@ extension Field {
     public static func address(_ name: String, _ a: BDAddress, type: AddressType? = nil) -> Field {
         Field(name, .text(a.description), note: type.map { "\($0)" })
     }
-    /// An interval in units of `unitMicroseconds` (1250 for connection intervals, 625 for advertising).
-    public static func interval(_ name: String, _ v: some BinaryInteger, unitMicroseconds: Int) -> Field {
+    /// An interval in units of `unitMicroseconds` (1250 for connection intervals, 625 for
+    /// advertising). `whenZero` glosses a 0 the specification gives a meaning ("no limit").
+    public static func interval(_ name: String, _ v: some BinaryInteger, unitMicroseconds: Int, whenZero: String? = nil) -> Field {
+        if v == 0, let whenZero { return Field(name, .int(0), note: whenZero) }
         let ms = Double(Int(v) * unitMicroseconds) / 1000
         return Field(name, .int(Int(v)), note: formatMilliseconds(ms))
     }

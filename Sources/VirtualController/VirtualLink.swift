@@ -5,8 +5,11 @@ import HCI
 ///
 /// Every controller state change and every delivery to a host happens on the link's one
 /// serial context, in order, so a run is deterministic:
-/// - `.live`: a serial DispatchQueue runs the work; timers (advertising events, delayed
-///   packets) run at real time. Used by the CLI, `InProcessTransport` and stack tests.
+/// - `.live`: work runs at once on the thread that asks for it when the link is idle (else
+///   the thread already running link work runs it next, in order): a serial context with no
+///   thread hand-off per packet. Timers (advertising events, delayed packets) run at real
+///   time from a DispatchQueue, through the same context. Used by the CLI,
+///   `InProcessTransport` and stack tests.
 /// - `.manual`: nothing runs until the test calls `runUntilIdle()` or `advance(by:)`, which
 ///   execute queued work on the caller's thread against a virtual clock. No sleeps.
 public final class VirtualLink: @unchecked Sendable {
@@ -24,6 +27,9 @@ public final class VirtualLink: @unchecked Sendable {
     private var sequence: UInt64 = 0
     private var clock: Double = 0
     private var _controllers: [VirtualController] = []
+    // Live mode: work waiting for the running thread, and whether a thread is running it.
+    private var liveWork: [@Sendable () -> Void] = []
+    private var liveRunning = false
 
     private struct Pending {
         var due: Double
@@ -86,15 +92,34 @@ public final class VirtualLink: @unchecked Sendable {
     /// Runs `work` on the link's context as soon as possible, after work already queued.
     func perform(_ work: @escaping @Sendable () -> Void) {
         switch mode {
-        case .live: queue.async(execute: work)
+        case .live: runLive(work)
         case .manual: enqueue(after: 0, work)
         }
+    }
+
+    /// Live mode: runs `work` on this thread if no thread is running link work (then also
+    /// whatever is queued meanwhile, in order), else queues it for that thread.
+    private func runLive(_ work: @escaping @Sendable () -> Void) {
+        lock.lock()
+        liveWork.append(work)
+        if liveRunning { lock.unlock(); return }
+        liveRunning = true
+        while true {
+            let batch = liveWork
+            liveWork.removeAll(keepingCapacity: true)
+            lock.unlock()
+            for w in batch { w() }
+            lock.lock()
+            if liveWork.isEmpty { break }
+        }
+        liveRunning = false
+        lock.unlock()
     }
 
     /// Runs `work` on the link's context after `seconds`.
     func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) {
         switch mode {
-        case .live: queue.asyncAfter(deadline: .now() + max(0, seconds), execute: work)
+        case .live: queue.asyncAfter(deadline: .now() + max(0, seconds)) { [self] in runLive(work) }
         case .manual: enqueue(after: max(0, seconds), work)
         }
     }
@@ -149,7 +174,13 @@ public final class VirtualLink: @unchecked Sendable {
 
     /// Live mode: waits until work queued so far has run (for tests and shutdown).
     public func sync() {
-        if mode == .live { queue.sync {} } else { runUntilIdle() }
+        if mode == .live {
+            let done = DispatchSemaphore(value: 0)
+            runLive { done.signal() }
+            done.wait()
+        } else {
+            runUntilIdle()
+        }
     }
 
     // MARK: - Fault injection

@@ -345,7 +345,7 @@ func runBand(_ remote: RemotePeripheral, day: BandProtocol.Day, out: Output) asy
             out.event([.text("event", "record"), .text("date", d.description), .text("kind", r.kind.description), .int("count", r.count),
                        .int("hour", r.hour), .int("minutes", r.minutes), .int("heartRate", r.heartRate), .int("intensity", r.intensity)])
             let what = r.kind == .steps ? "\(r.count) steps" : "\(r.count) min asleep"
-            out.line(String(format: "  %02d:00  %-6@ %-16@ heart %3d bpm  intensity %d", Int(r.hour), r.kind.description, what, Int(r.heartRate), Int(r.intensity)))
+            out.line(String(format: "  %02d:00  %-16@ heart %3d bpm  intensity %d", Int(r.hour), what, Int(r.heartRate), Int(r.intensity)))
         }
     case .refused(let command, let reason):
         throw BLEError.notPermitted("the band refused command \(hexCode(command)) (reason \(hexCode(reason)))")

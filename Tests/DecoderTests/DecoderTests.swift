@@ -20,7 +20,7 @@ import Capture
     }
     // CCCD writes: the descriptor found by Find Information, its characteristic, and the meaning.
     let cccdWrites = ps.filter { intValue(field("opcode", $0.layer("att"))) == 0x12 && field("uuid", $0.layer("gatt")) == .text("2902") }
-    #expect(cccdWrites.map { field("meaning", $0.layer("gatt")) } == [.text("enable notifications"), .text("disable")])
+    #expect(cccdWrites.map { field("meaning", $0.layer("gatt")) } == [.text("enable notifications"), .text("disable notifications and indications")])
     #expect(cccdWrites.allSatisfy { field("characteristic", $0.layer("gatt")) == .text("2a37") && field("handle", $0.layer("gatt")) == .int(17) })
     // Human summary and JSON shape of a packet from CLI.md.
     let rbgt = try #require(ps.first { intValue(field("opcode", $0.layer("att"))) == 0x10 })
@@ -74,7 +74,7 @@ import Capture
     let f3 = d.acl(.sent, pb: 1, Array(frame[30...]))
     #expect(f1.malformed == nil && f1.layer("att") == nil)
     #expect(field("fragment", f1.layer("l2cap")) == .int(1))
-    #expect(field("frameLength", f1.layer("l2cap")) == .int(frame.count))
+    #expect(field("frameOctets", f1.layer("l2cap")) == .int(frame.count))
     #expect(f1.summary == "L2CAP fragment 1 of frame starting at #1")
     #expect(field("fragment", f2.layer("l2cap")) == .int(2))
     #expect(field("handle", other.layer("att")) == .int(16))

@@ -78,6 +78,9 @@ class Capture:
         out = self.run("", as_json=True)
         self.packets = [json.loads(l) for l in out.splitlines() if l.strip()]
         self.by_index = {p["index"]: p for p in self.packets}
+        for idx, lines in self.blocks().items():  # the human summary line, for selecting by name
+            if idx in self.by_index:
+                self.by_index[idx]["_head"] = re.sub(r"^#\d+ \S+ [→←] ", "", lines[0])
 
     def run(self, layers, as_json=False):
         args = [self.ble, "dump", self.path] + (["--layers", layers] if layers else [])
@@ -125,12 +128,17 @@ def both(*preds):
 
 
 def hci(name):
-    return lambda p: (p.get("hci") or {}).get("name") == name or (p.get("hci") or {}).get("subevent") == name
+    """HCI command or event by the summary line's name (`HCI Command Disconnect`, `... LE Meta: X`)."""
+    return lambda p: p.get("_head", "") in (f"HCI Command {name}", f"HCI Event {name}", f"HCI Event LE Meta: {name}")
 
 
 def cmd_complete(name):
-    return lambda p: str((p.get("hci") or {}).get("commandOpcode", "")).endswith(f"({name})") or \
-        ((p.get("hci") or {}).get("name") == "Command Complete" and name in json.dumps(p.get("hci")))
+    return lambda p: p.get("_head", "") == f"HCI Event Command Complete ({name})"
+
+
+def adv_report(kind):
+    """an advertising report whose event type is `kind` (0x0013 ADV_IND, 0x001b SCAN_RSP to ADV_IND)"""
+    return lambda p: any(r.get("eventType") == kind for r in (p.get("hci") or {}).get("reports", []))
 
 
 def sent(p):
@@ -169,13 +177,15 @@ class Runner:
         return r.stdout
 
     def stop(self, p):
-        if p.poll() is None:
-            p.send_signal(signal.SIGINT)
+        # Ctrl-C, then SIGTERM, then SIGKILL (captures are flushed record by record)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            if p.poll() is not None:
+                return
+            p.send_signal(sig)
             try:
-                p.wait(10)
+                p.wait(2)
             except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+                pass
 
     def cleanup(self):
         for p in self.procs:
@@ -243,11 +253,10 @@ def fill(cap, demo_out, band_out, pc_out):
     S["buffer_size"] = ex(d, i)
     # scanning
     sp = d.find(hci("LE Set Extended Scan Parameters"), what="scan parameters")
-    se = d.find(both(hci("LE Set Extended Scan Enable"), lambda p: "enabled" in json.dumps(p["hci"])))
+    se = d.find(both(hci("LE Set Extended Scan Enable"), lambda p: p["hci"].get("enable") == "0x01"))
     S["scan_cmds"] = ex(d, sp, se)
-    adv = d.find(lambda p: "ADV_IND" in json.dumps(p.get("hci", {})) and "SCAN_RSP" not in json.dumps(p.get("hci", {})),
-                 what="advertising report")
-    rsp = d.find(lambda p: "SCAN_RSP" in json.dumps(p.get("hci", {})), what="scan response report")
+    adv = d.find(adv_report("0x0013"), what="ADV_IND report")
+    rsp = d.find(adv_report("0x001b"), what="scan response report")
     S["adv_report"] = ex(d, adv)
     S["scan_rsp"] = ex(d, rsp)
     # connecting
