@@ -83,7 +83,7 @@ extension ChildProcess {
 /// Starts a fresh Bumble controllers process (its constructor blocks until the ready line, so it
 /// runs on a thread of its own).
 func startControllers(count: Int = 2) async throws -> BumbleControllers {
-    try await offPool { try BumbleControllers(count: count, timeout: 15, lifetime: 180) }
+    try await offPool { try BumbleControllers(count: count, timeout: 30, lifetime: 180) }
 }
 
 /// The hex string of bytes.

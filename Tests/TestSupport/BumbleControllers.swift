@@ -21,7 +21,7 @@ public final class BumbleControllers: @unchecked Sendable {
     public var port2: UInt16 { ports[1] }
 
     /// Starts `count` controllers and waits (at most `timeout` seconds) until all accept.
-    public init(count: Int = 2, timeout: TimeInterval = 10, lifetime: TimeInterval = 600) throws {
+    public init(count: Int = 2, timeout: TimeInterval = 30, lifetime: TimeInterval = 600) throws {
         process = try PythonScript.start("controllers.py",
                                          ["--count", String(count), "--timeout", String(lifetime)],
                                          lifetime: lifetime + 5)
