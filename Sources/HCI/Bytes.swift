@@ -189,6 +189,21 @@ private let hexDigits: [Character] = Array("0123456789abcdef")
 
 /// "0x0c", "0x0c03": how CLI.md writes opcodes and codes.
 public func hexCode<T: FixedWidthInteger>(_ v: T, digits: Int = MemoryLayout<T>.size * 2) -> String {
-    let s = String(v, radix: 16)
-    return "0x" + String(repeating: "0", count: Swift.max(0, digits - s.count)) + s
+    // Digit by digit into one small buffer: `dump` formats millions of these.
+    // Two's complement within T's width for signed types, as the wire carries them.
+    let value = UInt64(truncatingIfNeeded: v) & (T.bitWidth >= 64 ? .max : (1 << UInt64(T.bitWidth)) - 1)
+    var count = 1
+    while count < 16, value >> (4 * UInt64(count)) != 0 { count += 1 }
+    count = Swift.max(count, Swift.min(digits, 16))
+    return String(unsafeUninitializedCapacity: count + 2) { buf in
+        buf[0] = UInt8(ascii: "0")
+        buf[1] = UInt8(ascii: "x")
+        for i in 0..<count {
+            let nibble = Int((value >> (4 * UInt64(count - 1 - i))) & 0xF)
+            buf[2 + i] = hexASCII[nibble]
+        }
+        return count + 2
+    }
 }
+
+private let hexASCII: [UInt8] = Array("0123456789abcdef".utf8)

@@ -20,3 +20,15 @@ import Testing
         #expect(try cc.result(ReadBDADDR.self).address.description == "00:11:22:33:44:55")
     }
 }
+
+@Suite struct HexCodeTests {
+    @Test func padsToTheTypeWidthOrTheDigitsAsked() {
+        #expect(hexCode(UInt8(0x0c)) == "0x0c")
+        #expect(hexCode(UInt16(0x0c03)) == "0x0c03")
+        #expect(hexCode(UInt16(0x3), digits: 2) == "0x03")
+        #expect(hexCode(UInt32(0x1ffff), digits: 2) == "0x1ffff")
+        #expect(hexCode(UInt64.max) == "0xffffffffffffffff")
+        #expect(hexCode(Int8(-1)) == "0xff")
+        #expect(hexCode(UInt8(0), digits: 0) == "0x0")
+    }
+}
