@@ -15,7 +15,7 @@ public struct Field: Sendable, Equatable {
     }
 }
 
-public enum FieldValue: Sendable, Equatable {
+public indirect enum FieldValue: Sendable, Equatable {
     /// A count, length, handle or other number (JSON number).
     case int(Int)
     /// An opcode or code, written "0x.." (JSON string).
@@ -24,10 +24,8 @@ public enum FieldValue: Sendable, Equatable {
     case bytes([UInt8])
     case text(String)
     case bool(Bool)
-    // Only the recursive cases are boxed: a decoded packet has thousands of scalar values
-    // and boxing each one costs an allocation (and a free) in `dump`.
-    indirect case list([FieldValue])
-    indirect case object([Field])
+    case list([FieldValue])
+    case object([Field])
 }
 
 /// Something that can present itself as fields (every typed PDU of every layer).
