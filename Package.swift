@@ -41,7 +41,7 @@ let package = Package(
         .testTarget(name: "ATTTests", dependencies: ["ATT", "L2CAP", "Host", "Transport", "TestSupport", "StackTestSupport"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP"]),
-        .testTarget(name: "DecoderTests", dependencies: ["Decoder", "HCI", "Capture", "L2CAP", "ATT", "SMP"]),
+        .testTarget(name: "DecoderTests", dependencies: ["Decoder", "HCI", "Transport", "Capture", "L2CAP", "ATT", "SMP"]),
         .testTarget(name: "BLETests", dependencies: ["BLE", "VirtualController"]),
 
         // Interop test harness (Bumble controllers and peer scripts as child processes).

@@ -104,6 +104,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     var indicationBusy = false
     var indicationWaiters: [CheckedContinuation<Void, any Error>] = []
 
+    /// PDUs held for the actor or the notification handler before new ones are dropped (and
+    /// logged): a client has one request outstanding (Core Vol 3 Part F 3.3.2), so only a
+    /// flooding or stalled peer reaches this, and it costs it PDUs, not our memory.
+    static let queueLimit = 1024
+
     nonisolated let inbound: AsyncStream<[UInt8]>
     nonisolated let inboundContinuation: AsyncStream<[UInt8]>.Continuation
     nonisolated let notifications: AsyncStream<ATTPDU>
@@ -114,8 +119,9 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         self.l2cap = l2cap
         self.configuration = configuration
         self.peer = ATTPeer(id: l2cap.connection.handle, address: "\(l2cap.connection.peer.address)")
-        (inbound, inboundContinuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
-        (notifications, notificationsContinuation) = AsyncStream.makeStream(of: ATTPDU.self, bufferingPolicy: .unbounded)
+        (inbound, inboundContinuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingOldest(Self.queueLimit))
+        (notifications, notificationsContinuation) = AsyncStream.makeStream(of: ATTPDU.self,
+                                                                            bufferingPolicy: .bufferingOldest(Self.queueLimit))
         fast = FastPath(handle: l2cap.connection.handle, peer: peer, log: configuration.log,
                         inbound: inboundContinuation, notifications: notificationsContinuation)
     }
@@ -541,7 +547,17 @@ extension ATTBearer {
         /// Puts a notification/indication into the ordered stream for the actor's handler.
         func queueNotification(_ pdu: ATTPDU) {
             state.withLock { $0.notificationBacklog += 1 }
-            notifications.yield(pdu)
+            if case .dropped = notifications.yield(pdu) {
+                state.withLock { $0.notificationBacklog -= 1 }
+                log?("ATT \(hexCode(peer.id, digits: 4)): \(ATTBearer.queueLimit) notifications unhandled: \(pdu.opcode) dropped")
+            }
+        }
+
+        /// Hands a PDU the fast path does not handle to the actor's inbound loop.
+        func forwardToActor(_ bytes: [UInt8]) {
+            if case .dropped = inbound.yield(bytes) {
+                log?("ATT \(hexCode(peer.id, digits: 4)): \(ATTBearer.queueLimit) PDUs unprocessed: PDU dropped")
+            }
         }
 
         /// Removes and returns the pending transaction if `match` accepts it.
@@ -555,7 +571,7 @@ extension ATTBearer {
 
         func received(_ bytes: [UInt8], host: isolated Host) {
             guard case .pdu(let pdu) = ATTPDU.decodeResult(bytes) else {
-                inbound.yield(bytes)
+                forwardToActor(bytes)
                 return
             }
             let op = pdu.opcode
@@ -598,7 +614,7 @@ extension ATTBearer {
                 }
                 return
             }
-            inbound.yield(bytes)
+            forwardToActor(bytes)
         }
     }
 }

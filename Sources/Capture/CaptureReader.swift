@@ -62,8 +62,8 @@ public struct CaptureRecord: Sendable {
     /// nil when the format doesn't say (pcap 187 ACL/SCO/ISO).
     public var direction: Direction?
     public var content: Content
-    /// The packet bytes as stored, without H4 indicator for 1001/2001/187-less formats
-    /// normalised: always the H4 packet (indicator + packet) when the type is known.
+    /// The packet as H4 bytes (indicator + packet), whatever the format stores; for monitor
+    /// records and pcap 201 records too short for a direction header, the bytes as stored.
     public var raw: [UInt8]
 
     public var packet: Result<HCIPacket, DecodeError>? {
@@ -224,7 +224,7 @@ public struct CaptureReader: Sendable {
             } else {
                 content = .monitor(opcode: opcode, name: monitorOpcodeName(opcode), text: monitorText(opcode, data))
             }
-        case .pcap(201, let big, _):
+        case .pcap(201, _, _):
             guard data.count >= 4 else {
                 content = .packet(.failure(.truncated(field: "direction", needed: 4, available: data.count)))
                 break
@@ -233,7 +233,6 @@ public struct CaptureReader: Sendable {
             // used host order: accept 1 either way.
             let d = be32(data, 0)
             direction = (d == 1 || d == 0x0100_0000) ? .received : .sent
-            _ = big
             raw = Array(data[4...])
             content = .packet(Result { () throws(DecodeError) in try HCIPacket(h4: raw) })
         default:  // btsnoop 1002, pcap 187: plain H4

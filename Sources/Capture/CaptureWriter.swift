@@ -83,7 +83,8 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
 
 /// Writes a capture file. Each record is built in memory and written with one write(2), so
 /// the file always ends on a whole record as far as the kernel is concerned: a process killed
-/// with SIGKILL leaves a file readable to its last complete record. Thread-safe.
+/// with SIGKILL leaves a file readable to its last complete record, and a write that fails
+/// part-way (disk full) is cut back to the last whole record. Thread-safe.
 public final class CaptureWriter: @unchecked Sendable {
     public enum Format: Sendable, Equatable { case btsnoop, pcap }
 
@@ -91,6 +92,8 @@ public final class CaptureWriter: @unchecked Sendable {
     public let format: Format
     private let lock = NSLock()
     private var fd: Int32
+    /// File length up to the end of the last whole record.
+    private var wholeLength: off_t = 0
     /// The first write error; later writes are skipped (the capture is incomplete from there).
     public private(set) var failure: CaptureError?
 
@@ -104,13 +107,15 @@ public final class CaptureWriter: @unchecked Sendable {
         self.format = format
         fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw CaptureError("cannot create capture file \(path): \(String(cString: strerror(errno)))")
+            let e = errno
+            throw CaptureError("cannot create capture file \(path): \(String(cString: strerror(e)))")
         }
         let header = format == .pcap ? PcapWriter.fileHeader() : BtsnoopWriter.fileHeader()
         if let e = writeAll(header) {
             Glibc.close(fd)
             throw e
         }
+        wholeLength = off_t(header.count)
     }
 
     public func write(_ packet: HCIPacket, direction: Direction, time: Date = Date()) {
@@ -121,6 +126,11 @@ public final class CaptureWriter: @unchecked Sendable {
         defer { lock.unlock() }
         guard fd >= 0, failure == nil else { return }
         failure = writeAll(record)
+        if failure == nil {
+            wholeLength += off_t(record.count)
+        } else {
+            _ = ftruncate(fd, wholeLength)
+        }
     }
 
     public func close() {
@@ -136,8 +146,9 @@ public final class CaptureWriter: @unchecked Sendable {
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if n > 0 { offset += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            return CaptureError("writing capture file \(path) failed: \(String(cString: strerror(errno)))")
+            let e = errno
+            if n < 0 && e == EINTR { continue }
+            return CaptureError("writing capture file \(path) failed: \(n < 0 ? String(cString: strerror(e)) : "nothing written")")
         }
         return nil
     }

@@ -158,24 +158,34 @@ public final class PacketDecoder: @unchecked Sendable {
                 f.append(.text("subevent", subName))
                 p.summary += ": \(subName)"
                 var sub = meta.subevent.fields
-                if code == 0x02 || code == 0x0D { sub = expandAdvertisingData(sub, keys: ["data"]) }
+                if meta.subevent is LEAdvertisingReport || meta.subevent is LEExtendedAdvertisingReport {
+                    sub = expandAdvertisingData(sub, keys: ["data"])
+                }
                 if let u = meta.subevent as? UnknownLESubevent { sub = [.bytes("parameters", u.parameters)] }
                 f += sub
-                if let cc = meta.subevent as? LEConnectionComplete { gatt.reset(connection: cc.connectionHandle); reassembly.reset(handle: cc.connectionHandle) }
+                // A new link may reuse a handle: forget what the previous one had discovered.
+                switch meta.subevent {
+                case let c as LEConnectionComplete: forgetConnection(c.connectionHandle)
+                case let c as LEEnhancedConnectionComplete: forgetConnection(c.connectionHandle)
+                case let c as LEEnhancedConnectionCompleteV2: forgetConnection(c.base.connectionHandle)
+                default: break
+                }
             } else {
                 f += ev.fields
                 if let cc = ev as? CommandComplete { p.summary += " (\(cc.opcode.name))" }
                 if let cs = ev as? CommandStatus { p.summary += " (\(cs.opcode.name))" }
-                if let d = ev as? DisconnectionComplete {
-                    gatt.reset(connection: d.connectionHandle)
-                    reassembly.reset(handle: d.connectionHandle)
-                }
+                if let d = ev as? DisconnectionComplete { forgetConnection(d.connectionHandle) }
             }
         } catch {
             p.malformed = "\(name): \(error)"
             f.append(.bytes("parameters", e.parameters))
         }
         p.layers.append(DecodedLayer("hci", f))
+    }
+
+    private func forgetConnection(_ handle: UInt16) {
+        gatt.reset(connection: handle)
+        reassembly.reset(handle: handle)
     }
 
     /// Adds the AD structures (from the Host layer's AdvertisingData codec) after every field

@@ -19,8 +19,9 @@ struct GATTTracker {
 
     struct Connection {
         var attributes: [UInt16: Attribute] = [:]
-        /// Characteristic value handles in discovery order, for finding a descriptor's characteristic.
-        var valueHandles: [(handle: UInt16, uuid: BluetoothUUID)] = []
+        /// Characteristic UUIDs by value handle, for finding a descriptor's characteristic (keyed
+        /// by handle so a capture repeating discovery can't grow it past the handle space).
+        var valueHandles: [UInt16: BluetoothUUID] = [:]
         /// The last request sent in each direction (a response goes the other way).
         var pending: [Direction?: ATTPDU] = [:]
     }
@@ -79,7 +80,7 @@ struct GATTTracker {
                     let valueHandle = UInt16(v[1]) | UInt16(v[2]) << 8
                     c.attributes[item.handle] = Attribute(uuid: type, characteristic: u)
                     c.attributes[valueHandle] = Attribute(uuid: u, characteristic: nil)
-                    c.valueHandles.append((valueHandle, u))
+                    c.valueHandles[valueHandle] = u
                     var o: [Field] = [.int("handle", item.handle), .code("properties", v[0], note: propertyNames(v[0])),
                                       .int("valueHandle", valueHandle), uuidField("uuid", u)]
                     if let n = AssignedNumbers.name(of: u) { o.append(.text("name", n)) }
@@ -101,7 +102,8 @@ struct GATTTracker {
                     c.attributes[i.handle] = Attribute(uuid: i.uuid, characteristic: nil)
                     continue
                 }
-                let owner = c.valueHandles.last { $0.handle < i.handle }?.uuid
+                // The characteristic whose value handle comes last before the descriptor.
+                let owner = c.valueHandles.lazy.filter { $0.key < i.handle }.max { $0.key < $1.key }?.value
                 c.attributes[i.handle] = Attribute(uuid: i.uuid, characteristic: owner)
                 var o: [Field] = [.int("handle", i.handle), uuidField("uuid", i.uuid)]
                 if let n = AssignedNumbers.name(of: i.uuid) { o.append(.text("name", n)) }

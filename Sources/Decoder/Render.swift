@@ -4,15 +4,6 @@ import Capture
 /// The layers `--layers` / `--trace=` can name.
 public let allDecoderLayers: Set<String> = ["hci", "l2cap", "att", "gatt", "smp"]
 
-/// Which `--layers` name governs a decoded layer (signaling belongs to L2CAP; btmon records to HCI).
-func selectorName(_ layer: String) -> String {
-    switch layer {
-    case "signaling": return "l2cap"
-    case "monitor": return "hci"
-    default: return layer
-    }
-}
-
 /// Renders a decoded packet: one JSON object (CLI.md's `dump --json` line, no newline), or the
 /// human tree (lines ending in "\n"). Layers not in `layers` are left out.
 public func render(_ p: DecodedPacket, layers: Set<String> = allDecoderLayers, json: Bool) -> String {
@@ -45,7 +36,7 @@ public func appendTree(_ p: DecodedPacket, layers: Set<String>, to s: inout Stri
 // byte-identical to the String renderer it replaces (DecoderTests check both formats).
 
 /// Which decoded layers to print, resolved once from the `--layers` names (no Set<String>
-/// hashing per layer per packet).
+/// hashing per layer per packet). Signaling belongs to L2CAP, btmon records to HCI.
 public struct LayerSelection: Sendable {
     var hci, l2cap, att, gatt, smp: Bool
     var others: Set<String>
@@ -325,30 +316,7 @@ func appendJSONFields(_ fields: [Field], to out: inout RenderBuffer) {
     out.append(byte: UInt8(ascii: "}"))
 }
 
-// MARK: - Fast text primitives (dump must be much faster than `tshark -V`)
-
-private let hexASCII: [UInt8] = Array("0123456789abcdef".utf8)
-
-/// Lowercase hex of `bytes`, written in one allocation.
-func fastHex(_ bytes: [UInt8]) -> String {
-    if bytes.isEmpty { return "" }
-    return String(unsafeUninitializedCapacity: bytes.count * 2) { buf in
-        var i = 0
-        for b in bytes {
-            buf[i] = hexASCII[Int(b >> 4)]
-            buf[i + 1] = hexASCII[Int(b & 0x0f)]
-            i += 2
-        }
-        return i
-    }
-}
-
-/// Same output as HCI's `appendJSONObject`, faster.
-func appendJSONFields(_ fields: [Field], to out: inout String) {
-    var b = RenderBuffer()
-    appendJSONFields(fields, to: &b)
-    out += b.string
-}
+// MARK: - Time
 
 /// Calendar fields of `t` (Howard Hinnant's civil_from_days), nil outside years 0...9999.
 @inline(__always)
@@ -368,11 +336,4 @@ func civilTime(_ t: CaptureTime) -> (y: Int64, m: Int64, d: Int64, secs: Int64, 
     let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
     guard (0...9999).contains(y) else { return nil }
     return (y, m, d, secs, Int64(t.nanoseconds / 1000))
-}
-
-/// "2026-11-29T23:46:02.123456Z" without gmtime or Foundation (same text as `CaptureTime.iso8601`).
-func fastISO8601(_ t: CaptureTime) -> String {
-    var b = RenderBuffer(capacity: 27)
-    b.append(time: t)
-    return b.string
 }

@@ -47,7 +47,8 @@ public enum GATTClientError: Error, Sendable, Equatable, CustomStringConvertible
     case unexpectedResponse(ATTOpcode)
     /// The server's response is inconsistent (handles going backwards, echo mismatch, too long).
     case invalidResponse(String)
-    /// A Write Without Response longer than ATT_MTU − 3.
+    /// A value longer than the procedure carries: ATT_MTU − 3 for Write Without Response,
+    /// 65535 (the 16-bit value offset) for a long write.
     case valueTooLong(length: Int, maximum: Int)
     /// The characteristic has neither notify nor indicate, or no CCCD.
     case notSubscribable(BluetoothUUID)
@@ -56,7 +57,7 @@ public enum GATTClientError: Error, Sendable, Equatable, CustomStringConvertible
         switch self {
         case .unexpectedResponse(let op): return "unexpected response \(op)"
         case .invalidResponse(let why): return "invalid response: \(why)"
-        case let .valueTooLong(length, maximum): return "value of \(length) octets exceeds \(maximum) (ATT_MTU − 3)"
+        case let .valueTooLong(length, maximum): return "value of \(length) octets exceeds the \(maximum) the procedure carries"
         case .notSubscribable(let u): return "characteristic \(u) has no notify/indicate or no CCCD"
         }
     }
@@ -227,6 +228,10 @@ public actor GATTClient {
                 guard e.handle >= start, e.handle <= range.upperBound else {
                     throw GATTClientError.invalidResponse("handle \(e.handle) outside \(start)...\(range.upperBound)")
                 }
+                // Callers rely on ascending handles (a declaration ends where the next begins).
+                if let previous = out.last?.handle, e.handle <= previous {
+                    throw GATTClientError.invalidResponse("handle \(e.handle) after \(previous): handles out of order")
+                }
                 out.append(e)
                 last = e.handle
             }
@@ -370,6 +375,9 @@ public actor GATTClient {
     /// Reliable write: every value through Prepare Write (each echo checked), then Execute; on
     /// any failure the queue is cancelled and the error thrown.
     public nonisolated func reliableWrite(_ writes: [(handle: UInt16, value: [UInt8])]) async throws {
+        if let long = writes.first(where: { $0.value.count > Self.maximumLongValue }) {
+            throw GATTClientError.valueTooLong(length: long.value.count, maximum: Self.maximumLongValue)
+        }
         let chunkSize = await requester.mtu - 5
         do {
             for w in writes {

@@ -162,7 +162,7 @@ public final class GATTServer: ATTServerDelegate, Sendable {
     private func push(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?, indicate: Bool) async -> [ATTPeer] {
         let bit: UInt16 = indicate ? 2 : 1
         let targets: [(ATTPeer, any ATTServerPush, UInt16)] = state.withLock { s in
-            guard let c = s.table.characteristics.first(where: { uuid != nil ? $0.uuid == uuid! : $0.valueHandle == handle }),
+            guard let c = s.table.characteristics.first(where: { uuid != nil ? $0.uuid == uuid : $0.valueHandle == handle }),
                   let cccd = c.cccdHandle else { return [] }
             let wanted = peers.map { Set($0.map(\.id)) }
             return s.peers.compactMap { id, p in
@@ -435,11 +435,14 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         var assembled: [UInt16: (offset: Int, value: [UInt8])] = [:]
         for p in queue {
             guard let base = bases[p.handle] else { return fail(.executeWriteRequest, p.handle, .invalidHandle) }
+            // A stored value is patched from offset 0; a handler gets what was written, at the first offset.
             var cur: (offset: Int, value: [UInt8])
-            if let a = assembled[p.handle] { cur = a }
-            else if let stored = base.stored { cur = (0, stored) }
-            else { cur = (p.offset, []); order.append(p.handle); assembled[p.handle] = cur }
-            if assembled[p.handle] == nil { order.append(p.handle) }
+            if let a = assembled[p.handle] {
+                cur = a
+            } else {
+                order.append(p.handle)
+                cur = base.stored.map { (0, $0) } ?? (p.offset, [])
+            }
             let rel = p.offset - cur.offset
             guard rel >= 0, rel <= cur.value.count else { return fail(.executeWriteRequest, p.handle, .invalidOffset) }
             cur.value = Array(cur.value.prefix(rel)) + p.value
@@ -514,7 +517,7 @@ public final class GATTServer: ATTServerDelegate, Sendable {
             var out: [UInt16] = []
             var i = Int(start) - 1
             let last = min(Int(end), s.table.attributes.count)
-            // At most as many entries as fit (each is at least 2 + 1 octets... bound by MTU).
+            // No more handles than entries can fit: each takes at least its 2-octet handle.
             while i < last, out.count < mtu / 2 {
                 if s.table.attributes[i].type == type { out.append(s.table.attributes[i].handle) }
                 i += 1

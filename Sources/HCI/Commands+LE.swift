@@ -347,7 +347,7 @@ public struct LEEncrypt: HCICommand, Equatable {
         key = try r.block16("key"); plaintextData = try r.block16("plaintextData")
     }
     public func encodeParameters(into w: inout ByteWriter) { w.padded(key, to: 16); w.padded(plaintextData, to: 16) }
-    public var fields: [Field] { [.key("key", key), .bytes("plaintextData", plaintextData)] }
+    public var fields: [Field] { [.bytes("key", key), .bytes("plaintextData", plaintextData)] }
 
     public struct ReturnParameters: HCIReturnParameters, Equatable {
         public var encryptedData: [UInt8]
@@ -397,7 +397,7 @@ public struct LEEnableEncryption: HCICommand, Equatable {
     }
     public var fields: [Field] {
         [.handle(connectionHandle), .code("randomNumber", randomNumber), .code("encryptedDiversifier", encryptedDiversifier),
-         .key("longTermKey", longTermKey)]
+         .bytes("longTermKey", longTermKey)]
     }
 }
 
@@ -413,7 +413,7 @@ public struct LELongTermKeyRequestReply: HCICommand, Equatable {
         connectionHandle = try r.handle(); longTermKey = try r.block16("longTermKey")
     }
     public func encodeParameters(into w: inout ByteWriter) { w.u16(connectionHandle); w.padded(longTermKey, to: 16) }
-    public var fields: [Field] { [.handle(connectionHandle), .key("longTermKey", longTermKey)] }
+    public var fields: [Field] { [.handle(connectionHandle), .bytes("longTermKey", longTermKey)] }
 }
 
 /// LE Long Term Key Request Negative Reply (0x201B).

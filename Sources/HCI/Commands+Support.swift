@@ -14,8 +14,10 @@ extension Field {
     }
     static func phy(_ name: String, _ v: UInt8) -> Field { .code(name, v, note: phyName(v)) }
     static func handle(_ v: UInt16) -> Field { .int("connectionHandle", v) }
-    static func key(_ name: String, _ v: [UInt8]) -> Field { .bytes(name, v) }
 }
+
+/// Role of a connection complete event: 0x00 central, 0x01 peripheral.
+func roleNote(_ role: UInt8) -> String { role == 0 ? "central" : role == 1 ? "peripheral" : "reserved" }
 
 /// PHY values in LE PHY Update Complete, LE Read PHY and extended advertising (1 = 1M, 2 = 2M, 3 = Coded).
 public func phyName(_ v: UInt8) -> String {

@@ -122,7 +122,7 @@ public struct LEConnectionComplete: LEMetaEventParameters, Equatable {
     public var fields: [Field] {
         [.code("status", status.rawValue, note: status.name),
          .int("connectionHandle", connectionHandle),
-         .code("role", role, note: role == 0 ? "central" : "peripheral"),
+         .code("role", role, note: roleNote(role)),
          .code("peerAddressType", peerAddressType.rawValue, note: peerAddressType.description),
          .address("peerAddress", peerAddress, type: peerAddressType),
          .interval("connectionInterval", connectionInterval, unitMicroseconds: 1250),

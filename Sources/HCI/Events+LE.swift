@@ -1,8 +1,6 @@
 // LE Meta subevents about connections, encryption, data length, PHY and advertising sets.
 // Core Vol 4 Part E 7.7.65. Advertising reports are in Events+Advertising.swift.
 
-private func roleNote(_ role: UInt8) -> String { role == 0 ? "central" : role == 1 ? "peripheral" : "reserved" }
-
 /// LE Enhanced Connection Complete [v1] (subevent 0x0A) and [v2] (0x29, adds the advertising and sync handles).
 public struct LEEnhancedConnectionComplete: LEMetaEventParameters, Equatable {
     public static let subeventCode: UInt8 = 0x0A

@@ -1,4 +1,4 @@
-// Encryption and controller-health events. Core Vol 4 Part E 7.7.8, 7.7.16, 7.7.26, 7.7.39, 7.7.8.
+// Encryption and controller-health events. Core Vol 4 Part E 7.7.8 (v1 and v2), 7.7.16, 7.7.26, 7.7.39.
 
 /// Encryption Change [v1] (0x08).
 public struct EncryptionChange: HCIEventParameters, Equatable {

@@ -180,9 +180,9 @@ public enum HCIPacket: Sendable, Equatable {
             guard r.remaining == length else {
                 throw .invalid("ACL length field says \(length), \(r.remaining) octet(s) present")
             }
-            self = .acl(HCIACLPacket(handle: hf & 0x0fff,
-                                     boundary: PacketBoundary(rawValue: UInt8((hf >> 12) & 0x3))!,
-                                     broadcast: UInt8(hf >> 14), data: r.rest()))
+            // Two flag bits, four cases: the fallback is never taken.
+            let boundary = PacketBoundary(rawValue: UInt8((hf >> 12) & 0x3)) ?? .continuing
+            self = .acl(HCIACLPacket(handle: hf & 0x0fff, boundary: boundary, broadcast: UInt8(hf >> 14), data: r.rest()))
         case .event:
             let code = try r.u8("eventCode")
             let length = Int(try r.u8("parameterTotalLength"))

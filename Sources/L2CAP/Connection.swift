@@ -126,6 +126,8 @@ public actor L2CAPConnection {
         func withLock<R>(_ body: (inout [UInt16: FixedChannelHandler]) -> R) -> R { handlers.withLock { body(&$0) } }
     }
     var readerTask: Task<Void, Never>?
+    var signalSender: Task<Void, Never>?
+    var signalQueue: AsyncStream<(SignalingCode, [UInt8])>.Continuation?
     public private(set) var isDisconnected = false
 
     // Signaling requests we sent, by identifier.
@@ -253,6 +255,7 @@ public actor L2CAPConnection {
             p.continuation.resume(throwing: error)
         }
         for cid in Array(channels.keys) { finishChannel(cid, error) }
+        signalQueue?.finish()
         connection.route?.install(nil)
         let handlers = fixedHandlers.withLock { h in
             let all = h
@@ -265,16 +268,30 @@ public actor L2CAPConnection {
     // MARK: - Signaling
 
     func sendSignal(_ command: SignalingCommand) {
-        let frame = L2CAPFrame(cid: .leSignaling, payload: command.bytes).bytes
-        let host = self.host, handle = self.handle
-        let log = configuration.log
-        // Signaling is rare: one task per command keeps the demultiplexer from waiting on ACL credits.
-        Task {
-            do { try await host.sendL2CAP(frame, on: handle) } catch {
-                log?("L2CAP \(hexCode(handle, digits: 4)): could not send \(command.code): \(error)")
+        // One sender task drains the queue in order, so the demultiplexer never waits on ACL
+        // credits and replies leave in the order of the commands they answer. Bounded: a peer
+        // flooding the signaling channel loses replies (logged), not memory.
+        if signalSender == nil {
+            let (stream, continuation) = AsyncStream.makeStream(of: (SignalingCode, [UInt8]).self,
+                                                               bufferingPolicy: .bufferingOldest(Self.signalQueueLimit))
+            signalQueue = continuation
+            let host = self.host, handle = self.handle, log = configuration.log
+            signalSender = Task {
+                for await (code, frame) in stream {
+                    do { try await host.sendL2CAP(frame, on: handle) } catch {
+                        log?("L2CAP \(hexCode(handle, digits: 4)): could not send \(code): \(error)")
+                    }
+                }
             }
         }
+        let frame = L2CAPFrame(cid: .leSignaling, payload: command.bytes).bytes
+        if case .dropped = signalQueue?.yield((command.code, frame)) {
+            log("signaling queue full (\(Self.signalQueueLimit)): \(command.code) not sent")
+        }
     }
+
+    /// Signaling commands waiting for ACL credits before further ones are dropped.
+    static let signalQueueLimit = 256
 
     func nextIdentifier() -> UInt8 {
         for _ in 0..<255 {

@@ -316,12 +316,12 @@ extension L2CAPConnection {
         for w in ch.sendWaiters { w.resume(throwing: failure) }
         ch.creditWaiters.removeAll()
         ch.sendWaiters.removeAll()
+        // A waiting reader learns the outcome now; otherwise the state stays until the next
+        // `receive()` reports it (its CID stays reserved until then).
         if let r = ch.receiver {
             ch.receiver = nil
             channels[cid] = nil
             if let error { r.resume(throwing: error) } else { r.resume(returning: nil) }
-        } else if !ch.hasQueued && error != nil {
-            // Keep the state so that the reader learns why; drop it when nobody will read.
         }
     }
 

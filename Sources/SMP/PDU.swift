@@ -196,7 +196,7 @@ public enum SMPPDU: Sendable, Hashable, FieldDescribable {
     /// Ea / Eb, 16 octets.
     case pairingDHKeyCheck(dhKeyCheck: [UInt8])
     case keypressNotification(notificationType: SMPKeypressNotificationType)
-    /// A code this stack doesn't know (the receiver answers Pairing Failed: Command Not Supported).
+    /// A code this stack doesn't know (a reserved code: the receiver ignores it, Core Vol 3 Part H 3.3).
     case unknown(code: UInt8, data: [UInt8])
 
     // MARK: Codes

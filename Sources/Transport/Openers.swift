@@ -23,7 +23,11 @@ public enum TCPTransport {
         while let a = ai {
             ai = a.pointee.ai_next
             let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { continue }
+            guard fd >= 0 else {
+                let e = errno
+                lastError = TransportError(.open, "\(name): socket failed: \(errnoString(e))", errno: e)
+                continue
+            }
             do {
                 try connectWithTimeout(fd: fd, address: a.pointee.ai_addr, length: a.pointee.ai_addrlen, timeout: timeout, name: name)
                 var one: Int32 = 1
@@ -83,7 +87,10 @@ public enum UnixTransport {
             raw[utf8.count] = 0
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw TransportError(.open, "\(name): socket failed: \(errnoString(errno))", errno: errno) }
+        guard fd >= 0 else {
+            let e = errno
+            throw TransportError(.open, "\(name): socket failed: \(errnoString(e))", errno: e)
+        }
         do {
             try withUnsafePointer(to: &addr) { p throws(TransportError) in
                 try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa throws(TransportError) in
@@ -102,21 +109,22 @@ public enum UnixTransport {
 public enum SerialTransport {
     public static let defaultBaud = 1_000_000
 
+    /// termios speed constants by baud rate.
+    private static let speeds: [Int: Int32] = [
+        9600: B9600, 19200: B19200, 38400: B38400, 57600: B57600, 115200: B115200,
+        230400: B230400, 460800: B460800, 500000: B500000, 576000: B576000, 921600: B921600,
+        1_000_000: B1000000, 1_152_000: B1152000, 1_500_000: B1500000, 2_000_000: B2000000,
+        2_500_000: B2500000, 3_000_000: B3000000, 3_500_000: B3500000, 4_000_000: B4000000,
+    ]
+
     /// termios speed constant for a baud rate; nil if the kernel has no constant for it.
-    public static func speed(for baud: Int) -> speed_t? {
-        let table: [Int: Int32] = [
-            9600: B9600, 19200: B19200, 38400: B38400, 57600: B57600, 115200: B115200,
-            230400: B230400, 460800: B460800, 500000: B500000, 576000: B576000, 921600: B921600,
-            1_000_000: B1000000, 1_152_000: B1152000, 1_500_000: B1500000, 2_000_000: B2000000,
-            2_500_000: B2500000, 3_000_000: B3000000, 3_500_000: B3500000, 4_000_000: B4000000,
-        ]
-        return table[baud].map { speed_t($0) }
-    }
+    public static func speed(for baud: Int) -> speed_t? { speeds[baud].map { speed_t($0) } }
 
     public static func open(path: String, baud: Int = defaultBaud) throws(TransportError) -> FileDescriptorTransport {
         let name = "serial:\(path)@\(baud)"
         guard let speed = speed(for: baud) else {
-            throw TransportError(.open, "\(name): unsupported baud rate \(baud); use one of 9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 921600, 1000000, 1500000, 2000000, 3000000, 4000000")
+            let supported = speeds.keys.sorted().map(String.init).joined(separator: ", ")
+            throw TransportError(.open, "\(name): unsupported baud rate \(baud); use one of \(supported)")
         }
         let fd = Glibc.open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else {

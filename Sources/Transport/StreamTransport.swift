@@ -90,10 +90,6 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         wake()
     }
 
-    deinit {
-        // The reader thread holds a strong reference until it exits, so by now fds are closed.
-    }
-
     private func wake() {
         var one: UInt8 = 1
         _ = Glibc.write(wakeWrite, &one, 1)
@@ -135,8 +131,9 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             fds[1].revents = 0
             let r = poll(&fds, 2, -1)
             if r < 0 {
-                if errno == EINTR { continue }
-                fail(TransportError(.lost, "\(name): poll failed: \(errnoString(errno))", errno: errno))
+                let e = errno
+                if e == EINTR { continue }
+                fail(TransportError(.lost, "\(name): poll failed: \(errnoString(e))", errno: e))
                 return
             }
             if fds[1].revents != 0 { return }  // close() or a failure elsewhere
