@@ -63,6 +63,7 @@ final class H4Connection: @unchecked Sendable {
             }
             if n > 0 { offset += n; continue }
             if n < 0 && errno == EINTR { continue }
+            // Failed, or timed out (SO_SNDTIMEO): end the connection; the reader reports why.
             shutdown(fd, Int32(SHUT_RDWR))
             return
         }

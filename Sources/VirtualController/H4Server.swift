@@ -124,6 +124,10 @@ public final class H4Server: @unchecked Sendable {
             lock.unlock()
             var one: Int32 = 1
             _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            // A host that stops reading must not block the link (every controller) for ever:
+            // a send stuck this long ends that host's connection instead.
+            var sendTimeout = timeval(tv_sec: 5, tv_usec: 0)
+            _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &sendTimeout, socklen_t(MemoryLayout<timeval>.size))
             attach(i, l, fd: fd)
         }
     }

@@ -58,6 +58,9 @@ func runCLI(_ argv: [String]) async -> Int32 {
         print(commandHelp[command] ?? mainHelp)
         return ExitCode.success
     }
+    if !hostCommands.contains(command), let given = ["transport", "capture", "trace"].first(where: args.has) {
+        return usageFailure(UsageError("--\(given) is for the commands that drive a controller (scan, central, peripheral, demo), not \(command)", command: command))
+    }
     if args.has("trace") {
         do { _ = try parseLayers(args.last("trace")) } catch let e as UsageError { return usageFailure(UsageError(e.message, command: command)) } catch {}
     }
@@ -88,6 +91,9 @@ func runCLI(_ argv: [String]) async -> Int32 {
         return ExitCode.failure
     }
 }
+
+/// The commands that open a controller as its host, and so take -t, -w and --trace.
+let hostCommands: Set<String> = ["scan", "central", "peripheral", "demo"]
 
 func usageFailure(_ e: UsageError) -> Int32 {
     let hint = e.command.map { "ble-hci \($0) --help" } ?? "ble-hci --help"

@@ -1,5 +1,6 @@
 import Foundation
 import HCI
+import Transport
 import Host
 import ATT
 import GATT
@@ -69,11 +70,13 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
                 }
             }
         }
-    } catch let e as BLEError {
-        out.error(e.description)
-        exitCode = ExitCode.failure
+    } catch let e as TransportError {
+        throw e  // exit 3, without a disconnection to wait for
     } catch let e as ATTError {
         out.error("the peripheral refused: \(e)")
+        exitCode = ExitCode.failure
+    } catch {
+        out.error("\(error)")
         exitCode = ExitCode.failure
     }
     if let reason = remote.disconnectReason {
@@ -207,7 +210,8 @@ struct CharacteristicResolver {
 
     mutating func resolve(_ ref: CharacteristicRef) async throws -> GATTRemoteCharacteristic? {
         if tree == nil { tree = try await remote.discoverAll() }
-        let all = tree!.flatMap(\.characteristics).map(\.characteristic)
+        guard let tree else { return nil }
+        let all = tree.flatMap(\.characteristics).map(\.characteristic)
         switch ref {
         case .uuid(let u): return all.first { $0.uuid == u }
         case .handle(let h): return all.first { $0.valueHandle == h || $0.declarationHandle == h }
@@ -217,11 +221,11 @@ struct CharacteristicResolver {
 
 /// Runs one action; false when it failed (an error line was printed).
 func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout CharacteristicResolver, out: Output) async throws -> Bool {
-    func resolve(_ ref: CharacteristicRef) async throws -> (uuid: BluetoothUUID?, handle: UInt16, characteristic: GATTRemoteCharacteristic?)? {
+    func resolve(_ ref: CharacteristicRef, for op: String) async throws -> (uuid: BluetoothUUID?, handle: UInt16, characteristic: GATTRemoteCharacteristic?)? {
         if let c = try await resolver.resolve(ref) { return (c.uuid, c.valueHandle, c) }
         if case .handle(let h) = ref { return (nil, h, nil) }  // a descriptor or any attribute
-        out.event([.text("event", "error"), .text("op", "resolve"), .text("uuid", ref.description), .text("message", "no such characteristic")])
-        out.error("the peripheral has no characteristic \(ref)")
+        out.event([.text("event", "error"), .text("op", op), .text("uuid", ref.description), .text("message", "no such characteristic")])
+        out.error("the peripheral has no characteristic \(ref): run with --discover to see what it has")
         return nil
     }
     func fields(_ event: String, _ uuid: BluetoothUUID?, _ handle: UInt16) -> [Field] {
@@ -233,13 +237,14 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
     func failed(_ op: String, _ uuid: BluetoothUUID?, _ handle: UInt16, _ error: any Error) -> Bool {
         var f = fields("error", uuid, handle)
         f.insert(.text("op", op), at: 1)
+        let target = uuid?.description ?? hexCode(handle, digits: 4)
         if let e = error as? ATTError {
             f.append(.code("att", e.code.rawValue))
             f.append(.text("message", e.code.name))
-            out.line(out.red("✗ ") + "\(op) \(uuid?.description ?? hexCode(handle, digits: 4)) refused: \(e.code.name) (\(hexCode(e.code.rawValue)))")
+            out.error("the peripheral refused \(op) \(target): \(e.code.name) (\(hexCode(e.code.rawValue)))")
         } else {
             f.append(.text("message", "\(error)"))
-            out.line(out.red("✗ ") + "\(op) \(uuid?.description ?? hexCode(handle, digits: 4)) failed: \(error)")
+            out.error("\(op) \(target) failed: \(error)")
         }
         out.event(f)
         return false
@@ -252,7 +257,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
         for l in snapshot.humanLines(out) { out.line(l) }
         return true
     case .read(let ref):
-        guard let r = try await resolve(ref) else { return false }
+        guard let r = try await resolve(ref, for: "read") else { return false }
         do {
             let value = try await remote.read(handle: r.handle)
             out.event(fields("read", r.uuid, r.handle) + [.bytes("value", value)])
@@ -260,7 +265,8 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
             return true
         } catch { return failed("read", r.uuid, r.handle, error) }
     case .write(let ref, let value, let withResponse):
-        guard let r = try await resolve(ref) else { return false }
+        let op = withResponse ? "write" : "writeWithoutResponse"
+        guard let r = try await resolve(ref, for: op) else { return false }
         do {
             // The CLI sends what it is asked to even when the properties say no, so the user
             // sees the peripheral's own answer (e.g. Write Not Permitted) on the wire.
@@ -269,20 +275,21 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
             } else {
                 try await remote.gatt.writeWithoutResponse(value, handle: r.handle)
             }
-            out.event(fields(withResponse ? "write" : "writeWithoutResponse", r.uuid, r.handle))
+            out.event(fields(op, r.uuid, r.handle))
             out.line("wrote \(valueLabel(value)) to \(r.uuid.map(uuidLabel) ?? hexCode(r.handle, digits: 4))\(withResponse ? "" : " (without response)")")
             return true
-        } catch { return failed(withResponse ? "write" : "writeWithoutResponse", r.uuid, r.handle, error) }
+        } catch { return failed(op, r.uuid, r.handle, error) }
     case .subscribe(let ref, let count, let duration):
-        guard let r = try await resolve(ref), let c = r.characteristic else {
-            out.error("--subscribe needs a characteristic, not a bare handle")
+        guard let r = try await resolve(ref, for: "subscribe") else { return false }
+        guard let c = r.characteristic else {
+            out.error("--subscribe \(ref) names no characteristic: give its UUID or its value or declaration handle")
             return false
         }
         let kind = c.properties.contains(.notify) ? "notification" : "indication"
         let values: AsyncThrowingStream<[UInt8], any Error>
         do { values = try await remote.notifications(for: c) } catch { return failed("subscribe", c.uuid, c.valueHandle, error) }
         out.line("subscribed to \(uuidLabel(c.uuid)) (\(kind)s)" + (count.map { ", waiting for \($0)" } ?? "") + (duration.map { ", for \(formatSeconds($0))" } ?? ""))
-        let collector = Task { () -> Int in
+        let collector = Task { () -> (any Error)? in
             var n = 0
             do {
                 for try await v in values {
@@ -291,12 +298,18 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
                     out.line("\(timestamp()) \(kind) \(c.uuid) = \(out.green(valueLabel(v)))")
                     if let count, n >= count { break }
                 }
-            } catch {}
-            return n
+                return nil
+            } catch {
+                return error
+            }
         }
         let stopper = Task { _ = await waitForStop(duration: duration); collector.cancel() }
-        _ = await collector.value
+        let failure = await collector.value
         stopper.cancel()
+        // A disconnection ends the stream too; it is reported (and exits 1) after the actions.
+        if let failure, !(failure is CancellationError), remote.disconnectReason == nil {
+            return failed("subscribe", c.uuid, c.valueHandle, failure)
+        }
         if remote.disconnectReason == nil { try? await remote.stopNotifications(for: c) }
         return true
     }
@@ -310,7 +323,7 @@ func runBand(_ remote: RemotePeripheral, day: BandProtocol.Day, out: Output) asy
         throw BLEError.unknownCharacteristic("fee1/fee2: is this a band-profile peripheral?")
     }
     let notifications = try await remote.notifications(for: response)
-    let frames = Mailbox<Result<(BandProtocol.Frame, Int), any Error>>()
+    let frames = Mailbox<Result<(BandProtocol.Frame, Int), any Error>>(capacity: 8)
     // Reassemble in the background; each complete frame (or the error) goes to the mailbox.
     let reassembly = Task {
         var reassembler = BandProtocol.Reassembler()
@@ -330,7 +343,9 @@ func runBand(_ remote: RemotePeripheral, day: BandProtocol.Day, out: Output) asy
     defer { reassembly.cancel() }
     func exchange(_ request: BandProtocol.Frame) async throws -> BandProtocol.Response {
         try await remote.write(request.bytes, to: command, type: .withResponse)
-        let (frame, chunks) = try await withTimeout(.seconds(10)) { try await frames.take().get() }
+        let (frame, chunks) = try await withTimeout(.seconds(10), "the band did not answer within 10 s") {
+            try await frames.take().get()
+        }
         out.line(out.dim("  (response of \(frame.bytes.count) octets reassembled from \(chunks) notifications, CRC ok)"))
         return try BandProtocol.parseResponse(frame)
     }
@@ -362,14 +377,14 @@ extension BandProtocol.Day {
     }
 }
 
-/// Runs `body`, failing with a timeout error after `limit`.
-func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+/// Runs `body`, failing with `CLIFailure(message)` after `limit` (`body` must end when cancelled).
+func withTimeout<T: Sendable>(_ limit: Duration, _ message: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T?.self) { group in
         group.addTask { try await body() }
         group.addTask { try await Task.sleep(for: limit); return nil }
         defer { group.cancelAll() }
         guard let first = try await group.next(), let value = first else {
-            throw BLEError.notPermitted("timed out after \(limit)")
+            throw CLIFailure(message, exitCode: ExitCode.failure)
         }
         return value
     }
@@ -377,17 +392,37 @@ func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () 
 
 func formatSeconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s)) s" : "\(s) s" }
 
-/// A queue one task fills and another drains, waiting.
+/// A queue one task fills and another drains, waiting. Holds at most `capacity` items (a
+/// peer sending what nobody asked for cannot grow it); `take` ends when its task is cancelled.
 actor Mailbox<Item: Sendable> {
+    private let capacity: Int
     private var items: [Item] = []
-    private var waiter: CheckedContinuation<Item, Never>?
+    private var waiter: CheckedContinuation<Item, any Error>?
+
+    init(capacity: Int) { self.capacity = capacity }
 
     func put(_ item: Item) {
-        if let w = waiter { waiter = nil; w.resume(returning: item) } else { items.append(item) }
+        if let w = waiter {
+            waiter = nil
+            w.resume(returning: item)
+        } else if items.count < capacity {
+            items.append(item)
+        }
     }
 
-    func take() async -> Item {
+    func take() async throws -> Item {
         if !items.isEmpty { return items.removeFirst() }
-        return await withCheckedContinuation { waiter = $0 }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { c in
+                if Task.isCancelled { c.resume(throwing: CancellationError()) } else { waiter = c }
+            }
+        } onCancel: {
+            Task { await self.cancelWaiter() }
+        }
+    }
+
+    private func cancelWaiter() {
+        waiter?.resume(throwing: CancellationError())
+        waiter = nil
     }
 }

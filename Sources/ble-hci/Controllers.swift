@@ -37,7 +37,7 @@ func runControllers(_ c: CommandContext) async throws -> Int32 {
     server.start()
     _ = await waitForStop(duration: nil)
     c.out.note("stopping")
-    return 0
+    return ExitCode.success
 }
 
 private func report(_ out: Output, spec: String, bound: String, address: BDAddress) {

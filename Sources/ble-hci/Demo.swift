@@ -12,6 +12,9 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("demo takes no arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
     }
+    guard c.transportSpec == "virtual" || !c.args.has("transport") else {
+        throw UsageError("demo brings its own in-process virtual link: drop -t \(c.transportSpec) (scan, central and peripheral take -t)", command: c.command)
+    }
     var context = c
     if !context.args.has("trace") { context.args.options.append(("trace", nil)) }  // traced by default
     let out = c.out
@@ -60,7 +63,8 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
 
     step("Central: exchange MTU", "(automatic in CoreBluetooth; peripheral.maximumWriteValueLength(for:) shows the result)")
     let mtu = try await remote.exchangeMTU(517)
-    out.event([.text("event", "connected"), .text("address", remote.address.address.description), .int("handle", remote.handle), .int("mtu", mtu)])
+    out.event([.text("event", "connected"), .text("address", remote.address.address.description),
+               .text("addressType", remote.address.type.simple), .int("handle", remote.handle), .int("mtu", mtu)])
     out.line(out.green("   ▸ ") + "connected, handle \(remote.handle), ATT MTU \(mtu)")
 
     step("Central: discover services, characteristics and descriptors, read what is readable",
@@ -96,12 +100,14 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
 
     step("Central: subscribe to fff1 and receive 3 notifications", "peripheral.setNotifyValue(true, for: fff1) → didUpdateValueFor")
     let values = try await remote.notifications(for: fff1)
-    var count = 0
-    for try await v in values {
-        out.event([.text("event", "notification"), .text("uuid", "fff1"), .int("handle", fff1.valueHandle), .bytes("value", v)])
-        out.line(out.green("   ▸ ") + "notification: \(valueLabel(v))")
-        count += 1
-        if count == 3 { break }
+    try await withTimeout(.seconds(10), "the demo peripheral sent fewer than 3 notifications in 10 s") {
+        var count = 0
+        for try await v in values {
+            out.event([.text("event", "notification"), .text("uuid", "fff1"), .int("handle", fff1.valueHandle), .bytes("value", v)])
+            out.line(out.green("   ▸ ") + "notification: \(valueLabel(v))")
+            count += 1
+            if count == 3 { break }
+        }
     }
 
     step("Central: unsubscribe and disconnect", "peripheral.setNotifyValue(false, for: fff1); centralManager.cancelPeripheralConnection(peripheral)")

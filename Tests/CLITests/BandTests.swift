@@ -74,7 +74,7 @@ extension CLITests {
 
                 let day = try #require(BandProtocol.Day("2026-12-30"))  // crosses a year end
                 try await remote.write(BandProtocol.historyRequest(day, days: 3).bytes, to: command, type: .withResponse)
-                let (frame, chunkSizes, pending) = try await withTimeout(10, "the 3-day history") { () -> (BandProtocol.Frame?, [Int], Bool) in
+                let (frame, chunkSizes, pending) = try await withTimeout(.seconds(10), "the 3-day history") { () -> (BandProtocol.Frame?, [Int], Bool) in
                     var reassembler = BandProtocol.Reassembler()
                     var sizes: [Int] = []
                     for try await chunk in notifications {

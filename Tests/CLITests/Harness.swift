@@ -169,17 +169,3 @@ extension Array where Element == UInt8 {
 }
 
 func hexOf(_ text: String) -> String { Array(text.utf8).hex }
-
-/// Runs `body`, throwing when it has not finished within `seconds` (the body is cancelled).
-func withTimeout<T: Sendable>(_ seconds: Double, _ what: String,
-                              _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask { try await Task.sleep(for: .seconds(seconds)); return nil }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else {
-            throw HarnessError("\(what): not done within \(seconds) s")
-        }
-        return value
-    }
-}

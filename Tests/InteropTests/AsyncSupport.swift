@@ -19,23 +19,6 @@ func eventually(timeout: Duration = .seconds(10), _ condition: () async throws -
     }
 }
 
-/// Runs `operation` with a deadline; throws `InteropTimeout` when it takes longer.
-func withTimeout<T: Sendable>(_ timeout: Duration, _ what: String,
-                              _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else {
-            throw InteropTimeout(description: "\(what): no result within \(timeout)")
-        }
-        return value
-    }
-}
-
 extension ChildProcess {
     /// Waits (asynchronously) for the `index`-th JSON line (0-based, counting only lines whose
     /// "event" is `event` and that satisfy `matching`); throws with the child's output on timeout

@@ -20,6 +20,24 @@ public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) asy
     }
 }
 
+/// Runs `body` with a deadline: throws a `HarnessError` naming `what` when it has not finished
+/// within `timeout` (the body is cancelled; it must end when cancelled).
+public func withTimeout<T: Sendable>(_ timeout: Duration, _ what: String,
+                                     _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw HarnessError("\(what): not done within \(timeout)")
+        }
+        return value
+    }
+}
+
 /// A JSON object carried across threads (JSONSerialization values are immutable here).
 private struct JSONBox: @unchecked Sendable { let object: [String: Any] }
 

@@ -228,24 +228,7 @@ class Central:
                 await asyncio.sleep(args.duration)
                 await device.stop_scanning()
                 return common.EXIT_OK
-            self.found = asyncio.get_running_loop().create_future()
-            await device.start_scanning(active=not args.passive, filter_duplicates=False)
-            address = await self.found
-            await device.stop_scanning()
-
-            connection = await device.connect(address, own_address_type=hci.OwnAddressType.RANDOM)
-            disconnected = asyncio.get_running_loop().create_future()
-            connection.on("disconnection",
-                          lambda reason: disconnected.done() or disconnected.set_result(reason))
-            self.peer = Peer(connection)
-            if args.mtu:
-                try:
-                    await self.peer.request_mtu(args.mtu)
-                except Exception as error:  # noqa: BLE001
-                    self.error("mtu", error)
-            common.emit("connected", address=common.address_string(address),
-                        addressType=common.address_type_string(address),
-                        handle=connection.handle, mtu=connection.att_mtu)
+            connection, disconnected = await self.connect(device)
             if not args.no_discover:
                 await self.peer.discover_all()
                 await self.read_tree()
@@ -253,12 +236,38 @@ class Central:
                 if connection.handle not in device.connections:
                     break
                 await self.run_action(kind, value)
-            if not disconnected.done():
-                await connection.disconnect()
-            reason = await asyncio.wait_for(disconnected, 5)
-            common.emit("disconnected", reason=f"0x{int(reason):02x}",
-                        message=hci.HCI_Constant.error_name(reason))
+            await self.disconnect(connection, disconnected)
         return common.EXIT_FAILED if self.failed else common.EXIT_OK
+
+    async def connect(self, device):
+        """Scans until the target advertises, connects, exchanges MTU (--mtu) and prints
+        `connected`; returns the connection and a future of its disconnection reason."""
+        self.found = asyncio.get_running_loop().create_future()
+        await device.start_scanning(active=not getattr(self.args, "passive", False), filter_duplicates=False)
+        address = await self.found
+        await device.stop_scanning()
+        connection = await device.connect(address, own_address_type=hci.OwnAddressType.RANDOM)
+        disconnected = asyncio.get_running_loop().create_future()
+        connection.on("disconnection",
+                      lambda reason: disconnected.done() or disconnected.set_result(reason))
+        self.peer = Peer(connection)
+        if self.args.mtu:
+            try:
+                await self.peer.request_mtu(self.args.mtu)
+            except Exception as error:  # noqa: BLE001
+                self.error("mtu", error)
+        common.emit("connected", address=common.address_string(address),
+                    addressType=common.address_type_string(address),
+                    handle=connection.handle, mtu=connection.att_mtu)
+        return connection, disconnected
+
+    async def disconnect(self, connection, disconnected) -> None:
+        """Disconnects (unless the peer already did) and prints `disconnected` with the reason."""
+        if not disconnected.done():
+            await connection.disconnect()
+        reason = await asyncio.wait_for(disconnected, 5)
+        common.emit("disconnected", reason=f"0x{int(reason):02x}",
+                    message=hci.HCI_Constant.error_name(reason))
 
 
 async def main(args) -> int:
@@ -292,7 +301,6 @@ if __name__ == "__main__":
     parser.add_argument("--duration", type=float, default=5.0,
                         help="seconds to scan (--scan-only) or to wait for --count values")
     arguments = parser.parse_args()
-    raw_address = None
     if arguments.address is not None:
         import sys
         raw = next((a for a in sys.argv if "/" in a and ":" in a), "")

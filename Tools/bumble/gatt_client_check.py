@@ -27,8 +27,7 @@ Exit code: 0 when every step succeeded, 1 when any failed (an ATT error counts),
 """
 import asyncio
 
-from bumble import hci
-from bumble.device import Device, Peer
+from bumble.device import Device
 from bumble.gatt import Characteristic
 from bumble.transport import open_transport
 
@@ -98,23 +97,7 @@ class Check(Central):
             device = Device.with_hci("bumble-check", common.random_static_address(), source, sink)
             device.on("advertisement", self.on_advertisement)
             await device.power_on()
-            self.found = asyncio.get_running_loop().create_future()
-            await device.start_scanning(active=True, filter_duplicates=False)
-            address = await self.found
-            await device.stop_scanning()
-            connection = await device.connect(address, own_address_type=hci.OwnAddressType.RANDOM)
-            disconnected = asyncio.get_running_loop().create_future()
-            connection.on("disconnection",
-                          lambda reason: disconnected.done() or disconnected.set_result(reason))
-            self.peer = Peer(connection)
-            if args.mtu:
-                try:
-                    await self.peer.request_mtu(args.mtu)
-                except Exception as error:  # noqa: BLE001
-                    self.error("mtu", error)
-            common.emit("connected", address=common.address_string(address),
-                        addressType=common.address_type_string(address),
-                        handle=connection.handle, mtu=connection.att_mtu)
+            connection, disconnected = await self.connect(device)
             if args.no_discover:
                 await self.peer.discover_services()
                 for service in self.peer.services:
@@ -129,11 +112,7 @@ class Check(Central):
                     self.error(kind, ConnectionError("the peer disconnected"))
                     break
                 await self.step(kind, value)
-            if not disconnected.done():
-                await connection.disconnect()
-            reason = await asyncio.wait_for(disconnected, 5)
-            common.emit("disconnected", reason=f"0x{int(reason):02x}",
-                        message=hci.HCI_Constant.error_name(reason))
+            await self.disconnect(connection, disconnected)
         return common.EXIT_FAILED if self.failed else common.EXIT_OK
 
 
