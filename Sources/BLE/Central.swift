@@ -155,12 +155,9 @@ public final class RemotePeripheral: Sendable {
                 continuation.finish()
             }
         })
-        let watcher = Task {
-            let reason = await link.waitForDisconnection()
-            continuation.finish(throwing: BLEError.disconnected(reason))
-        }
+        let watcher = link.onDisconnection { reason in continuation.finish(throwing: BLEError.disconnected(reason)) }
         continuation.onTermination = { termination in
-            watcher.cancel()
+            link.stopObserving(watcher)
             // Dropped or cancelled by the application: unsubscribe for it. (Finished means
             // stopNotifications already did, or the link is gone.)
             guard case .cancelled = termination, link.disconnectReason == nil else { return }

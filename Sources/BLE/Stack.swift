@@ -56,6 +56,9 @@ final class Link: Sendable {
     func markDisconnected(_ reason: HCIStatus) { disconnection.fulfil(reason) }
     var disconnectReason: HCIStatus? { disconnection.value }
     func waitForDisconnection() async -> HCIStatus { await disconnection.wait() }
+    /// Calls `body` with the reason when the link goes down; returns a token for `stopObserving`.
+    func onDisconnection(_ body: @escaping @Sendable (HCIStatus) -> Void) -> Int? { disconnection.observe(body) }
+    func stopObserving(_ token: Int?) { disconnection.removeObserver(token) }
 }
 
 /// The runtime under `Central` and `Peripheral`: one `Host` on one transport, the event loop
@@ -251,23 +254,28 @@ enum SMPRefusal {
 
 /// A value set once that any number of tasks can wait for.
 final class OneShot<Value: Sendable>: Sendable {
+    typealias Observer = @Sendable (Value) -> Void
     private struct State {
         var stored: Value?
         var waiters: [CheckedContinuation<Value, Never>] = []
+        var observers: [Int: Observer] = [:]
+        var nextToken = 0
     }
     private let state = Mutex(State())
 
     var value: Value? { state.withLock { $0.stored } }
 
     func fulfil(_ v: Value) {
-        let ws: [CheckedContinuation<Value, Never>] = state.withLock {
-            guard $0.stored == nil else { return [] }
+        let (ws, os): ([CheckedContinuation<Value, Never>], [Observer]) = state.withLock {
+            guard $0.stored == nil else { return ([], []) }
             $0.stored = v
-            let ws = $0.waiters
+            let taken = ($0.waiters, Array($0.observers.values))
             $0.waiters = []
-            return ws
+            $0.observers = [:]
+            return taken
         }
         for w in ws { w.resume(returning: v) }
+        for o in os { o(v) }
     }
 
     func wait() async -> Value {
@@ -279,5 +287,25 @@ final class OneShot<Value: Sendable>: Sendable {
             }
             if let ready { c.resume(returning: ready) }
         }
+    }
+
+    /// Calls `observer` once with the value (at once if it is already set). Returns a token for
+    /// `removeObserver`, so short-lived watchers (one per subscription) don't pile up.
+    @discardableResult
+    func observe(_ observer: @escaping Observer) -> Int? {
+        let (token, ready): (Int?, Value?) = state.withLock {
+            if let s = $0.stored { return (nil, s) }
+            let t = $0.nextToken
+            $0.nextToken += 1
+            $0.observers[t] = observer
+            return (t, nil)
+        }
+        if let ready { observer(ready) }
+        return token
+    }
+
+    func removeObserver(_ token: Int?) {
+        guard let token else { return }
+        _ = state.withLock { $0.observers.removeValue(forKey: token) }
     }
 }

@@ -26,6 +26,8 @@ func wrapForCaptureAndTrace(_ inner: any HCITransport, context c: CommandContext
         observer = { direction, packet, date in
             let p = decoder.decode(direction: direction, packet: .success(packet), raw: packet.h4, time: CaptureTime(date))
             var text = render(p, layers: layers, json: out.json)
+            // A packet with nothing in the chosen layers (e.g. an HCI event under --trace=att).
+            guard !text.allSatisfy(\.isWhitespace) else { return }
             if let label, !out.json { text = label + " " + text }
             if out.json { text += text.hasSuffix("\n") ? "" : "\n"; out.write(text) } else { out.trace(text) }
         }
