@@ -41,8 +41,8 @@ let package = Package(
         .testTarget(name: "ATTTests", dependencies: ["ATT", "L2CAP", "Host", "Transport", "TestSupport", "StackTestSupport"]),
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP"]),
-        .testTarget(name: "DecoderTests", dependencies: ["Decoder", "HCI", "Transport", "Capture", "L2CAP", "ATT", "SMP"]),
-        .testTarget(name: "BLETests", dependencies: ["BLE", "VirtualController"]),
+        .testTarget(name: "DecoderTests", dependencies: ["Decoder", "HCI", "Transport", "Capture", "L2CAP", "ATT", "SMP", "TestSupport"]),
+        .testTarget(name: "BLETests", dependencies: ["BLE", "VirtualController", "TestSupport"]),
 
         // Interop test harness (Bumble controllers and peer scripts as child processes).
         .target(name: "TestSupport", path: "Tests/TestSupport"),

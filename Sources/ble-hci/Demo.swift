@@ -19,7 +19,7 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     if !context.args.has("trace") { context.args.options.append(("trace", nil)) }  // traced by default
     let out = c.out
     let writer = try openCaptureWriter(c)
-    defer { writer?.close() }
+    defer { writer.map(closeCapture) }
     let (_, transports) = VirtualLink.inProcess(count: 2)
     let centralTransport = wrapForCaptureAndTrace(transports[1], context: context, writer: writer)
 

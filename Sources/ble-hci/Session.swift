@@ -12,7 +12,7 @@ struct TracedTransport {
 
     func close() {
         transport.close()
-        writer?.close()
+        writer.map(closeCapture)
     }
 }
 
@@ -34,6 +34,15 @@ func wrapForCaptureAndTrace(_ inner: any HCITransport, context c: CommandContext
     }
     guard writer != nil || observer != nil else { return inner }
     return CapturingTransport(inner, writers: writer.map { [$0] } ?? [], observer: observer)
+}
+
+/// Closes a capture file and says so on stderr when a record could not be written (disk full):
+/// the file then holds every record up to the failure, whole.
+func closeCapture(_ writer: CaptureWriter) {
+    writer.close()
+    if let failure = writer.failure {
+        FileHandle.standardError.write(Data("ble-hci: the capture \(writer.path) stopped early: \(failure)\n".utf8))
+    }
 }
 
 /// Opens the capture file of `-w FILE`, if given.

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 import HCI
 import Host
 import L2CAP
@@ -31,7 +32,7 @@ import BLE
 
         let attributeCount = peripheral.server.attributeTypes.count
         let nameHandle = try #require(peripheral.server.valueHandle(of: DemoProfile.name))
-        var generator = HostileFrames(rng: SplitMix64(seed: 0x5EED_B1E), attributeCount: attributeCount,
+        var generator = HostileFrames(rng: SeededGenerator(seed: 0x5EED_B1E), attributeCount: attributeCount,
                                       protectedHandle: nameHandle, mtu: Self.mtu)
         let ping = Probe(frame: L2CAPFrame(cid: .att, payload: ATTPDU.readRequest(handle: nameHandle).bytes).bytes,
                          expectation: Expectation("Read Response \"ble-hci\"", cid: 0x0004) {
@@ -170,23 +171,10 @@ private actor Inbox {
     }
 }
 
-/// SplitMix64: a tiny deterministic generator, so a failure reproduces.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Hostile frames with the answers the Core specification requires of a peripheral that has
 /// no credit-based channels, no listeners and no pairing.
 private struct HostileFrames {
-    var rng: SplitMix64
+    var rng: SeededGenerator
     let attributeCount: Int
     /// Never written (the value checked at the end).
     let protectedHandle: UInt16

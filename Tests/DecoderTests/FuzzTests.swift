@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import HCI
 import Capture
 import Transport
@@ -8,19 +9,6 @@ import Transport
 // Hostile input, reproducibly: a fixed-seed generator drives random and mutated H4 packets and
 // capture files through every parser `dump` and the live stack use. Nothing may trap, every
 // JSON line must parse, and decoding must go on after each bad packet.
-
-/// SplitMix64: small, fast and the same sequence on every platform for a given seed.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 private let fixtureNames = ["bumble-central.btsnoop", "bumble-peripheral.btsnoop", "ble-hci-demo.pcap"]
 
