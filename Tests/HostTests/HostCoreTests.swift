@@ -49,25 +49,35 @@ import Transport
         try await eventually("first command sent") { t.sentCommands.count == 1 }
         try await Task.sleep(for: .milliseconds(30))
         #expect(t.sentCommands.count == 1)  // one credit: the others wait
-        // Answer with 2 credits: both remaining commands go out.
-        t.inject(CommandComplete(numHCICommandPackets: 2, opcode: t.sentCommands[0].opcode, returnParameters: [0]))
+        // The three tasks race for the one credit: answer whichever went first with success and
+        // 2 credits; both remaining commands then go out. Read BD_ADDR always succeeds; a Set
+        // Event Mask answered after the first fails, and the failure carries the status name.
+        let first = t.sentCommands[0]
+        let address = BDAddress([1, 2, 3, 4, 5, 6])
+        if first.opcode == ReadBDADDR.opcode {
+            t.inject(CommandComplete(ReadBDADDR.self, .init(address: address), numHCICommandPackets: 2))
+        } else {
+            t.inject(CommandComplete(numHCICommandPackets: 2, opcode: first.opcode, returnParameters: [0]))
+        }
         try await eventually("two more sent") { t.sentCommands.count == 3 }
         for cmd in t.sentCommands.dropFirst() {
             if cmd.opcode == ReadBDADDR.opcode {
-                t.inject(CommandComplete(ReadBDADDR.self, .init(address: BDAddress([1, 2, 3, 4, 5, 6]))))
+                t.inject(CommandComplete(ReadBDADDR.self, .init(address: address)))
             } else {
-                // A failure carries the status name.
                 t.inject(CommandComplete(numHCICommandPackets: 1, opcode: cmd.opcode, returnParameters: [0x0C]))
             }
         }
-        _ = try await a.value
-        #expect(try await c.value.address == BDAddress([1, 2, 3, 4, 5, 6]))
-        do {
-            _ = try await b.value
-            Issue.record("a failed status did not throw")
-        } catch let e as HCIError {
-            #expect(e.status == .commandDisallowed)
-            #expect("\(e)".contains("Command Disallowed"))
+        #expect(try await c.value.address == address)
+        for (task, mask) in [(a, UInt64(1)), (b, UInt64(2))] {
+            let wentFirst = first.parameters == SetEventMask(eventMask: mask).packet.parameters
+            do {
+                _ = try await task.value
+                #expect(wentFirst, "Set Event Mask \(mask) succeeded though answered with Command Disallowed")
+            } catch let e as HCIError {
+                #expect(!wentFirst)
+                #expect(e.status == .commandDisallowed)
+                #expect("\(e)".contains("Command Disallowed"))
+            }
         }
         await host.close()
     }
