@@ -85,7 +85,7 @@ public final class RemotePeripheral: Sendable {
     public var gatt: GATTClient { link.client }
 
     /// The current ATT_MTU.
-    public var mtu: Int { get async { await link.bearer.mtu } }
+    public var mtu: Int { get async { link.bearer.mtu } }
 
     /// Exchanges MTU (ATT Exchange MTU Request); returns the effective ATT_MTU.
     @discardableResult
