@@ -74,14 +74,13 @@ struct GATTTracker {
             if type == BluetoothUUID(0x2803) {
                 var chars: [FieldValue] = []
                 for item in list {
-                    let v = item.value
-                    guard v.count == 5 || v.count == 19,
-                          let u = BluetoothUUID(littleEndian: Array(v[3...])) else { continue }
-                    let valueHandle = UInt16(v[1]) | UInt16(v[2]) << 8
+                    guard let d = try? GATTCharacteristicDeclaration(value: item.value) else { continue }
+                    let u = d.uuid, valueHandle = d.valueHandle
                     c.attributes[item.handle] = Attribute(uuid: type, characteristic: u)
                     c.attributes[valueHandle] = Attribute(uuid: u, characteristic: nil)
                     c.valueHandles[valueHandle] = u
-                    var o: [Field] = [.int("handle", item.handle), .code("properties", v[0], note: propertyNames(v[0])),
+                    var o: [Field] = [.int("handle", item.handle),
+                                      .code("properties", d.properties.rawValue, note: d.properties.names.joined(separator: ", ")),
                                       .int("valueHandle", valueHandle), uuidField("uuid", u)]
                     if let n = AssignedNumbers.name(of: u) { o.append(.text("name", n)) }
                     chars.append(.object(o))
@@ -167,11 +166,5 @@ struct GATTTracker {
         case 0x0003: return "enable notifications and indications"
         default: return "reserved value \(hexCode(v))"
         }
-    }
-
-    private func propertyNames(_ p: UInt8) -> String {
-        let names = ["broadcast", "read", "writeWithoutResponse", "write", "notify", "indicate",
-                     "authenticatedSignedWrites", "extendedProperties"]
-        return (0..<8).filter { p & (1 << $0) != 0 }.map { names[$0] }.joined(separator: ", ")
     }
 }

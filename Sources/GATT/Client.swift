@@ -181,15 +181,12 @@ public actor GATTClient {
     public func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
         var out: [GATTRemoteCharacteristic] = []
         for e in try await readAllByType(GATTUUID.characteristic, service.startHandle...service.endHandle) {
-            var r = ByteReader(e.value)
-            let props = try r.u8("properties"), vh = try r.u16("valueHandle")
-            guard let u = BluetoothUUID(littleEndian: r.rest()), vh > e.handle else {
+            guard let d = try? GATTCharacteristicDeclaration(value: e.value), d.valueHandle > e.handle else {
                 throw GATTClientError.invalidResponse("bad characteristic declaration at \(e.handle)")
             }
             if let last = out.indices.last { out[last].endHandle = e.handle - 1 }
-            out.append(GATTRemoteCharacteristic(uuid: u, declarationHandle: e.handle, valueHandle: vh,
-                                                properties: GATTCharacteristicProperties(rawValue: props),
-                                                endHandle: service.endHandle))
+            out.append(GATTRemoteCharacteristic(uuid: d.uuid, declarationHandle: e.handle, valueHandle: d.valueHandle,
+                                                properties: d.properties, endHandle: service.endHandle))
         }
         return uuid.map { u in out.filter { $0.uuid == u } } ?? out
     }

@@ -268,9 +268,8 @@ struct AttributeTable: Sendable {
             }
             for c in s.characteristics {
                 let declHandle = handle + 1
-                var decl = ByteWriter(capacity: 19)
-                decl.u8(c.properties.rawValue); decl.u16(declHandle + 1); decl.append(c.uuid.littleEndianFor16Or128)
-                add(GATTUUID.characteristic, .constant, decl.bytes, .readable)
+                let decl = GATTCharacteristicDeclaration(properties: c.properties, valueHandle: declHandle + 1, uuid: c.uuid)
+                add(GATTUUID.characteristic, .constant, decl.value, .readable)
                 let valueHandle = handle + 1
                 switch c.value {
                 case .stored(let v):

@@ -141,3 +141,15 @@ import ATT
         #expect(try await client.discoverDatabase().map(\.service.uuid) == [0x1800, 0x1801])
     }
 }
+
+@Suite struct CharacteristicDeclarationTests {
+    @Test func roundTripsAndRejectsBadLengths() throws {
+        // Core Vol 3 Part G 3.3.1: properties 0x12 (read, notify), value handle 0x0003, UUID 0x2A37.
+        let bytes: [UInt8] = [0x12, 0x03, 0x00, 0x37, 0x2A]
+        let d = try GATTCharacteristicDeclaration(value: bytes)
+        #expect(d == GATTCharacteristicDeclaration(properties: [.read, .notify], valueHandle: 3, uuid: 0x2A37))
+        #expect(d.value == bytes)
+        #expect(throws: DecodeError.self) { try GATTCharacteristicDeclaration(value: Array(bytes.prefix(4))) }
+        #expect(throws: DecodeError.self) { try GATTCharacteristicDeclaration(value: bytes + [0]) }
+    }
+}
