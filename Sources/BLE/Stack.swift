@@ -238,15 +238,23 @@ actor Stack {
     }
 }
 
-/// Pairing is not implemented yet: answer every SMP request with Pairing Failed
-/// "Pairing Not Supported" (Core Vol 3 Part H 3.5.5) so the peer doesn't wait 30 s.
+/// This stack does not pair (no SMP state machine; see README "Not there yet"). It answers a
+/// Pairing Request or Security Request with Pairing Failed (Core Vol 3 Part H 3.5.5) so the peer
+/// doesn't wait 30 s: "Pairing Not Supported", or "Invalid Parameters" for one that doesn't
+/// decode. Other SMP PDUs can't arrive without a pairing in progress and are ignored.
 enum SMPRefusal {
     static func handler(l2cap: L2CAPConnection) -> FixedChannelHandler {
         FixedChannelHandler(received: { bytes in
-            guard let code = bytes.first else { return }
-            // Pairing Request (0x01) or Security Request (0x0B): refuse; anything else is ignored.
-            guard code == 0x01 || code == 0x0B else { return }
-            let failed = SMPPDU.pairingFailed(reason: .pairingNotSupported).bytes
+            let reason: SMPPairingFailedReason
+            switch (try? SMPPDU.decode(bytes), bytes.first) {
+            case (.pairingRequest?, _), (.securityRequest?, _):
+                reason = .pairingNotSupported
+            case (nil, SMPPDU.Code.pairingRequest?), (nil, SMPPDU.Code.securityRequest?):
+                reason = .invalidParameters
+            default:
+                return
+            }
+            let failed = SMPPDU.pairingFailed(reason: reason).bytes
             Task { try? await l2cap.send(failed, on: .smp) }
         })
     }
