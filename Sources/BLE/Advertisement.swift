@@ -91,7 +91,12 @@ public struct ScanFilter: Sendable {
 /// Merges a stream of reports into advertisers and decides what to report: each advertiser
 /// when first seen and whenever its data (or connectability) changes, or every report.
 struct AdvertisementTracker {
-    private var known: [DeviceAddress: Advertisement] = [:]
+    private struct Entry {
+        var advertisement: Advertisement
+        /// `advertisement.meaning`, kept so each report costs one comparison, not two renderings.
+        var meaning: [Field]
+    }
+    private var known: [DeviceAddress: Entry] = [:]
     /// Bounds memory on a busy radio: the oldest advertisers are forgotten beyond this.
     private let capacity: Int
     private var order: [DeviceAddress] = []
@@ -100,34 +105,38 @@ struct AdvertisementTracker {
 
     /// Returns the advertiser to report for this report, or nil when nothing changed.
     mutating func update(with report: AdvertisingReportValue, everyReport: Bool) -> Advertisement? {
-        let data = AdvertisingData(parsing: report.data)
-        var adv: Advertisement
-        if var existing = known[report.address] {
-            if report.isScanResponse {
-                existing.scanResponse = data
-            } else {
-                existing.advertisingData = data
-                existing.connectable = report.isConnectable
-            }
-            existing.rssi = report.rssi ?? existing.rssi
-            adv = existing
-        } else {
-            adv = Advertisement(address: report.address, rssi: report.rssi, connectable: report.isConnectable,
-                                advertisingData: report.isScanResponse ? AdvertisingData() : data,
-                                scanResponse: report.isScanResponse ? data : nil)
+        guard var entry = known[report.address] else {
+            let data = AdvertisingData(parsing: report.data)
+            let adv = Advertisement(address: report.address, rssi: report.rssi, connectable: report.isConnectable,
+                                    advertisingData: report.isScanResponse ? AdvertisingData() : data,
+                                    scanResponse: report.isScanResponse ? data : nil)
+            known[report.address] = Entry(advertisement: adv, meaning: adv.meaning)
             order.append(report.address)
-            if order.count > capacity {
-                known[order.removeFirst()] = nil
+            if order.count > capacity { known[order.removeFirst()] = nil }
+            return adv
+        }
+        var adv = entry.advertisement
+        adv.rssi = report.rssi ?? adv.rssi
+        // The same bytes as last time (the usual case): nothing to parse, nothing changed.
+        let unchanged = report.isScanResponse
+            ? adv.scanResponse?.bytes == report.data
+            : adv.advertisingData.bytes == report.data && adv.connectable == report.isConnectable
+        if !unchanged {
+            let data = AdvertisingData(parsing: report.data)
+            if report.isScanResponse {
+                adv.scanResponse = data
+            } else {
+                adv.advertisingData = data
+                adv.connectable = report.isConnectable
             }
         }
-        let previous = known[report.address]
-        known[report.address] = adv
-        if everyReport { return adv }
-        guard let previous else { return adv }
+        entry.advertisement = adv
         // What the advertiser says, not how: a scan response repeating the advertising data
         // (as some controllers send) or a new RSSI is no change.
-        return previous.meaning != adv.meaning ? adv : nil
+        let meaning = unchanged ? entry.meaning : adv.meaning
+        let changed = meaning != entry.meaning
+        entry.meaning = meaning
+        known[report.address] = entry
+        return everyReport || changed ? adv : nil
     }
-
-    func latest(_ address: DeviceAddress) -> Advertisement? { known[address] }
 }
