@@ -13,7 +13,7 @@ SYSTEM_ONLY=0
 [[ "${1:-}" == "--system-only" ]] && SYSTEM_ONLY=1
 ROOT=$PWD
 
-APT_PACKAGES=(libbluetooth-dev libssl-dev pkg-config tshark python3-venv qemu-system-x86 busybox-static bluez)
+APT_PACKAGES=(libbluetooth-dev libssl-dev pkg-config tshark python3-venv qemu-system-x86 busybox-static bluez chromium)
 
 log() { echo "setup: $*" >&2; }
 

@@ -20,6 +20,12 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         c.out.error(error.description)
         return ExitCode.failure
     }
+    let flow = c.args.has("flow")
+    let svgPath = c.args.last("svg")
+    if flow || svgPath != nil {
+        guard !c.out.json else { throw UsageError("--json, --flow and --svg are alternatives: choose one", command: c.command) }
+        return try runFlow(&reader, layers: layers, text: flow, svgPath: svgPath, c)
+    }
     let decoder = PacketDecoder()
     // Performance: render UTF-8 bytes straight into one buffer (no String per packet), and
     // resolve `--layers` once instead of hashing layer names per packet.
@@ -46,6 +52,43 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         out.flushIfFull()
     }
     out.flush()
+    if let warning { c.out.error("warning: \(warning)") }
+    return ExitCode.success
+}
+
+/// `dump --flow` / `--svg OUT.svg`: the capture as a sequence diagram (Decoder's FlowBuilder,
+/// drawn by FlowText / FlowSVG). Both together print the text and write the SVG.
+private func runFlow(_ reader: inout CaptureReader, layers: Set<String>, text: Bool, svgPath: String?, _ c: CommandContext) throws -> Int32 {
+    let decoder = PacketDecoder()
+    var builder = FlowBuilder(layers: layers)
+    var warning: String? = nil
+    while true {
+        let record: CaptureRecord?
+        do {
+            record = try reader.next()
+        } catch {
+            warning = error.description
+            break
+        }
+        guard let record else { break }
+        builder.add(decoder.decode(record))
+    }
+    let diagram = builder.finish()
+    if text {
+        var out = BufferedStdout()
+        FlowText.render(diagram, to: &out.buffer)
+        out.flush()
+    }
+    if let svgPath {
+        let svg = FlowSVG.render(diagram)
+        do {
+            // Written whole to a temporary file, then renamed: never a half-written SVG.
+            try Data(svg.utf8).write(to: URL(fileURLWithPath: svgPath), options: .atomic)
+        } catch {
+            c.out.error("cannot write \(svgPath): \(error.localizedDescription)")
+            return ExitCode.failure
+        }
+    }
     if let warning { c.out.error("warning: \(warning)") }
     return ExitCode.success
 }

@@ -135,7 +135,7 @@ let commandSpecs: [String: OptionSpec] = [
                           valued: ["read", "write", "write-without-response", "subscribe", "count",
                                    "duration", "mtu", "timeout", "profile", "date"]),
     "peripheral": OptionSpec(flags: [], valued: ["name", "profile", "duration"]),
-    "dump": OptionSpec(flags: [], valued: ["layers"]),
+    "dump": OptionSpec(flags: ["flow"], valued: ["layers", "svg"]),
     "demo": OptionSpec(flags: [], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen"]),
 ]

@@ -1,0 +1,458 @@
+// The flow model behind `dump --flow` / `--svg`: decoded packets → steps → arrows. It never
+// looks at bytes: it reads the fields each layer's codec produced (DecodedPacket.layers) and
+// decides who sent the packet to whom, which layer's words label it, and which
+// CoreBluetooth-style step (scan, connect, discover, read, ...) it belongs to. Rendering (text,
+// SVG) lives in FlowText.swift and FlowSVG.swift.
+import HCI
+import Capture
+
+/// A column of the diagram.
+public enum FlowParty: Hashable, Sendable {
+    /// The host whose capture this is.
+    case host
+    /// Its controller (HCI commands go there, HCI events come from there).
+    case controller
+    /// The n-th remote device (index into `FlowDiagram.peers`): L2CAP traffic on its
+    /// connection, and advertising reports of its advertisements.
+    case peer(Int)
+}
+
+/// What a step does, with the CoreBluetooth call that causes it.
+public enum FlowStepKind: String, Sendable, CaseIterable {
+    case powerOn = "power on"
+    case advertise
+    case scan
+    case stopScan = "stop scan"
+    case connect
+    case connectionParameters = "update connection parameters"
+    case exchangeMTU = "exchange MTU"
+    case discoverServices = "discover services"
+    case discoverIncludedServices = "discover included services"
+    case discoverCharacteristics = "discover characteristics"
+    case discoverDescriptors = "discover descriptors"
+    case read
+    case write
+    case subscribe
+    case unsubscribe
+    case notify
+    case indicate
+    case l2capChannel = "L2CAP channel"
+    case pair
+    case encrypt
+    case disconnect
+
+    /// The CoreBluetooth call (or delegate callback) of this step: `asServer` when this host is
+    /// the GATT server (CBPeripheralManager side) for the ATT steps.
+    public func coreBluetooth(asServer: Bool) -> String {
+        switch self {
+        case .powerOn: return asServer ? "CBPeripheralManager(delegate:queue:) → peripheralManagerDidUpdateState(.poweredOn)"
+                                       : "CBCentralManager(delegate:queue:) → centralManagerDidUpdateState(.poweredOn)"
+        case .advertise: return "peripheralManager.startAdvertising(_:)"
+        case .scan: return "centralManager.scanForPeripherals(withServices:) → centralManager(_:didDiscover:advertisementData:rssi:)"
+        case .stopScan: return "centralManager.stopScan()"
+        case .connect: return asServer ? "(a central connected: no CBPeripheralManager callback)" : "centralManager.connect(_:) → centralManager(_:didConnect:)"
+        case .connectionParameters: return "(none: CoreBluetooth negotiates connection parameters itself)"
+        case .exchangeMTU: return asServer ? "(automatic) central.maximumUpdateValueLength" : "(automatic) peripheral.maximumWriteValueLength(for:)"
+        case .discoverServices: return asServer ? "(answered by CBPeripheralManager from add(_:))" : "peripheral.discoverServices(_:) → peripheral(_:didDiscoverServices:)"
+        case .discoverIncludedServices: return asServer ? "(answered by CBPeripheralManager from add(_:))" : "peripheral.discoverIncludedServices(_:for:)"
+        case .discoverCharacteristics: return asServer ? "(answered by CBPeripheralManager from add(_:))" : "peripheral.discoverCharacteristics(_:for:) → peripheral(_:didDiscoverCharacteristicsFor:error:)"
+        case .discoverDescriptors: return asServer ? "(answered by CBPeripheralManager from add(_:))" : "peripheral.discoverDescriptors(for:) → peripheral(_:didDiscoverDescriptorsFor:error:)"
+        case .read: return asServer ? "peripheralManager(_:didReceiveRead:) → respond(to:withResult:)" : "peripheral.readValue(for:) → peripheral(_:didUpdateValueFor:error:)"
+        case .write: return asServer ? "peripheralManager(_:didReceiveWrite:) → respond(to:withResult:)" : "peripheral.writeValue(_:for:type:) → peripheral(_:didWriteValueFor:error:)"
+        case .subscribe: return asServer ? "peripheralManager(_:central:didSubscribeTo:)" : "peripheral.setNotifyValue(true, for:) → peripheral(_:didUpdateNotificationStateFor:error:)"
+        case .unsubscribe: return asServer ? "peripheralManager(_:central:didUnsubscribeFrom:)" : "peripheral.setNotifyValue(false, for:)"
+        case .notify: return asServer ? "peripheralManager.updateValue(_:for:onSubscribedCentrals:)" : "peripheral(_:didUpdateValueFor:error:)"
+        case .indicate: return asServer ? "peripheralManager.updateValue(_:for:onSubscribedCentrals:) (indicate)" : "peripheral(_:didUpdateValueFor:error:) (indication)"
+        case .l2capChannel: return asServer ? "peripheralManager.publishL2CAPChannel(withEncryption:)" : "peripheral.openL2CAPChannel(_:)"
+        case .pair: return "(system pairing, started by an Insufficient Authentication/Encryption answer or a Security Request)"
+        case .encrypt: return "(system: the link is encrypted with the paired keys)"
+        case .disconnect: return asServer ? "(the central disconnected: no CBPeripheralManager callback)" : "centralManager.cancelPeripheralConnection(_:) → centralManager(_:didDisconnectPeripheral:error:)"
+        }
+    }
+}
+
+/// One packet as an arrow: from whom to whom, labelled in its own layer's words.
+public struct FlowArrow: Sendable, Equatable {
+    /// The packet's 1-based position in the capture.
+    public var index: Int
+    public var time: CaptureTime
+    public var from: FlowParty
+    public var to: FlowParty
+    /// Whose words label it: "hci", "l2cap", "signaling", "att", "smp", "monitor".
+    public var layer: String
+    public var label: String
+    public var malformed: Bool
+    /// What repeats: the label without values (e.g. "ATT Handle Value Notification 0x0010"),
+    /// used to collapse runs of the same exchange.
+    public var shape: String
+}
+
+/// Consecutive packets of one step.
+public struct FlowStep: Sendable {
+    public var kind: FlowStepKind
+    /// Whether this host is the GATT server (CBPeripheralManager) in this step.
+    public var asServer: Bool
+    public var arrows: [FlowArrow]
+    public var coreBluetooth: String { kind.coreBluetooth(asServer: asServer) }
+}
+
+/// The whole diagram: the columns (host, controller, peers) and the steps in capture order.
+public struct FlowDiagram: Sendable {
+    /// Peer column titles: "F0:F1:F2:F3:F4:01 (public)", or "other advertisers".
+    public var peers: [String]
+    public var steps: [FlowStep]
+    /// Time of the first packet (arrows show their time relative to it).
+    public var start: CaptureTime?
+    public var packetCount: Int { steps.reduce(0) { $0 + $1.arrows.count } }
+}
+
+/// Builds a `FlowDiagram` from decoded packets given in capture order. Linear in the packets:
+/// constant work per packet (a few field look-ups in the packet's own short field lists).
+public struct FlowBuilder {
+    private let layers: LayerSelection
+    private var steps: [FlowStep] = []
+    private var peerTitles: [String] = []
+    private var peerByAddress: [String: Int] = [:]
+    /// Peers that took part in a connection (the others are advertisers only).
+    private var connected: Set<Int> = []
+    private var peerByHandle: [UInt16: Int] = [:]
+    /// The step of the ATT request awaiting its response, per (connection, request direction):
+    /// ATT allows one outstanding request per direction (Core v5.4 Vol 3 Part F 3.3.2).
+    private var pendingRequest: [PendingKey: (FlowStepKind, Bool)] = [:]
+    /// Whether this host acts as GATT server on a connection (it received an ATT request).
+    private var serverOn: [UInt16: Bool] = [:]
+    private var start: CaptureTime?
+    /// The step of each HCI command awaiting its Command Complete / Command Status, by opcode.
+    private var pendingCommand: [Int: (FlowStepKind, Bool)?] = [:]
+
+    private struct PendingKey: Hashable {
+        var handle: UInt16
+        var sent: Bool
+    }
+
+    /// `layers`: the `--layers` selection; a packet with none of them is left out of the diagram.
+    public init(layers: Set<String> = allDecoderLayers) {
+        self.layers = LayerSelection(layers)
+    }
+
+    public mutating func add(_ p: DecodedPacket) {
+        if start == nil { start = p.time }
+        guard let label = Self.label(p, layers) else { return }
+        let (from, to) = parties(p)
+        let placement = classify(p)
+        let arrow = FlowArrow(index: p.index, time: p.time, from: from, to: to, layer: label.layer, label: label.text,
+                              malformed: p.malformed != nil, shape: label.shape)
+        if let (kind, asServer) = placement {
+            if let last = steps.last, last.kind == kind, last.asServer == asServer {
+                steps[steps.count - 1].arrows.append(arrow)
+            } else {
+                steps.append(FlowStep(kind: kind, asServer: asServer, arrows: [arrow]))
+            }
+        } else if steps.isEmpty {
+            steps.append(FlowStep(kind: .powerOn, asServer: false, arrows: [arrow]))
+        } else {
+            steps[steps.count - 1].arrows.append(arrow)  // bookkeeping (credits, fragments) joins the step it serves
+        }
+    }
+
+    /// The diagram. Advertisers that never connected share one "other advertisers" column when
+    /// there are more than two of them (a busy capture would otherwise have dozens of columns).
+    public func finish() -> FlowDiagram {
+        // Link-level steps are named from the side this host plays: a host that advertised and
+        // never scanned is the peripheral (CBPeripheralManager) of its connections.
+        let peripheralHost = steps.contains { $0.kind == .advertise } && !steps.contains { $0.kind == .scan }
+        var steps = steps
+        for i in steps.indices where [.powerOn, .connect, .disconnect, .connectionParameters, .pair, .encrypt].contains(steps[i].kind) {
+            steps[i].asServer = peripheralHost
+        }
+        // Neighbouring steps that became the same (e.g. connect events of both roles) merge.
+        var merged: [FlowStep] = []
+        for s in steps {
+            if let last = merged.last, last.kind == s.kind, last.asServer == s.asServer {
+                merged[merged.count - 1].arrows += s.arrows
+            } else {
+                merged.append(s)
+            }
+        }
+        steps = merged
+        let advertisersOnly = (0..<peerTitles.count).filter { !connected.contains($0) }
+        guard advertisersOnly.count > 2 else { return FlowDiagram(peers: peerTitles, steps: steps, start: start) }
+        var map: [Int: Int] = [:]
+        var titles: [String] = []
+        for i in 0..<peerTitles.count where connected.contains(i) { map[i] = titles.count; titles.append(peerTitles[i]) }
+        let others = titles.count
+        titles.append("other advertisers")
+        for i in advertisersOnly { map[i] = others }
+        func remap(_ p: FlowParty) -> FlowParty { if case .peer(let i) = p { return .peer(map[i] ?? others) } else { return p } }
+        var out = steps
+        for s in out.indices {
+            for a in out[s].arrows.indices {
+                out[s].arrows[a].from = remap(out[s].arrows[a].from)
+                out[s].arrows[a].to = remap(out[s].arrows[a].to)
+            }
+        }
+        return FlowDiagram(peers: titles, steps: out, start: start)
+    }
+
+    // MARK: Who talks to whom
+
+    private mutating func peer(address: String, type: String?) -> Int {
+        if let i = peerByAddress[address] { return i }
+        let i = peerTitles.count
+        peerTitles.append(type.map { "\(address) (\($0))" } ?? address)
+        peerByAddress[address] = i
+        return i
+    }
+
+    private mutating func parties(_ p: DecodedPacket) -> (FlowParty, FlowParty) {
+        let hci = p.layer("hci") ?? []
+        switch p.type {
+        case "command": return (.host, .controller)
+        case "event":
+            // An advertising report relays what a peer sent over the air: drawn from that peer.
+            if let reports = listValue(field("reports", hci)), case .object(let r)? = reports.first,
+               let address = textValue(field("address", r)) {
+                return (.peer(peer(address: address, type: addressTypeName(field("addressType", r)))), .host)
+            }
+            if let address = textValue(field("peerAddress", hci)), let handle = intValue(field("connectionHandle", hci)),
+               codeValue(field("status", hci)) == 0 {
+                let i = peer(address: address, type: addressTypeName(field("peerAddressType", hci)))
+                connected.insert(i)
+                peerByHandle[UInt16(truncatingIfNeeded: handle)] = i
+            }
+            return (.controller, .host)
+        case "acl", "sco", "iso":
+            let party: FlowParty
+            if let h = intValue(field("handle", hci)), let i = peerByHandle[UInt16(truncatingIfNeeded: h)] {
+                party = .peer(i)
+            } else {
+                // A capture that starts mid-connection: the link's handle names the peer.
+                let h = intValue(field("handle", hci)) ?? 0
+                let i = peer(address: "handle 0x" + hex4(h), type: nil)
+                connected.insert(i)
+                peerByHandle[UInt16(truncatingIfNeeded: h)] = i
+                party = .peer(i)
+            }
+            return p.direction == .received ? (party, .host) : (.host, party)
+        case "monitor": return (.host, .host)
+        default: return p.direction == .received ? (.controller, .host) : (.host, .controller)
+        }
+    }
+
+    // MARK: Steps
+
+    /// The step a packet starts or belongs to; nil for packets that serve whatever step is
+    /// going on (Number Of Completed Packets, L2CAP fragments, vendor or unknown commands).
+    private mutating func classify(_ p: DecodedPacket) -> (FlowStepKind, Bool)? {
+        if p.layer("smp") != nil { return (.pair, false) }
+        if let sig = p.layer("signaling") {
+            let name = textValue(field("name", sig)) ?? ""
+            return (name.contains("Connection Parameter Update") ? .connectionParameters : .l2capChannel, false)
+        }
+        let hci = p.layer("hci") ?? []
+        if let att = p.layer("att") { return classifyATT(att, gatt: p.layer("gatt"), hci: hci, sent: p.direction != .received) }
+        switch p.type {
+        case "command":
+            let kind = Self.commandStep(textValue(field("name", hci)) ?? "")
+            // Core v5.4 Vol 4 Part E 7.8.11 / 7.8.65: Enable 0x00 stops scanning.
+            var step = kind.map { ($0, false) }
+            if kind == .scan, let e = field("enable", hci) ?? field("leScanEnable", hci), codeValue(e) == 0 { step = (.stopScan, false) }
+            if let op = codeValue(field("opcode", hci)) { pendingCommand[op] = step }
+            return step
+        case "event":
+            let name = textValue(field("name", hci)) ?? ""
+            if name == "Command Complete" || name == "Command Status" {
+                // The step of the command it answers (its opcode's name, from the HCI registry).
+                return codeValue(field("commandOpcode", hci)).flatMap { pendingCommand.removeValue(forKey: $0) } ?? nil
+            }
+            if name == "Disconnection Complete" {
+                if let h = intValue(field("connectionHandle", hci)) {
+                    let handle = UInt16(truncatingIfNeeded: h)
+                    pendingRequest[PendingKey(handle: handle, sent: true)] = nil
+                    pendingRequest[PendingKey(handle: handle, sent: false)] = nil
+                    serverOn[handle] = nil
+                }
+                return (.disconnect, false)
+            }
+            if name.hasPrefix("Encryption") { return (.encrypt, false) }
+            guard let sub = textValue(field("subevent", hci)) else { return nil }
+            if sub.contains("Advertising Report") {
+                // A report still arriving while the connection is being made belongs to it.
+                return steps.last?.kind == .connect ? nil : (.scan, false)
+            }
+            if sub.contains("Advertising Set Terminated") || sub.contains("Connection Complete") {
+                // Core v5.4 Vol 4 Part E 7.7.65.1: role 0x01 = this host is the peripheral.
+                return (.connect, codeValue(field("role", hci)) == 1)
+            }
+            if sub.contains("Channel Selection") || sub.contains("Data Length") || sub.contains("Remote Features") || sub.contains("PHY Update") {
+                return (.connect, false)
+            }
+            if sub.contains("Connection Update") || sub.contains("Connection Parameter") { return (.connectionParameters, false) }
+            if sub.contains("Long Term Key") { return (.encrypt, false) }
+            if sub.contains("P-256") || sub.contains("DHKey") { return (.pair, false) }
+            return nil
+        default:
+            return nil
+        }
+    }
+
+    /// HCI commands by name (the registry's spec names, Core v5.4 Vol 4 Part E 7).
+    static func commandStep(_ name: String) -> FlowStepKind? {
+        if name == "Reset" { return .powerOn }
+        if name.contains("Advertising") || name.contains("Scan Response") || name.contains("Advertising Set") { return .advertise }
+        if name.contains("Scan") { return .scan }
+        if name.contains("Create Connection") { return .connect }
+        if name == "Disconnect" { return .disconnect }
+        if name.contains("Connection Update") || name.contains("Connection Parameter") { return .connectionParameters }
+        if name.contains("Encryption") || name.contains("Long Term Key") { return .encrypt }
+        if name.contains("P-256") || name.contains("DHKey") { return .pair }
+        // Per-connection negotiation, not the controller-wide defaults read or set at power-on.
+        if name.contains("Default") || name.contains("Maximum") || name.contains("Suggested") { return nil }
+        if name.contains("Data Length") || name.contains("PHY") || name.contains("Remote Features") { return .connect }
+        return nil
+    }
+
+    private mutating func classifyATT(_ att: [Field], gatt: [Field]?, hci: [Field], sent: Bool) -> (FlowStepKind, Bool)? {
+        guard let opcode = codeValue(field("opcode", att)) else { return nil }
+        let handle = UInt16(truncatingIfNeeded: intValue(field("handle", hci)) ?? 0)
+        // Core v5.4 Vol 3 Part F 3.3: bit 6 = command, responses are the odd opcodes that
+        // answer a request; a request received means this host is the server.
+        func asServer(requestSent: Bool) -> Bool { !requestSent }
+        switch opcode {
+        case 0x1B: return (.notify, serverOn[handle] ?? sent)
+        case 0x1D, 0x1E:
+            return (.indicate, serverOn[handle] ?? (opcode == 0x1D ? sent : !sent))
+        default: break
+        }
+        if Self.isResponse(opcode) {
+            // Answers the request outstanding in the other direction.
+            if let step = pendingRequest.removeValue(forKey: PendingKey(handle: handle, sent: !sent)) { return step }
+            guard opcode != 0x01, let kind = Self.requestStep(opcode - 1, att: att, gatt: gatt) else { return nil }
+            return (kind, asServer(requestSent: !sent))
+        }
+        guard let kind = Self.requestStep(opcode, att: att, gatt: gatt) else { return nil }
+        let server = asServer(requestSent: sent)
+        serverOn[handle] = server
+        if opcode & 0x40 == 0 { pendingRequest[PendingKey(handle: handle, sent: sent)] = (kind, server) }
+        return (kind, server)
+    }
+
+    /// ATT responses (Core v5.4 Vol 3 Part F 3.4): Error Response and each request's answer.
+    static func isResponse(_ op: Int) -> Bool {
+        [0x01, 0x03, 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19, 0x21].contains(op)
+    }
+
+    /// The step of an ATT request or command, per the GATT procedure it belongs to
+    /// (Core v5.4 Vol 3 Part G 4.4–4.12).
+    static func requestStep(_ op: Int, att: [Field], gatt: [Field]?) -> FlowStepKind? {
+        switch op {
+        case 0x02: return .exchangeMTU
+        case 0x04: return .discoverDescriptors                // 4.7.1 Discover All Characteristic Descriptors
+        case 0x06, 0x10: return .discoverServices             // 4.4.1 / 4.4.2
+        case 0x08:
+            switch textValue(field("type", att)) {
+            case "2802": return .discoverIncludedServices     // 4.5.1 Find Included Services
+            case "2803": return .discoverCharacteristics      // 4.6.1 / 4.6.2
+            default: return .read                             // 4.8.2 Read Using Characteristic UUID
+            }
+        case 0x0A, 0x0C, 0x0E, 0x20: return .read
+        case 0x12, 0x52, 0xD2, 0x16, 0x18:
+            // A write to a Client Characteristic Configuration descriptor is (un)subscribing
+            // (Vol 3 Part G 3.3.3.3): bit 0 notifications, bit 1 indications.
+            if op != 0x18, let g = gatt, textValue(field("uuid", g)) == "2902",
+               case .bytes(let v)? = field("value", att)?.value {
+                return v.contains { $0 & 0x03 != 0 } ? .subscribe : .unsubscribe
+            }
+            return .write
+        default: return nil
+        }
+    }
+
+    // MARK: Labels
+
+    struct Label {
+        var layer: String
+        var text: String
+        var shape: String
+    }
+
+    /// The packet in the words of the deepest selected layer it has.
+    static func label(_ p: DecodedPacket, _ sel: LayerSelection) -> Label? {
+        if p.malformed != nil, sel.hci || sel.l2cap || sel.att || sel.smp {
+            return Label(layer: p.layers.last?.name ?? "hci", text: p.summary + " (malformed)", shape: p.summary)
+        }
+        if sel.smp, p.layer("smp") != nil { return Label(layer: "smp", text: p.summary, shape: p.summary) }
+        if let att = p.layer("att"), sel.att {
+            var text = p.summary
+            var shape = text
+            let gatt = sel.gatt ? p.layer("gatt") : nil
+            if let s = intValue(field("startHandle", att)), let e = intValue(field("endHandle", att)) {
+                text += " 0x" + hex4(s) + "–0x" + hex4(e)
+            }
+            if let t = textValue(field("type", att)) ?? textValue(field("attributeType", att)) { text += " " + t }
+            if let h = intValue(field("handle", att)) { text += " 0x" + hex4(h); shape = text }
+            if let u = gatt.flatMap({ textValue(field("uuid", $0)) }) { text += " " + u; shape += " " + u }
+            if let mtu = intValue(field("clientRxMtu", att)) ?? intValue(field("serverRxMtu", att)) { text += " MTU \(mtu)" }
+            if let err = field("errorCode", att) { text += " " + (err.note ?? "") + " (" + err.value.display + ")" }
+            if case .bytes(let v)? = field("value", att)?.value { text += " = " + shortHex(v) }
+            if let list = listValue(field("attributeDataList", att) ?? field("informationData", att)) { text += " (\(list.count) entries)" }
+            return Label(layer: "att", text: text, shape: shape)
+        }
+        if sel.l2cap, let sig = p.layer("signaling") { _ = sig; return Label(layer: "signaling", text: p.summary, shape: p.summary) }
+        if sel.l2cap, let l2 = p.layer("l2cap") {
+            if field("fragment", l2) != nil { return Label(layer: "l2cap", text: p.summary, shape: "L2CAP fragment") }
+            var text = "L2CAP"
+            if let ch = textValue(field("channel", l2)) { text += " " + ch } else if let cid = intValue(field("cid", l2)) { text += " CID 0x" + hex4(cid) }
+            if let n = intValue(field("length", l2)) { text += " \(n) octets" }
+            return Label(layer: "l2cap", text: text, shape: text)
+        }
+        guard sel.hci, let hci = p.layer("hci") else { return nil }
+        if p.type == "monitor" { return Label(layer: "monitor", text: p.summary, shape: p.summary) }
+        if p.type == "acl" {
+            let text = "ACL handle \(intValue(field("handle", hci)) ?? 0), \(intValue(field("length", hci)) ?? 0) octets"
+            return Label(layer: "hci", text: text, shape: "ACL")
+        }
+        var text = p.summary.hasPrefix("HCI Event LE Meta: ") ? "HCI Event " + p.summary.dropFirst(19) : p.summary
+        let shape = text
+        if let reports = listValue(field("reports", hci)), case .object(let r)? = reports.first {
+            if let t = field("eventType", r) { text += " " + (t.note ?? t.value.display) }
+        }
+        if let status = field("status", hci), codeValue(status) != 0 { text += " status " + status.value.display + (status.note.map { " " + $0 } ?? "") }
+        if let h = intValue(field("connectionHandle", hci)), p.type != "command" || !text.contains("Disconnect") { text += " handle \(h)" }
+        if let reason = field("reason", hci) { text += " reason " + reason.value.display + (reason.note.map { " " + $0 } ?? "") }
+        if let e = field("enable", hci) ?? field("advertisingEnable", hci) ?? field("leScanEnable", hci) { text += codeValue(e) == 0 ? " off" : " on" }
+        return Label(layer: "hci", text: text, shape: shape)
+    }
+}
+
+// MARK: - Field access (the decoder's own fields, by name)
+
+@inline(__always)
+private func field(_ name: String, _ fields: [Field]?) -> Field? { fields?.first { $0.name == name } }
+
+private func intValue(_ f: Field?) -> Int? { if case .int(let i)? = f?.value { return i } else { return nil } }
+private func textValue(_ f: Field?) -> String? { if case .text(let s)? = f?.value { return s } else { return nil } }
+private func listValue(_ f: Field?) -> [FieldValue]? { if case .list(let l)? = f?.value { return l } else { return nil } }
+/// A `.code("0x..")` field's number.
+private func codeValue(_ f: Field?) -> Int? {
+    guard case .code(let s)? = f?.value else { return nil }
+    return Int(s.hasPrefix("0x") ? String(s.dropFirst(2)) : s, radix: 16)
+}
+
+private func addressTypeName(_ f: Field?) -> String? {
+    guard let f else { return nil }
+    if let note = f.note { return note.lowercased().contains("random") ? "random" : (note.lowercased().contains("public") ? "public" : note) }
+    switch codeValue(f) { case 0?, 2?: return "public"; case 1?, 3?: return "random"; default: return nil }
+}
+
+func hex4(_ v: Int) -> String {
+    let s = String(v, radix: 16)
+    return s.count >= 4 ? s : String(repeating: "0", count: 4 - s.count) + s
+}
+
+/// At most 8 octets of a value in hex, "…" and the length when longer.
+func shortHex(_ v: [UInt8]) -> String {
+    if v.isEmpty { return "(empty)" }
+    if v.count <= 8 { return v.hex }
+    return Array(v.prefix(8)).hex + "… (\(v.count) octets)"
+}

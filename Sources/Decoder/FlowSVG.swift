@@ -1,0 +1,165 @@
+// `dump --svg OUT.svg`: a FlowDiagram as a standalone SVG (no scripts, no external resources).
+import Capture
+
+/// SVG rendering of a `FlowDiagram`: lifelines for the host, its controller and each peer; one
+/// arrow per packet coloured by the layer whose words label it; step bands naming the
+/// CoreBluetooth call; time since the first packet on the left. A run of the same exchange
+/// (e.g. 58 notifications, each with its Number Of Completed Packets) is drawn once, then one
+/// "× 58" row, then its last occurrence, so a long capture stays one page.
+public enum FlowSVG {
+    static let rowHeight = 18
+    static let stepHeight = 24
+    static let laneSpacing = 340
+    static let firstLane = 230
+    static let top = 96
+    static let charWidth = 6.6  // 11 px monospace
+
+    /// A run repeated at least this many times is collapsed.
+    public static let collapseThreshold = 4
+
+    /// Layer → colour (distinct hues; the legend shows them).
+    static let colours: [(layer: String, title: String, colour: String)] = [
+        ("hci", "HCI", "#1f6fb4"), ("l2cap", "L2CAP", "#8e44ad"), ("signaling", "L2CAP signaling", "#b0489b"),
+        ("att", "ATT / GATT", "#218a3a"), ("smp", "SMP", "#c0392b"), ("monitor", "btmon note", "#7f7f7f"),
+    ]
+
+    static func colour(_ layer: String) -> String { colours.first { $0.layer == layer }?.colour ?? "#444444" }
+
+    /// One drawn row.
+    enum Row {
+        case step(number: Int, FlowStep)
+        case arrow(FlowArrow)
+        /// `count` repetitions of `cycle` arrows were folded (first and last are drawn).
+        case folded(count: Int, cycle: [FlowArrow], first: Int, last: Int)
+    }
+
+    /// The rows to draw, with repetition folded.
+    static func rows(_ d: FlowDiagram) -> [Row] {
+        var rows: [Row] = []
+        for (n, step) in d.steps.enumerated() {
+            rows.append(.step(number: n + 1, step))
+            let a = step.arrows
+            var i = 0
+            while i < a.count {
+                var folded = false
+                for period in 1...3 where i + period * collapseThreshold <= a.count {
+                    var reps = 1
+                    while i + (reps + 1) * period <= a.count,
+                          (0..<period).allSatisfy({ a[i + reps * period + $0].shape == a[i + $0].shape && a[i + reps * period + $0].from == a[i + $0].from }) {
+                        reps += 1
+                    }
+                    if reps >= collapseThreshold {
+                        for k in 0..<period { rows.append(.arrow(a[i + k])) }
+                        let lastStart = i + (reps - 1) * period
+                        rows.append(.folded(count: reps - 2, cycle: Array(a[i..<(i + period)]),
+                                            first: a[i + period].index, last: a[lastStart - 1].index))
+                        for k in 0..<period { rows.append(.arrow(a[lastStart + k])) }
+                        i += reps * period
+                        folded = true
+                        break
+                    }
+                }
+                if !folded { rows.append(.arrow(a[i])); i += 1 }
+            }
+        }
+        return rows
+    }
+
+    /// The SVG document.
+    public static func render(_ d: FlowDiagram) -> String {
+        let titles = ["host", "controller"] + d.peers
+        let rows = rows(d)
+        let lastLane = firstLane + (titles.count - 1) * laneSpacing
+        let width = lastLane + laneSpacing
+        var height = top + 8
+        for r in rows { if case .step = r { height += stepHeight } else { height += rowHeight } }
+        height += 16
+        var s = ""
+        s.reserveCapacity(rows.count * 260 + 4096)
+        s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\" font-family=\"DejaVu Sans Mono, monospace\" font-size=\"11\">\n"
+        s += "<title>ble-hci flow: \(d.packetCount) packets in \(d.steps.count) steps</title>\n"
+        s += "<defs>\n"
+        for c in colours {
+            s += "<marker id=\"head-\(c.layer)\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"\(c.colour)\"/></marker>\n"
+        }
+        s += "</defs>\n"
+        s += "<rect x=\"0\" y=\"0\" width=\"\(width)\" height=\"\(height)\" fill=\"#ffffff\"/>\n"
+        s += "<text x=\"10\" y=\"18\" font-size=\"13\" font-weight=\"bold\">ble-hci flow: \(d.packetCount) packets in \(d.steps.count) steps</text>\n"
+        var lx = 10
+        for c in colours {
+            s += "<rect x=\"\(lx)\" y=\"28\" width=\"12\" height=\"10\" fill=\"\(c.colour)\"/><text x=\"\(lx + 16)\" y=\"37\">\(escape(c.title))</text>\n"
+            lx += 30 + Int(Double(c.title.count) * charWidth)
+        }
+        s += "<text x=\"10\" y=\"\(top - 14)\" fill=\"#555555\">#  time (s)</text>\n"
+        for (i, t) in titles.enumerated() {
+            let x = firstLane + i * laneSpacing
+            s += "<rect x=\"\(x - 95)\" y=\"\(top - 34)\" width=\"190\" height=\"24\" rx=\"4\" fill=\"#f2f2f2\" stroke=\"#333333\"/>"
+            s += "<text x=\"\(x)\" y=\"\(top - 18)\" text-anchor=\"middle\" font-weight=\"bold\">\(escape(t))</text>\n"
+            s += "<line x1=\"\(x)\" y1=\"\(top - 10)\" x2=\"\(x)\" y2=\"\(height - 8)\" stroke=\"#999999\" stroke-dasharray=\"4 3\"/>\n"
+        }
+        var y = top + 8
+        for r in rows {
+            switch r {
+            case let .step(number, step):
+                s += "<g class=\"step\"><rect x=\"4\" y=\"\(y + 2)\" width=\"\(width - 8)\" height=\"\(stepHeight - 4)\" fill=\"#fff6d5\" stroke=\"#e0c060\"/>"
+                s += "<text x=\"10\" y=\"\(y + 16)\"><tspan font-weight=\"bold\">\(number). \(escape(step.kind.rawValue))</tspan>  \(escape(step.coreBluetooth))</text></g>\n"
+                y += stepHeight
+            case .arrow(let a):
+                appendArrow(a, y: y, start: d.start, to: &s)
+                y += rowHeight
+            case let .folded(count, cycle, first, last):
+                let names = cycle.map(\.shape)
+                let what = names.count == 1 ? names[0] : names.joined(separator: " + ")
+                s += "<g class=\"folded\"><rect x=\"\(firstLane - 20)\" y=\"\(y + 2)\" width=\"\(lastLane - firstLane + 40)\" height=\"\(rowHeight - 4)\" fill=\"#eeeeee\" stroke=\"#bbbbbb\" stroke-dasharray=\"2 2\"/>"
+                s += "<text x=\"\(firstLane)\" y=\"\(y + 13)\" font-style=\"italic\">⋮ × \(count + 2) in all: \(escape(what)) — \(count) folded (#\(first)–#\(last))</text></g>\n"
+                y += rowHeight
+            }
+        }
+        s += "</svg>\n"
+        return s
+    }
+
+    private static func appendArrow(_ a: FlowArrow, y: Int, start: CaptureTime?, to s: inout String) {
+        let c = colour(a.layer)
+        let from = FlowText.column(a.from), to = FlowText.column(a.to)
+        let x1 = firstLane + from * laneSpacing, x2 = firstLane + to * laneSpacing
+        let ly = y + rowHeight - 4
+        s += "<g><title>#\(a.index) \(escape(a.label))</title>"
+        s += "<text x=\"10\" y=\"\(ly)\" fill=\"#555555\">#\(a.index)</text><text x=\"62\" y=\"\(ly)\" fill=\"#555555\">\(FlowText.relativeTime(a.time, since: start))</text>"
+        let dash = a.malformed ? " stroke-dasharray=\"5 3\"" : ""
+        if from == to {
+            s += "<circle cx=\"\(x1)\" cy=\"\(ly - 2)\" r=\"4\" fill=\"\(c)\"/>"
+            s += "<text x=\"\(x1 + 10)\" y=\"\(ly)\" fill=\"\(c)\">\(escape(fit(a.label, px: laneSpacing - 20)))</text>"
+        } else {
+            s += "<line x1=\"\(x1)\" y1=\"\(ly)\" x2=\"\(x2)\" y2=\"\(ly)\" stroke=\"\(c)\" stroke-width=\"1.5\"\(dash) marker-end=\"url(#head-\(a.layer))\"/>"
+            let lo = min(x1, x2)
+            s += "<text x=\"\(lo + 8)\" y=\"\(ly - 3)\" fill=\"\(c)\">\(escape(fit(a.label, px: abs(x2 - x1) - 16)))</text>"
+        }
+        s += "</g>\n"
+    }
+
+    /// The label cut to what fits `px` pixels (the full label is in the row's <title>).
+    static func fit(_ label: String, px: Int) -> String {
+        let n = max(8, Int(Double(px) / charWidth))
+        return label.count <= n ? label : String(label.prefix(n - 1)) + "…"
+    }
+
+    static func escape(_ t: String) -> String {
+        var out = ""
+        out.reserveCapacity(t.utf8.count)
+        for ch in t.unicodeScalars {
+            switch ch {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default:
+                // XML 1.0 forbids most control characters even escaped.
+                if ch.value < 0x20, ch != "\t", ch != "\n" { out += "?" } else { out.unicodeScalars.append(ch) }
+            }
+        }
+        return out
+    }
+}
