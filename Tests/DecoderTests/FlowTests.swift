@@ -1,0 +1,241 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import Testing
+import HCI
+import ATT
+@testable import Decoder
+
+// `dump --flow` / `--svg` (issue 17), checked against tshark: the diagram lists tshark's
+// packets in tshark's order, and each packet sits in the step its opcodes say it belongs to.
+
+private let fixtures = ["bumble-central.btsnoop", "bumble-peripheral.btsnoop", "ble-hci-demo.pcap"]
+
+/// tshark's fields for every frame (tab-separated columns, one row per frame).
+private func tsharkRows(_ path: String, _ fields: [String]) throws -> [[String]] {
+    let exe = try #require(["/usr/bin/tshark", "/usr/local/bin/tshark"].first { FileManager.default.isExecutableFile(atPath: $0) },
+                           "tshark is not installed (make test installs it: apt-get install tshark)")
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: exe)
+    p.arguments = ["-r", path, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"] + fields.flatMap { ["-e", $0] }
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    #expect(p.terminationStatus == 0)
+    return String(decoding: data, as: UTF8.self).split(separator: "\n").map {
+        $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+    }
+}
+
+private func hex(_ s: String) -> Int? {
+    s.isEmpty ? nil : Int(s.hasPrefix("0x") ? String(s.dropFirst(2)) : s, radix: 16)
+}
+
+private func diagram(_ fixture: String, layers: Set<String> = allDecoderLayers) throws -> FlowDiagram {
+    var b = FlowBuilder(layers: layers)
+    for p in try decodeCapture(fixturePath(fixture)) { b.add(p) }
+    return b.finish()
+}
+
+/// The text diagram's rows: (packet number, label), as printed.
+private func textRows(_ d: FlowDiagram) -> [(Int, String)] {
+    var buf = RenderBuffer()
+    FlowText.render(d, to: &buf)
+    return buf.string.split(separator: "\n").dropFirst().compactMap { line -> (Int, String)? in  // first: the summary
+        let trimmed = line.drop { $0 == " " }
+        guard let n = Int(trimmed.prefix { $0.isNumber }), !trimmed.isEmpty else { return nil }
+        // The label follows the last lane (two spaces after the lanes).
+        let label = line.count > FlowText.prefix + (2 + d.peers.count) * FlowText.lane + 2
+            ? String(line.dropFirst(FlowText.prefix + (2 + d.peers.count) * FlowText.lane + 2)) : ""
+        return (n, label)
+    }
+}
+
+@Suite("Flow diagram")
+struct FlowTests {
+    /// Every packet tshark lists appears once, in the same order, labelled with the name the
+    /// spec gives its opcode (HCI command opcode, HCI event code, ATT opcode as tshark read them).
+    @Test(arguments: fixtures)
+    func listsTsharkPacketsInOrder(_ fixture: String) throws {
+        let rows = try tsharkRows(fixturePath(fixture), ["frame.number", "hci_h4.direction", "bthci_cmd.opcode", "bthci_evt.code", "btatt.opcode"])
+        let ours = textRows(try diagram(fixture))
+        #expect(ours.map(\.0) == rows.map { Int($0[0]) ?? -1 })
+        for (o, t) in zip(ours, rows) where t.count == 5 {
+            if let op = hex(t[4]) {
+                let name = try #require(ATTOpcode(UInt8(op)).name)
+                #expect(o.1.hasPrefix("ATT " + name), "#\(o.0): \(o.1) vs ATT opcode \(t[4])")
+            } else if let op = hex(t[2]) {
+                #expect(o.1.hasPrefix("HCI Command " + HCIOpcode(rawValue: UInt16(op)).name), "#\(o.0): \(o.1) vs command \(t[2])")
+            } else if hex(t[3]) != nil {
+                #expect(o.1.hasPrefix("HCI Event "), "#\(o.0): \(o.1) vs event \(t[3])")
+            }
+        }
+        // Arrows point the way the packet went (tshark's hci_h4.direction: 0 sent, 1 received).
+        let arrows = try diagram(fixture).steps.flatMap(\.arrows)
+        for (a, t) in zip(arrows, rows) {
+            if t[1] == "0x00" { #expect(a.from == .host, "#\(a.index)") }
+            if t[1] == "0x01" { #expect(a.to == .host, "#\(a.index)") }
+        }
+    }
+
+    /// `--layers att`: only packets that carry ATT, labelled in ATT's words.
+    @Test func honoursLayers() throws {
+        let rows = try tsharkRows(fixturePath("ble-hci-demo.pcap"), ["frame.number", "btatt.opcode"])
+        let d = try diagram("ble-hci-demo.pcap", layers: ["att"])
+        let arrows = d.steps.flatMap(\.arrows)
+        #expect(arrows.map(\.index) == rows.filter { $0.count == 2 && !$0[1].isEmpty }.map { Int($0[0])! })
+        #expect(arrows.allSatisfy { $0.layer == "att" && $0.label.hasPrefix("ATT ") })
+    }
+
+    // MARK: Steps of the demo capture, derived from tshark's opcodes
+
+    /// The step each packet of the demo capture belongs to, from its opcodes alone:
+    /// - ATT requests by GATT procedure (Core v5.4 Vol 3 Part G): Read By Group Type → Discover
+    ///   Primary Services (4.4.1); Read By Type 0x2802 → Find Included Services (4.5.1), 0x2803 →
+    ///   Discover Characteristics (4.6.1), other types → Read Using Characteristic UUID (4.8.2);
+    ///   Find Information → Discover Descriptors (4.7.1); Read → read (4.8.1); Write Request to a
+    ///   Client Characteristic Configuration (0x2902) → subscribe when a bit is set, unsubscribe
+    ///   when 0000 (3.3.3.3); other writes → write; Handle Value Notification → notify (4.10).
+    /// - An ATT response or Error Response belongs to the request it answers: the one pending in
+    ///   the other direction (one outstanding request per direction, Vol 3 Part F 3.3.2).
+    /// - HCI: Reset → power on; LE Set Extended Scan Parameters/Enable(1) and advertising
+    ///   reports → scan; Scan Enable(0) → stop scan; LE Extended Create Connection and LE
+    ///   (Enhanced) Connection Complete → connect; Disconnect and Disconnection Complete →
+    ///   disconnect; Command Complete/Status → the step of the command they answer (their
+    ///   opcode); anything else (Number Of Completed Packets, fragments, other bring-up
+    ///   commands) → the step going on.
+    static func expectedSteps() throws -> [(index: Int, kind: FlowStepKind)] { try expectedOnce.get() }
+    /// Computed once for the 15 step tests (one tshark run).
+    private static let expectedOnce = Result { try computeExpectedSteps() }
+
+    private static func computeExpectedSteps() throws -> [(index: Int, kind: FlowStepKind)] {
+        let rows = try tsharkRows(fixturePath("ble-hci-demo.pcap"), [
+            "frame.number", "hci_h4.direction", "bthci_cmd.opcode", "bthci_evt.code", "bthci_evt.le_meta_subevent",
+            "bthci_evt.opcode", "btatt.opcode", "btatt.uuid16", "btatt.characteristic_configuration_client", "bthci_cmd.le_scan_enable",
+        ])
+        var out: [(Int, FlowStepKind)] = []
+        var current = FlowStepKind.powerOn
+        var pending: [Bool: FlowStepKind] = [:]  // request direction (sent?) → its step
+        var commandSteps: [Int: FlowStepKind] = [:]
+        for r in rows {
+            let sent = r[1] == "0x00"
+            var kind: FlowStepKind? = nil
+            if let op = hex(r[6]) {
+                let uuids = r[7].split(separator: ",").compactMap { hex(String($0)) }
+                switch op {
+                case 0x10: kind = .discoverServices
+                case 0x08: kind = uuids.contains(0x2803) ? .discoverCharacteristics : uuids.contains(0x2802) ? .discoverIncludedServices : .read
+                case 0x04: kind = .discoverDescriptors
+                case 0x02: kind = .exchangeMTU
+                case 0x0A, 0x0C: kind = .read
+                case 0x12: kind = uuids.contains(0x2902) ? (hex(r[8]) == 0 ? .unsubscribe : .subscribe) : .write
+                case 0x1B: kind = .notify
+                default: kind = pending.removeValue(forKey: !sent)  // a response
+                }
+                if [0x02, 0x04, 0x08, 0x0A, 0x0C, 0x10, 0x12].contains(op) { pending[sent] = kind }
+            } else if let op = hex(r[2]) {
+                switch op {
+                case 0x0C03: kind = .powerOn
+                case 0x2041: kind = .scan
+                case 0x2042: kind = r[9] == "0x00" ? .stopScan : .scan
+                case 0x2043: kind = .connect
+                case 0x0406: kind = .disconnect
+                default: kind = nil
+                }
+                if let kind { commandSteps[op] = kind }
+            } else if let code = hex(r[3]) {
+                switch code {
+                case 0x0E, 0x0F: kind = hex(r[5]).flatMap { commandSteps[$0] }
+                case 0x05: kind = .disconnect
+                case 0x3E:
+                    switch hex(r[4]) {
+                    case 0x02?, 0x0D?: kind = current == .connect ? nil : .scan
+                    case 0x01?, 0x0A?: kind = .connect
+                    default: kind = nil
+                    }
+                default: kind = nil
+                }
+            }
+            if let kind { current = kind }
+            out.append((Int(r[0])!, current))
+        }
+        return out
+    }
+
+    /// The steps the demo goes through (the CoreBluetooth calls of `ble-hci demo`).
+    static let demoKinds: [FlowStepKind] = [.powerOn, .scan, .connect, .stopScan, .exchangeMTU, .discoverServices,
+                                            .discoverIncludedServices, .discoverCharacteristics, .discoverDescriptors,
+                                            .read, .write, .subscribe, .notify, .unsubscribe, .disconnect]
+
+    /// One test per step: the packets in steps of this kind, and where each such step starts,
+    /// are those the opcodes say.
+    @Test(arguments: demoKinds)
+    func demoStepDelimited(_ kind: FlowStepKind) throws {
+        let expected = try Self.expectedSteps()
+        let d = try diagram("ble-hci-demo.pcap")
+        let ours = d.steps.filter { $0.kind == kind }
+        #expect(!ours.isEmpty, "no \(kind.rawValue) step")
+        #expect(ours.flatMap { $0.arrows.map(\.index) } == expected.filter { $0.kind == kind }.map(\.index))
+        // Step boundaries: a step starts where the expected step changes.
+        var starts: [Int] = []
+        var previous: FlowStepKind? = nil
+        for e in expected {
+            if e.kind != previous, e.kind == kind { starts.append(e.index) }
+            previous = e.kind
+        }
+        #expect(ours.map { $0.arrows[0].index } == starts)
+        #expect(ours.allSatisfy { $0.coreBluetooth == kind.coreBluetooth(asServer: false) })
+    }
+
+    /// The Bumble peripheral's capture is named from the peripheral's side.
+    @Test func peripheralSideUsesPeripheralManagerCalls() throws {
+        let d = try diagram("bumble-peripheral.btsnoop")
+        let read = try #require(d.steps.first { $0.kind == .read })
+        #expect(read.asServer && read.coreBluetooth.hasPrefix("peripheralManager(_:didReceiveRead:)"))
+        #expect(d.steps.contains { $0.kind == .advertise })
+    }
+
+    // MARK: SVG
+
+    @Test(arguments: fixtures)
+    func svgIsWellFormedXML(_ fixture: String) throws {
+        let svg = FlowSVG.render(try diagram(fixture))
+        let parser = XMLParser(data: Data(svg.utf8))
+        let counter = ElementCounter()
+        parser.delegate = counter
+        #expect(parser.parse(), "\(parser.parserError.map { "\($0)" } ?? "")")
+        #expect(counter.root == "svg")
+        #expect(counter.counts["script", default: 0] == 0)
+        #expect(counter.hrefs.isEmpty, "external references: \(counter.hrefs)")
+        #expect(counter.counts["line", default: 0] > 0)
+    }
+
+    /// A run of the same exchange collapses into first, "× N", last.
+    @Test func svgFoldsRepetition() throws {
+        let step = FlowStep(kind: .notify, asServer: false, arrows: (1...60).map {
+            FlowArrow(index: $0, time: .init(seconds: 0, nanoseconds: 0), from: .peer(0), to: .host, layer: "att",
+                      label: "ATT Handle Value Notification 0x0010 = \($0)", malformed: false, shape: "ATT Handle Value Notification 0x0010")
+        })
+        let rows = FlowSVG.rows(FlowDiagram(peers: ["p"], steps: [step], start: nil))
+        #expect(rows.count == 4)  // step band, first, "× 60", last
+        guard case let .folded(count, _, first, last) = rows[2] else { Issue.record("not folded"); return }
+        #expect(count == 58 && first == 2 && last == 59)
+        #expect(FlowSVG.render(FlowDiagram(peers: ["p"], steps: [step], start: nil)).contains("× 60 in all"))
+    }
+}
+
+private final class ElementCounter: NSObject, XMLParserDelegate {
+    var root: String?
+    var counts: [String: Int] = [:]
+    var hrefs: [String] = []
+    func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                attributes: [String: String] = [:]) {
+        if root == nil { root = name }
+        counts[name, default: 0] += 1
+        for (k, v) in attributes where k.hasSuffix("href") || (v.contains("url(") && !v.hasPrefix("url(#")) { hrefs.append(v) }
+    }
+}
