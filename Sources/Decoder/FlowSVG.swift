@@ -31,38 +31,77 @@ public enum FlowSVG {
         case arrow(FlowArrow)
         /// `count` repetitions of `cycle` arrows were folded (first and last are drawn).
         case folded(count: Int, cycle: [FlowArrow], first: Int, last: Int)
+        /// The `steps` steps above happen `times` more times (packets #first–#last).
+        case repeatedSteps(steps: Int, times: Int, first: Int, last: Int)
     }
 
     /// The rows to draw, with repetition folded.
     static func rows(_ d: FlowDiagram) -> [Row] {
         var rows: [Row] = []
-        for (n, step) in d.steps.enumerated() {
-            rows.append(.step(number: n + 1, step))
-            let a = step.arrows
-            var i = 0
-            while i < a.count {
-                var folded = false
-                for period in 1...3 where i + period * collapseThreshold <= a.count {
-                    var reps = 1
-                    while i + (reps + 1) * period <= a.count,
-                          (0..<period).allSatisfy({ a[i + reps * period + $0].shape == a[i + $0].shape && a[i + reps * period + $0].from == a[i + $0].from }) {
-                        reps += 1
-                    }
-                    if reps >= collapseThreshold {
-                        for k in 0..<period { rows.append(.arrow(a[i + k])) }
-                        let lastStart = i + (reps - 1) * period
-                        rows.append(.folded(count: reps - 2, cycle: Array(a[i..<(i + period)]),
-                                            first: a[i + period].index, last: a[lastStart - 1].index))
-                        for k in 0..<period { rows.append(.arrow(a[lastStart + k])) }
-                        i += reps * period
-                        folded = true
-                        break
-                    }
-                }
-                if !folded { rows.append(.arrow(a[i])); i += 1 }
+        // Whole sequences of steps that repeat (a capture of the same session run many times)
+        // are drawn once, then one row says how often they repeat.
+        let signature = d.steps.map { step -> Int in
+            var h = Hasher()
+            h.combine(step.kind.rawValue)
+            h.combine(step.asServer)
+            for a in step.arrows { h.combine(a.shape); h.combine(FlowText.column(a.from)); h.combine(FlowText.column(a.to)) }
+            return h.finalize()
+        }
+        var n = 0
+        while n < d.steps.count {
+            if let (period, reps) = repetition(signature, at: n, maxPeriod: 32, minRepeats: 3) {
+                for k in n..<(n + period) { appendStep(k, d.steps[k], to: &rows) }
+                let firstFolded = d.steps[n + period].arrows.first?.index ?? 0
+                let lastFolded = d.steps[n + reps * period - 1].arrows.last?.index ?? 0
+                rows.append(.repeatedSteps(steps: period, times: reps - 1, first: firstFolded, last: lastFolded))
+                n += reps * period
+            } else {
+                appendStep(n, d.steps[n], to: &rows)
+                n += 1
             }
         }
         return rows
+    }
+
+    /// The shortest period (≤ maxPeriod) with which `sig` repeats from `start` at least
+    /// `minRepeats` times, and how many times it does.
+    static func repetition(_ sig: [Int], at start: Int, maxPeriod: Int, minRepeats: Int) -> (Int, Int)? {
+        for period in 1...maxPeriod where start + period * minRepeats <= sig.count {
+            var reps = 1
+            while start + (reps + 1) * period <= sig.count,
+                  (0..<period).allSatisfy({ sig[start + reps * period + $0] == sig[start + $0] }) {
+                reps += 1
+            }
+            if reps >= minRepeats { return (period, reps) }
+        }
+        return nil
+    }
+
+    /// A step's band and its arrows, runs of the same exchange folded.
+    private static func appendStep(_ n: Int, _ step: FlowStep, to rows: inout [Row]) {
+        rows.append(.step(number: n + 1, step))
+        let a = step.arrows
+        let signature = a.map { arrow -> Int in
+            var h = Hasher()
+            h.combine(arrow.shape)
+            h.combine(FlowText.column(arrow.from))
+            return h.finalize()
+        }
+        var i = 0
+        while i < a.count {
+            guard let (period, reps) = repetition(signature, at: i, maxPeriod: 3, minRepeats: collapseThreshold) else {
+                rows.append(.arrow(a[i]))
+                i += 1
+                continue
+            }
+            // First and last occurrence drawn, the ones between folded into one row.
+            for k in 0..<period { rows.append(.arrow(a[i + k])) }
+            let lastStart = i + (reps - 1) * period
+            rows.append(.folded(count: reps - 2, cycle: Array(a[i..<(i + period)]),
+                                first: a[i + period].index, last: a[lastStart - 1].index))
+            for k in 0..<period { rows.append(.arrow(a[lastStart + k])) }
+            i += reps * period
+        }
     }
 
     /// The SVG document.
@@ -72,7 +111,12 @@ public enum FlowSVG {
         let lastLane = firstLane + (titles.count - 1) * laneSpacing
         let width = lastLane + laneSpacing
         var height = top + 8
-        for r in rows { if case .step = r { height += stepHeight } else { height += rowHeight } }
+        for r in rows {
+            switch r {
+            case .step, .repeatedSteps: height += stepHeight
+            default: height += rowHeight
+            }
+        }
         height += 16
         var s = ""
         s.reserveCapacity(rows.count * 260 + 4096)
@@ -114,6 +158,10 @@ public enum FlowSVG {
                 s += "<g class=\"folded\"><rect x=\"\(firstLane - 20)\" y=\"\(y + 2)\" width=\"\(lastLane - firstLane + 40)\" height=\"\(rowHeight - 4)\" fill=\"#eeeeee\" stroke=\"#bbbbbb\" stroke-dasharray=\"2 2\"/>"
                 s += "<text x=\"\(firstLane)\" y=\"\(y + 13)\" font-style=\"italic\">⋮ × \(count + 2) in all: \(escape(what)) — \(count) folded (#\(first)–#\(last))</text></g>\n"
                 y += rowHeight
+            case let .repeatedSteps(steps, times, first, last):
+                s += "<g class=\"repeated\"><rect x=\"4\" y=\"\(y + 2)\" width=\"\(width - 8)\" height=\"\(stepHeight - 4)\" fill=\"#e8e8e8\" stroke=\"#999999\" stroke-dasharray=\"4 2\"/>"
+                s += "<text x=\"10\" y=\"\(y + 16)\" font-style=\"italic\">⋮ the \(steps == 1 ? "step" : "\(steps) steps") above repeat × \(times) more (packets #\(first)–#\(last), folded)</text></g>\n"
+                y += stepHeight
             }
         }
         s += "</svg>\n"
