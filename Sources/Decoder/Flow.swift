@@ -21,6 +21,7 @@ public enum FlowParty: Hashable, Sendable {
 public enum FlowStepKind: String, Sendable, CaseIterable {
     case powerOn = "power on"
     case advertise
+    case stopAdvertising = "stop advertising"
     case scan
     case stopScan = "stop scan"
     case connect
@@ -50,6 +51,7 @@ public enum FlowStepKind: String, Sendable, CaseIterable {
         case .advertise: return "peripheralManager.startAdvertising(_:)"
         case .scan: return "centralManager.scanForPeripherals(withServices:) → centralManager(_:didDiscover:advertisementData:rssi:)"
         case .stopScan: return "centralManager.stopScan()"
+        case .stopAdvertising: return "peripheralManager.stopAdvertising()"
         case .connect: return asServer ? "(a central connected: no CBPeripheralManager callback)" : "centralManager.connect(_:) → centralManager(_:didConnect:)"
         case .connectionParameters: return "(none: CoreBluetooth negotiates connection parameters itself)"
         case .exchangeMTU: return asServer ? "(automatic) central.maximumUpdateValueLength" : "(automatic) peripheral.maximumWriteValueLength(for:)"
@@ -256,6 +258,8 @@ public struct FlowBuilder {
             let kind = Self.commandStep(textValue(field("name", hci)) ?? "")
             // Core v5.4 Vol 4 Part E 7.8.11 / 7.8.65: Enable 0x00 stops scanning.
             var step = kind.map { ($0, false) }
+            // Core v5.4 Vol 4 Part E 7.8.9 / 7.8.56: Advertising_Enable / Enable 0x00 stops advertising.
+            if kind == .advertise, let e = field("enable", hci) ?? field("advertisingEnable", hci), codeValue(e) == 0 { step = (.stopAdvertising, false) }
             if kind == .scan, let e = field("enable", hci) ?? field("leScanEnable", hci), codeValue(e) == 0 { step = (.stopScan, false) }
             if let op = codeValue(field("opcode", hci)) { pendingCommand[op] = step }
             return step

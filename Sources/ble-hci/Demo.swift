@@ -1,13 +1,15 @@
 import Foundation
 import HCI
 import Host
+import Capture
 import ATT
 import GATT
 import BLE
 import VirtualController
 
 /// `ble-hci demo`: a central and a `demo` peripheral on an in-process virtual link, walking the
-/// CoreBluetooth flow with the central's HCI traffic traced layer by layer (and captured with -w).
+/// CoreBluetooth flow with both hosts' HCI traffic traced layer by layer (and captured with -w:
+/// one file per host).
 func runDemo(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("demo takes no arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
@@ -18,10 +20,20 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     var context = c
     if !context.args.has("trace") { context.args.options.append(("trace", nil)) }  // traced by default
     let out = c.out
+    // Both hosts are recorded and traced: the central's capture is FILE, the peripheral's
+    // FILE with "-peripheral" before its extension (so its advertising shows too).
     let writer = try openCaptureWriter(c)
     defer { writer.map(closeCapture) }
+    let peripheralPath = c.capturePath.map(peripheralCapturePath)
+    let peripheralWriter = try peripheralPath.map { path in
+        do { return try CaptureWriter.open(path: path) } catch {
+            throw CLIFailure("cannot write the capture file \(path): \(error)", exitCode: ExitCode.failure)
+        }
+    }
+    defer { peripheralWriter.map(closeCapture) }
     let (_, transports) = VirtualLink.inProcess(count: 2)
-    let centralTransport = wrapForCaptureAndTrace(transports[1], context: context, writer: writer)
+    let centralTransport = wrapForCaptureAndTrace(transports[1], context: context, writer: writer, label: "central")
+    let peripheralTransport = wrapForCaptureAndTrace(transports[0], context: context, writer: peripheralWriter, label: "peripheral")
 
     var stepNumber = 0
     func step(_ title: String, _ coreBluetooth: String) {
@@ -35,7 +47,7 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     }
 
     step("Peripheral: add the demo services and advertise", "peripheralManager.add(service); peripheralManager.startAdvertising([CBAdvertisementDataLocalNameKey: \"ble-hci\", ...])")
-    let peripheral = try await Peripheral.open(transports[0], services: DemoProfile.services, name: "ble-hci")
+    let peripheral = try await Peripheral.open(peripheralTransport, services: DemoProfile.services, name: "ble-hci")
     let ticker = DemoProfile.startTicker(on: peripheral)
     defer { ticker.cancel() }
     let peripheralLog = Task {
@@ -60,6 +72,9 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
 
     step("Central: connect", "centralManager.connect(peripheral)")
     let remote = try await central.connect(to: adv.address)
+    // As a CoreBluetooth peripheral app would (peripheralManager.stopAdvertising()): no new
+    // advertising after the demo's disconnection, so the trace ends with the demo.
+    try await peripheral.stopAdvertising()
 
     step("Central: exchange MTU", "(automatic in CoreBluetooth; peripheral.maximumWriteValueLength(for:) shows the result)")
     let mtu = try await remote.exchangeMTU(517)
@@ -114,8 +129,18 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     try await remote.stopNotifications(for: fff1)
     let reason = try await remote.disconnect()
     reportDisconnected(reason, out: out, prefix: out.green("   ▸ "))
-    if let path = c.capturePath { out.note("\nCapture written to \(path): open it in Wireshark or run 'ble-hci dump \(path)'.") }
+    if let path = c.capturePath, let peripheralPath {
+        out.note("\nCaptures written to \(path) (central) and \(peripheralPath) (peripheral): open them in Wireshark, or run 'ble-hci dump \(path)', or 'ble-hci dump \(path) --flow' for the sequence diagram.")
+    }
     return ExitCode.success
+}
+
+/// Where `demo -w FILE` records the peripheral: "demo.pcap" → "demo-peripheral.pcap".
+func peripheralCapturePath(_ path: String) -> String {
+    let url = URL(fileURLWithPath: path)
+    let ext = url.pathExtension
+    let base = ext.isEmpty ? path : String(path.dropLast(ext.count + 1))
+    return base + "-peripheral" + (ext.isEmpty ? "" : "." + ext)
 }
 
 func characteristic(_ s: GATTSnapshot, _ uuid: BluetoothUUID) -> GATTRemoteCharacteristic? {

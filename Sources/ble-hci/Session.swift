@@ -17,7 +17,7 @@ struct TracedTransport {
 }
 
 /// Wraps `inner` with the capture writer and the live trace the context asks for.
-/// `label` prefixes trace lines when one process traces two hosts (demo).
+/// `label` names the host ("central", "peripheral") in trace lines when one process traces two (demo).
 func wrapForCaptureAndTrace(_ inner: any HCITransport, context c: CommandContext, writer: CaptureWriter?, label: String? = nil) -> any HCITransport {
     var observer: CapturingTransport.Observer? = nil
     if let layers = c.traceLayers {
@@ -28,7 +28,10 @@ func wrapForCaptureAndTrace(_ inner: any HCITransport, context c: CommandContext
             var text = render(p, layers: layers, json: out.json)
             // A packet with nothing in the chosen layers (e.g. an HCI event under --trace=att).
             guard !text.allSatisfy(\.isWhitespace) else { return }
-            if let label, !out.json { text = label + " " + text }
+            if let label {
+                // Which host: "[central] #12 ..." in text, a leading "host" key in JSON.
+                if out.json { text = "{\"host\":\"\(label)\"," + text.dropFirst() } else { text = "[\(label)] " + text }
+            }
             if out.json { text += text.hasSuffix("\n") ? "" : "\n"; out.write(text) } else { out.trace(text) }
         }
     }
