@@ -139,9 +139,11 @@ public struct FlowBuilder {
 
     public mutating func add(_ p: DecodedPacket) {
         if start == nil { start = p.time }
-        guard let label = Self.label(p, layers) else { return }
+        // Who and which step are worked out for every packet (they keep the state later
+        // packets need: peers by connection, pending requests), drawn or not.
         let (from, to) = parties(p)
         let placement = classify(p)
+        guard let label = Self.label(p, layers) else { return }
         let arrow = FlowArrow(index: p.index, time: p.time, from: from, to: to, layer: label.layer, label: label.text,
                               malformed: p.malformed != nil, shape: label.shape)
         if let (kind, asServer) = placement {

@@ -3,10 +3,10 @@ import Capture
 
 /// Text rendering of a `FlowDiagram`:
 /// ```
-///      #  time (s)             host                controller        F0:F1:F2:F3:F4:01
+///       #  time (s)                host             controller      F0:F1:F2:F3:F4:01
 /// ── 2. scan · centralManager.scanForPeripherals(withServices:) → ...
-///     19  +0.001164             ├──────────────────▶│                   │   HCI Command LE Set Extended Scan Parameters
-///     23  +0.021664             │◀──────────────────┼───────────────────┤   HCI Event LE Extended Advertising Report ...
+///     #19  +0.001164             ├──────────────────▶│                   │     HCI Command LE Set Extended Scan Parameters
+///     #23  +0.021664             │◀──────────────────┼───────────────────┤     HCI Event LE Extended Advertising Report ...
 /// ```
 public enum FlowText {
     /// Width of one column (lane).
@@ -18,7 +18,7 @@ public enum FlowText {
     public static func render(_ d: FlowDiagram, to out: inout RenderBuffer) {
         let titles = ["host", "controller"] + d.peers
         out.append("\(d.packetCount) packets in \(d.steps.count) steps; columns: " + titles.joined(separator: " | ") + "\n\n")
-        var head = "     #  time (s)"
+        var head = "      #  time (s)"
         head += String(repeating: " ", count: prefix - head.count)
         for t in titles {
             let name = t.count > lane - 2 ? String(t.prefix(lane - 2)) : t
@@ -46,13 +46,13 @@ public enum FlowText {
     }
 
     private static func appendRow(_ a: FlowArrow, columns: Int, width: Int, start: CaptureTime?, to out: inout RenderBuffer) {
-        var idx = String(a.index)
-        if idx.count < 6 { idx = String(repeating: " ", count: 6 - idx.count) + idx }
+        var idx = "#" + String(a.index)
+        if idx.count < 7 { idx = String(repeating: " ", count: 7 - idx.count) + idx }
         out.append(idx)
         out.append("  ")
         let t = relativeTime(a.time, since: start)
         out.append(t)
-        if t.count < prefix - 8 { out.append(String(repeating: " ", count: prefix - 8 - t.count)) }
+        if t.count < prefix - 9 { out.append(String(repeating: " ", count: prefix - 9 - t.count)) }
         var row = [Character](repeating: " ", count: width)
         for c in 0..<columns { row[c * lane + lane / 2] = "│" }
         let from = column(a.from), to = column(a.to)

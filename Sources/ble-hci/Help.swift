@@ -10,7 +10,7 @@ Commands:
   scan          list advertisers (active scan by default)
   central       connect to a peripheral, discover, read, write, subscribe
   peripheral    advertise and serve the `demo` or `band` profile
-  dump          decode a btsnoop or pcap capture, layer by layer
+  dump          decode a btsnoop or pcap capture, layer by layer, or draw it (--flow, --svg)
   demo          central + peripheral on an in-process virtual link, traced
   controllers   serve virtual LE controllers on TCP or UNIX sockets
 
@@ -87,7 +87,7 @@ let commandHelp: [String: String] = [
       sudo ble-hci -t hci0 peripheral --profile demo --json
     """,
     "dump": """
-    Usage: ble-hci dump FILE [--layers LAYERS] [--json]
+    Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg]
 
     Decodes a btsnoop (datalink 1001, 1002, 2001) or pcap (linktype 187, 201) capture, layer by
     layer, with the Core specification's field names. Malformed packets are printed with their
@@ -96,22 +96,44 @@ let commandHelp: [String: String] = [
       --layers LAYERS   how deep to decode: a comma list of hci,l2cap,att,gatt,smp (default all)
       --json            one JSON object per packet; a malformed one carries "malformed" (the
                         reason) and "raw" (hex)
+      --flow            the capture as a sequence diagram in text: columns for this host, its
+                        controller and each peer (by address); one arrow per packet, labelled in
+                        the words of the deepest layer it has among LAYERS (packets with none of
+                        them are left out); grouped under numbered steps (power on, advertise,
+                        scan, connect, exchange MTU, discover services / characteristics /
+                        descriptors, read, write, subscribe, notify, pair, encrypt, disconnect...)
+                        each naming the CoreBluetooth call that causes it (centralManager.connect,
+                        peripheral.readValue(for:), or peripheralManager's side when this host
+                        is the GATT server)
+      --svg OUT.svg     the same diagram as a standalone SVG (no scripts, no external resources):
+                        layers in colours, time since the first packet on the left, repeated
+                        exchanges and repeated sessions folded into one "× N" row (the text
+                        diagram lists every packet). With --flow, both.
+
+    Pairing (SMP) and encryption packets get their own steps; the steps' CoreBluetooth names for
+    them are generic (the system pairs, no app call).
 
     A capture cut mid-record (e.g. a killed process) prints every whole record, then a warning
     on stderr, and exits 0. A missing or unreadable file, or one that is not a capture, exits 1.
 
-    Example:
+    Examples:
       ble-hci dump demo.pcap --layers hci,att
+      ble-hci dump demo.pcap --flow
+      ble-hci dump demo.pcap --layers att --flow --svg demo.svg
     """,
     "demo": """
     Usage: ble-hci demo [--capture FILE]
 
     A central and a peripheral (profile demo) in one process on an in-process virtual link:
     advertise, scan, connect, MTU exchange, discovery, reads, a write, a refused write,
-    notifications, disconnect, traced layer by layer. Needs no adapter and no root.
+    notifications, disconnect, traced layer by layer. Both hosts are traced (each trace line
+    starts with [central] or [peripheral]; in --json, a "host" key) and, with -w FILE, recorded:
+    the central in FILE, the peripheral in FILE with "-peripheral" before its extension
+    (demo.pcap → demo-peripheral.pcap). Needs no adapter and no root.
 
-    Example:
+    Examples:
       ble-hci demo -w demo.pcap && ble-hci dump demo.pcap --json
+      ble-hci demo -w demo.pcap && ble-hci dump demo-peripheral.pcap --flow
     """,
     "controllers": """
     Usage: ble-hci controllers --listen SPEC [--listen SPEC]...

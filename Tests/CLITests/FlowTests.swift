@@ -41,8 +41,9 @@ extension CLITests {
             let r = try await BleHCI.run(["dump", fixture, "--flow"])
             expectStatus(r, 0, "ble-hci dump --flow")
             let rows = r.stdout.compactMap { line -> Int? in
-                guard line.hasPrefix(" ") else { return nil }
-                return Int(line.drop { $0 == " " }.prefix { $0.isNumber })
+                let cell = line.drop { $0 == " " }
+                guard cell.hasPrefix("#") else { return nil }
+                return Int(cell.dropFirst().prefix { $0.isNumber })
             }
             #expect(rows == t.stdout.filter { !$0.isEmpty }.compactMap { Int($0) })
             #expect(r.stdout.contains { $0.hasPrefix("── ") && $0.contains("centralManager.connect") })

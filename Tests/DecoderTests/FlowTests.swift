@@ -46,8 +46,8 @@ private func textRows(_ d: FlowDiagram) -> [(Int, String)] {
     var buf = RenderBuffer()
     FlowText.render(d, to: &buf)
     return buf.string.split(separator: "\n").dropFirst().compactMap { line -> (Int, String)? in  // first: the summary
-        let trimmed = line.drop { $0 == " " }
-        guard let n = Int(trimmed.prefix { $0.isNumber }), !trimmed.isEmpty else { return nil }
+        let trimmed = line.drop { $0 == " " }.dropFirst()  // "#"
+        guard line.drop(while: { $0 == " " }).hasPrefix("#"), let n = Int(trimmed.prefix { $0.isNumber }) else { return nil }
         // The label follows the last lane (two spaces after the lanes).
         let label = line.count > FlowText.prefix + (2 + d.peers.count) * FlowText.lane + 2
             ? String(line.dropFirst(FlowText.prefix + (2 + d.peers.count) * FlowText.lane + 2)) : ""
