@@ -5,7 +5,7 @@
     Tools/docs/generate-tutorial.sh --check    # exit 1 if docs/tutorial.md is stale
 
 Every packet excerpt comes from captures made by this script, on this machine, right now:
-  demo   `ble-hci demo -w`                                    (central side, in-process link)
+  demo   `ble-hci demo -w`                 (both sides, in-process link; docs/flow-demo-*.svg drawn from them)
   band*  `ble-hci controllers` + `peripheral --profile band` + `central --profile band`, each -w
   pp/pc* `ble-hci controllers` + `peripheral` (profile demo) + three `central` runs, each -w
 Packets are chosen by content (first ATT Read By Group Type Request, ...), never by index.
@@ -234,7 +234,19 @@ def build(ble, tmp):
         r.cleanup()
     cap = {n: Capture(ble, r.path(n)) for n in
            ["demo", "band-peripheral", "band-central0", "pp-peripheral", "pp-central0", "pp-central1", "pp-central2"]}
-    return fill(cap, demo_out, band_out, pc_out)
+    S = fill(cap, demo_out, band_out, pc_out)
+    # sequence diagrams of both sides of the demo (`demo -w X.pcap` also writes X-peripheral.pcap)
+    svgs = {}
+    for side, path in (("central", r.path("demo")), ("peripheral", r.path("demo-peripheral"))):
+        out = os.path.join(tmp, f"flow-demo-{side}.svg")
+        subprocess.run([ble, "dump", path, "--svg", out], check=True, capture_output=True)
+        with open(out) as f:
+            svgs[f"flow-demo-{side}.svg"] = f.read()
+    flow = subprocess.run([ble, "dump", r.path("demo"), "--flow", "--layers", "att,gatt"], check=True,
+                          capture_output=True, text=True).stdout.splitlines()
+    sub = next(i for i, l in enumerate(flow) if l.startswith("── ") and " subscribe " in l)
+    S["flow_excerpt"] = fence("\n".join(flow[:3] + ["  ..."] + flow[sub:]))
+    return S, svgs
 
 
 def fill(cap, demo_out, band_out, pc_out):
@@ -420,7 +432,9 @@ def render(S):
 
 def volatile(text):
     """Mask what may differ between two correct runs (used by --check only)."""
-    text = re.sub(r"#\d+", "#N", text)
+    text = re.sub(r" *#\d+", "#N", text)
+    text = re.sub(r"[+-]\d+\.\d{6}", "+T", text)      # flow diagrams: seconds since the first packet
+    text = re.sub(r"= 3\d3\d\b", "= VOLATILE", text)  # flow labels of the demo's notifications
     text = re.sub(r"(frameStart: )\d+", r"\1N", text)
     text = re.sub(r"(fragments: )\[[\d, ]+\]", r"\1[N]", text)
     text = re.sub(r"([0-9A-F]{2}:){5}[0-9A-F]{2}( \(random\)|/random)", r"RANDOM\2", text)
@@ -431,17 +445,44 @@ def volatile(text):
     return text
 
 
+def svg_content(svg):
+    """What an SVG diagram draws, without where: the order of racing packets (Number Of Completed
+    Packets, the central's stop-scan vs create-connection) differs between runs, moving rows and
+    renumbering steps and sometimes splitting one (the peripheral's connection events around its
+    stop-advertising command). So the distinct rows are compared as a set, without y coordinates,
+    heights, step numbers or the step count."""
+    svg = volatile(svg)
+    svg = re.sub(r'\b(y|y1|y2|cy)="\d+"', r'\1=""', svg)
+    svg = re.sub(r'\b(height="|viewBox="0 0 \d+ )\d+"', r'\1H"', svg)
+    svg = re.sub(r'(<tspan font-weight="bold">)\d+\.', r'\1N.', svg)
+    svg = re.sub(r'in \d+ steps', 'in N steps', svg)
+    return sorted(set(svg.splitlines()))
+
+
 def main():
     check = "--check" in sys.argv[1:]
     ble = binary()
     with tempfile.TemporaryDirectory(prefix="ble-hci-tutorial-") as tmp:
-        doc = render(build(ble, tmp))
+        S, svgs = build(ble, tmp)
+        doc = render(S)
     if check:
         try:
             with open(OUTPUT) as f:
                 old = f.read()
         except FileNotFoundError:
             print("docs/tutorial.md is missing: run `make docs`", file=sys.stderr)
+            return 1
+        stale = False
+        for name, svg in svgs.items():
+            try:
+                with open(os.path.join(ROOT, "docs", name)) as f:
+                    have = f.read()
+            except FileNotFoundError:
+                have = ""
+            if svg_content(have) != svg_content(svg):
+                print(f"docs/{name} is stale: run `make docs` and commit it", file=sys.stderr)
+                stale = True
+        if stale:
             return 1
         if volatile(old) != volatile(doc):
             import difflib
@@ -453,6 +494,9 @@ def main():
         return 0
     with open(OUTPUT, "w") as f:
         f.write(doc)
+    for name, svg in svgs.items():
+        with open(os.path.join(ROOT, "docs", name), "w") as f:
+            f.write(svg)
     print(f"wrote {os.path.relpath(OUTPUT, ROOT)}")
     return 0
 
