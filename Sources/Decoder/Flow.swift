@@ -159,8 +159,12 @@ public struct FlowBuilder {
         }
     }
 
+    /// At most this many peer columns: the rest share the last one.
+    public static let maxPeerColumns = 8
+
     /// The diagram. Advertisers that never connected share one "other advertisers" column when
-    /// there are more than two of them (a busy capture would otherwise have dozens of columns).
+    /// there are more than two of them (a busy capture would otherwise have dozens of columns),
+    /// and there are at most `maxPeerColumns` peer columns.
     public func finish() -> FlowDiagram {
         // Link-level steps are named from the side this host plays: a host that advertised and
         // never scanned is the peripheral (CBPeripheralManager) of its connections.
@@ -180,14 +184,20 @@ public struct FlowBuilder {
         }
         steps = merged
         let advertisersOnly = (0..<peerTitles.count).filter { !connected.contains($0) }
-        guard advertisersOnly.count > 2 else { return FlowDiagram(peers: peerTitles, steps: steps, start: start) }
+        guard advertisersOnly.count > 2 || peerTitles.count > Self.maxPeerColumns else {
+            return FlowDiagram(peers: peerTitles, steps: steps, start: start)
+        }
+        // Columns for the first connected peers; everyone else shares the last column (a
+        // hostile or busy capture must not make thousands of columns).
         var map: [Int: Int] = [:]
         var titles: [String] = []
-        for i in 0..<peerTitles.count where connected.contains(i) { map[i] = titles.count; titles.append(peerTitles[i]) }
+        for i in 0..<peerTitles.count where connected.contains(i) && titles.count < Self.maxPeerColumns - 1 {
+            map[i] = titles.count
+            titles.append(peerTitles[i])
+        }
         let others = titles.count
-        titles.append("other advertisers")
-        for i in advertisersOnly { map[i] = others }
-        func remap(_ p: FlowParty) -> FlowParty { if case .peer(let i) = p { return .peer(map[i] ?? others) } else { return p } }
+        titles.append(map.count == connected.count ? "other advertisers" : "other devices")
+        func remap(_ p: FlowParty) -> FlowParty { if case .peer(let i) = p { return .peer(map[i] ?? others) } else { return p } }  // unmapped → others
         var out = steps
         for s in out.indices {
             for a in out[s].arrows.indices {
@@ -412,7 +422,10 @@ public struct FlowBuilder {
             if let n = intValue(field("length", l2)) { text += " \(n) octets" }
             return Label(layer: "l2cap", text: text, shape: text)
         }
-        guard sel.hci, let hci = p.layer("hci") else { return nil }
+        guard sel.hci else { return nil }
+        guard let hci = p.layer("hci") else {
+            return Label(layer: "hci", text: p.summary.isEmpty ? p.type : p.summary, shape: p.type)  // not an H4 packet
+        }
         if p.type == "monitor" { return Label(layer: "monitor", text: p.summary, shape: p.summary) }
         if p.type == "acl" {
             let text = "ACL handle \(intValue(field("handle", hci)) ?? 0), \(intValue(field("length", hci)) ?? 0) octets"

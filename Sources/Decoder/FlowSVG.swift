@@ -205,7 +205,11 @@ public enum FlowSVG {
             case "'": out += "&apos;"
             default:
                 // XML 1.0 forbids most control characters even escaped.
-                if ch.value < 0x20, ch != "\t", ch != "\n" { out += "?" } else { out.unicodeScalars.append(ch) }
+                if (ch.value < 0x20 && ch != "\t" && ch != "\n") || ch.value == 0xFFFE || ch.value == 0xFFFF {
+                    out += "?"
+                } else {
+                    out.unicodeScalars.append(ch)
+                }
             }
         }
         return out

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
 import Testing
 import TestSupport
 import HCI
@@ -218,4 +221,31 @@ private let resetH4: [UInt8] = [0x01, 0x03, 0x0c, 0x00]
         let decoder = PacketDecoder()
         for r in records { renderBoth(decoder.decode(r), "capture \(i) record \(r.number)") }
     }
+}
+
+/// Hostile packets through the flow diagram (`dump --flow` / `--svg`): nothing traps, every
+/// packet is an arrow (all layers selected), and the SVG is still well-formed XML.
+@Test func fuzzPacketsThroughTheFlowDiagram() {
+    var rng = SeededGenerator(seed: 0xf10e)
+    let decoder = PacketDecoder()
+    var builder = FlowBuilder()
+    let directions: [Direction?] = [.sent, .received, nil]
+    let count = 5_000
+    for i in 0..<count {
+        let h4 = rng.chance(50) ? rng.randomH4() : rng.mutate(fixturePackets.randomElement(using: &rng)!)
+        let parsed = Result { () throws(DecodeError) in try HCIPacket(h4: h4) }
+        builder.add(decoder.decode(direction: directions[i % 3], packet: parsed, raw: h4, time: t0))
+    }
+    let d = builder.finish()
+    #expect(d.packetCount == count)
+    #expect(d.peers.count <= FlowBuilder.maxPeerColumns, "\(d.peers.count) peer columns")
+    var text = RenderBuffer()
+    FlowText.render(d, to: &text)
+    let rows = text.string.split(separator: "\n").filter { line in
+        let cell = line.drop { $0 == " " }
+        return cell.hasPrefix("#") && cell.dropFirst().first?.isNumber == true
+    }
+    #expect(rows.count == count)
+    let parser = XMLParser(data: Data(FlowSVG.render(d).utf8))
+    #expect(parser.parse(), "SVG of hostile packets: \(String(describing: parser.parserError))")
 }

@@ -2,7 +2,7 @@
 # `make bench`: performance report against peers measured in the same run (docs/performance.md).
 # One line per metric: ours, the peer's, the ratio. A report, not a gate: always exits 0.
 # Environment: BENCH_N (GATT exchanges, default 5000), BENCH_PACKETS (dump capture, default
-# 500000), BENCH_SCRATCH (release build dir, default .build), SWIFT.
+# 500000), BENCH_FLOW_PACKETS (dump --flow/--svg, n and 2n, default 50000), BENCH_SCRATCH (release build dir, default .build), SWIFT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/opt/swift/usr/bin"
@@ -46,6 +46,21 @@ if timeout 60 "$BIN/ble-hci" demo -w "$WORK/demo.btsnoop" >/dev/null 2>&1 \
     line "dump packets/s ($PACKETS packets)" "$ours" tshark "${peer:-n/a}" "$(ratio "$ours" "$peer")" "target ≥ 20×"
 else
     echo "dump: could not build the capture"
+fi
+
+# 2b. dump --flow / --svg of n and 2n packets (issue 17): the time must grow linearly.
+FLOW_N=${BENCH_FLOW_PACKETS:-50000}
+if [ -f "$WORK/demo.btsnoop" ] \
+   && "$BIN/ble-hci-bench" capture "$WORK/demo.btsnoop" "$WORK/flow1.btsnoop" "$FLOW_N" >/dev/null \
+   && "$BIN/ble-hci-bench" capture "$WORK/demo.btsnoop" "$WORK/flow2.btsnoop" "$((FLOW_N * 2))" >/dev/null; then
+    secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N); awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'; }
+    for mode in --flow --svg; do
+        out=(); [ "$mode" = --svg ] && out=("$WORK/flow.svg")
+        a=$(secs "$BIN/ble-hci" dump "$WORK/flow1.btsnoop" $mode "${out[@]}")
+        b=$(secs "$BIN/ble-hci" dump "$WORK/flow2.btsnoop" $mode "${out[@]}")
+        printf 'dump %-6s %7s packets %7s s   %7s packets %7s s   2n/n %s (linear: 2.0)\n' \
+            "$mode" "$FLOW_N" "$a" "$((FLOW_N * 2))" "$b" "$(ratio "$b" "$a")"
+    done
 fi
 
 # 3. Idle peripheral resident memory (ours and a Bumble peripheral on our TCP controllers).
