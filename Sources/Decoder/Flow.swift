@@ -423,10 +423,10 @@ public struct FlowBuilder {
             return Label(layer: "l2cap", text: text, shape: text)
         }
         guard sel.hci else { return nil }
+        if p.type == "monitor" { return Label(layer: "monitor", text: p.summary, shape: p.summary) }  // btmon's own records
         guard let hci = p.layer("hci") else {
             return Label(layer: "hci", text: p.summary.isEmpty ? p.type : p.summary, shape: p.type)  // not an H4 packet
         }
-        if p.type == "monitor" { return Label(layer: "monitor", text: p.summary, shape: p.summary) }
         if p.type == "acl" {
             let text = "ACL handle \(intValue(field("handle", hci)) ?? 0), \(intValue(field("length", hci)) ?? 0) octets"
             return Label(layer: "hci", text: text, shape: "ACL")

@@ -5,6 +5,7 @@ import FoundationXML
 import Testing
 import HCI
 import ATT
+import Capture
 @testable import Decoder
 
 // `dump --flow` / `--svg` (issue 17), checked against tshark: the diagram lists tshark's
@@ -199,6 +200,48 @@ struct FlowTests {
         #expect(d.steps.contains { $0.kind == .advertise })
     }
 
+    /// A btmon capture (btsnoop datalink 2001: BlueZ's monitor opcodes, a System Note among
+    /// the packets) of the Bumble central's exchange: the diagram still lists tshark's frames in
+    /// order, draws the note on the host, and finds the same steps as in the H4 capture.
+    @Test func worksOnBtmonCaptures() throws {
+        var reader = try CaptureReader(path: fixturePath("bumble-central.btsnoop"))
+        let records = reader.readAll().records
+        var w = ByteWriter()
+        w.append(Array("btsnoop".utf8) + [0]); w.u32be(1); w.u32be(2001)
+        func record(_ data: [UInt8], opcode: UInt32, index: UInt32, time: CaptureTime) {
+            w.u32be(UInt32(data.count)); w.u32be(UInt32(data.count)); w.u32be(index << 16 | opcode); w.u32be(0)
+            w.u64be(UInt64(BtsnoopWriter.epochOffsetMicroseconds + time.seconds * 1_000_000 + Int64(time.nanoseconds / 1000)))
+            w.append(data)
+        }
+        // BlueZ src/shared/btsnoop.h: 2 command, 3 event, 4 ACL TX, 5 ACL RX, 12 System Note (index 0xffff).
+        record(Array("capture converted for a test".utf8) + [0], opcode: 12, index: 0xffff, time: records[0].time)
+        for r in records {
+            let opcode: UInt32
+            switch r.raw.first {
+            case 0x01: opcode = 2
+            case 0x04: opcode = 3
+            default: opcode = r.direction == .sent ? 4 : 5
+            }
+            record(Array(r.raw.dropFirst()), opcode: opcode, index: 0, time: r.time)
+        }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-hci-flow-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("btmon.btsnoop").path
+        try Data(w.bytes).write(to: URL(fileURLWithPath: path))
+
+        let frames = try tsharkRows(path, ["frame.number"]).compactMap { Int($0[0]) }
+        #expect(frames.count == records.count + 1)
+        var b = FlowBuilder()
+        for p in try decodeCapture(path) { b.add(p) }
+        let d = b.finish()
+        let arrows = d.steps.flatMap(\.arrows)
+        #expect(arrows.map(\.index) == frames)
+        #expect(arrows.first?.from == .host && arrows.first?.to == .host && arrows.first?.layer == "monitor")
+        let original = try diagram("bumble-central.btsnoop")
+        #expect(d.steps.map(\.kind) == original.steps.map(\.kind))
+    }
+
     // MARK: SVG
 
     @Test(arguments: fixtures)
@@ -225,6 +268,19 @@ struct FlowTests {
         guard case let .folded(count, _, first, last) = rows[2] else { Issue.record("not folded"); return }
         #expect(count == 58 && first == 2 && last == 59)
         #expect(FlowSVG.render(FlowDiagram(peers: ["p"], steps: [step], start: nil)).contains("× 60 in all"))
+    }
+
+    /// A session repeated (same steps, same packets) is drawn once, then one "repeat × N" row.
+    @Test func svgFoldsRepeatedSessions() throws {
+        let once = try diagram("ble-hci-demo.pcap").steps
+        let d = FlowDiagram(peers: ["p"], steps: Array(repeating: once, count: 5).flatMap { $0 }, start: nil)
+        let rows = FlowSVG.rows(d)
+        let repeated = rows.compactMap { row -> (Int, Int)? in
+            if case let .repeatedSteps(steps, times, _, _) = row { return (steps, times) } else { return nil }
+        }
+        #expect(repeated.count == 1 && repeated.first?.0 == once.count && repeated.first?.1 == 4)
+        let drawnSteps = rows.filter { if case .step = $0 { return true } else { return false } }.count
+        #expect(drawnSteps == once.count)
     }
 }
 
