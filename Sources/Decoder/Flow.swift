@@ -5,6 +5,7 @@
 // SVG) lives in FlowText.swift and FlowSVG.swift.
 import HCI
 import Capture
+import ATT
 
 /// A column of the diagram.
 public enum FlowParty: Hashable, Sendable {
@@ -329,53 +330,48 @@ public struct FlowBuilder {
     }
 
     private mutating func classifyATT(_ att: [Field], gatt: [Field]?, hci: [Field], sent: Bool) -> (FlowStepKind, Bool)? {
-        guard let opcode = codeValue(field("opcode", att)) else { return nil }
+        guard let code = codeValue(field("opcode", att)) else { return nil }
+        let op = ATTOpcode(UInt8(truncatingIfNeeded: code))
         let handle = UInt16(truncatingIfNeeded: intValue(field("handle", hci)) ?? 0)
-        // Core v5.4 Vol 3 Part F 3.3: bit 6 = command, responses are the odd opcodes that
-        // answer a request; a request received means this host is the server.
-        func asServer(requestSent: Bool) -> Bool { !requestSent }
-        switch opcode {
-        case 0x1B: return (.notify, serverOn[handle] ?? sent)
-        case 0x1D, 0x1E:
-            return (.indicate, serverOn[handle] ?? (opcode == 0x1D ? sent : !sent))
+        // Server-initiated PDUs: the server sends notifications and indications, the client
+        // confirms (Core v5.4 Vol 3 Part F 3.4.7).
+        switch op {
+        case .handleValueNotification, .multipleHandleValueNotification: return (.notify, serverOn[handle] ?? sent)
+        case .handleValueIndication: return (.indicate, serverOn[handle] ?? sent)
+        case .handleValueConfirmation: return (.indicate, serverOn[handle] ?? !sent)
         default: break
         }
-        if Self.isResponse(opcode) {
+        if op.isResponse || op == .errorResponse {
             // Answers the request outstanding in the other direction.
             if let step = pendingRequest.removeValue(forKey: PendingKey(handle: handle, sent: !sent)) { return step }
-            guard opcode != 0x01, let kind = Self.requestStep(opcode - 1, att: att, gatt: gatt) else { return nil }
-            return (kind, asServer(requestSent: !sent))
+            guard op != .errorResponse, let kind = Self.requestStep(ATTOpcode(op.rawValue - 1), att: att, gatt: gatt) else { return nil }
+            return (kind, sent)  // a response sent: this host is the server
         }
-        guard let kind = Self.requestStep(opcode, att: att, gatt: gatt) else { return nil }
-        let server = asServer(requestSent: sent)
+        guard let kind = Self.requestStep(op, att: att, gatt: gatt) else { return nil }
+        let server = !sent  // a request received: this host is the server
         serverOn[handle] = server
-        if opcode & 0x40 == 0 { pendingRequest[PendingKey(handle: handle, sent: sent)] = (kind, server) }
+        if op.isRequest { pendingRequest[PendingKey(handle: handle, sent: sent)] = (kind, server) }
         return (kind, server)
-    }
-
-    /// ATT responses (Core v5.4 Vol 3 Part F 3.4): Error Response and each request's answer.
-    static func isResponse(_ op: Int) -> Bool {
-        [0x01, 0x03, 0x05, 0x07, 0x09, 0x0B, 0x0D, 0x0F, 0x11, 0x13, 0x17, 0x19, 0x21].contains(op)
     }
 
     /// The step of an ATT request or command, per the GATT procedure it belongs to
     /// (Core v5.4 Vol 3 Part G 4.4–4.12).
-    static func requestStep(_ op: Int, att: [Field], gatt: [Field]?) -> FlowStepKind? {
+    static func requestStep(_ op: ATTOpcode, att: [Field], gatt: [Field]?) -> FlowStepKind? {
         switch op {
-        case 0x02: return .exchangeMTU
-        case 0x04: return .discoverDescriptors                // 4.7.1 Discover All Characteristic Descriptors
-        case 0x06, 0x10: return .discoverServices             // 4.4.1 / 4.4.2
-        case 0x08:
+        case .exchangeMTURequest: return .exchangeMTU
+        case .findInformationRequest: return .discoverDescriptors                              // 4.7.1
+        case .findByTypeValueRequest, .readByGroupTypeRequest: return .discoverServices        // 4.4.2 / 4.4.1
+        case .readByTypeRequest:
             switch textValue(field("type", att)) {
             case "2802": return .discoverIncludedServices     // 4.5.1 Find Included Services
             case "2803": return .discoverCharacteristics      // 4.6.1 / 4.6.2
             default: return .read                             // 4.8.2 Read Using Characteristic UUID
             }
-        case 0x0A, 0x0C, 0x0E, 0x20: return .read
-        case 0x12, 0x52, 0xD2, 0x16, 0x18:
+        case .readRequest, .readBlobRequest, .readMultipleRequest, .readMultipleVariableRequest: return .read
+        case .writeRequest, .writeCommand, .signedWriteCommand, .prepareWriteRequest, .executeWriteRequest:
             // A write to a Client Characteristic Configuration descriptor is (un)subscribing
             // (Vol 3 Part G 3.3.3.3): bit 0 notifications, bit 1 indications.
-            if op != 0x18, let g = gatt, textValue(field("uuid", g)) == "2902",
+            if op != .executeWriteRequest, let g = gatt, textValue(field("uuid", g)) == "2902",
                case .bytes(let v)? = field("value", att)?.value {
                 return v.contains { $0 & 0x03 != 0 } ? .subscribe : .unsubscribe
             }
@@ -414,7 +410,7 @@ public struct FlowBuilder {
             if let list = listValue(field("attributeDataList", att) ?? field("informationData", att)) { text += " (\(list.count) entries)" }
             return Label(layer: "att", text: text, shape: shape)
         }
-        if sel.l2cap, let sig = p.layer("signaling") { _ = sig; return Label(layer: "signaling", text: p.summary, shape: p.summary) }
+        if sel.l2cap, p.layer("signaling") != nil { return Label(layer: "signaling", text: p.summary, shape: p.summary) }
         if sel.l2cap, let l2 = p.layer("l2cap") {
             if field("fragment", l2) != nil { return Label(layer: "l2cap", text: p.summary, shape: "L2CAP fragment") }
             var text = "L2CAP"
