@@ -29,8 +29,9 @@ public enum FlowSVG {
     enum Row {
         case step(number: Int, FlowStep)
         case arrow(FlowArrow)
-        /// `count` repetitions of `cycle` arrows were folded (first and last are drawn).
-        case folded(count: Int, cycle: [FlowArrow], first: Int, last: Int)
+        /// `count` repetitions of `cycle` arrows were folded (first and last are drawn); `hidden`
+        /// are the folded arrows (listed in the row's pop-up panel).
+        case folded(count: Int, cycle: [FlowArrow], first: Int, last: Int, hidden: ArraySlice<FlowArrow>)
         /// The `steps` steps above happen `times` more times (packets #first–#last).
         case repeatedSteps(steps: Int, times: Int, first: Int, last: Int)
     }
@@ -98,7 +99,8 @@ public enum FlowSVG {
             for k in 0..<period { rows.append(.arrow(a[i + k])) }
             let lastStart = i + (reps - 1) * period
             rows.append(.folded(count: reps - 2, cycle: Array(a[i..<(i + period)]),
-                                first: a[i + period].index, last: a[lastStart - 1].index))
+                                first: a[i + period].index, last: a[lastStart - 1].index,
+                                hidden: a[(i + period)..<lastStart]))
             for k in 0..<period { rows.append(.arrow(a[lastStart + k])) }
             i += reps * period
         }
@@ -127,6 +129,7 @@ public enum FlowSVG {
         for c in colours {
             s += "<marker id=\"head-\(c.layer)\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"\(c.colour)\"/></marker>\n"
         }
+        s += "<style>.panel { display: none } .panel:target { display: inline }</style>\n"
         s += "</defs>\n"
         s += "<rect x=\"0\" y=\"0\" width=\"\(width)\" height=\"\(height)\" fill=\"#ffffff\"/>\n"
         s += "<text x=\"10\" y=\"18\" font-size=\"13\" font-weight=\"bold\">ble-hci flow: \(d.packetCount) packets in \(d.steps.count) steps</text>\n"
@@ -143,6 +146,8 @@ public enum FlowSVG {
             s += "<line x1=\"\(x)\" y1=\"\(top - 10)\" x2=\"\(x)\" y2=\"\(height - 8)\" stroke=\"#999999\" stroke-dasharray=\"4 3\"/>\n"
         }
         var y = top + 8
+        var panels = 0
+        var panelText = ""
         for r in rows {
             switch r {
             case let .step(number, step):
@@ -152,11 +157,15 @@ public enum FlowSVG {
             case .arrow(let a):
                 appendArrow(a, y: y, start: d.start, to: &s)
                 y += rowHeight
-            case let .folded(count, cycle, first, last):
+            case let .folded(count, cycle, first, last, hidden):
                 let names = cycle.map(\.shape)
                 let what = names.count == 1 ? names[0] : names.joined(separator: " + ")
-                s += "<g class=\"folded\"><rect x=\"\(firstLane - 20)\" y=\"\(y + 2)\" width=\"\(lastLane - firstLane + 40)\" height=\"\(rowHeight - 4)\" fill=\"#eeeeee\" stroke=\"#bbbbbb\" stroke-dasharray=\"2 2\"/>"
-                s += "<text x=\"\(firstLane)\" y=\"\(y + 13)\" font-style=\"italic\">⋮ × \(count + 2) in all: \(escape(what)) — \(count) folded (#\(first)–#\(last))</text></g>\n"
+                panels += 1
+                // A link to the panel that lists the folded packets (CSS :target, no script).
+                s += "<a href=\"#fold-\(panels)\"><g class=\"folded\"><title>click to list the \(hidden.count) folded packets</title>"
+                s += "<rect x=\"\(firstLane - 20)\" y=\"\(y + 2)\" width=\"\(lastLane - firstLane + 40)\" height=\"\(rowHeight - 4)\" fill=\"#eeeeee\" stroke=\"#bbbbbb\" stroke-dasharray=\"2 2\"/>"
+                s += "<text x=\"\(firstLane)\" y=\"\(y + 13)\" font-style=\"italic\">⋮ × \(count + 2) in all: \(escape(what)) — \(count) repetitions folded (#\(first)–#\(last)) ▸</text></g></a>\n"
+                appendPanel(panels, hidden, y: y, x: firstLane - 20, width: lastLane - firstLane + 40, height: height, start: d.start, to: &panelText)
                 y += rowHeight
             case let .repeatedSteps(steps, times, first, last):
                 s += "<g class=\"repeated\"><rect x=\"4\" y=\"\(y + 2)\" width=\"\(width - 8)\" height=\"\(stepHeight - 4)\" fill=\"#e8e8e8\" stroke=\"#999999\" stroke-dasharray=\"4 2\"/>"
@@ -164,8 +173,31 @@ public enum FlowSVG {
                 y += stepHeight
             }
         }
+        s += panelText  // last, so an open panel is drawn over the diagram
         s += "</svg>\n"
         return s
+    }
+
+    /// At most this many folded packets are listed in a panel.
+    static let panelLines = 40
+
+    /// The panel of fold `n`: hidden until its row is clicked (`#fold-n` becomes the target).
+    private static func appendPanel(_ n: Int, _ hidden: ArraySlice<FlowArrow>, y: Int, x: Int, width: Int, height: Int,
+                                    start: CaptureTime?, to s: inout String) {
+        let listed = hidden.prefix(panelLines)
+        let lines = listed.count + (hidden.count > listed.count ? 1 : 0)
+        let h = 34 + lines * 14
+        let py = max(top, min(y, height - h - 4))
+        s += "<g id=\"fold-\(n)\" class=\"panel\"><rect x=\"\(x)\" y=\"\(py)\" width=\"\(width)\" height=\"\(h)\" fill=\"#fffff4\" stroke=\"#666666\"/>"
+        s += "<a href=\"#\"><text x=\"\(x + width - 8)\" y=\"\(py + 16)\" text-anchor=\"end\" font-weight=\"bold\">close ✕</text></a>"
+        s += "<text x=\"\(x + 8)\" y=\"\(py + 16)\" font-weight=\"bold\">\(hidden.count) folded packets</text>"
+        var ly = py + 32
+        for a in listed {
+            s += "<text x=\"\(x + 8)\" y=\"\(ly)\" fill=\"\(colour(a.layer))\">#\(a.index) \(FlowText.relativeTime(a.time, since: start)) \(escape(fit(a.label, px: width - 140)))</text>"
+            ly += 14
+        }
+        if hidden.count > listed.count { s += "<text x=\"\(x + 8)\" y=\"\(ly)\">… and \(hidden.count - listed.count) more (ble-hci dump --flow lists every packet)</text>" }
+        s += "</g>\n"
     }
 
     private static func appendArrow(_ a: FlowArrow, y: Int, start: CaptureTime?, to s: inout String) {

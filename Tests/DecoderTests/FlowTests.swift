@@ -253,7 +253,7 @@ struct FlowTests {
         #expect(parser.parse(), "\(parser.parserError.map { "\($0)" } ?? "")")
         #expect(counter.root == "svg")
         #expect(counter.counts["script", default: 0] == 0)
-        #expect(counter.hrefs.isEmpty, "external references: \(counter.hrefs)")
+        #expect(counter.hrefs.isEmpty, "external references: \(counter.hrefs)")  // only "#..." links inside the document
         #expect(counter.counts["line", default: 0] > 0)
     }
 
@@ -265,9 +265,13 @@ struct FlowTests {
         })
         let rows = FlowSVG.rows(FlowDiagram(peers: ["p"], steps: [step], start: nil))
         #expect(rows.count == 4)  // step band, first, "× 60", last
-        guard case let .folded(count, _, first, last) = rows[2] else { Issue.record("not folded"); return }
-        #expect(count == 58 && first == 2 && last == 59)
-        #expect(FlowSVG.render(FlowDiagram(peers: ["p"], steps: [step], start: nil)).contains("× 60 in all"))
+        guard case let .folded(count, _, first, last, hidden) = rows[2] else { Issue.record("not folded"); return }
+        #expect(count == 58 && first == 2 && last == 59 && hidden.map(\.index) == Array(2...59))
+        let svg = FlowSVG.render(FlowDiagram(peers: ["p"], steps: [step], start: nil))
+        #expect(svg.contains("× 60 in all"))
+        // The row links to a panel listing the folded packets (shown by CSS :target, no script).
+        #expect(svg.contains("<a href=\"#fold-1\">") && svg.contains("<g id=\"fold-1\" class=\"panel\">"))
+        #expect(svg.contains(">#2 ") && svg.contains("… and 18 more"))
     }
 
     /// A session repeated (same steps, same packets) is drawn once, then one "repeat × N" row.
@@ -292,6 +296,8 @@ private final class ElementCounter: NSObject, XMLParserDelegate {
                 attributes: [String: String] = [:]) {
         if root == nil { root = name }
         counts[name, default: 0] += 1
-        for (k, v) in attributes where k.hasSuffix("href") || (v.contains("url(") && !v.hasPrefix("url(#")) { hrefs.append(v) }
+        for (k, v) in attributes where (k.hasSuffix("href") && !v.hasPrefix("#")) || (v.contains("url(") && !v.hasPrefix("url(#")) {
+            hrefs.append(v)
+        }
     }
 }
