@@ -107,8 +107,9 @@ let commandHelp: [String: String] = [
                         is the GATT server)
       --svg OUT.svg     the same diagram as a standalone SVG (no scripts, no external resources):
                         layers in colours, time since the first packet on the left, repeated
-                        exchanges and repeated sessions folded into one "× N" row (the text
-                        diagram lists every packet). With --flow, both.
+                        exchanges and repeated sessions folded into one "× N" row (clicking a
+                        folded exchange lists up to 40 of its packets; the text diagram lists
+                        every packet). With --flow, both.
 
     Pairing (SMP) and encryption packets get their own steps; the steps' CoreBluetooth names for
     them are generic (the system pairs, no app call).
