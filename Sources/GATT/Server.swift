@@ -222,9 +222,12 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         case let .readBlobRequest(handle, offset):
             switch read(handle, peer, security, offset: Int(offset), op: .readBlobRequest) {
             case .success(let v):
+                // Core Vol 3 Part F 3.4.4.5: an offset past the end is Invalid Offset; an offset
+                // equal to the length answers an empty Part Attribute Value. Attribute Not Long is
+                // only a "may" for fixed-length values, and we keep none: any readable value of
+                // any length is answered from the offset.
                 let o = Int(offset)
                 if o > v.count { return fail(.readBlobRequest, handle, .invalidOffset) }
-                if o > 0 && v.count < mtu - 1 { return fail(.readBlobRequest, handle, .attributeNotLong) }
                 return .readBlobResponse(value: Array(v[o..<min(v.count, o + mtu - 1)]))
             case .failure(let e): return e.pdu
             }
