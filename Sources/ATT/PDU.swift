@@ -293,6 +293,20 @@ extension ATTPDU {
         }
     }
 
+    /// `decodeResult` for a PDU received on a bearer whose ATT_MTU is `mtu`. ATT_MTU is the
+    /// largest PDU either side may send (Core v5.4 Vol 3 Part F 3.2.8), so a request or command
+    /// longer than it is malformed: a request is answered Invalid PDU (Table 3.4: "The
+    /// attribute PDU was invalid"), a command dropped, and neither is acted on.
+    public static func decodeResult(_ bytes: [UInt8], mtu: Int) -> ATTDecodeResult {
+        if bytes.count > mtu, let first = bytes.first {
+            let op = ATTOpcode(first)
+            if op.isRequest || (op.isCommand && op.isKnown) {
+                return .malformed(opcode: op, error: .invalid("\(op): \(bytes.count) octets exceed ATT_MTU \(mtu)"))
+            }
+        }
+        return decodeResult(bytes)
+    }
+
     /// What a server sends back for bytes it could not decode or does not support, per Core
     /// Vol 3 Part F 3.4.1.1 / 3.3: a malformed request → Invalid PDU; an unknown request →
     /// Request Not Supported; commands, responses, notifications, empty PDUs → nil (ignored).

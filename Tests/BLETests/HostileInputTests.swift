@@ -55,7 +55,7 @@ import BLE
         if let failure { Issue.record("\(failure)") }
 
         // Every kind of answer the spec asks for was exercised.
-        for kind in ["ATT Invalid PDU", "ATT Request Not Supported", "ATT Invalid Handle", "ATT response",
+        for kind in ["ATT Invalid PDU", "ATT Invalid PDU (longer than ATT_MTU)", "Exchange MTU Response", "ATT Request Not Supported", "ATT Invalid Handle", "ATT response",
                      "Handle Value Confirmation", "Command Reject", "Command Reject (Invalid CID)",
                      "Credit Based Connection refused", "Pairing Failed", "no answer"] {
             #expect(tally[kind, default: 0] > 0, "no \(kind) exercised: \(tally)")
@@ -210,10 +210,11 @@ private struct HostileFrames {
     mutating func att() -> Probe {
         let op = chance(20) ? byte() : Self.attOpcodes[int(0..<Self.attOpcodes.count)]
         var pdu = [op] + attBody(op)
-        switch int(0..<4) {
+        switch int(0..<5) {
         case 0: break                                                         // well-formed
         case 1: pdu = Array(pdu.prefix(int(0...pdu.count)))                   // truncated (even empty)
         case 2: if pdu.count < mtu { pdu += bytes(int(1...(mtu - pdu.count))) } // oversized, up to the MTU
+        case 3: pdu += bytes(mtu + int(1...40) - pdu.count)                   // longer than ATT_MTU
         default: pdu = [op] + bytes(int(0...(mtu - 1)))                       // random length
         }
         // Writes leave the protected value alone.
@@ -263,6 +264,10 @@ private struct HostileFrames {
                 return o == op && c == code && (handle == nil || h == handle)
             }
         }
+        // Core v5.4 Vol 3 Part F 3.2.8: no PDU is longer than ATT_MTU; a longer request is
+        // Invalid PDU (Table 3.4), a longer command is dropped.
+        if pdu.count > mtu, op.isRequest { return error(.invalidPDU, "Invalid PDU (longer than ATT_MTU)", handle: 0) }
+        if pdu.count > mtu, op.isCommand, op.isKnown { return nil }
         let badHandle = { (h: UInt16) in h == 0 || Int(h) > attributeCount }
         let answered = Expectation("ATT response", cid: 0x0004) { answer in
             guard let r = try? ATTPDU.decode(answer) else { return false }
@@ -275,8 +280,12 @@ private struct HostileFrames {
         switch p {
         case .unknown:
             return op.isCommand ? nil : error(.requestNotSupported, "Request Not Supported", handle: 0)
-        case .exchangeMTURequest(let m) where m < 23:
-            return error(.invalidPDU, "Invalid PDU", handle: 0)
+        case .exchangeMTURequest:
+            // Core v5.4 Vol 3 Part F 3.4.2.2: answered with the Server Rx MTU whatever the
+            // Client Rx MTU (below 23 leaves ATT_MTU at 23; a repeated exchange changes nothing).
+            return Expectation("Exchange MTU Response", cid: 0x0004) {
+                $0 == ATTPDU.exchangeMTUResponse(serverRxMTU: UInt16(HostileInputTests.mtu)).bytes
+            }
         case .readRequest(let h), .readBlobRequest(let h, _), .writeRequest(let h, _), .prepareWriteRequest(let h, _, _):
             return badHandle(h) ? error(.invalidHandle, "Invalid Handle", handle: h) : answered
         case .findInformationRequest(let s, let e), .findByTypeValueRequest(let s, let e, _, _),

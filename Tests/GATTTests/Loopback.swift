@@ -40,7 +40,7 @@ final class Loopback: ATTRequester, ATTServerPush {
     /// Sends raw bytes as the bearer would receive them: malformed/unknown → serverRejection.
     func raw(_ bytes: [UInt8]) async -> ATTPDU? {
         let (mtu, security) = state.withLock { ($0.mtu, $0.security) }
-        let decoded = ATTPDU.decodeResult(bytes)
+        let decoded = ATTPDU.decodeResult(bytes, mtu: mtu)
         if let rejection = ATTPDU.serverRejection(for: decoded) { return rejection }
         guard case .pdu(let pdu) = decoded else { return nil }
         return await server.respond(to: pdu, from: peer, mtu: mtu, security: security)
