@@ -302,10 +302,17 @@ public actor GATTClient {
             throw GATTClientError.unexpectedResponse(.readResponse)
         }
         let mtu = await requester.mtu
+        guard first.count >= mtu - 1 else { return first }
+        return try await readRest(handle: handle, after: first, length: nil)
+    }
+
+    /// Reads the rest of a value with Read Blob from `value.count` (Core Vol 3 Part G 4.8.3):
+    /// up to `length` octets when known, else until a part shorter than ATT_MTU − 1.
+    private nonisolated func readRest(handle: UInt16, after first: [UInt8], length: Int?) async throws -> [UInt8] {
+        let mtu = await requester.mtu
         var value = first
-        var chunk = first.count
-        while chunk >= mtu - 1 {
-            guard value.count <= Self.maximumLongValue else {
+        while length.map({ value.count < $0 }) ?? true {
+            guard value.count < Self.maximumLongValue else {
                 throw GATTClientError.invalidResponse("value longer than \(Self.maximumLongValue) octets")
             }
             let part: [UInt8]
@@ -313,11 +320,14 @@ public actor GATTClient {
                 guard case let .readBlobResponse(v) = try await request(
                     .readBlobRequest(handle: handle, offset: UInt16(value.count))) else { break }
                 part = v
-            } catch let e as ATTError where e.code == .attributeNotLong || e.code == .invalidOffset {
+            } catch let e as ATTError where length == nil && (e.code == .attributeNotLong || e.code == .invalidOffset) {
                 break  // the value was exactly a multiple of ATT_MTU − 1 long
             }
             value += part
-            chunk = part.count
+            if part.count < mtu - 1 { break }
+        }
+        if let length, value.count != length {
+            throw GATTClientError.invalidResponse("value of handle \(handle) is \(value.count) octets, its length said \(length)")
         }
         return value
     }
@@ -343,12 +353,24 @@ public actor GATTClient {
         return v
     }
 
-    /// Read Multiple Variable: one value per handle (the last may be cut at the MTU).
+    /// Read Multiple Variable Length Characteristic Values (Core Vol 3 Part G 4.8.5): one whole
+    /// value per handle. The response is cut at ATT_MTU − 1 octets (Vol 3 Part F 3.4.4.12): a
+    /// value cut short (its Value Length says how long it is) is completed with Read Blob, and
+    /// the values the response had no room for are read one by one.
     public nonisolated func readMultipleVariable(handles: [UInt16]) async throws -> [[UInt8]] {
-        guard case let .readMultipleVariableResponse(v) = try await request(.readMultipleVariableRequest(handles: handles)) else {
+        guard case let .readMultipleVariableResponse(tuples) = try await request(.readMultipleVariableRequest(handles: handles)) else {
             throw GATTClientError.unexpectedResponse(.readMultipleVariableResponse)
         }
-        return v
+        guard tuples.count <= handles.count else {
+            throw GATTClientError.invalidResponse("\(tuples.count) values for \(handles.count) handles")
+        }
+        var values: [[UInt8]] = []
+        for (i, t) in tuples.enumerated() {
+            // Only the last tuple can be cut (the decoder takes what is left for it).
+            values.append(t.isTruncated ? try await readRest(handle: handles[i], after: t.value, length: Int(t.length)) : t.value)
+        }
+        for h in handles.dropFirst(tuples.count) { values.append(try await read(handle: h)) }
+        return values
     }
 
     // MARK: Writing

@@ -241,21 +241,24 @@ public final class GATTServer: ATTServerDelegate, Sendable {
             }
             return .readMultipleResponse(values: out.count > mtu - 1 ? Array(out.prefix(mtu - 1)) : out)
         case let .readMultipleVariableRequest(handles):
-            var values: [[UInt8]] = []
+            var tuples: [ATTLengthValue] = []
             var room = mtu - 1
             for h in handles {
                 switch read(h, peer, security, offset: 0, op: .readMultipleVariableRequest) {
                 case .success(let v):
-                    // Each tuple is a 2-octet length then the value; the last one may be cut.
+                    // Core v5.4 Vol 3 Part F 3.4.4.12: each tuple is the value's whole length then
+                    // the value; the list is cut at ATT_MTU − 1 octets, so the last value may be
+                    // cut while its Value Length still says how long it is.
                     if room >= 2 {
                         let take = min(v.count, room - 2)
-                        values.append(take == v.count ? v : Array(v.prefix(take)))
+                        tuples.append(ATTLengthValue(length: UInt16(truncatingIfNeeded: v.count),
+                                                     value: take == v.count ? v : Array(v.prefix(take))))
                         room -= 2 + take
                     }
                 case .failure(let e): return e.pdu
                 }
             }
-            return .readMultipleVariableResponse(values: values)
+            return .readMultipleVariableResponse(tuples)
         case let .readByGroupTypeRequest(start, end, type):
             return readByGroupType(start, end, type, mtu)
         case let .findByTypeValueRequest(start, end, type, value):

@@ -188,9 +188,16 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
         #expect(await attCode { _ = try await client.readByUUID(0xABCD) } == .attributeNotFound)
         #expect(try await client.readMultiple(handles: [h1, h2]) == Array("ble-hciread only".utf8))
         #expect(try await client.readMultipleVariable(handles: [h1, h2]) == [Array("ble-hci".utf8), Array("read only".utf8)])
-        // The first value larger than the MTU is cut; a second cannot follow.
+        // Regression (issue 13, defect 3): the response is cut at ATT_MTU − 1 octets but each
+        // Value Length is the attribute's whole length (Core v5.4 Vol 3 Part F 3.4.4.12):
+        // 600 = 0x0258, then the first 20 octets. No room is left for the second value.
         let long = try #require(server.valueHandle(of: 0xFFE2))
-        #expect(try await client.readMultipleVariable(handles: [long, h1]) == [Array(long600.prefix(20))])
+        let (_, link) = await Loopback.connect(server, id: 0x41)
+        #expect(await link.raw(ATTPDU.readMultipleVariableRequest(handles: [long, h1]).bytes)?.bytes
+                == [0x21, 0x58, 0x02] + long600.prefix(20))
+        // The client completes the cut value with Read Blob and reads the missing one.
+        #expect(try await client.readMultipleVariable(handles: [long, h1]) == [long600, Array("ble-hci".utf8)])
+        #expect(try await client.readMultipleVariable(handles: [h1, long]) == [Array("ble-hci".utf8), long600])
         #expect(await attCode { _ = try await client.readMultiple(handles: [h1, 0x0FFF]) } == .invalidHandle)
     }
 
