@@ -52,6 +52,9 @@ public enum GATTClientError: Error, Sendable, Equatable, CustomStringConvertible
     case valueTooLong(length: Int, maximum: Int)
     /// The characteristic has neither notify nor indicate, or no CCCD.
     case notSubscribable(BluetoothUUID)
+    /// A service or characteristic whose handle range starts at 0 or ends before it starts
+    /// (Core Vol 3 Part F 3.4.3.1: a range starts at 0x0001 and its start is ≤ its end).
+    case invalidHandleRange(start: UInt16, end: UInt16)
 
     public var description: String {
         switch self {
@@ -59,6 +62,8 @@ public enum GATTClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .invalidResponse(let why): return "invalid response: \(why)"
         case let .valueTooLong(length, maximum): return "value of \(length) octets exceeds the \(maximum) the procedure carries"
         case .notSubscribable(let u): return "characteristic \(u) has no notify/indicate or no CCCD"
+        case let .invalidHandleRange(start, end):
+            return "handle range \(hexCode(start, digits: 4))...\(hexCode(end, digits: 4)) is empty or starts at 0"
         }
     }
 }
@@ -111,6 +116,15 @@ public actor GATTClient {
         return r
     }
 
+    /// The handles of `service` as a range; throws when they form none (a peer's bad handles
+    /// are refused where they are received, so this guards values built by hand).
+    private nonisolated func handles(of service: GATTRemoteService) throws -> ClosedRange<UInt16> {
+        guard service.startHandle != 0, service.startHandle <= service.endHandle else {
+            throw GATTClientError.invalidHandleRange(start: service.startHandle, end: service.endHandle)
+        }
+        return service.startHandle...service.endHandle
+    }
+
     /// Runs a discovery step, mapping Attribute Not Found (the end of a search) to nil.
     private func step(_ pdu: ATTPDU) async throws -> ATTPDU? {
         do { return try await request(pdu) } catch let e as ATTError where e.code == .attributeNotFound { return nil }
@@ -130,8 +144,12 @@ public actor GATTClient {
                     attributeValue: uuid.littleEndianFor16Or128)) else { break }
                 lastEnd = start
                 for e in list {
-                    guard e.foundAttributeHandle >= start, e.groupEndHandle >= e.foundAttributeHandle else {
-                        throw GATTClientError.invalidResponse("service handles out of order")
+                    // Each group starts in the range asked for, after the previous one, and ends
+                    // at or after its start (Core Vol 3 Part F 3.4.3.4; Part G 4.4.2).
+                    guard e.foundAttributeHandle >= start, e.foundAttributeHandle <= range.upperBound,
+                          e.groupEndHandle >= e.foundAttributeHandle,
+                          out.last.map({ e.foundAttributeHandle > $0.endHandle }) ?? true else {
+                        throw GATTClientError.invalidResponse("service \(e.foundAttributeHandle)...\(e.groupEndHandle) out of range or order")
                     }
                     out.append(GATTRemoteService(uuid: uuid, startHandle: e.foundAttributeHandle, endHandle: e.groupEndHandle))
                     lastEnd = e.groupEndHandle
@@ -141,7 +159,9 @@ public actor GATTClient {
                     startHandle: start, endHandle: range.upperBound, type: GATTUUID.primaryService)) else { break }
                 lastEnd = start
                 for e in list {
-                    guard e.handle >= start, e.endGroupHandle >= e.handle,
+                    // As above (Core Vol 3 Part F 3.4.4.10; Part G 4.4.1).
+                    guard e.handle >= start, e.handle <= range.upperBound, e.endGroupHandle >= e.handle,
+                          out.last.map({ e.handle > $0.endHandle }) ?? true,
                           let u = BluetoothUUID(littleEndian: e.value) else {
                         throw GATTClientError.invalidResponse("bad service entry at \(e.handle)")
                     }
@@ -159,9 +179,16 @@ public actor GATTClient {
     /// included service's declaration).
     public func discoverIncludedServices(of service: GATTRemoteService) async throws -> [GATTRemoteService] {
         var out: [GATTRemoteService] = []
-        for e in try await readAllByType(GATTUUID.include, service.startHandle...service.endHandle) {
+        for e in try await readAllByType(GATTUUID.include, try handles(of: service)) {
+            // Core Vol 3 Part G 3.2: handle, end group handle, then a 16-bit UUID or none.
+            guard e.value.count == 4 || e.value.count == 6 else {
+                throw GATTClientError.invalidResponse("include declaration at \(e.handle) of \(e.value.count) octets (4 or 6 expected)")
+            }
             var r = ByteReader(e.value)
             let s = try r.u16("includedServiceHandle"), end = try r.u16("endGroupHandle")
+            guard s != 0, s <= end else {
+                throw GATTClientError.invalidResponse("included service range \(s)...\(end) at \(e.handle) is empty or starts at 0")
+            }
             var uuid: BluetoothUUID
             if r.remaining == 2 {
                 uuid = BluetoothUUID(try r.u16("uuid"))
@@ -180,11 +207,19 @@ public actor GATTClient {
     /// Characteristics of `service` (Read By Type 0x2803), optionally only those with `uuid`.
     public func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
         var out: [GATTRemoteCharacteristic] = []
-        for e in try await readAllByType(GATTUUID.characteristic, service.startHandle...service.endHandle) {
-            guard let d = try? GATTCharacteristicDeclaration(value: e.value), d.valueHandle > e.handle else {
+        for e in try await readAllByType(GATTUUID.characteristic, try handles(of: service)) {
+            // The value follows its declaration inside the service (Core Vol 3 Part G 3.3), and
+            // before the next declaration.
+            guard let d = try? GATTCharacteristicDeclaration(value: e.value), d.valueHandle > e.handle,
+                  d.valueHandle <= service.endHandle else {
                 throw GATTClientError.invalidResponse("bad characteristic declaration at \(e.handle)")
             }
-            if let last = out.indices.last { out[last].endHandle = e.handle - 1 }
+            if let last = out.indices.last {
+                guard e.handle > out[last].valueHandle else {
+                    throw GATTClientError.invalidResponse("characteristic declaration at \(e.handle) inside the previous characteristic")
+                }
+                out[last].endHandle = e.handle - 1
+            }
             out.append(GATTRemoteCharacteristic(uuid: d.uuid, declarationHandle: e.handle, valueHandle: d.valueHandle,
                                                 properties: d.properties, endHandle: service.endHandle))
         }
