@@ -164,7 +164,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     /// The security level handed to the server delegate with each request (SMP sets it).
     public func setSecurity(_ s: ATTSecurity) { fast.state.withLock { $0.security = s } }
-    var security: ATTSecurity { fast.state.withLock { $0.security } }
+    /// The link's current security (`ATTServerPush`).
+    public nonisolated var security: ATTSecurity { fast.state.withLock { $0.security } }
 
     func setMTU(_ m: Int) { fast.state.withLock { $0.mtu = m; $0.inboundMTU = m } }
 

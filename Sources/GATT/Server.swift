@@ -163,10 +163,17 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         let bit: UInt16 = indicate ? 2 : 1
         let targets: [(ATTPeer, any ATTServerPush, UInt16)] = state.withLock { s in
             guard let c = s.table.characteristics.first(where: { uuid != nil ? $0.uuid == uuid : $0.valueHandle == handle }),
-                  let cccd = c.cccdHandle else { return [] }
+                  let cccd = c.cccdHandle, let i = s.table.index(c.valueHandle) else { return [] }
+            let valueAttribute = s.table.attributes[i]
             let wanted = peers.map { Set($0.map(\.id)) }
             return s.peers.compactMap { id, p in
                 guard (p.cccd[cccd] ?? 0) & bit != 0, wanted?.contains(id) ?? true else { return nil }
+                // A notification or indication carries the value as a read does: not to a link
+                // without the encryption, authentication, key size or authorization a read of it
+                // needs (Core v5.4 Vol 3 Part F 3.2.5: the permissions guard the value, whatever
+                // PDU carries it). The readable bit is not asked: a notify-only value is pushed,
+                // never read.
+                guard Self.securityDenial(valueAttribute, write: false, p.push.security) == nil else { return nil }
                 return (ATTPeer(id: id), p.push, c.valueHandle)
             }.sorted { $0.0.id < $1.0.id }
         }
@@ -262,7 +269,7 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         case let .readByGroupTypeRequest(start, end, type):
             return readByGroupType(start, end, type, mtu)
         case let .findByTypeValueRequest(start, end, type, value):
-            return findByTypeValue(start, end, type, value, mtu)
+            return findByTypeValue(start, end, type, value, security, mtu)
         case let .readByTypeRequest(start, end, type):
             return readByType(start, end, type, peer, security, mtu)
         case let .findInformationRequest(start, end):
@@ -294,12 +301,19 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         .errorResponse(requestOpcode: op, handle: handle, error: code)
     }
 
+    /// Why `s` may not read (or write) `a`, as the Error Response's code (Core Vol 3 Part F
+    /// 3.4.1.1 Table 3.4), or nil. Every path that exposes or compares a value asks this.
     static func denial(_ a: Attribute, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
+        if !a.permissions.contains(write ? .writable : .readable) { return write ? .writeNotPermitted : .readNotPermitted }
+        return securityDenial(a, write: write, s)
+    }
+
+    /// The security part of `denial`: encryption, authentication, key size, authorization.
+    static func securityDenial(_ a: Attribute, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
         let p = a.permissions
-        let (access, enc, auth, authz): (GATTPermissions, GATTPermissions, GATTPermissions, GATTPermissions) = write
-            ? (.writable, .writeEncryptionRequired, .writeAuthenticationRequired, .writeAuthorizationRequired)
-            : (.readable, .readEncryptionRequired, .readAuthenticationRequired, .readAuthorizationRequired)
-        if !p.contains(access) { return write ? .writeNotPermitted : .readNotPermitted }
+        let (enc, auth, authz): (GATTPermissions, GATTPermissions, GATTPermissions) = write
+            ? (.writeEncryptionRequired, .writeAuthenticationRequired, .writeAuthorizationRequired)
+            : (.readEncryptionRequired, .readAuthenticationRequired, .readAuthorizationRequired)
         if p.contains(auth) && !s.authenticated { return .insufficientAuthentication }
         if p.contains(enc) || p.contains(auth) {
             if !s.encrypted { return .insufficientEncryption }
@@ -492,7 +506,8 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         return list.isEmpty ? fail(op, start, .attributeNotFound) : .readByGroupTypeResponse(list)
     }
 
-    private func findByTypeValue(_ start: UInt16, _ end: UInt16, _ type: UInt16, _ value: [UInt8], _ mtu: Int) -> ATTPDU {
+    private func findByTypeValue(_ start: UInt16, _ end: UInt16, _ type: UInt16, _ value: [UInt8],
+                                 _ security: ATTSecurity, _ mtu: Int) -> ATTPDU {
         let op = ATTOpcode.findByTypeValueRequest
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
         let table = state.withLock { $0.table }
@@ -508,6 +523,11 @@ public final class GATTServer: ATTServerDelegate, Sendable {
             i += 1
             guard a.type == t else { continue }
             switch a.kind { case .constant, .stored: break; default: continue }
+            // Only values the client may read are compared: a match on any other would tell it
+            // the value (Core v5.4 Vol 3 Part F 3.2.5). Unreadable ones cannot match, so a
+            // search that finds nothing else answers Attribute Not Found (3.4.3.3), as for a
+            // value that is not there.
+            if Self.denial(a, write: false, security) != nil { continue }
             let match = wantedUUID.map { BluetoothUUID(littleEndian: a.value) == $0 } ?? (a.value == value)
             if match { list.append(ATTHandlesInformation(foundAttributeHandle: a.handle, groupEndHandle: a.groupEnd)) }
             if isGroup { i = max(i, Int(a.groupEnd)) }
