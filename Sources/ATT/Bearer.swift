@@ -162,6 +162,10 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         fast.state.withLock { $0.notificationFast = h }
     }
 
+    /// Handle Value Notifications (and Indications) dropped unprocessed because
+    /// `queueLimit` were already waiting for the notification handler.
+    public nonisolated var droppedNotifications: Int { fast.state.withLock { $0.droppedNotifications } }
+
     /// The security level handed to the server delegate with each request (SMP sets it).
     public func setSecurity(_ s: ATTSecurity) { fast.state.withLock { $0.security = s } }
     /// The link's current security (`ATTServerPush`).
@@ -483,6 +487,8 @@ extension ATTBearer {
             /// notification stream (the fast receiver is used only while it is 0).
             var notificationFast: (@Sendable (ATTPDU) -> Bool)?
             var notificationBacklog = 0
+            /// Notifications/indications dropped because `queueLimit` were waiting.
+            var droppedNotifications = 0
         }
         let state = Mutex(State())
         let handle: UInt16
@@ -566,7 +572,7 @@ extension ATTBearer {
         func queueNotification(_ pdu: ATTPDU) {
             state.withLock { $0.notificationBacklog += 1 }
             if case .dropped = notifications.yield(pdu) {
-                state.withLock { $0.notificationBacklog -= 1 }
+                state.withLock { $0.notificationBacklog -= 1; $0.droppedNotifications += 1 }
                 log?("ATT \(hexCode(peer.id, digits: 4)): \(ATTBearer.queueLimit) notifications unhandled: \(pdu.opcode) dropped")
             }
         }

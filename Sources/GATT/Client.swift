@@ -85,10 +85,12 @@ public actor GATTClient {
         var subscribers: [UInt16: Subscriber] = [:]
         var serviceChangedHandle: UInt16?
     }
-    /// One subscription's receiver: `value` for each value, in order; `end` once when the
+    /// One subscription's receiver: `value` for each notified value, in order; `indication`
+    /// for each indicated one (the confirmation waits for it); `end` once when the
     /// subscription is replaced, removed or the client goes away.
     private struct Subscriber: Sendable {
         let value: @Sendable ([UInt8]) -> Void
+        let indication: @Sendable ([UInt8]) async -> Void
         let end: @Sendable () -> Void
     }
     private var serviceChangedHandle: UInt16? {
@@ -466,10 +468,12 @@ public actor GATTClient {
     /// the characteristic can only indicate) and returns the stream of values received.
     /// Subscribing again replaces (finishes) the previous stream.
     public func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
-                          indications: Bool = false) async throws -> AsyncStream<[UInt8]> {
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(1024))
+                          indications: Bool = false) async throws -> GATTNotificationStream {
+        let (stream, continuation) = GATTNotificationStream.makeStream()
         try await subscribe(characteristic, cccdHandle: cccdHandle, indications: indications,
-                            onValue: { continuation.yield($0) }, onEnd: { continuation.finish() })
+                            onValue: { continuation.yield($0) },
+                            onIndication: { await continuation.deliverIndication($0) },
+                            onEnd: { continuation.finish() })
         return stream
     }
 
@@ -477,10 +481,13 @@ public actor GATTClient {
     /// order (for notifications, on the host's executor as they arrive: keep it short, e.g. a
     /// stream yield); `onEnd` once, when the subscription is replaced or removed (`unsubscribe`,
     /// a later `subscribe` of the same characteristic, a failed CCCD write) or the client goes
-    /// away. Neither is called if this throws before registering (no CCCD).
+    /// away. Neither is called if this throws before registering (no CCCD). `onIndication`,
+    /// when given, receives indicated values instead of `onValue`; the Handle Value
+    /// Confirmation is sent after it returns, so it returns once the application has the value.
     public func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
                           indications: Bool = false,
                           onValue: @escaping @Sendable ([UInt8]) -> Void,
+                          onIndication: (@Sendable ([UInt8]) async -> Void)? = nil,
                           onEnd: @escaping @Sendable () -> Void) async throws {
         let p = characteristic.properties
         let useIndications = indications ? p.contains(.indicate) : !p.contains(.notify) && p.contains(.indicate)
@@ -488,7 +495,7 @@ public actor GATTClient {
         let handle = try await cccd(of: characteristic, given: cccdHandle)
         let key = characteristic.valueHandle
         let previous = routing.withLock { r in
-            defer { r.subscribers[key] = Subscriber(value: onValue, end: onEnd) }
+            defer { r.subscribers[key] = Subscriber(value: onValue, indication: onIndication ?? { onValue($0) }, end: onEnd) }
             return r.subscribers[key]
         }
         previous?.end()
@@ -524,14 +531,18 @@ public actor GATTClient {
     }
 
     /// Called by the bearer for Handle Value Notification / Indication / Multiple Handle Value
-    /// Notification (it confirms an indication after this returns). A Service Changed indication
-    /// updates the cache in the background (rediscovery needs the bearer this call is blocking).
+    /// Notification (it confirms an indication after this returns, so this returns once the
+    /// subscriber has handed an indicated value to the application). A Service Changed
+    /// indication updates the cache in the background (rediscovery needs the bearer this call
+    /// is blocking).
     public func received(_ pdu: ATTPDU) async {
         switch pdu {
-        case let .handleValueNotification(h, v), let .handleValueIndication(h, v):
-            deliver(h, v)
+        case let .handleValueNotification(h, v):
+            deliver(h, v)?.value(v)
+        case let .handleValueIndication(h, v):
+            await deliver(h, v)?.indication(v)
         case let .multipleHandleValueNotification(list):
-            for e in list { deliver(e.handle, e.value) }
+            for e in list { deliver(e.handle, e.value)?.value(e.value) }
         default:
             break
         }
@@ -563,7 +574,8 @@ public actor GATTClient {
         }
     }
 
-    private func deliver(_ handle: UInt16, _ value: [UInt8]) {
+    /// Notes a Service Changed value; returns the value's subscriber.
+    private func deliver(_ handle: UInt16, _ value: [UInt8]) -> Subscriber? {
         if handle == serviceChangedHandle, value.count == 4 {
             let start = UInt16(value[0]) | UInt16(value[1]) << 8
             let end = UInt16(value[2]) | UInt16(value[3]) << 8
@@ -571,7 +583,7 @@ public actor GATTClient {
                 handleServiceChanged(start...end)
             }
         }
-        routing.withLock { $0.subscribers[handle] }?.value(value)
+        return routing.withLock { $0.subscribers[handle] }
     }
 
     private func handleServiceChanged(_ range: ClosedRange<UInt16>) {

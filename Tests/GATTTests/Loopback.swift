@@ -85,9 +85,9 @@ final class Loopback: ATTRequester, ATTServerPush {
 struct TimedOut: Error {}
 
 /// The next element of a stream, or TimedOut after `seconds`.
-func next<T: Sendable>(_ stream: AsyncStream<T>, within seconds: Double = 2) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { var it = stream.makeAsyncIterator(); return await it.next() }
+func next<S: AsyncSequence & Sendable>(_ stream: S, within seconds: Double = 2) async throws -> S.Element where S.Element: Sendable {
+    try await withThrowingTaskGroup(of: S.Element?.self) { group in
+        group.addTask { var it = stream.makeAsyncIterator(); return try await it.next() }
         group.addTask { try await Task.sleep(for: .seconds(seconds)); throw TimedOut() }
         defer { group.cancelAll() }
         guard let first = try await group.next(), let value = first else { throw TimedOut() }
