@@ -7,6 +7,7 @@ import ATT
 /// A peer GATT server played from a script of raw PDUs, for client conformance: each request
 /// the client sends must be the next one in the script, octet for octet, and is answered with
 /// the scripted octets, decoded as `ATTBearer` does (an Error Response throws `ATTError`).
+/// A command's step has an empty response.
 final class ScriptedServer: ATTRequester {
     struct Step: Sendable { let request: [UInt8]; let response: [UInt8] }
     struct OffScript: Error, CustomStringConvertible { let description: String }
@@ -48,7 +49,17 @@ final class ScriptedServer: ATTRequester {
         return answer
     }
 
+    /// A command must be the next step, scripted with an empty response (none is sent).
     func command(_ pdu: ATTPDU) async throws {
-        Issue.record("unexpected command \(pdu.bytes.hex)")
+        let sent = pdu.bytes
+        let step: Step? = state.withLock { s in
+            guard s.next < s.steps.count else { return nil }
+            defer { s.next += 1 }
+            return s.steps[s.next]
+        }
+        guard let step, step.request == sent, step.response.isEmpty else {
+            Issue.record("unexpected command \(sent.hex)")
+            throw OffScript(description: "unexpected command \(sent.hex)")
+        }
     }
 }
