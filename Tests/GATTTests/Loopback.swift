@@ -95,7 +95,8 @@ func next<S: AsyncSequence & Sendable>(_ stream: S, within seconds: Double = 2) 
     }
 }
 
-/// The ATT error code a call threw (nil when it did not throw an ATTError).
-func attCode(_ body: () async throws -> Void) async -> ATTErrorCode? {
-    do { try await body(); return nil } catch let e as ATTError { return e.code } catch { return nil }
+/// The ATT error a call threw: code, request opcode and handle in error (nil when it did not
+/// throw an ATTError). Tests compare all three with what the specification says.
+func attError(_ body: () async throws -> Void) async -> ATTError? {
+    do { try await body(); return nil } catch let e as ATTError { return e } catch { return nil }
 }
