@@ -269,7 +269,7 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         case let .readByGroupTypeRequest(start, end, type):
             return readByGroupType(start, end, type, mtu)
         case let .findByTypeValueRequest(start, end, type, value):
-            return findByTypeValue(start, end, type, value, security, mtu)
+            return findByTypeValue(start, end, type, value, peer, security, mtu)
         case let .readByTypeRequest(start, end, type):
             return readByType(start, end, type, peer, security, mtu)
         case let .findInformationRequest(start, end):
@@ -507,10 +507,10 @@ public final class GATTServer: ATTServerDelegate, Sendable {
     }
 
     private func findByTypeValue(_ start: UInt16, _ end: UInt16, _ type: UInt16, _ value: [UInt8],
-                                 _ security: ATTSecurity, _ mtu: Int) -> ATTPDU {
+                                 _ peer: ATTPeer, _ security: ATTSecurity, _ mtu: Int) -> ATTPDU {
         let op = ATTOpcode.findByTypeValueRequest
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
-        let table = state.withLock { $0.table }
+        let (table, peerState) = state.withLock { ($0.table, $0.peers[peer.id]) }
         let t = BluetoothUUID(type)
         let isGroup = type == 0x2800 || type == 0x2801
         let wantedUUID = isGroup ? BluetoothUUID(littleEndian: value) : nil
@@ -522,13 +522,23 @@ public final class GATTServer: ATTServerDelegate, Sendable {
             let a = table.attributes[i]
             i += 1
             guard a.type == t else { continue }
-            switch a.kind { case .constant, .stored: break; default: continue }
+            // The value this client would read; the application's handler-backed values are
+            // not produced for a search (not compared).
+            let current: [UInt8]
+            switch a.kind {
+            case .constant, .stored: current = a.value
+            case .cccd:
+                let v = peerState?.cccd[a.handle] ?? 0
+                current = [UInt8(v & 0xFF), UInt8(v >> 8)]
+            case .clientFeatures: current = peerState?.clientFeatures ?? [0]
+            case .handlers: continue
+            }
             // Only values the client may read are compared: a match on any other would tell it
             // the value (Core v5.4 Vol 3 Part F 3.2.5). Unreadable ones cannot match, so a
             // search that finds nothing else answers Attribute Not Found (3.4.3.3), as for a
             // value that is not there.
             if Self.denial(a, write: false, security) != nil { continue }
-            let match = wantedUUID.map { BluetoothUUID(littleEndian: a.value) == $0 } ?? (a.value == value)
+            let match = wantedUUID.map { BluetoothUUID(littleEndian: current) == $0 } ?? (current == value)
             if match { list.append(ATTHandlesInformation(foundAttributeHandle: a.handle, groupEndHandle: a.groupEnd)) }
             if isGroup { i = max(i, Int(a.groupEnd)) }
         }

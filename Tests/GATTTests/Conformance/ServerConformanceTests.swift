@@ -417,6 +417,18 @@ struct ATTServerConformanceTests {
         ])
     }
 
+    /// Part F 3.4.3.3: Find By Type Value compares the value this client would read; a CCCD's
+    /// is the client's own (Part G 3.3.3.3: one per client).
+    @Test func findByTypeValueComparesTheClientsOwnValue() async {
+        let (_, link) = await ConformanceDB.connect()
+        await expectExchanges(link, [
+            ("06 0100 ffff 0229 0000", "07 0900 0900 1d00 1d00"),
+            ("12 1d00 0100", "13"),
+            ("06 0100 ffff 0229 0000", "07 0900 0900"),
+            ("06 0100 ffff 0229 0100", "07 1d00 1d00"),
+        ])
+    }
+
     /// Part F 3.2.8: ATT_MTU is the largest PDU either side sends. A request longer than it is
     /// Invalid PDU (Table 3.4) and not acted on; a longer command is dropped.
     @Test func longerThanATTMTU() async {
