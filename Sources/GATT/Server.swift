@@ -112,7 +112,8 @@ public final class GATTServer: ATTServerDelegate, Sendable {
 
     /// Notifies the characteristic's value to every peer that enabled notifications (or only to
     /// `peers` among them), truncated to ATT_MTU − 3. Returns the peers it was sent to; a peer
-    /// whose link fails is left out. Waits for each send (back-pressure of the link).
+    /// whose link fails, or lacks the security a read of the value needs (encryption, key size,
+    /// authentication, authorization), is left out. Waits for each send (back-pressure of the link).
     @discardableResult
     public func notify(characteristic uuid: BluetoothUUID, value: [UInt8], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
         await push(uuid: uuid, handle: nil, value: value, to: peers, indicate: false)
@@ -124,8 +125,9 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         await push(uuid: nil, handle: handle, value: value, to: peers, indicate: false)
     }
 
-    /// Indicates the value to every peer that enabled indications (or `peers` among them), all
-    /// at once; returns the peers that confirmed (each within the bearer's timeout).
+    /// Indicates the value to every peer that enabled indications (or `peers` among them) and
+    /// whose link has the value's read security, all at once; returns the peers that confirmed
+    /// (each within the bearer's timeout).
     @discardableResult
     public func indicate(characteristic uuid: BluetoothUUID, value: [UInt8], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
         await push(uuid: uuid, handle: nil, value: value, to: peers, indicate: true)
