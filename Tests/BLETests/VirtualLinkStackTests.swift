@@ -42,13 +42,15 @@ import VirtualController
         #expect(try await remote.read(name.characteristic) == Array("hello".utf8))
 
         // fff1 is notify-only: reading it is refused by the server, not just by the API.
-        await #expect(throws: ATTError.self) { _ = try await remote.read(handle: ticker.characteristic.valueHandle) }
+        await #expect(throws: ATTError(.readNotPermitted, requestOpcode: .readRequest, handle: ticker.characteristic.valueHandle)) {
+            _ = try await remote.read(handle: ticker.characteristic.valueHandle)
+        }
         let ffe1 = try #require(tree.first { $0.service.uuid == 0xFFE0 }?.characteristics.first)
         do {
             try await remote.write([0x01], handle: ffe1.characteristic.valueHandle)
             Issue.record("write to ffe1 succeeded")
         } catch let e as ATTError {
-            #expect(e.code == .writeNotPermitted)
+            #expect(e == ATTError(.writeNotPermitted, requestOpcode: .writeRequest, handle: ffe1.characteristic.valueHandle))
         }
 
         let values = try await remote.notifications(for: ticker.characteristic)
