@@ -39,7 +39,7 @@ let package = Package(
         .testTarget(name: "HostTests", dependencies: ["Host", "TestSupport", "VirtualController"]),
         .testTarget(name: "L2CAPTests", dependencies: ["L2CAP", "Host", "Transport", "TestSupport", "StackTestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["ATT", "L2CAP", "Host", "Transport", "TestSupport", "StackTestSupport"]),
-        .testTarget(name: "GATTTests", dependencies: ["GATT"]),
+        .testTarget(name: "GATTTests", dependencies: ["GATT", "TestSupport"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP"]),
         .testTarget(name: "DecoderTests", dependencies: ["Decoder", "HCI", "Transport", "Capture", "L2CAP", "ATT", "SMP", "TestSupport"]),
         .testTarget(name: "BLETests", dependencies: ["BLE", "VirtualController", "TestSupport"]),

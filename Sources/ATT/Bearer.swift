@@ -162,11 +162,16 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         fast.state.withLock { $0.notificationFast = h }
     }
 
+    /// Handle Value Notifications (and Indications) dropped unprocessed because
+    /// `queueLimit` were already waiting for the notification handler.
+    public nonisolated var droppedNotifications: Int { fast.state.withLock { $0.droppedNotifications } }
+
     /// The security level handed to the server delegate with each request (SMP sets it).
     public func setSecurity(_ s: ATTSecurity) { fast.state.withLock { $0.security = s } }
-    var security: ATTSecurity { fast.state.withLock { $0.security } }
+    /// The link's current security (`ATTServerPush`).
+    public nonisolated var security: ATTSecurity { fast.state.withLock { $0.security } }
 
-    func setMTU(_ m: Int) { fast.state.withLock { $0.mtu = m } }
+    func setMTU(_ m: Int) { fast.state.withLock { $0.mtu = m; $0.inboundMTU = m } }
 
     func log(_ message: @autoclosure () -> String) {
         configuration.log?("ATT \(hexCode(peer.id, digits: 4)): \(message())")
@@ -221,12 +226,23 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     @discardableResult
     public func exchangeMTU(_ clientRxMTU: UInt16 = 517) async throws -> Int {
         guard clientRxMTU >= 23 else { throw ATTBearerError.invalidArgument("Client Rx MTU \(clientRxMTU) below 23") }
-        let response = try await request(.exchangeMTURequest(clientRxMTU: clientRxMTU))
+        // The peer may send PDUs up to the new ATT_MTU as soon as it has answered, before our
+        // answer is processed: accept up to our Rx MTU meanwhile.
+        fast.state.withLock { $0.inboundMTU = Swift.max($0.mtu, Int(clientRxMTU)) }
+        let response: ATTPDU
+        do {
+            response = try await request(.exchangeMTURequest(clientRxMTU: clientRxMTU))
+        } catch {
+            fast.state.withLock { $0.inboundMTU = $0.mtu }
+            throw error
+        }
         guard case .exchangeMTUResponse(let server) = response else {
+            fast.state.withLock { $0.inboundMTU = $0.mtu }
             throw ATTBearerError.invalidResponse("\(response.opcode) to Exchange MTU Request")
         }
-        if server < 23 { log("Server Rx MTU \(server) below 23: using 23") }
-        let m = Swift.min(Int(clientRxMTU), Swift.max(23, Int(server)))
+        // Core v5.4 Vol 3 Part F 3.4.2.2: an Rx MTU below the default leaves ATT_MTU at 23.
+        let m = server < 23 ? 23 : Swift.min(Int(clientRxMTU), Int(server))
+        if server < 23 { log("Server Rx MTU \(server) below 23: ATT_MTU stays 23") }
         setMTU(m)
         return m
     }
@@ -280,7 +296,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     func received(_ bytes: [UInt8]) async {
         guard closedReason == nil else { return }
-        switch ATTPDU.decodeResult(bytes) {
+        switch ATTPDU.decodeResult(bytes, mtu: fast.state.withLock { $0.inboundMTU }) {
         case .malformed(let op?, let error):
             if let t = fast.takeTransaction(where: { op == .errorResponse || op == $0.opcode.responseOpcode }) {
                 t.resolve(.failure(ATTBearerError.invalidResponse("\(op): \(error)")))
@@ -316,18 +332,22 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         case .handleValueNotification, .handleValueIndication, .multipleHandleValueNotification:
             fast.queueNotification(pdu)
         case .exchangeMTURequest(let clientRx):
-            guard clientRx >= 23 else {
-                log("Exchange MTU Request with Client Rx MTU \(clientRx) below 23: Invalid PDU")
-                try? await send(.errorResponse(requestOpcode: op, handle: 0, error: .invalidPDU))
-                return
-            }
-            try? await send(.exchangeMTUResponse(serverRxMTU: configuration.serverRxMTU))
+            // Core v5.4 Vol 3 Part F 3.4.2.2: the server answers with its Rx MTU; ATT_MTU is the
+            // smaller of the two, except that an Rx MTU below the default ATT_MTU (23) leaves
+            // ATT_MTU at 23. The client may use the new ATT_MTU once it has the response, so
+            // larger PDUs are accepted from before it is sent.
+            var newMTU: Int?
             if answeredMTURequest {
                 log("second Exchange MTU Request: answered, ATT_MTU unchanged (\(mtu))")
             } else {
                 answeredMTURequest = true
-                setMTU(Swift.min(Int(clientRx), Int(configuration.serverRxMTU)))
+                if clientRx < 23 { log("Exchange MTU Request with Client Rx MTU \(clientRx) below 23: ATT_MTU stays 23") }
+                let m = clientRx < 23 ? 23 : Swift.min(Int(clientRx), Int(configuration.serverRxMTU))
+                fast.state.withLock { $0.inboundMTU = Swift.max($0.inboundMTU, m) }
+                newMTU = m
             }
+            try? await send(.exchangeMTUResponse(serverRxMTU: configuration.serverRxMTU))
+            if let newMTU { setMTU(newMTU) }
         case .unknown:
             if let reply = ATTPDU.serverRejection(for: .pdu(pdu)) {
                 log("unknown request \(op): Request Not Supported")
@@ -449,6 +469,8 @@ extension ATTBearer {
     final class FastPath: Sendable {
         struct State {
             var mtu = 23
+            /// The largest PDU accepted from the peer: ATT_MTU, or the MTU being negotiated.
+            var inboundMTU = 23
             var security = ATTSecurity.none
             var closed = false
             var closedReason: ATTBearerError?
@@ -465,6 +487,8 @@ extension ATTBearer {
             /// notification stream (the fast receiver is used only while it is 0).
             var notificationFast: (@Sendable (ATTPDU) -> Bool)?
             var notificationBacklog = 0
+            /// Notifications/indications dropped because `queueLimit` were waiting.
+            var droppedNotifications = 0
         }
         let state = Mutex(State())
         let handle: UInt16
@@ -548,7 +572,7 @@ extension ATTBearer {
         func queueNotification(_ pdu: ATTPDU) {
             state.withLock { $0.notificationBacklog += 1 }
             if case .dropped = notifications.yield(pdu) {
-                state.withLock { $0.notificationBacklog -= 1 }
+                state.withLock { $0.notificationBacklog -= 1; $0.droppedNotifications += 1 }
                 log?("ATT \(hexCode(peer.id, digits: 4)): \(ATTBearer.queueLimit) notifications unhandled: \(pdu.opcode) dropped")
             }
         }
@@ -570,7 +594,7 @@ extension ATTBearer {
         }
 
         func received(_ bytes: [UInt8], host: isolated Host) {
-            guard case .pdu(let pdu) = ATTPDU.decodeResult(bytes) else {
+            guard case .pdu(let pdu) = ATTPDU.decodeResult(bytes, mtu: state.withLock { $0.inboundMTU }) else {
                 forwardToActor(bytes)
                 return
             }

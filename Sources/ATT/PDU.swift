@@ -34,6 +34,20 @@ public struct ATTHandleValue: Sendable, Hashable {
     public init(handle: UInt16, value: [UInt8]) { self.handle = handle; self.value = value }
 }
 
+/// One Length Value Tuple of a Read Multiple Variable Response (Core v5.4 Vol 3 Part F
+/// 3.4.4.12): the attribute value's whole length and its octets. Only the last tuple of a
+/// response may carry fewer octets than `length` (the list is cut at ATT_MTU − 1 octets).
+public struct ATTLengthValue: Sendable, Hashable {
+    /// The Value Length field: the length of the whole attribute value.
+    public var length: UInt16
+    public var value: [UInt8]
+    public init(length: UInt16, value: [UInt8]) { self.length = length; self.value = value }
+    /// A whole value (its length is its count).
+    public init(_ value: [UInt8]) { self.init(length: UInt16(truncatingIfNeeded: value.count), value: value) }
+    /// The value was cut: the client reads the rest with Read Blob.
+    public var isTruncated: Bool { value.count < Int(length) }
+}
+
 /// One entry of a Read By Group Type Response.
 public struct ATTGroupData: Sendable, Hashable {
     public var handle: UInt16
@@ -86,9 +100,8 @@ public enum ATTPDU: Sendable, Hashable {
     case readMultipleRequest(handles: [UInt16])
     case readMultipleResponse(values: [UInt8])
     case readMultipleVariableRequest(handles: [UInt16])
-    /// The last value may be shorter than its length said (truncated to the MTU): it decodes to
-    /// the octets present.
-    case readMultipleVariableResponse(values: [[UInt8]])
+    /// The last tuple's value may be shorter than its length (cut at ATT_MTU − 1).
+    case readMultipleVariableResponse([ATTLengthValue])
     case readByGroupTypeRequest(startHandle: UInt16, endHandle: UInt16, type: BluetoothUUID)
     /// All values have the same length (the encoder uses the first one's).
     case readByGroupTypeResponse([ATTGroupData])
@@ -226,13 +239,13 @@ extension ATTPDU {
             pdu = op.rawValue == 0x0E ? .readMultipleRequest(handles: handles) : .readMultipleVariableRequest(handles: handles)
         case 0x0F: pdu = .readMultipleResponse(values: r.rest())
         case 0x21:
-            var values: [[UInt8]] = []
+            var tuples: [ATTLengthValue] = []
             while !r.isAtEnd {
-                let length = Int(try r.u16("valueLength"))
-                // The last value may be truncated to fit ATT_MTU (Core Vol 3 Part F 3.4.4.12).
-                values.append(try r.bytes(Swift.min(length, r.remaining), "value"))
+                let length = try r.u16("valueLength")
+                // The last value may be cut to fit ATT_MTU (Core Vol 3 Part F 3.4.4.12).
+                tuples.append(ATTLengthValue(length: length, value: try r.bytes(Swift.min(Int(length), r.remaining), "value")))
             }
-            pdu = .readMultipleVariableResponse(values: values)
+            pdu = .readMultipleVariableResponse(tuples)
         case 0x11:
             let length = Int(try r.u8("length"))
             guard length >= 4 else { throw .invalid("Read By Group Type Response: length \(length) < 4") }
@@ -291,6 +304,20 @@ extension ATTPDU {
         } catch {
             return .malformed(opcode: bytes.first.map(ATTOpcode.init(rawValue:)), error: error)
         }
+    }
+
+    /// `decodeResult` for a PDU received on a bearer whose ATT_MTU is `mtu`. ATT_MTU is the
+    /// largest PDU either side may send (Core v5.4 Vol 3 Part F 3.2.8), so a request or command
+    /// longer than it is malformed: a request is answered Invalid PDU (Table 3.4: "The
+    /// attribute PDU was invalid"), a command dropped, and neither is acted on.
+    public static func decodeResult(_ bytes: [UInt8], mtu: Int) -> ATTDecodeResult {
+        if bytes.count > mtu, let first = bytes.first {
+            let op = ATTOpcode(first)
+            if op.isRequest || (op.isCommand && op.isKnown) {
+                return .malformed(opcode: op, error: .invalid("\(op): \(bytes.count) octets exceed ATT_MTU \(mtu)"))
+            }
+        }
+        return decodeResult(bytes)
     }
 
     /// What a server sends back for bytes it could not decode or does not support, per Core
@@ -378,8 +405,8 @@ extension ATTPDU {
             w.u16(handle); w.u16(offset)
         case let .readMultipleRequest(handles), let .readMultipleVariableRequest(handles):
             for h in handles { w.u16(h) }
-        case let .readMultipleVariableResponse(values):
-            for v in values { w.u16(UInt16(truncatingIfNeeded: v.count)); w.append(v) }
+        case let .readMultipleVariableResponse(tuples):
+            for t in tuples { w.u16(t.length); w.append(t.value) }
         case let .readByGroupTypeResponse(list):
             let valueLength = list.first?.value.count ?? 0
             w.u8(UInt8(truncatingIfNeeded: valueLength + 4))

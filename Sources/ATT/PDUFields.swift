@@ -48,9 +48,9 @@ extension ATTPDU: FieldDescribable {
             f.append(Field("setOfHandles", .list(handles.map { .int(Int($0)) })))
         case let .readMultipleResponse(values):
             f.append(.bytes("setOfValues", values))
-        case let .readMultipleVariableResponse(values):
-            f.append(Field("lengthValueTupleList", .list(values.map {
-                .object([.int("valueLength", $0.count), .bytes("value", $0)])
+        case let .readMultipleVariableResponse(tuples):
+            f.append(Field("lengthValueTupleList", .list(tuples.map {
+                .object([.int("valueLength", $0.length), .bytes("value", $0.value)])
             })))
         case let .readByGroupTypeResponse(list):
             f.append(.int("length", (list.first?.value.count ?? 0) + 4))

@@ -60,6 +60,13 @@ public protocol ATTServerPush: Sendable {
     func indicate(handle: UInt16, value: [UInt8]) async throws
     /// The current ATT_MTU towards this peer.
     var mtu: Int { get async }
+    /// The link's current security: a value is pushed only to a peer that could read it.
+    var security: ATTSecurity { get }
+}
+
+extension ATTServerPush {
+    /// A pusher that cannot tell reports an unencrypted link (protected values are not pushed).
+    public var security: ATTSecurity { .none }
 }
 
 /// What the bearer calls for every request/command the peer sends (implemented by GATTServer).

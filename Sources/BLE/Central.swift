@@ -141,14 +141,18 @@ public final class RemotePeripheral: Sendable {
     public func write(_ value: [UInt8], handle: UInt16) async throws { try await link.client.write(value, handle: handle) }
 
     /// Subscribes (notifications, or indications when that's all it has) and streams the
-    /// values; cancelling or dropping the stream unsubscribes.
-    public func notifications(for characteristic: GATTRemoteCharacteristic) async throws -> AsyncThrowingStream<[UInt8], any Error> {
+    /// values; cancelling or dropping the stream unsubscribes. Up to 1024 values wait for the
+    /// application; beyond that the oldest are dropped and counted (`droppedCount` of the
+    /// stream). An indication is confirmed once the application has taken it from the stream.
+    public func notifications(for characteristic: GATTRemoteCharacteristic) async throws -> GATTNotificationStream {
         let client = link.client
         let link = self.link
         // The subscription feeds this stream directly (no pump task): values are yielded by
         // the GATT client's subscriber, on the host's executor for notifications.
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(1024))
-        try await client.subscribe(characteristic, onValue: { continuation.yield($0) }, onEnd: {
+        let (stream, continuation) = GATTNotificationStream.makeStream()
+        let timeout = stack.options.attTimeout
+        try await client.subscribe(characteristic, onValue: { continuation.yield($0) },
+                                   onIndication: { await continuation.deliverIndication($0, timeout: timeout) }, onEnd: {
             if let reason = link.disconnectReason {
                 continuation.finish(throwing: BLEError.disconnected(reason))
             } else {
@@ -156,15 +160,20 @@ public final class RemotePeripheral: Sendable {
             }
         })
         let watcher = link.onDisconnection { reason in continuation.finish(throwing: BLEError.disconnected(reason)) }
-        continuation.onTermination = { termination in
+        continuation.onTermination { cancelled in
             link.stopObserving(watcher)
             // Dropped or cancelled by the application: unsubscribe for it. (Finished means
             // stopNotifications already did, or the link is gone.)
-            guard case .cancelled = termination, link.disconnectReason == nil else { return }
+            guard cancelled, link.disconnectReason == nil else { return }
             Task { try? await client.unsubscribe(characteristic) }
         }
         return stream
     }
+
+    /// Notifications and indications the link dropped before any subscription saw them,
+    /// because 1024 were already waiting to be processed (a peer flooding faster than they
+    /// are handled). Values a subscription's stream dropped are in its own `droppedCount`.
+    public var droppedNotifications: Int { link.bearer.droppedNotifications }
 
     /// Unsubscribes (writes 0x0000 to the CCCD) and ends the stream `notifications(for:)` returned.
     public func stopNotifications(for characteristic: GATTRemoteCharacteristic) async throws {

@@ -52,6 +52,9 @@ public enum GATTClientError: Error, Sendable, Equatable, CustomStringConvertible
     case valueTooLong(length: Int, maximum: Int)
     /// The characteristic has neither notify nor indicate, or no CCCD.
     case notSubscribable(BluetoothUUID)
+    /// A service or characteristic whose handle range starts at 0 or ends before it starts
+    /// (Core Vol 3 Part F 3.4.3.1: a range starts at 0x0001 and its start is ≤ its end).
+    case invalidHandleRange(start: UInt16, end: UInt16)
 
     public var description: String {
         switch self {
@@ -59,6 +62,8 @@ public enum GATTClientError: Error, Sendable, Equatable, CustomStringConvertible
         case .invalidResponse(let why): return "invalid response: \(why)"
         case let .valueTooLong(length, maximum): return "value of \(length) octets exceeds the \(maximum) the procedure carries"
         case .notSubscribable(let u): return "characteristic \(u) has no notify/indicate or no CCCD"
+        case let .invalidHandleRange(start, end):
+            return "handle range \(hexCode(start, digits: 4))...\(hexCode(end, digits: 4)) is empty or starts at 0"
         }
     }
 }
@@ -80,10 +85,12 @@ public actor GATTClient {
         var subscribers: [UInt16: Subscriber] = [:]
         var serviceChangedHandle: UInt16?
     }
-    /// One subscription's receiver: `value` for each value, in order; `end` once when the
+    /// One subscription's receiver: `value` for each notified value, in order; `indication`
+    /// for each indicated one (the confirmation waits for it); `end` once when the
     /// subscription is replaced, removed or the client goes away.
     private struct Subscriber: Sendable {
         let value: @Sendable ([UInt8]) -> Void
+        let indication: @Sendable ([UInt8]) async -> Void
         let end: @Sendable () -> Void
     }
     private var serviceChangedHandle: UInt16? {
@@ -111,6 +118,15 @@ public actor GATTClient {
         return r
     }
 
+    /// The handles of `service` as a range; throws when they form none (a peer's bad handles
+    /// are refused where they are received, so this guards values built by hand).
+    private nonisolated func handles(of service: GATTRemoteService) throws -> ClosedRange<UInt16> {
+        guard service.startHandle != 0, service.startHandle <= service.endHandle else {
+            throw GATTClientError.invalidHandleRange(start: service.startHandle, end: service.endHandle)
+        }
+        return service.startHandle...service.endHandle
+    }
+
     /// Runs a discovery step, mapping Attribute Not Found (the end of a search) to nil.
     private func step(_ pdu: ATTPDU) async throws -> ATTPDU? {
         do { return try await request(pdu) } catch let e as ATTError where e.code == .attributeNotFound { return nil }
@@ -130,8 +146,12 @@ public actor GATTClient {
                     attributeValue: uuid.littleEndianFor16Or128)) else { break }
                 lastEnd = start
                 for e in list {
-                    guard e.foundAttributeHandle >= start, e.groupEndHandle >= e.foundAttributeHandle else {
-                        throw GATTClientError.invalidResponse("service handles out of order")
+                    // Each group starts in the range asked for, after the previous one, and ends
+                    // at or after its start (Core Vol 3 Part F 3.4.3.4; Part G 4.4.2).
+                    guard e.foundAttributeHandle >= start, e.foundAttributeHandle <= range.upperBound,
+                          e.groupEndHandle >= e.foundAttributeHandle,
+                          out.last.map({ e.foundAttributeHandle > $0.endHandle }) ?? true else {
+                        throw GATTClientError.invalidResponse("service \(e.foundAttributeHandle)...\(e.groupEndHandle) out of range or order")
                     }
                     out.append(GATTRemoteService(uuid: uuid, startHandle: e.foundAttributeHandle, endHandle: e.groupEndHandle))
                     lastEnd = e.groupEndHandle
@@ -141,7 +161,9 @@ public actor GATTClient {
                     startHandle: start, endHandle: range.upperBound, type: GATTUUID.primaryService)) else { break }
                 lastEnd = start
                 for e in list {
-                    guard e.handle >= start, e.endGroupHandle >= e.handle,
+                    // As above (Core Vol 3 Part F 3.4.4.10; Part G 4.4.1).
+                    guard e.handle >= start, e.handle <= range.upperBound, e.endGroupHandle >= e.handle,
+                          out.last.map({ e.handle > $0.endHandle }) ?? true,
                           let u = BluetoothUUID(littleEndian: e.value) else {
                         throw GATTClientError.invalidResponse("bad service entry at \(e.handle)")
                     }
@@ -159,9 +181,16 @@ public actor GATTClient {
     /// included service's declaration).
     public func discoverIncludedServices(of service: GATTRemoteService) async throws -> [GATTRemoteService] {
         var out: [GATTRemoteService] = []
-        for e in try await readAllByType(GATTUUID.include, service.startHandle...service.endHandle) {
+        for e in try await readAllByType(GATTUUID.include, try handles(of: service)) {
+            // Core Vol 3 Part G 3.2: handle, end group handle, then a 16-bit UUID or none.
+            guard e.value.count == 4 || e.value.count == 6 else {
+                throw GATTClientError.invalidResponse("include declaration at \(e.handle) of \(e.value.count) octets (4 or 6 expected)")
+            }
             var r = ByteReader(e.value)
             let s = try r.u16("includedServiceHandle"), end = try r.u16("endGroupHandle")
+            guard s != 0, s <= end else {
+                throw GATTClientError.invalidResponse("included service range \(s)...\(end) at \(e.handle) is empty or starts at 0")
+            }
             var uuid: BluetoothUUID
             if r.remaining == 2 {
                 uuid = BluetoothUUID(try r.u16("uuid"))
@@ -180,11 +209,19 @@ public actor GATTClient {
     /// Characteristics of `service` (Read By Type 0x2803), optionally only those with `uuid`.
     public func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
         var out: [GATTRemoteCharacteristic] = []
-        for e in try await readAllByType(GATTUUID.characteristic, service.startHandle...service.endHandle) {
-            guard let d = try? GATTCharacteristicDeclaration(value: e.value), d.valueHandle > e.handle else {
+        for e in try await readAllByType(GATTUUID.characteristic, try handles(of: service)) {
+            // The value follows its declaration inside the service (Core Vol 3 Part G 3.3), and
+            // before the next declaration.
+            guard let d = try? GATTCharacteristicDeclaration(value: e.value), d.valueHandle > e.handle,
+                  d.valueHandle <= service.endHandle else {
                 throw GATTClientError.invalidResponse("bad characteristic declaration at \(e.handle)")
             }
-            if let last = out.indices.last { out[last].endHandle = e.handle - 1 }
+            if let last = out.indices.last {
+                guard e.handle > out[last].valueHandle else {
+                    throw GATTClientError.invalidResponse("characteristic declaration at \(e.handle) inside the previous characteristic")
+                }
+                out[last].endHandle = e.handle - 1
+            }
             out.append(GATTRemoteCharacteristic(uuid: d.uuid, declarationHandle: e.handle, valueHandle: d.valueHandle,
                                                 properties: d.properties, endHandle: service.endHandle))
         }
@@ -302,10 +339,17 @@ public actor GATTClient {
             throw GATTClientError.unexpectedResponse(.readResponse)
         }
         let mtu = await requester.mtu
+        guard first.count >= mtu - 1 else { return first }
+        return try await readRest(handle: handle, after: first, length: nil)
+    }
+
+    /// Reads the rest of a value with Read Blob from `value.count` (Core Vol 3 Part G 4.8.3):
+    /// up to `length` octets when known, else until a part shorter than ATT_MTU − 1.
+    private nonisolated func readRest(handle: UInt16, after first: [UInt8], length: Int?) async throws -> [UInt8] {
+        let mtu = await requester.mtu
         var value = first
-        var chunk = first.count
-        while chunk >= mtu - 1 {
-            guard value.count <= Self.maximumLongValue else {
+        while length.map({ value.count < $0 }) ?? true {
+            guard value.count < Self.maximumLongValue else {
                 throw GATTClientError.invalidResponse("value longer than \(Self.maximumLongValue) octets")
             }
             let part: [UInt8]
@@ -313,11 +357,14 @@ public actor GATTClient {
                 guard case let .readBlobResponse(v) = try await request(
                     .readBlobRequest(handle: handle, offset: UInt16(value.count))) else { break }
                 part = v
-            } catch let e as ATTError where e.code == .attributeNotLong || e.code == .invalidOffset {
+            } catch let e as ATTError where length == nil && (e.code == .attributeNotLong || e.code == .invalidOffset) {
                 break  // the value was exactly a multiple of ATT_MTU − 1 long
             }
             value += part
-            chunk = part.count
+            if part.count < mtu - 1 { break }
+        }
+        if let length, value.count != length {
+            throw GATTClientError.invalidResponse("value of handle \(handle) is \(value.count) octets, its length said \(length)")
         }
         return value
     }
@@ -343,12 +390,24 @@ public actor GATTClient {
         return v
     }
 
-    /// Read Multiple Variable: one value per handle (the last may be cut at the MTU).
+    /// Read Multiple Variable Length Characteristic Values (Core Vol 3 Part G 4.8.5): one whole
+    /// value per handle. The response is cut at ATT_MTU − 1 octets (Vol 3 Part F 3.4.4.12): a
+    /// value cut short (its Value Length says how long it is) is completed with Read Blob, and
+    /// the values the response had no room for are read one by one.
     public nonisolated func readMultipleVariable(handles: [UInt16]) async throws -> [[UInt8]] {
-        guard case let .readMultipleVariableResponse(v) = try await request(.readMultipleVariableRequest(handles: handles)) else {
+        guard case let .readMultipleVariableResponse(tuples) = try await request(.readMultipleVariableRequest(handles: handles)) else {
             throw GATTClientError.unexpectedResponse(.readMultipleVariableResponse)
         }
-        return v
+        guard tuples.count <= handles.count else {
+            throw GATTClientError.invalidResponse("\(tuples.count) values for \(handles.count) handles")
+        }
+        var values: [[UInt8]] = []
+        for (i, t) in tuples.enumerated() {
+            // Only the last tuple can be cut (the decoder takes what is left for it).
+            values.append(t.isTruncated ? try await readRest(handle: handles[i], after: t.value, length: Int(t.length)) : t.value)
+        }
+        for h in handles.dropFirst(tuples.count) { values.append(try await read(handle: h)) }
+        return values
     }
 
     // MARK: Writing
@@ -409,10 +468,12 @@ public actor GATTClient {
     /// the characteristic can only indicate) and returns the stream of values received.
     /// Subscribing again replaces (finishes) the previous stream.
     public func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
-                          indications: Bool = false) async throws -> AsyncStream<[UInt8]> {
-        let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(1024))
+                          indications: Bool = false) async throws -> GATTNotificationStream {
+        let (stream, continuation) = GATTNotificationStream.makeStream()
         try await subscribe(characteristic, cccdHandle: cccdHandle, indications: indications,
-                            onValue: { continuation.yield($0) }, onEnd: { continuation.finish() })
+                            onValue: { continuation.yield($0) },
+                            onIndication: { await continuation.deliverIndication($0) },
+                            onEnd: { continuation.finish() })
         return stream
     }
 
@@ -420,10 +481,13 @@ public actor GATTClient {
     /// order (for notifications, on the host's executor as they arrive: keep it short, e.g. a
     /// stream yield); `onEnd` once, when the subscription is replaced or removed (`unsubscribe`,
     /// a later `subscribe` of the same characteristic, a failed CCCD write) or the client goes
-    /// away. Neither is called if this throws before registering (no CCCD).
+    /// away. Neither is called if this throws before registering (no CCCD). `onIndication`,
+    /// when given, receives indicated values instead of `onValue`; the Handle Value
+    /// Confirmation is sent after it returns, so it returns once the application has the value.
     public func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
                           indications: Bool = false,
                           onValue: @escaping @Sendable ([UInt8]) -> Void,
+                          onIndication: (@Sendable ([UInt8]) async -> Void)? = nil,
                           onEnd: @escaping @Sendable () -> Void) async throws {
         let p = characteristic.properties
         let useIndications = indications ? p.contains(.indicate) : !p.contains(.notify) && p.contains(.indicate)
@@ -431,7 +495,7 @@ public actor GATTClient {
         let handle = try await cccd(of: characteristic, given: cccdHandle)
         let key = characteristic.valueHandle
         let previous = routing.withLock { r in
-            defer { r.subscribers[key] = Subscriber(value: onValue, end: onEnd) }
+            defer { r.subscribers[key] = Subscriber(value: onValue, indication: onIndication ?? { onValue($0) }, end: onEnd) }
             return r.subscribers[key]
         }
         previous?.end()
@@ -467,14 +531,18 @@ public actor GATTClient {
     }
 
     /// Called by the bearer for Handle Value Notification / Indication / Multiple Handle Value
-    /// Notification (it confirms an indication after this returns). A Service Changed indication
-    /// updates the cache in the background (rediscovery needs the bearer this call is blocking).
+    /// Notification (it confirms an indication after this returns, so this returns once the
+    /// subscriber has handed an indicated value to the application). A Service Changed
+    /// indication updates the cache in the background (rediscovery needs the bearer this call
+    /// is blocking).
     public func received(_ pdu: ATTPDU) async {
         switch pdu {
-        case let .handleValueNotification(h, v), let .handleValueIndication(h, v):
-            deliver(h, v)
+        case let .handleValueNotification(h, v):
+            deliver(h, v)?.value(v)
+        case let .handleValueIndication(h, v):
+            await deliver(h, v)?.indication(v)
         case let .multipleHandleValueNotification(list):
-            for e in list { deliver(e.handle, e.value) }
+            for e in list { deliver(e.handle, e.value)?.value(e.value) }
         default:
             break
         }
@@ -506,7 +574,8 @@ public actor GATTClient {
         }
     }
 
-    private func deliver(_ handle: UInt16, _ value: [UInt8]) {
+    /// Notes a Service Changed value; returns the value's subscriber.
+    private func deliver(_ handle: UInt16, _ value: [UInt8]) -> Subscriber? {
         if handle == serviceChangedHandle, value.count == 4 {
             let start = UInt16(value[0]) | UInt16(value[1]) << 8
             let end = UInt16(value[2]) | UInt16(value[3]) << 8
@@ -514,7 +583,7 @@ public actor GATTClient {
                 handleServiceChanged(start...end)
             }
         }
-        routing.withLock { $0.subscribers[handle] }?.value(value)
+        return routing.withLock { $0.subscribers[handle] }
     }
 
     private func handleServiceChanged(_ range: ClosedRange<UInt16>) {

@@ -112,7 +112,8 @@ public final class GATTServer: ATTServerDelegate, Sendable {
 
     /// Notifies the characteristic's value to every peer that enabled notifications (or only to
     /// `peers` among them), truncated to ATT_MTU − 3. Returns the peers it was sent to; a peer
-    /// whose link fails is left out. Waits for each send (back-pressure of the link).
+    /// whose link fails, or lacks the security a read of the value needs (encryption, key size,
+    /// authentication, authorization), is left out. Waits for each send (back-pressure of the link).
     @discardableResult
     public func notify(characteristic uuid: BluetoothUUID, value: [UInt8], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
         await push(uuid: uuid, handle: nil, value: value, to: peers, indicate: false)
@@ -124,8 +125,9 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         await push(uuid: nil, handle: handle, value: value, to: peers, indicate: false)
     }
 
-    /// Indicates the value to every peer that enabled indications (or `peers` among them), all
-    /// at once; returns the peers that confirmed (each within the bearer's timeout).
+    /// Indicates the value to every peer that enabled indications (or `peers` among them) and
+    /// whose link has the value's read security, all at once; returns the peers that confirmed
+    /// (each within the bearer's timeout).
     @discardableResult
     public func indicate(characteristic uuid: BluetoothUUID, value: [UInt8], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
         await push(uuid: uuid, handle: nil, value: value, to: peers, indicate: true)
@@ -163,10 +165,17 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         let bit: UInt16 = indicate ? 2 : 1
         let targets: [(ATTPeer, any ATTServerPush, UInt16)] = state.withLock { s in
             guard let c = s.table.characteristics.first(where: { uuid != nil ? $0.uuid == uuid : $0.valueHandle == handle }),
-                  let cccd = c.cccdHandle else { return [] }
+                  let cccd = c.cccdHandle, let i = s.table.index(c.valueHandle) else { return [] }
+            let valueAttribute = s.table.attributes[i]
             let wanted = peers.map { Set($0.map(\.id)) }
             return s.peers.compactMap { id, p in
                 guard (p.cccd[cccd] ?? 0) & bit != 0, wanted?.contains(id) ?? true else { return nil }
+                // A notification or indication carries the value as a read does: not to a link
+                // without the encryption, authentication, key size or authorization a read of it
+                // needs (Core v5.4 Vol 3 Part F 3.2.5: the permissions guard the value, whatever
+                // PDU carries it). The readable bit is not asked: a notify-only value is pushed,
+                // never read.
+                guard Self.securityDenial(valueAttribute, write: false, p.push.security) == nil else { return nil }
                 return (ATTPeer(id: id), p.push, c.valueHandle)
             }.sorted { $0.0.id < $1.0.id }
         }
@@ -222,9 +231,12 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         case let .readBlobRequest(handle, offset):
             switch read(handle, peer, security, offset: Int(offset), op: .readBlobRequest) {
             case .success(let v):
+                // Core Vol 3 Part F 3.4.4.5: an offset past the end is Invalid Offset; an offset
+                // equal to the length answers an empty Part Attribute Value. Attribute Not Long is
+                // only a "may" for fixed-length values, and we keep none: any readable value of
+                // any length is answered from the offset.
                 let o = Int(offset)
                 if o > v.count { return fail(.readBlobRequest, handle, .invalidOffset) }
-                if o > 0 && v.count < mtu - 1 { return fail(.readBlobRequest, handle, .attributeNotLong) }
                 return .readBlobResponse(value: Array(v[o..<min(v.count, o + mtu - 1)]))
             case .failure(let e): return e.pdu
             }
@@ -238,25 +250,28 @@ public final class GATTServer: ATTServerDelegate, Sendable {
             }
             return .readMultipleResponse(values: out.count > mtu - 1 ? Array(out.prefix(mtu - 1)) : out)
         case let .readMultipleVariableRequest(handles):
-            var values: [[UInt8]] = []
+            var tuples: [ATTLengthValue] = []
             var room = mtu - 1
             for h in handles {
                 switch read(h, peer, security, offset: 0, op: .readMultipleVariableRequest) {
                 case .success(let v):
-                    // Each tuple is a 2-octet length then the value; the last one may be cut.
+                    // Core v5.4 Vol 3 Part F 3.4.4.12: each tuple is the value's whole length then
+                    // the value; the list is cut at ATT_MTU − 1 octets, so the last value may be
+                    // cut while its Value Length still says how long it is.
                     if room >= 2 {
                         let take = min(v.count, room - 2)
-                        values.append(take == v.count ? v : Array(v.prefix(take)))
+                        tuples.append(ATTLengthValue(length: UInt16(truncatingIfNeeded: v.count),
+                                                     value: take == v.count ? v : Array(v.prefix(take))))
                         room -= 2 + take
                     }
                 case .failure(let e): return e.pdu
                 }
             }
-            return .readMultipleVariableResponse(values: values)
+            return .readMultipleVariableResponse(tuples)
         case let .readByGroupTypeRequest(start, end, type):
             return readByGroupType(start, end, type, mtu)
         case let .findByTypeValueRequest(start, end, type, value):
-            return findByTypeValue(start, end, type, value, mtu)
+            return findByTypeValue(start, end, type, value, peer, security, mtu)
         case let .readByTypeRequest(start, end, type):
             return readByType(start, end, type, peer, security, mtu)
         case let .findInformationRequest(start, end):
@@ -288,12 +303,19 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         .errorResponse(requestOpcode: op, handle: handle, error: code)
     }
 
+    /// Why `s` may not read (or write) `a`, as the Error Response's code (Core Vol 3 Part F
+    /// 3.4.1.1 Table 3.4), or nil. Every path that exposes or compares a value asks this.
     static func denial(_ a: Attribute, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
+        if !a.permissions.contains(write ? .writable : .readable) { return write ? .writeNotPermitted : .readNotPermitted }
+        return securityDenial(a, write: write, s)
+    }
+
+    /// The security part of `denial`: encryption, authentication, key size, authorization.
+    static func securityDenial(_ a: Attribute, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
         let p = a.permissions
-        let (access, enc, auth, authz): (GATTPermissions, GATTPermissions, GATTPermissions, GATTPermissions) = write
-            ? (.writable, .writeEncryptionRequired, .writeAuthenticationRequired, .writeAuthorizationRequired)
-            : (.readable, .readEncryptionRequired, .readAuthenticationRequired, .readAuthorizationRequired)
-        if !p.contains(access) { return write ? .writeNotPermitted : .readNotPermitted }
+        let (enc, auth, authz): (GATTPermissions, GATTPermissions, GATTPermissions) = write
+            ? (.writeEncryptionRequired, .writeAuthenticationRequired, .writeAuthorizationRequired)
+            : (.readEncryptionRequired, .readAuthenticationRequired, .readAuthorizationRequired)
         if p.contains(auth) && !s.authenticated { return .insufficientAuthentication }
         if p.contains(enc) || p.contains(auth) {
             if !s.encrypted { return .insufficientEncryption }
@@ -486,10 +508,11 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         return list.isEmpty ? fail(op, start, .attributeNotFound) : .readByGroupTypeResponse(list)
     }
 
-    private func findByTypeValue(_ start: UInt16, _ end: UInt16, _ type: UInt16, _ value: [UInt8], _ mtu: Int) -> ATTPDU {
+    private func findByTypeValue(_ start: UInt16, _ end: UInt16, _ type: UInt16, _ value: [UInt8],
+                                 _ peer: ATTPeer, _ security: ATTSecurity, _ mtu: Int) -> ATTPDU {
         let op = ATTOpcode.findByTypeValueRequest
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
-        let table = state.withLock { $0.table }
+        let (table, peerState) = state.withLock { ($0.table, $0.peers[peer.id]) }
         let t = BluetoothUUID(type)
         let isGroup = type == 0x2800 || type == 0x2801
         let wantedUUID = isGroup ? BluetoothUUID(littleEndian: value) : nil
@@ -501,8 +524,23 @@ public final class GATTServer: ATTServerDelegate, Sendable {
             let a = table.attributes[i]
             i += 1
             guard a.type == t else { continue }
-            switch a.kind { case .constant, .stored: break; default: continue }
-            let match = wantedUUID.map { BluetoothUUID(littleEndian: a.value) == $0 } ?? (a.value == value)
+            // The value this client would read; the application's handler-backed values are
+            // not produced for a search (not compared).
+            let current: [UInt8]
+            switch a.kind {
+            case .constant, .stored: current = a.value
+            case .cccd:
+                let v = peerState?.cccd[a.handle] ?? 0
+                current = [UInt8(v & 0xFF), UInt8(v >> 8)]
+            case .clientFeatures: current = peerState?.clientFeatures ?? [0]
+            case .handlers: continue
+            }
+            // Only values the client may read are compared: a match on any other would tell it
+            // the value (Core v5.4 Vol 3 Part F 3.2.5). Unreadable ones cannot match, so a
+            // search that finds nothing else answers Attribute Not Found (3.4.3.3), as for a
+            // value that is not there.
+            if Self.denial(a, write: false, security) != nil { continue }
+            let match = wantedUUID.map { BluetoothUUID(littleEndian: current) == $0 } ?? (current == value)
             if match { list.append(ATTHandlesInformation(foundAttributeHandle: a.handle, groupEndHandle: a.groupEnd)) }
             if isGroup { i = max(i, Int(a.groupEnd)) }
         }

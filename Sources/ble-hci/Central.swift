@@ -286,14 +286,26 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
             return false
         }
         let kind = c.properties.contains(.notify) ? "notification" : "indication"
-        let values: AsyncThrowingStream<[UInt8], any Error>
+        let values: GATTNotificationStream
         do { values = try await remote.notifications(for: c) } catch { return failed("subscribe", c.uuid, c.valueHandle, error) }
         out.line("subscribed to \(uuidLabel(c.uuid)) (\(kind)s)" + (count.map { ", waiting for \($0)" } ?? "") + (duration.map { ", for \(formatSeconds($0))" } ?? ""))
         let collector = Task { () -> (any Error)? in
+            // Values lost because too many were waiting (the stream's and the link's), reported
+            // as they are noticed: {"event":"dropped",...} with --json, a line on stderr without.
+            var reportedDrops = 0
+            func reportDrops() {
+                let total = values.droppedCount + remote.droppedNotifications
+                guard total > reportedDrops else { return }
+                out.event(fields("dropped", c.uuid, c.valueHandle) + [.int("count", total - reportedDrops), .int("total", total)])
+                if !out.json { out.error("\(total - reportedDrops) \(kind)(s) of \(c.uuid) dropped: more than 1024 were waiting (\(total) in all)") }
+                reportedDrops = total
+            }
             var n = 0
+            defer { reportDrops() }
             do {
                 for try await v in values {
                     n += 1
+                    reportDrops()
                     out.event(fields(kind, c.uuid, c.valueHandle) + [.bytes("value", v)])
                     out.line("\(timestamp()) \(kind) \(c.uuid) = \(out.green(valueLabel(v)))")
                     if let count, n >= count { break }

@@ -59,7 +59,10 @@ let commandHelp: [String: String] = [
       --write CHAR=HEX                  write with response
       --write-without-response CHAR=HEX write command
       --subscribe CHAR [--count N] [--duration S]
-                                        notifications or indications, whichever it has
+                                        notifications or indications, whichever it has;
+                                        an indication is confirmed once printed; values
+                                        lost beyond 1024 waiting are reported (stderr, or
+                                        {"event":"dropped","count":N,"total":T} with --json)
       --discover                        discover and print the GATT tree
     With no action: connect, exchange MTU, discover everything, read every readable value and
     descriptor, print the tree, disconnect.

@@ -55,7 +55,7 @@ let vectors: [Vector] = [
     Vector(name: "Read Multiple Variable Request", hex: "2003000500",
            pdu: .readMultipleVariableRequest(handles: [3, 5]), minimum: 5, fixedLength: false),
     Vector(name: "Read Multiple Variable Response", hex: "2102000102010003",
-           pdu: .readMultipleVariableResponse(values: [[1, 2], [3]]), minimum: 1, fixedLength: false),
+           pdu: .readMultipleVariableResponse([ATTLengthValue([1, 2]), ATTLengthValue([3])]), minimum: 1, fixedLength: false),
     Vector(name: "Read By Group Type Request", hex: "100100ffff0028",
            pdu: .readByGroupTypeRequest(startHandle: 1, endHandle: 0xFFFF, type: 0x2800), minimum: 7, fixedLength: true),
     Vector(name: "Read By Group Type Response", hex: "1106010005000018060009000118",
@@ -146,9 +146,12 @@ let vectors: [Vector] = [
     }
 
     @Test func truncatedLastReadMultipleVariableValueIsKept() throws {
-        // Second value announces 4 octets but the PDU was cut at ATT_MTU.
-        let pdu = try ATTPDU.decode([0x21, 0x01, 0x00, 0xaa, 0x04, 0x00, 0xbb, 0xcc])
-        #expect(pdu == .readMultipleVariableResponse(values: [[0xaa], [0xbb, 0xcc]]))
+        // Second value announces 4 octets but the PDU was cut at ATT_MTU: its Value Length is
+        // the whole value's (Core v5.4 Vol 3 Part F 3.4.4.12), kept so the client reads the rest.
+        let bytes: [UInt8] = [0x21, 0x01, 0x00, 0xaa, 0x04, 0x00, 0xbb, 0xcc]
+        let pdu = try ATTPDU.decode(bytes)
+        #expect(pdu == .readMultipleVariableResponse([ATTLengthValue([0xaa]), ATTLengthValue(length: 4, value: [0xbb, 0xcc])]))
+        #expect(pdu.bytes == bytes)
     }
 
     @Test func uuid128AliasOf16BitDecodesShort() throws {

@@ -167,14 +167,43 @@ struct BearerTests {
         #expect(try await inbox.next("Request Not Supported") == [0x01, 0x3F, 0x00, 0x00, 0x06])
         try await lc.send([0x7F, 0x01], on: .att)                        // unknown command: ignored
         try await lc.send([0x13], on: .att)                              // a response nobody asked for: dropped
-        try await lc.send([0x02, 0x10, 0x00], on: .att)                  // Exchange MTU, Client Rx 16 < 23
-        #expect(try await inbox.next("Invalid PDU for MTU 16") == [0x01, 0x02, 0x00, 0x00, 0x04])
         try await lc.send([0x02, 0x00, 0x01], on: .att)                  // Exchange MTU 256
         #expect(try await inbox.next("Exchange MTU Response") == [0x03, 0x05, 0x02])   // 517
         #expect(await server.mtu == 256)
         try await lc.send([0x0A, 0x05, 0x00], on: .att)                  // Read Request handle 5
         let read = try await inbox.next("Read Response")
         #expect(read == [0x0B] + value(5).prefix(255))
+    }
+
+    /// Regression (issue 13, defect 5). Core v5.4 Vol 3 Part F 3.4.2.2: a Client Rx MTU below
+    /// the default ATT_MTU is answered with the Server Rx MTU and ATT_MTU stays 23 (it used to
+    /// be refused with Invalid PDU). 3.2.8: ATT_MTU is the largest PDU either side sends, so a
+    /// longer request is Invalid PDU (handle 0) and a longer command is dropped, neither acted on.
+    @Test func exchangeMTUBelowDefaultKeeps23AndLongerPDUsAreRefused() async throws {
+        let pair = try await LinkPair.make()
+        defer { Task { await pair.close() } }
+        let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
+        let lp = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral)
+        let server = ATTBearer(l2cap: lp)
+        await server.start()
+        let delegate = TestServer()
+        await server.setServerDelegate(delegate)
+        let inbox = Inbox<[UInt8]>()
+        await lc.setFixedChannelHandler(.att, FixedChannelHandler(received: { inbox.continuation.yield($0) }))
+        await lc.start(); await lp.start()
+        try await lc.send([0x02, 0x10, 0x00], on: .att)                  // Exchange MTU, Client Rx 16 < 23
+        #expect(try await inbox.next("Exchange MTU Response") == [0x03, 0x05, 0x02])   // Server Rx MTU 517
+        #expect(await server.mtu == 23)
+        // A Write Request of 24 octets (> ATT_MTU 23): Invalid PDU, handle 0.
+        try await lc.send([0x12, 0x05, 0x00] + [UInt8](repeating: 0xAB, count: 21), on: .att)
+        #expect(try await inbox.next("Invalid PDU") == [0x01, 0x12, 0x00, 0x00, 0x04])
+        // A Write Command of 24 octets is dropped; one of 23 reaches the server.
+        try await lc.send([0x52, 0x05, 0x00] + [UInt8](repeating: 0xCD, count: 21), on: .att)
+        try await lc.send([0x52, 0x05, 0x00] + [UInt8](repeating: 0xEF, count: 20), on: .att)
+        // The next request's answer proves both commands were processed before it.
+        try await lc.send([0x0A, 0x05, 0x00], on: .att)
+        #expect(try await inbox.next("Read Response") == [0x0B] + value(5).prefix(22))
+        #expect(delegate.commands.withLock { $0 } == [.writeCommand(handle: 5, value: [UInt8](repeating: 0xEF, count: 20))])
     }
 
     @Test func disconnectionFailsWaitingCalls() async throws {

@@ -11,9 +11,11 @@ import BLE
 
 /// A raw `Host` connected to our demo `Peripheral` sends thousands of hostile L2CAP frames
 /// (fixed seed) one at a time and checks every answer against the Core specification:
-/// ATT requests get exactly one response (Invalid PDU, Request Not Supported, Invalid Handle
-/// where the spec says so), bad signaling gets Command Reject, a Pairing Request gets Pairing
-/// Failed, and nothing else is answered. The peripheral must be alive and correct afterwards.
+/// every ATT request gets exactly the one PDU the spec requires, octet for octet (Invalid PDU,
+/// Request Not Supported, each Error Response's code and handle, each response's content from
+/// `DemoDatabase`, a model of the table written from the profile), bad signaling gets Command
+/// Reject, a Pairing Request gets Pairing Failed, and nothing else is answered. The
+/// peripheral must be alive and correct afterwards.
 @Suite(.timeLimit(.minutes(1))) struct HostileInputTests {
     static let frameCount = 5000
     static let mtu = 517
@@ -30,10 +32,12 @@ import BLE
         let inbox = Inbox()
         let reader = Task { for await f in link.frames { await inbox.put(f) } }
 
-        let attributeCount = peripheral.server.attributeTypes.count
+        let model = DemoDatabase(deviceName: "ble-hci", databaseHash: peripheral.server.databaseHash, mtu: Self.mtu)
+        // The model is written from the profile: check it describes this server's table.
+        #expect(peripheral.server.attributeTypes.map(\.type) == model.attributes.map(\.type))
         let nameHandle = try #require(peripheral.server.valueHandle(of: DemoProfile.name))
-        var generator = HostileFrames(rng: SeededGenerator(seed: 0x5EED_B1E), attributeCount: attributeCount,
-                                      protectedHandle: nameHandle, mtu: Self.mtu)
+        #expect(nameHandle == DemoDatabase.nameHandle)
+        var generator = HostileFrames(rng: SeededGenerator(seed: 0x5EED_B1E), model: model, mtu: Self.mtu)
         let ping = Probe(frame: L2CAPFrame(cid: .att, payload: ATTPDU.readRequest(handle: nameHandle).bytes).bytes,
                          expectation: Expectation("Read Response \"ble-hci\"", cid: 0x0004) {
                              $0 == ATTPDU.readResponse(value: Array("ble-hci".utf8)).bytes
@@ -55,7 +59,7 @@ import BLE
         if let failure { Issue.record("\(failure)") }
 
         // Every kind of answer the spec asks for was exercised.
-        for kind in ["ATT Invalid PDU", "ATT Request Not Supported", "ATT Invalid Handle", "ATT response",
+        for kind in ["ATT Invalid PDU", "ATT Invalid PDU (longer than ATT_MTU)", "Exchange MTU Response", "ATT Request Not Supported", "ATT Invalid Handle", "ATT response",
                      "Handle Value Confirmation", "Command Reject", "Command Reject (Invalid CID)",
                      "Credit Based Connection refused", "Pairing Failed", "no answer"] {
             #expect(tally[kind, default: 0] > 0, "no \(kind) exercised: \(tally)")
@@ -175,10 +179,10 @@ private actor Inbox {
 /// no credit-based channels, no listeners and no pairing.
 private struct HostileFrames {
     var rng: SeededGenerator
-    let attributeCount: Int
-    /// Never written (the value checked at the end).
-    let protectedHandle: UInt16
+    /// What every well-formed request must get.
+    let model: DemoDatabase
     let mtu: Int
+    var attributeCount: Int { model.attributes.count }
 
     mutating func next() -> Probe {
         switch int(0..<10) {
@@ -210,16 +214,18 @@ private struct HostileFrames {
     mutating func att() -> Probe {
         let op = chance(20) ? byte() : Self.attOpcodes[int(0..<Self.attOpcodes.count)]
         var pdu = [op] + attBody(op)
-        switch int(0..<4) {
+        switch int(0..<5) {
         case 0: break                                                         // well-formed
         case 1: pdu = Array(pdu.prefix(int(0...pdu.count)))                   // truncated (even empty)
         case 2: if pdu.count < mtu { pdu += bytes(int(1...(mtu - pdu.count))) } // oversized, up to the MTU
+        case 3: pdu += bytes(mtu + int(1...40) - pdu.count)                   // longer than ATT_MTU
         default: pdu = [op] + bytes(int(0...(mtu - 1)))                       // random length
         }
-        // Writes leave the protected value alone.
+        // Writes leave the writable attributes alone (handle 0 instead), so the database
+        // stays the model's and every answer is known exactly.
         if let first = pdu.first, [0x12, 0x16, 0x52, 0xD2].contains(first), pdu.count >= 3,
-           UInt16(pdu[1]) | UInt16(pdu[2]) << 8 == protectedHandle {
-            pdu[1] = 0
+           DemoDatabase.writableHandles.contains(UInt16(pdu[1]) | UInt16(pdu[2]) << 8) {
+            pdu[1] = 0; pdu[2] = 0
         }
         return Probe(frame: L2CAPFrame(cid: .att, payload: pdu).bytes, expectation: attAnswer(pdu))
     }
@@ -263,11 +269,15 @@ private struct HostileFrames {
                 return o == op && c == code && (handle == nil || h == handle)
             }
         }
+        // Core v5.4 Vol 3 Part F 3.2.8: no PDU is longer than ATT_MTU; a longer request is
+        // Invalid PDU (Table 3.4), a longer command is dropped.
+        if pdu.count > mtu, op.isRequest { return error(.invalidPDU, "Invalid PDU (longer than ATT_MTU)", handle: 0) }
+        if pdu.count > mtu, op.isCommand, op.isKnown { return nil }
         let badHandle = { (h: UInt16) in h == 0 || Int(h) > attributeCount }
-        let answered = Expectation("ATT response", cid: 0x0004) { answer in
-            guard let r = try? ATTPDU.decode(answer) else { return false }
-            if case let .errorResponse(o, _, _) = r { return o == op }
-            return r.opcode == op.responseOpcode
+        // Anything else well-formed: the exact PDU the model says (code and handle included).
+        let answered = { (p: ATTPDU) -> Expectation in
+            let exact = model.answer(to: p)
+            return Expectation("ATT response", cid: 0x0004) { $0 == exact }
         }
         guard case .pdu(let p) = ATTPDU.decodeResult(pdu) else {
             return op.isRequest ? error(.invalidPDU, "Invalid PDU", handle: 0) : nil
@@ -275,19 +285,23 @@ private struct HostileFrames {
         switch p {
         case .unknown:
             return op.isCommand ? nil : error(.requestNotSupported, "Request Not Supported", handle: 0)
-        case .exchangeMTURequest(let m) where m < 23:
-            return error(.invalidPDU, "Invalid PDU", handle: 0)
+        case .exchangeMTURequest:
+            // Core v5.4 Vol 3 Part F 3.4.2.2: answered with the Server Rx MTU whatever the
+            // Client Rx MTU (below 23 leaves ATT_MTU at 23; a repeated exchange changes nothing).
+            return Expectation("Exchange MTU Response", cid: 0x0004) {
+                $0 == ATTPDU.exchangeMTUResponse(serverRxMTU: UInt16(HostileInputTests.mtu)).bytes
+            }
         case .readRequest(let h), .readBlobRequest(let h, _), .writeRequest(let h, _), .prepareWriteRequest(let h, _, _):
-            return badHandle(h) ? error(.invalidHandle, "Invalid Handle", handle: h) : answered
+            return badHandle(h) ? error(.invalidHandle, "Invalid Handle", handle: h) : answered(p)
         case .findInformationRequest(let s, let e), .findByTypeValueRequest(let s, let e, _, _),
              .readByTypeRequest(let s, let e, _), .readByGroupTypeRequest(let s, let e, _):
-            return s == 0 || s > e ? error(.invalidHandle, "Invalid Handle", handle: s) : answered
+            return s == 0 || s > e ? error(.invalidHandle, "Invalid Handle", handle: s) : answered(p)
         case .executeWriteRequest(let flags) where flags.rawValue > 1:
-            return error(.invalidPDU, "Invalid PDU")
+            return error(.invalidPDU, "Invalid PDU", handle: 0)
         case .handleValueIndication:
             return Expectation("Handle Value Confirmation", cid: 0x0004) { $0 == [ATTOpcode.handleValueConfirmation.rawValue] }
         default:
-            return op.isRequest ? answered : nil
+            return op.isRequest ? answered(p) : nil
         }
     }
 
@@ -386,4 +400,147 @@ private struct HostileFrames {
 private func hex(_ bytes: [UInt8]) -> String {
     let shown = bytes.prefix(24).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
     return shown.joined(separator: " ") + (bytes.count > 24 ? " … (\(bytes.count) octets)" : "")
+}
+
+/// The demo peripheral's attribute table as Core v5.4 Vol 3 Part G 3 lays it out for
+/// `DemoProfile.services` after the mandatory GAP and GATT services (written here from the
+/// profile, not read from the server), and the answer the specification requires from it for
+/// each well-formed request of an unencrypted client at ATT_MTU `mtu`. The Database Hash is
+/// taken from the server (its computation is checked against the spec elsewhere).
+struct DemoDatabase {
+    struct Attribute { let type: BluetoothUUID; let value: [UInt8]; let readable: Bool; let groupEnd: UInt16 }
+    /// Attribute `h` is at index h − 1.
+    let attributes: [Attribute]
+    let mtu: Int
+
+    /// Service Changed CCCD, Client Supported Features, FFF1's CCCD, FFF2: the hostile frames
+    /// never write them, so the table stays as built.
+    static let writableHandles: Set<UInt16> = [0x0009, 0x000B, 0x0011, 0x0013]
+    static let nameHandle: UInt16 = 0x0013
+
+    init(deviceName: String, databaseHash: [UInt8], mtu: Int) {
+        func a(_ type: BluetoothUUID, _ value: [UInt8], readable: Bool = true, end: UInt16 = 0) -> Attribute {
+            Attribute(type: type, value: value, readable: readable, groupEnd: end)
+        }
+        // Characteristic declaration value: properties, value handle, UUID (Part G 3.3.1).
+        func decl(_ properties: UInt8, _ valueHandle: UInt16, _ uuid: UInt16) -> Attribute {
+            a(0x2803, [properties, UInt8(valueHandle & 0xFF), UInt8(valueHandle >> 8), UInt8(uuid & 0xFF), UInt8(uuid >> 8)])
+        }
+        var table: [Attribute] = [
+            a(0x2800, [0x00, 0x18], end: 0x0005),                 // 0001 GAP
+            decl(0x02, 0x0003, 0x2A00), a(0x2A00, Array(deviceName.utf8)),
+            decl(0x02, 0x0005, 0x2A01), a(0x2A01, [0x00, 0x00]),  // Appearance 0 (unknown)
+            a(0x2800, [0x01, 0x18], end: 0x000D),                 // 0006 GATT
+            decl(0x20, 0x0008, 0x2A05), a(0x2A05, [0, 0, 0, 0], readable: false), a(0x2902, [0x00, 0x00]),
+            decl(0x0A, 0x000B, 0x2B29), a(0x2B29, [0x00]),
+            decl(0x02, 0x000D, 0x2B2A), a(0x2B2A, databaseHash),
+            a(0x2800, [0xF0, 0xFF], end: 0x0014),                 // 000E FFF0
+            decl(0x10, 0x0010, 0xFFF1), a(0xFFF1, [], readable: false), a(0x2902, [0x00, 0x00]),
+            decl(0x0A, 0x0013, 0xFFF2), a(0xFFF2, Array("ble-hci".utf8)), a(0x2901, Array("name".utf8)),
+            a(0x2800, [0xE0, 0xFF], end: 0x0017),                 // 0015 FFE0
+            decl(0x02, 0x0017, 0xFFE1), a(0xFFE1, Array("read only".utf8)),
+        ]
+        for i in table.indices where table[i].groupEnd == 0 {
+            table[i] = Attribute(type: table[i].type, value: table[i].value, readable: table[i].readable, groupEnd: UInt16(i + 1))
+        }
+        attributes = table
+        self.mtu = mtu
+    }
+
+    func attribute(_ h: UInt16) -> Attribute? { h >= 1 && Int(h) <= attributes.count ? attributes[Int(h) - 1] : nil }
+    func error(_ op: ATTOpcode, _ h: UInt16, _ code: ATTErrorCode) -> [UInt8] {
+        ATTPDU.errorResponse(requestOpcode: op, handle: h, error: code).bytes
+    }
+    /// Part F 3.4.4.3 / 3.4.4.5 / 3.4.4.7: Invalid Handle, else Read Not Permitted, naming the handle.
+    func readError(_ op: ATTOpcode, _ h: UInt16) -> [UInt8]? {
+        guard let a = attribute(h) else { return error(op, h, .invalidHandle) }
+        return a.readable ? nil : error(op, h, .readNotPermitted)
+    }
+    /// The handles of `start...end` that exist.
+    func range(_ start: UInt16, _ end: UInt16) -> ClosedRange<Int>? {
+        let last = min(Int(end), attributes.count)
+        return Int(start) <= last ? Int(start)...last : nil
+    }
+
+    /// The exact answer to a well-formed request no longer than ATT_MTU.
+    func answer(to request: ATTPDU) -> [UInt8] {
+        let op = request.opcode
+        switch request {
+        case let .readRequest(h):                                               // 3.4.4.3
+            if let e = readError(op, h) { return e }
+            return ATTPDU.readResponse(value: Array(attribute(h)!.value.prefix(mtu - 1))).bytes
+        case let .readBlobRequest(h, offset):                                   // 3.4.4.5
+            if let e = readError(op, h) { return e }
+            let v = attribute(h)!.value, o = Int(offset)
+            guard o <= v.count else { return error(op, h, .invalidOffset) }
+            return ATTPDU.readBlobResponse(value: Array(v[o..<min(v.count, o + mtu - 1)])).bytes
+        case let .readMultipleRequest(handles):                                 // 3.4.4.7
+            for h in handles { if let e = readError(op, h) { return e } }
+            return ATTPDU.readMultipleResponse(values: Array(handles.flatMap { attribute($0)!.value }.prefix(mtu - 1))).bytes
+        case let .readMultipleVariableRequest(handles):                         // 3.4.4.11–12
+            for h in handles { if let e = readError(op, h) { return e } }
+            var tuples: [ATTLengthValue] = [], room = mtu - 1
+            for h in handles where room >= 2 {
+                let v = attribute(h)!.value
+                tuples.append(ATTLengthValue(length: UInt16(v.count), value: Array(v.prefix(room - 2))))
+                room -= 2 + min(v.count, room - 2)
+            }
+            return ATTPDU.readMultipleVariableResponse(tuples).bytes
+        case let .readByTypeRequest(start, end, type):                          // 3.4.4.1–2
+            let found = range(start, end).map { $0.filter { attributes[$0 - 1].type == type } } ?? []
+            guard let first = found.first else { return error(op, start, .attributeNotFound) }
+            guard attributes[first - 1].readable else { return error(op, UInt16(first), .readNotPermitted) }
+            var list: [ATTHandleValue] = [], used = 2
+            for h in found {
+                let a = attributes[h - 1]
+                // Stop at an unreadable one, a different length, or a full PDU.
+                let v = Array(a.value.prefix(min(mtu - 4, 253)))
+                guard a.readable, v.count == list.first?.value.count ?? v.count, used + 2 + v.count <= mtu else { break }
+                list.append(ATTHandleValue(handle: UInt16(h), value: v))
+                used += 2 + v.count
+            }
+            return ATTPDU.readByTypeResponse(list).bytes
+        case let .readByGroupTypeRequest(start, end, type):                     // 3.4.4.9–10
+            guard type == 0x2800 || type == 0x2801 else { return error(op, start, .unsupportedGroupType) }
+            var list: [ATTGroupData] = [], used = 2
+            var h = Int(start)
+            while let r = range(UInt16(h), end), h <= r.upperBound {
+                let a = attributes[h - 1]
+                guard a.type == type else { h += 1; continue }
+                guard a.value.count == list.first?.value.count ?? a.value.count, used + 4 + a.value.count <= mtu else { break }
+                list.append(ATTGroupData(handle: UInt16(h), endGroupHandle: a.groupEnd, value: a.value))
+                used += 4 + a.value.count
+                h = Int(a.groupEnd) + 1
+            }
+            return list.isEmpty ? error(op, start, .attributeNotFound) : ATTPDU.readByGroupTypeResponse(list).bytes
+        case let .findInformationRequest(start, end):                           // 3.4.3.1–2
+            guard let r = range(start, end) else { return error(op, start, .attributeNotFound) }
+            // Every type here is a 16-bit UUID: format 0x01, 4 octets per entry.
+            let list = r.prefix((mtu - 2) / 4).map { ATTHandleUUID(handle: UInt16($0), uuid: attributes[$0 - 1].type) }
+            return ATTPDU.findInformationResponse(format: .uuid16, information: list).bytes
+        case let .findByTypeValueRequest(start, end, type, value):              // 3.4.3.3–4
+            // Only values the client may read are compared (3.2.5). A service UUID given in
+            // its 128-bit form is the same UUID as its 16-bit alias (Core Vol 3 Part B 2.5.1).
+            let isGroup = type == 0x2800 || type == 0x2801
+            let wanted = isGroup ? BluetoothUUID(littleEndian: value) : nil
+            var list: [ATTHandlesInformation] = []
+            var h = Int(start)
+            while let r = range(UInt16(h), end), h <= r.upperBound, list.count < (mtu - 1) / 4 {
+                let a = attributes[h - 1]
+                if a.type == BluetoothUUID(type), a.readable,
+                   wanted.map({ BluetoothUUID(littleEndian: a.value) == $0 }) ?? (a.value == value) {
+                    list.append(ATTHandlesInformation(foundAttributeHandle: UInt16(h), groupEndHandle: a.groupEnd))
+                }
+                h = a.type == BluetoothUUID(type) && isGroup ? Int(a.groupEnd) + 1 : h + 1
+            }
+            return list.isEmpty ? error(op, start, .attributeNotFound) : ATTPDU.findByTypeValueResponse(list).bytes
+        case let .writeRequest(h, _), let .prepareWriteRequest(h, _, _):        // 3.4.5.1, 3.4.6.1
+            // Nothing the hostile frames write to is writable.
+            return attribute(h) == nil ? error(op, h, .invalidHandle) : error(op, h, .writeNotPermitted)
+        case .executeWriteRequest:                                              // 3.4.6.3: nothing queued
+            return ATTPDU.executeWriteResponse.bytes
+        default:
+            return error(op, 0, .requestNotSupported)
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import Testing
+import Synchronization
 import HCI
 import Host
 import ATT
@@ -41,13 +42,15 @@ import VirtualController
         #expect(try await remote.read(name.characteristic) == Array("hello".utf8))
 
         // fff1 is notify-only: reading it is refused by the server, not just by the API.
-        await #expect(throws: ATTError.self) { _ = try await remote.read(handle: ticker.characteristic.valueHandle) }
+        await #expect(throws: ATTError(.readNotPermitted, requestOpcode: .readRequest, handle: ticker.characteristic.valueHandle)) {
+            _ = try await remote.read(handle: ticker.characteristic.valueHandle)
+        }
         let ffe1 = try #require(tree.first { $0.service.uuid == 0xFFE0 }?.characteristics.first)
         do {
             try await remote.write([0x01], handle: ffe1.characteristic.valueHandle)
             Issue.record("write to ffe1 succeeded")
         } catch let e as ATTError {
-            #expect(e.code == .writeNotPermitted)
+            #expect(e == ATTError(.writeNotPermitted, requestOpcode: .writeRequest, handle: ffe1.characteristic.valueHandle))
         }
 
         let values = try await remote.notifications(for: ticker.characteristic)
@@ -95,6 +98,54 @@ import VirtualController
         let big = Array(repeating: UInt8(0x5A), count: 514)
         await peripheral.notify(big, for: 0xAAA1)
         for try await v in values { #expect(v == big); break }
+        await central.close()
+        await peripheral.close()
+    }
+}
+
+extension VirtualLinkStackTests {
+    /// Regression (issue 13, defect 10): notifications beyond the 1024 waiting for the
+    /// application were dropped without a word, and an indication was confirmed before the
+    /// application had it (Core Vol 3 Part F 3.4.7.2/3.4.7.3).
+    @Test func droppedNotificationsAreCountedAndIndicationsConfirmedOnDelivery() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        let service = GATTService(uuid: 0xAAA0, characteristics: [
+            GATTCharacteristic(uuid: 0xAAA1, properties: [.read, .notify], value: [0]),
+            GATTCharacteristic(uuid: 0xAAA2, properties: [.read, .indicate], value: [0]),
+        ])
+        var options = StackOptions()
+        options.attTimeout = .seconds(5)
+        let peripheral = try await Peripheral.open(transports[0], services: [service], options: options)
+        let central = try await Central.open(transports[1], options: options)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "drops"))
+        let remote = try await central.connect(to: try await central.find(ScanFilter(nameContains: "drops")).address)
+        let chars = try #require(try await remote.discoverAll().first { $0.service.uuid == 0xAAA0 }?.characteristics)
+        let notifying = chars[0].characteristic, indicating = chars[1].characteristic
+
+        let values = try await remote.notifications(for: notifying)
+        #expect(await waitFor { peripheral.subscribers(of: 0xAAA1).count == 1 })
+        for i in 0..<1100 { await peripheral.notify([UInt8(i & 0xFF), UInt8(i >> 8)], for: 0xAAA1) }
+        // A read's response follows the notifications on the link: they have all arrived.
+        _ = try await remote.read(notifying)
+        #expect(values.droppedCount == 1100 - 1024)
+        #expect(remote.droppedNotifications == 0)
+        var it = values.makeAsyncIterator()
+        #expect(try await it.next() == [76, 0])   // the 76 oldest were dropped
+
+        let indications = try await remote.notifications(for: indicating)
+        #expect(await waitFor { peripheral.subscribers(of: 0xAAA2).count == 1 })
+        let subscriber = peripheral.subscribers(of: 0xAAA2)
+        let returned = Mutex(false)
+        let confirmed = Task {
+            let peers = await peripheral.indicate([0x17], for: 0xAAA2)
+            returned.withLock { $0 = true }
+            return peers
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!returned.withLock { $0 }, "the indication was confirmed before the application took it")
+        var ii = indications.makeAsyncIterator()
+        #expect(try await ii.next() == [0x17])
+        #expect(await confirmed.value == subscriber)
         await central.close()
         await peripheral.close()
     }

@@ -40,7 +40,7 @@ final class Loopback: ATTRequester, ATTServerPush {
     /// Sends raw bytes as the bearer would receive them: malformed/unknown → serverRejection.
     func raw(_ bytes: [UInt8]) async -> ATTPDU? {
         let (mtu, security) = state.withLock { ($0.mtu, $0.security) }
-        let decoded = ATTPDU.decodeResult(bytes)
+        let decoded = ATTPDU.decodeResult(bytes, mtu: mtu)
         if let rejection = ATTPDU.serverRejection(for: decoded) { return rejection }
         guard case .pdu(let pdu) = decoded else { return nil }
         return await server.respond(to: pdu, from: peer, mtu: mtu, security: security)
@@ -85,9 +85,9 @@ final class Loopback: ATTRequester, ATTServerPush {
 struct TimedOut: Error {}
 
 /// The next element of a stream, or TimedOut after `seconds`.
-func next<T: Sendable>(_ stream: AsyncStream<T>, within seconds: Double = 2) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { var it = stream.makeAsyncIterator(); return await it.next() }
+func next<S: AsyncSequence & Sendable>(_ stream: S, within seconds: Double = 2) async throws -> S.Element where S.Element: Sendable {
+    try await withThrowingTaskGroup(of: S.Element?.self) { group in
+        group.addTask { var it = stream.makeAsyncIterator(); return try await it.next() }
         group.addTask { try await Task.sleep(for: .seconds(seconds)); throw TimedOut() }
         defer { group.cancelAll() }
         guard let first = try await group.next(), let value = first else { throw TimedOut() }
@@ -95,7 +95,8 @@ func next<T: Sendable>(_ stream: AsyncStream<T>, within seconds: Double = 2) asy
     }
 }
 
-/// The ATT error code a call threw (nil when it did not throw an ATTError).
-func attCode(_ body: () async throws -> Void) async -> ATTErrorCode? {
-    do { try await body(); return nil } catch let e as ATTError { return e.code } catch { return nil }
+/// The ATT error a call threw: code, request opcode and handle in error (nil when it did not
+/// throw an ATTError). Tests compare all three with what the specification says.
+func attError(_ body: () async throws -> Void) async -> ATTError? {
+    do { try await body(); return nil } catch let e as ATTError { return e } catch { return nil }
 }

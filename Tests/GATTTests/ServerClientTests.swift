@@ -72,7 +72,7 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
         #expect(try await client.read(handle: 5) == [0xC1, 0x03])
         #expect(try await client.read(handle: 13) == server.databaseHash)
         // Service Changed is indicate-only: not readable.
-        #expect(await attCode { _ = try await client.read(handle: 8) } == .readNotPermitted)
+        #expect(await attError { _ = try await client.read(handle: 8) } == ATTError(.readNotPermitted, requestOpcode: .readRequest, handle: 8))
     }
 
     @Test(arguments: [23, 517]) func fullDiscovery(mtu: Int) async throws {
@@ -147,10 +147,15 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
         let h = try #require(server.valueHandle(of: 0xFFE2))
         #expect(try await link.request(.readBlobRequest(handle: h, offset: 590)) == .readBlobResponse(value: Array(long600[590...])))
         #expect(try await link.request(.readBlobRequest(handle: h, offset: 600)) == .readBlobResponse(value: []))
-        #expect(await attCode { _ = try await link.request(.readBlobRequest(handle: h, offset: 601)) } == .invalidOffset)
+        #expect(await attError { _ = try await link.request(.readBlobRequest(handle: h, offset: 601)) } == ATTError(.invalidOffset, requestOpcode: .readBlobRequest, handle: h))
+        // A value shorter than ATT_MTU − 1 is read from any offset up to its length (Core v5.4
+        // Vol 3 Part F 3.4.4.5: Attribute Not Long is a "may" for fixed-length values only; an
+        // offset equal to the length answers an empty value; past it, Invalid Offset).
         let short = try #require(server.valueHandle(of: 0xFFF2))
-        #expect(await attCode { _ = try await link.request(.readBlobRequest(handle: short, offset: 2)) } == .attributeNotLong)
-        #expect(await attCode { _ = try await link.request(.readBlobRequest(handle: short, offset: 8)) } == .invalidOffset)
+        #expect(try await link.request(.readBlobRequest(handle: short, offset: 2)) == .readBlobResponse(value: Array("e-hci".utf8)))
+        #expect(try await link.request(.readBlobRequest(handle: short, offset: 7)) == .readBlobResponse(value: []))
+        #expect(await link.raw(ATTPDU.readBlobRequest(handle: short, offset: 8).bytes)
+                == .errorResponse(requestOpcode: .readBlobRequest, handle: short, error: .invalidOffset))
     }
 
     @Test func writeAndEvents() async throws {
@@ -180,13 +185,20 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
         let h1 = try #require(server.valueHandle(of: 0xFFF2)), h2 = try #require(server.valueHandle(of: 0xFFE1))
         #expect(try await client.readByUUID(0xFFE1) == [ATTHandleValue(handle: h2, value: Array("read only".utf8))])
         #expect(try await client.readByUUID(0x2A00) == [ATTHandleValue(handle: 3, value: Array("ble-hci".utf8))])
-        #expect(await attCode { _ = try await client.readByUUID(0xABCD) } == .attributeNotFound)
+        #expect(await attError { _ = try await client.readByUUID(0xABCD) } == ATTError(.attributeNotFound, requestOpcode: .readByTypeRequest, handle: 0x0001))
         #expect(try await client.readMultiple(handles: [h1, h2]) == Array("ble-hciread only".utf8))
         #expect(try await client.readMultipleVariable(handles: [h1, h2]) == [Array("ble-hci".utf8), Array("read only".utf8)])
-        // The first value larger than the MTU is cut; a second cannot follow.
+        // Regression (issue 13, defect 3): the response is cut at ATT_MTU − 1 octets but each
+        // Value Length is the attribute's whole length (Core v5.4 Vol 3 Part F 3.4.4.12):
+        // 600 = 0x0258, then the first 20 octets. No room is left for the second value.
         let long = try #require(server.valueHandle(of: 0xFFE2))
-        #expect(try await client.readMultipleVariable(handles: [long, h1]) == [Array(long600.prefix(20))])
-        #expect(await attCode { _ = try await client.readMultiple(handles: [h1, 0x0FFF]) } == .invalidHandle)
+        let (_, link) = await Loopback.connect(server, id: 0x41)
+        #expect(await link.raw(ATTPDU.readMultipleVariableRequest(handles: [long, h1]).bytes)?.bytes
+                == [0x21, 0x58, 0x02] + long600.prefix(20))
+        // The client completes the cut value with Read Blob and reads the missing one.
+        #expect(try await client.readMultipleVariable(handles: [long, h1]) == [long600, Array("ble-hci".utf8)])
+        #expect(try await client.readMultipleVariable(handles: [h1, long]) == [Array("ble-hci".utf8), long600])
+        #expect(await attError { _ = try await client.readMultiple(handles: [h1, 0x0FFF]) } == ATTError(.invalidHandle, requestOpcode: .readMultipleRequest, handle: 0x0FFF))
     }
 
     @Test func handlersAndApplicationErrors() async throws {
@@ -197,10 +209,10 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
         #expect(try await client.read(handle: h) == [0x10])
         try await client.write([7, 8], handle: h)
         #expect(store.value == [7, 8])
-        #expect(await attCode { try await client.write([0xFF], handle: h) } == .valueNotAllowed)
-        #expect(await attCode { try await client.write([1, 2, 3, 4, 5], handle: h) } == .invalidAttributeValueLength)
+        #expect(await attError { try await client.write([0xFF], handle: h) } == ATTError(.valueNotAllowed, requestOpcode: .writeRequest, handle: h))
+        #expect(await attError { try await client.write([1, 2, 3, 4, 5], handle: h) } == ATTError(.invalidAttributeValueLength, requestOpcode: .writeRequest, handle: h))
         let (other, _) = await Loopback.connect(server, id: 0x99)
-        #expect(await attCode { _ = try await other.read(handle: h) } == .application(0x05))
+        #expect(await attError { _ = try await other.read(handle: h) } == ATTError(.application(0x05), requestOpcode: .readRequest, handle: h))
     }
 
     @Test func reliableWriteAcrossHandles() async throws {
@@ -213,26 +225,31 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
     }
 }
 
+/// Error Responses name the request and the attribute in error (Core v5.4 Vol 3 Part F
+/// 3.4.1.1); codes per Table 3.4; prepared-write errors per 3.4.6.1 and 3.4.6.3 (the handle
+/// from the prepare queue that caused the error).
 @Suite struct PermissionTests {
     @Test func everyPermissionError() async throws {
         let server = GATTServer(services: demoServices())
         let (client, link) = await Loopback.connect(server)
         func h(_ u: BluetoothUUID) throws -> UInt16 { try #require(server.valueHandle(of: u)) }
-        #expect(await attCode { _ = try await client.read(handle: h(0xFFF1)) } == .readNotPermitted)
-        #expect(await attCode { try await client.write([1], handle: h(0xFFE1)) } == .writeNotPermitted)
-        #expect(await attCode { _ = try await client.read(handle: h(0xFFD5)) } == .readNotPermitted)
-        #expect(await attCode { _ = try await client.read(handle: h(0xFFD1)) } == .insufficientEncryption)
-        #expect(await attCode { try await client.write([1], handle: h(0xFFD1)) } == .insufficientEncryption)
-        #expect(await attCode { _ = try await client.read(handle: h(0xFFD2)) } == .insufficientAuthentication)
-        #expect(await attCode { _ = try await client.read(handle: h(0xFFD3)) } == .insufficientAuthorization)
-        #expect(await attCode { try await client.write(Array(repeating: 0, count: 1025), handle: h(0xFFE2)) } == .invalidAttributeValueLength)
-        #expect(await attCode { _ = try await client.read(handle: 0x0FFF) } == .invalidHandle)
-        #expect(await attCode { _ = try await client.read(handle: 0) } == .invalidHandle)
-        #expect(await attCode { try await client.write([1], handle: 0x0FFF) } == .invalidHandle)
+        let (fff1, ffe1, ffd5, ffd1) = (try h(0xFFF1), try h(0xFFE1), try h(0xFFD5), try h(0xFFD1))
+        let (ffd2, ffd3, ffe2) = (try h(0xFFD2), try h(0xFFD3), try h(0xFFE2))
+        #expect(await attError { _ = try await client.read(handle: fff1) } == ATTError(.readNotPermitted, requestOpcode: .readRequest, handle: fff1))
+        #expect(await attError { try await client.write([1], handle: ffe1) } == ATTError(.writeNotPermitted, requestOpcode: .writeRequest, handle: ffe1))
+        #expect(await attError { _ = try await client.read(handle: ffd5) } == ATTError(.readNotPermitted, requestOpcode: .readRequest, handle: ffd5))
+        #expect(await attError { _ = try await client.read(handle: ffd1) } == ATTError(.insufficientEncryption, requestOpcode: .readRequest, handle: ffd1))
+        #expect(await attError { try await client.write([1], handle: ffd1) } == ATTError(.insufficientEncryption, requestOpcode: .writeRequest, handle: ffd1))
+        #expect(await attError { _ = try await client.read(handle: ffd2) } == ATTError(.insufficientAuthentication, requestOpcode: .readRequest, handle: ffd2))
+        #expect(await attError { _ = try await client.read(handle: ffd3) } == ATTError(.insufficientAuthorization, requestOpcode: .readRequest, handle: ffd3))
+        #expect(await attError { try await client.write(Array(repeating: 0, count: 1025), handle: ffe2) } == ATTError(.invalidAttributeValueLength, requestOpcode: .executeWriteRequest, handle: ffe2))
+        #expect(await attError { _ = try await client.read(handle: 0x0FFF) } == ATTError(.invalidHandle, requestOpcode: .readRequest, handle: 0x0FFF))
+        #expect(await attError { _ = try await client.read(handle: 0) } == ATTError(.invalidHandle, requestOpcode: .readRequest, handle: 0))
+        #expect(await attError { try await client.write([1], handle: 0x0FFF) } == ATTError(.invalidHandle, requestOpcode: .writeRequest, handle: 0x0FFF))
         // Encrypted with a 7-octet key: too short for FFD1's 16.
         link.security = ATTSecurity(encrypted: true, keySize: 7)
-        #expect(await attCode { _ = try await client.read(handle: h(0xFFD1)) } == .encryptionKeySizeTooShort)
-        #expect(await attCode { _ = try await client.read(handle: h(0xFFD2)) } == .insufficientAuthentication)
+        #expect(await attError { _ = try await client.read(handle: ffd1) } == ATTError(.encryptionKeySizeTooShort, requestOpcode: .readRequest, handle: ffd1))
+        #expect(await attError { _ = try await client.read(handle: ffd2) } == ATTError(.insufficientAuthentication, requestOpcode: .readRequest, handle: ffd2))
         link.security = ATTSecurity(encrypted: true, authenticated: true, authorized: true, keySize: 16)
         #expect(try await client.read(handle: h(0xFFD1)) == [1])
         #expect(try await client.read(handle: h(0xFFD2)) == [2])
@@ -241,7 +258,7 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
         do { _ = try await link.request(.readRequest(handle: try h(0xFFF1))); Issue.record("no error") }
         catch let e as ATTError { #expect(e == ATTError(.readNotPermitted, requestOpcode: .readRequest, handle: try h(0xFFF1))) }
         // Read By Type: a first value that can't be read answers its error.
-        #expect(await attCode { _ = try await client.readByUUID(0xFFF1) } == .readNotPermitted)
+        #expect(await attError { _ = try await client.readByUUID(0xFFF1) } == ATTError(.readNotPermitted, requestOpcode: .readByTypeRequest, handle: fff1))
     }
 
     @Test func prepareQueueLimitsAndExecuteChecks() async throws {
@@ -252,25 +269,25 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
         let h = try #require(server.valueHandle(of: 0xFFE2))
         // 4 prepares fit, the 5th is refused.
         for i in 0..<4 { _ = try await link.request(.prepareWriteRequest(handle: h, offset: UInt16(i * 18), value: [UInt8](repeating: 1, count: 18))) }
-        #expect(await attCode { _ = try await link.request(.prepareWriteRequest(handle: h, offset: 72, value: [1])) } == .prepareQueueFull)
+        #expect(await attError { _ = try await link.request(.prepareWriteRequest(handle: h, offset: 72, value: [1])) } == ATTError(.prepareQueueFull, requestOpcode: .prepareWriteRequest, handle: h))
         #expect(try await link.request(.executeWriteRequest(flags: .cancel)) == .executeWriteResponse)
         #expect(server.value(of: 0xFFE2) == long600, "cancel writes nothing")
         // A long write that needs more prepares than the queue holds fails and writes nothing.
-        #expect(await attCode { try await client.write([UInt8](repeating: 5, count: 100), handle: h) } == .prepareQueueFull)
+        #expect(await attError { try await client.write([UInt8](repeating: 5, count: 100), handle: h) } == ATTError(.prepareQueueFull, requestOpcode: .prepareWriteRequest, handle: h))
         #expect(server.value(of: 0xFFE2) == long600)
         // Offsets are checked at execute: a gap → Invalid Offset.
         _ = try await link.request(.prepareWriteRequest(handle: h, offset: 0, value: [1, 2]))
         _ = try await link.request(.prepareWriteRequest(handle: h, offset: 10, value: [3]))
-        #expect(await attCode { _ = try await link.request(.executeWriteRequest(flags: .write)) } == .invalidOffset)
+        #expect(await attError { _ = try await link.request(.executeWriteRequest(flags: .write)) } == ATTError(.invalidOffset, requestOpcode: .executeWriteRequest, handle: h))
         // Too long at execute → Invalid Attribute Value Length.
         let small = try #require(server.valueHandle(of: 0xFFD4))
         _ = try await link.request(.prepareWriteRequest(handle: small, offset: 0, value: [1, 2, 3]))
         _ = try await link.request(.prepareWriteRequest(handle: small, offset: 3, value: [4, 5]))
-        #expect(await attCode { _ = try await link.request(.executeWriteRequest(flags: .write)) } == .invalidAttributeValueLength)
+        #expect(await attError { _ = try await link.request(.executeWriteRequest(flags: .write)) } == ATTError(.invalidAttributeValueLength, requestOpcode: .executeWriteRequest, handle: small))
         // Prepare checks permissions at once.
         let ro = try #require(server.valueHandle(of: 0xFFE1))
-        #expect(await attCode { _ = try await link.request(.prepareWriteRequest(handle: ro, offset: 0, value: [1])) } == .writeNotPermitted)
-        #expect(await attCode { _ = try await link.request(.prepareWriteRequest(handle: 0x0FFF, offset: 0, value: [1])) } == .invalidHandle)
+        #expect(await attError { _ = try await link.request(.prepareWriteRequest(handle: ro, offset: 0, value: [1])) } == ATTError(.writeNotPermitted, requestOpcode: .prepareWriteRequest, handle: ro))
+        #expect(await attError { _ = try await link.request(.prepareWriteRequest(handle: 0x0FFF, offset: 0, value: [1])) } == ATTError(.invalidHandle, requestOpcode: .prepareWriteRequest, handle: 0x0FFF))
         #expect(server.value(of: 0xFFE2) == long600)
     }
 

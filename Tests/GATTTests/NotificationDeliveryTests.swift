@@ -1,0 +1,54 @@
+import Testing
+import HCI
+import ATT
+@testable import GATT
+
+/// No notification is lost without a word, and an indication is confirmed only once the
+/// application has it (issue 13, defect 10).
+@Suite struct NotificationDeliveryTests {
+    /// Regression: values beyond the 1024 waiting were dropped silently. The oldest are still
+    /// dropped (the newest matter most), and counted.
+    @Test func valuesBeyondTheBufferAreCounted() async throws {
+        let (stream, continuation) = GATTNotificationStream.makeStream()
+        for i in 0..<1030 { continuation.yield([UInt8(i & 0xFF), UInt8(i >> 8)]) }
+        #expect(stream.droppedCount == 6)
+        continuation.finish()
+        var taken: [[UInt8]] = []
+        for try await v in stream { taken.append(v) }
+        #expect(taken.count == 1024)
+        #expect(taken.first == [6, 0])     // values 0...5 were dropped
+        #expect(taken.last == [0x05, 0x04]) // 1029
+    }
+
+    /// Regression: the Handle Value Confirmation went out when the value was queued for the
+    /// application, before it had it. Core Vol 3 Part F 3.4.7.2/3.4.7.3: the confirmation
+    /// acknowledges the indication's receipt, so it follows the application taking the value.
+    @Test func indicationIsConfirmedOnlyOnceTheApplicationHasIt() async throws {
+        let server = GATTServer(services: demoServices())
+        let (client, link) = await Loopback.connect(server)
+        let c = try #require(findChar(try await client.discoverDatabase(), 0xFFE3)).characteristic
+        let values = try await client.subscribe(c, indications: true)
+        let indicated = Task { await server.indicate(characteristic: 0xFFE3, value: [4, 2]) }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(link.confirmations == 0, "confirmed before the application took the value")
+        var it = values.makeAsyncIterator()
+        #expect(try await it.next() == [4, 2])
+        #expect(await indicated.value == [link.peer])
+        #expect(link.confirmations == 1)
+    }
+
+    /// An indication nobody takes is confirmed when the stream ends (the application is gone)
+    /// or after the timeout, never held forever.
+    @Test func indicationWaitEndsWithTheStreamOrTheTimeout() async throws {
+        let (stream, continuation) = GATTNotificationStream.makeStream()
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(await continuation.deliverIndication([1], timeout: .milliseconds(200)) == false)
+        #expect(clock.now - start >= .milliseconds(200))
+        let waiting = Task { await continuation.deliverIndication([2], timeout: .seconds(30)) }
+        try await Task.sleep(for: .milliseconds(100))
+        continuation.finish()
+        #expect(await waiting.value == false)
+        _ = stream
+    }
+}
