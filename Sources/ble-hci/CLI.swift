@@ -78,6 +78,9 @@ func runCLI(_ argv: [String]) async -> Int32 {
         }
     } catch let e as UsageError {
         return usageFailure(UsageError(e.message, command: command))
+    } catch let e as Interrupted {
+        out.error("\(e) while \(command) was still starting or working; capture closed")
+        return e.exitCode
     } catch let e as CLIFailure {
         out.error(e.message)
         return e.exitCode

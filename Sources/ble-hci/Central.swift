@@ -24,52 +24,87 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         return d
     }
     if bandDate != nil && profile == nil { throw UsageError("--date goes with --profile band", command: cmd) }
+    if profile != nil && !actions.isEmpty {
+        throw UsageError("--profile band runs the band's own exchange: leave out --read, --write, --subscribe and --discover, or run them without --profile", command: cmd)
+    }
     SignalWatcher.install()
     let out = c.out
 
     let opened = try openTransport(c)
     defer { opened.close() }
-    let central = try await Central.open(opened.transport)
+    let transport = opened.transport
+    out.progress("Opening \(transport.name)…")
+    // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
+    let central = try await interruptible { try await Central.open(transport) }
     defer { Task { await central.close() } }
+    out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
 
     // Find the target (for an address without a type, the type seen while scanning).
     let address: DeviceAddress
     if case .address(let a, let type?) = target {
         address = DeviceAddress(a, type: type)
     } else {
-        out.note("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
-        let adv = try await central.find(target.filter, timeout: .milliseconds(Int(timeout * 1000)), describe: target.description)
+        out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
+        let adv = try await findTarget(target, central: central, timeout: timeout, out: out)
         address = adv.address
     }
+    out.progress("Connecting to \(address) (up to \(formatSeconds(timeout)))…")
     let remote: RemotePeripheral
     do {
-        remote = try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000)))
+        remote = try await interruptible { try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000))) }
     } catch let e as HostError {
-        throw CLIFailure("could not connect to \(address): \(e)", exitCode: ExitCode.failure)
+        throw CLIFailure("could not connect to \(address): \(e)\(connectHint(target, address))", exitCode: ExitCode.failure)
     }
-    let effectiveMTU = try await remote.exchangeMTU(mtu)
+    let effectiveMTU: Int
+    do {
+        effectiveMTU = try await interruptible { try await remote.exchangeMTU(mtu) }
+    } catch let e as Interrupted {
+        _ = try? await remote.disconnect()
+        throw e
+    }
     out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
                .int("handle", remote.handle), .int("mtu", effectiveMTU)])
     out.line("Connected to \(out.bold(address.description)) (handle \(remote.handle)), ATT MTU \(effectiveMTU)")
 
     var exitCode = ExitCode.success
+    var interrupted: Interrupted? = nil
     do {
         if profile == "band" {
-            try await runBand(remote, day: bandDate ?? BandProtocol.Day(today: Date()), out: out)
+            let day = bandDate ?? BandProtocol.Day(today: Date())
+            try await interruptible { try await runBand(remote, day: day, out: out) }
         } else if actions.isEmpty {
-            let snapshot = try await readEverything(remote)
+            let snapshot = try await interruptible { try await readEverything(remote) }
             out.event(snapshot.jsonFields)
             for l in snapshot.humanLines(out) { out.line(l) }
         } else {
             var resolver = CharacteristicResolver(remote: remote)
             for action in actions {
-                if SignalWatcher.shared.interrupted { break }
-                guard try await run(action, remote: remote, resolver: &resolver, out: out) else {
+                let ok: Bool
+                if case .subscribe = action {
+                    // Watches for signals itself: it unsubscribes, then the link is closed below.
+                    ok = try await run(action, remote: remote, resolver: &resolver, out: out)
+                } else {
+                    let current = resolver
+                    let (done, updated) = try await interruptible { () -> (Bool, CharacteristicResolver) in
+                        var r = current
+                        return (try await run(action, remote: remote, resolver: &r, out: out), r)
+                    }
+                    (ok, resolver) = (done, updated)
+                }
+                // A subscription without --count or --duration runs until Ctrl-C: that signal
+                // is its requested end. A signal during anything else interrupts the run.
+                if let s = SignalWatcher.shared.received {
+                    if case .subscribe(_, nil, nil) = action {} else { interrupted = Interrupted(signal: s) }
+                    break
+                }
+                guard ok else {
                     exitCode = ExitCode.failure
                     break
                 }
             }
         }
+    } catch let e as Interrupted {
+        interrupted = e
     } catch let e as TransportError {
         throw e  // exit 3, without a disconnection to wait for
     } catch let e as ATTError {
@@ -79,13 +114,83 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         out.error("\(error)")
         exitCode = ExitCode.failure
     }
+    // Links the stack marked down because the transport went away had no Disconnection
+    // Complete: say what happened instead of inventing a disconnection reason.
+    if let lost = await central.transportLost {
+        throw CLIFailure("\(lost); check the controller (is `ble-hci controllers` still running?) and start again", exitCode: ExitCode.transport)
+    }
     if let reason = remote.disconnectReason {
         reportDisconnected(reason, out: out)
         return ExitCode.failure
     }
     let reason = try await remote.disconnect()
     reportDisconnected(reason, out: out)
+    if let interrupted {
+        out.error("\(interrupted): disconnected, capture closed")
+        return interrupted.exitCode
+    }
     return exitCode
+}
+
+/// Scans for TARGET; on failure, names the advertisers seen (with their address types) so a
+/// wrong name or address type is visible at once.
+func findTarget(_ target: Target, central: Central, timeout: Double, out: Output) async throws -> Advertisement {
+    let seen = SeenAdvertisers()
+    let stream = try await interruptible { try await central.scan(ScanFilter()) }
+    let filter = target.filter
+    let found = Task { () -> Advertisement? in
+        for try await adv in stream {
+            seen.add(adv)
+            if filter.matches(adv) { return adv }
+        }
+        return nil
+    }
+    let limit = Task { try? await Task.sleep(for: .milliseconds(Int(timeout * 1000))); found.cancel() }
+    defer { limit.cancel(); found.cancel() }
+    let adv: Advertisement?
+    do {
+        adv = try await interruptible { try await found.value }
+    } catch is CancellationError {
+        adv = nil
+    }
+    guard let adv else {
+        let list = seen.summary
+        throw CLIFailure("no advertiser matched \(target.description) within \(formatSeconds(timeout))"
+                         + (list.isEmpty ? " (none seen at all: is anything advertising?)" : "; seen: " + list),
+                         exitCode: ExitCode.failure)
+    }
+    return adv
+}
+
+/// For a failed connection to an address given with a type: the type may be the wrong one.
+func connectHint(_ target: Target, _ address: DeviceAddress) -> String {
+    guard case .address(_, _?) = target else { return "" }
+    let other = address.type == .public ? "random" : "public"
+    return " (is it advertising with a \(other) address? try \(address.address)/\(other), or no suffix to use the type seen while scanning)"
+}
+
+/// Advertisers seen while looking for a target or scanning: how many (up to 10 000 counted)
+/// and the first 20 with their names, for messages. Bounded: a crowded room cannot grow it.
+final class SeenAdvertisers: @unchecked Sendable {
+    private let lock = NSLock()
+    private var addresses: Set<String> = []
+    private var labels: [String: String] = [:]
+    private var order: [String] = []
+
+    func add(_ a: Advertisement) {
+        let key = a.address.description
+        lock.withLock {
+            if addresses.count < 10_000 { addresses.insert(key) }
+            if labels[key] == nil {
+                guard order.count < 20 else { return }
+                order.append(key)
+            }
+            if labels[key] == nil || a.name != nil { labels[key] = a.name.map { "\(key) \"\($0)\"" } ?? key }
+        }
+    }
+
+    var summary: String { lock.withLock { order.compactMap { labels[$0] }.joined(separator: ", ") } }
+    var count: Int { lock.withLock { addresses.count } }
 }
 
 /// TARGET: an address (optionally /public or /random) or name:TEXT.

@@ -23,15 +23,15 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     let advertised: [BluetoothUUID]
     var ticker: Task<Void, Never>? = nil
     if profile == "band" {
-        peripheral = try await BandProfile.openPeripheral(opened.transport, name: name)
+        peripheral = try await interruptible { [transport = opened.transport] in try await BandProfile.openPeripheral(transport, name: name) }
         advertised = BandProfile.advertisedServices
     } else {
-        peripheral = try await Peripheral.open(opened.transport, services: DemoProfile.services, name: name)
+        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: DemoProfile.services, name: name) }
         advertised = DemoProfile.advertisedServices
         ticker = DemoProfile.startTicker(on: peripheral)
     }
     defer { ticker?.cancel() }
-    try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: advertised))
+    try await interruptible { try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: advertised)) }
     let address = peripheral.controller.address
     out.event([.text("event", "advertising"), .text("name", name), .text("address", address.description),
                .text("addressType", "public"), .text("profile", profile)])

@@ -56,6 +56,7 @@ extension CLITests {
             ["-t", "tcp:127.0.0.1:1", "central", "name:x", "--count", "3"],
             ["-t", "tcp:127.0.0.1:1", "scan", "--duration", "soon"],
             ["-t", "tcp:127.0.0.1:1", "peripheral", "--profile", "watch"],
+            ["-t", "tcp:127.0.0.1:1", "central", "name:x", "--profile", "band", "--read", "fff2"],
         ])
         func usageErrorsExitTwoAndPointToHelp(_ args: [String]) async throws {
             let r = try await BleHCI.run(args)
