@@ -93,12 +93,17 @@ let commandHelp: [String: String] = [
     layer, with the Core specification's field names. Malformed packets are printed with their
     raw bytes and the reason; decoding goes on.
 
-      --layers LAYERS   how deep to decode: a comma list of hci,l2cap,att,gatt,smp (default all)
+      --layers LAYERS   which layers to show: a comma list of hci,l2cap,att,gatt,smp (default:
+                        all, every packet shown). A packet with nothing in the chosen layers
+                        is left out (e.g. --layers att shows only ATT PDUs); malformed packets
+                        are always shown. FILE - reads the capture from stdin.
       --json            one JSON object per packet; a malformed one carries "malformed" (the
                         reason) and "raw" (hex)
 
-    A capture cut mid-record (e.g. a killed process) prints every whole record, then a warning
-    on stderr, and exits 0. A missing or unreadable file, or one that is not a capture, exits 1.
+    A damaged capture (cut mid-record, or a record whose lengths make no sense) prints every
+    record before the damage, then names the record number and byte offset on stderr and
+    exits 1, as tshark fails on it. A missing or unreadable file, or one that is not a capture,
+    exits 1. A header with no packets after it exits 0 and says so on stderr.
 
     Example:
       ble-hci dump demo.pcap --layers hci,att
