@@ -1,6 +1,7 @@
 import Foundation
 import HCI
 import Transport
+import Host
 
 /// Exit codes from CLI.md.
 enum ExitCode {
@@ -87,12 +88,21 @@ func runCLI(_ argv: [String]) async -> Int32 {
     } catch let e as TransportError where e.kind == .badSpec {
         return usageFailure(UsageError(e.message, command: command))
     } catch let e as TransportError {
-        out.error("\(e)")
+        out.error("\(e)\(lostHint(e.kind == .lost, context.transportSpec))")
+        return ExitCode.transport
+    } catch HostError.transportLost(let e) {
+        out.error("\(e)\(lostHint(true, context.transportSpec))")
         return ExitCode.transport
     } catch {
         out.error("\(error)")
         return ExitCode.failure
     }
+}
+
+/// What a closed socket to a controller usually means.
+func lostHint(_ lost: Bool, _ spec: String) -> String {
+    guard lost, spec.hasPrefix("tcp:") || spec.hasPrefix("unix:") else { return "" }
+    return "; a `ble-hci controllers` listener serves one host at a time (is another host attached to \(spec)?) and stops when its process ends"
 }
 
 /// The commands that open a controller as its host, and so take -t, -w and --trace.
