@@ -16,7 +16,7 @@ Commands:
 
 Global options (before or after COMMAND):
   -t, --transport SPEC   controller: hciN | hci:N | tcp:HOST:PORT | unix:PATH |
-                         serial:PATH[@BAUD] | virtual   (default hci0)
+                         serial:PATH[@BAUD] | virtual (demo only)   (default hci0)
   -w, --capture FILE     record every HCI packet (*.pcap → pcap, else btsnoop)
       --trace[=LAYERS]   print every packet live, decoded (hci,l2cap,att,gatt,smp)
       --json             one JSON object per line on stdout

@@ -87,7 +87,19 @@ extension CLITests {
                 let r = try await BleHCI.run(args)
                 expectStatus(r, 3, "ble-hci \(args.joined(separator: " "))")
                 #expect(r.stderr.contains("no Bluetooth support"), "stderr: \(r.stderr)")
+                // The way forward named there works (other tests run both): demo and controllers + tcp.
+                #expect(r.stderr.contains("ble-hci demo") && r.stderr.contains("ble-hci controllers --listen tcp:127.0.0.1:9001"), "stderr: \(r.stderr)")
+                #expect(!r.stderr.contains("-t virtual") && !r.stderr.contains("or virtual\n"), "suggests -t virtual, which these commands refuse: \(r.stderr)")
             }
+        }
+
+        /// `-t virtual` outside `demo` is refused (usage, exit 2) with commands that work.
+        @Test(arguments: ["scan", "central", "peripheral"])
+        func virtualTransportOutsideDemoPointsToWhatWorks(_ command: String) async throws {
+            let r = try await BleHCI.run(["-t", "virtual", command] + (command == "central" ? ["name:x"] : []))
+            expectStatus(r, 2, "-t virtual \(command)")
+            #expect(r.stderr.contains("ble-hci demo") && r.stderr.contains("ble-hci controllers --listen"), "stderr: \(r.stderr)")
+            #expect(r.stdout.isEmpty)
         }
 
         @Test func absentPeripheralExitsOneNoAdvertiser() async throws {
