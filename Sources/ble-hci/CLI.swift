@@ -48,7 +48,11 @@ func runCLI(_ argv: [String]) async -> Int32 {
     }
     let args = parsed.args
     if args.has("version") {
-        print("ble-hci \(toolVersion)")
+        if args.has("json") {
+            print(jsonObject([.text("event", "version"), .text("version", toolVersion)]))
+        } else {
+            print("ble-hci \(toolVersion)")
+        }
         return ExitCode.success
     }
     guard let command = parsed.command else {

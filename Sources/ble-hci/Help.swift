@@ -29,7 +29,11 @@ Examples:
   sudo ble-hci -t hci0 -w run.pcap central name:Heart --subscribe 2a37 --count 10
   ble-hci dump run.pcap --layers hci,l2cap,att
 
-Exit codes: 0 success, 1 operation failed, 2 usage error, 3 transport/adapter unavailable.
+Exit codes: 0 success, 1 operation failed, 2 usage error, 3 transport/adapter unavailable
+or lost, 130/143 interrupted by SIGINT/SIGTERM before the command finished (a command that
+runs until Ctrl-C, e.g. scan or peripheral without --duration, exits 0 on it).
+
+Environment: NO_COLOR set (to anything) turns colour off; colour is only used on a terminal.
 """
 
 let commandHelp: [String: String] = [

@@ -51,7 +51,7 @@ func openCaptureWriter(_ c: CommandContext) throws -> CaptureWriter? {
     do {
         return try CaptureWriter.open(path: path)
     } catch {
-        throw CLIFailure("cannot write the capture file \(path): \(error)", exitCode: ExitCode.failure)
+        throw CLIFailure("\(error)", exitCode: ExitCode.failure)  // names the file and the reason
     }
 }
 
