@@ -79,6 +79,7 @@ func runCLI(_ argv: [String]) async -> Int32 {
         case "peripheral": return try await runPeripheral(context)
         case "demo": return try await runDemo(context)
         case "controllers": return try await runControllers(context)
+        case "adapters": return try await runAdapters(context)
         default: return usageFailure(UsageError("unknown command '\(command)'"))
         }
     } catch let e as UsageError {

@@ -13,6 +13,7 @@ Commands:
   dump          decode a btsnoop or pcap capture, layer by layer
   demo          central + peripheral on an in-process virtual link, traced
   controllers   serve virtual LE controllers on TCP or UNIX sockets
+  adapters      list the kernel's HCI adapters, who holds them, how to free one
 
 Global options (before or after COMMAND):
   -t, --transport SPEC   controller: hciN | hci:N | tcp:HOST:PORT | unix:PATH |
@@ -122,6 +123,21 @@ let commandHelp: [String: String] = [
     Example:
       ble-hci demo -w demo.pcap && ble-hci dump demo.pcap --json
     """,
+    "adapters": """
+    Usage: ble-hci adapters [--json]
+
+    Lists the kernel's HCI adapters (HCIGETDEVLIST/HCIGETDEVINFO): name, address, up or down,
+    and who holds it: the kernel's Bluetooth stack (up and managed: bluetoothd), a program
+    through its HCI user channel (the kernel's management interface no longer lists it), or
+    nobody (down: free for ble-hci). For a held adapter it prints the command that frees it.
+    On a kernel without Bluetooth it says so and exits 3. Needs no root.
+
+      --json    one {"event":"adapter",...} object per adapter: name, index, address, up,
+                userChannelHeld, state, free (the command that frees it, when held)
+
+    Example:
+      ble-hci adapters && sudo ble-hci -t hci0 scan --duration 5
+    """,
     "controllers": """
     Usage: ble-hci controllers --listen SPEC [--listen SPEC]...
 
@@ -147,4 +163,5 @@ let commandSpecs: [String: OptionSpec] = [
     "dump": OptionSpec(flags: [], valued: ["layers"]),
     "demo": OptionSpec(flags: [], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen"]),
+    "adapters": OptionSpec(flags: [], valued: []),
 ]

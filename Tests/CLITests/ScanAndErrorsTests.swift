@@ -93,6 +93,18 @@ extension CLITests {
             }
         }
 
+        /// `adapters` on a kernel without Bluetooth: the explanation and exit 3 (the VM suite,
+        /// Tools/vm/cli_tests.py, checks the listing on a kernel with two vhci adapters).
+        @Test(.enabled(if: !kernelHasBluetooth, "this kernel has AF_BLUETOOTH: checked in the VM suite instead"))
+        func adaptersOnThisKernelSaysThereIsNoBluetooth() async throws {
+            for json in [false, true] {
+                let r = try await BleHCI.run(["adapters"] + (json ? ["--json"] : []))
+                expectStatus(r, 3, "ble-hci adapters")
+                #expect(r.stderr.contains("no Bluetooth support") && r.stderr.contains("EAFNOSUPPORT"), "stderr: \(r.stderr)")
+                #expect(r.stdout.isEmpty)
+            }
+        }
+
         /// `-t virtual` outside `demo` is refused (usage, exit 2) with commands that work.
         @Test(arguments: ["scan", "central", "peripheral"])
         func virtualTransportOutsideDemoPointsToWhatWorks(_ command: String) async throws {
@@ -113,7 +125,7 @@ extension CLITests {
             }
         }
 
-        @Test(arguments: ["scan", "central", "peripheral", "dump", "demo", "controllers"])
+        @Test(arguments: ["scan", "central", "peripheral", "dump", "demo", "controllers", "adapters"])
         func everyCommandHasHelpWithAnExample(_ command: String) async throws {
             for args in [[command, "--help"], [command, "-h"], ["--help", command]] {
                 let r = try await BleHCI.run(args)
@@ -129,7 +141,7 @@ extension CLITests {
             let help = try await BleHCI.run(["--help"])
             expectStatus(help, 0, "ble-hci --help")
             let text = help.stdout.joined(separator: "\n")
-            for command in ["scan", "central", "peripheral", "dump", "demo", "controllers"] {
+            for command in ["scan", "central", "peripheral", "dump", "demo", "controllers", "adapters"] {
                 #expect(text.contains(command), "main help does not list \(command)")
             }
             #expect(text.contains("Example"))
