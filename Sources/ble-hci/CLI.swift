@@ -55,6 +55,18 @@ func runCLI(_ argv: [String]) async -> Int32 {
         }
         return ExitCode.success
     }
+    if args.has("man") {
+        print(manPage(), terminator: "")
+        return ExitCode.success
+    }
+    if let shell = args.last("completions") {
+        switch shell {
+        case "bash": print(bashCompletion(), terminator: "")
+        case "zsh": print(zshCompletion(), terminator: "")
+        default: return usageFailure(UsageError("--completions takes bash or zsh, got '\(shell)'"))
+        }
+        return ExitCode.success
+    }
     guard let command = parsed.command else {
         if args.has("help") { print(mainHelp); return ExitCode.success }
         return usageFailure(UsageError("no command given"))

@@ -23,6 +23,8 @@ Global options (before or after COMMAND):
       --json             one JSON object per line on stdout
   -h, --help             help (also: ble-hci COMMAND --help)
       --version          print the version
+      --man              print this manual as a man page, ble-hci(1) (roff)
+      --completions SH   print the completion script for SH: bash or zsh
 
 Examples:
   ble-hci demo
