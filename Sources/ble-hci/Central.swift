@@ -63,7 +63,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         throw e
     }
     out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
-               .int("handle", remote.handle), .int("mtu", effectiveMTU)])
+               .int("handle", remote.handle), .int("connection", remote.handle), .int("mtu", effectiveMTU)])
     out.line("Connected to \(out.bold(address.description)) (handle \(remote.handle)), ATT MTU \(effectiveMTU)")
 
     var exitCode = ExitCode.success
@@ -120,11 +120,11 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         throw CLIFailure("\(lost); check the controller (is `ble-hci controllers` still running?) and start again", exitCode: ExitCode.transport)
     }
     if let reason = remote.disconnectReason {
-        reportDisconnected(reason, out: out)
+        reportDisconnected(reason, out: out, connection: remote.handle)
         return ExitCode.failure
     }
     let reason = try await remote.disconnect()
-    reportDisconnected(reason, out: out)
+    reportDisconnected(reason, out: out, connection: remote.handle)
     if let interrupted {
         out.error("\(interrupted): disconnected, capture closed")
         return interrupted.exitCode

@@ -1,6 +1,7 @@
 import Foundation
 import HCI
 import Host
+import ATT
 import GATT
 import BLE
 
@@ -42,7 +43,7 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
             switch e {
             case .connected(let handle, let central):
                 out.event([.text("event", "connected"), .text("address", central.address.description),
-                           .text("addressType", central.type.simple), .int("handle", handle)])
+                           .text("addressType", central.type.simple), .int("handle", handle), .int("connection", handle)])
                 out.line("\(timestamp()) connected: \(central) (handle \(handle))")
             case .disconnected(let handle, let reason):
                 out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name), .int("connection", handle)])
@@ -59,6 +60,8 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
             case .read(let handle, let uuid):
                 out.event([.text("event", "read"), .text("uuid", uuid.description), .int("connection", handle)])
                 out.line("\(timestamp()) read \(uuidLabel(uuid))")
+            case .answered(let handle, let request, let response):
+                reportAnswer(request, response, connection: handle, server: peripheral.server, out: out)
             case .failure(let message):
                 return message
             }
@@ -86,4 +89,40 @@ func timestamp() -> String {
     let f = DateFormatter()
     f.dateFormat = "HH:mm:ss.SSS"
     return f.string(from: Date())
+}
+
+/// One request the server answered: refusals as `error` events, descriptor reads with their
+/// value as `read` events, and the rest (discovery) as `request` events. Characteristic value
+/// reads and writes are already reported by their own events.
+func reportAnswer(_ request: ATTPDU, _ response: ATTPDU, connection: UInt16, server: GATTServer, out: Output) {
+    let op = request.opcode
+    func type(of handle: UInt16) -> BluetoothUUID? { server.attributeTypes.first { $0.handle == handle }?.type }
+    let discovery: Set<ATTOpcode> = [.readByGroupTypeRequest, .readByTypeRequest, .findInformationRequest, .findByTypeValueRequest]
+    let reads: Set<ATTOpcode> = [.readRequest, .readBlobRequest, .readMultipleRequest, .readMultipleVariableRequest]
+    let writes: Set<ATTOpcode> = [.writeRequest, .prepareWriteRequest, .executeWriteRequest]
+    let requestName = op.name ?? hexCode(op.rawValue)
+    if case let .errorResponse(_, handle, code) = response, !(discovery.contains(op) && code == .attributeNotFound) {
+        let uuid = handle == 0 ? nil : type(of: handle)
+        let opName = reads.contains(op) ? "read" : writes.contains(op) ? "write" : requestName
+        out.event([.text("event", "error"), .text("op", opName)] + (uuid.map { [.text("uuid", $0.description)] } ?? [])
+                  + [.int("handle", handle), .code("att", code.rawValue), .text("message", code.name), .int("connection", connection)])
+        let target = (uuid.map(uuidLabel).map { $0 + " " } ?? "") + "(\(hexCode(handle, digits: 4)))"
+        out.line("\(timestamp()) refused \(requestName) \(target): \(out.red(code.name)) (\(hexCode(code.rawValue)))")
+        return
+    }
+    switch (request, response) {
+    case let (.readRequest(handle), .readResponse(value)), let (.readBlobRequest(handle, _), .readBlobResponse(value)):
+        // Descriptors (Core v5.4 Vol 3 Part G 3.3.3: types 0x2900-0x29FF); values have their own events.
+        guard let uuid = type(of: handle), let short = uuid.uuid16, short >> 8 == 0x29 else { return }
+        out.event([.text("event", "read"), .text("uuid", uuid.description), .int("handle", handle), .bytes("value", value),
+                   .int("connection", connection)])
+        out.line("\(timestamp()) read descriptor \(uuidLabel(uuid)) (\(hexCode(handle, digits: 4))) = \(valueLabel(value))")
+    default:
+        guard !reads.contains(op), !writes.contains(op) else { return }
+        let answerName: String
+        if case let .errorResponse(_, _, code) = response { answerName = "\(code.name) (\(hexCode(code.rawValue)))" } else { answerName = response.opcode.name ?? hexCode(response.opcode.rawValue) }
+        out.event([.text("event", "request"), .text("op", requestName), .code("opcode", op.rawValue), .text("answer", answerName),
+                   .int("connection", connection)])
+        out.line(out.dim("\(timestamp()) \(requestName) → \(answerName)"))
+    }
 }
