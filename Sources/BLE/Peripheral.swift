@@ -84,7 +84,7 @@ public final class Peripheral: Sendable {
     public static func open(_ transport: any HCITransport, services: [GATTService], name: String = "ble-hci",
                             appearance: UInt16 = 0, options: StackOptions = .init()) async throws -> Peripheral {
         let stack = try await Stack.open(transport, options: options)
-        let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance))
+        let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance, reportsAnswers: true))
         await stack.setServer(server)
         let p = Peripheral(stack: stack, server: server)
         await p.start()
