@@ -33,6 +33,9 @@ struct GATTSnapshot {
                 .text("uuid", s.service.uuid.description),
                 .int("start", s.service.startHandle),
                 .int("end", s.service.endHandle),
+            ] + (s.includedServices.isEmpty ? [] : [
+                Field("includes", .list(s.includedServices.map { .text($0.uuid.description) })),
+            ]) + [
                 Field("characteristics", .list(s.characteristics.map { c in
                     var f: [Field] = [
                         .text("uuid", c.characteristic.uuid.description),

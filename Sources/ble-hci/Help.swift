@@ -81,7 +81,7 @@ let commandHelp: [String: String] = [
       sudo ble-hci -t hci0 central F0:F1:F2:F3:F4:F5/random --read fff2 --write fff2=6869 --subscribe fff1 --count 3
     """,
     "peripheral": """
-    Usage: ble-hci peripheral [--name NAME] [--profile demo|band] [--duration S]
+    Usage: ble-hci peripheral [--name NAME] [--profile demo|band | --gatt FILE] [--duration S]
 
     Advertises (connectable: flags, complete local name, the profile's 16-bit service UUIDs) and
     serves the profile until Ctrl-C or --duration; advertises again after each disconnection.
@@ -89,9 +89,21 @@ let commandHelp: [String: String] = [
       --name NAME        advertised and GAP device name (default ble-hci)
       --profile P        demo (default) or band
       --duration S       stop after S seconds
+      --gatt FILE        serve the GATT table in FILE instead of a profile: the central's
+                         `gatt` event (or its --json output as is), with values, optional
+                         "permissions" (read, write, readEncrypted, writeEncrypted,
+                         readAuthenticated, writeAuthenticated), "includes" and "primary".
+                         Handles are reassigned in the file's order; 1800/1801 and CCCDs are
+                         the server's own (the file's Device Name is the default --name).
+                         A bad file exits 2 naming the JSON path of the problem.
 
-    Example:
+    Every request is shown with its answer: value reads and writes, descriptor reads with the
+    value answered, refusals (--json: "error" events), discovery ("request" events).
+
+    Examples:
       sudo ble-hci -t hci0 peripheral --profile demo --json
+      ble-hci --json -t tcp:127.0.0.1:9002 central F0:F1:F2:F3:F4:F5 > table.json   # clone a device
+      ble-hci -t tcp:127.0.0.1:9001 peripheral --gatt table.json
     """,
     "dump": """
     Usage: ble-hci dump FILE [--layers LAYERS] [--json]
@@ -161,7 +173,7 @@ let commandSpecs: [String: OptionSpec] = [
     "central": OptionSpec(flags: ["discover"],
                           valued: ["read", "write", "write-without-response", "subscribe", "count",
                                    "duration", "mtu", "timeout", "profile", "date"]),
-    "peripheral": OptionSpec(flags: [], valued: ["name", "profile", "duration"]),
+    "peripheral": OptionSpec(flags: [], valued: ["name", "profile", "duration", "gatt"]),
     "dump": OptionSpec(flags: [], valued: ["layers"]),
     "demo": OptionSpec(flags: [], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen"]),

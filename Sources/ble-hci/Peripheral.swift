@@ -10,9 +10,13 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("peripheral takes no positional arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
     }
-    let profile = c.args.last("profile") ?? "demo"
-    guard profile == "demo" || profile == "band" else { throw UsageError("--profile must be demo or band, got '\(profile)'", command: c.command) }
-    let name = c.args.last("name") ?? "ble-hci"
+    let gattFile = try c.args.last("gatt").map { path -> GATTFile in
+        if c.args.has("profile") { throw UsageError("--gatt serves the file's table: leave out --profile", command: c.command) }
+        return try GATTFile(path: path, command: c.command)
+    }
+    let profile = gattFile != nil ? "gatt" : c.args.last("profile") ?? "demo"
+    guard profile == "demo" || profile == "band" || gattFile != nil else { throw UsageError("--profile must be demo or band, got '\(profile)'", command: c.command) }
+    let name = c.args.last("name") ?? gattFile?.deviceName ?? "ble-hci"
     guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name must be 1 to 248 octets of UTF-8", command: c.command) }
     let duration = try c.args.double("duration", command: c.command)
     SignalWatcher.install()
@@ -23,7 +27,10 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     let peripheral: Peripheral
     let advertised: [BluetoothUUID]
     var ticker: Task<Void, Never>? = nil
-    if profile == "band" {
+    if let gattFile {
+        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: gattFile.services, name: name) }
+        advertised = gattFile.advertisedServices
+    } else if profile == "band" {
         peripheral = try await interruptible { [transport = opened.transport] in try await BandProfile.openPeripheral(transport, name: name) }
         advertised = BandProfile.advertisedServices
     } else {
