@@ -89,6 +89,8 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
         out.error("\(failure); check the adapter or controller and start again")
         return ExitCode.transport
     }
+    // Without --duration a signal is the requested end; with it, the run was cut short.
+    if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
     return ExitCode.success
 }
 

@@ -47,6 +47,8 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
         return ExitCode.transport
     }
     out.progress("Scan ended: \(seen.count) advertiser\(seen.count == 1 ? "" : "s") seen")
+    // Without --duration a signal is the requested end; with it, the scan was cut short.
+    if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
     return ExitCode.success
 }
 

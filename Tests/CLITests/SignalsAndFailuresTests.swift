@@ -101,6 +101,20 @@ extension CLITests {
             #expect(opcodes.contains("0x0406"), "no Disconnect command in the capture: \(opcodes.sorted())")
         }
 
+        /// scan and peripheral: without --duration a signal is their requested end (exit 0);
+        /// with --duration it cuts them short (128 + signal).
+        @Test(arguments: [["scan"], ["scan", "--duration", "30"], ["peripheral"], ["peripheral", "--duration", "30"]])
+        func signalEndsScanAndPeripheral(_ args: [String]) async throws {
+            try await withRig(profile: nil) { rig in
+                let child = try BleHCI.start(["-t", args[0] == "scan" ? rig.centralSpec : rig.peripheralSpec] + args + ["--json"], lifetime: 40)
+                defer { child.stop(grace: 0.5) }
+                if args[0] == "scan" { try await waitForStderr(child, "Scanning (active)") } else { _ = try await child.nextEvent("advertising", timeout: 10) }
+                #expect(kill(child.pid, SIGINT) == 0)
+                let status = try await child.exitStatus(timeout: 5)
+                #expect(status == (args.count > 1 ? 130 : 0), "\(args): exit \(status)\n\(child.stderr)")
+            }
+        }
+
         @Test func signalIsTheEndOfAnOpenEndedSubscription() async throws {
             try await withRig { rig in
                 let central = try BleHCI.start(["-t", rig.centralSpec, "central", "name:ble-hci", "--subscribe", "fff1", "--json"], lifetime: 40)
