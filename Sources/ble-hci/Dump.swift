@@ -64,14 +64,29 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
 /// FILE, or standard input for `-` (a pipe: `... | ble-hci dump -`). Paths such as
 /// /dev/stdin that FileManager cannot map are read as streams.
 func openCapture(_ path: String) throws(CaptureError) -> CaptureReader {
-    if path == "-" {
-        return try CaptureReader(bytes: [UInt8](FileHandle.standardInput.readDataToEndOfFile()), name: "stdin")
-    }
-    if let data = FileManager.default.contents(atPath: path)
-        ?? FileHandle(forReadingAtPath: path).flatMap({ try? $0.readToEnd() }) {
+    if path == "-" { return try CaptureReader(bytes: try readStream(FileHandle.standardInput, name: "stdin"), name: "stdin") }
+    if let data = FileManager.default.contents(atPath: path) {
         return try CaptureReader(bytes: [UInt8](data), name: path)
     }
+    if let handle = FileHandle(forReadingAtPath: path) {  // /dev/stdin, a FIFO: not mappable
+        return try CaptureReader(bytes: try readStream(handle, name: path), name: path)
+    }
     return try CaptureReader(path: path)  // says why it cannot be read
+}
+
+/// A pipe's bytes up to its end, at most `streamLimit` of them: a pipe that never ends must
+/// not grow memory without bound.
+private func readStream(_ handle: FileHandle, name: String) throws(CaptureError) -> [UInt8] {
+    let streamLimit = 1 << 30
+    var bytes: [UInt8] = []
+    while true {
+        let chunk = handle.availableData
+        if chunk.isEmpty { return bytes }
+        guard bytes.count + chunk.count <= streamLimit else {
+            throw CaptureError("\(name): more than \(streamLimit >> 20) MiB from a pipe; write it to a file and dump that")
+        }
+        bytes += chunk
+    }
 }
 
 /// Collects output and writes it to fd 1 in chunks of about 64 KiB: no syscall per packet.
