@@ -159,7 +159,9 @@ let commandHelp: [String: String] = [
     unix:PATH) is one controller an H4 host connects to; each new connection starts that
     controller from reset. --listen vhci attaches a controller to the kernel through /dev/vhci
     (root, module hci_vhci): it appears as a new hciN adapter. Port 0 picks a free port (the
-    `listening` line says which). Runs until Ctrl-C.
+    `listening` line says which). One host per listener: a second host connecting while one is
+    attached is refused (closed at once, logged) and the first keeps working. Host connections,
+    refusals and disconnections are logged on stderr. Runs until Ctrl-C.
 
     Example:
       ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002 &
