@@ -50,7 +50,7 @@ let commandHelp: [String: String] = [
       --passive         passive scan (no scan requests, so no scan response data)
       --duplicates      report every advertising report, not only changes
       --service UUID    only advertisers listing this service (repeatable; any matches)
-      --name TEXT       only advertisers whose name contains TEXT
+      --name TEXT       only advertisers whose name contains TEXT (ignoring case)
 
     Example:
       sudo ble-hci -t hci0 scan --duration 10 --service 180d --json
@@ -59,7 +59,7 @@ let commandHelp: [String: String] = [
     Usage: ble-hci central TARGET [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
 
     TARGET: AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT (first advertiser whose name
-    contains TEXT). CHAR: a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010).
+    contains TEXT, ignoring case). CHAR: a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010).
 
     Actions, run in the order given:
       --read CHAR                       read a value (long values read in full)
