@@ -6,14 +6,21 @@
 #     of Tools/requirements.txt + Tools/constraints.txt, skipped when its stamp file holds the
 #     hash of those two files.
 #
-# Usage: Tools/setup.sh [--system-only]   (--system-only: Debian packages only, no venv)
+# Usage: Tools/setup.sh [--system-only]   (--system-only: only the Debian packages the build
+# needs, as `make build`, `make demo` and `make install` use it; no test tools, no venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SYSTEM_ONLY=0
 [[ "${1:-}" == "--system-only" ]] && SYSTEM_ONLY=1
 ROOT=$PWD
 
-APT_PACKAGES=(libbluetooth-dev libssl-dev pkg-config tshark python3-venv qemu-system-x86 busybox-static bluez chromium)
+# The build: headers and pkg-config for the CBluetooth and COpenSSL system-library targets.
+BUILD_PACKAGES=(libbluetooth-dev libssl-dev pkg-config)
+# The tests: tshark (capture oracle), the venv's python, the VM suite (qemu, busybox, BlueZ),
+# man-db (`man -l` renders the generated ble-hci(1) in the CLI tests), zsh (its completion), chromium (screenshots of the SVG diagrams).
+TEST_PACKAGES=(tshark python3-venv qemu-system-x86 busybox-static bluez man-db zsh chromium)
+APT_PACKAGES=("${BUILD_PACKAGES[@]}")
+((SYSTEM_ONLY)) || APT_PACKAGES+=("${TEST_PACKAGES[@]}")
 
 log() { echo "setup: $*" >&2; }
 

@@ -67,7 +67,7 @@ func hexDigits4(_ v: UInt16) -> String { String(hexCode(v).dropFirst(2)) }
 public struct ScanFilter: Sendable {
     /// Any of these services listed (advertising data or scan response).
     public var services: [BluetoothUUID]
-    /// Name contains this text (case-sensitive, as CoreBluetooth apps compare names).
+    /// Name contains this text, ignoring case.
     public var nameContains: String?
     public var address: BDAddress?
 
@@ -79,7 +79,8 @@ public struct ScanFilter: Sendable {
 
     public func matches(_ a: Advertisement) -> Bool {
         if let address, a.address.address != address { return false }
-        if let nameContains, !(a.name?.contains(nameContains) ?? false) { return false }
+        // Case-insensitive, as a user typing part of a name expects.
+        if let nameContains, !(a.name?.lowercased().contains(nameContains.lowercased()) ?? false) { return false }
         if !services.isEmpty {
             let listed = Set(a.services)
             if !services.contains(where: { listed.contains($0) }) { return false }

@@ -60,6 +60,11 @@ public final class Central: Sendable {
 
     /// Disconnects every link and closes the transport.
     public func close() async { await stack.close() }
+
+    /// Why the transport to the controller was lost (closed, hardware error), once it was.
+    /// Links are then marked down without any Disconnection Complete event: callers must not
+    /// report that as a disconnection the controller announced.
+    public var transportLost: String? { get async { await stack.lostReason } }
 }
 
 /// How to write a characteristic value.

@@ -13,6 +13,8 @@ public enum PeripheralEvent: Sendable, Equatable {
     case unsubscribed(handle: UInt16, characteristic: BluetoothUUID)
     case wrote(handle: UInt16, characteristic: BluetoothUUID, value: [UInt8])
     case read(handle: UInt16, characteristic: BluetoothUUID)
+    /// A request the server answered (`response`: its answer, an Error Response when refused).
+    case answered(handle: UInt16, request: ATTPDU, response: ATTPDU)
     /// Advertising could not be restarted after a disconnection, or the transport was lost.
     case failure(String)
 }
@@ -82,7 +84,7 @@ public final class Peripheral: Sendable {
     public static func open(_ transport: any HCITransport, services: [GATTService], name: String = "ble-hci",
                             appearance: UInt16 = 0, options: StackOptions = .init()) async throws -> Peripheral {
         let stack = try await Stack.open(transport, options: options)
-        let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance))
+        let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance, reportsAnswers: true))
         await stack.setServer(server)
         let p = Peripheral(stack: stack, server: server)
         await p.start()
@@ -123,6 +125,7 @@ public final class Peripheral: Sendable {
                 case .unsubscribed(let peer, let uuid): sink.yield(.unsubscribed(handle: peer.id, characteristic: uuid))
                 case .wrote(let peer, let uuid, let value): sink.yield(.wrote(handle: peer.id, characteristic: uuid, value: value))
                 case .read(let peer, let uuid): sink.yield(.read(handle: peer.id, characteristic: uuid))
+                case .answered(let peer, let request, let response): sink.yield(.answered(handle: peer.id, request: request, response: response))
                 case .connected, .disconnected: break  // reported from the link, with the address and reason
                 }
             }

@@ -50,6 +50,12 @@ public struct LayerSelection: Sendable {
         others = layers
     }
 
+    /// Whether `p` has anything in the selected layers (a malformed packet always has: its
+    /// reason and raw bytes). `dump --layers` leaves the others out.
+    public func shows(_ p: DecodedPacket) -> Bool {
+        p.malformed != nil || p.layers.contains { includes($0.name) }
+    }
+
     @inline(__always)
     func includes(_ layer: String) -> Bool {
         switch layer {

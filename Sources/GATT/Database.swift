@@ -15,7 +15,7 @@ public struct GATTCharacteristicProperties: OptionSet, Sendable, Hashable, Custo
     public static let authenticatedSignedWrites = GATTCharacteristicProperties(rawValue: 0x40)
     public static let extendedProperties = GATTCharacteristicProperties(rawValue: 0x80)
 
-    static let allNames: [(GATTCharacteristicProperties, String)] = [
+    public static let allNames: [(GATTCharacteristicProperties, String)] = [
         (.broadcast, "broadcast"), (.read, "read"), (.writeWithoutResponse, "writeWithoutResponse"),
         (.write, "write"), (.notify, "notify"), (.indicate, "indicate"),
         (.authenticatedSignedWrites, "authenticatedSignedWrites"), (.extendedProperties, "extendedProperties"),

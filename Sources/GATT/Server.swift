@@ -14,6 +14,10 @@ public enum GATTServerEvent: Sendable, Equatable {
     case wrote(ATTPeer, BluetoothUUID, [UInt8])
     /// The peer read a characteristic value (Read, Read Blob, Read By Type, Read Multiple).
     case read(ATTPeer, BluetoothUUID)
+    /// Every request the server answered, with its answer (an Error Response when refused):
+    /// for logs that show descriptor reads, discovery and refusals as well. Only with
+    /// `Configuration.reportsAnswers`.
+    case answered(ATTPeer, request: ATTPDU, response: ATTPDU)
 }
 
 /// The GATT server: the attribute database plus per-peer state (CCCDs, Client Supported
@@ -29,10 +33,13 @@ public final class GATTServer: ATTServerDelegate, Sendable {
         public var prepareQueueLimit: Int
         /// Events kept for a slow consumer (oldest dropped beyond).
         public var eventBufferLimit: Int
+        /// Also report every answered request (`GATTServerEvent.answered`), for request logs.
+        public var reportsAnswers: Bool
         public init(deviceName: String = "ble-hci", appearance: UInt16 = 0, prepareQueueLimit: Int = 128,
-                    eventBufferLimit: Int = 256) {
+                    eventBufferLimit: Int = 256, reportsAnswers: Bool = false) {
             self.deviceName = deviceName; self.appearance = appearance
             self.prepareQueueLimit = prepareQueueLimit; self.eventBufferLimit = eventBufferLimit
+            self.reportsAnswers = reportsAnswers
         }
     }
 
@@ -219,8 +226,14 @@ public final class GATTServer: ATTServerDelegate, Sendable {
     }
 
     /// The synchronous core of `respond`: the response (or Error Response) to a request, nil
-    /// for a command or anything a server does not answer.
-    public func response(to pdu: ATTPDU, from peer: ATTPeer, mtu rawMTU: Int, security: ATTSecurity) -> ATTPDU? {
+    /// for a command or anything a server does not answer. Reports each answered request.
+    public func response(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTPDU? {
+        let answer = answer(to: pdu, from: peer, mtu: mtu, security: security)
+        if let answer, configuration.reportsAnswers { sink.yield(.answered(peer, request: pdu, response: answer)) }
+        return answer
+    }
+
+    private func answer(to pdu: ATTPDU, from peer: ATTPeer, mtu rawMTU: Int, security: ATTSecurity) -> ATTPDU? {
         let mtu = min(max(rawMTU, 23), 517)
         switch pdu {
         case let .readRequest(handle):

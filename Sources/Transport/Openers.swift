@@ -185,12 +185,15 @@ public enum UserChannelTransport {
         }
     }
 
+    /// EAFNOSUPPORT's advice: load the module, or work without an adapter in ways that work.
+    public static let noBluetoothAdvice = "this kernel has no Bluetooth support (AF_BLUETOOTH sockets: EAFNOSUPPORT): load the bluetooth module (modprobe bluetooth; in a container the host's kernel decides), or work without an adapter: `ble-hci demo`, or virtual controllers in another terminal (`ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002`) driven with -t tcp:127.0.0.1:9001 and -t tcp:127.0.0.1:9002"
+
     /// What failed and what to do about it, per errno.
     public static func userChannelError(_ e: Int32, index: UInt16, step: String) -> TransportError {
         let advice: String
         switch e {
         case EAFNOSUPPORT:
-            advice = "this kernel has no Bluetooth support: load the bluetooth module (modprobe bluetooth) or use -t tcp:HOST:PORT, unix:PATH or virtual"
+            advice = noBluetoothAdvice
         case EPERM, EACCES:
             advice = "opening an HCI user channel needs root: run as root or grant CAP_NET_ADMIN (setcap cap_net_admin+ep ble-hci)"
         case ENODEV:

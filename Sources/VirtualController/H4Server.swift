@@ -6,8 +6,9 @@ import Glibc
 #endif
 
 /// Serves controllers of a `VirtualLink` as H4 over TCP or UNIX stream sockets: each listener
-/// is one controller; each accepted connection drives it (a new connection resets it and
-/// replaces the previous host).
+/// is one controller; each accepted connection drives it from reset. One host at a time: a
+/// second connection while a host is attached is refused (closed at once, and logged), so a
+/// stray client cannot silently cut off the host that is working.
 public final class H4Server: @unchecked Sendable {
     public struct Listener: Sendable {
         /// The SPEC as given (`tcp:127.0.0.1:0` stays as given; see `boundSpec`).
@@ -135,12 +136,16 @@ public final class H4Server: @unchecked Sendable {
     private func attach(_ i: Int, _ l: Listener, fd: Int32) {
         let connection = H4Connection(fd: fd, name: "\(l.boundSpec) host", isSocket: true)
         lock.lock()
-        let old = hosts[i]
+        if hosts[i] != nil {
+            lock.unlock()
+            Glibc.close(fd)
+            link.note("\(l.boundSpec): refused a second host: controller \(l.controller.index) already has one (one host per controller; use another --listen, or stop the first host)")
+            return
+        }
         hosts[i] = connection
         let gen = (generation[i] ?? 0) + 1
         generation[i] = gen
         lock.unlock()
-        old?.close()
         link.note("\(l.boundSpec): host connected; controller \(l.controller.index) reset")
         let controller = l.controller
         controller.attachHost(nil)

@@ -29,8 +29,8 @@ struct OptionSpec {
 }
 
 let globalOptions = OptionSpec(
-    flags: ["json", "help", "version"],
-    valued: ["transport", "capture"],
+    flags: ["json", "help", "version", "man"],
+    valued: ["transport", "capture", "completions"],
     optionalValue: ["trace"],
     short: ["t": "transport", "w": "capture", "h": "help"])
 

@@ -1,6 +1,7 @@
 import Foundation
 import HCI
 import Transport
+import Host
 
 /// Exit codes from CLI.md.
 enum ExitCode {
@@ -47,7 +48,23 @@ func runCLI(_ argv: [String]) async -> Int32 {
     }
     let args = parsed.args
     if args.has("version") {
-        print("ble-hci \(toolVersion)")
+        if args.has("json") {
+            print(jsonObject([.text("event", "version"), .text("version", toolVersion)]))
+        } else {
+            print("ble-hci \(toolVersion)")
+        }
+        return ExitCode.success
+    }
+    if args.has("man") {
+        print(manPage(), terminator: "")
+        return ExitCode.success
+    }
+    if let shell = args.last("completions") {
+        switch shell {
+        case "bash": print(bashCompletion(), terminator: "")
+        case "zsh": print(zshCompletion(), terminator: "")
+        default: return usageFailure(UsageError("--completions takes bash or zsh, got '\(shell)'"))
+        }
         return ExitCode.success
     }
     guard let command = parsed.command else {
@@ -74,22 +91,35 @@ func runCLI(_ argv: [String]) async -> Int32 {
         case "peripheral": return try await runPeripheral(context)
         case "demo": return try await runDemo(context)
         case "controllers": return try await runControllers(context)
+        case "adapters": return try await runAdapters(context)
         default: return usageFailure(UsageError("unknown command '\(command)'"))
         }
     } catch let e as UsageError {
         return usageFailure(UsageError(e.message, command: command))
+    } catch let e as Interrupted {
+        out.error("\(e) while \(command) was still starting or working; capture closed")
+        return e.exitCode
     } catch let e as CLIFailure {
         out.error(e.message)
         return e.exitCode
     } catch let e as TransportError where e.kind == .badSpec {
         return usageFailure(UsageError(e.message, command: command))
     } catch let e as TransportError {
-        out.error("\(e)")
+        out.error("\(e)\(lostHint(e.kind == .lost, context.transportSpec))")
+        return ExitCode.transport
+    } catch HostError.transportLost(let e) {
+        out.error("\(e)\(lostHint(true, context.transportSpec))")
         return ExitCode.transport
     } catch {
         out.error("\(error)")
         return ExitCode.failure
     }
+}
+
+/// What a closed socket to a controller usually means.
+func lostHint(_ lost: Bool, _ spec: String) -> String {
+    guard lost, spec.hasPrefix("tcp:") || spec.hasPrefix("unix:") else { return "" }
+    return "; a `ble-hci controllers` listener serves one host at a time (is another host attached to \(spec)?) and stops when its process ends"
 }
 
 /// The commands that open a controller as its host, and so take -t, -w and --trace.

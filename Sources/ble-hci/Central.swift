@@ -24,52 +24,88 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         return d
     }
     if bandDate != nil && profile == nil { throw UsageError("--date goes with --profile band", command: cmd) }
+    if profile != nil && !actions.isEmpty {
+        throw UsageError("--profile band runs the band's own exchange: leave out --read, --write, --subscribe and --discover, or run them without --profile", command: cmd)
+    }
     SignalWatcher.install()
     let out = c.out
 
     let opened = try openTransport(c)
     defer { opened.close() }
-    let central = try await Central.open(opened.transport)
+    let transport = opened.transport
+    out.progress("Opening \(transport.name)…")
+    // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
+    let central = try await interruptible { try await Central.open(transport) }
     defer { Task { await central.close() } }
+    out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
 
     // Find the target (for an address without a type, the type seen while scanning).
     let address: DeviceAddress
     if case .address(let a, let type?) = target {
         address = DeviceAddress(a, type: type)
     } else {
-        out.note("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
-        let adv = try await central.find(target.filter, timeout: .milliseconds(Int(timeout * 1000)), describe: target.description)
+        out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
+        let adv = try await findTarget(target, central: central, timeout: timeout, out: out)
         address = adv.address
     }
+    out.progress("Connecting to \(address) (up to \(formatSeconds(timeout)))…")
     let remote: RemotePeripheral
     do {
-        remote = try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000)))
+        remote = try await interruptible { try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000))) }
     } catch let e as HostError {
-        throw CLIFailure("could not connect to \(address): \(e)", exitCode: ExitCode.failure)
+        if case .transportLost = e { throw e }  // exit 3, not a failed connection
+        throw CLIFailure("could not connect to \(address): \(e)\(connectHint(target, address))", exitCode: ExitCode.failure)
     }
-    let effectiveMTU = try await remote.exchangeMTU(mtu)
+    let effectiveMTU: Int
+    do {
+        effectiveMTU = try await interruptible { try await remote.exchangeMTU(mtu) }
+    } catch let e as Interrupted {
+        _ = try? await remote.disconnect()
+        throw e
+    }
     out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
-               .int("handle", remote.handle), .int("mtu", effectiveMTU)])
+               .int("handle", remote.handle), .int("connection", remote.handle), .int("mtu", effectiveMTU)])
     out.line("Connected to \(out.bold(address.description)) (handle \(remote.handle)), ATT MTU \(effectiveMTU)")
 
     var exitCode = ExitCode.success
+    var interrupted: Interrupted? = nil
     do {
         if profile == "band" {
-            try await runBand(remote, day: bandDate ?? BandProtocol.Day(today: Date()), out: out)
+            let day = bandDate ?? BandProtocol.Day(today: Date())
+            try await interruptible { try await runBand(remote, day: day, out: out) }
         } else if actions.isEmpty {
-            let snapshot = try await readEverything(remote)
+            let snapshot = try await interruptible { try await readEverything(remote) }
             out.event(snapshot.jsonFields)
             for l in snapshot.humanLines(out) { out.line(l) }
         } else {
             var resolver = CharacteristicResolver(remote: remote)
             for action in actions {
-                if SignalWatcher.shared.interrupted { break }
-                guard try await run(action, remote: remote, resolver: &resolver, out: out) else {
+                let ok: Bool
+                if case .subscribe = action {
+                    // Watches for signals itself: it unsubscribes, then the link is closed below.
+                    ok = try await run(action, remote: remote, resolver: &resolver, out: out)
+                } else {
+                    let current = resolver
+                    let (done, updated) = try await interruptible { () -> (Bool, CharacteristicResolver) in
+                        var r = current
+                        return (try await run(action, remote: remote, resolver: &r, out: out), r)
+                    }
+                    (ok, resolver) = (done, updated)
+                }
+                // A subscription without --count or --duration runs until Ctrl-C: that signal
+                // is its requested end. A signal during anything else interrupts the run.
+                if let s = SignalWatcher.shared.received {
+                    if case .subscribe(_, nil, nil) = action {} else { interrupted = Interrupted(signal: s) }
+                    break
+                }
+                guard ok else {
                     exitCode = ExitCode.failure
                     break
                 }
             }
         }
+    } catch let e as Interrupted {
+        interrupted = e
     } catch let e as TransportError {
         throw e  // exit 3, without a disconnection to wait for
     } catch let e as ATTError {
@@ -79,12 +115,21 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         out.error("\(error)")
         exitCode = ExitCode.failure
     }
+    // Links the stack marked down because the transport went away had no Disconnection
+    // Complete: say what happened instead of inventing a disconnection reason.
+    if let lost = await central.transportLost {
+        throw CLIFailure("\(lost); check the controller (is `ble-hci controllers` still running?) and start again", exitCode: ExitCode.transport)
+    }
     if let reason = remote.disconnectReason {
-        reportDisconnected(reason, out: out)
+        reportDisconnected(reason, out: out, connection: remote.handle)
         return ExitCode.failure
     }
     let reason = try await remote.disconnect()
-    reportDisconnected(reason, out: out)
+    reportDisconnected(reason, out: out, connection: remote.handle)
+    if let interrupted {
+        out.error("\(interrupted): disconnected, capture closed")
+        return interrupted.exitCode
+    }
     return exitCode
 }
 

@@ -15,6 +15,9 @@ func runControllers(_ c: CommandContext) async throws -> Int32 {
     }
     SignalWatcher.install()
     let link = VirtualLink(mode: .live)
+    // Host connections, refusals and disconnections (and the controllers' own notes) on stderr,
+    // so stdout keeps only the `listening` lines.
+    link.logHandler = { line in FileHandle.standardError.write(Data("\(timestamp()) \(line)\n".utf8)) }
     let socketSpecs = specs.filter { $0 != "vhci" }
     let server = try H4Server(link: link, listen: socketSpecs)
     var vhcis: [VHCIController] = []

@@ -5,8 +5,9 @@ import Decoder
 
 /// `ble-hci dump FILE [--layers LAYERS] [--json]` (CLI.md). Decodes every record through every
 /// layer and prints a tree (or one JSON object per line). Exit 1 with one sentence on stderr
-/// when the file is missing, unreadable or not a capture; a capture cut mid-record prints every
-/// whole record, then warns on stderr and exits 0 (the header was valid).
+/// when the file is missing, unreadable or not a capture; a capture cut mid-record or with a
+/// corrupt record prints every whole record before it, then names the record and its byte
+/// offset on stderr and exits 1.
 func runDump(_ c: CommandContext) async throws -> Int32 {
     guard let path = c.args.positionals.first else { throw UsageError("dump needs a capture FILE", command: c.command) }
     guard c.args.positionals.count == 1 else {
@@ -15,7 +16,7 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
     let layers = try parseLayers(c.args.last("layers"))
     var reader: CaptureReader
     do {
-        reader = try CaptureReader(path: path)
+        reader = try openCapture(path)
     } catch {
         c.out.error(error.description)
         return ExitCode.failure
@@ -33,6 +34,7 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
     var out = BufferedStdout()
     let json = c.out.json
     var warning: String? = nil
+    var records = 0  // read, shown or not
     while true {
         let record: CaptureRecord?
         do {
@@ -42,7 +44,10 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
             break
         }
         guard let record else { break }
+        records += 1
         let p = decoder.decode(record)
+        // --layers selects what is shown: a packet with nothing in those layers is left out.
+        guard selection.shows(p) else { continue }
         if json {
             appendJSON(p, layers: selection, to: &out.buffer)
             out.buffer.append(byte: 10)
@@ -52,7 +57,13 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         out.flushIfFull()
     }
     out.flush()
-    if let warning { c.out.error("warning: \(warning)") }
+    // Damage (a cut or corrupt record) fails the run after everything before it was printed,
+    // as tshark does; the reader's message names the record number and byte offset.
+    if let warning {
+        c.out.error("\(path == "-" ? "stdin" : path): \(warning)")
+        return ExitCode.failure
+    }
+    if records == 0 { c.out.error("\(path == "-" ? "stdin" : path): a valid header with no packets after it") }
     return ExitCode.success
 }
 
@@ -89,8 +100,40 @@ private func runFlow(_ reader: inout CaptureReader, layers: Set<String>, text: B
             return ExitCode.failure
         }
     }
-    if let warning { c.out.error("warning: \(warning)") }
+    // A damaged capture fails as plain `dump` does, after drawing what came before the damage.
+    if let warning {
+        c.out.error(warning)
+        return ExitCode.failure
+    }
     return ExitCode.success
+}
+
+/// FILE, or standard input for `-` (a pipe: `... | ble-hci dump -`). Paths such as
+/// /dev/stdin that FileManager cannot map are read as streams.
+func openCapture(_ path: String) throws(CaptureError) -> CaptureReader {
+    if path == "-" { return try CaptureReader(bytes: try readStream(FileHandle.standardInput, name: "stdin"), name: "stdin") }
+    if let data = FileManager.default.contents(atPath: path) {
+        return try CaptureReader(bytes: [UInt8](data), name: path)
+    }
+    if let handle = FileHandle(forReadingAtPath: path) {  // /dev/stdin, a FIFO: not mappable
+        return try CaptureReader(bytes: try readStream(handle, name: path), name: path)
+    }
+    return try CaptureReader(path: path)  // says why it cannot be read
+}
+
+/// A pipe's bytes up to its end, at most `streamLimit` of them: a pipe that never ends must
+/// not grow memory without bound.
+private func readStream(_ handle: FileHandle, name: String) throws(CaptureError) -> [UInt8] {
+    let streamLimit = 1 << 30
+    var bytes: [UInt8] = []
+    while true {
+        let chunk = handle.availableData
+        if chunk.isEmpty { return bytes }
+        guard bytes.count + chunk.count <= streamLimit else {
+            throw CaptureError("\(name): more than \(streamLimit >> 20) MiB from a pipe; write it to a file and dump that")
+        }
+        bytes += chunk
+    }
 }
 
 /// Collects output and writes it to fd 1 in chunks of about 64 KiB: no syscall per packet.

@@ -33,6 +33,9 @@ struct GATTSnapshot {
                 .text("uuid", s.service.uuid.description),
                 .int("start", s.service.startHandle),
                 .int("end", s.service.endHandle),
+            ] + (s.includedServices.isEmpty ? [] : [
+                Field("includes", .list(s.includedServices.map { .text($0.uuid.description) })),
+            ]) + [
                 Field("characteristics", .list(s.characteristics.map { c in
                     var f: [Field] = [
                         .text("uuid", c.characteristic.uuid.description),
@@ -101,7 +104,8 @@ func readEverything(_ remote: RemotePeripheral) async throws -> GATTSnapshot {
 }
 
 /// `{"event":"disconnected","reason":"0x16","message":"..."}` / a human line.
-func reportDisconnected(_ reason: HCIStatus, out: Output, prefix: String = "") {
-    out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name)])
+func reportDisconnected(_ reason: HCIStatus, out: Output, prefix: String = "", connection: UInt16? = nil) {
+    out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name)]
+              + (connection.map { [.int("connection", $0)] } ?? []))
     out.line(prefix + "Disconnected: \(reason.name) (\(hexCode(reason.rawValue)))")
 }

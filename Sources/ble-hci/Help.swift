@@ -13,15 +13,18 @@ Commands:
   dump          decode a btsnoop or pcap capture, layer by layer, or draw it (--flow, --svg)
   demo          central + peripheral on an in-process virtual link, traced
   controllers   serve virtual LE controllers on TCP or UNIX sockets
+  adapters      list the kernel's HCI adapters, who holds them, how to free one
 
 Global options (before or after COMMAND):
   -t, --transport SPEC   controller: hciN | hci:N | tcp:HOST:PORT | unix:PATH |
-                         serial:PATH[@BAUD] | virtual   (default hci0)
+                         serial:PATH[@BAUD] | virtual (demo only)   (default hci0)
   -w, --capture FILE     record every HCI packet (*.pcap → pcap, else btsnoop)
       --trace[=LAYERS]   print every packet live, decoded (hci,l2cap,att,gatt,smp)
       --json             one JSON object per line on stdout
   -h, --help             help (also: ble-hci COMMAND --help)
       --version          print the version
+      --man              print this manual as a man page, ble-hci(1) (roff)
+      --completions SH   print the completion script for SH: bash or zsh
 
 Examples:
   ble-hci demo
@@ -29,7 +32,11 @@ Examples:
   sudo ble-hci -t hci0 -w run.pcap central name:Heart --subscribe 2a37 --count 10
   ble-hci dump run.pcap --layers hci,l2cap,att
 
-Exit codes: 0 success, 1 operation failed, 2 usage error, 3 transport/adapter unavailable.
+Exit codes: 0 success, 1 operation failed, 2 usage error, 3 transport/adapter unavailable
+or lost, 130/143 interrupted by SIGINT/SIGTERM before the command finished (a command that
+runs until Ctrl-C, e.g. scan or peripheral without --duration, exits 0 on it).
+
+Environment: NO_COLOR set (to anything) turns colour off; colour is only used on a terminal.
 """
 
 let commandHelp: [String: String] = [
@@ -43,7 +50,7 @@ let commandHelp: [String: String] = [
       --passive         passive scan (no scan requests, so no scan response data)
       --duplicates      report every advertising report, not only changes
       --service UUID    only advertisers listing this service (repeatable; any matches)
-      --name TEXT       only advertisers whose name contains TEXT
+      --name TEXT       only advertisers whose name contains TEXT (ignoring case)
 
     Example:
       sudo ble-hci -t hci0 scan --duration 10 --service 180d --json
@@ -52,7 +59,7 @@ let commandHelp: [String: String] = [
     Usage: ble-hci central TARGET [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
 
     TARGET: AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT (first advertiser whose name
-    contains TEXT). CHAR: a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010).
+    contains TEXT, ignoring case). CHAR: a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010).
 
     Actions, run in the order given:
       --read CHAR                       read a value (long values read in full)
@@ -77,7 +84,7 @@ let commandHelp: [String: String] = [
       sudo ble-hci -t hci0 central F0:F1:F2:F3:F4:F5/random --read fff2 --write fff2=6869 --subscribe fff1 --count 3
     """,
     "peripheral": """
-    Usage: ble-hci peripheral [--name NAME] [--profile demo|band] [--duration S]
+    Usage: ble-hci peripheral [--name NAME] [--profile demo|band | --gatt FILE] [--duration S]
 
     Advertises (connectable: flags, complete local name, the profile's 16-bit service UUIDs) and
     serves the profile until Ctrl-C or --duration; advertises again after each disconnection.
@@ -85,9 +92,21 @@ let commandHelp: [String: String] = [
       --name NAME        advertised and GAP device name (default ble-hci)
       --profile P        demo (default) or band
       --duration S       stop after S seconds
+      --gatt FILE        serve the GATT table in FILE instead of a profile: the central's
+                         `gatt` event (or its --json output as is), with values, optional
+                         "permissions" (read, write, readEncrypted, writeEncrypted,
+                         readAuthenticated, writeAuthenticated), "includes" and "primary".
+                         Handles are reassigned in the file's order; 1800/1801 and CCCDs are
+                         the server's own (the file's Device Name is the default --name).
+                         A bad file exits 2 naming the JSON path of the problem.
 
-    Example:
+    Every request is shown with its answer: value reads and writes, descriptor reads with the
+    value answered, refusals (--json: "error" events), discovery ("request" events).
+
+    Examples:
       sudo ble-hci -t hci0 peripheral --profile demo --json
+      ble-hci --json -t tcp:127.0.0.1:9002 central F0:F1:F2:F3:F4:F5 > table.json   # clone a device
+      ble-hci -t tcp:127.0.0.1:9001 peripheral --gatt table.json
     """,
     "dump": """
     Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg]
@@ -96,7 +115,10 @@ let commandHelp: [String: String] = [
     layer, with the Core specification's field names. Malformed packets are printed with their
     raw bytes and the reason; decoding goes on.
 
-      --layers LAYERS   how deep to decode: a comma list of hci,l2cap,att,gatt,smp (default all)
+      --layers LAYERS   which layers to show: a comma list of hci,l2cap,att,gatt,smp (default:
+                        all, every packet shown). A packet with nothing in the chosen layers
+                        is left out (e.g. --layers att shows only ATT PDUs); malformed packets
+                        are always shown. FILE - reads the capture from stdin.
       --json            one JSON object per packet; a malformed one carries "malformed" (the
                         reason) and "raw" (hex)
       --flow            the capture as a sequence diagram in text: columns for this host, its
@@ -117,8 +139,10 @@ let commandHelp: [String: String] = [
     Pairing (SMP) and encryption packets get their own steps; the steps' CoreBluetooth names for
     them are generic (the system pairs, no app call).
 
-    A capture cut mid-record (e.g. a killed process) prints every whole record, then a warning
-    on stderr, and exits 0. A missing or unreadable file, or one that is not a capture, exits 1.
+    A damaged capture (cut mid-record, or a record whose lengths make no sense) prints every
+    record before the damage, then names the record number and byte offset on stderr and
+    exits 1, as tshark fails on it. A missing or unreadable file, or one that is not a capture,
+    exits 1. A header with no packets after it exits 0 and says so on stderr.
 
     Examples:
       ble-hci dump demo.pcap --layers hci,att
@@ -139,6 +163,21 @@ let commandHelp: [String: String] = [
       ble-hci demo -w demo.pcap && ble-hci dump demo.pcap --json
       ble-hci demo -w demo.pcap && ble-hci dump demo-peripheral.pcap --flow
     """,
+    "adapters": """
+    Usage: ble-hci adapters [--json]
+
+    Lists the kernel's HCI adapters (HCIGETDEVLIST/HCIGETDEVINFO): name, address, up or down,
+    and who holds it: the kernel's Bluetooth stack (up and managed: bluetoothd), a program
+    through its HCI user channel (the kernel's management interface no longer lists it), or
+    nobody (down: free for ble-hci). For a held adapter it prints the command that frees it.
+    On a kernel without Bluetooth it says so and exits 3. Needs no root.
+
+      --json    one {"event":"adapter",...} object per adapter: name, index, address, up,
+                userChannelHeld, state, free (the command that frees it, when held)
+
+    Example:
+      ble-hci adapters && sudo ble-hci -t hci0 scan --duration 5
+    """,
     "controllers": """
     Usage: ble-hci controllers --listen SPEC [--listen SPEC]...
 
@@ -146,7 +185,9 @@ let commandHelp: [String: String] = [
     unix:PATH) is one controller an H4 host connects to; each new connection starts that
     controller from reset. --listen vhci attaches a controller to the kernel through /dev/vhci
     (root, module hci_vhci): it appears as a new hciN adapter. Port 0 picks a free port (the
-    `listening` line says which). Runs until Ctrl-C.
+    `listening` line says which). One host per listener: a second host connecting while one is
+    attached is refused (closed at once, logged) and the first keeps working. Host connections,
+    refusals and disconnections are logged on stderr. Runs until Ctrl-C.
 
     Example:
       ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002 &
@@ -160,8 +201,9 @@ let commandSpecs: [String: OptionSpec] = [
     "central": OptionSpec(flags: ["discover"],
                           valued: ["read", "write", "write-without-response", "subscribe", "count",
                                    "duration", "mtu", "timeout", "profile", "date"]),
-    "peripheral": OptionSpec(flags: [], valued: ["name", "profile", "duration"]),
+    "peripheral": OptionSpec(flags: [], valued: ["name", "profile", "duration", "gatt"]),
     "dump": OptionSpec(flags: ["flow"], valued: ["layers", "svg"]),
     "demo": OptionSpec(flags: [], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen"]),
+    "adapters": OptionSpec(flags: [], valued: []),
 ]

@@ -40,6 +40,13 @@ final class Output: @unchecked Sendable {
         }
     }
 
+    /// Progress for humans (opening, scanning, connecting): always on stderr, so stdout keeps
+    /// only results in both modes.
+    func progress(_ message: String) {
+        lock.lock(); defer { lock.unlock() }
+        FileHandle.standardError.write(Data("\(message)\n".utf8))
+    }
+
     /// A live trace block (human mode), dimmed so application lines stand out.
     func trace(_ text: String) {
         write(colour ? "\u{1B}[2m" + text + "\u{1B}[0m" : text)

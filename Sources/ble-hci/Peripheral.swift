@@ -1,6 +1,7 @@
 import Foundation
 import HCI
 import Host
+import ATT
 import GATT
 import BLE
 
@@ -9,9 +10,13 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("peripheral takes no positional arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
     }
-    let profile = c.args.last("profile") ?? "demo"
-    guard profile == "demo" || profile == "band" else { throw UsageError("--profile must be demo or band, got '\(profile)'", command: c.command) }
-    let name = c.args.last("name") ?? "ble-hci"
+    let gattFile = try c.args.last("gatt").map { path -> GATTFile in
+        if c.args.has("profile") { throw UsageError("--gatt serves the file's table: leave out --profile", command: c.command) }
+        return try GATTFile(path: path, command: c.command)
+    }
+    let profile = gattFile != nil ? "gatt" : c.args.last("profile") ?? "demo"
+    guard profile == "demo" || profile == "band" || gattFile != nil else { throw UsageError("--profile must be demo or band, got '\(profile)'", command: c.command) }
+    let name = c.args.last("name") ?? gattFile?.deviceName ?? "ble-hci"
     guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name must be 1 to 248 octets of UTF-8", command: c.command) }
     let duration = try c.args.double("duration", command: c.command)
     SignalWatcher.install()
@@ -22,16 +27,19 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     let peripheral: Peripheral
     let advertised: [BluetoothUUID]
     var ticker: Task<Void, Never>? = nil
-    if profile == "band" {
-        peripheral = try await BandProfile.openPeripheral(opened.transport, name: name)
+    if let gattFile {
+        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: gattFile.services, name: name) }
+        advertised = gattFile.advertisedServices
+    } else if profile == "band" {
+        peripheral = try await interruptible { [transport = opened.transport] in try await BandProfile.openPeripheral(transport, name: name) }
         advertised = BandProfile.advertisedServices
     } else {
-        peripheral = try await Peripheral.open(opened.transport, services: DemoProfile.services, name: name)
+        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: DemoProfile.services, name: name) }
         advertised = DemoProfile.advertisedServices
         ticker = DemoProfile.startTicker(on: peripheral)
     }
     defer { ticker?.cancel() }
-    try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: advertised))
+    try await interruptible { try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: advertised)) }
     let address = peripheral.controller.address
     out.event([.text("event", "advertising"), .text("name", name), .text("address", address.description),
                .text("addressType", "public"), .text("profile", profile)])
@@ -42,7 +50,7 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
             switch e {
             case .connected(let handle, let central):
                 out.event([.text("event", "connected"), .text("address", central.address.description),
-                           .text("addressType", central.type.simple), .int("handle", handle)])
+                           .text("addressType", central.type.simple), .int("handle", handle), .int("connection", handle)])
                 out.line("\(timestamp()) connected: \(central) (handle \(handle))")
             case .disconnected(let handle, let reason):
                 out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name), .int("connection", handle)])
@@ -59,6 +67,8 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
             case .read(let handle, let uuid):
                 out.event([.text("event", "read"), .text("uuid", uuid.description), .int("connection", handle)])
                 out.line("\(timestamp()) read \(uuidLabel(uuid))")
+            case .answered(let handle, let request, let response):
+                reportAnswer(request, response, connection: handle, server: peripheral.server, out: out)
             case .failure(let message):
                 return message
             }
@@ -79,6 +89,8 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
         out.error("\(failure); check the adapter or controller and start again")
         return ExitCode.transport
     }
+    // Without --duration a signal is the requested end; with it, the run was cut short.
+    if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
     return ExitCode.success
 }
 
@@ -86,4 +98,40 @@ func timestamp() -> String {
     let f = DateFormatter()
     f.dateFormat = "HH:mm:ss.SSS"
     return f.string(from: Date())
+}
+
+/// One request the server answered: refusals as `error` events, descriptor reads with their
+/// value as `read` events, and the rest (discovery) as `request` events. Characteristic value
+/// reads and writes are already reported by their own events.
+func reportAnswer(_ request: ATTPDU, _ response: ATTPDU, connection: UInt16, server: GATTServer, out: Output) {
+    let op = request.opcode
+    func type(of handle: UInt16) -> BluetoothUUID? { server.attributeTypes.first { $0.handle == handle }?.type }
+    let discovery: Set<ATTOpcode> = [.readByGroupTypeRequest, .readByTypeRequest, .findInformationRequest, .findByTypeValueRequest]
+    let reads: Set<ATTOpcode> = [.readRequest, .readBlobRequest, .readMultipleRequest, .readMultipleVariableRequest]
+    let writes: Set<ATTOpcode> = [.writeRequest, .prepareWriteRequest, .executeWriteRequest]
+    let requestName = op.name ?? hexCode(op.rawValue)
+    if case let .errorResponse(_, handle, code) = response, !(discovery.contains(op) && code == .attributeNotFound) {
+        let uuid = handle == 0 ? nil : type(of: handle)
+        let opName = reads.contains(op) ? "read" : writes.contains(op) ? "write" : requestName
+        out.event([.text("event", "error"), .text("op", opName)] + (uuid.map { [.text("uuid", $0.description)] } ?? [])
+                  + [.int("handle", handle), .code("att", code.rawValue), .text("message", code.name), .int("connection", connection)])
+        let target = (uuid.map(uuidLabel).map { $0 + " " } ?? "") + "(\(hexCode(handle, digits: 4)))"
+        out.line("\(timestamp()) refused \(requestName) \(target): \(out.red(code.name)) (\(hexCode(code.rawValue)))")
+        return
+    }
+    switch (request, response) {
+    case let (.readRequest(handle), .readResponse(value)), let (.readBlobRequest(handle, _), .readBlobResponse(value)):
+        // Descriptors (Core v5.4 Vol 3 Part G 3.3.3: types 0x2900-0x29FF); values have their own events.
+        guard let uuid = type(of: handle), let short = uuid.uuid16, short >> 8 == 0x29 else { return }
+        out.event([.text("event", "read"), .text("uuid", uuid.description), .int("handle", handle), .bytes("value", value),
+                   .int("connection", connection)])
+        out.line("\(timestamp()) read descriptor \(uuidLabel(uuid)) (\(hexCode(handle, digits: 4))) = \(valueLabel(value))")
+    default:
+        guard !reads.contains(op), !writes.contains(op) else { return }
+        let answerName: String
+        if case let .errorResponse(_, _, code) = response { answerName = "\(code.name) (\(hexCode(code.rawValue)))" } else { answerName = response.opcode.name ?? hexCode(response.opcode.rawValue) }
+        out.event([.text("event", "request"), .text("op", requestName), .code("opcode", op.rawValue), .text("answer", answerName),
+                   .int("connection", connection)])
+        out.line(out.dim("\(timestamp()) \(requestName) → \(answerName)"))
+    }
 }

@@ -19,13 +19,17 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
     let out = c.out
     let opened = try openTransport(c)
     defer { opened.close() }
-    let central = try await Central.open(opened.transport)
-    let stream = try await central.scan(filter, active: !c.args.has("passive"), everyReport: c.args.has("duplicates"))
-    out.note("Scanning (\(c.args.has("passive") ? "passive" : "active"))\(duration.map { " for \(formatSeconds($0))" } ?? ", Ctrl-C to stop")…")
+    let transport = opened.transport
+    let central = try await interruptible { try await Central.open(transport) }
+    out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
+    let stream = try await interruptible { try await central.scan(filter, active: !c.args.has("passive"), everyReport: c.args.has("duplicates")) }
+    out.progress("Scanning (\(c.args.has("passive") ? "passive" : "active"))\(duration.map { " for \(formatSeconds($0))" } ?? ", Ctrl-C to stop")…")
 
+    let seen = SeenAdvertisers()
     let printer = Task { () -> (any Error)? in
         do {
             for try await adv in stream {
+                seen.add(adv)
                 out.event(adv.jsonFields)
                 out.line(humanLine(adv, out: out))
             }
@@ -42,6 +46,9 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
         out.error("\(failure)")
         return ExitCode.transport
     }
+    out.progress("Scan ended: \(seen.count) advertiser\(seen.count == 1 ? "" : "s") seen")
+    // Without --duration a signal is the requested end; with it, the scan was cut short.
+    if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
     return ExitCode.success
 }
 

@@ -54,7 +54,7 @@ func openCaptureWriter(_ c: CommandContext) throws -> CaptureWriter? {
     do {
         return try CaptureWriter.open(path: path)
     } catch {
-        throw CLIFailure("cannot write the capture file \(path): \(error)", exitCode: ExitCode.failure)
+        throw CLIFailure("\(error)", exitCode: ExitCode.failure)  // names the file and the reason
     }
 }
 
@@ -62,7 +62,7 @@ func openCaptureWriter(_ c: CommandContext) throws -> CaptureWriter? {
 func openTransport(_ c: CommandContext) throws -> TracedTransport {
     let spec = try TransportSpec(parsing: c.transportSpec)
     if case .virtual = spec {
-        throw CLIFailure("transport 'virtual' has no peer for '\(c.command)': use 'ble-hci demo', or run 'ble-hci controllers' and -t tcp:HOST:PORT", exitCode: ExitCode.usage)
+        throw CLIFailure("-t virtual is an in-process controller alone on its link, so \(c.command) would have no other device: use `ble-hci demo` (a central and a peripheral on one virtual link), or run `ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002` and give this command -t tcp:127.0.0.1:9002 (and the other side -t tcp:127.0.0.1:9001)", exitCode: ExitCode.usage)
     }
     let writer = try openCaptureWriter(c)
     let inner = try spec.open()

@@ -17,19 +17,80 @@ func waitForStop(duration: Double?) async -> StopReason {
     return .interrupted
 }
 
+/// Thrown by `interruptible` when SIGINT or SIGTERM arrives before the work ends.
+struct Interrupted: Error, CustomStringConvertible {
+    var signal: Int32
+    /// 128 + the signal number, as shells report a process a signal ended (130, 143).
+    var exitCode: Int32 { 128 + signal }
+    var description: String { "interrupted by \(signal == SIGTERM ? "SIGTERM" : "SIGINT")" }
+}
+
+/// Runs `body` until it returns or a signal arrives, whichever is first. On a signal it throws
+/// `Interrupted` at once and cancels `body` (which may still be waiting on the controller: the
+/// caller then closes the transport, which ends it). Every phase of a command that does not
+/// itself watch for signals (bring-up, scanning for the target, connecting, ATT requests) runs
+/// inside one, so Ctrl-C is never ignored.
+func interruptible<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    if let s = SignalWatcher.shared.received { throw Interrupted(signal: s) }
+    let work = Task { try await body() }
+    let outcome = FirstOutcome<Result<T, any Error>>()
+    let watcher = Task {
+        while !Task.isCancelled {
+            if let s = SignalWatcher.shared.received { outcome.resolve(.failure(Interrupted(signal: s))); return }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+    Task { outcome.resolve(await work.result) }
+    let result = await outcome.value
+    watcher.cancel()
+    if case .failure(let e) = result, e is Interrupted { work.cancel() }
+    return try result.get()
+}
+
+/// A value set once by whichever of several tasks gets there first.
+final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value_: Value?
+    private var waiter: CheckedContinuation<Value, Never>?
+
+    func resolve(_ v: Value) {
+        let w: CheckedContinuation<Value, Never>? = lock.withLock {
+            guard value_ == nil else { return nil }
+            value_ = v
+            defer { waiter = nil }
+            return waiter
+        }
+        w?.resume(returning: v)
+    }
+
+    var value: Value {
+        get async {
+            await withCheckedContinuation { c in
+                let ready: Value? = lock.withLock {
+                    if let v = value_ { return v }
+                    waiter = c
+                    return nil
+                }
+                if let ready { c.resume(returning: ready) }
+            }
+        }
+    }
+}
+
 /// SIGINT/SIGTERM delivered through Dispatch so the async code can stop cleanly (disconnect,
-/// flush the capture) instead of dying mid-write. A second signal exits at once.
+/// flush the capture) instead of dying mid-write. A second signal exits at once (every capture
+/// record is already whole on disk: the writer writes each record in one call).
 final class SignalWatcher: @unchecked Sendable {
     static let shared = SignalWatcher()
     private let lock = NSLock()
-    private var fired = false
+    private var first: Int32?
     private var sources: [DispatchSourceSignal] = []
 
     private init() {
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
             let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            s.setEventHandler { [weak self] in self?.fire() }
+            s.setEventHandler { [weak self] in self?.fire(sig) }
             s.resume()
             sources.append(s)
         }
@@ -38,13 +99,18 @@ final class SignalWatcher: @unchecked Sendable {
     /// Installs the handlers early (before a long bring-up) so Ctrl-C is never lost.
     static func install() { _ = shared }
 
-    private func fire() {
-        let again: Bool = lock.withLock {
-            defer { fired = true }
-            return fired
+    private func fire(_ sig: Int32) {
+        let earlier: Int32? = lock.withLock {
+            defer { if first == nil { first = sig } }
+            return first
         }
-        if again { exit(130) }
+        if earlier != nil {
+            FileHandle.standardError.write(Data("ble-hci: second signal: exiting now\n".utf8))
+            exit(128 + sig)
+        }
     }
 
-    var interrupted: Bool { lock.withLock { fired } }
+    /// The first signal received, if any.
+    var received: Int32? { lock.withLock { first } }
+    var interrupted: Bool { received != nil }
 }

@@ -56,6 +56,7 @@ extension CLITests {
             ["-t", "tcp:127.0.0.1:1", "central", "name:x", "--count", "3"],
             ["-t", "tcp:127.0.0.1:1", "scan", "--duration", "soon"],
             ["-t", "tcp:127.0.0.1:1", "peripheral", "--profile", "watch"],
+            ["-t", "tcp:127.0.0.1:1", "central", "name:x", "--profile", "band", "--read", "fff2"],
         ])
         func usageErrorsExitTwoAndPointToHelp(_ args: [String]) async throws {
             let r = try await BleHCI.run(args)
@@ -86,7 +87,31 @@ extension CLITests {
                 let r = try await BleHCI.run(args)
                 expectStatus(r, 3, "ble-hci \(args.joined(separator: " "))")
                 #expect(r.stderr.contains("no Bluetooth support"), "stderr: \(r.stderr)")
+                // The way forward named there works (other tests run both): demo and controllers + tcp.
+                #expect(r.stderr.contains("ble-hci demo") && r.stderr.contains("ble-hci controllers --listen tcp:127.0.0.1:9001"), "stderr: \(r.stderr)")
+                #expect(!r.stderr.contains("-t virtual") && !r.stderr.contains("or virtual\n"), "suggests -t virtual, which these commands refuse: \(r.stderr)")
             }
+        }
+
+        /// `adapters` on a kernel without Bluetooth: the explanation and exit 3 (the VM suite,
+        /// Tools/vm/cli_tests.py, checks the listing on a kernel with two vhci adapters).
+        @Test(.enabled(if: !kernelHasBluetooth, "this kernel has AF_BLUETOOTH: checked in the VM suite instead"))
+        func adaptersOnThisKernelSaysThereIsNoBluetooth() async throws {
+            for json in [false, true] {
+                let r = try await BleHCI.run(["adapters"] + (json ? ["--json"] : []))
+                expectStatus(r, 3, "ble-hci adapters")
+                #expect(r.stderr.contains("no Bluetooth support") && r.stderr.contains("EAFNOSUPPORT"), "stderr: \(r.stderr)")
+                #expect(r.stdout.isEmpty)
+            }
+        }
+
+        /// `-t virtual` outside `demo` is refused (usage, exit 2) with commands that work.
+        @Test(arguments: ["scan", "central", "peripheral"])
+        func virtualTransportOutsideDemoPointsToWhatWorks(_ command: String) async throws {
+            let r = try await BleHCI.run(["-t", "virtual", command] + (command == "central" ? ["name:x"] : []))
+            expectStatus(r, 2, "-t virtual \(command)")
+            #expect(r.stderr.contains("ble-hci demo") && r.stderr.contains("ble-hci controllers --listen"), "stderr: \(r.stderr)")
+            #expect(r.stdout.isEmpty)
         }
 
         @Test func absentPeripheralExitsOneNoAdvertiser() async throws {
@@ -100,7 +125,7 @@ extension CLITests {
             }
         }
 
-        @Test(arguments: ["scan", "central", "peripheral", "dump", "demo", "controllers"])
+        @Test(arguments: ["scan", "central", "peripheral", "dump", "demo", "controllers", "adapters"])
         func everyCommandHasHelpWithAnExample(_ command: String) async throws {
             for args in [[command, "--help"], [command, "-h"], ["--help", command]] {
                 let r = try await BleHCI.run(args)
@@ -116,7 +141,7 @@ extension CLITests {
             let help = try await BleHCI.run(["--help"])
             expectStatus(help, 0, "ble-hci --help")
             let text = help.stdout.joined(separator: "\n")
-            for command in ["scan", "central", "peripheral", "dump", "demo", "controllers"] {
+            for command in ["scan", "central", "peripheral", "dump", "demo", "controllers", "adapters"] {
                 #expect(text.contains(command), "main help does not list \(command)")
             }
             #expect(text.contains("Example"))

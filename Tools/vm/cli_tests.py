@@ -266,7 +266,26 @@ def section1():
         m = re.search(r"^%s:.*?BD Address: ([0-9A-F:]{17})" % dev, r.out, re.M | re.S)
         check("controllers: the kernel read %s's BD_ADDR from our controller (%s)" % (dev, m.group(1) if m else None),
               bool(m) and m.group(1) == addr, show=r)
+    check_adapters("two vhci adapters, both managed by the kernel",
+                   {STATE["h0"]: (STATE["addr0"], False, None), STATE["h1"]: (STATE["addr1"], False, None)})
     return True
+
+
+def check_adapters(what, expect):
+    """`ble-hci adapters --json` against the kernel's own view: expect maps a device name to
+    (address, held by a user channel, up per hciconfig's flags or None to skip)."""
+    r = run([BIN, "adapters", "--json"], timeout=20)
+    if not check("adapters (%s): exit 0" % what, r.rc == 0, show=r):
+        return
+    got = {e.get("name"): e for e in r.events() if e.get("event") == "adapter"}
+    for dev, (addr, held, up) in expect.items():
+        e = got.get(dev, {})
+        ok = e.get("address") == addr and e.get("userChannelHeld") == held and (up is None or e.get("up") == up)
+        if held:
+            ok = ok and "user channel" in e.get("state", "")
+        elif up:
+            ok = ok and "btmgmt -i %s power off" % dev in e.get("free", "")
+        check("adapters (%s): %s %s held=%s up=%s (%s)" % (what, dev, addr, held, up, e), ok, show=r)
 
 
 def expect_demo_tree(gatt):
@@ -310,6 +329,7 @@ def section2():
           a.get("name") == "ble-hci" and a.get("address") == STATE["addr0"] and a.get("addressType") == "public")
     lst = mgmt_index_list()
     check("peripheral: while its user channel holds %s, mgmt does not list index %d (%s)" % (h0, i0, lst), i0 not in lst)
+    check_adapters("%s held by the peripheral" % h0, {h0: (STATE["addr0"], True, None), h1: (STATE["addr1"], False, None)})
 
     # 3b (needs the adapter held): a second process on the same adapter.
     r = run([BIN, "-t", h0, "scan", "--duration", "1"], timeout=30)
@@ -441,6 +461,8 @@ def section4():
             per.stop()
             return
 
+    check_adapters("%s up under the kernel, %s held" % (h1, h0),
+                   {h0: (STATE["addr0"], True, None), h1: (STATE["addr1"], False, "UP" in hci_flags(h1))})
     r = run(["timeout", "-s", "INT", "6", "hcitool", "-i", h1, "lescan"], timeout=20)
     check("hcitool -i %s lescan: sees %s ble-hci" % (h1, addr),
           re.search(r"^%s ble-hci$" % re.escape(addr), r.out, re.M) is not None, show=r)

@@ -1,0 +1,134 @@
+import Foundation
+import HCI
+import GATT
+
+/// `peripheral --gatt FILE`: a GATT table in the shape of the central's `gatt` event (CLI.md):
+/// services → characteristics → descriptors with `uuid`, `properties`, `value` (hex), and
+/// optionally `permissions` per attribute, `includes` (service UUIDs) and `primary` per service.
+/// FILE may be that object, or the central's JSON lines as they are (the `gatt` line is used).
+/// Generic Access (1800) and Generic Attribute (1801) are the server's own: taken from the
+/// file only for the device name. CCCDs (2902) are the server's own too (one per notify or
+/// indicate characteristic). Handles in the file are not kept: the server assigns them in the
+/// file's order (so a table discovered from a server with gaps comes out renumbered).
+struct GATTFile {
+    var services: [GATTService]
+    /// The file's Device Name (1800 / 2a00), when it has one.
+    var deviceName: String?
+
+    static let permissionNames: [(String, GATTPermissions)] = [
+        ("read", .readable), ("write", .writable),
+        ("readEncrypted", [.readable, .readEncryptionRequired]), ("writeEncrypted", [.writable, .writeEncryptionRequired]),
+        ("readAuthenticated", [.readable, .readAuthenticationRequired]), ("writeAuthenticated", [.writable, .writeAuthenticationRequired]),
+    ]
+
+    /// Parses FILE; every problem is a usage error (exit 2) naming the JSON path.
+    init(path: String, command: String) throws {
+        func bad(_ where_: String, _ what: String) -> UsageError {
+            UsageError("--gatt \(path): \(where_): \(what)", command: command)
+        }
+        guard let data = FileManager.default.contents(atPath: path) else { throw bad("(file)", "cannot read it") }
+        let root: Any
+        if let whole = try? JSONSerialization.jsonObject(with: data) {
+            root = whole
+        } else {
+            // JSON lines: the central's output; the `gatt` event is the table.
+            let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
+            let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            guard !objects.isEmpty else { throw bad("(file)", "is neither JSON nor JSON lines") }
+            guard let gatt = objects.first(where: { $0["event"] as? String == "gatt" }) else {
+                throw bad("(file)", "JSON lines without a {\"event\":\"gatt\",...} line (run the central with no action, or with --discover)")
+            }
+            root = gatt
+        }
+        guard let top = root as? [String: Any] else { throw bad("$", "must be an object with \"services\"") }
+        guard let services = top["services"] as? [Any] else { throw bad("$.services", "missing, or not a list") }
+
+        func uuid(_ value: Any?, _ at: String) throws -> BluetoothUUID {
+            guard let text = value as? String else { throw bad(at, "missing, or not a string") }
+            guard let u = BluetoothUUID(string: text) else { throw bad(at, "'\(text)' is not a UUID (4 or 8 hex digits, or the dashed 128-bit form)") }
+            return u
+        }
+        func bytes(_ value: Any?, _ at: String) throws -> [UInt8]? {
+            guard let value else { return nil }
+            guard let text = value as? String, let b = [UInt8](hex: text) else { throw bad(at, "must be a hex string like \"626c65\"") }
+            // Core v5.4 Vol 3 Part F 3.2.9 allows 512 octets; some devices serve more (Bumble's
+            // examples do), and a clone serves what the original did, up to what Read Blob's
+            // 16-bit offset reaches.
+            guard b.count <= 65535 else { throw bad(at, "\(b.count) octets: more than Read Blob's 16-bit offset can reach") }
+            if b.count > 512 {
+                FileHandle.standardError.write(Data("ble-hci: warning: --gatt \(path): \(at): \(b.count) octets, over the 512 of Core v5.4 Vol 3 Part F 3.2.9; served as the original did\n".utf8))
+            }
+            return b
+        }
+        func permissions(_ value: Any?, _ at: String) throws -> GATTPermissions? {
+            guard let value else { return nil }
+            guard let names = value as? [Any] else { throw bad(at, "must be a list of names") }
+            var p: GATTPermissions = []
+            for (i, n) in names.enumerated() {
+                guard let name = n as? String, let bits = Self.permissionNames.first(where: { $0.0 == name })?.1 else {
+                    throw bad("\(at)[\(i)]", "unknown permission \(n) (known: \(Self.permissionNames.map(\.0).joined(separator: ", ")))")
+                }
+                p.formUnion(bits)
+            }
+            return p
+        }
+
+        var out: [GATTService] = []
+        var fileIndex: [Int] = []  // out[i] is the file's services[fileIndex[i]]
+        var deviceName: String? = nil
+        for (si, s) in services.enumerated() {
+            let sp = "$.services[\(si)]"
+            guard let service = s as? [String: Any] else { throw bad(sp, "must be an object") }
+            let serviceUUID = try uuid(service["uuid"], sp + ".uuid")
+            guard let characteristics = (service["characteristics"] ?? [Any]()) as? [Any] else { throw bad(sp + ".characteristics", "must be a list") }
+            var chars: [GATTCharacteristic] = []
+            for (ci, c) in characteristics.enumerated() {
+                let cp = "\(sp).characteristics[\(ci)]"
+                guard let ch = c as? [String: Any] else { throw bad(cp, "must be an object") }
+                let charUUID = try uuid(ch["uuid"], cp + ".uuid")
+                guard let propertyNames = ch["properties"] as? [Any] else { throw bad(cp + ".properties", "missing, or not a list") }
+                var properties: GATTCharacteristicProperties = []
+                for (pi, n) in propertyNames.enumerated() {
+                    guard let name = n as? String, let bit = GATTCharacteristicProperties.allNames.first(where: { $0.1 == name })?.0 else {
+                        throw bad("\(cp).properties[\(pi)]", "unknown property \(n) (known: \(GATTCharacteristicProperties.allNames.map(\.1).joined(separator: ", ")))")
+                    }
+                    properties.insert(bit)
+                }
+                let value = try bytes(ch["value"], cp + ".value") ?? []
+                if serviceUUID == GATTUUID.genericAccess, charUUID == GATTUUID.deviceName { deviceName = String(decoding: value, as: UTF8.self) }
+                guard let descriptors = (ch["descriptors"] ?? [Any]()) as? [Any] else { throw bad(cp + ".descriptors", "must be a list") }
+                var descs: [GATTDescriptor] = []
+                for (di, d) in descriptors.enumerated() {
+                    let dp = "\(cp).descriptors[\(di)]"
+                    guard let de = d as? [String: Any] else { throw bad(dp, "must be an object") }
+                    let descUUID = try uuid(de["uuid"], dp + ".uuid")
+                    let descValue = try bytes(de["value"], dp + ".value") ?? []
+                    let descPermissions = try permissions(de["permissions"], dp + ".permissions") ?? .readable
+                    if descUUID == GATTUUID.clientCharacteristicConfiguration { continue }  // the server's own, per client
+                    descs.append(GATTDescriptor(uuid: descUUID, permissions: descPermissions, value: descValue))
+                }
+                chars.append(GATTCharacteristic(uuid: charUUID, properties: properties,
+                                                permissions: try permissions(ch["permissions"], cp + ".permissions"),
+                                                value: value, maximumLength: max(512, value.count), descriptors: descs))
+            }
+            if serviceUUID == GATTUUID.genericAccess || serviceUUID == GATTUUID.genericAttribute { continue }
+            guard let includeList = (service["includes"] ?? [Any]()) as? [Any] else { throw bad(sp + ".includes", "must be a list of service UUIDs") }
+            let includes = try includeList.enumerated().map { try uuid($0.element, "\(sp).includes[\($0.offset)]") }
+            guard let primary = (service["primary"] ?? true) as? Bool else { throw bad(sp + ".primary", "must be true or false") }
+            out.append(GATTService(uuid: serviceUUID, primary: primary, includes: includes, characteristics: chars))
+            fileIndex.append(si)
+        }
+        for (si, s) in out.enumerated() {
+            for (ii, inc) in s.includes.enumerated() where !out.contains(where: { $0.uuid == inc }) {
+                throw bad("$.services[\(fileIndex[si])].includes[\(ii)]", "includes \(inc), which the file does not define")
+            }
+        }
+        self.services = out
+        self.deviceName = deviceName
+    }
+
+    /// The 16-bit service UUIDs to advertise (as the profiles do; at most 4 so the name fits).
+    var advertisedServices: [BluetoothUUID] {
+        Array(services.filter { $0.primary && $0.uuid.uuid16 != nil }.map(\.uuid).prefix(4))
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+import TestSupport
+
+extension CLITests {
+    /// Issue 16 items 6, 7 and 10: what `dump` shows with --layers, what it does with damaged
+    /// captures, and reading a capture from a pipe. tshark is the independent reader.
+    @Suite(.serialized) struct DumpInput {
+        static let fixture = Repo.fixture("bumble-central.btsnoop").path
+
+        /// Frames tshark reads from `path` (with an optional display filter); its exit status.
+        static func tsharkFrames(_ path: String, filter: String? = nil) async throws -> (count: Int, status: Int32) {
+            let t = try await runTool(tshark, ["-n", "-r", path] + (filter.map { ["-Y", $0] } ?? []) + ["-T", "fields", "-e", "frame.number"])
+            return (t.stdout.filter { !$0.isEmpty }.count, t.status)
+        }
+
+        /// Byte offsets of the btsnoop records of `bytes`, walked from the format's own layout
+        /// (16-octet file header; 24-octet record header whose second 32-bit big-endian word is
+        /// the included length), independently of ble-hci's reader.
+        static func btsnoopRecordOffsets(_ bytes: [UInt8]) -> [Int] {
+            var offsets: [Int] = []
+            var o = 16
+            while o + 24 <= bytes.count {
+                let included = bytes[o + 4..<o + 8].reduce(0) { $0 << 8 | Int($1) }
+                guard o + 24 + included <= bytes.count else { break }
+                offsets.append(o)
+                o += 24 + included
+            }
+            return offsets
+        }
+
+        @Test func layersSelectWhatIsShownAndTheDefaultShowsEverything() async throws {
+            let all = try await BleHCI.run(["dump", Self.fixture, "--json"])
+            expectStatus(all, 0, "dump --json")
+            let tsharkAll = try await Self.tsharkFrames(Self.fixture)
+            #expect(all.stdout.count == tsharkAll.count, "dump printed \(all.stdout.count) packets, tshark read \(tsharkAll.count)")
+
+            let att = try await BleHCI.run(["dump", Self.fixture, "--layers", "att", "--json"])
+            expectStatus(att, 0, "dump --layers att --json")
+            let tsharkATT = try await Self.tsharkFrames(Self.fixture, filter: "btatt")
+            #expect(tsharkATT.count > 0)
+            #expect(att.stdout.count == tsharkATT.count, "dump --layers att printed \(att.stdout.count) packets, tshark finds \(tsharkATT.count) ATT frames")
+            let objects = att.stdout.compactMap(ChildProcess.json)
+            #expect(objects.count == att.stdout.count)
+            #expect(objects.allSatisfy { $0["att"] != nil && $0["hci"] == nil }, "a line without att, or with hci: \(att.stdout.prefix(3))")
+
+            let tree = try await BleHCI.run(["dump", Self.fixture, "--layers", "att"])
+            expectStatus(tree, 0, "dump --layers att")
+            #expect(tree.stdout.filter { $0.hasPrefix("#") }.count == tsharkATT.count, "tree headers vs tshark's ATT frames")
+        }
+
+        @Test func captureCutMidRecordPrintsWhatItCanThenExitsOne() async throws {
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.fixture)))
+            let offsets = Self.btsnoopRecordOffsets(bytes)
+            #expect(offsets.count > 10)
+            let k = 8  // cut record 8 (1-based) in the middle of its data
+            let cut = Array(bytes[..<(offsets[k - 1] + 24 + 1)])
+            let dir = try TempDir()
+            let path = dir.path("cut.btsnoop")
+            try Data(cut).write(to: URL(fileURLWithPath: path))
+            let r = try await BleHCI.run(["dump", path, "--json"])
+            expectStatus(r, 1, "dump of a capture cut in record \(k)")
+            let t = try await Self.tsharkFrames(path)
+            #expect(t.status != 0, "tshark accepted the cut file")
+            #expect(r.stdout.count == t.count && t.count == k - 1, "dump printed \(r.stdout.count), tshark \(t.count), want \(k - 1)")
+            #expect(r.stderr.contains("record \(k)") && r.stderr.contains("offset \(offsets[k - 1])"), "stderr: \(r.stderr)")
+        }
+
+        @Test func garbageAfterAValidHeaderExitsOneNamingTheRecord() async throws {
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.fixture)))
+            let dir = try TempDir()
+            let path = dir.path("garbage.btsnoop")
+            // An included length of 0xffffffff cannot be a packet.
+            try Data(Array(bytes[..<16]) + [UInt8](repeating: 0xff, count: 64)).write(to: URL(fileURLWithPath: path))
+            let r = try await BleHCI.run(["dump", path])
+            expectStatus(r, 1, "dump of a header followed by garbage")
+            #expect(r.stderr.contains("record 1") && r.stderr.contains("offset 16"), "stderr: \(r.stderr)")
+            #expect(try await Self.tsharkFrames(path).status != 0, "tshark accepted the garbage")
+        }
+
+        @Test func headerOnlyIsAnEmptyCaptureAndSaysSo() async throws {
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.fixture)))
+            let dir = try TempDir()
+            let path = dir.path("empty.btsnoop")
+            try Data(Array(bytes[..<16])).write(to: URL(fileURLWithPath: path))
+            let r = try await BleHCI.run(["dump", path])
+            let t = try await Self.tsharkFrames(path)
+            #expect(t.status == 0 && t.count == 0, "tshark: \(t)")
+            expectStatus(r, 0, "dump of a header-only capture (tshark reads it as empty)")
+            #expect(r.stdout.isEmpty)
+            #expect(r.stderr.contains("no packets"), "stderr: \(r.stderr)")
+        }
+
+        @Test(arguments: ["-", "/dev/stdin"])
+        func dumpReadsACaptureFromAPipe(_ name: String) async throws {
+            let exe = try BleHCI.executable().path
+            let r = try await runTool("/bin/sh", ["-c", "cat '\(Self.fixture)' | '\(exe)' dump \(name) --json"])
+            expectStatus(r, 0, "cat capture | ble-hci dump \(name)")
+            let t = try await Self.tsharkFrames(Self.fixture)
+            #expect(r.stdout.count == t.count, "dump \(name) printed \(r.stdout.count) packets, tshark read \(t.count)")
+            expectIndexedJSON(r.stdout, "dump \(name)")
+        }
+    }
+}

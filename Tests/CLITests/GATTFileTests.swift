@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A GATT tree from a `gatt` event (ours or Tools/bumble/central.py's, same shape) without
+/// handles: service UUIDs in order → characteristics (uuid, properties, value) → descriptors.
+struct TreeShape: Equatable, CustomStringConvertible {
+    struct Descriptor: Equatable { var uuid: String; var value: String? }
+    struct Characteristic: Equatable { var uuid: String; var properties: [String]; var value: String?; var descriptors: [Descriptor] }
+    struct Service: Equatable { var uuid: String; var characteristics: [Characteristic] }
+    var services: [Service]
+
+    /// `skipping`: services left out (the servers' own 1800 and 1801 differ between stacks).
+    init(_ gatt: [String: Any], skipping: Set<String> = [], values: Bool = true) {
+        services = ((gatt["services"] as? [[String: Any]]) ?? []).filter { !skipping.contains($0["uuid"] as? String ?? "") }.map { s in
+            Service(uuid: s["uuid"] as? String ?? "?", characteristics: ((s["characteristics"] as? [[String: Any]]) ?? []).map { c in
+                Characteristic(uuid: c["uuid"] as? String ?? "?", properties: ((c["properties"] as? [String]) ?? []).sorted(),
+                               value: values ? c["value"] as? String : nil,
+                               descriptors: ((c["descriptors"] as? [[String: Any]]) ?? []).map {
+                                   Descriptor(uuid: $0["uuid"] as? String ?? "?", value: values ? $0["value"] as? String : nil)
+                               })
+            })
+        }
+    }
+    var description: String { "\(services)" }
+
+    /// Every value `self` has, equal in `other` (which may have read more).
+    func valuesAgree(with other: TreeShape) -> Bool {
+        zip(services.flatMap(\.characteristics), other.services.flatMap(\.characteristics)).allSatisfy { a, b in
+            (a.value == nil || a.value == b.value)
+                && zip(a.descriptors, b.descriptors).allSatisfy { $0.value == nil || $0.value == $1.value }
+        }
+    }
+}
+
+/// Every handle of a `gatt` event in order: service start/end, declaration, value, descriptors.
+func handles(_ gatt: [String: Any]) -> [Int] {
+    ((gatt["services"] as? [[String: Any]]) ?? []).flatMap { s -> [Int] in
+        [s["start"] as? Int ?? -1, s["end"] as? Int ?? -1] + ((s["characteristics"] as? [[String: Any]]) ?? []).flatMap { c -> [Int] in
+            [c["handle"] as? Int ?? -1, c["valueHandle"] as? Int ?? -1]
+                + ((c["descriptors"] as? [[String: Any]]) ?? []).map { $0["handle"] as? Int ?? -1 }
+        }
+    }
+}
+
+extension CLITests {
+    /// `peripheral --gatt FILE` (issue 16 "Add"): clone a table from the central's JSON.
+    @Suite(.serialized) struct GATTFile {
+        /// ble-hci's own round trip: demo peripheral → `central --json` → `peripheral --gatt`
+        /// of that output → `central --json` again sees the same tree, values and handles
+        /// (the demo table has no gaps, so reassigned handles come out the same).
+        @Test func centralOutputServedAgainIsTheSameTable() async throws {
+            let dir = try TempDir()
+            let table = dir.path("table.json")
+            try await withRig { rig in
+                let first = try await rig.central(["central", "name:ble-hci", "--json"])
+                expectStatus(first, 0, "central of the demo peripheral")
+                try first.stdout.joined(separator: "\n").write(toFile: table, atomically: true, encoding: .utf8)
+                await rig.peripheral?.stopAsync(grace: 1)
+                let clone = try BleHCI.start(["-t", rig.peripheralSpec, "peripheral", "--gatt", table, "--json"], lifetime: 60)
+                defer { clone.stop(grace: 0.5) }
+                let advertising = try await clone.nextEvent("advertising", timeout: 10)
+                #expect(advertising["name"] as? String == "ble-hci", "the file's Device Name is the default name: \(advertising)")
+                let second = try await rig.central(["central", "name:ble-hci", "--json"])
+                expectStatus(second, 0, "central of the clone")
+                let a = try #require(first.events("gatt").first), b = try #require(second.events("gatt").first)
+                #expect(TreeShape(a) == TreeShape(b), "clone differs:\n\(TreeShape(a))\n\(TreeShape(b))")
+                #expect(handles(a) == handles(b) && !handles(a).isEmpty, "handles differ: \(handles(a)) vs \(handles(b))")
+                // A write replaces a stored value, as on the original.
+                let w = try await rig.central(["central", "name:ble-hci", "--write", "fff2=6869", "--read", "fff2", "--json"])
+                #expect(w.events("read").first?["value"] as? String == "6869")
+            }
+        }
+
+        /// Permissions and included services from a hand-written file.
+        @Test func permissionsAndIncludesAreServed() async throws {
+            let dir = try TempDir()
+            let table = dir.path("t.json")
+            try """
+            {"services":[
+              {"uuid":"12345678-1234-5678-1234-56789abcdef0","includes":["180f"],"characteristics":[
+                {"uuid":"12345678-1234-5678-1234-56789abcdef1","properties":["read","write"],"permissions":["read"],"value":"6869",
+                 "descriptors":[{"uuid":"2901","value":"6e616d65"}]}]},
+              {"uuid":"180f","characteristics":[{"uuid":"2a19","properties":["read","notify"],"value":"64"}]}]}
+            """.write(toFile: table, atomically: true, encoding: .utf8)
+            try await withRig(profile: nil) { rig in
+                let p = try BleHCI.start(["-t", rig.peripheralSpec, "peripheral", "--gatt", table, "--name", "hand", "--json"], lifetime: 60)
+                defer { p.stop(grace: 0.5) }
+                _ = try await p.nextEvent("advertising", timeout: 10)
+                let r = try await rig.central(["central", "name:hand", "--json"])
+                expectStatus(r, 0, "central of the hand-written table")
+                let gatt = try #require(r.events("gatt").first)
+                let services = (gatt["services"] as? [[String: Any]]) ?? []
+                let custom = services.first { $0["uuid"] as? String == "12345678-1234-5678-1234-56789abcdef0" }
+                #expect(custom?["includes"] as? [String] == ["180f"], "included service: \(String(describing: custom))")
+                let shape = TreeShape(gatt, skipping: ["1800", "1801"])
+                #expect(shape.services.map(\.uuid) == ["12345678-1234-5678-1234-56789abcdef0", "180f"])
+                #expect(shape.services.first?.characteristics.first?.value == "6869")
+                #expect(shape.services.first?.characteristics.first?.descriptors == [.init(uuid: "2901", value: "6e616d65")])
+                // The 2a19 notify characteristic gets the server's own CCCD (Core v5.4 Vol 3 Part G 3.3.1.1).
+                #expect(shape.services.last?.characteristics.first?.descriptors.map(\.uuid) == ["2902"])
+                // "permissions":["read"] on a write characteristic: Write Not Permitted (Vol 3 Part F 3.4.1.1, 0x03).
+                let w = try await rig.central(["central", "name:hand", "--write", "12345678-1234-5678-1234-56789abcdef1=00", "--json"])
+                expectStatus(w, 1, "write to a read-only permission")
+                #expect(w.events("error").first?["att"] as? String == "0x03", "\(w.stdout)")
+            }
+        }
+
+        @Test(arguments: [
+            (#"{"services":[{"uuid":"fff0","characteristics":[{"uuid":"xyz","properties":["read"]}]}]}"#, "$.services[0].characteristics[0].uuid"),
+            (#"{"services":[{"uuid":"fff0","characteristics":[{"uuid":"fff1","properties":["fly"]}]}]}"#, "$.services[0].characteristics[0].properties[0]"),
+            (#"{"services":[{"uuid":"1800"},{"uuid":"fff0","characteristics":[{"uuid":"fff1","properties":["read"],"value":"zz"}]}]}"#, "$.services[1].characteristics[0].value"),
+            (#"{"services":[{"uuid":"fff0","characteristics":[{"uuid":"fff1","properties":["read"],"permissions":["all"]}]}]}"#, "$.services[0].characteristics[0].permissions[0]"),
+            (#"{"services":[{"uuid":"fff0","includes":["abcd"],"characteristics":[]}]}"#, "$.services[0].includes[0]"),
+            (#"{"servants":[]}"#, "$.services"),
+            ("not json at all", "(file)"),
+        ])
+        func badFilesExitTwoNamingTheJSONPath(_ file: String, _ path: String) async throws {
+            let dir = try TempDir()
+            let table = dir.path("bad.json")
+            try file.write(toFile: table, atomically: true, encoding: .utf8)
+            let r = try await BleHCI.run(["-t", "tcp:127.0.0.1:1", "peripheral", "--gatt", table])
+            expectStatus(r, 2, "peripheral --gatt with \(file)")
+            #expect(r.stderr.contains(path), "stderr does not name \(path): \(r.stderr)")
+        }
+
+        /// The issue's proof with an independent peer: Bumble's peripheral (several services,
+        /// 128-bit UUIDs, a 600-octet value, descriptors) → `ble-hci --json central` → served by
+        /// `peripheral --gatt` → Bumble's central finds the same tree and the same values.
+        @Test func bumbleTableClonedAndReadBackByBumble() async throws {
+            let dir = try TempDir()
+            let table = dir.path("bumble.json")
+            // Bumble's own controllers and link, a fresh controller per host (a controller a
+            // Bumble host used keeps state across our Reset).
+            let controllers = try await offPool { try BumbleControllers(count: 4) }
+            defer { controllers.stop() }
+            let bumble = try PythonScript.start("peripheral.py", ["--transport", controllers.bumbleTransport(0), "--name", "bumble-rich"])
+            defer { bumble.stop(grace: 1) }
+            let ready = try await bumble.nextEvent("ready", timeout: 30)
+            let address = try #require(ready["address"] as? String)
+            let read = try await BleHCI.run(["-t", controllers.transport(1), "central", "\(address)/random", "--json"], timeout: 40)
+            expectStatus(read, 0, "ble-hci central of the Bumble peripheral")
+            try read.stdout.joined(separator: "\n").write(toFile: table, atomically: true, encoding: .utf8)
+            await bumble.stopAsync(grace: 1)
+
+            let clone = try BleHCI.start(["-t", controllers.transport(2), "peripheral", "--gatt", table, "--name", "clone", "--json"], lifetime: 60)
+            defer { clone.stop(grace: 0.5) }
+            _ = try await clone.nextEvent("advertising", timeout: 10)
+            let check = try PythonScript.start("central.py", ["--transport", controllers.bumbleTransport(3), "--name", "clone", "--read-all", "--timeout", "40"])
+            defer { check.stop(grace: 1) }
+            let gatt = try await check.nextEvent("gatt", timeout: 40)
+            let ours = try #require(read.events("gatt").first)
+            let original = TreeShape(ours, skipping: ["1800", "1801"])
+            let cloned = TreeShape(gatt, skipping: ["1800", "1801"])
+            #expect(original.services.count >= 3, "\(original)")
+            #expect(TreeShape(ours, skipping: ["1800", "1801"], values: false) == TreeShape(gatt, skipping: ["1800", "1801"], values: false),
+                    "tree differs:\n\(original)\n\(cloned)")
+            #expect(original.valuesAgree(with: cloned), "values differ:\n\(original)\n\(cloned)")
+            // Tools/bumble/peripheral.py's ...def1 serves 600 octets (bytes(i % 256)).
+            let long = (0..<600).map { UInt8($0 % 256) }.hex
+            #expect(cloned.services.flatMap(\.characteristics).contains { $0.value == long }, "the 600-octet value did not survive")
+        }
+    }
+}
