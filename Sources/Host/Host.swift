@@ -77,6 +77,7 @@ public actor Host {
         case connectionUpdate
         case phyUpdate
         case disconnection
+        case encryption
     }
 
     enum WaiterResult: Sendable {
@@ -85,6 +86,7 @@ public actor Host {
         case connectionUpdate(ConnectionParameters)
         case phy(tx: UInt8, rx: UInt8)
         case disconnected(HCIStatus)
+        case encryption(HCIStatus)
     }
 
     var waiters: [Waiter] = []
