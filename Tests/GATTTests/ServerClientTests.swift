@@ -221,8 +221,14 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
         #expect(await attCode { _ = try await client.read(handle: h(0xFFF1)) } == .readNotPermitted)
         #expect(await attCode { try await client.write([1], handle: h(0xFFE1)) } == .writeNotPermitted)
         #expect(await attCode { _ = try await client.read(handle: h(0xFFD5)) } == .readNotPermitted)
+        // Unencrypted, no key with this peer: it must pair (Core Vol 3 Part C 10.3.1).
+        #expect(await attCode { _ = try await client.read(handle: h(0xFFD1)) } == .insufficientAuthentication)
+        #expect(await attCode { try await client.write([1], handle: h(0xFFD1)) } == .insufficientAuthentication)
+        // Unencrypted with a bond: it only has to encrypt.
+        link.security = ATTSecurity(keyAvailable: true)
         #expect(await attCode { _ = try await client.read(handle: h(0xFFD1)) } == .insufficientEncryption)
         #expect(await attCode { try await client.write([1], handle: h(0xFFD1)) } == .insufficientEncryption)
+        link.security = .none
         #expect(await attCode { _ = try await client.read(handle: h(0xFFD2)) } == .insufficientAuthentication)
         #expect(await attCode { _ = try await client.read(handle: h(0xFFD3)) } == .insufficientAuthorization)
         #expect(await attCode { try await client.write(Array(repeating: 0, count: 1025), handle: h(0xFFE2)) } == .invalidAttributeValueLength)

@@ -1,0 +1,480 @@
+import HCI
+import Host
+import L2CAP
+import ATT
+import SMP
+
+/// Security settings of a `Central` or `Peripheral` (CLI.md "Security (SMP) options").
+public struct SecurityConfiguration: Sendable {
+    /// IO capability, MITM, bonding, Secure Connections, key sizes, fixed passkey.
+    public var smp = SMPConfiguration()
+    /// Where bonds live (one file per local identity address); nil keeps no bonds.
+    public var bondDirectory: String?
+    /// Peripheral: send a Security Request to every central once connected.
+    public var requestSecurityOnConnect = false
+    /// Central: encrypt from the bond as soon as a bonded peripheral is connected.
+    public var encryptBondedLinks = true
+    /// Central: on an ATT Insufficient Authentication / Insufficient Encryption answer, encrypt
+    /// (bond) or pair, then retry the request once (as CoreBluetooth does).
+    public var automaticSecurity = true
+    /// How long the encryption procedure may take (pairing itself is bounded by the SMP timeout).
+    public var encryptionTimeout: Duration = .seconds(10)
+    public init() {}
+}
+
+/// What happened to a link's security, for the application (CLI.md JSON events).
+public enum SecurityEvent: Sendable, Equatable {
+    /// Pairing shows something to the user: a passkey to type on the peer, or a number to compare.
+    case pairing(method: SMPMethod, passkey: UInt32?, number: UInt32?)
+    /// Pairing completed (the link is encrypted with the new key).
+    case paired(PairingSummary)
+    /// The link was encrypted with a stored bond's key.
+    case encrypted(keySize: Int, bonded: Bool, authenticated: Bool)
+    /// Pairing failed (sent or received Pairing Failed, or the SMP timeout).
+    case pairingFailed(SMPPairingFailedReason, remote: Bool)
+    /// Encryption did not start: PIN or Key Missing (0x06) means the peer lost its bond.
+    case encryptionFailed(HCIStatus)
+}
+
+public struct PairingSummary: Sendable, Equatable {
+    public var method: SMPMethod
+    public var secureConnections: Bool
+    /// MITM protection (authenticated key).
+    public var authenticated: Bool
+    /// The keys were stored.
+    public var bonded: Bool
+    public var keySize: Int
+}
+
+/// Answers the user-facing steps of pairing. Every method may take as long as the user needs,
+/// within the SMP timeout (30 s).
+public protocol PairingDelegate: Sendable {
+    /// Passkey Entry with a keyboard: the 6-digit passkey the peer displays (nil = cancel).
+    func enterPasskey(peer: DeviceAddress) async -> UInt32?
+    /// Numeric Comparison: does the peer show `number`?
+    func confirmNumber(_ number: UInt32, peer: DeviceAddress) async -> Bool
+    /// Every security event of every link (passkeys to display arrive as `.pairing`).
+    func securityEvent(_ event: SecurityEvent, peer: DeviceAddress)
+}
+
+extension PairingDelegate {
+    public func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) {}
+}
+
+/// The security manager of one link: owns the SMP pairing in progress (one `SMPPairing` per
+/// pairing), its timer, the link's encryption state and the ATT bearer's security level.
+/// SMP PDUs (L2CAP CID 6) and HCI encryption events are fed to it in order.
+actor LinkSecurity {
+    nonisolated let connection: LEConnection
+    private let host: Host
+    private let bearer: ATTBearer
+    private let configuration: SecurityConfiguration
+    private let bonds: SMPBondStore?
+    private let delegate: (any PairingDelegate)?
+    private let log: (@Sendable (String) -> Void)?
+    private let outgoing: AsyncStream<[UInt8]>.Continuation
+    private let incoming: AsyncStream<[UInt8]>.Continuation
+
+    private var pairing: SMPPairing?
+    private var timer: Task<Void, Never>?
+    /// After an SMP timeout no more SMP on this link (Core Vol 3 Part H 3.4).
+    private var smpClosed = false
+    /// Pairing waits for Encryption Change; SMP PDUs that overtake it wait here.
+    private var encryptionPending = false
+    private var held: [[UInt8]] = []
+    /// Pairing Request / Response seen, for the key size between encryption and completion.
+    private var offeredKeySizes: [UInt8] = []
+    /// The bond whose key encrypts (or is about to encrypt) the link.
+    private var bondInUse: SMPBond?
+    private(set) var state = ATTSecurity.none
+    private(set) var lastPairing: PairingSummary?
+    private var waiters: [CheckedContinuation<ATTSecurity, any Error>] = []
+    private var down: HCIStatus?
+
+    init(connection: LEConnection, host: Host, l2cap: L2CAPConnection, bearer: ATTBearer,
+         configuration: SecurityConfiguration, bonds: SMPBondStore?, delegate: (any PairingDelegate)?,
+         log: (@Sendable (String) -> Void)?) {
+        self.connection = connection
+        self.host = host
+        self.bearer = bearer
+        self.configuration = configuration
+        self.bonds = bonds
+        self.delegate = delegate
+        self.log = log
+        // One ordered queue each way: PDUs leave in the order the engine produced them and are
+        // fed to the engine in the order they arrived.
+        let (out, outCont) = AsyncStream.makeStream(of: [UInt8].self)
+        let (inc, incCont) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingOldest(64))
+        outgoing = outCont
+        incoming = incCont
+        Task {
+            for await pdu in out { try? await l2cap.send(pdu, on: .smp) }
+        }
+        Task { [weak self] in
+            for await pdu in inc {
+                guard let self else { return }
+                await self.received(pdu)
+            }
+        }
+    }
+
+    /// The fixed-channel handler for CID 6.
+    nonisolated var channelHandler: FixedChannelHandler {
+        let incoming = self.incoming
+        return FixedChannelHandler(received: { incoming.yield($0) }, closed: { _ in incoming.finish() })
+    }
+
+    private var role: SMPRole { connection.role == .central ? .initiator : .responder }
+
+    private func event(_ e: SecurityEvent) { delegate?.securityEvent(e, peer: connection.peer) }
+
+    // MARK: Bonds
+
+    /// The stored bond with this peer (by address, or by resolving its RPA with bonded IRKs).
+    private func storedBond() -> SMPBond? {
+        guard let bonds else { return nil }
+        do {
+            if let b = try bonds.bond(for: connection.peer) { return b }
+            if connection.peer.type == .random, connection.peer.address.isResolvablePrivate {
+                return try bonds.resolve(connection.peer.address)
+            }
+        } catch {
+            log?("bond store: \(error)")
+        }
+        return nil
+    }
+
+    /// Whether this side holds a bond with the peer (the server answers 0x0F rather than 0x05).
+    func hasBond() -> Bool { storedBond() != nil }
+    private var keyAvailable = false
+
+    /// Called once when the link is set up: the server learns whether a bond exists.
+    func prepare() async {
+        keyAvailable = hasBond()
+        if keyAvailable { await bearer.setSecurity(ATTSecurity(keyAvailable: true)) }
+    }
+
+    // MARK: Procedures the application starts
+
+    /// Central: encrypts from the bond, or pairs (always pairs with `force`). Peripheral: sends a
+    /// Security Request and waits for the central to pair or encrypt. Returns the new security.
+    func secure(force: Bool = false, mitm: Bool = false) async throws -> ATTSecurity {
+        if let down { throw BLEError.disconnected(down) }
+        if state.encrypted && !force && (!mitm || state.authenticated) { return state }
+        if pairing == nil || pairing!.isFinished, !encryptionPending {
+            if smpClosed { throw BLEError.securityFailed("SMP timed out earlier on this link: no more pairing on it (Core Vol 3 Part H 3.4)") }
+            if role == .initiator, !force, let bond = storedBond(), !mitm || bond.authenticated {
+                startEncryption(with: bond)
+            } else {
+                startPairing(mitm: mitm)
+            }
+        }
+        return try await withCheckedThrowingContinuation { waiters.append($0) }
+    }
+
+    private func startPairing(mitm: Bool = false) {
+        var smp = configuration.smp
+        if mitm { smp.mitm = true }
+        let p = SMPPairing(role: role, configuration: smp, local: connection.local, peer: connection.peer)
+        pairing = p
+        offeredKeySizes = []
+        bondInUse = nil
+        run(p.start())
+    }
+
+    private func startEncryption(with bond: SMPBond) {
+        bondInUse = bond
+        encrypt(ltk: bond.ltk, ediv: bond.ediv, rand: bond.rand)
+    }
+
+    /// HCI LE Enable Encryption; the outcome arrives as an Encryption Change event. Failures that
+    /// produce no event (command refused, timeout) are handled here.
+    private func encrypt(ltk: [UInt8], ediv: UInt16, rand: [UInt8]) {
+        encryptionPending = true
+        let host = self.host, handle = connection.handle, timeout = configuration.encryptionTimeout
+        let random = rand.prefix(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+        Task {
+            do {
+                try await host.startEncryption(handle: handle, ltk: ltk, ediv: ediv, rand: random, timeout: timeout)
+            } catch HostError.encryptionFailed {
+                // Reported by the Encryption Change event itself.
+            } catch {
+                await self.encryptionProcedureFailed(error)
+            }
+        }
+    }
+
+    private func encryptionProcedureFailed(_ error: any Error) {
+        guard encryptionPending else { return }
+        encryptionPending = false
+        log?("encryption of \(hexCode(connection.handle, digits: 4)): \(error)")
+        if let p = pairing, !p.isFinished {
+            run(p.encryptionChanged(enabled: false, status: (error as? HCIError)?.status.rawValue ?? HCIStatus.unspecifiedError.rawValue))
+        } else {
+            bondInUse = nil
+            resolveWaiters(.failure(error))
+        }
+    }
+
+    // MARK: Input
+
+    private func received(_ pdu: [UInt8]) {
+        guard !smpClosed, down == nil, let code = pdu.first else { return }
+        if encryptionPending {
+            held.append(pdu)
+            return
+        }
+        if let p = pairing, !p.isFinished {
+            noteParameters(pdu)
+            run(p.receive(pdu))
+            return
+        }
+        switch (role, code) {
+        case (.responder, SMPPDU.Code.pairingRequest):
+            let p = SMPPairing(role: .responder, configuration: configuration.smp, local: connection.local, peer: connection.peer)
+            pairing = p
+            offeredKeySizes = []
+            noteParameters(pdu)
+            run(p.receive(pdu))
+        case (.initiator, SMPPDU.Code.securityRequest):
+            guard case .securityRequest(let authReq)? = try? SMPPDU.decode(pdu) else {
+                outgoing.yield(SMPPDU.pairingFailed(reason: .invalidParameters).bytes)
+                return
+            }
+            securityRequested(authReq)
+        case (.responder, SMPPDU.Code.securityRequest), (.initiator, SMPPDU.Code.pairingRequest):
+            // Only a peripheral sends Security Request, only a central Pairing Request.
+            outgoing.yield(SMPPDU.pairingFailed(reason: .commandNotSupported).bytes)
+        default:
+            break  // nothing in progress: late or stray PDUs are ignored
+        }
+    }
+
+    /// A peripheral's Security Request (Core Vol 3 Part H 2.4.6): encrypt with a bond good
+    /// enough for what it asks, otherwise pair.
+    private func securityRequested(_ authReq: SMPAuthReq) {
+        guard !encryptionPending, pairing?.isFinished ?? true else { return }
+        if state.encrypted && (!authReq.mitm || state.authenticated) { return }
+        if let bond = storedBond(), !authReq.mitm || bond.authenticated {
+            startEncryption(with: bond)
+        } else {
+            startPairing(mitm: authReq.mitm)
+        }
+    }
+
+    private func noteParameters(_ pdu: [UInt8]) {
+        switch try? SMPPDU.decode(pdu) {
+        case .pairingRequest(let p)?, .pairingResponse(let p)?: offeredKeySizes.append(p.maxEncryptionKeySize)
+        default: break
+        }
+    }
+
+    /// Encryption Change / Key Refresh Complete for this link.
+    func encryptionChanged(enabled: Bool, status: HCIStatus) {
+        let wasPending = encryptionPending
+        encryptionPending = false
+        if let p = pairing, !p.isFinished, wasPending || role == .responder {
+            if enabled {
+                // Encrypted with the pairing's key; the final levels come with its completion.
+                setState(ATTSecurity(encrypted: true, authenticated: false,
+                                     keySize: Int(offeredKeySizes.min() ?? 16)))
+            }
+            run(p.encryptionChanged(enabled: enabled, status: status.rawValue))
+            drainHeld()
+            return
+        }
+        if enabled {
+            let bond = bondInUse
+            setState(ATTSecurity(encrypted: true, authenticated: bond?.authenticated ?? state.authenticated,
+                                 keySize: bond?.keySize ?? max(state.keySize, 7)))
+            event(.encrypted(keySize: state.keySize, bonded: bond != nil, authenticated: state.authenticated))
+            resolveWaiters(.success(state))
+        } else {
+            bondInUse = nil
+            if !status.isSuccess {
+                event(.encryptionFailed(status))
+                resolveWaiters(.failure(BLEError.encryptionFailed(status)))
+            } else {
+                setState(.none)
+            }
+        }
+        drainHeld()
+    }
+
+    private func drainHeld() {
+        let pending = held
+        held = []
+        for pdu in pending { received(pdu) }
+    }
+
+    /// LE Long Term Key Request (peripheral): the pairing's key while pairing, otherwise the
+    /// bond's key by EDIV/Rand (SC bonds: EDIV 0, Rand 0, found by peer); none → negative reply.
+    func longTermKeyRequested(ediv: UInt16, rand: UInt64) {
+        let randBytes = (0..<8).map { UInt8(truncatingIfNeeded: rand >> (8 * UInt64($0))) }
+        var key: [UInt8]?
+        if let p = pairing, !p.isFinished {
+            key = p.longTermKeyRequested(ediv: ediv, rand: randBytes)
+        } else {
+            var bond: SMPBond?
+            do {
+                if ediv == 0 && rand == 0 {
+                    bond = storedBond().flatMap { $0.secureConnections ? $0 : nil }
+                } else {
+                    bond = try bonds?.bond(ediv: ediv, rand: randBytes)
+                }
+            } catch {
+                log?("bond store: \(error)")
+            }
+            bondInUse = bond
+            key = bond?.ltk
+            if bond == nil {
+                log?("LTK request on \(hexCode(connection.handle, digits: 4)) for unknown EDIV \(hexCode(ediv, digits: 4)) / Rand: negative reply")
+            }
+        }
+        let host = self.host, handle = connection.handle
+        Task {
+            do { try await host.replyLongTermKey(handle: handle, ltk: key) } catch { await self.logError("LTK reply: \(error)") }
+        }
+    }
+
+    private func logError(_ s: String) { log?(s) }
+
+    func answerPasskey(_ passkey: UInt32?) {
+        guard let p = pairing, !p.isFinished else { return }
+        run(p.passkeyEntered(passkey))
+    }
+
+    func answerComparison(_ accepted: Bool) {
+        guard let p = pairing, !p.isFinished else { return }
+        run(p.numericComparisonAnswered(accepted))
+    }
+
+    func linkDown(_ reason: HCIStatus) {
+        down = reason
+        timer?.cancel()
+        timer = nil
+        resolveWaiters(.failure(BLEError.disconnected(reason)))
+        incoming.finish()
+        outgoing.finish()
+    }
+
+    private func timedOut() {
+        timer = nil
+        guard let p = pairing, !p.isFinished, let deadline = p.deadline, deadline <= .now else {
+            armTimer()
+            return
+        }
+        smpClosed = true
+        run(p.timedOut())
+    }
+
+    // MARK: Outputs
+
+    private func run(_ outputs: [SMPOutput]) {
+        for output in outputs {
+            switch output {
+            case .send(let pdu):
+                noteParameters(pdu)
+                outgoing.yield(pdu)
+            case .user(let request):
+                userRequest(request)
+            case let .startEncryption(ltk, ediv, rand):
+                encrypt(ltk: ltk, ediv: ediv, rand: rand)
+            case .completed(let result):
+                completed(result)
+            case let .failed(reason, remote):
+                event(.pairingFailed(reason, remote: remote))
+                resolveWaiters(.failure(BLEError.pairingFailed(reason, remote: remote)))
+            case .securityRequested(let authReq):
+                securityRequested(authReq)
+            }
+        }
+        armTimer()
+    }
+
+    private func userRequest(_ request: SMPUserRequest) {
+        let peer = connection.peer, delegate = self.delegate
+        switch request {
+        case .displayPasskey(let passkey):
+            event(.pairing(method: .passkeyEntry, passkey: passkey, number: nil))
+        case .enterPasskey:
+            event(.pairing(method: .passkeyEntry, passkey: nil, number: nil))
+            Task { await self.answerPasskey(await delegate?.enterPasskey(peer: peer)) }
+        case .confirmNumber(let number):
+            event(.pairing(method: .numericComparison, passkey: nil, number: number))
+            Task { await self.answerComparison(await delegate?.confirmNumber(number, peer: peer) ?? false) }
+        }
+    }
+
+    private func completed(_ result: SMPPairingResult) {
+        var bonded = false
+        if result.bonding, !result.debugKey, configuration.smp.bonding, let bonds,
+           let bond = SMPBond(result: result, role: role, peerAddress: connection.peer) {
+            do {
+                try bonds.save(bond)
+                bonded = true
+                keyAvailable = true
+            } catch {
+                log?("the bond with \(connection.peer) was not stored: \(error)")
+            }
+        }
+        let summary = PairingSummary(method: result.method, secureConnections: result.secureConnections,
+                                     authenticated: result.authenticated, bonded: bonded, keySize: result.keySize)
+        lastPairing = summary
+        setState(ATTSecurity(encrypted: true, authenticated: result.authenticated, keySize: result.keySize))
+        event(.paired(summary))
+        resolveWaiters(.success(state))
+    }
+
+    private func setState(_ new: ATTSecurity) {
+        var s = new
+        s.keyAvailable = keyAvailable
+        state = s
+        let bearer = self.bearer
+        Task { await bearer.setSecurity(s) }
+    }
+
+    private func resolveWaiters(_ result: Result<ATTSecurity, any Error>) {
+        let ws = waiters
+        waiters = []
+        for w in ws { w.resume(with: result) }
+    }
+
+    private func armTimer() {
+        timer?.cancel()
+        timer = nil
+        guard let p = pairing, !p.isFinished, let deadline = p.deadline else { return }
+        timer = Task { [weak self] in
+            guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+            await self?.timedOut()
+        }
+    }
+}
+
+extension BDAddress {
+    /// A random address whose two most significant bits are 0b01 (Core Vol 6 Part B 1.3.2.2).
+    var isResolvablePrivate: Bool { bytes[0] & 0xC0 == 0x40 }
+}
+
+/// The GATT client's requester on a central: an Insufficient Authentication / Insufficient
+/// Encryption answer makes the link encrypt (bond) or pair, then the request is sent once more.
+struct SecuringRequester: ATTRequester {
+    let bearer: ATTBearer
+    let security: LinkSecurity
+
+    var mtu: Int { get async { await bearer.mtu } }
+
+    func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+        do {
+            return try await bearer.request(pdu)
+        } catch let error as ATTError where error.code == .insufficientAuthentication || error.code == .insufficientEncryption {
+            let current = await security.state
+            // Encrypted but not authenticated: only a MITM pairing can help.
+            let mitm = error.code == .insufficientAuthentication && current.encrypted
+            _ = try await security.secure(force: mitm, mitm: mitm)
+            return try await bearer.request(pdu)
+        }
+    }
+
+    func command(_ pdu: ATTPDU) async throws { try await bearer.command(pdu) }
+}
