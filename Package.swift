@@ -42,7 +42,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP"]),
         .testTarget(name: "DecoderTests", dependencies: ["Decoder", "HCI", "Transport", "Capture", "L2CAP", "ATT", "SMP", "TestSupport"]),
-        .testTarget(name: "BLETests", dependencies: ["BLE", "VirtualController", "TestSupport"]),
+        .testTarget(name: "BLETests", dependencies: ["BLE", "VirtualController", "TestSupport", "SMP", "Transport"]),
 
         // Interop test harness (Bumble controllers and peer scripts as child processes).
         .target(name: "TestSupport", path: "Tests/TestSupport"),

@@ -160,6 +160,14 @@ public final class Peripheral: Sendable {
         await server.indicate(characteristic: characteristic, value: value, to: handles?.map { ATTPeer(id: $0) }).map(\.id)
     }
 
+    /// Asks the central on `handle` to secure the link (SMP Security Request) and waits until it
+    /// pairs or encrypts. Returns the link's security.
+    @discardableResult
+    public func requestSecurity(handle: UInt16) async throws -> ATTSecurity {
+        guard let link = await stack.existingLink(handle) else { throw BLEError.notPermitted("no connection with handle \(handle)") }
+        return try await link.security.secure()
+    }
+
     /// Connection handles currently subscribed to `characteristic` (notifications or indications).
     public func subscribers(of characteristic: BluetoothUUID) -> [UInt16] {
         let peers = server.subscribers(of: characteristic) + server.subscribers(of: characteristic, indications: true)

@@ -124,6 +124,9 @@ actor LinkSecurity {
         return FixedChannelHandler(received: { incoming.yield($0) }, closed: { _ in incoming.finish() })
     }
 
+    /// Whether this side's IO capability allows an authenticated (MITM) pairing at all.
+    nonisolated var canAuthenticate: Bool { configuration.smp.ioCapability != .noInputNoOutput }
+
     private var role: SMPRole { connection.role == .central ? .initiator : .responder }
 
     private func event(_ e: SecurityEvent) { delegate?.securityEvent(e, peer: connection.peer) }
@@ -467,11 +470,19 @@ struct SecuringRequester: ATTRequester {
     func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         do {
             return try await bearer.request(pdu)
-        } catch let error as ATTError where error.code == .insufficientAuthentication || error.code == .insufficientEncryption {
-            let current = await security.state
-            // Encrypted but not authenticated: only a MITM pairing can help.
-            let mitm = error.code == .insufficientAuthentication && current.encrypted
-            _ = try await security.secure(force: mitm, mitm: mitm)
+        } catch let errorResponse as ATTError
+                    where errorResponse.code == .insufficientAuthentication || errorResponse.code == .insufficientEncryption {
+            let error = errorResponse
+            // Encrypted but not authenticated: only a MITM pairing can help, which needs IO.
+            let encrypted = await security.state.encrypted
+            let mitm = error.code == .insufficientAuthentication && encrypted
+            if mitm && !security.canAuthenticate { throw error }
+            do {
+                _ = try await security.secure(force: mitm, mitm: mitm)
+            } catch {
+                // The cause went to the pairing delegate; the request's own answer stands.
+                throw errorResponse
+            }
             return try await bearer.request(pdu)
         }
     }

@@ -250,6 +250,12 @@ actor Stack {
         return await task.value
     }
 
+    /// The link with `handle`, if it is up.
+    func existingLink(_ handle: UInt16) async -> Link? {
+        guard let task = links[handle] else { return nil }
+        return await task.value
+    }
+
     // MARK: Scanning
 
     func scan(filter: ScanFilter, active: Bool, everyReport: Bool) async throws -> AsyncThrowingStream<Advertisement, any Error> {

@@ -285,7 +285,8 @@ struct AttributeTable: Sendable {
                 for d in Self.descriptors(of: c) {
                     if d.uuid == GATTUUID.clientCharacteristicConfiguration {
                         cccd = handle + 1
-                        add(d.uuid, .cccd(valueHandle: valueHandle, properties: c.properties), [0, 0], .readWrite,
+                        // The given permissions (e.g. writable only when encrypted); the default one is .readWrite.
+                        add(d.uuid, .cccd(valueHandle: valueHandle, properties: c.properties), [0, 0], d.permissions,
                             maxLength: 2, characteristic: c.uuid)
                         continue
                     }
