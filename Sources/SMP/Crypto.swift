@@ -61,16 +61,13 @@ public enum SMPCrypto {
         defer { EVP_MAC_free(mac) }
         guard let ctx = EVP_MAC_CTX_new(mac) else { preconditionFailure("EVP_MAC_CTX_new failed") }
         defer { EVP_MAC_CTX_free(ctx) }
-        var cipher = Array("AES-128-CBC".utf8CString)
         var out = [UInt8](repeating: 0, count: 16)
         var outLength = 0
-        let ok = cipher.withUnsafeMutableBufferPointer { name -> Bool in
-            let params = [OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_CIPHER, name.baseAddress, 0),
-                          OSSL_PARAM_construct_end()]
-            return EVP_MAC_init(ctx, key, 16, params) == 1
-                && EVP_MAC_update(ctx, message, message.count) == 1
-                && EVP_MAC_final(ctx, &out, &outLength, 16) == 1
-        }
+        let params = OSSLParams()
+        params.utf8(OSSL_MAC_PARAM_CIPHER, "AES-128-CBC")
+        let ok = params.with { EVP_MAC_init(ctx, key, 16, $0) == 1 }
+            && EVP_MAC_update(ctx, message, message.count) == 1
+            && EVP_MAC_final(ctx, &out, &outLength, 16) == 1
         precondition(ok && outLength == 16, "AES-CMAC failed in OpenSSL")
         return out
     }

@@ -118,29 +118,16 @@ enum P256 {
         guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { return nil }
         defer { EVP_PKEY_CTX_free(ctx) }
         guard EVP_PKEY_fromdata_init(ctx) == 1 else { return nil }
-        var group = Array("P-256".utf8CString)
-        var pub = uncompressed(publicKey)
+        let params = OSSLParams()
+        params.utf8(OSSL_PKEY_PARAM_GROUP_NAME, "P-256")
+        params.octets(OSSL_PKEY_PARAM_PUB_KEY, uncompressed(publicKey))
         // OSSL_PARAM_construct_BN takes the integer in native byte order.
-        var priv: [UInt8] = privateKey.map { UInt16(1).littleEndian == 1 ? $0 : $0.reversed() } ?? []
+        if let privateKey { params.bigNumber(OSSL_PKEY_PARAM_PRIV_KEY, UInt16(1).littleEndian == 1 ? privateKey : privateKey.reversed()) }
         var pkey: OpaquePointer? = nil
         // EVP_PKEY_PUBLIC_KEY / EVP_PKEY_KEYPAIR are compound macros Swift does not import; same bits.
         let publicSelection = OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS | OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS | OSSL_KEYMGMT_SELECT_PUBLIC_KEY
         let selection = privateKey == nil ? publicSelection : publicSelection | OSSL_KEYMGMT_SELECT_PRIVATE_KEY
-        let ok = group.withUnsafeMutableBufferPointer { g in
-            pub.withUnsafeMutableBufferPointer { p in
-                priv.withUnsafeMutableBufferPointer { s in
-                    var params = [OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, g.baseAddress, 0),
-                                  OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, p.baseAddress, p.count)]
-                    if privateKey != nil {
-                        params.append(OSSL_PARAM_construct_BN(OSSL_PKEY_PARAM_PRIV_KEY, s.baseAddress, s.count))
-                    }
-                    params.append(OSSL_PARAM_construct_end())
-                    return EVP_PKEY_fromdata(ctx, &pkey, Int32(selection), &params) == 1
-                }
-            }
-        }
-        // Don't leave the scalar's copy in memory longer than needed.
-        for i in priv.indices { priv[i] = 0 }
+        let ok = params.with { EVP_PKEY_fromdata(ctx, &pkey, Int32(selection), $0) == 1 }
         return ok ? pkey : nil
     }
 
@@ -158,5 +145,45 @@ enum P256 {
         guard EVP_PKEY_derive_init(ctx) == 1, EVP_PKEY_derive_set_peer(ctx, theirs) == 1,
               EVP_PKEY_derive(ctx, &out, &length) == 1, length == 32 else { return nil }
         return out.reversed()
+    }
+}
+
+/// An OSSL_PARAM array whose keys and values stay allocated as long as it lives (OSSL_PARAM only
+/// points at them; Swift's String-to-pointer bridging would leave them dangling). Zeroed when freed.
+final class OSSLParams {
+    private var buffers: [(UnsafeMutableRawPointer, Int)] = []
+    private var params: [OSSL_PARAM] = []
+
+    private func copy(_ bytes: [UInt8]) -> UnsafeMutablePointer<UInt8> {
+        let p = UnsafeMutablePointer<UInt8>.allocate(capacity: max(bytes.count, 1))
+        p.initialize(from: bytes, count: bytes.count)
+        buffers.append((UnsafeMutableRawPointer(p), bytes.count))
+        return p
+    }
+    private func cString(_ s: String) -> UnsafeMutablePointer<CChar> {
+        UnsafeMutableRawPointer(copy(Array(s.utf8) + [0])).assumingMemoryBound(to: CChar.self)
+    }
+
+    func utf8(_ key: String, _ value: String) {
+        params.append(OSSL_PARAM_construct_utf8_string(cString(key), cString(value), value.utf8.count))
+    }
+    func octets(_ key: String, _ value: [UInt8]) {
+        params.append(OSSL_PARAM_construct_octet_string(cString(key), copy(value), value.count))
+    }
+    /// An unsigned integer in native byte order.
+    func bigNumber(_ key: String, _ nativeOrder: [UInt8]) {
+        params.append(OSSL_PARAM_construct_BN(cString(key), copy(nativeOrder), nativeOrder.count))
+    }
+
+    func with<T>(_ body: (UnsafeMutablePointer<OSSL_PARAM>) -> T) -> T {
+        var all = params + [OSSL_PARAM_construct_end()]
+        return all.withUnsafeMutableBufferPointer { body($0.baseAddress!) }
+    }
+
+    deinit {
+        for (p, n) in buffers {
+            p.initializeMemory(as: UInt8.self, repeating: 0, count: n)
+            p.deallocate()
+        }
     }
 }
