@@ -65,13 +65,14 @@ func temporaryDirectory() -> String {
     }
 
     static func config(bonds: String? = temporaryDirectory(), legacy: Bool = false, io: SMPIOCapability = .noInputNoOutput,
-                       passkey: UInt32? = nil, bonding: Bool = true) -> SecurityConfiguration {
+                       passkey: UInt32? = nil, bonding: Bool = true, mitm: Bool = false) -> SecurityConfiguration {
         var s = SecurityConfiguration()
         s.bondDirectory = bonds
         s.smp.secureConnections = !legacy
         s.smp.ioCapability = io
         s.smp.fixedPasskey = passkey
         s.smp.bonding = bonding
+        s.smp.mitm = mitm
         return s
     }
 
@@ -120,11 +121,12 @@ func temporaryDirectory() -> String {
     @Test func justWorksWithoutBondingPairsAgain() async throws { try await pairThenReencrypt(legacy: false, bonding: false) }
 
     /// Passkey Entry: the peripheral displays (DisplayOnly), the central types (KeyboardOnly),
-    /// Core Vol 3 Part H 2.3.5.1 Table 2.8. MITM: ff02 becomes readable.
+    /// and MITM is required (without it, Just Works: Core Vol 3 Part H 2.3.5.1, Tables 2.6-2.8).
+    /// Authenticated: ff02 becomes readable.
     func passkey(legacy: Bool) async throws {
         let key: UInt32 = 123456
-        let s = try await open(central: Self.config(legacy: legacy, io: .keyboardOnly),
-                               peripheral: Self.config(io: .displayOnly, passkey: key),
+        let s = try await open(central: Self.config(legacy: legacy, io: .keyboardOnly, mitm: true),
+                               peripheral: Self.config(io: .displayOnly, passkey: key, mitm: true),
                                centralDelegate: RecordingPairingDelegate(passkey: key))
         let remote = try await s.central.connect(to: s.address)
         try await remote.pair()
@@ -141,7 +143,8 @@ func temporaryDirectory() -> String {
     @Test func passkeyLegacy() async throws { try await passkey(legacy: true) }
 
     @Test func wrongPasskeyFails() async throws {
-        let s = try await open(central: Self.config(io: .keyboardOnly), peripheral: Self.config(io: .displayOnly, passkey: 123456),
+        let s = try await open(central: Self.config(io: .keyboardOnly, mitm: true),
+                               peripheral: Self.config(io: .displayOnly, passkey: 123456, mitm: true),
                                centralDelegate: RecordingPairingDelegate(passkey: 654321))
         let remote = try await s.central.connect(to: s.address)
         // SC passkey: the peer's commitment doesn't match: Confirm Value Failed (Vol 3 Part H 2.3.5.6.3).
@@ -151,9 +154,9 @@ func temporaryDirectory() -> String {
         await s.close()
     }
 
-    /// Numeric Comparison: both DisplayYesNo with SC (Table 2.8); both sides show the same number.
+    /// Numeric Comparison: both DisplayYesNo with SC and MITM (Table 2.8); both sides show the same number.
     @Test func numericComparison() async throws {
-        let s = try await open(central: Self.config(io: .displayYesNo), peripheral: Self.config(io: .displayYesNo))
+        let s = try await open(central: Self.config(io: .displayYesNo, mitm: true), peripheral: Self.config(io: .displayYesNo, mitm: true))
         let remote = try await s.central.connect(to: s.address)
         try await remote.pair()
         #expect(s.centralDelegate.paired.first?.method == .numericComparison)
