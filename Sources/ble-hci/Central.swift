@@ -24,12 +24,16 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         return d
     }
     if bandDate != nil && profile == nil { throw UsageError("--date goes with --profile band", command: cmd) }
+    let security = try securityConfiguration(c)
     SignalWatcher.install()
     let out = c.out
 
     let opened = try openTransport(c)
     defer { opened.close() }
-    let central = try await Central.open(opened.transport)
+    var options = StackOptions()
+    options.security = security
+    options.pairingDelegate = TerminalPairing(out: out, passkey: security.smp.fixedPasskey, yes: c.args.has("yes"))
+    let central = try await Central.open(opened.transport, options: options)
     defer { Task { await central.close() } }
 
     // Find the target (for an address without a type, the type seen while scanning).
@@ -54,6 +58,10 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
 
     var exitCode = ExitCode.success
     do {
+        if c.args.has("pair") {
+            // The outcome (paired / encrypted / failed) is printed by TerminalPairing.
+            try await remote.pair()
+        }
         if profile == "band" {
             try await runBand(remote, day: bandDate ?? BandProtocol.Day(today: Date()), out: out)
         } else if actions.isEmpty {

@@ -4,13 +4,19 @@ import Host
 import GATT
 import BLE
 
-/// `ble-hci peripheral [--name NAME] [--profile demo|band] [--duration S]` (CLI.md).
+/// `ble-hci peripheral [--name NAME] [--profile demo|band|secure] [--duration S] [--security-request] [SECURITY OPTIONS]` (CLI.md).
 func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("peripheral takes no positional arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
     }
     let profile = c.args.last("profile") ?? "demo"
-    guard profile == "demo" || profile == "band" else { throw UsageError("--profile must be demo or band, got '\(profile)'", command: c.command) }
+    guard ["demo", "band", "secure"].contains(profile) else {
+        throw UsageError("--profile must be demo, band or secure, got '\(profile)'", command: c.command)
+    }
+    var options = StackOptions()
+    options.security = try securityConfiguration(c)
+    options.security.requestSecurityOnConnect = c.args.has("security-request")
+    options.pairingDelegate = TerminalPairing(out: c.out, passkey: options.security.smp.fixedPasskey, yes: c.args.has("yes"))
     let name = c.args.last("name") ?? "ble-hci"
     guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name must be 1 to 248 octets of UTF-8", command: c.command) }
     let duration = try c.args.double("duration", command: c.command)
@@ -23,10 +29,14 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     let advertised: [BluetoothUUID]
     var ticker: Task<Void, Never>? = nil
     if profile == "band" {
-        peripheral = try await BandProfile.openPeripheral(opened.transport, name: name)
+        peripheral = try await BandProfile.openPeripheral(opened.transport, name: name, options: options)
         advertised = BandProfile.advertisedServices
+    } else if profile == "secure" {
+        peripheral = try await Peripheral.open(opened.transport, services: SecureProfile.services, name: name, options: options)
+        advertised = SecureProfile.advertisedServices
+        ticker = SecureProfile.startTicker(on: peripheral)
     } else {
-        peripheral = try await Peripheral.open(opened.transport, services: DemoProfile.services, name: name)
+        peripheral = try await Peripheral.open(opened.transport, services: DemoProfile.services, name: name, options: options)
         advertised = DemoProfile.advertisedServices
         ticker = DemoProfile.startTicker(on: peripheral)
     }
