@@ -69,7 +69,8 @@ actor LinkSecurity {
     private let host: Host
     private let bearer: ATTBearer
     private let configuration: SecurityConfiguration
-    private let bonds: SMPBondStore?
+    /// Nil until the bond directory exists (it is created by the first bond stored).
+    private var bonds: SMPBondStore?
     private let delegate: (any PairingDelegate)?
     private let log: (@Sendable (String) -> Void)?
     private let outgoing: AsyncStream<[UInt8]>.Continuation
@@ -411,6 +412,9 @@ actor LinkSecurity {
 
     private func completed(_ result: SMPPairingResult) {
         var bonded = false
+        if bonds == nil, let dir = configuration.bondDirectory {
+            do { bonds = try SMPBondStore(directory: dir, localIdentity: connection.local) } catch { log?("bond store in \(dir): \(error)") }
+        }
         if result.bonding, !result.debugKey, configuration.smp.bonding, let bonds,
            let bond = SMPBond(result: result, role: role, peerAddress: connection.peer) {
             do {

@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 import HCI
 import Transport
 import Host
@@ -201,6 +204,8 @@ actor Stack {
     func bondStore(for local: DeviceAddress) -> SMPBondStore? {
         guard let dir = options.security.bondDirectory else { return nil }
         if let s = bondStores[local] { return s }
+        // No directory yet, no bonds: don't create it until a bond is stored.
+        guard access(dir, F_OK) == 0 else { return nil }
         do {
             let s = try SMPBondStore(directory: dir, localIdentity: local)
             bondStores[local] = s
