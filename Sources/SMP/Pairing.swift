@@ -78,6 +78,7 @@ public final class SMPPairing {
 
     // Phase 3.
     private var expectedKeyPDUs: [UInt8] = []
+    private var earlyKeyPDUs: [SMPPDU] = []
     private var localKeys = SMPKeys()
     private var peerKeys = SMPKeys()
 
@@ -167,6 +168,12 @@ public final class SMPPairing {
             return dhKeyCheckReceived(value)
         case .encryptionInformation, .centralIdentification, .identityInformation,
              .identityAddressInformation, .signingInformation:
+            // The responder distributes right after its Encryption Change; its PDUs can reach the
+            // initiator's host before the initiator's own Encryption Change event: keep a few.
+            if state == .awaitingEncryption, role == .initiator, earlyKeyPDUs.count < 5 {
+                earlyKeyPDUs.append(pdu)
+                return []
+            }
             guard state == .distributingKeys, expectedKeyPDUs.first == pdu.code else { return unexpected(pdu) }
             return keyReceived(pdu)
         }
@@ -522,7 +529,8 @@ public final class SMPPairing {
     private func scConfirmReceived() -> [SMPOutput] {
         switch (role, method) {
         case (.initiator, .justWorks), (.initiator, .numericComparison), (.initiator, .passkeyEntry):
-            // Cb (or Cbi): reveal Na (Nai).
+            // Cb (or Cbi): reveal Na (Nai; that one was drawn for Cai).
+            if method != .passkeyEntry { localRandom = random(16) }
             state = .awaitingRandom
             return [send(SMPPDU.pairingRandom(randomValue: localRandom).bytes)]
         case (.responder, .passkeyEntry):
@@ -669,11 +677,17 @@ public final class SMPPairing {
         // The responder distributes first.
         var out = role == .responder ? distributeOurKeys() : []
         if expectedKeyPDUs.isEmpty {
+            if let extra = earlyKeyPDUs.first { return out + unexpected(extra) }
             if role == .initiator { out += distributeOurKeys() }
             return out + complete()
         }
         state = .distributingKeys
         deadline = now() + configuration.timeout
+        let early = earlyKeyPDUs
+        earlyKeyPDUs = []
+        for pdu in early where !isFinished {
+            out += expectedKeyPDUs.first == pdu.code ? keyReceived(pdu) : unexpected(pdu)
+        }
         return out
     }
 
