@@ -133,3 +133,43 @@ struct PairingScenario: CustomTestStringConvertible, Sendable {
         #expect(peripheral.peer == s.initiator.localIdentity?.address)
     }
 }
+
+/// SC OOB (Vol 3 Part H 2.3.5.6.4): the OOB data each side hands the other is r and C = f4(PKx, PKx, r, 0).
+@Suite struct SMPOOBPairingTests {
+    static func configs(initiatorHasPeerData: Bool, responderHasPeerData: Bool, a: SMPKeyPair, b: SMPKeyPair,
+                        corruptResponderConfirm: Bool = false) -> (SMPConfiguration, SMPConfiguration) {
+        let (ca, ra) = SMPOOBData.local(keyPair: a)
+        var (cb, rb) = SMPOOBData.local(keyPair: b)
+        if corruptResponderConfirm { cb[0] ^= 1 }
+        var i = SMPConfiguration(), r = SMPConfiguration()
+        i.oob = SMPOOBData(peerConfirm: initiatorHasPeerData ? cb : nil, peerRandom: initiatorHasPeerData ? rb : nil, localRandom: ra)
+        r.oob = SMPOOBData(peerConfirm: responderHasPeerData ? ca : nil, peerRandom: responderHasPeerData ? ra : nil, localRandom: rb)
+        i.mitm = true
+        r.mitm = true
+        return (i, r)
+    }
+
+    @Test(arguments: [(true, true), (true, false), (false, true)])
+    func secureConnectionsOOB(_ flags: (Bool, Bool)) throws {
+        let a = SMPKeyPair.generate(), b = SMPKeyPair.generate()
+        let (i, r) = Self.configs(initiatorHasPeerData: flags.0, responderHasPeerData: flags.1, a: a, b: b)
+        let link = PairingLink(initiator: i, responder: r, initiatorKeyPair: a, responderKeyPair: b)
+        link.run()
+        let ri = try #require(link.initiatorResult, "\(link.initiator.failure ?? "")")
+        let rr = try #require(link.responderResult, "\(link.responder.failure ?? "")")
+        #expect(ri.method == .oob && rr.method == .oob && ri.secureConnections && ri.authenticated)
+        #expect(ri.peer.ltk == rr.local.ltk && ri.peer.ltk == link.encryptionKey)
+        // SC OOB sends no Pairing Confirm at all (Vol 3 Part H 2.3.5.6.4, Figure 2.7).
+        #expect(!link.transcript.contains { $0.1.first == SMPPDU.Code.pairingConfirm })
+    }
+
+    @Test func oobConfirmForAnotherKeyFails() throws {
+        let a = SMPKeyPair.generate(), b = SMPKeyPair.generate()
+        let (i, r) = Self.configs(initiatorHasPeerData: true, responderHasPeerData: false, a: a, b: b, corruptResponderConfirm: true)
+        let link = PairingLink(initiator: i, responder: r, initiatorKeyPair: a, responderKeyPair: b)
+        link.run()
+        #expect(link.initiatorFailure?.0 == .confirmValueFailed && link.initiatorFailure?.1 == false)
+        #expect(link.responderFailure?.0 == .confirmValueFailed && link.responderFailure?.1 == true)
+        #expect(link.initiatorResult == nil && link.responderResult == nil)
+    }
+}
