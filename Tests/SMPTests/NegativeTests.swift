@@ -217,3 +217,51 @@ import HCI
         #expect(Self.responder().start() == [.send([0x0B, 0x29])])
     }
 }
+
+@Suite struct SMPMixedTests {
+    @Test func secureConnectionsFallsBackToLegacy() throws {
+        // Only one side offers SC: LE legacy pairing (Vol 3 Part H 2.3.5.1: SC needs both SC bits).
+        var legacy = SMPConfiguration()
+        legacy.secureConnections = false
+        for (i, r) in [(SMPConfiguration(), legacy), (legacy, SMPConfiguration())] {
+            let link = PairingLink(initiator: i, responder: r)
+            link.run()
+            let a = try #require(link.initiatorResult), b = try #require(link.responderResult)
+            #expect(!a.secureConnections && !b.secureConnections && a.method == .justWorks)
+            #expect(a.peer.ltk == b.local.ltk && a.peer.ltk != nil)
+        }
+    }
+
+    @Test func legacyOOBWithoutTK() {
+        // Our SC OOB data set our OOB flag; the peer is legacy with a TK: legacy OOB without a TK → OOB Not Available.
+        var i = SMPConfiguration(), r = SMPConfiguration()
+        i.oob = SMPOOBData(peerConfirm: [UInt8](repeating: 1, count: 16), peerRandom: [UInt8](repeating: 2, count: 16))
+        r.secureConnections = false
+        r.oob = SMPOOBData(legacyTK: Array(1...16))
+        let link = PairingLink(initiator: i, responder: r)
+        link.run()
+        #expect(link.initiatorFailure?.0 == .oobNotAvailable && link.responderFailure?.1 == true)
+    }
+
+    @Test func hostileBytesNeverTrap() {
+        // Random PDUs (valid codes, random lengths and contents) in every role: each either is
+        // accepted or fails the pairing; nothing traps, and a finished pairing stays silent.
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<300 {
+            let role: SMPRole = round % 2 == 0 ? .initiator : .responder
+            var c = SMPConfiguration()
+            c.secureConnections = round % 3 != 0
+            c.ioCapability = SMPIOCapability(rawValue: UInt8(round % 5))
+            let p = SMPPairing(role: role, configuration: c, local: centralAddress, peer: peripheralAddress)
+            if role == .initiator { _ = p.start() }
+            for _ in 0..<8 {
+                let code = UInt8.random(in: 0...0x10, using: &generator)
+                let length = [0, 1, 6, 15, 16, 64, 65].randomElement(using: &generator)!
+                let body = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                let out = p.receive([code] + body)
+                if p.isFinished { #expect(p.receive([code] + body) == []) }
+                for o in out { if case .send(let b) = o { #expect(!b.isEmpty) } }
+            }
+        }
+    }
+}
