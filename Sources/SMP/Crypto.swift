@@ -57,7 +57,8 @@ public enum SMPCrypto {
 
     /// AES-CMAC with a 128-bit key (RFC 4493), on byte strings in their natural order (MSO first).
     public static func aesCMAC(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        guard key.count == 16, let mac = EVP_MAC_fetch(nil, "CMAC", nil) else { preconditionFailure("OpenSSL has no CMAC") }
+        precondition(key.count == 16, "AES-CMAC key of \(key.count) octets")
+        guard let mac = EVP_MAC_fetch(nil, "CMAC", nil) else { preconditionFailure("OpenSSL has no CMAC") }
         defer { EVP_MAC_free(mac) }
         guard let ctx = EVP_MAC_CTX_new(mac) else { preconditionFailure("EVP_MAC_CTX_new failed") }
         defer { EVP_MAC_CTX_free(ctx) }

@@ -78,6 +78,7 @@ public final class SMPPairing {
 
     // Phase 3.
     private var expectedKeyPDUs: [UInt8] = []
+    private var earlyKeyPDUs: [SMPPDU] = []
     private var localKeys = SMPKeys()
     private var peerKeys = SMPKeys()
 
@@ -107,7 +108,7 @@ public final class SMPPairing {
             let params = SMPPairingParameters(
                 ioCapability: configuration.ioCapability,
                 oobDataFlag: ourOOBFlag(secureConnections: configuration.secureConnections),
-                authReq: ourAuthReq, maxEncryptionKeySize: UInt8(clamping: configuration.maximumKeySize),
+                authReq: ourAuthReq, maxEncryptionKeySize: ourMaximumKeySize,
                 initiatorKeyDistribution: offeredKeys,
                 responderKeyDistribution: configuration.bonding ? [.encKey, .idKey, .signKey] : [])
             request = params
@@ -167,6 +168,12 @@ public final class SMPPairing {
             return dhKeyCheckReceived(value)
         case .encryptionInformation, .centralIdentification, .identityInformation,
              .identityAddressInformation, .signingInformation:
+            // The responder distributes right after its Encryption Change; its PDUs can reach the
+            // initiator's host before the initiator's own Encryption Change event: keep a few.
+            if state == .awaitingEncryption, role == .initiator, earlyKeyPDUs.count < 5 {
+                earlyKeyPDUs.append(pdu)
+                return []
+            }
             guard state == .distributingKeys, expectedKeyPDUs.first == pdu.code else { return unexpected(pdu) }
             return keyReceived(pdu)
         }
@@ -175,9 +182,8 @@ public final class SMPPairing {
     /// The user's passkey (nil = cancelled → Passkey Entry Failed).
     public func passkeyEntered(_ value: UInt32?) -> [SMPOutput] {
         guard !isFinished, passkeyAction == .input, passkey == nil else { return [] }
-        guard let value, value <= 999_999 else {
-            return fail(.passkeyEntryFailed, value == nil ? "user cancelled passkey entry" : "passkey \(value!) is not 0–999999")
-        }
+        guard let value else { return fail(.passkeyEntryFailed, "user cancelled passkey entry") }
+        guard value <= 999_999 else { return fail(.passkeyEntryFailed, "passkey \(value) is not 0–999999") }
         setPasskey(value)
         return passkeyBecameKnown()
     }
@@ -228,6 +234,9 @@ public final class SMPPairing {
                    secureConnections: configuration.secureConnections, keypress: false, ct2: configuration.secureConnections)
     }
 
+    /// What we put in Maximum Encryption Key Size (7–16 whatever the configuration says).
+    private var ourMaximumKeySize: UInt8 { UInt8(min(max(configuration.maximumKeySize, 7), 16)) }
+
     /// The keys we can give: EncKey (legacy LTK), IdKey if we have an identity, SignKey if asked to.
     private var offeredKeys: SMPKeyDistribution {
         var keys: SMPKeyDistribution = [.encKey]
@@ -259,7 +268,7 @@ public final class SMPPairing {
         // We ask for the peer's keys only when bonding (we would not keep them otherwise), and give ours as asked.
         let params = SMPPairingParameters(
             ioCapability: configuration.ioCapability, oobDataFlag: ourOOBFlag(secureConnections: sc), authReq: ourAuthReq,
-            maxEncryptionKeySize: UInt8(clamping: min(configuration.maximumKeySize, Int(p.maxEncryptionKeySize))),
+            maxEncryptionKeySize: min(ourMaximumKeySize, p.maxEncryptionKeySize),
             initiatorKeyDistribution: configuration.bonding ? p.initiatorKeyDistribution.intersection([.encKey, .idKey, .signKey]) : [],
             responderKeyDistribution: p.responderKeyDistribution.intersection(offeredKeys))
         if let refused = negotiate(request: p, response: params) { return refused }
@@ -311,6 +320,10 @@ public final class SMPPairing {
         passkeyAction = role == .initiator ? initiatorAction : responderAction
         if configuration.mitm && chosen == .justWorks {
             return fail(.authenticationRequirements, "MITM protection required but the IO capabilities only allow Just Works")
+        }
+        // Legacy OOB needs a TK (our OOB flag may have been set for SC data when we offered SC).
+        if chosen == .oob && !secureConnections && configuration.oob?.legacyTK?.count != 16 {
+            return fail(.oobNotAvailable, "legacy OOB pairing chosen but no 16-octet OOB TK is configured")
         }
         return nil
     }
@@ -398,19 +411,19 @@ public final class SMPPairing {
         }
     }
 
-    private func c1(_ r: [UInt8]) -> [UInt8] {
+    private func c1(_ r: [UInt8], tk: [UInt8]) -> [UInt8] {
         let (ia, ra) = role == .initiator ? (localAddress, peerAddress) : (peerAddress, localAddress)
-        return SMPCrypto.c1(k: tk!, r: r, preq: preq, pres: pres,
+        return SMPCrypto.c1(k: tk, r: r, preq: preq, pres: pres,
                             iat: ia.type.isRandom ? 1 : 0, ia: ia.address, rat: ra.type.isRandom ? 1 : 0, ra: ra.address)
     }
 
     /// Initiator: Mconfirm once the TK is known (until then, no PDU is expected).
     private func legacySendConfirmIfReady() -> [SMPOutput] {
-        guard role == .initiator, tk != nil, !confirmSent else { return [] }
+        guard role == .initiator, let tk, !confirmSent else { return [] }
         confirmSent = true
         state = .awaitingConfirm
         localRandom = random(16)
-        return [send(SMPPDU.pairingConfirm(confirmValue: c1(localRandom)).bytes)]
+        return [send(SMPPDU.pairingConfirm(confirmValue: c1(localRandom, tk: tk)).bytes)]
     }
 
     private func legacyConfirmReceived() -> [SMPOutput] {
@@ -420,25 +433,28 @@ public final class SMPPairing {
             state = .awaitingRandom
             return [send(SMPPDU.pairingRandom(randomValue: localRandom).bytes)]
         case .responder:
-            guard tk != nil else { state = .awaitingUser; return [] }
+            guard let tk else { state = .awaitingUser; return [] }
             localRandom = random(16)
             state = .awaitingRandom
-            return [send(SMPPDU.pairingConfirm(confirmValue: c1(localRandom)).bytes)]
+            return [send(SMPPDU.pairingConfirm(confirmValue: c1(localRandom, tk: tk)).bytes)]
         }
     }
 
     private func legacyRandomReceived() -> [SMPOutput] {
-        guard let confirm = peerConfirm, confirm == c1(peerRandom) else {
+        // awaitingRandom is reached only once the TK is known.
+        guard let tk else { return fail(.unspecifiedReason, "no TK") }
+        guard let confirm = peerConfirm, confirm == c1(peerRandom, tk: tk) else {
             return fail(.confirmValueFailed, "peer's confirm value does not match its random (c1)")
         }
         let (mrand, srand) = role == .initiator ? (localRandom, peerRandom) : (peerRandom, localRandom)
-        encryptionKey = SMPCrypto.mask(SMPCrypto.s1(k: tk!, r1: srand, r2: mrand), toSize: keySize)
+        let stk = SMPCrypto.mask(SMPCrypto.s1(k: tk, r1: srand, r2: mrand), toSize: keySize)
+        encryptionKey = stk
         state = .awaitingEncryption
         switch role {
         case .initiator:
             // The SMP timer keeps running until key distribution ends: a controller that never
             // reports Encryption Change fails the pairing by timeout.
-            return [.startEncryption(ltk: encryptionKey!, ediv: 0, rand: [UInt8](repeating: 0, count: 8))]
+            return [.startEncryption(ltk: stk, ediv: 0, rand: [UInt8](repeating: 0, count: 8))]
         case .responder:
             return [send(SMPPDU.pairingRandom(randomValue: localRandom).bytes)]
         }
@@ -510,7 +526,8 @@ public final class SMPPairing {
     }
 
     /// rai / rbi of passkey round `passkeyRound`: 0x80 | bit i of the passkey (Vol 3 Part H 2.3.5.6.3).
-    private var passkeyBit: UInt8 { 0x80 | UInt8((passkey! >> UInt32(passkeyRound)) & 1) }
+    /// Only used once the passkey is known (a missing one could only make the confirm values differ).
+    private var passkeyBit: UInt8 { 0x80 | UInt8(((passkey ?? 0) >> UInt32(passkeyRound)) & 1) }
 
     /// Initiator, Passkey Entry: Cai = f4(PKax, PKbx, Nai, rai).
     private func scSendPasskeyRoundConfirm() -> [SMPOutput] {
@@ -522,7 +539,8 @@ public final class SMPPairing {
     private func scConfirmReceived() -> [SMPOutput] {
         switch (role, method) {
         case (.initiator, .justWorks), (.initiator, .numericComparison), (.initiator, .passkeyEntry):
-            // Cb (or Cbi): reveal Na (Nai).
+            // Cb (or Cbi): reveal Na (Nai; that one was drawn for Cai).
+            if method != .passkeyEntry { localRandom = random(16) }
             state = .awaitingRandom
             return [send(SMPPDU.pairingRandom(randomValue: localRandom).bytes)]
         case (.responder, .passkeyEntry):
@@ -637,7 +655,7 @@ public final class SMPPairing {
         case .responder:
             return [send(SMPPDU.pairingDHKeyCheck(dhKeyCheck: localCheckValue()).bytes)]
         case .initiator:
-            return [.startEncryption(ltk: encryptionKey!, ediv: 0, rand: [UInt8](repeating: 0, count: 8))]
+            return [.startEncryption(ltk: encryptionKey ?? [], ediv: 0, rand: [UInt8](repeating: 0, count: 8))]
         }
     }
 
@@ -669,11 +687,17 @@ public final class SMPPairing {
         // The responder distributes first.
         var out = role == .responder ? distributeOurKeys() : []
         if expectedKeyPDUs.isEmpty {
+            if let extra = earlyKeyPDUs.first { return out + unexpected(extra) }
             if role == .initiator { out += distributeOurKeys() }
             return out + complete()
         }
         state = .distributingKeys
         deadline = now() + configuration.timeout
+        let early = earlyKeyPDUs
+        earlyKeyPDUs = []
+        for pdu in early where !isFinished {
+            out += expectedKeyPDUs.first == pdu.code ? keyReceived(pdu) : unexpected(pdu)
+        }
         return out
     }
 
@@ -760,7 +784,8 @@ public final class SMPPairing {
         // Nothing of a failed pairing survives.
         tk = nil; dhKey = []; macKey = []; encryptionKey = nil
         localKeys = SMPKeys(); peerKeys = SMPKeys()
-        if reason == .confirmValueFailed || reason == .dhKeyCheckFailed {
+        // Only what we detected ourselves counts as a failed attempt of the peer (Vol 3 Part H 2.3.6).
+        if !remote && (reason == .confirmValueFailed || reason == .dhKeyCheckFailed) {
             attempts?.recordFailure(peerAddress, now: now())
         }
         var out: [SMPOutput] = []
