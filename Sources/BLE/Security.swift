@@ -279,8 +279,10 @@ actor LinkSecurity {
         encryptionPending = false
         if let p = pairing, !p.isFinished, wasPending || role == .responder {
             if enabled {
-                // Encrypted with the pairing's key; the final levels come with its completion.
-                setState(ATTSecurity(encrypted: true, authenticated: false,
+                // Encrypted with the pairing's key: the server must grant what it protects before
+                // key distribution ends (the peer may send ATT requests meanwhile). Every method
+                // but Just Works is authenticated (Core Vol 3 Part H 2.3.5.1); the completion confirms.
+                setState(ATTSecurity(encrypted: true, authenticated: p.method.map { $0 != .justWorks } ?? false,
                                      keySize: Int(offeredKeySizes.min() ?? 16)))
             }
             run(p.encryptionChanged(enabled: enabled, status: status.rawValue))
