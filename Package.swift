@@ -47,7 +47,7 @@ let package = Package(
         // Interop test harness (Bumble controllers and peer scripts as child processes).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "InteropHarnessTests", dependencies: ["TestSupport"]),
-        .testTarget(name: "InteropTests", dependencies: ["BLE", "TestSupport", "Transport", "Host", "GATT", "ATT", "HCI"]),
+        .testTarget(name: "InteropTests", dependencies: ["BLE", "TestSupport", "Transport", "Host", "GATT", "ATT", "HCI", "SMP"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "HCI", "Capture", "BLE", "VirtualController", "CBluetooth"]),
     ],
     swiftLanguageModes: [.v6]

@@ -91,6 +91,10 @@ public final class Peripheral: Sendable {
 
     public var controller: ControllerInfo { stack.controller }
 
+    /// The address centrals see while advertising (the random static one when the controller
+    /// has no public address).
+    public var address: DeviceAddress { get async { await stack.host.advertisingAddress } }
+
     private func start() async {
         let sink = self.sink
         let advertising = self.advertising

@@ -42,10 +42,10 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     }
     defer { ticker?.cancel() }
     try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: advertised))
-    let address = peripheral.controller.address
-    out.event([.text("event", "advertising"), .text("name", name), .text("address", address.description),
-               .text("addressType", "public"), .text("profile", profile)])
-    out.line("Advertising as \(out.bold(name)) (\(address), public) with profile \(profile) on \(opened.transport.name). Ctrl-C to stop.")
+    let address = await peripheral.address
+    out.event([.text("event", "advertising"), .text("name", name), .text("address", address.address.description),
+               .text("addressType", address.type.simple), .text("profile", profile)])
+    out.line("Advertising as \(out.bold(name)) (\(address.address), \(address.type.simple)) with profile \(profile) on \(opened.transport.name). Ctrl-C to stop.")
 
     let events = Task { () -> String? in
         for await e in peripheral.events {
