@@ -116,6 +116,25 @@ func temporaryDirectory() -> String {
         await s.close()
     }
 
+    /// Measurement for the issue: time from `pair()` to the paired link (Just Works SC, no bond)
+    /// on the virtual link; printed, and bounded far below the 30 s SMP timeout.
+    @Test func timeToPairJustWorksSecureConnections() async throws {
+        let s = try await open(central: Self.config(bonds: nil), peripheral: Self.config(bonds: nil))
+        var times: [Duration] = []
+        for _ in 0..<5 {
+            let remote = try await s.central.connect(to: s.address)
+            let start = ContinuousClock.now
+            try await remote.pair()
+            times.append(ContinuousClock.now - start)
+            try await remote.disconnect()
+        }
+        times.sort()
+        print("SMP: Just Works SC pairing on the virtual link, median of 5: \(times[2]) (min \(times[0]), max \(times[4]))")
+        #expect(times[2] < .seconds(2))
+        #expect(s.centralDelegate.paired.count == 5)
+        await s.close()
+    }
+
     @Test func justWorksSecureConnectionsBondsAndReencrypts() async throws { try await pairThenReencrypt(legacy: false) }
     @Test func justWorksLegacyBondsAndReencrypts() async throws { try await pairThenReencrypt(legacy: true) }
     @Test func justWorksWithoutBondingPairsAgain() async throws { try await pairThenReencrypt(legacy: false, bonding: false) }
