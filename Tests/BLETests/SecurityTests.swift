@@ -211,6 +211,25 @@ func temporaryDirectory() -> String {
         await s2.close()
     }
 
+    /// `peripheral --security-request`: the peripheral sends Security Request on connection and
+    /// the central honours it by pairing (Core Vol 3 Part H 2.4.6), with no ATT request at all;
+    /// `Peripheral.requestSecurity` returns the paired link's security.
+    @Test func securityRequestIsHonoured() async throws {
+        var p = Self.config()
+        p.requestSecurityOnConnect = true
+        let s = try await open(central: Self.config(), peripheral: p)
+        let remote = try await s.central.connect(to: s.address)
+        #expect(await waitFor { s.centralDelegate.paired.count == 1 })
+        #expect(await waitFor { (await remote.security).encrypted })
+        #expect(try await s.peripheral.requestSecurity(handle: await waitForHandle(s.peripheral)).encrypted)
+        await s.close()
+    }
+
+    func waitForHandle(_ p: Peripheral) async -> UInt16 {
+        for await e in p.events { if case .connected(let h, _) = e { return h } }
+        return 0
+    }
+
     /// A central offering at most 7 octets against the peripheral's default minimum of 16:
     /// Pairing Failed, Encryption Key Size (0x06, Core Vol 3 Part H 2.3.4); the peripheral
     /// keeps serving the next central.
