@@ -77,6 +77,9 @@ actor LinkSecurity {
     private let incoming: AsyncStream<[UInt8]>.Continuation
 
     private var pairing: SMPPairing?
+    /// The responder's pairing has only sent Security Request: the central may still answer by
+    /// encrypting with a bond instead of pairing.
+    private var requestOnly = false
     private var timer: Task<Void, Never>?
     /// After an SMP timeout no more SMP on this link (Core Vol 3 Part H 3.4).
     private var smpClosed = false
@@ -183,6 +186,7 @@ actor LinkSecurity {
         pairing = p
         offeredKeySizes = []
         bondInUse = nil
+        requestOnly = role == .responder
         run(p.start())
     }
 
@@ -267,6 +271,7 @@ actor LinkSecurity {
     }
 
     private func noteParameters(_ pdu: [UInt8]) {
+        if pdu.first == SMPPDU.Code.pairingRequest { requestOnly = false }
         switch try? SMPPDU.decode(pdu) {
         case .pairingRequest(let p)?, .pairingResponse(let p)?: offeredKeySizes.append(p.maxEncryptionKeySize)
         default: break
@@ -277,7 +282,7 @@ actor LinkSecurity {
     func encryptionChanged(enabled: Bool, status: HCIStatus) {
         let wasPending = encryptionPending
         encryptionPending = false
-        if let p = pairing, !p.isFinished, wasPending || role == .responder {
+        if let p = pairing, !p.isFinished, !requestOnly, wasPending || role == .responder {
             if enabled {
                 // Encrypted with the pairing's key: the server must grant what it protects before
                 // key distribution ends (the peer may send ATT requests meanwhile). Every method
@@ -294,6 +299,12 @@ actor LinkSecurity {
             setState(ATTSecurity(encrypted: true, authenticated: bond?.authenticated ?? state.authenticated,
                                  keySize: bond?.keySize ?? max(state.keySize, 7)))
             event(.encrypted(keySize: state.keySize, bonded: bond != nil, authenticated: state.authenticated))
+            if requestOnly {
+                // The central answered our Security Request with its bond: nothing to pair.
+                requestOnly = false
+                pairing = nil
+                armTimer()
+            }
             resolveWaiters(.success(state))
         } else {
             bondInUse = nil
@@ -318,7 +329,7 @@ actor LinkSecurity {
     func longTermKeyRequested(ediv: UInt16, rand: UInt64) {
         let randBytes = (0..<8).map { UInt8(truncatingIfNeeded: rand >> (8 * UInt64($0))) }
         var key: [UInt8]?
-        if let p = pairing, !p.isFinished {
+        if let p = pairing, !p.isFinished, !requestOnly {
             key = p.longTermKeyRequested(ediv: ediv, rand: randBytes)
         } else {
             var bond: SMPBond?

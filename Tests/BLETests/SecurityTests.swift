@@ -222,6 +222,14 @@ func temporaryDirectory() -> String {
         #expect(await waitFor { s.centralDelegate.paired.count == 1 })
         #expect(await waitFor { (await remote.security).encrypted })
         #expect(try await s.peripheral.requestSecurity(handle: await waitForHandle(s.peripheral)).encrypted)
+        try await remote.disconnect()
+        // Bonded now: the next Security Request is answered with encryption from the bond (the
+        // peripheral finds the key by EDIV/Rand), not with a new pairing.
+        let again = try await s.central.connect(to: s.address)
+        #expect(await waitFor { (await again.security).encrypted })
+        #expect(s.centralDelegate.paired.count == 1)
+        #expect(await waitFor { s.peripheralDelegate.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)) })
+        #expect(!s.peripheralDelegate.events.contains { if case .pairingFailed = $0 { true } else { false } })
         await s.close()
     }
 
