@@ -179,6 +179,10 @@ public final class RemotePeripheral: Sendable {
         try await link.security.secure(force: force, mitm: mitm)
     }
 
+    /// Returns once a pairing or encryption in progress (e.g. answering the peripheral's Security
+    /// Request) has ended, so a disconnection doesn't cut it short.
+    public func securitySettled() async { await link.security.settle() }
+
     /// The link's current security (encrypted, authenticated, key size).
     public var security: ATTSecurity { get async { await link.security.state } }
 

@@ -179,6 +179,13 @@ actor LinkSecurity {
         return try await withCheckedThrowingContinuation { waiters.append($0) }
     }
 
+    /// Waits until a pairing or encryption in progress ends (at once when none is); a failure
+    /// was already reported to the delegate.
+    func settle() async {
+        guard down == nil, encryptionPending || (pairing.map { !$0.isFinished } ?? false) && !requestOnly else { return }
+        _ = try? await withCheckedThrowingContinuation { waiters.append($0) }
+    }
+
     private func startPairing(mitm: Bool = false) {
         var smp = configuration.smp
         if mitm { smp.mitm = true }

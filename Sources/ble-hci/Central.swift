@@ -91,6 +91,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         reportDisconnected(reason, out: out)
         return ExitCode.failure
     }
+    await remote.securitySettled()  // bounded by the SMP timeout
     let reason = try await remote.disconnect()
     reportDisconnected(reason, out: out)
     return exitCode

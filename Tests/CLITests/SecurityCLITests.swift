@@ -51,6 +51,40 @@ extension CLITests {
         @Test func legacyJustWorks() async throws { try await pairsBondsAndReencrypts(legacy: true) }
         @Test func secureConnectionsJustWorks() async throws { try await pairsBondsAndReencrypts(legacy: false) }
 
+        /// Passkey Entry from the options on both sides: the peripheral displays 123456
+        /// (`--io display --passkey`), the central types it (`--io keyboard --passkey`); with MITM
+        /// the pairing is authenticated, so ff02 reads "authenticated" (CLI.md profile `secure`).
+        @Test func passkeyFromOptions() async throws {
+            let dir = try TempDir()
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--io", "display", "--mitm",
+                                                                  "--passkey", "123456", "--bonds", dir.path("p")]) { rig in
+                let r = try await rig.central(["central", "name:secure", "--pair", "--io", "keyboard", "--mitm", "--passkey", "123456",
+                                               "--read", "ff02", "--bonds", dir.path("c"), "--json"])
+                expectStatus(r, 0, "central --pair --io keyboard --passkey")
+                let paired = try #require(r.events("paired").first)
+                #expect(paired["method"] as? String == "passkeyEntry")
+                #expect(paired["mitm"] as? Bool == true)
+                #expect(r.events("read").first?["value"] as? String == hexOf("authenticated"))
+                let shown = try await #require(rig.peripheral).nextEvent("pairing", timeout: 5)
+                #expect(shown["passkey"] as? String == "123456")
+                #expect(shown["method"] as? String == "passkeyEntry")
+            }
+        }
+
+        /// `peripheral --security-request`: the central pairs with no request of its own.
+        @Test func securityRequest() async throws {
+            let dir = try TempDir()
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--security-request", "--bonds", dir.path("p")]) { rig in
+                // Discovery first: the Security Request (sent at connection) arrives meanwhile, and the
+                // central lets the pairing finish before it disconnects.
+                let r = try await rig.central(["central", "name:secure", "--discover", "--read", "2a00", "--bonds", dir.path("c"), "--json"])
+                #expect(r.events("paired").first?["method"] as? String == "justWorks", "\(r.stdout)")
+                expectStatus(r, 0, "central --read 2a00 against --security-request")
+                let peripheralPaired = try await #require(rig.peripheral).nextEvent("paired", timeout: 5)
+                #expect(peripheralPaired["method"] as? String == "justWorks")
+            }
+        }
+
         /// Numeric comparison with no terminal on the central and no --yes: refused
         /// (CLI.md), so pairing fails with Numeric Comparison Failed (0x0C, Core Vol 3 Part H 3.5.5).
         @Test func numericComparisonRefusedWithoutTerminal() async throws {
