@@ -494,16 +494,16 @@ public final class SMPPairing {
         }
         debugKey = SMPKeyPair.isDebugPublicKey(key) || SMPKeyPair.isDebugPublicKey(ours.publicKey)
         peerPublicKey = key
-        var out: [SMPOutput] = []
-        if role == .responder { out.append(send(publicKeyPDU())) }
         // OOB: check the peer's commitment to this key, if we received its OOB data.
         if method == .oob, ourOOBFlag(secureConnections: true) == 1, let oob = configuration.oob,
            let c = oob.peerConfirm, let r = oob.peerRandom {
             let x = Array(key.prefix(32))
             guard SMPCrypto.f4(u: x, v: x, x: r, z: 0) == c else {
-                return out + fail(.confirmValueFailed, "peer's public key does not match its OOB confirm value")
+                return fail(.confirmValueFailed, "peer's public key does not match its OOB confirm value")
             }
         }
+        var out: [SMPOutput] = []
+        if role == .responder { out.append(send(publicKeyPDU())) }
         switch (method, role) {
         case (.justWorks, .initiator), (.numericComparison, .initiator):
             state = .awaitingConfirm
