@@ -150,6 +150,9 @@ import HCI
     @Test func secureConnectionsOnlyRefusesLegacy() {
         let p = Self.responder { $0.secureConnectionsOnly = true }
         #expect(p.receive(Self.request(authReq: 0x01)) == Self.failure(.authenticationRequirements))
+        // SC with a 15-octet key is refused too, even with a lower configured minimum (Vol 3 Part C 10.2.4).
+        let q = Self.responder { $0.secureConnectionsOnly = true; $0.minimumKeySize = 7 }
+        #expect(q.receive(Self.request(keySize: 15)) == Self.failure(.encryptionKeySize))
     }
 
     @Test func mitmRequiredButJustWorks() {
