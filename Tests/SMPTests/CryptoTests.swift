@@ -96,6 +96,12 @@ func le(_ hex: String) -> [UInt8] { be(hex).reversed() }
                 == le("fb173597 c6a3c0ec d2998c2a 75a57011"))
     }
 
+    @Test func linkKeyFromLTKSamplesD9D10() {
+        let ltk = le("368df9bc e3264b58 bd066c33 334fbf64")
+        #expect(SMPCrypto.linkKey(fromLTK: ltk, ct2: true) == le("287ad379 dca40253 0a39f1f4 3047b835"))
+        #expect(SMPCrypto.linkKey(fromLTK: ltk, ct2: false) == le("bc1ca4ef 633fc1bd 0d8230af ee388fb0"))
+    }
+
     @Test func signatureMatchesBlueZ() {
         // BlueZ unit/test-crypto.c (bt_crypto_sign_att, independent peer): the RFC 4493 key and
         // messages taken as LSO-first octets, SignCounter 0; expected signatures as BlueZ lists them.
