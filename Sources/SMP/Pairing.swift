@@ -137,7 +137,8 @@ public final class SMPPairing {
         }
         switch pdu {
         case .unknown(let c, _):
-            // The brief asks for Command Not Supported (0x07) rather than silence, as Linux does.
+            // Answered with Command Not Supported (0x07), as Linux and Zephyr answer unknown codes,
+            // rather than ignored: the peer learns at once that pairing cannot go on.
             return fail(.commandNotSupported, "unknown SMP code \(hexCode(c))")
         case .pairingFailed(let reason):
             return fail(reason, "peer sent Pairing Failed: \(reason)", send: false, remote: true)
