@@ -86,6 +86,7 @@ public enum SMPBondStoreError: Error, Sendable, Equatable, CustomStringConvertib
 public final class SMPBondStore: Sendable {
     public let path: String
     public let localIdentity: DeviceAddress
+    private let directory: String
     private let lock = Mutex(())
 
     public init(directory: String, localIdentity: DeviceAddress) throws {
@@ -93,9 +94,13 @@ public final class SMPBondStore: Sendable {
         let name = localIdentity.address.description.replacingOccurrences(of: ":", with: "-")
             + "-" + localIdentity.type.simple + ".json"
         path = (directory as NSString).appendingPathComponent(name)
-        var isDir: ObjCBool = false
-        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDir) {
-            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else { throw SMPBondStoreError.io(path: directory, errno: errno) }
+        self.directory = directory
+        do {
+            // Keys live here: the directory is private to the user too.
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw SMPBondStoreError.io(path: directory, errno: (error as NSError).code == NSFileWriteNoPermissionError ? EACCES : EIO)
         }
     }
 
@@ -156,8 +161,8 @@ public final class SMPBondStore: Sendable {
 
     private func read() throws -> BondFile {
         guard let data = FileManager.default.contents(atPath: path) else {
-            if FileManager.default.fileExists(atPath: path) { throw SMPBondStoreError.io(path: path, errno: EACCES) }
-            return BondFile(localIdentity: CodableAddress(localIdentity), bonds: [])
+            if access(path, F_OK) != 0 && errno == ENOENT { return BondFile(localIdentity: CodableAddress(localIdentity), bonds: []) }
+            throw SMPBondStoreError.io(path: path, errno: access(path, R_OK) == 0 ? EIO : errno)
         }
         do {
             return try JSONDecoder().decode(BondFile.self, from: data)
@@ -201,6 +206,12 @@ public final class SMPBondStore: Sendable {
             unlink(tmp)
             throw SMPBondStoreError.io(path: path, errno: e)
         }
+        // Make the rename itself durable.
+        let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 {
+            fsync(dirFD)
+            close(dirFD)
+        }
     }
 }
 
@@ -237,16 +248,33 @@ private extension KeyedDecodingContainer {
     func addressIfPresent(_ key: Key) throws -> DeviceAddress? {
         contains(key) ? try address(key) : nil
     }
-    /// A key of exactly `count` octets.
+    /// A key of exactly `count` octets, written as hex (see `encodeOctets`).
     func octets(_ key: Key, _ count: Int) throws -> [UInt8] {
-        let v = try decode([UInt8].self, forKey: key)
-        guard v.count == count else {
-            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "\(v.count) octets, not \(count)")
+        let text = try decode(String.self, forKey: key)
+        let digits = Array(text.utf8)
+        guard digits.count == 2 * count else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "\(digits.count) hex digits, not \(2 * count)")
         }
-        return v
+        return try stride(from: 0, to: digits.count, by: 2).map { i in
+            guard let v = UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16) else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "not hex: \(text)")
+            }
+            return v
+        }
     }
     func octetsIfPresent(_ key: Key, _ count: Int) throws -> [UInt8]? {
         contains(key) ? try octets(key, count) : nil
+    }
+}
+
+private extension KeyedEncodingContainer {
+    /// Keys as hex strings, octets in the order HCI and SMP carry them (least significant first),
+    /// like BlueZ's bond files: readable, and a wrong length is visible.
+    mutating func encodeOctets(_ value: [UInt8], forKey key: Key) throws {
+        try encode(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(), forKey: key)
+    }
+    mutating func encodeOctetsIfPresent(_ value: [UInt8]?, forKey key: Key) throws {
+        if let value { try encodeOctets(value, forKey: key) }
     }
 }
 
@@ -258,7 +286,7 @@ extension SMPIdentity: Codable {
     }
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(irk, forKey: .irk)
+        try c.encodeOctets(irk, forKey: .irk)
         try c.encode(CodableAddress(address), forKey: .address)
     }
 }
@@ -273,12 +301,12 @@ extension SMPKeys: Codable {
     }
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeIfPresent(ltk, forKey: .ltk)
+        try c.encodeOctetsIfPresent(ltk, forKey: .ltk)
         try c.encode(ediv, forKey: .ediv)
-        try c.encode(rand, forKey: .rand)
-        try c.encodeIfPresent(irk, forKey: .irk)
+        try c.encodeOctets(rand, forKey: .rand)
+        try c.encodeOctetsIfPresent(irk, forKey: .irk)
         try c.encodeIfPresent(identityAddress.map(CodableAddress.init), forKey: .identityAddress)
-        try c.encodeIfPresent(csrk, forKey: .csrk)
+        try c.encodeOctetsIfPresent(csrk, forKey: .csrk)
     }
 }
 
@@ -309,14 +337,14 @@ extension SMPBond: Codable {
         try c.encode(keySize, forKey: .keySize)
         try c.encode(secureConnections, forKey: .secureConnections)
         try c.encode(authenticated, forKey: .authenticated)
-        try c.encode(ltk, forKey: .ltk)
+        try c.encodeOctets(ltk, forKey: .ltk)
         try c.encode(ediv, forKey: .ediv)
-        try c.encode(rand, forKey: .rand)
+        try c.encodeOctets(rand, forKey: .rand)
         try c.encodeIfPresent(localLTK, forKey: .localLTK)
-        try c.encodeIfPresent(peerIRK, forKey: .peerIRK)
-        try c.encodeIfPresent(peerCSRK, forKey: .peerCSRK)
+        try c.encodeOctetsIfPresent(peerIRK, forKey: .peerIRK)
+        try c.encodeOctetsIfPresent(peerCSRK, forKey: .peerCSRK)
         try c.encode(signCounter, forKey: .signCounter)
-        try c.encodeIfPresent(localCSRK, forKey: .localCSRK)
+        try c.encodeOctetsIfPresent(localCSRK, forKey: .localCSRK)
         try c.encode(localSignCounter, forKey: .localSignCounter)
     }
 }

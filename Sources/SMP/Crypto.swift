@@ -120,6 +120,25 @@ public enum SMPCrypto {
         cmacLE(key: salt, message: w)
     }
 
+    /// BR/EDR link key from an LE Secure Connections LTK (Vol 3 Part H 2.4.2.4): ILK = h7(SALT "tmp1", LTK)
+    /// when both sides set CT2, else h6(LTK, "tmp1"); link key = h6(ILK, "lebr"). LSO first. A helper
+    /// only: the pairing itself never agrees on LinkKey (LE-only stack).
+    public static func linkKey(fromLTK ltk: [UInt8], ct2: Bool) -> [UInt8] {
+        let tmp1 = Array("tmp1".utf8.reversed()), lebr = Array("lebr".utf8.reversed())
+        let ilk = ct2 ? h7(salt: tmp1 + [UInt8](repeating: 0, count: 12), w: ltk) : h6(w: ltk, keyID: tmp1)
+        return h6(w: ilk, keyID: lebr)
+    }
+
+    /// Data signing (Vol 3 Part H 2.4.5, used by ATT Signed Write Command, Vol 3 Part F 3.4.5.4):
+    /// the 12-octet Authentication Signature = SignCounter (4 octets LSO first) || MAC, where MAC is
+    /// the 64 most significant bits of AES-CMAC_CSRK(m || SignCounter). `message` (m: the ATT PDU
+    /// before the signature) and `csrk` are LSO first, like everything SMP and ATT carry.
+    public static func signature(csrk: [UInt8], message: [UInt8], signCounter: UInt32) -> [UInt8] {
+        let counter = (0..<4).map { UInt8(truncatingIfNeeded: signCounter >> (8 * UInt32($0))) }
+        let mac = cmacLE(key: csrk, message: message + counter)
+        return counter + mac[8..<16]
+    }
+
     /// A1/A2 of f5 and f6: the address type octet (0 public, 1 random) as most significant
     /// octet above the 48-bit address, LSO first: address LSO first, then the type.
     public static func addressOctets(_ a: DeviceAddress) -> [UInt8] {

@@ -17,12 +17,12 @@ public struct SMPKeyPair: Sendable, Equatable {
         self.publicKey = pub
     }
 
-    /// A fresh key pair from OpenSSL's generator (Vol 3 Part H 2.3.5.6.1: a new one per pairing).
+    /// A fresh key pair from OpenSSL's EC key generator (Vol 3 Part H 2.3.5.6.1: a new one per pairing).
     public static func generate() -> SMPKeyPair {
-        while true {
-            // A uniformly random scalar; one outside [1, n-1] (probability ~2^-32) is drawn again.
-            if let pair = SMPKeyPair(privateKey: SMPCrypto.randomBytes(32)) { return pair }
+        guard let priv = P256.generatePrivateKey(), let pair = SMPKeyPair(privateKey: priv) else {
+            preconditionFailure("OpenSSL failed to generate a P-256 key pair")
         }
+        return pair
     }
 
     /// The debug key pair (Vol 3 Part H 2.3.5.6.1), private key as the spec prints it (MSO first):
@@ -111,6 +111,23 @@ enum P256 {
             guard EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, &out, 65, nil) == 65 else { return nil }
             return out[1..<33].reversed() + out[33..<65].reversed()
         }
+    }
+
+    /// EVP_PKEY_generate on P-256; the private scalar, 32 octets LSO first.
+    static func generatePrivateKey() -> [UInt8]? {
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { return nil }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        var pkey: OpaquePointer? = nil
+        guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1,
+              EVP_PKEY_generate(ctx, &pkey) == 1, let pkey else { return nil }
+        defer { EVP_PKEY_free(pkey) }
+        var scalar: OpaquePointer? = nil
+        guard EVP_PKEY_get_bn_param(pkey, OSSL_PKEY_PARAM_PRIV_KEY, &scalar) == 1, let scalar else { return nil }
+        defer { BN_clear_free(scalar) }
+        var mso = [UInt8](repeating: 0, count: 32)
+        guard BN_bn2binpad(scalar, &mso, 32) == 32 else { return nil }
+        defer { for i in mso.indices { mso[i] = 0 } }
+        return mso.reversed()
     }
 
     /// An EVP_PKEY for P-256 from a public key and, optionally, the private scalar.

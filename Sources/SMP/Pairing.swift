@@ -82,6 +82,10 @@ public final class SMPPairing {
     private var localKeys = SMPKeys()
     private var peerKeys = SMPKeys()
 
+    /// `local` / `peer`: the addresses the link was made with, as on air (a resolvable private address
+    /// stays random), since c1 and f5/f6 cover them. `random` and `keyPair` are injectable for replay
+    /// tests; `keyPair` defaults to a fresh one per pairing. `attempts`: the stack's repeated-attempts
+    /// tracker, if any. `now`: the clock `deadline` is computed from.
     public init(role: SMPRole, configuration: SMPConfiguration, local: DeviceAddress, peer: DeviceAddress,
                 random: @escaping (Int) -> [UInt8] = SMPCrypto.randomBytes, keyPair: SMPKeyPair? = nil,
                 attempts: SMPAttemptTracker? = nil, now: @escaping () -> ContinuousClock.Instant = { .now }) {
@@ -133,7 +137,8 @@ public final class SMPPairing {
         }
         switch pdu {
         case .unknown(let c, _):
-            // The brief asks for Command Not Supported (0x07) rather than silence, as Linux does.
+            // Answered with Command Not Supported (0x07), as Linux and Zephyr answer unknown codes,
+            // rather than ignored: the peer learns at once that pairing cannot go on.
             return fail(.commandNotSupported, "unknown SMP code \(hexCode(c))")
         case .pairingFailed(let reason):
             return fail(reason, "peer sent Pairing Failed: \(reason)", send: false, remote: true)
@@ -221,6 +226,8 @@ public final class SMPPairing {
     }
 
     /// The stack's timer fired at `deadline`: pairing fails, no more SMP on this link (Vol 3 Part H 3.4).
+    /// Returns `.failed(.unspecifiedReason, remote: false)` without sending Pairing Failed;
+    /// `hasTimedOut` and `failure` tell a timeout apart.
     public func timedOut() -> [SMPOutput] {
         guard !isFinished, deadline != nil else { return [] }
         hasTimedOut = true
@@ -313,6 +320,10 @@ public final class SMPPairing {
         secureConnections = req.authReq.secureConnections && res.authReq.secureConnections
         if configuration.secureConnectionsOnly && !secureConnections {
             return fail(.authenticationRequirements, "peer does not support LE Secure Connections (SC-only mode)")
+        }
+        // Secure Connections Only mode also requires a 128-bit key (Vol 3 Part C 10.2.4).
+        if configuration.secureConnectionsOnly && keySize < 16 {
+            return fail(.encryptionKeySize, "key size \(keySize) in Secure Connections Only mode (needs 16)")
         }
         let (chosen, initiatorAction, responderAction) = Self.method(
             initiator: req, responder: res, secureConnections: secureConnections)
@@ -494,16 +505,16 @@ public final class SMPPairing {
         }
         debugKey = SMPKeyPair.isDebugPublicKey(key) || SMPKeyPair.isDebugPublicKey(ours.publicKey)
         peerPublicKey = key
-        var out: [SMPOutput] = []
-        if role == .responder { out.append(send(publicKeyPDU())) }
         // OOB: check the peer's commitment to this key, if we received its OOB data.
         if method == .oob, ourOOBFlag(secureConnections: true) == 1, let oob = configuration.oob,
            let c = oob.peerConfirm, let r = oob.peerRandom {
             let x = Array(key.prefix(32))
             guard SMPCrypto.f4(u: x, v: x, x: r, z: 0) == c else {
-                return out + fail(.confirmValueFailed, "peer's public key does not match its OOB confirm value")
+                return fail(.confirmValueFailed, "peer's public key does not match its OOB confirm value")
             }
         }
+        var out: [SMPOutput] = []
+        if role == .responder { out.append(send(publicKeyPDU())) }
         switch (method, role) {
         case (.justWorks, .initiator), (.numericComparison, .initiator):
             state = .awaitingConfirm

@@ -31,6 +31,7 @@ public final class SMPAttemptTracker: Sendable {
     public let maximumWait: Duration
     private struct Entry { var failures: Int; var until: ContinuousClock.Instant }
     private let entries = Mutex<[BDAddress: Entry]>([:])
+    private static let capacity = 256
 
     public init(initialWait: Duration = .seconds(2), maximumWait: Duration = .seconds(64)) {
         self.initialWait = initialWait
@@ -53,8 +54,13 @@ public final class SMPAttemptTracker: Sendable {
             var wait = initialWait
             for _ in 1..<failures where wait < maximumWait { wait *= 2 }
             table[peer.address] = Entry(failures: failures, until: now + min(wait, maximumWait))
-            // Bounded memory: forget expired entries once the table grows.
-            if table.count > 256 { table = table.filter { $0.value.until > now } }
+            // Bounded memory: forget expired entries once the table grows, then the ones ending soonest.
+            if table.count > Self.capacity {
+                table = table.filter { $0.value.until > now }
+                while table.count > Self.capacity, let soonest = table.min(by: { $0.value.until < $1.value.until }) {
+                    table.removeValue(forKey: soonest.key)
+                }
+            }
         }
     }
 

@@ -38,6 +38,14 @@ import HCI
             var st = stat()
             #expect(stat(store.path, &st) == 0)
             #expect(st.st_mode & 0o777 == 0o600)
+            // Keys are hex, LSO first as HCI carries them.
+            let text = String(decoding: FileManager.default.contents(atPath: store.path) ?? Data(), as: UTF8.self)
+            #expect(text.contains("\"01010101010101010101010101010101\""))
+            #expect(text.contains("\"0102030405060708\""))
+            // A temp file left by a crash mid-write is not the bond file: nothing is lost or misread.
+            #expect(FileManager.default.createFile(atPath: store.path + ".tmp-99999", contents: Data("{".utf8)))
+            #expect(try store.bonds() == [b])
+            try FileManager.default.removeItem(atPath: store.path + ".tmp-99999")
             // A second store (new process) reads the same.
             #expect(try SMPBondStore(directory: dir, localIdentity: Self.local).bonds() == [b])
             // Replacing keeps one bond per peer; the file is replaced, not edited in place (new inode).

@@ -96,6 +96,25 @@ func le(_ hex: String) -> [UInt8] { be(hex).reversed() }
                 == le("fb173597 c6a3c0ec d2998c2a 75a57011"))
     }
 
+    @Test func linkKeyFromLTKSamplesD9D10() {
+        let ltk = le("368df9bc e3264b58 bd066c33 334fbf64")
+        #expect(SMPCrypto.linkKey(fromLTK: ltk, ct2: true) == le("287ad379 dca40253 0a39f1f4 3047b835"))
+        #expect(SMPCrypto.linkKey(fromLTK: ltk, ct2: false) == le("bc1ca4ef 633fc1bd 0d8230af ee388fb0"))
+    }
+
+    @Test func signatureMatchesBlueZ() {
+        // BlueZ unit/test-crypto.c (bt_crypto_sign_att, independent peer): the RFC 4493 key and
+        // messages taken as LSO-first octets, SignCounter 0; expected signatures as BlueZ lists them.
+        let csrk = le("2b7e1516 28aed2a6 abf71588 09cf4f3c")
+        let m = be("6bc1bee2 2e409f96 e93d7e11 7393172a ae2d8a57 1e03ac9c 9eb76fac 45af8e51 30c81c46 a35ce411 e5fbc119 1a0a52ef f69f2445 df4f9b17 ad2b417b e66c3710")
+        #expect(SMPCrypto.signature(csrk: csrk, message: [], signCounter: 0) == be("00000000 b3a85941 27ebc2c0"))
+        #expect(SMPCrypto.signature(csrk: csrk, message: Array(m[0..<16]), signCounter: 0) == be("00000000 273974f4 392a232a"))
+        #expect(SMPCrypto.signature(csrk: csrk, message: Array(m[0..<40]), signCounter: 0) == be("00000000 b7ca94ab 87c78218"))
+        #expect(SMPCrypto.signature(csrk: csrk, message: m, signCounter: 0) == be("00000000 44e1e6ce 1df51368"))
+        // The counter travels LSO first in front of the MAC.
+        #expect(SMPCrypto.signature(csrk: csrk, message: [], signCounter: 0x01020304).prefix(4) == [4, 3, 2, 1])
+    }
+
     @Test func p256DataSet1() throws {
         let a = try #require(SMPKeyPair(privateKey: Self.privateA))
         let b = try #require(SMPKeyPair(privateKey: Self.privateB))

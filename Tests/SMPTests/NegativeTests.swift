@@ -150,6 +150,9 @@ import HCI
     @Test func secureConnectionsOnlyRefusesLegacy() {
         let p = Self.responder { $0.secureConnectionsOnly = true }
         #expect(p.receive(Self.request(authReq: 0x01)) == Self.failure(.authenticationRequirements))
+        // SC with a 15-octet key is refused too, even with a lower configured minimum (Vol 3 Part C 10.2.4).
+        let q = Self.responder { $0.secureConnectionsOnly = true; $0.minimumKeySize = 7 }
+        #expect(q.receive(Self.request(keySize: 15)) == Self.failure(.encryptionKeySize))
     }
 
     @Test func mitmRequiredButJustWorks() {
@@ -263,5 +266,78 @@ import HCI
                 for o in out { if case .send(let b) = o { #expect(!b.isEmpty) } }
             }
         }
+    }
+}
+
+@Suite struct SMPPhaseThreeTests {
+    /// Our legacy Just Works responder driven to key distribution by a scripted initiator
+    /// (confirm values from c1, checked against the spec example in SMPCryptoTests).
+    static func responderAwaitingKeys(initiatorKeys: UInt8) throws -> SMPPairing {
+        var c = SMPConfiguration()
+        c.secureConnections = false
+        c.distributeSigningKey = false
+        let p = SMPPairing(role: .responder, configuration: c, local: peripheralAddress, peer: centralAddress)
+        let preq: [UInt8] = [0x01, 0x03, 0x00, 0x01, 0x10, initiatorKeys, 0x00]
+        let pres = try #require(sentBytes(p.receive(preq)).first)
+        #expect(pres == [0x02, 0x03, 0x00, 0x01, 0x10, initiatorKeys, 0x00])
+        let mrand = [UInt8](repeating: 0x5A, count: 16), zero = [UInt8](repeating: 0, count: 16)
+        let mconfirm = SMPCrypto.c1(k: zero, r: mrand, preq: preq, pres: pres, iat: 1, ia: centralAddress.address,
+                                    rat: 0, ra: peripheralAddress.address)
+        _ = p.receive([0x03] + mconfirm)
+        #expect(sentBytes(p.receive([0x04] + mrand)).first?.first == 0x04)
+        #expect(p.longTermKeyRequested(ediv: 0, rand: [UInt8](repeating: 0, count: 8)) != nil)
+        #expect(p.encryptionChanged(enabled: true, status: 0) == [])
+        return p
+    }
+
+    @Test func identityAddressMustBePublicOrStatic() throws {
+        let p = try Self.responderAwaitingKeys(initiatorKeys: 0x02)
+        #expect(p.receive([0x08] + [UInt8](repeating: 7, count: 16)) == [])
+        // Random address with top bits 0b01 (resolvable private): no identity address (Vol 3 Part H 3.6.5).
+        #expect(p.receive([0x09, 0x01, 1, 2, 3, 4, 5, 0x45]) == SMPNegativeTests.failure(.invalidParameters))
+
+        let q = try Self.responderAwaitingKeys(initiatorKeys: 0x02)
+        _ = q.receive([0x08] + [UInt8](repeating: 7, count: 16))
+        let out = q.receive([0x09, 0x01, 1, 2, 3, 4, 5, 0xC5])
+        guard case .completed(let r)? = out.last else { Issue.record("\(out)"); return }
+        #expect(r.peer.irk == [UInt8](repeating: 7, count: 16))
+        #expect(r.peer.identityAddress == DeviceAddress(BDAddress(be("C50504030201")), type: .random))
+    }
+
+    @Test func keysInTheWrongOrder() throws {
+        // Vol 3 Part H 3.6.1: Identity Information comes before Identity Address Information.
+        let p = try Self.responderAwaitingKeys(initiatorKeys: 0x02)
+        #expect(p.receive([0x09, 0x00, 1, 2, 3, 4, 5, 6]) == SMPNegativeTests.failure(.unspecifiedReason))
+        // A key that was not agreed on.
+        let q = try Self.responderAwaitingKeys(initiatorKeys: 0x02)
+        #expect(q.receive([0x0A] + [UInt8](repeating: 1, count: 16)) == SMPNegativeTests.failure(.unspecifiedReason))
+    }
+
+    @Test func encryptionFailureFailsPairing() throws {
+        var c = SMPConfiguration()
+        c.secureConnections = false
+        // An Encryption Change with an error (here PIN or Key Missing, 0x06) ends the pairing, nothing distributed.
+        let p = SMPPairing(role: .responder, configuration: c, local: peripheralAddress, peer: centralAddress)
+        let preq: [UInt8] = [0x01, 0x03, 0x00, 0x01, 0x10, 0x00, 0x00]
+        let pres = try #require(sentBytes(p.receive(preq)).first)
+        let mrand = [UInt8](repeating: 1, count: 16), zero = [UInt8](repeating: 0, count: 16)
+        _ = p.receive([0x03] + SMPCrypto.c1(k: zero, r: mrand, preq: preq, pres: pres, iat: 1, ia: centralAddress.address,
+                                            rat: 0, ra: peripheralAddress.address))
+        _ = p.receive([0x04] + mrand)
+        #expect(p.encryptionChanged(enabled: false, status: 0x06) == SMPNegativeTests.failure(.unspecifiedReason))
+        #expect(p.failure?.contains("0x06") == true)
+    }
+
+    @Test func keypressNotificationsOnlyDuringPasskeyEntry() {
+        var typing = SMPConfiguration()
+        typing.ioCapability = .keyboardOnly
+        typing.mitm = true
+        let p = SMPPairing(role: .responder, configuration: typing, local: peripheralAddress, peer: centralAddress)
+        _ = p.receive(SMPNegativeTests.request(authReq: 0x0D, io: 0x00))
+        #expect(p.receive([0x0E, 0x00]) == [])   // passkey entry started: informational
+        #expect(!p.isFinished)
+        let q = SMPNegativeTests.responder()
+        _ = q.receive(SMPNegativeTests.request())
+        #expect(q.receive([0x0E, 0x00]) == SMPNegativeTests.failure(.unspecifiedReason))
     }
 }

@@ -173,3 +173,15 @@ struct PairingScenario: CustomTestStringConvertible, Sendable {
         #expect(link.initiatorResult == nil && link.responderResult == nil)
     }
 }
+
+extension SMPOOBPairingTests {
+    @Test func responderRefusesKeyNotMatchingOOBData() throws {
+        // The responder holds the initiator's OOB data; a public key other than the committed one fails
+        // with Confirm Value Failed before our public key goes out (Vol 3 Part H 2.3.5.6.4).
+        let a = SMPKeyPair.generate(), b = SMPKeyPair.generate()
+        let (_, r) = Self.configs(initiatorHasPeerData: false, responderHasPeerData: true, a: a, b: b)
+        let p = SMPPairing(role: .responder, configuration: r, local: peripheralAddress, peer: centralAddress, keyPair: b)
+        #expect(sentBytes(p.receive([0x01, 0x03, 0x00, 0x0D, 0x10, 0x00, 0x00])).first?[2] == 0x01)   // our OOB flag
+        #expect(p.receive([0x0C] + SMPKeyPair.generate().publicKey) == [.send([0x05, 0x04]), .failed(.confirmValueFailed, remote: false)])
+    }
+}
