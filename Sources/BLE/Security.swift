@@ -72,6 +72,8 @@ actor LinkSecurity {
     /// Nil until the bond directory exists (it is created by the first bond stored).
     private var bonds: SMPBondStore?
     private let delegate: (any PairingDelegate)?
+    /// Repeated-attempts protection, shared by every link of the stack (Core Vol 3 Part H 2.3.6).
+    private let attempts: SMPAttemptTracker
     private let log: (@Sendable (String) -> Void)?
     private let outgoing: AsyncStream<[UInt8]>.Continuation
     private let incoming: AsyncStream<[UInt8]>.Continuation
@@ -97,7 +99,8 @@ actor LinkSecurity {
 
     init(connection: LEConnection, host: Host, l2cap: L2CAPConnection, bearer: ATTBearer,
          configuration: SecurityConfiguration, bonds: SMPBondStore?, delegate: (any PairingDelegate)?,
-         log: (@Sendable (String) -> Void)?) {
+         attempts: SMPAttemptTracker, log: (@Sendable (String) -> Void)?) {
+        self.attempts = attempts
         self.connection = connection
         self.host = host
         self.bearer = bearer
@@ -167,8 +170,9 @@ actor LinkSecurity {
     /// Security Request and waits for the central to pair or encrypt. Returns the new security.
     func secure(force: Bool = false, mitm: Bool = false) async throws -> ATTSecurity {
         if let down { throw BLEError.disconnected(down) }
-        if state.encrypted && !force && (!mitm || state.authenticated) { return state }
-        if pairing == nil || pairing!.isFinished, !encryptionPending {
+        let pairingInProgress = pairing.map { !$0.isFinished } ?? false
+        if state.encrypted && !force && (!mitm || state.authenticated) && !pairingInProgress { return state }
+        if !pairingInProgress, !encryptionPending {
             if smpClosed { throw BLEError.securityFailed("SMP timed out earlier on this link: no more pairing on it (Core Vol 3 Part H 3.4)") }
             if role == .initiator, !force, let bond = storedBond(), !mitm || bond.authenticated {
                 startEncryption(with: bond)
@@ -189,7 +193,7 @@ actor LinkSecurity {
     private func startPairing(mitm: Bool = false) {
         var smp = configuration.smp
         if mitm { smp.mitm = true }
-        let p = SMPPairing(role: role, configuration: smp, local: connection.local, peer: connection.peer)
+        let p = SMPPairing(role: role, configuration: smp, local: connection.local, peer: connection.peer, attempts: attempts)
         pairing = p
         offeredKeySizes = []
         bondInUse = nil
@@ -227,14 +231,21 @@ actor LinkSecurity {
             run(p.encryptionChanged(enabled: false, status: (error as? HCIError)?.status.rawValue ?? HCIStatus.unspecifiedError.rawValue))
         } else {
             bondInUse = nil
-            resolveWaiters(.failure(error))
+            if case HostError.disconnected(_, let reason) = error {
+                resolveWaiters(.failure(BLEError.disconnected(reason)))
+            } else {
+                resolveWaiters(.failure(error))
+            }
         }
     }
 
     // MARK: Input
 
+    /// One SMP PDU, in arrival order. PDUs that arrived before a disconnection are still
+    /// processed after it, so key distribution that completed on air completes here too.
     private func received(_ pdu: [UInt8]) {
-        guard !smpClosed, down == nil, let code = pdu.first else { return }
+        guard !smpClosed, let code = pdu.first else { return }
+        if down != nil, pairing?.isFinished ?? true { return }
         if encryptionPending {
             held.append(pdu)
             return
@@ -246,7 +257,8 @@ actor LinkSecurity {
         }
         switch (role, code) {
         case (.responder, SMPPDU.Code.pairingRequest):
-            let p = SMPPairing(role: .responder, configuration: configuration.smp, local: connection.local, peer: connection.peer)
+            let p = SMPPairing(role: .responder, configuration: configuration.smp, local: connection.local, peer: connection.peer,
+                               attempts: attempts)
             pairing = p
             offeredKeySizes = []
             noteParameters(pdu)
@@ -378,7 +390,7 @@ actor LinkSecurity {
         timer?.cancel()
         timer = nil
         resolveWaiters(.failure(BLEError.disconnected(reason)))
-        incoming.finish()
+        // `incoming` ends when L2CAP closes the channel, after the frames already received.
         outgoing.finish()
     }
 
@@ -470,7 +482,7 @@ actor LinkSecurity {
     private func armTimer() {
         timer?.cancel()
         timer = nil
-        guard let p = pairing, !p.isFinished, let deadline = p.deadline else { return }
+        guard down == nil, let p = pairing, !p.isFinished, let deadline = p.deadline else { return }
         timer = Task { [weak self] in
             guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
             await self?.timedOut()

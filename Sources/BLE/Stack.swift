@@ -98,6 +98,8 @@ actor Stack {
     private(set) var lostReason: String?
     /// Bond stores by local identity address (CLI.md `--bonds DIR`: one file per local address).
     private var bondStores: [DeviceAddress: SMPBondStore] = [:]
+    /// Repeated-attempts protection across links (Core Vol 3 Part H 2.3.6).
+    private let pairingAttempts = SMPAttemptTracker()
 
     struct Scanner {
         var filter: ScanFilter
@@ -222,6 +224,7 @@ actor Stack {
         let server = self.server
         let options = self.options
         let bonds = bondStore(for: connection.local)
+        let attempts = pairingAttempts
         let task = Task { () -> Link in
             var l2capConfig = L2CAPConfiguration()
             l2capConfig.signalingTimeout = options.signalingTimeout
@@ -234,7 +237,7 @@ actor Stack {
             await bearer.start()
             let security = LinkSecurity(connection: connection, host: host, l2cap: l2cap, bearer: bearer,
                                         configuration: options.security, bonds: bonds,
-                                        delegate: options.pairingDelegate, log: options.log)
+                                        delegate: options.pairingDelegate, attempts: attempts, log: options.log)
             await security.prepare()
             if let server { await bearer.setServerDelegate(server) }
             let automatic = connection.role == .central && options.security.automaticSecurity

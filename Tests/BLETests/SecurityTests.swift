@@ -226,7 +226,7 @@ func temporaryDirectory() -> String {
         // Bonded now: the next Security Request is answered with encryption from the bond (the
         // peripheral finds the key by EDIV/Rand), not with a new pairing.
         let again = try await s.central.connect(to: s.address)
-        #expect(await waitFor { (await again.security).encrypted })
+        #expect(await waitFor { (await again.security).encrypted }, "central: \(s.centralDelegate.events) peripheral: \(s.peripheralDelegate.events)")
         #expect(s.centralDelegate.paired.count == 1)
         #expect(await waitFor { s.peripheralDelegate.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)) })
         #expect(!s.peripheralDelegate.events.contains { if case .pairingFailed = $0 { true } else { false } })
@@ -236,6 +236,28 @@ func temporaryDirectory() -> String {
     func waitForHandle(_ p: Peripheral) async -> UInt16 {
         for await e in p.events { if case .connected(let h, _) = e { return h } }
         return 0
+    }
+
+    /// Both sides bonded but the central's LTK no longer matches: the link layer's MIC check
+    /// fails and the link drops with Connection Terminated due to MIC Failure (0x3D, Core Vol 1
+    /// Part F) — a named error for `pair()`, not a hang.
+    @Test func keyMismatchIsMICFailure() async throws {
+        let centralBonds = temporaryDirectory()
+        var central = Self.config(bonds: centralBonds)
+        central.encryptBondedLinks = false
+        let s = try await open(central: central, peripheral: Self.config())
+        var remote = try await s.central.connect(to: s.address)
+        try await remote.pair()
+        let store = try SMPBondStore(directory: centralBonds, localIdentity: remote.connection.local)
+        try await remote.disconnect()
+        var bond = try #require(try store.bonds().first)
+        bond.ltk[0] ^= 0xFF
+        try store.save(bond, allowDowngrade: true)
+
+        remote = try await s.central.connect(to: s.address)
+        await #expect(throws: BLEError.disconnected(.connectionTerminatedMICFailure)) { try await remote.pair() }
+        #expect(await remote.disconnected() == .connectionTerminatedMICFailure)
+        await s.close()
     }
 
     /// A central offering at most 7 octets against the peripheral's default minimum of 16:
