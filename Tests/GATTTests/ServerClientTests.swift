@@ -312,3 +312,14 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
                 == .errorResponse(requestOpcode: .writeRequest, handle: 9, error: .invalidAttributeValueLength))
     }
 }
+
+@Suite struct PermissionNameTests {
+    /// CLI.md `--gatt FILE`: "permissions" names; the secure ones imply the access.
+    @Test func namesMapToPermissions() throws {
+        #expect(try GATTPermissions(names: ["read", "write"]) == .readWrite)
+        #expect(try GATTPermissions(names: ["readEncrypted"]) == [.readable, .readEncryptionRequired])
+        #expect(try GATTPermissions(names: ["readAuthenticated", "writeEncrypted"])
+                == [.readable, .readAuthenticationRequired, .writable, .writeEncryptionRequired])
+        #expect(throws: GATTPermissions.UnknownPermissionName(name: "readSecret")) { try GATTPermissions(names: ["read", "readSecret"]) }
+    }
+}
