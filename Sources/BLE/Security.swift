@@ -218,7 +218,7 @@ actor LinkSecurity {
             } catch HostError.encryptionFailed {
                 // Reported by the Encryption Change event itself.
             } catch {
-                await self.encryptionProcedureFailed(error)
+                self.encryptionProcedureFailed(error)
             }
         }
     }
@@ -247,7 +247,8 @@ actor LinkSecurity {
         guard !smpClosed, let code = pdu.first else { return }
         if down != nil, pairing?.isFinished ?? true { return }
         if encryptionPending {
-            held.append(pdu)
+            // Key distribution is a handful of PDUs; a peer flooding more is not waited for.
+            if held.count < 16 { held.append(pdu) } else { log?("SMP PDU dropped while waiting for Encryption Change") }
             return
         }
         if let p = pairing, !p.isFinished {
@@ -369,7 +370,7 @@ actor LinkSecurity {
         }
         let host = self.host, handle = connection.handle
         Task {
-            do { try await host.replyLongTermKey(handle: handle, ltk: key) } catch { await self.logError("LTK reply: \(error)") }
+            do { try await host.replyLongTermKey(handle: handle, ltk: key) } catch { self.logError("LTK reply: \(error)") }
         }
     }
 
@@ -435,10 +436,16 @@ actor LinkSecurity {
             event(.pairing(method: .passkeyEntry, passkey: passkey, number: nil))
         case .enterPasskey:
             event(.pairing(method: .passkeyEntry, passkey: nil, number: nil))
-            Task { await self.answerPasskey(await delegate?.enterPasskey(peer: peer)) }
+            Task {
+                let passkey = await delegate?.enterPasskey(peer: peer)
+                self.answerPasskey(passkey)
+            }
         case .confirmNumber(let number):
             event(.pairing(method: .numericComparison, passkey: nil, number: number))
-            Task { await self.answerComparison(await delegate?.confirmNumber(number, peer: peer) ?? false) }
+            Task {
+                let accepted = await delegate?.confirmNumber(number, peer: peer) ?? false
+                self.answerComparison(accepted)
+            }
         }
     }
 
@@ -501,7 +508,7 @@ struct SecuringRequester: ATTRequester {
     let bearer: ATTBearer
     let security: LinkSecurity
 
-    var mtu: Int { get async { await bearer.mtu } }
+    var mtu: Int { get async { bearer.mtu } }
 
     func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         do {

@@ -197,7 +197,11 @@ actor Stack {
         let pending = links
         links = [:]
         Task {
-            for (_, t) in pending { await t.value.markDisconnected(.unspecifiedError) }
+            for (_, t) in pending {
+                let link = await t.value
+                await link.security.linkDown(.unspecifiedError)
+                link.markDisconnected(.unspecifiedError)
+            }
         }
     }
 
