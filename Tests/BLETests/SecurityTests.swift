@@ -5,6 +5,7 @@ import HCI
 import Transport
 import Host
 import ATT
+import L2CAP
 import GATT
 import SMP
 import VirtualController
@@ -258,6 +259,38 @@ func temporaryDirectory() -> String {
         await #expect(throws: BLEError.disconnected(.connectionTerminatedMICFailure)) { try await remote.pair() }
         #expect(await remote.disconnected() == .connectionTerminatedMICFailure)
         await s.close()
+    }
+
+    /// A peer that starts pairing and goes silent: the SMP timer ends the pairing (Pairing
+    /// Failed is not sent) and no further SMP is answered on that link (Core Vol 3 Part H 3.4);
+    /// the peripheral keeps serving ATT.
+    @Test func smpTimeoutClosesSMPOnTheLink() async throws {
+        var p = Self.config()
+        p.smp.timeout = .milliseconds(300)
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        var options = StackOptions()
+        options.security = p
+        let events = RecordingPairingDelegate()
+        options.pairingDelegate = events
+        let peripheral = try await Peripheral.open(transports[0], services: SecureProfile.services, name: "timeout", options: options)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "timeout"))
+        let attacker = Host(transport: transports[1])
+        _ = try await attacker.start()
+        let link = try await attacker.connect(to: DeviceAddress(peripheral.controller.address, type: .public))
+        var frames = link.frames.makeAsyncIterator()
+        let request = SMPPDU.pairingRequest(SMPPairingParameters(
+            ioCapability: .noInputNoOutput, authReq: SMPAuthReq(bonding: true), initiatorKeyDistribution: [], responderKeyDistribution: []))
+        try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
+        let response = try #require(try L2CAPFrame.decode(try #require(await frames.next())))
+        #expect(response.cid == .smp && response.payload.first == SMPPDU.Code.pairingResponse)
+        #expect(await waitFor { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) })
+        // A new Pairing Request gets nothing; an ATT request still gets its answer.
+        try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
+        try await attacker.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.exchangeMTURequest(clientRxMTU: 23).bytes).bytes, on: link.handle)
+        let next = try #require(try L2CAPFrame.decode(try #require(await frames.next())))
+        #expect(next.cid == .att, "the first answer after the timeout is ATT's, not SMP's")
+        await attacker.close()
+        await peripheral.close()
     }
 
     /// A central offering at most 7 octets against the peripheral's default minimum of 16:
