@@ -84,6 +84,31 @@ import SMP
         }
     }
 
+    /// Numeric Comparison (both DisplayYesNo, MITM, SC; Core Vol 3 Part H 2.3.5.1 Table 2.8):
+    /// Bumble and our peripheral show the same 6-digit number (g2, computed independently).
+    @Test func bumbleCentralNumericComparison() async throws {
+        try await interop { scope in
+            let ours = try await securePeripheral(scope, name: "smp-nc") {
+                $0.smp.ioCapability = .displayYesNo
+                $0.smp.mitm = true
+            }
+            let bumble = try scope.script("central.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", "smp-nc", "--pair", "--io", "yesno", "--mitm",
+                "--read", "ff02", "--timeout", "40"])
+            let shown = try await bumble.event("pairing", timeout: .seconds(30))
+            #expect(shown["method"] as? String == "numericComparison")
+            let number = try #require(shown["number"] as? String)
+            _ = try await bumble.event("paired", timeout: .seconds(30))
+            let read = try await bumble.event("read", timeout: .seconds(10))
+            #expect(read["value"] as? String == hex(Array("authenticated".utf8)))
+            #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(5))")
+            let oursShown = ours.all.compactMap { if case .pairing(.numericComparison, _, let n?) = $0 { n } else { nil } }
+            #expect(oursShown.map { String(format: "%06d", $0) } == [number])
+            #expect(ours.paired.first?.method == .numericComparison)
+            #expect(ours.paired.first?.authenticated == true)
+        }
+    }
+
     /// `ble-hci central --pair` against Bumble's peripheral, then reading its
     /// encryption-required ...def4 (Bumble's value "secret"); the bond is stored.
     @Test func ourCentralPairsWithBumblePeripheral() async throws {
