@@ -61,6 +61,23 @@ import SMP
     @Test func bumbleCentralJustWorksSecureConnections() async throws { try await bumbleCentralJustWorks(legacy: false) }
     @Test func bumbleCentralJustWorksLegacy() async throws { try await bumbleCentralJustWorks(legacy: true) }
 
+    /// Bonds reused: Bumble pairs, disconnects, reconnects and encrypts with the stored key;
+    /// our peripheral answers the LTK request from its bond store and ff01 reads again.
+    @Test func bumbleCentralReencryptsFromTheBond() async throws {
+        try await interop { scope in
+            let ours = try await securePeripheral(scope, name: "smp-bond") { _ in }
+            let bumble = try scope.script("central.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", "smp-bond", "--pair", "--read", "ff01",
+                "--reconnect", "--encrypt", "--read", "ff01", "--timeout", "40"])
+            _ = try await bumble.event("paired", timeout: .seconds(30))
+            _ = try await bumble.event("encrypted", timeout: .seconds(30))
+            #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(5))")
+            #expect(bumble.all("read").compactMap { $0["value"] as? String } == [hex(Array("secret".utf8)), hex(Array("secret".utf8))])
+            #expect(ours.paired.count == 1)
+            #expect(ours.all.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)))
+        }
+    }
+
     /// Passkey Entry: our peripheral displays 123456 (--io display --passkey), Bumble types it
     /// (KeyboardOnly, MITM): authenticated, so ff02 reads "authenticated".
     @Test(arguments: [false, true]) func bumbleCentralPasskey(legacy: Bool) async throws {

@@ -4,7 +4,9 @@
         (--address AA:BB:CC:DD:EE:FF[/public|/random] | --name TEXT | --scan-only)
         [--mtu N] [--no-discover] [--read-all]
         [--read CHAR] [--write CHAR=HEX] [--write-without-response CHAR=HEX]
-        [--subscribe CHAR [--count N]] [--pair] ...   (actions run in the order given)
+        [--subscribe CHAR [--count N]] [--pair] [--reconnect] [--encrypt] ...
+        (actions run in the order given; --reconnect disconnects, connects again and rediscovers;
+         --encrypt starts encryption with the key stored by an earlier --pair)
         [--duration S] [--timeout S]
         pairing (--pair): [--io none|display|keyboard|yesno|keyboard-display] [--legacy] [--mitm]
         [--passkey N] (entered when asked; also the one displayed) [--reject] (refuse comparisons)
@@ -25,6 +27,7 @@ JSON lines on stdout (the same shapes as `ble-hci`'s, see shared CLI contract):
   {"event":"pairing","method":"numericComparison","number":"123456"}
   {"event":"paired","encrypted":true,"keySize":16,"authenticated":..,"secureConnections":..}
   {"event":"pairingFailed","message":..}
+  {"event":"encrypted","keySize":..} / {"event":"encryptionFailed","message":..}
   {"event":"disconnected","reason":"0x16","message":..}
 Exit code: 0 when everything succeeded, 1 when any operation failed, 124 on --timeout.
 """
@@ -36,6 +39,7 @@ from bumble.att import ATT_Error
 from bumble.core import UUID
 from bumble.device import Device, Peer
 from bumble.gatt import Characteristic
+from bumble.keys import MemoryKeyStore
 from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 
@@ -203,6 +207,14 @@ class Central:
         if kind == "pair":
             await self.pair(self.connection)
             return
+        if kind == "encrypt":
+            try:
+                await self.connection.encrypt()
+                common.emit("encrypted", keySize=self.connection.encryption_key_size)
+            except Exception as error:  # noqa: BLE001 - reported as an event
+                self.failed = True
+                common.emit("encryptionFailed", message=f"{type(error).__name__}: {error}")
+            return
         spec = value.split("=", 1)[0] if kind in ("write", "write_without_response") else value
         try:
             c = self.find(spec)
@@ -248,6 +260,7 @@ class Central:
             device = Device.with_hci("bumble-central", common.random_static_address(), source, sink)
             device.pairing_config_factory = lambda _connection: PairingConfig(
                 sc=not args.legacy, mitm=args.mitm, bonding=True, delegate=CentralPairingDelegate(args))
+            device.keystore = MemoryKeyStore()
             device.on("advertisement", self.on_advertisement)
             await device.power_on()
             if args.scan_only:
@@ -261,6 +274,12 @@ class Central:
                 await self.peer.discover_all()
                 await self.read_tree()
             for kind, value in getattr(args, "actions", None) or []:
+                if kind == "reconnect":
+                    await self.disconnect(connection, disconnected)
+                    connection, disconnected = await self.connect(device)
+                    self.connection = connection
+                    await self.peer.discover_all()
+                    continue
                 if connection.handle not in device.connections:
                     break
                 await self.run_action(kind, value)
@@ -358,6 +377,10 @@ if __name__ == "__main__":
     parser.add_argument("--subscribe", action=OrderedAction, metavar="CHAR")
     parser.add_argument("--count", type=int, default=1, help="values to wait for per --subscribe")
     parser.add_argument("--pair", action=OrderedAction, nargs=0, metavar="", help="pair (SMP) at this point")
+    parser.add_argument("--reconnect", action=OrderedAction, nargs=0, metavar="",
+                        help="disconnect, connect again, rediscover")
+    parser.add_argument("--encrypt", action=OrderedAction, nargs=0, metavar="",
+                        help="encrypt with the stored key")
     parser.add_argument("--io", choices=sorted(IO_CAPABILITIES), default="none", help="IO capability for pairing")
     parser.add_argument("--legacy", action="store_true", help="LE legacy pairing (no Secure Connections)")
     parser.add_argument("--mitm", action="store_true", help="require MITM protection")
