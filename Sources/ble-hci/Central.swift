@@ -32,6 +32,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     defer { opened.close() }
     var options = StackOptions()
     options.security = security
+    options.host.randomStaticAddress = security.bondDirectory.flatMap(bondedRandomStaticAddress)
     options.pairingDelegate = TerminalPairing(out: out, passkey: security.smp.fixedPasskey, yes: c.args.has("yes"))
     let central = try await Central.open(opened.transport, options: options)
     defer { Task { await central.close() } }

@@ -16,6 +16,7 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     var options = StackOptions()
     options.security = try securityConfiguration(c)
     options.security.requestSecurityOnConnect = c.args.has("security-request")
+    options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
     options.pairingDelegate = TerminalPairing(out: c.out, passkey: options.security.smp.fixedPasskey, yes: c.args.has("yes"))
     let name = c.args.last("name") ?? "ble-hci"
     guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name must be 1 to 248 octets of UTF-8", command: c.command) }

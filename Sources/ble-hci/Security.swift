@@ -62,6 +62,23 @@ func securityConfiguration(_ c: CommandContext) throws -> SecurityConfiguration 
     return s
 }
 
+/// The random static address to use when the controller has no public one: the local identity
+/// of the newest random-address bond file in DIR, so bonds made in an earlier run still apply
+/// (SMPBondStore names its files AA-BB-CC-DD-EE-FF-TYPE.json). Nil: a fresh one per run.
+func bondedRandomStaticAddress(in dir: String) -> BDAddress? {
+    let fm = FileManager.default
+    let files = ((try? fm.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix("-random.json") }
+    let newest = files.max { a, b in
+        let da = (try? fm.attributesOfItem(atPath: dir + "/" + a)[.modificationDate] as? Date) ?? .distantPast
+        let db = (try? fm.attributesOfItem(atPath: dir + "/" + b)[.modificationDate] as? Date) ?? .distantPast
+        return da < db
+    }
+    guard let newest else { return nil }
+    let parts = newest.dropLast("-random.json".count).split(separator: "-").map(String.init)
+    guard parts.count == 6, let address = BDAddress(string: parts.joined(separator: ":")), address.isRandomStatic else { return nil }
+    return address
+}
+
 extension Character {
     var isASCIIDigit: Bool { isASCII && isNumber }
 }

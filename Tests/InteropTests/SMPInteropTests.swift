@@ -144,6 +144,15 @@ import SMP
             #expect(read["value"] as? String == hex(Array("secret".utf8)))
             #expect(try await ours.exited() == 0, "\(ours.output.suffix(5))")
             #expect(paired["bonded"] as? Bool == true)
+
+            // Again: encrypted from the bond (Bumble finds its key for our EDIV/Rand), no pairing.
+            let again = try scope.bleHCI(["-t", scope.controllers.transport(0), "central", "name:bumble-enc",
+                                          "--read", "12345678-1234-5678-1234-56789abcdef4", "--bonds", bonds, "--json"])
+            let encrypted = try await again.event("encrypted", timeout: .seconds(30))
+            #expect(encrypted["bonded"] as? Bool == true)
+            #expect(try await again.event("read", timeout: .seconds(10))["value"] as? String == hex(Array("secret".utf8)))
+            #expect(try await again.exited() == 0, "\(again.output.suffix(5))")
+            #expect(again.all("paired").isEmpty)
         }
     }
 }
