@@ -163,7 +163,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     }
 
     /// The security level handed to the server delegate with each request (SMP sets it).
-    public func setSecurity(_ s: ATTSecurity) { fast.state.withLock { $0.security = s } }
+    /// Synchronous, so it can take effect before the next PDU of the link is handled.
+    public nonisolated func setSecurity(_ s: ATTSecurity) { fast.state.withLock { $0.security = s } }
     var security: ATTSecurity { fast.state.withLock { $0.security } }
 
     func setMTU(_ m: Int) { fast.state.withLock { $0.mtu = m } }

@@ -1,3 +1,4 @@
+import Synchronization
 import HCI
 import Host
 import L2CAP
@@ -96,6 +97,9 @@ actor LinkSecurity {
     private(set) var lastPairing: PairingSummary?
     private var waiters: [CheckedContinuation<ATTSecurity, any Error>] = []
     private var down: HCIStatus?
+    /// The security the link has once the encryption being started succeeds: the host's
+    /// encryption observer hands it to the ATT bearer synchronously (before the peer's next PDU).
+    private nonisolated let expected = Mutex<ATTSecurity?>(nil)
 
     init(connection: LEConnection, host: Host, l2cap: L2CAPConnection, bearer: ATTBearer,
          configuration: SecurityConfiguration, bonds: SMPBondStore?, delegate: (any PairingDelegate)?,
@@ -131,6 +135,24 @@ actor LinkSecurity {
         return FixedChannelHandler(received: { incoming.yield($0) }, closed: { _ in incoming.finish() })
     }
 
+    /// The host's encryption observer (host executor): raise the bearer's level at once.
+    nonisolated func encryptionObserved(_ enabled: Bool) {
+        if enabled, let s = expected.withLock({ $0 }) { bearer.setSecurity(s) }
+    }
+
+    private func expect(_ s: ATTSecurity) {
+        var s = s
+        s.keyAvailable = keyAvailable
+        expected.withLock { $0 = s }
+    }
+
+    /// What a pairing's key gives before its completion confirms it: every method but Just Works
+    /// is authenticated (Core Vol 3 Part H 2.3.5.1); the key size is the smaller maximum offered.
+    private func provisional(_ p: SMPPairing) -> ATTSecurity {
+        ATTSecurity(encrypted: true, authenticated: p.method.map { $0 != .justWorks } ?? false,
+                    keySize: Int(offeredKeySizes.min() ?? 16))
+    }
+
     /// Whether this side's IO capability allows an authenticated (MITM) pairing at all.
     nonisolated var canAuthenticate: Bool { configuration.smp.ioCapability != .noInputNoOutput }
 
@@ -161,7 +183,7 @@ actor LinkSecurity {
     /// Called once when the link is set up: the server learns whether a bond exists.
     func prepare() async {
         keyAvailable = hasBond()
-        if keyAvailable { await bearer.setSecurity(ATTSecurity(keyAvailable: true)) }
+        if keyAvailable { bearer.setSecurity(ATTSecurity(keyAvailable: true)) }
     }
 
     // MARK: Procedures the application starts
@@ -203,6 +225,7 @@ actor LinkSecurity {
 
     private func startEncryption(with bond: SMPBond) {
         bondInUse = bond
+        expect(ATTSecurity(encrypted: true, authenticated: bond.authenticated, keySize: bond.keySize))
         encrypt(ltk: bond.ltk, ediv: bond.ediv, rand: bond.rand)
     }
 
@@ -307,8 +330,7 @@ actor LinkSecurity {
                 // Encrypted with the pairing's key: the server must grant what it protects before
                 // key distribution ends (the peer may send ATT requests meanwhile). Every method
                 // but Just Works is authenticated (Core Vol 3 Part H 2.3.5.1); the completion confirms.
-                setState(ATTSecurity(encrypted: true, authenticated: p.method.map { $0 != .justWorks } ?? false,
-                                     keySize: Int(offeredKeySizes.min() ?? 16)))
+                setState(provisional(p))
             }
             run(p.encryptionChanged(enabled: enabled, status: status.rawValue))
             drainHeld()
@@ -351,6 +373,7 @@ actor LinkSecurity {
         var key: [UInt8]?
         if let p = pairing, !p.isFinished, !requestOnly {
             key = p.longTermKeyRequested(ediv: ediv, rand: randBytes)
+            if key != nil { expect(provisional(p)) }
         } else {
             var bond: SMPBond?
             do {
@@ -364,6 +387,7 @@ actor LinkSecurity {
             }
             bondInUse = bond
             key = bond?.ltk
+            if let bond { expect(ATTSecurity(encrypted: true, authenticated: bond.authenticated, keySize: bond.keySize)) }
             if bond == nil {
                 log?("LTK request on \(hexCode(connection.handle, digits: 4)) for unknown EDIV \(hexCode(ediv, digits: 4)) / Rand: negative reply")
             }
@@ -416,6 +440,7 @@ actor LinkSecurity {
             case .user(let request):
                 userRequest(request)
             case let .startEncryption(ltk, ediv, rand):
+                if let p = pairing { expect(provisional(p)) }
                 encrypt(ltk: ltk, ediv: ediv, rand: rand)
             case .completed(let result):
                 completed(result)
@@ -476,8 +501,7 @@ actor LinkSecurity {
         var s = new
         s.keyAvailable = keyAvailable
         state = s
-        let bearer = self.bearer
-        Task { await bearer.setSecurity(s) }
+        bearer.setSecurity(s)
     }
 
     private func resolveWaiters(_ result: Result<ATTSecurity, any Error>) {

@@ -243,6 +243,7 @@ actor Stack {
                                         configuration: options.security, bonds: bonds,
                                         delegate: options.pairingDelegate, attempts: attempts, log: options.log)
             await security.prepare()
+            await host.observeEncryption(handle: connection.handle) { security.encryptionObserved($0) }
             if let server { await bearer.setServerDelegate(server) }
             let automatic = connection.role == .central && options.security.automaticSecurity
             let client = GATTClient(requester: automatic ? SecuringRequester(bearer: bearer, security: security) : bearer)

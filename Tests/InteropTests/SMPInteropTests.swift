@@ -71,7 +71,7 @@ import SMP
                 "--reconnect", "--encrypt", "--read", "ff01", "--timeout", "40"])
             _ = try await bumble.event("paired", timeout: .seconds(30))
             _ = try await bumble.event("encrypted", timeout: .seconds(30))
-            #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(5))")
+            #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(8))")
             #expect(bumble.all("read").compactMap { $0["value"] as? String } == [hex(Array("secret".utf8)), hex(Array("secret".utf8))])
             #expect(ours.paired.count == 1)
             #expect(ours.all.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)))
