@@ -1,4 +1,7 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 import HCI
 import Host
 import L2CAP
@@ -477,7 +480,7 @@ actor LinkSecurity {
     private func completed(_ result: SMPPairingResult) {
         var bonded = false
         if bonds == nil, let dir = configuration.bondDirectory {
-            do { bonds = try SMPBondStore(directory: dir, localIdentity: connection.local) } catch { log?("bond store in \(dir): \(error)") }
+            bonds = BondStores.store(directory: dir, localIdentity: connection.local, create: true, log: log)
         }
         if result.bonding, !result.debugKey, configuration.smp.bonding, let bonds,
            let bond = SMPBond(result: result, role: role, peerAddress: connection.peer) {
@@ -517,6 +520,31 @@ actor LinkSecurity {
         timer = Task { [weak self] in
             guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
             await self?.timedOut()
+        }
+    }
+}
+
+/// One `SMPBondStore` per file in the process, so every link (and stack) serialises its
+/// writes to a file through the same store.
+enum BondStores {
+    private static let stores = Mutex<[String: SMPBondStore]>([:])
+
+    /// The store of `localIdentity` in `directory`; without `create`, nil while the directory
+    /// doesn't exist (no bonds yet: it is made when the first bond is stored).
+    static func store(directory: String, localIdentity: DeviceAddress, create: Bool,
+                      log: (@Sendable (String) -> Void)?) -> SMPBondStore? {
+        stores.withLock { stores in
+            let key = directory + "\u{0}" + localIdentity.description
+            if let s = stores[key] { return s }
+            guard create || access(directory, F_OK) == 0 else { return nil }
+            do {
+                let s = try SMPBondStore(directory: directory, localIdentity: localIdentity)
+                stores[key] = s
+                return s
+            } catch {
+                log?("bond store in \(directory): \(error)")
+                return nil
+            }
         }
     }
 }

@@ -1,7 +1,4 @@
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 import HCI
 import Transport
 import Host
@@ -96,8 +93,6 @@ actor Stack {
     private var linkObservers: [@Sendable (LinkEvent) -> Void] = []
     private var eventTask: Task<Void, Never>?
     private(set) var lostReason: String?
-    /// Bond stores by local identity address (CLI.md `--bonds DIR`: one file per local address).
-    private var bondStores: [DeviceAddress: SMPBondStore] = [:]
     /// Repeated-attempts protection across links (Core Vol 3 Part H 2.3.6).
     private let pairingAttempts = SMPAttemptTracker()
 
@@ -209,17 +204,7 @@ actor Stack {
     /// can't be opened: logged).
     func bondStore(for local: DeviceAddress) -> SMPBondStore? {
         guard let dir = options.security.bondDirectory else { return nil }
-        if let s = bondStores[local] { return s }
-        // No directory yet, no bonds: don't create it until a bond is stored.
-        guard access(dir, F_OK) == 0 else { return nil }
-        do {
-            let s = try SMPBondStore(directory: dir, localIdentity: local)
-            bondStores[local] = s
-            return s
-        } catch {
-            options.log?("bond store in \(dir): \(error)")
-            return nil
-        }
+        return BondStores.store(directory: dir, localIdentity: local, create: false, log: options.log)
     }
 
     /// The link for a connection, set up once: L2CAP, ATT bearer (server and client), SMP.

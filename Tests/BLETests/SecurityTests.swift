@@ -281,13 +281,13 @@ func temporaryDirectory() -> String {
         let request = SMPPDU.pairingRequest(SMPPairingParameters(
             ioCapability: .noInputNoOutput, authReq: SMPAuthReq(bonding: true), initiatorKeyDistribution: [], responderKeyDistribution: []))
         try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
-        let response = try #require(try L2CAPFrame.decode(try #require(await frames.next())))
+        let response = try L2CAPFrame.decode(try #require(await frames.next()))
         #expect(response.cid == .smp && response.payload.first == SMPPDU.Code.pairingResponse)
         #expect(await waitFor { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) })
         // A new Pairing Request gets nothing; an ATT request still gets its answer.
         try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
         try await attacker.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.exchangeMTURequest(clientRxMTU: 23).bytes).bytes, on: link.handle)
-        let next = try #require(try L2CAPFrame.decode(try #require(await frames.next())))
+        let next = try L2CAPFrame.decode(try #require(await frames.next()))
         #expect(next.cid == .att, "the first answer after the timeout is ATT's, not SMP's")
         await attacker.close()
         await peripheral.close()
