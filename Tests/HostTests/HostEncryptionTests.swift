@@ -41,6 +41,12 @@ import VirtualController
         try await started
         while let e = await l.events.next() { if case let .encryptionChanged(_, enabled, status) = e { #expect(enabled && status == .success); break } }
         #expect(try await central.readEncryptionKeySize(handle: handle) == 16)
+
+        // Already encrypted: the same procedure refreshes the key (Encryption Key Refresh Complete).
+        let refreshed = Task { try await central.startEncryption(handle: handle, ltk: Self.ltk, ediv: 0x1234, rand: 0x0102030405060708) }
+        while let e = await l.events.next() { if case .longTermKeyRequest = e { break } }
+        try await l.peripheral.replyLongTermKey(handle: pHandle, ltk: Self.ltk)
+        try await refreshed.value
         await central.close()
         await l.peripheral.close()
     }
