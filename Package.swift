@@ -42,12 +42,12 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["GATT", "TestSupport"]),
         .testTarget(name: "SMPTests", dependencies: ["SMP"]),
         .testTarget(name: "DecoderTests", dependencies: ["Decoder", "HCI", "Transport", "Capture", "L2CAP", "ATT", "SMP", "TestSupport"]),
-        .testTarget(name: "BLETests", dependencies: ["BLE", "VirtualController", "TestSupport"]),
+        .testTarget(name: "BLETests", dependencies: ["BLE", "VirtualController", "TestSupport", "SMP", "Transport"]),
 
         // Interop test harness (Bumble controllers and peer scripts as child processes).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "InteropHarnessTests", dependencies: ["TestSupport"]),
-        .testTarget(name: "InteropTests", dependencies: ["BLE", "TestSupport", "Transport", "Host", "GATT", "ATT", "HCI"]),
+        .testTarget(name: "InteropTests", dependencies: ["BLE", "TestSupport", "Transport", "Host", "GATT", "ATT", "HCI", "SMP"]),
         .testTarget(name: "CLITests", dependencies: ["TestSupport", "HCI", "Capture", "BLE", "VirtualController", "CBluetooth"]),
     ],
     swiftLanguageModes: [.v6]

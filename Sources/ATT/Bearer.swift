@@ -167,7 +167,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public nonisolated var droppedNotifications: Int { fast.state.withLock { $0.droppedNotifications } }
 
     /// The security level handed to the server delegate with each request (SMP sets it).
-    public func setSecurity(_ s: ATTSecurity) { fast.state.withLock { $0.security = s } }
+    /// Synchronous, so it can take effect before the next PDU of the link is handled.
+    public nonisolated func setSecurity(_ s: ATTSecurity) { fast.state.withLock { $0.security = s } }
     /// The link's current security (`ATTServerPush`).
     public nonisolated var security: ATTSecurity { fast.state.withLock { $0.security } }
 

@@ -39,12 +39,16 @@ public struct ATTSecurity: Sendable, Hashable {
     public var authorized: Bool
     /// Encryption key size in octets (7...16); 0 when not encrypted.
     public var keySize: Int
+    /// The server holds a key (bond) for this peer, so an unencrypted link only needs encrypting.
+    public var keyAvailable: Bool
 
-    public init(encrypted: Bool = false, authenticated: Bool = false, authorized: Bool = false, keySize: Int = 0) {
+    public init(encrypted: Bool = false, authenticated: Bool = false, authorized: Bool = false, keySize: Int = 0,
+                keyAvailable: Bool = false) {
         self.encrypted = encrypted
         self.authenticated = authenticated
         self.authorized = authorized
         self.keySize = encrypted ? keySize : 0
+        self.keyAvailable = keyAvailable
     }
 
     /// An unencrypted link (the state of every new connection).

@@ -185,6 +185,24 @@ public final class RemotePeripheral: Sendable {
         try await link.client.unsubscribe(characteristic)
     }
 
+    /// Secures the link: encrypts from the bond when there is one (unless `force`), otherwise
+    /// pairs (Pairing Request), with MITM protection when `mitm`. Returns the link's security;
+    /// throws `BLEError.pairingFailed` / `.encryptionFailed` with the cause.
+    @discardableResult
+    public func pair(force: Bool = false, mitm: Bool = false) async throws -> ATTSecurity {
+        try await link.security.secure(force: force, mitm: mitm)
+    }
+
+    /// Returns once a pairing or encryption in progress (e.g. answering the peripheral's Security
+    /// Request) has ended, so a disconnection doesn't cut it short.
+    public func securitySettled() async { await link.security.settle() }
+
+    /// The link's current security (encrypted, authenticated, key size).
+    public var security: ATTSecurity { get async { await link.security.state } }
+
+    /// What the last pairing on this link achieved (nil: none, e.g. encrypted from a bond).
+    public var lastPairing: PairingSummary? { get async { await link.security.lastPairing } }
+
     /// RSSI of the link in dBm (HCI Read RSSI).
     public func readRSSI() async throws -> Int8 { try await stack.host.readRSSI(handle: handle) }
 

@@ -93,6 +93,10 @@ public final class Peripheral: Sendable {
 
     public var controller: ControllerInfo { stack.controller }
 
+    /// The address centrals see while advertising (the random static one when the controller
+    /// has no public address).
+    public var address: DeviceAddress { get async { await stack.host.advertisingAddress } }
+
     private func start() async {
         let sink = self.sink
         let advertising = self.advertising
@@ -161,6 +165,14 @@ public final class Peripheral: Sendable {
     @discardableResult
     public func indicate(_ value: [UInt8], for characteristic: BluetoothUUID, to handles: [UInt16]? = nil) async -> [UInt16] {
         await server.indicate(characteristic: characteristic, value: value, to: handles?.map { ATTPeer(id: $0) }).map(\.id)
+    }
+
+    /// Asks the central on `handle` to secure the link (SMP Security Request) and waits until it
+    /// pairs or encrypts. Returns the link's security.
+    @discardableResult
+    public func requestSecurity(handle: UInt16) async throws -> ATTSecurity {
+        guard let link = await stack.existingLink(handle) else { throw BLEError.notPermitted("no connection with handle \(handle)") }
+        return try await link.security.secure()
     }
 
     /// Connection handles currently subscribed to `characteristic` (notifications or indications).

@@ -16,6 +16,10 @@ public struct StackOptions: Sendable {
     public var signalingTimeout: Duration = .seconds(30)
     /// Called with diagnostics from every layer (dropped packets, protocol errors).
     public var log: (@Sendable (String) -> Void)?
+    /// SMP: IO capability, bonding, key sizes, bond directory, Security Request.
+    public var security = SecurityConfiguration()
+    /// Answers passkey entry and numeric comparison, and hears every security event.
+    public var pairingDelegate: (any PairingDelegate)?
     public init() {}
 }
 
@@ -26,6 +30,11 @@ public enum BLEError: Error, Sendable, Equatable, CustomStringConvertible {
     case notPermitted(String)
     case unknownCharacteristic(String)
     case closed
+    /// Pairing failed with this SMP reason (sent by us, or by the peer when `remote`).
+    case pairingFailed(SMPPairingFailedReason, remote: Bool)
+    /// Encryption did not start (PIN or Key Missing 0x06: the peer has lost the bond).
+    case encryptionFailed(HCIStatus)
+    case securityFailed(String)
 
     public var description: String {
         switch self {
@@ -34,6 +43,12 @@ public enum BLEError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notPermitted(let why): return why
         case .unknownCharacteristic(let what): return "the peer has no characteristic \(what)"
         case .closed: return "the stack was closed"
+        case let .pairingFailed(reason, remote):
+            return "pairing failed: \(reason.description) (\(hexCode(reason.rawValue)))\(remote ? ", reported by the peer" : "")"
+        case .encryptionFailed(let status):
+            let hint = status == .pinOrKeyMissing ? ": the peer has no key for our bond (remove the bond and pair again)" : ""
+            return "encryption failed: \(status.name) (\(hexCode(status.rawValue)))\(hint)"
+        case .securityFailed(let why): return why
         }
     }
 }
@@ -44,13 +59,15 @@ final class Link: Sendable {
     let l2cap: L2CAPConnection
     let bearer: ATTBearer
     let client: GATTClient
+    let security: LinkSecurity
     private let disconnection = OneShot<HCIStatus>()
 
-    init(connection: LEConnection, l2cap: L2CAPConnection, bearer: ATTBearer, client: GATTClient) {
+    init(connection: LEConnection, l2cap: L2CAPConnection, bearer: ATTBearer, client: GATTClient, security: LinkSecurity) {
         self.connection = connection
         self.l2cap = l2cap
         self.bearer = bearer
         self.client = client
+        self.security = security
     }
 
     func markDisconnected(_ reason: HCIStatus) { disconnection.fulfil(reason) }
@@ -76,6 +93,8 @@ actor Stack {
     private var linkObservers: [@Sendable (LinkEvent) -> Void] = []
     private var eventTask: Task<Void, Never>?
     private(set) var lostReason: String?
+    /// Repeated-attempts protection across links (Core Vol 3 Part H 2.3.6).
+    private let pairingAttempts = SMPAttemptTracker()
 
     struct Scanner {
         var filter: ScanFilter
@@ -142,12 +161,19 @@ actor Stack {
         case .disconnected(let handle, let reason):
             guard let task = links.removeValue(forKey: handle) else { return }
             let link = await task.value
+            await link.security.linkDown(reason)
             link.markDisconnected(reason)
             for o in linkObservers { o(.disconnected(link, reason)) }
         case .transportLost(let error):
             lose("the controller transport was lost: \(error)")
         case .hardwareError(let code):
             lose("the controller reported Hardware Error \(hexCode(code))")
+        case let .encryptionChanged(handle, enabled, status):
+            guard let task = links[handle] else { return }
+            await task.value.security.encryptionChanged(enabled: enabled, status: status)
+        case let .longTermKeyRequest(handle, random, ediv):
+            guard let task = links[handle] else { return }
+            await task.value.security.longTermKeyRequested(ediv: ediv, rand: random)
         case .warning(let text):
             options.log?(text)
         default:
@@ -166,15 +192,28 @@ actor Stack {
         let pending = links
         links = [:]
         Task {
-            for (_, t) in pending { await t.value.markDisconnected(.unspecifiedError) }
+            for (_, t) in pending {
+                let link = await t.value
+                await link.security.linkDown(.unspecifiedError)
+                link.markDisconnected(.unspecifiedError)
+            }
         }
     }
 
-    /// The link for a connection, set up once: L2CAP, ATT bearer (server and client), SMP refusal.
+    /// The bond store for a local identity address (nil without a bond directory, or when it
+    /// can't be opened: logged).
+    func bondStore(for local: DeviceAddress) -> SMPBondStore? {
+        guard let dir = options.security.bondDirectory else { return nil }
+        return BondStores.store(directory: dir, localIdentity: local, create: false, log: options.log)
+    }
+
+    /// The link for a connection, set up once: L2CAP, ATT bearer (server and client), SMP.
     func link(for connection: LEConnection) async -> Link {
         if let existing = links[connection.handle] { return await existing.value }
         let server = self.server
         let options = self.options
+        let bonds = bondStore(for: connection.local)
+        let attempts = pairingAttempts
         let task = Task { () -> Link in
             var l2capConfig = L2CAPConfiguration()
             l2capConfig.signalingTimeout = options.signalingTimeout
@@ -185,15 +224,33 @@ actor Stack {
             attConfig.log = options.log
             let bearer = ATTBearer(l2cap: l2cap, configuration: attConfig)
             await bearer.start()
+            let security = LinkSecurity(connection: connection, host: host, l2cap: l2cap, bearer: bearer,
+                                        configuration: options.security, bonds: bonds,
+                                        delegate: options.pairingDelegate, attempts: attempts, log: options.log)
+            await security.prepare()
+            await host.observeEncryption(handle: connection.handle) { security.encryptionObserved($0) }
             if let server { await bearer.setServerDelegate(server) }
-            let client = GATTClient(requester: bearer)
+            let automatic = connection.role == .central && options.security.automaticSecurity
+            let client = GATTClient(requester: automatic ? SecuringRequester(bearer: bearer, security: security) : bearer)
             await bearer.setNotificationHandler { pdu in await client.received(pdu) }
             await bearer.setNotificationFastHandler { pdu in client.deliverNotification(pdu) }
-            await l2cap.setFixedChannelHandler(.smp, SMPRefusal.handler(l2cap: l2cap))
+            await l2cap.setFixedChannelHandler(.smp, security.channelHandler)
             await l2cap.start()
-            return Link(connection: connection, l2cap: l2cap, bearer: bearer, client: client)
+            let link = Link(connection: connection, l2cap: l2cap, bearer: bearer, client: client, security: security)
+            if connection.role == .peripheral, options.security.requestSecurityOnConnect {
+                Task { _ = try? await security.secure() }
+            } else if connection.role == .central, options.security.encryptBondedLinks, await security.hasBond() {
+                Task { _ = try? await security.secure() }
+            }
+            return link
         }
         links[connection.handle] = task
+        return await task.value
+    }
+
+    /// The link with `handle`, if it is up.
+    func existingLink(_ handle: UInt16) async -> Link? {
+        guard let task = links[handle] else { return nil }
         return await task.value
     }
 
@@ -235,28 +292,6 @@ actor Stack {
         eventTask?.cancel()
         await host.close()
         transport.close()
-    }
-}
-
-/// This stack does not pair (no SMP state machine; see README "Not there yet"). It answers a
-/// Pairing Request or Security Request with Pairing Failed (Core Vol 3 Part H 3.5.5) so the peer
-/// doesn't wait 30 s: "Pairing Not Supported", or "Invalid Parameters" for one that doesn't
-/// decode. Other SMP PDUs can't arrive without a pairing in progress and are ignored.
-enum SMPRefusal {
-    static func handler(l2cap: L2CAPConnection) -> FixedChannelHandler {
-        FixedChannelHandler(received: { bytes in
-            let reason: SMPPairingFailedReason
-            switch (try? SMPPDU.decode(bytes), bytes.first) {
-            case (.pairingRequest?, _), (.securityRequest?, _):
-                reason = .pairingNotSupported
-            case (nil, SMPPDU.Code.pairingRequest?), (nil, SMPPDU.Code.securityRequest?):
-                reason = .invalidParameters
-            default:
-                return
-            }
-            let failed = SMPPDU.pairingFailed(reason: reason).bytes
-            Task { try? await l2cap.send(failed, on: .smp) }
-        })
     }
 }
 

@@ -41,6 +41,33 @@ public struct GATTPermissions: OptionSet, Sendable, Hashable {
 
     public static let readWrite: GATTPermissions = [.readable, .writable]
 
+    /// The names of CLI.md's `--gatt FILE` `"permissions"` lists; each encrypted / authenticated
+    /// name implies the plain access.
+    public static let namedPermissions: [(name: String, permissions: GATTPermissions)] = [
+        ("read", .readable), ("write", .writable),
+        ("readEncrypted", [.readable, .readEncryptionRequired]), ("writeEncrypted", [.writable, .writeEncryptionRequired]),
+        ("readAuthenticated", [.readable, .readAuthenticationRequired]),
+        ("writeAuthenticated", [.writable, .writeAuthenticationRequired]),
+    ]
+
+    /// Permissions from those names; throws the first unknown name.
+    public init(names: [String]) throws(UnknownPermissionName) {
+        self = []
+        for n in names {
+            guard let p = Self.namedPermissions.first(where: { $0.name == n })?.permissions else {
+                throw UnknownPermissionName(name: n)
+            }
+            formUnion(p)
+        }
+    }
+
+    public struct UnknownPermissionName: Error, Equatable, CustomStringConvertible {
+        public var name: String
+        public var description: String {
+            "unknown permission '\(name)' (use \(GATTPermissions.namedPermissions.map(\.name).joined(separator: ", ")))"
+        }
+    }
+
     /// What `properties` imply: readable with `.read`, writable with `.write` / `.writeWithoutResponse`.
     public init(for properties: GATTCharacteristicProperties) {
         self = []
@@ -285,7 +312,8 @@ struct AttributeTable: Sendable {
                 for d in Self.descriptors(of: c) {
                     if d.uuid == GATTUUID.clientCharacteristicConfiguration {
                         cccd = handle + 1
-                        add(d.uuid, .cccd(valueHandle: valueHandle, properties: c.properties), [0, 0], .readWrite,
+                        // The given permissions (e.g. writable only when encrypted); the default one is .readWrite.
+                        add(d.uuid, .cccd(valueHandle: valueHandle, properties: c.properties), [0, 0], d.permissions,
                             maxLength: 2, characteristic: c.uuid)
                         continue
                     }

@@ -331,7 +331,9 @@ public final class GATTServer: ATTServerDelegate, Sendable {
             : (.readEncryptionRequired, .readAuthenticationRequired, .readAuthorizationRequired)
         if p.contains(auth) && !s.authenticated { return .insufficientAuthentication }
         if p.contains(enc) || p.contains(auth) {
-            if !s.encrypted { return .insufficientEncryption }
+            // Core Vol 3 Part C 10.3.1: on an unencrypted link, Insufficient Encryption when a
+            // key (bond) with this peer exists, Insufficient Authentication when it must pair.
+            if !s.encrypted { return s.keyAvailable ? .insufficientEncryption : .insufficientAuthentication }
             if s.keySize < a.minimumKeySize { return .encryptionKeySizeTooShort }
         }
         if p.contains(authz) && !s.authorized { return .insufficientAuthorization }

@@ -178,6 +178,7 @@ private let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [
     bitKey(ReadBufferSize.self): (14, 7),
     bitKey(ReadBDADDR.self): (15, 1),
     bitKey(ReadRSSI.self): (15, 5),
+    bitKey(ReadEncryptionKeySize.self): (20, 4),
     bitKey(WriteLEHostSupport.self): (24, 6),
     bitKey(LESetEventMask.self): (25, 0),
     bitKey(LEReadBufferSize.self): (25, 1),
@@ -299,6 +300,29 @@ public struct ReadRSSI: HCICommand, Equatable {
         }
         public func encode(into w: inout ByteWriter) { w.u16(connectionHandle); w.i8(rssi) }
         public var fields: [Field] { [.handle(connectionHandle), .dBm("rssi", rssi)] }
+    }
+}
+
+/// Read Encryption Key Size (0x1408, Core Vol 4 Part E 7.5.7): the key size of an encrypted link.
+public struct ReadEncryptionKeySize: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: HCIOpcode.statusParameters, ocf: 0x0008)
+    public static let name = "Read Encryption Key Size"
+    public var connectionHandle: UInt16
+    public init(connectionHandle: UInt16) { self.connectionHandle = connectionHandle }
+    public init(parameters r: inout ByteReader) throws(DecodeError) { connectionHandle = try r.handle() }
+    public func encodeParameters(into w: inout ByteWriter) { w.u16(connectionHandle) }
+    public var fields: [Field] { [.handle(connectionHandle)] }
+
+    public struct ReturnParameters: HCIReturnParameters, Equatable {
+        public var connectionHandle: UInt16
+        /// Octets (1...16).
+        public var keySize: UInt8
+        public init(connectionHandle: UInt16, keySize: UInt8) { self.connectionHandle = connectionHandle; self.keySize = keySize }
+        public init(returnParameters r: inout ByteReader) throws(DecodeError) {
+            connectionHandle = try r.handle(); keySize = try r.u8("keySize")
+        }
+        public func encode(into w: inout ByteWriter) { w.u16(connectionHandle); w.u8(keySize) }
+        public var fields: [Field] { [.handle(connectionHandle), .int("keySize", keySize)] }
     }
 }
 

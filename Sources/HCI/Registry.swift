@@ -5,7 +5,7 @@ let allCommandTypes: [any HCICommand.Type] = [
     // Link Control, Controller & Baseband, Informational, Status
     Disconnect.self, SetEventMask.self, Reset.self, WriteLEHostSupport.self,
     ReadLocalVersionInformation.self, ReadLocalSupportedCommands.self, ReadLocalSupportedFeatures.self,
-    ReadBufferSize.self, ReadBDADDR.self, ReadRSSI.self,
+    ReadBufferSize.self, ReadBDADDR.self, ReadRSSI.self, ReadEncryptionKeySize.self,
     // LE controller set-up, connections, encryption, data length, PHY
     LESetEventMask.self, LEReadBufferSize.self, LEReadBufferSizeV2.self, LEReadLocalSupportedFeatures.self, LEReadSupportedStates.self,
     LESetRandomAddress.self, LECreateConnection.self, LECreateConnectionCancel.self,

@@ -23,6 +23,7 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let unspecifiedError = HCIStatus(0x1F)
     public static let unsupportedParameterValue = HCIStatus(0x11)
     public static let instantPassed = HCIStatus(0x28)
+    public static let insufficientSecurity = HCIStatus(0x2F)
     public static let connectionTerminatedMICFailure = HCIStatus(0x3D)
     public static let connectionFailedToBeEstablished = HCIStatus(0x3E)
     public static let unknownAdvertisingIdentifier = HCIStatus(0x42)

@@ -128,6 +128,13 @@ extension Host {
         return a
     }
 
+    /// `own`, except that a controller without a public address (00:00:00:00:00:00, as Bumble's
+    /// virtual controllers) uses the random static address: peers (and SMP, whose confirm and
+    /// check values include both addresses) must see one valid identity address.
+    func effectiveOwnAddress(_ own: OwnAddress) -> OwnAddress {
+        own == .public && controller?.address == .zero ? .randomStatic : own
+    }
+
     /// Sets the controller's random address when `own` asks for it; returns the Own_Address_Type.
     private func prepareOwnAddress(_ own: OwnAddress, extendedHandle: UInt8? = nil) async throws -> AddressType {
         guard own == .randomStatic else { return .public }
@@ -147,7 +154,9 @@ extension Host {
     /// when the controller lists them, else the legacy commands. A connection accepted while
     /// advertising arrives as `HostEvent.connected` with role peripheral; advertising then
     /// stops (call `startAdvertising` again to continue).
-    public func startAdvertising(_ p: AdvertisingParameters) async throws {
+    public func startAdvertising(_ parameters: AdvertisingParameters) async throws {
+        var p = parameters
+        p.ownAddress = effectiveOwnAddress(p.ownAddress)
         let info = try self.info
         if advertising { try await stopAdvertising() }
         let extended = info.supports(LESetExtendedAdvertisingParameters.opcode)
@@ -217,8 +226,10 @@ extension Host {
 
     /// Starts scanning; reports arrive as `HostEvent.advertisement`. Extended scanning is used
     /// only when the controller lists its commands.
-    public func startScanning(_ p: ScanParameters = .init()) async throws {
+    public func startScanning(_ parameters: ScanParameters = .init()) async throws {
         let info = try self.info
+        var p = parameters
+        p.ownAddress = effectiveOwnAddress(p.ownAddress)
         if scanning { try await stopScanning() }
         let extended = info.supports(LESetExtendedScanParameters.opcode) && info.supports(LESetExtendedScanEnable.opcode)
         let own = try await prepareOwnAddress(p.ownAddress)
@@ -255,9 +266,11 @@ extension Host {
     /// Connects to `peer` as central. On timeout sends LE Create Connection Cancel and throws
     /// `HostError.connectTimeout`; a failed attempt throws `HCIError` with the status. The
     /// link is also reported as `HostEvent.connected`.
-    public func connect(to peer: DeviceAddress, parameters p: ConnectParameters = .init(),
+    public func connect(to peer: DeviceAddress, parameters: ConnectParameters = .init(),
                         timeout: Duration = .seconds(10)) async throws -> LEConnection {
         let info = try self.info
+        var p = parameters
+        p.ownAddress = effectiveOwnAddress(p.ownAddress)
         if let connecting { throw HostError.busy("already connecting to \(connecting)") }
         connecting = peer
         defer { connecting = nil }

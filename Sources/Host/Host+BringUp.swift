@@ -75,8 +75,8 @@ extension Host {
         return info
     }
 
-    /// The own address used for advertising and connecting.
-    var advertisingAddress: DeviceAddress {
+    /// The own address used for advertising (and so the local address of peripheral links).
+    public var advertisingAddress: DeviceAddress {
         if usesRandomAddress, let randomAddress { return DeviceAddress(randomAddress, type: .random) }
         return DeviceAddress(controller?.address ?? .zero, type: .public)
     }

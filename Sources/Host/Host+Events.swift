@@ -91,13 +91,13 @@ extension Host {
             hardwareFailure(try HardwareError(parameters: &r).hardwareCode)
         case EncryptionChange.eventCode:
             let e = try EncryptionChange(parameters: &r)
-            emit(.encryptionChanged(handle: e.connectionHandle, enabled: e.status.isSuccess && e.encryptionEnabled != 0, status: e.status))
+            encryptionEvent(handle: e.connectionHandle, status: e.status, enabled: e.status.isSuccess && e.encryptionEnabled != 0)
         case EncryptionChangeV2.eventCode:
             let e = try EncryptionChangeV2(parameters: &r)
-            emit(.encryptionChanged(handle: e.connectionHandle, enabled: e.status.isSuccess && e.encryptionEnabled != 0, status: e.status))
+            encryptionEvent(handle: e.connectionHandle, status: e.status, enabled: e.status.isSuccess && e.encryptionEnabled != 0)
         case EncryptionKeyRefreshComplete.eventCode:
             let e = try EncryptionKeyRefreshComplete(parameters: &r)
-            emit(.encryptionChanged(handle: e.connectionHandle, enabled: e.status.isSuccess, status: e.status))
+            encryptionEvent(handle: e.connectionHandle, status: e.status, enabled: e.status.isSuccess)
         case DataBufferOverflow.eventCode:
             warn("controller reports Data Buffer Overflow (link type \(try DataBufferOverflow(parameters: &r).linkType))")
         default:

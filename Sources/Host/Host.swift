@@ -77,6 +77,7 @@ public actor Host {
         case connectionUpdate
         case phyUpdate
         case disconnection
+        case encryption
     }
 
     enum WaiterResult: Sendable {
@@ -85,9 +86,13 @@ public actor Host {
         case connectionUpdate(ConnectionParameters)
         case phy(tx: UInt8, rx: UInt8)
         case disconnected(HCIStatus)
+        case encryption(HCIStatus)
     }
 
     var waiters: [Waiter] = []
+    /// Called on the host's executor at Encryption Change / Key Refresh Complete, before any later
+    /// packet of the link is handled (see `observeEncryption`).
+    var encryptionObservers: [UInt16: @Sendable (Bool) -> Void] = [:]
     /// Results that arrived before their waiter started awaiting.
     var waiterResults: [UInt64: Result<WaiterResult, any Error>] = [:]
     var waiterTimeouts: [UInt64: Task<Void, Never>] = [:]
@@ -397,6 +402,7 @@ public actor Host {
             return
         }
         let error = HostError.disconnected(handle: handle, reason: reason)
+        encryptionObservers[handle] = nil
         // Buffers held by this link's packets are freed by the controller.
         aclCredits = Swift.min(aclBufferCount, aclCredits + link.inFlight)
         link.inFlight = 0

@@ -101,6 +101,8 @@ public enum HostError: Error, Sendable, Equatable, CustomStringConvertible {
     case busy(String)
     /// `start()` has not completed.
     case notStarted
+    /// Encryption Change reported a failure (e.g. PIN or Key Missing 0x06: the peer lost its key).
+    case encryptionFailed(handle: UInt16, status: HCIStatus)
 
     public var description: String {
         switch self {
@@ -116,6 +118,9 @@ public enum HostError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidArgument(let what): return "invalid argument: \(what)"
         case .busy(let what): return "busy: \(what)"
         case .notStarted: return "the host is not started (call start())"
+        case let .encryptionFailed(handle, status):
+            let hint = status == .pinOrKeyMissing ? ": the peer has no key for this bond (pair again)" : ""
+            return "encrypting connection \(hexCode(handle, digits: 4)) failed: \(status)\(hint)"
         }
     }
 }

@@ -126,6 +126,16 @@ extension VirtualController {
                 return reject(ReadRSSI.self, .unknownConnectionIdentifier, handle: c.connectionHandle)
             }
             complete(ReadRSSI.self, .init(connectionHandle: c.connectionHandle, rssi: VirtualController.rssi))
+        case let c as ReadEncryptionKeySize:
+            guard let conn = connections[c.connectionHandle] else {
+                return reject(ReadEncryptionKeySize.self, .unknownConnectionIdentifier, handle: c.connectionHandle)
+            }
+            guard conn.encrypted else {
+                return reject(ReadEncryptionKeySize.self, .insufficientSecurity, handle: c.connectionHandle)
+            }
+            // The link layer always encrypts with a 128-bit key; a smaller SMP key size is the
+            // host masking its LTK (Core Vol 3 Part H 2.3.4), which the controller can't see.
+            complete(ReadEncryptionKeySize.self, .init(connectionHandle: c.connectionHandle, keySize: 16))
 
         // Data length and PHY
         case is LEReadSuggestedDefaultDataLength:

@@ -92,6 +92,7 @@ func runCLI(_ argv: [String]) async -> Int32 {
         case "demo": return try await runDemo(context)
         case "controllers": return try await runControllers(context)
         case "adapters": return try await runAdapters(context)
+        case "bonds": return try await runBonds(context)
         default: return usageFailure(UsageError("unknown command '\(command)'"))
         }
     } catch let e as UsageError {

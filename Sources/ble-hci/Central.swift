@@ -27,6 +27,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     if profile != nil && !actions.isEmpty {
         throw UsageError("--profile band runs the band's own exchange: leave out --read, --write, --subscribe and --discover, or run them without --profile", command: cmd)
     }
+    let security = try securityConfiguration(c)
     SignalWatcher.install()
     let out = c.out
 
@@ -34,8 +35,12 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     defer { opened.close() }
     let transport = opened.transport
     out.progress("Opening \(transport.name)…")
+    var options = StackOptions()
+    options.security = security
+    options.host.randomStaticAddress = security.bondDirectory.flatMap(bondedRandomStaticAddress)
+    options.pairingDelegate = TerminalPairing(out: out, passkey: security.smp.fixedPasskey, yes: c.args.has("yes"))
     // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
-    let central = try await interruptible { try await Central.open(transport) }
+    let central = try await interruptible { try await Central.open(transport, options: options) }
     defer { Task { await central.close() } }
     out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
 
@@ -70,6 +75,10 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     var exitCode = ExitCode.success
     var interrupted: Interrupted? = nil
     do {
+        if c.args.has("pair") {
+            // The outcome (paired / encrypted / failed) is printed by TerminalPairing.
+            try await interruptible { try await remote.pair() }
+        }
         if profile == "band" {
             let day = bandDate ?? BandProtocol.Day(today: Date())
             try await interruptible { try await runBand(remote, day: day, out: out) }
@@ -124,6 +133,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         reportDisconnected(reason, out: out, connection: remote.handle)
         return ExitCode.failure
     }
+    await remote.securitySettled()  // bounded by the SMP timeout
     let reason = try await remote.disconnect()
     reportDisconnected(reason, out: out, connection: remote.handle)
     if let interrupted {

@@ -9,7 +9,8 @@ Usage: ble-hci [GLOBAL OPTIONS] COMMAND [OPTIONS]
 Commands:
   scan          list advertisers (active scan by default)
   central       connect to a peripheral, discover, read, write, subscribe
-  peripheral    advertise and serve the `demo` or `band` profile
+  peripheral    advertise and serve the `demo`, `band` or `secure` profile, or a GATT table
+  bonds         list or remove the stored bonds (SMP keys)
   dump          decode a btsnoop or pcap capture, layer by layer, or draw it (--flow, --svg)
   demo          central + peripheral on an in-process virtual link, traced
   controllers   serve virtual LE controllers on TCP or UNIX sockets
@@ -57,6 +58,7 @@ let commandHelp: [String: String] = [
     """,
     "central": """
     Usage: ble-hci central TARGET [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
+                          [--pair] [SECURITY OPTIONS]
 
     TARGET: AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT (first advertiser whose name
     contains TEXT, ignoring case). CHAR: a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010).
@@ -78,35 +80,64 @@ let commandHelp: [String: String] = [
       --timeout S    seconds to find and connect to TARGET (default 10)
       --profile band speak the band profile's framed protocol (see docs/band.md): total
                      steps and the hourly step/sleep history of --date (default: today, UTC)
+      --pair         pair right after connecting (or only encrypt when a bond exists)
+    Without --pair the central pairs when it must: an Insufficient Authentication (0x05) or
+    Insufficient Encryption (0x0F) answer makes it encrypt (bond) or pair and retry that request
+    once; a peripheral's Security Request is honoured. A bonded peripheral is encrypted at once.
+
+    \(securityHelp)
 
     Examples:
       ble-hci -t tcp:127.0.0.1:9001 central name:ble-hci
       sudo ble-hci -t hci0 central F0:F1:F2:F3:F4:F5/random --read fff2 --write fff2=6869 --subscribe fff1 --count 3
+      ble-hci -t tcp:127.0.0.1:9002 central name:secure --read ff01          # pairs on 0x05, then reads
+      ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io keyboard --mitm --passkey 123456 --read ff02
+      ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io yesno --mitm --yes --json
     """,
     "peripheral": """
-    Usage: ble-hci peripheral [--name NAME] [--profile demo|band | --gatt FILE] [--duration S]
+    Usage: ble-hci peripheral [--name NAME] [--profile demo|band|secure | --gatt FILE] [--duration S]
+                              [--security-request] [SECURITY OPTIONS]
 
     Advertises (connectable: flags, complete local name, the profile's 16-bit service UUIDs) and
     serves the profile until Ctrl-C or --duration; advertises again after each disconnection.
 
-      --name NAME        advertised and GAP device name (default ble-hci)
-      --profile P        demo (default) or band
-      --duration S       stop after S seconds
-      --gatt FILE        serve the GATT table in FILE instead of a profile: the central's
-                         `gatt` event (or its --json output as is), with values, optional
-                         "permissions" (read, write, readEncrypted, writeEncrypted,
-                         readAuthenticated, writeAuthenticated), "includes" and "primary".
-                         Handles are reassigned in the file's order; 1800/1801 and CCCDs are
-                         the server's own (the file's Device Name is the default --name).
-                         A bad file exits 2 naming the JSON path of the problem.
+      --name NAME          advertised and GAP device name (default ble-hci)
+      --profile P          demo (default), band, or secure: service ff66 with ff01 (read/write,
+                           encryption required, "secret") and ff02 (read/notify, authenticated
+                           encryption required, "authenticated"; CCCD needs encryption)
+      --duration S         stop after S seconds
+      --gatt FILE          serve the GATT table in FILE instead of a profile: the central's
+                           `gatt` event (or its --json output as is), with values, optional
+                           "permissions" (read, write, readEncrypted, writeEncrypted,
+                           readAuthenticated, writeAuthenticated), "includes" and "primary".
+                           Handles are reassigned in the file's order; 1800/1801 and CCCDs are
+                           the server's own (the file's Device Name is the default --name).
+                           A bad file exits 2 naming the JSON path of the problem.
+      --security-request   ask every central to pair (SMP Security Request) once connected
 
     Every request is shown with its answer: value reads and writes, descriptor reads with the
     value answered, refusals (--json: "error" events), discovery ("request" events).
 
+    \(securityHelp)
+
     Examples:
       sudo ble-hci -t hci0 peripheral --profile demo --json
+      ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --name secure
+      ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --io display --mitm --passkey 123456
       ble-hci --json -t tcp:127.0.0.1:9002 central F0:F1:F2:F3:F4:F5 > table.json   # clone a device
       ble-hci -t tcp:127.0.0.1:9001 peripheral --gatt table.json
+    """,
+    "bonds": """
+    Usage: ble-hci bonds [--bonds DIR] [list | remove ADDRESS | clear]
+
+    Lists the stored bonds (peer identity address and type, key size, Secure Connections, MITM,
+    whether an IRK is held; --json: {"event":"bond",...}), or removes one peer's bond, or all.
+    DIR defaults to $XDG_STATE_HOME/ble-hci, else ~/.local/state/ble-hci.
+
+    Examples:
+      ble-hci bonds
+      ble-hci bonds remove F0:F1:F2:F3:F4:F5
+      ble-hci bonds --bonds /tmp/bonds clear
     """,
     "dump": """
     Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg]
@@ -198,10 +229,12 @@ let commandHelp: [String: String] = [
 
 let commandSpecs: [String: OptionSpec] = [
     "scan": OptionSpec(flags: ["passive", "duplicates"], valued: ["duration", "service", "name"]),
-    "central": OptionSpec(flags: ["discover"],
-                          valued: ["read", "write", "write-without-response", "subscribe", "count",
-                                   "duration", "mtu", "timeout", "profile", "date"]),
-    "peripheral": OptionSpec(flags: [], valued: ["name", "profile", "duration", "gatt"]),
+    "central": OptionSpec(flags: Set(["discover", "pair"]).union(securityFlags),
+                          valued: Set(["read", "write", "write-without-response", "subscribe", "count",
+                                       "duration", "mtu", "timeout", "profile", "date"]).union(securityValued)),
+    "peripheral": OptionSpec(flags: Set(["security-request"]).union(securityFlags),
+                             valued: Set(["name", "profile", "duration", "gatt"]).union(securityValued)),
+    "bonds": OptionSpec(flags: [], valued: ["bonds"]),
     "dump": OptionSpec(flags: ["flow"], valued: ["layers", "svg"]),
     "demo": OptionSpec(flags: [], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen"]),

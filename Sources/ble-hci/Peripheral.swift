@@ -5,7 +5,7 @@ import ATT
 import GATT
 import BLE
 
-/// `ble-hci peripheral [--name NAME] [--profile demo|band] [--duration S]` (CLI.md).
+/// `ble-hci peripheral [--name NAME] [--profile demo|band|secure] [--duration S] [--security-request] [SECURITY OPTIONS]` (CLI.md).
 func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("peripheral takes no positional arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
@@ -15,7 +15,14 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
         return try GATTFile(path: path, command: c.command)
     }
     let profile = gattFile != nil ? "gatt" : c.args.last("profile") ?? "demo"
-    guard profile == "demo" || profile == "band" || gattFile != nil else { throw UsageError("--profile must be demo or band, got '\(profile)'", command: c.command) }
+    guard ["demo", "band", "secure"].contains(profile) || gattFile != nil else {
+        throw UsageError("--profile must be demo, band or secure, got '\(profile)'", command: c.command)
+    }
+    var options = StackOptions()
+    options.security = try securityConfiguration(c)
+    options.security.requestSecurityOnConnect = c.args.has("security-request")
+    options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
+    options.pairingDelegate = TerminalPairing(out: c.out, passkey: options.security.smp.fixedPasskey, yes: c.args.has("yes"))
     let name = c.args.last("name") ?? gattFile?.deviceName ?? "ble-hci"
     guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name must be 1 to 248 octets of UTF-8", command: c.command) }
     let duration = try c.args.double("duration", command: c.command)
@@ -28,22 +35,26 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     let advertised: [BluetoothUUID]
     var ticker: Task<Void, Never>? = nil
     if let gattFile {
-        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: gattFile.services, name: name) }
+        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: gattFile.services, name: name, options: options) }
         advertised = gattFile.advertisedServices
     } else if profile == "band" {
-        peripheral = try await interruptible { [transport = opened.transport] in try await BandProfile.openPeripheral(transport, name: name) }
+        peripheral = try await interruptible { [transport = opened.transport] in try await BandProfile.openPeripheral(transport, name: name, options: options) }
         advertised = BandProfile.advertisedServices
+    } else if profile == "secure" {
+        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: SecureProfile.services, name: name, options: options) }
+        advertised = SecureProfile.advertisedServices
+        ticker = SecureProfile.startTicker(on: peripheral)
     } else {
-        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: DemoProfile.services, name: name) }
+        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: DemoProfile.services, name: name, options: options) }
         advertised = DemoProfile.advertisedServices
         ticker = DemoProfile.startTicker(on: peripheral)
     }
     defer { ticker?.cancel() }
     try await interruptible { try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: advertised)) }
-    let address = peripheral.controller.address
-    out.event([.text("event", "advertising"), .text("name", name), .text("address", address.description),
-               .text("addressType", "public"), .text("profile", profile)])
-    out.line("Advertising as \(out.bold(name)) (\(address), public) with profile \(profile) on \(opened.transport.name). Ctrl-C to stop.")
+    let address = await peripheral.address
+    out.event([.text("event", "advertising"), .text("name", name), .text("address", address.address.description),
+               .text("addressType", address.type.simple), .text("profile", profile)])
+    out.line("Advertising as \(out.bold(name)) (\(address.address), \(address.type.simple)) with profile \(profile) on \(opened.transport.name). Ctrl-C to stop.")
 
     let events = Task { () -> String? in
         for await e in peripheral.events {

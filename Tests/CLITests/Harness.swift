@@ -67,7 +67,7 @@ final class Rig: @unchecked Sendable {
 
     /// Starts the controllers and, when `profile` is given, a peripheral serving it
     /// (`extraPeripheralArgs` go before the command, e.g. `-w FILE`).
-    static func start(profile: String? = "demo", peripheralGlobalArgs: [String] = []) async throws -> Rig {
+    static func start(profile: String? = "demo", peripheralGlobalArgs: [String] = [], peripheralArgs: [String] = []) async throws -> Rig {
         let controllers = try BleHCI.start(["controllers", "--listen", "tcp:127.0.0.1:0", "--listen", "tcp:127.0.0.1:0", "--json"],
                                            lifetime: 120)
         var specs: [String] = []
@@ -86,7 +86,7 @@ final class Rig: @unchecked Sendable {
         let rig = Rig(controllers: controllers, specs: specs)
         if let profile {
             do {
-                let p = try BleHCI.start(peripheralGlobalArgs + ["-t", rig.peripheralSpec, "peripheral", "--profile", profile, "--json"],
+                let p = try BleHCI.start(peripheralGlobalArgs + ["-t", rig.peripheralSpec, "peripheral", "--profile", profile, "--json"] + peripheralArgs,
                                          lifetime: 90)
                 rig.peripheral = p
                 rig.advertising = try await p.nextEvent("advertising", timeout: 10)
@@ -118,9 +118,9 @@ final class Rig: @unchecked Sendable {
 }
 
 /// Runs `body` with a started rig and always shuts it down (processes killed), even on failure.
-func withRig<T>(profile: String? = "demo", peripheralGlobalArgs: [String] = [],
+func withRig<T>(profile: String? = "demo", peripheralGlobalArgs: [String] = [], peripheralArgs: [String] = [],
                 _ body: (Rig) async throws -> T) async throws -> T {
-    let rig = try await Rig.start(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs)
+    let rig = try await Rig.start(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs, peripheralArgs: peripheralArgs)
     do {
         let result = try await body(rig)
         await rig.shutdown()

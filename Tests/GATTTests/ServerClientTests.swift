@@ -238,8 +238,14 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
         #expect(await attError { _ = try await client.read(handle: fff1) } == ATTError(.readNotPermitted, requestOpcode: .readRequest, handle: fff1))
         #expect(await attError { try await client.write([1], handle: ffe1) } == ATTError(.writeNotPermitted, requestOpcode: .writeRequest, handle: ffe1))
         #expect(await attError { _ = try await client.read(handle: ffd5) } == ATTError(.readNotPermitted, requestOpcode: .readRequest, handle: ffd5))
+        // Unencrypted, no key with this peer: it must pair (Core Vol 3 Part C 10.3.1).
+        #expect(await attError { _ = try await client.read(handle: ffd1) } == ATTError(.insufficientAuthentication, requestOpcode: .readRequest, handle: ffd1))
+        #expect(await attError { try await client.write([1], handle: ffd1) } == ATTError(.insufficientAuthentication, requestOpcode: .writeRequest, handle: ffd1))
+        // Unencrypted with a bond: it only has to encrypt.
+        link.security = ATTSecurity(keyAvailable: true)
         #expect(await attError { _ = try await client.read(handle: ffd1) } == ATTError(.insufficientEncryption, requestOpcode: .readRequest, handle: ffd1))
         #expect(await attError { try await client.write([1], handle: ffd1) } == ATTError(.insufficientEncryption, requestOpcode: .writeRequest, handle: ffd1))
+        link.security = .none
         #expect(await attError { _ = try await client.read(handle: ffd2) } == ATTError(.insufficientAuthentication, requestOpcode: .readRequest, handle: ffd2))
         #expect(await attError { _ = try await client.read(handle: ffd3) } == ATTError(.insufficientAuthorization, requestOpcode: .readRequest, handle: ffd3))
         #expect(await attError { try await client.write(Array(repeating: 0, count: 1025), handle: ffe2) } == ATTError(.invalidAttributeValueLength, requestOpcode: .executeWriteRequest, handle: ffe2))
@@ -321,5 +327,16 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
         // CCCD writes must be 2 octets.
         #expect(await link.raw(ATTPDU.writeRequest(handle: 9, value: [1]).bytes)
                 == .errorResponse(requestOpcode: .writeRequest, handle: 9, error: .invalidAttributeValueLength))
+    }
+}
+
+@Suite struct PermissionNameTests {
+    /// CLI.md `--gatt FILE`: "permissions" names; the secure ones imply the access.
+    @Test func namesMapToPermissions() throws {
+        #expect(try GATTPermissions(names: ["read", "write"]) == .readWrite)
+        #expect(try GATTPermissions(names: ["readEncrypted"]) == [.readable, .readEncryptionRequired])
+        #expect(try GATTPermissions(names: ["readAuthenticated", "writeEncrypted"])
+                == [.readable, .readAuthenticationRequired, .writable, .writeEncryptionRequired])
+        #expect(throws: GATTPermissions.UnknownPermissionName(name: "readSecret")) { try GATTPermissions(names: ["read", "readSecret"]) }
     }
 }

@@ -24,6 +24,7 @@ import Testing
         #expect(LESetAdvertisingParameters.opcode.rawValue == 0x2006)
         #expect(LESetExtendedScanEnable.opcode.rawValue == 0x2042)
         #expect(ReadRSSI.opcode.rawValue == 0x1405)
+        #expect(ReadEncryptionKeySize.opcode.rawValue == 0x1408)  // Core Vol 4 Part E 7.5.7
         #expect(WriteLEHostSupport.opcode.rawValue == 0x0C6D)
         #expect(HCIOpcode(rawValue: 0x200D).name == "LE Create Connection")
         #expect(HCIOpcode(rawValue: 0x2019).description == "LE Enable Encryption (0x2019)")

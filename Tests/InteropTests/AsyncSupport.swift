@@ -165,17 +165,18 @@ extension Scope {
     }
 
     /// Our `Central` on controller `index` (closed at the end of the test).
-    func central(on index: Int) async throws -> Central {
+    func central(on index: Int, options: StackOptions = Scope.stackOptions) async throws -> Central {
         let transport = try TransportSpec(parsing: controllers.transport(index)).open()
-        let central = try await Central.open(transport, options: Self.stackOptions)
+        let central = try await Central.open(transport, options: options)
         onClose { await central.close() }
         return central
     }
 
     /// Our `Peripheral` serving `services` on controller `index`, with its events recorded.
-    func peripheral(on index: Int, services: [GATTService], name: String) async throws -> (Peripheral, Recorder<PeripheralEvent>) {
+    func peripheral(on index: Int, services: [GATTService], name: String,
+                    options: StackOptions = Scope.stackOptions) async throws -> (Peripheral, Recorder<PeripheralEvent>) {
         let transport = try TransportSpec(parsing: controllers.transport(index)).open()
-        let peripheral = try await Peripheral.open(transport, services: services, name: name, options: Self.stackOptions)
+        let peripheral = try await Peripheral.open(transport, services: services, name: name, options: options)
         let recorder = Recorder<PeripheralEvent>()
         let pump = Task { for await e in peripheral.events { recorder.append(e) } }
         onClose {

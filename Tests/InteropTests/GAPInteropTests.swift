@@ -56,11 +56,12 @@ import HCI
             #expect(adv.services.contains(0x180D))
             let remote = try await central.connect(to: adv.address, timeout: .seconds(10))
             let connected = try await peer.event("connected")
-            // Bumble sees our own (public) address: the controller's BD_ADDR.
-            #expect(connected["address"] as? String == central.controller.address.description)
-            withKnownIssue("Bumble's controller has BD_ADDR 00:00:00:00:00:00 and labels it a random address (bumble Address() defaults to the random type)") {
-                #expect(connected["addressType"] as? String == "public")
-            }
+            // Bumble's controller has no public address (BD_ADDR 00:00:00:00:00:00), so our host
+            // connects with its random static address (Core Vol 6 Part B 1.3.2.1): Bumble sees that.
+            #expect(central.controller.address == .zero)
+            #expect(connected["address"] as? String == remote.connection.local.address.description)
+            #expect(remote.connection.local.address.isRandomStatic)
+            #expect(connected["addressType"] as? String == "random")
             #expect(remote.disconnectReason == nil)
 
             let reason = try await withTimeout(.seconds(10), "disconnect") { try await remote.disconnect() }
@@ -86,7 +87,11 @@ import HCI
                 "--transport", scope.controllers.bumbleTransport(1), "--name", "interop-ours",
                 "--mtu", "185", "--read-all", "--timeout", "40"])
             let ad = try await bumble.event("advertisement") { $0["name"] as? String == "interop-ours" }
-            #expect(ad["address"] as? String == peripheral.controller.address.description)
+            // No public address on Bumble's controller: we advertise with our random static one.
+            let ours = await peripheral.address
+            #expect(ours.type == .random && ours.address.isRandomStatic)
+            #expect(ad["address"] as? String == ours.address.description)
+            #expect(ad["addressType"] as? String == "random")
             #expect(ad["services"] as? [String] == ["fff0", "ffe0"])
             #expect(ad["flags"] as? Int == 6)
             let connected = try await bumble.event("connected")

@@ -24,11 +24,11 @@ import HCI
     }
 
     /// peripheral.py on controller 1, our Central on controller 0, connected and discovered.
-    func connect(_ scope: Scope, name: String, extra: [String] = []) async throws -> Connected {
+    func connect(_ scope: Scope, name: String, extra: [String] = [], options: StackOptions = Scope.stackOptions) async throws -> Connected {
         let peer = try scope.script("peripheral.py", [
             "--transport", scope.controllers.bumbleTransport(1), "--name", name, "--timeout", "80"] + extra)
         let ready = try await peer.event("ready")
-        let central = try await scope.central(on: 0)
+        let central = try await scope.central(on: 0, options: options)
         let adv = try await central.find(ScanFilter(nameContains: name), timeout: .seconds(10))
         let remote = try await central.connect(to: adv.address, timeout: .seconds(10))
         _ = try await peer.event("connected")
@@ -119,9 +119,12 @@ import HCI
         }
     }
 
+    /// The errors as they are: automatic security off (it is tested below).
     @Test func permissionErrors() async throws {
+        var options = Scope.stackOptions
+        options.security.automaticSecurity = false
         try await interop { scope in
-            let c = try await connect(scope, name: "interop-perm")
+            let c = try await connect(scope, name: "interop-perm", options: options)
             let noWrite = try c.characteristic(Self.u(2))
             let noRead = try c.characteristic(Self.u(3))
             let encrypted = try c.characteristic(Self.u(4))
@@ -147,6 +150,23 @@ import HCI
             #expect(c.peer.all("refused").count == 2)
             // The link is still fine after the errors.
             #expect(try await c.remote.read(try c.characteristic(0x2A38)) == [0x01])
+        }
+    }
+
+    /// Issue 12: our central reads Bumble's encryption-required characteristic; Bumble answers
+    /// Insufficient Encryption / Authentication, our central pairs (Just Works: both
+    /// NoInputNoOutput, Core Vol 3 Part H 2.3.5.1) and retries once, as CoreBluetooth does.
+    @Test func autoPairingOnInsufficientEncryption() async throws {
+        try await interop { scope in
+            let c = try await connect(scope, name: "interop-pair")
+            let encrypted = try c.characteristic(Self.u(4))
+            #expect(try await c.remote.read(encrypted) == Array("secret".utf8), "peripheral.py's value of ...def4")
+            let security = await c.remote.security
+            #expect(security.encrypted && !security.authenticated && security.keySize == 16)
+            #expect(await c.remote.lastPairing?.method == .justWorks)
+            #expect(await c.remote.lastPairing?.secureConnections == true, "Bumble's PairingConfig defaults to sc=True")
+            // (Bumble 0.0.236 marks any paired LE link "authenticated", so its ...def6 check is no
+            // evidence of MITM either way; our side says unauthenticated above.)
         }
     }
 

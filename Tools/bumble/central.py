@@ -4,8 +4,12 @@
         (--address AA:BB:CC:DD:EE:FF[/public|/random] | --name TEXT | --scan-only)
         [--mtu N] [--no-discover] [--read-all]
         [--read CHAR] [--write CHAR=HEX] [--write-without-response CHAR=HEX]
-        [--subscribe CHAR [--count N]] ...   (actions run in the order given)
+        [--subscribe CHAR [--count N]] [--pair] [--reconnect] [--encrypt] ...
+        (actions run in the order given; --reconnect disconnects, connects again and rediscovers;
+         --encrypt starts encryption with the key stored by an earlier --pair)
         [--duration S] [--timeout S]
+        pairing (--pair): [--io none|display|keyboard|yesno|keyboard-display] [--legacy] [--mitm]
+        [--passkey N] (entered when asked; also the one displayed) [--reject] (refuse comparisons)
 
 CHAR is a UUID (2a37, 128-bit dashed) or a value handle (0x0010).
 JSON lines on stdout (the same shapes as `ble-hci`'s, see shared CLI contract):
@@ -19,6 +23,11 @@ JSON lines on stdout (the same shapes as `ble-hci`'s, see shared CLI contract):
   {"event":"write","uuid":..,"handle":..}
   {"event":"notification"|"indication","uuid":..,"handle":..,"value":..}
   {"event":"error","op":..,"uuid":..,"handle":..,"att":"0x03","message":..}
+  {"event":"pairing","method":"passkeyEntry","passkey":"012345"} (Bumble displays) /
+  {"event":"pairing","method":"numericComparison","number":"123456"}
+  {"event":"paired","encrypted":true,"keySize":16,"authenticated":..,"secureConnections":..}
+  {"event":"pairingFailed","message":..}
+  {"event":"encrypted","keySize":..} / {"event":"encryptionFailed","message":..}
   {"event":"disconnected","reason":"0x16","message":..}
 Exit code: 0 when everything succeeded, 1 when any operation failed, 124 on --timeout.
 """
@@ -30,6 +39,8 @@ from bumble.att import ATT_Error
 from bumble.core import UUID
 from bumble.device import Device, Peer
 from bumble.gatt import Characteristic
+from bumble.keys import MemoryKeyStore
+from bumble.pairing import PairingConfig, PairingDelegate
 from bumble.transport import open_transport
 
 import common
@@ -177,7 +188,33 @@ class Central:
                              "end": service.end_group_handle, "characteristics": chars})
         common.emit("gatt", services=services)
 
+    async def pair(self, connection) -> None:
+        """SMP pairing as Bumble's initiator, with the options' IO capability and flags."""
+        start = asyncio.get_running_loop().time()
+        try:
+            await connection.pair()
+        except Exception as error:  # noqa: BLE001 - reported as an event
+            self.failed = True
+            common.emit("pairingFailed", message=f"{type(error).__name__}: {error}")
+            return
+        common.emit("paired", encrypted=bool(connection.is_encrypted),
+                    keySize=connection.encryption_key_size if hasattr(connection, "encryption_key_size") else None,
+                    authenticated=bool(getattr(connection, "authenticated", False)),
+                    secureConnections=bool(getattr(connection, "sc", False)),
+                    seconds=round(asyncio.get_running_loop().time() - start, 4))
+
     async def run_action(self, kind: str, value) -> None:
+        if kind == "pair":
+            await self.pair(self.connection)
+            return
+        if kind == "encrypt":
+            try:
+                await self.connection.encrypt()
+                common.emit("encrypted", keySize=self.connection.encryption_key_size)
+            except Exception as error:  # noqa: BLE001 - reported as an event
+                self.failed = True
+                common.emit("encryptionFailed", message=f"{type(error).__name__}: {error}")
+            return
         spec = value.split("=", 1)[0] if kind in ("write", "write_without_response") else value
         try:
             c = self.find(spec)
@@ -221,6 +258,9 @@ class Central:
         args = self.args
         async with await open_transport(args.transport) as (source, sink):
             device = Device.with_hci("bumble-central", common.random_static_address(), source, sink)
+            device.pairing_config_factory = lambda _connection: PairingConfig(
+                sc=not args.legacy, mitm=args.mitm, bonding=True, delegate=CentralPairingDelegate(args))
+            device.keystore = MemoryKeyStore()
             device.on("advertisement", self.on_advertisement)
             await device.power_on()
             if args.scan_only:
@@ -229,10 +269,17 @@ class Central:
                 await device.stop_scanning()
                 return common.EXIT_OK
             connection, disconnected = await self.connect(device)
+            self.connection = connection
             if not args.no_discover:
                 await self.peer.discover_all()
                 await self.read_tree()
             for kind, value in getattr(args, "actions", None) or []:
+                if kind == "reconnect":
+                    await self.disconnect(connection, disconnected)
+                    connection, disconnected = await self.connect(device)
+                    self.connection = connection
+                    await self.peer.discover_all()
+                    continue
                 if connection.handle not in device.connections:
                     break
                 await self.run_action(kind, value)
@@ -270,6 +317,37 @@ class Central:
                     message=hci.HCI_Constant.error_name(reason))
 
 
+IO_CAPABILITIES = {
+    "none": PairingDelegate.NO_OUTPUT_NO_INPUT,
+    "display": PairingDelegate.DISPLAY_OUTPUT_ONLY,
+    "keyboard": PairingDelegate.KEYBOARD_INPUT_ONLY,
+    "yesno": PairingDelegate.DISPLAY_OUTPUT_AND_YES_NO_INPUT,
+    "keyboard-display": PairingDelegate.DISPLAY_OUTPUT_AND_KEYBOARD_INPUT,
+}
+
+
+class CentralPairingDelegate(PairingDelegate):
+    """Answers like a user would: the --passkey when asked to type one, yes to comparisons
+    (unless --reject), and prints what it would display."""
+
+    def __init__(self, args):
+        super().__init__(io_capability=IO_CAPABILITIES[args.io])
+        self.args = args
+
+    async def compare_numbers(self, number: int, digits: int) -> bool:
+        common.emit("pairing", method="numericComparison", number=f"{number:0{digits}d}")
+        return not self.args.reject
+
+    async def get_number(self) -> int | None:
+        return self.args.passkey
+
+    async def display_number(self, number: int, digits: int) -> None:
+        common.emit("pairing", method="passkeyEntry", passkey=f"{number:0{digits}d}")
+
+    async def generate_passkey(self) -> int:
+        return self.args.passkey if self.args.passkey is not None else await super().generate_passkey()
+
+
 async def main(args) -> int:
     return await Central(args).run()
 
@@ -298,6 +376,16 @@ if __name__ == "__main__":
     parser.add_argument("--write-without-response", action=OrderedAction, metavar="CHAR=HEX")
     parser.add_argument("--subscribe", action=OrderedAction, metavar="CHAR")
     parser.add_argument("--count", type=int, default=1, help="values to wait for per --subscribe")
+    parser.add_argument("--pair", action=OrderedAction, nargs=0, metavar="", help="pair (SMP) at this point")
+    parser.add_argument("--reconnect", action=OrderedAction, nargs=0, metavar="",
+                        help="disconnect, connect again, rediscover")
+    parser.add_argument("--encrypt", action=OrderedAction, nargs=0, metavar="",
+                        help="encrypt with the stored key")
+    parser.add_argument("--io", choices=sorted(IO_CAPABILITIES), default="none", help="IO capability for pairing")
+    parser.add_argument("--legacy", action="store_true", help="LE legacy pairing (no Secure Connections)")
+    parser.add_argument("--mitm", action="store_true", help="require MITM protection")
+    parser.add_argument("--passkey", type=int, help="passkey to enter when asked (and to display)")
+    parser.add_argument("--reject", action="store_true", help="answer numeric comparisons with no")
     parser.add_argument("--duration", type=float, default=5.0,
                         help="seconds to scan (--scan-only) or to wait for --count values")
     arguments = parser.parse_args()

@@ -47,6 +47,7 @@ from bumble.core import UUID
 from bumble.device import (AdvertisingEventProperties, AdvertisingParameters, AdvertisingType,
                            Device)
 from bumble.gatt import Characteristic, CharacteristicValue, Service
+from bumble.keys import MemoryKeyStore
 from bumble.transport import open_transport
 
 import common
@@ -241,6 +242,8 @@ class Peripheral:
         address = args.address or common.random_static_address()
         async with await open_transport(args.transport) as (source, sink):
             self.device = Device.with_hci(args.name, address, source, sink)
+            # Bonds made by a central's pairing are kept for this run (LTK requests on reconnection).
+            self.device.keystore = MemoryKeyStore()
             self.device.add_services(self.build_services())
             self.device.on("connection", self.on_connection)
             self.device.on("characteristic_subscription", self.on_subscription)

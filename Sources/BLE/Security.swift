@@ -1,0 +1,586 @@
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+import HCI
+import Host
+import L2CAP
+import ATT
+import SMP
+
+/// Security settings of a `Central` or `Peripheral` (CLI.md "Security (SMP) options").
+public struct SecurityConfiguration: Sendable {
+    /// IO capability, MITM, bonding, Secure Connections, key sizes, fixed passkey.
+    public var smp = SMPConfiguration()
+    /// Where bonds live (one file per local identity address); nil keeps no bonds.
+    public var bondDirectory: String?
+    /// Peripheral: send a Security Request to every central once connected.
+    public var requestSecurityOnConnect = false
+    /// Central: encrypt from the bond as soon as a bonded peripheral is connected.
+    public var encryptBondedLinks = true
+    /// Central: on an ATT Insufficient Authentication / Insufficient Encryption answer, encrypt
+    /// (bond) or pair, then retry the request once (as CoreBluetooth does).
+    public var automaticSecurity = true
+    /// How long the encryption procedure may take (pairing itself is bounded by the SMP timeout).
+    public var encryptionTimeout: Duration = .seconds(10)
+    public init() {}
+}
+
+/// What happened to a link's security, for the application (CLI.md JSON events).
+public enum SecurityEvent: Sendable, Equatable {
+    /// Pairing shows something to the user: a passkey to type on the peer, or a number to compare.
+    case pairing(method: SMPMethod, passkey: UInt32?, number: UInt32?)
+    /// Pairing completed (the link is encrypted with the new key).
+    case paired(PairingSummary)
+    /// The link was encrypted with a stored bond's key.
+    case encrypted(keySize: Int, bonded: Bool, authenticated: Bool)
+    /// Pairing failed (sent or received Pairing Failed, or the SMP timeout).
+    case pairingFailed(SMPPairingFailedReason, remote: Bool)
+    /// Encryption did not start: PIN or Key Missing (0x06) means the peer lost its bond.
+    case encryptionFailed(HCIStatus)
+}
+
+public struct PairingSummary: Sendable, Equatable {
+    public var method: SMPMethod
+    public var secureConnections: Bool
+    /// MITM protection (authenticated key).
+    public var authenticated: Bool
+    /// The keys were stored.
+    public var bonded: Bool
+    public var keySize: Int
+}
+
+/// Answers the user-facing steps of pairing. Every method may take as long as the user needs,
+/// within the SMP timeout (30 s).
+public protocol PairingDelegate: Sendable {
+    /// Passkey Entry with a keyboard: the 6-digit passkey the peer displays (nil = cancel).
+    func enterPasskey(peer: DeviceAddress) async -> UInt32?
+    /// Numeric Comparison: does the peer show `number`?
+    func confirmNumber(_ number: UInt32, peer: DeviceAddress) async -> Bool
+    /// Every security event of every link (passkeys to display arrive as `.pairing`).
+    func securityEvent(_ event: SecurityEvent, peer: DeviceAddress)
+}
+
+extension PairingDelegate {
+    public func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) {}
+}
+
+/// The security manager of one link: owns the SMP pairing in progress (one `SMPPairing` per
+/// pairing), its timer, the link's encryption state and the ATT bearer's security level.
+/// SMP PDUs (L2CAP CID 6) and HCI encryption events are fed to it in order.
+actor LinkSecurity {
+    nonisolated let connection: LEConnection
+    private let host: Host
+    private let bearer: ATTBearer
+    private let configuration: SecurityConfiguration
+    /// Nil until the bond directory exists (it is created by the first bond stored).
+    private var bonds: SMPBondStore?
+    private let delegate: (any PairingDelegate)?
+    /// Repeated-attempts protection, shared by every link of the stack (Core Vol 3 Part H 2.3.6).
+    private let attempts: SMPAttemptTracker
+    private let log: (@Sendable (String) -> Void)?
+    private let outgoing: AsyncStream<[UInt8]>.Continuation
+    private let incoming: AsyncStream<[UInt8]>.Continuation
+
+    private var pairing: SMPPairing?
+    /// The responder's pairing has only sent Security Request: the central may still answer by
+    /// encrypting with a bond instead of pairing.
+    private var requestOnly = false
+    private var timer: Task<Void, Never>?
+    /// After an SMP timeout no more SMP on this link (Core Vol 3 Part H 3.4).
+    private var smpClosed = false
+    /// Pairing waits for Encryption Change; SMP PDUs that overtake it wait here.
+    private var encryptionPending = false
+    private var held: [[UInt8]] = []
+    /// Pairing Request / Response seen, for the key size between encryption and completion.
+    private var offeredKeySizes: [UInt8] = []
+    /// The bond whose key encrypts (or is about to encrypt) the link.
+    private var bondInUse: SMPBond?
+    private(set) var state = ATTSecurity.none
+    private(set) var lastPairing: PairingSummary?
+    private var waiters: [CheckedContinuation<ATTSecurity, any Error>] = []
+    private var down: HCIStatus?
+    /// The security the link has once the encryption being started succeeds: the host's
+    /// encryption observer hands it to the ATT bearer synchronously (before the peer's next PDU).
+    private nonisolated let expected = Mutex<ATTSecurity?>(nil)
+
+    init(connection: LEConnection, host: Host, l2cap: L2CAPConnection, bearer: ATTBearer,
+         configuration: SecurityConfiguration, bonds: SMPBondStore?, delegate: (any PairingDelegate)?,
+         attempts: SMPAttemptTracker, log: (@Sendable (String) -> Void)?) {
+        self.attempts = attempts
+        self.connection = connection
+        self.host = host
+        self.bearer = bearer
+        self.configuration = configuration
+        self.bonds = bonds
+        self.delegate = delegate
+        self.log = log
+        // One ordered queue each way: PDUs leave in the order the engine produced them and are
+        // fed to the engine in the order they arrived.
+        let (out, outCont) = AsyncStream.makeStream(of: [UInt8].self)
+        let (inc, incCont) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingOldest(64))
+        outgoing = outCont
+        incoming = incCont
+        Task {
+            for await pdu in out { try? await l2cap.send(pdu, on: .smp) }
+        }
+        Task { [weak self] in
+            for await pdu in inc {
+                guard let self else { return }
+                await self.received(pdu)
+            }
+        }
+    }
+
+    /// The fixed-channel handler for CID 6.
+    nonisolated var channelHandler: FixedChannelHandler {
+        let incoming = self.incoming
+        return FixedChannelHandler(received: { incoming.yield($0) }, closed: { _ in incoming.finish() })
+    }
+
+    /// The host's encryption observer (host executor): raise the bearer's level at once.
+    nonisolated func encryptionObserved(_ enabled: Bool) {
+        if enabled, let s = expected.withLock({ $0 }) { bearer.setSecurity(s) }
+    }
+
+    private func expect(_ s: ATTSecurity) {
+        var s = s
+        s.keyAvailable = keyAvailable
+        expected.withLock { $0 = s }
+    }
+
+    /// What a pairing's key gives before its completion confirms it: every method but Just Works
+    /// is authenticated (Core Vol 3 Part H 2.3.5.1); the key size is the smaller maximum offered.
+    private func provisional(_ p: SMPPairing) -> ATTSecurity {
+        ATTSecurity(encrypted: true, authenticated: p.method.map { $0 != .justWorks } ?? false,
+                    keySize: Int(offeredKeySizes.min() ?? 16))
+    }
+
+    /// Whether this side's IO capability allows an authenticated (MITM) pairing at all.
+    nonisolated var canAuthenticate: Bool { configuration.smp.ioCapability != .noInputNoOutput }
+
+    private var role: SMPRole { connection.role == .central ? .initiator : .responder }
+
+    private func event(_ e: SecurityEvent) { delegate?.securityEvent(e, peer: connection.peer) }
+
+    // MARK: Bonds
+
+    /// The stored bond with this peer (by address, or by resolving its RPA with bonded IRKs).
+    private func storedBond() -> SMPBond? {
+        guard let bonds else { return nil }
+        do {
+            if let b = try bonds.bond(for: connection.peer) { return b }
+            if connection.peer.type == .random, connection.peer.address.isResolvablePrivate {
+                return try bonds.resolve(connection.peer.address)
+            }
+        } catch {
+            log?("bond store: \(error)")
+        }
+        return nil
+    }
+
+    /// Whether this side holds a bond with the peer (the server answers 0x0F rather than 0x05).
+    func hasBond() -> Bool { storedBond() != nil }
+    private var keyAvailable = false
+
+    /// Called once when the link is set up: the server learns whether a bond exists.
+    func prepare() async {
+        keyAvailable = hasBond()
+        if keyAvailable { bearer.setSecurity(ATTSecurity(keyAvailable: true)) }
+    }
+
+    // MARK: Procedures the application starts
+
+    /// Central: encrypts from the bond, or pairs (always pairs with `force`). Peripheral: sends a
+    /// Security Request and waits for the central to pair or encrypt. Returns the new security.
+    func secure(force: Bool = false, mitm: Bool = false) async throws -> ATTSecurity {
+        if let down { throw BLEError.disconnected(down) }
+        let pairingInProgress = pairing.map { !$0.isFinished } ?? false
+        if state.encrypted && !force && (!mitm || state.authenticated) && !pairingInProgress { return state }
+        if !pairingInProgress, !encryptionPending {
+            if smpClosed { throw BLEError.securityFailed("SMP timed out earlier on this link: no more pairing on it (Core Vol 3 Part H 3.4)") }
+            if role == .initiator, !force, let bond = storedBond(), !mitm || bond.authenticated {
+                startEncryption(with: bond)
+            } else {
+                startPairing(mitm: mitm)
+            }
+        }
+        return try await withCheckedThrowingContinuation { waiters.append($0) }
+    }
+
+    /// Waits until a pairing or encryption in progress ends (at once when none is); a failure
+    /// was already reported to the delegate.
+    func settle() async {
+        guard down == nil, encryptionPending || (pairing.map { !$0.isFinished } ?? false) && !requestOnly else { return }
+        _ = try? await withCheckedThrowingContinuation { waiters.append($0) }
+    }
+
+    private func startPairing(mitm: Bool = false) {
+        var smp = configuration.smp
+        if mitm { smp.mitm = true }
+        let p = SMPPairing(role: role, configuration: smp, local: connection.local, peer: connection.peer, attempts: attempts)
+        pairing = p
+        offeredKeySizes = []
+        bondInUse = nil
+        requestOnly = role == .responder
+        run(p.start())
+    }
+
+    private func startEncryption(with bond: SMPBond) {
+        bondInUse = bond
+        expect(ATTSecurity(encrypted: true, authenticated: bond.authenticated, keySize: bond.keySize))
+        encrypt(ltk: bond.ltk, ediv: bond.ediv, rand: bond.rand)
+    }
+
+    /// HCI LE Enable Encryption; the outcome arrives as an Encryption Change event. Failures that
+    /// produce no event (command refused, timeout) are handled here.
+    private func encrypt(ltk: [UInt8], ediv: UInt16, rand: [UInt8]) {
+        encryptionPending = true
+        let host = self.host, handle = connection.handle, timeout = configuration.encryptionTimeout
+        let random = rand.prefix(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
+        Task {
+            do {
+                try await host.startEncryption(handle: handle, ltk: ltk, ediv: ediv, rand: random, timeout: timeout)
+            } catch HostError.encryptionFailed {
+                // Reported by the Encryption Change event itself.
+            } catch {
+                self.encryptionProcedureFailed(error)
+            }
+        }
+    }
+
+    private func encryptionProcedureFailed(_ error: any Error) {
+        guard encryptionPending else { return }
+        encryptionPending = false
+        log?("encryption of \(hexCode(connection.handle, digits: 4)): \(error)")
+        if let p = pairing, !p.isFinished {
+            run(p.encryptionChanged(enabled: false, status: (error as? HCIError)?.status.rawValue ?? HCIStatus.unspecifiedError.rawValue))
+        } else {
+            bondInUse = nil
+            if case HostError.disconnected(_, let reason) = error {
+                resolveWaiters(.failure(BLEError.disconnected(reason)))
+            } else {
+                resolveWaiters(.failure(error))
+            }
+        }
+    }
+
+    // MARK: Input
+
+    /// One SMP PDU, in arrival order. PDUs that arrived before a disconnection are still
+    /// processed after it, so key distribution that completed on air completes here too.
+    private func received(_ pdu: [UInt8]) {
+        guard !smpClosed, let code = pdu.first else { return }
+        if down != nil, pairing?.isFinished ?? true { return }
+        if encryptionPending {
+            // Key distribution is a handful of PDUs; a peer flooding more is not waited for.
+            if held.count < 16 { held.append(pdu) } else { log?("SMP PDU dropped while waiting for Encryption Change") }
+            return
+        }
+        if let p = pairing, !p.isFinished {
+            noteParameters(pdu)
+            run(p.receive(pdu))
+            return
+        }
+        switch (role, code) {
+        case (.responder, SMPPDU.Code.pairingRequest):
+            let p = SMPPairing(role: .responder, configuration: configuration.smp, local: connection.local, peer: connection.peer,
+                               attempts: attempts)
+            pairing = p
+            offeredKeySizes = []
+            noteParameters(pdu)
+            run(p.receive(pdu))
+        case (.initiator, SMPPDU.Code.securityRequest):
+            guard case .securityRequest(let authReq)? = try? SMPPDU.decode(pdu) else {
+                outgoing.yield(SMPPDU.pairingFailed(reason: .invalidParameters).bytes)
+                return
+            }
+            securityRequested(authReq)
+        case (.responder, SMPPDU.Code.securityRequest), (.initiator, SMPPDU.Code.pairingRequest):
+            // Only a peripheral sends Security Request, only a central Pairing Request.
+            outgoing.yield(SMPPDU.pairingFailed(reason: .commandNotSupported).bytes)
+        default:
+            break  // nothing in progress: late or stray PDUs are ignored
+        }
+    }
+
+    /// A peripheral's Security Request (Core Vol 3 Part H 2.4.6): encrypt with a bond good
+    /// enough for what it asks, otherwise pair.
+    private func securityRequested(_ authReq: SMPAuthReq) {
+        guard !encryptionPending, pairing?.isFinished ?? true else { return }
+        if state.encrypted && (!authReq.mitm || state.authenticated) { return }
+        if let bond = storedBond(), !authReq.mitm || bond.authenticated {
+            startEncryption(with: bond)
+        } else {
+            startPairing(mitm: authReq.mitm)
+        }
+    }
+
+    private func noteParameters(_ pdu: [UInt8]) {
+        if pdu.first == SMPPDU.Code.pairingRequest { requestOnly = false }
+        switch try? SMPPDU.decode(pdu) {
+        case .pairingRequest(let p)?, .pairingResponse(let p)?: offeredKeySizes.append(p.maxEncryptionKeySize)
+        default: break
+        }
+    }
+
+    /// Encryption Change / Key Refresh Complete for this link.
+    func encryptionChanged(enabled: Bool, status: HCIStatus) {
+        let wasPending = encryptionPending
+        encryptionPending = false
+        if let p = pairing, !p.isFinished, !requestOnly, wasPending || role == .responder {
+            if enabled {
+                // Encrypted with the pairing's key: the server must grant what it protects before
+                // key distribution ends (the peer may send ATT requests meanwhile). Every method
+                // but Just Works is authenticated (Core Vol 3 Part H 2.3.5.1); the completion confirms.
+                setState(provisional(p))
+            }
+            run(p.encryptionChanged(enabled: enabled, status: status.rawValue))
+            drainHeld()
+            return
+        }
+        if enabled {
+            let bond = bondInUse
+            setState(ATTSecurity(encrypted: true, authenticated: bond?.authenticated ?? state.authenticated,
+                                 keySize: bond?.keySize ?? max(state.keySize, 7)))
+            event(.encrypted(keySize: state.keySize, bonded: bond != nil, authenticated: state.authenticated))
+            if requestOnly {
+                // The central answered our Security Request with its bond: nothing to pair.
+                requestOnly = false
+                pairing = nil
+                armTimer()
+            }
+            resolveWaiters(.success(state))
+        } else {
+            bondInUse = nil
+            if !status.isSuccess {
+                event(.encryptionFailed(status))
+                resolveWaiters(.failure(BLEError.encryptionFailed(status)))
+            } else {
+                setState(.none)
+            }
+        }
+        drainHeld()
+    }
+
+    private func drainHeld() {
+        let pending = held
+        held = []
+        for pdu in pending { received(pdu) }
+    }
+
+    /// LE Long Term Key Request (peripheral): the pairing's key while pairing, otherwise the
+    /// bond's key by EDIV/Rand (SC bonds: EDIV 0, Rand 0, found by peer); none → negative reply.
+    func longTermKeyRequested(ediv: UInt16, rand: UInt64) {
+        let randBytes = (0..<8).map { UInt8(truncatingIfNeeded: rand >> (8 * UInt64($0))) }
+        var key: [UInt8]?
+        if let p = pairing, !p.isFinished, !requestOnly {
+            key = p.longTermKeyRequested(ediv: ediv, rand: randBytes)
+            if key != nil { expect(provisional(p)) }
+        } else {
+            var bond: SMPBond?
+            do {
+                if ediv == 0 && rand == 0 {
+                    bond = storedBond().flatMap { $0.secureConnections ? $0 : nil }
+                } else {
+                    bond = try bonds?.bond(ediv: ediv, rand: randBytes)
+                }
+            } catch {
+                log?("bond store: \(error)")
+            }
+            bondInUse = bond
+            key = bond?.ltk
+            if let bond { expect(ATTSecurity(encrypted: true, authenticated: bond.authenticated, keySize: bond.keySize)) }
+            if bond == nil {
+                log?("LTK request on \(hexCode(connection.handle, digits: 4)) for unknown EDIV \(hexCode(ediv, digits: 4)) / Rand: negative reply")
+            }
+        }
+        let host = self.host, handle = connection.handle
+        Task {
+            do { try await host.replyLongTermKey(handle: handle, ltk: key) } catch { self.logError("LTK reply: \(error)") }
+        }
+    }
+
+    private func logError(_ s: String) { log?(s) }
+
+    func answerPasskey(_ passkey: UInt32?) {
+        guard let p = pairing, !p.isFinished else { return }
+        run(p.passkeyEntered(passkey))
+    }
+
+    func answerComparison(_ accepted: Bool) {
+        guard let p = pairing, !p.isFinished else { return }
+        run(p.numericComparisonAnswered(accepted))
+    }
+
+    func linkDown(_ reason: HCIStatus) {
+        down = reason
+        timer?.cancel()
+        timer = nil
+        resolveWaiters(.failure(BLEError.disconnected(reason)))
+        // `incoming` ends when L2CAP closes the channel, after the frames already received.
+        outgoing.finish()
+    }
+
+    private func timedOut() {
+        timer = nil
+        guard let p = pairing, !p.isFinished, let deadline = p.deadline, deadline <= .now else {
+            armTimer()
+            return
+        }
+        smpClosed = true
+        run(p.timedOut())
+    }
+
+    // MARK: Outputs
+
+    private func run(_ outputs: [SMPOutput]) {
+        for output in outputs {
+            switch output {
+            case .send(let pdu):
+                noteParameters(pdu)
+                outgoing.yield(pdu)
+            case .user(let request):
+                userRequest(request)
+            case let .startEncryption(ltk, ediv, rand):
+                if let p = pairing { expect(provisional(p)) }
+                encrypt(ltk: ltk, ediv: ediv, rand: rand)
+            case .completed(let result):
+                completed(result)
+            case let .failed(reason, remote):
+                event(.pairingFailed(reason, remote: remote))
+                resolveWaiters(.failure(BLEError.pairingFailed(reason, remote: remote)))
+            case .securityRequested(let authReq):
+                securityRequested(authReq)
+            }
+        }
+        armTimer()
+    }
+
+    private func userRequest(_ request: SMPUserRequest) {
+        let peer = connection.peer, delegate = self.delegate
+        switch request {
+        case .displayPasskey(let passkey):
+            event(.pairing(method: .passkeyEntry, passkey: passkey, number: nil))
+        case .enterPasskey:
+            event(.pairing(method: .passkeyEntry, passkey: nil, number: nil))
+            Task {
+                let passkey = await delegate?.enterPasskey(peer: peer)
+                self.answerPasskey(passkey)
+            }
+        case .confirmNumber(let number):
+            event(.pairing(method: .numericComparison, passkey: nil, number: number))
+            Task {
+                let accepted = await delegate?.confirmNumber(number, peer: peer) ?? false
+                self.answerComparison(accepted)
+            }
+        }
+    }
+
+    private func completed(_ result: SMPPairingResult) {
+        var bonded = false
+        if bonds == nil, let dir = configuration.bondDirectory {
+            bonds = BondStores.store(directory: dir, localIdentity: connection.local, create: true, log: log)
+        }
+        if result.bonding, !result.debugKey, configuration.smp.bonding, let bonds,
+           let bond = SMPBond(result: result, role: role, peerAddress: connection.peer) {
+            do {
+                try bonds.save(bond)
+                bonded = true
+                keyAvailable = true
+            } catch {
+                log?("the bond with \(connection.peer) was not stored: \(error)")
+            }
+        }
+        let summary = PairingSummary(method: result.method, secureConnections: result.secureConnections,
+                                     authenticated: result.authenticated, bonded: bonded, keySize: result.keySize)
+        lastPairing = summary
+        setState(ATTSecurity(encrypted: true, authenticated: result.authenticated, keySize: result.keySize))
+        event(.paired(summary))
+        resolveWaiters(.success(state))
+    }
+
+    private func setState(_ new: ATTSecurity) {
+        var s = new
+        s.keyAvailable = keyAvailable
+        state = s
+        bearer.setSecurity(s)
+    }
+
+    private func resolveWaiters(_ result: Result<ATTSecurity, any Error>) {
+        let ws = waiters
+        waiters = []
+        for w in ws { w.resume(with: result) }
+    }
+
+    private func armTimer() {
+        timer?.cancel()
+        timer = nil
+        guard down == nil, let p = pairing, !p.isFinished, let deadline = p.deadline else { return }
+        timer = Task { [weak self] in
+            guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+            await self?.timedOut()
+        }
+    }
+}
+
+/// One `SMPBondStore` per file in the process, so every link (and stack) serialises its
+/// writes to a file through the same store.
+enum BondStores {
+    private static let stores = Mutex<[String: SMPBondStore]>([:])
+
+    /// The store of `localIdentity` in `directory`; without `create`, nil while the directory
+    /// doesn't exist (no bonds yet: it is made when the first bond is stored).
+    static func store(directory: String, localIdentity: DeviceAddress, create: Bool,
+                      log: (@Sendable (String) -> Void)?) -> SMPBondStore? {
+        stores.withLock { stores in
+            let key = directory + "\u{0}" + localIdentity.description
+            if let s = stores[key] { return s }
+            guard create || access(directory, F_OK) == 0 else { return nil }
+            do {
+                let s = try SMPBondStore(directory: directory, localIdentity: localIdentity)
+                stores[key] = s
+                return s
+            } catch {
+                log?("bond store in \(directory): \(error)")
+                return nil
+            }
+        }
+    }
+}
+
+extension BDAddress {
+    /// A random address whose two most significant bits are 0b01 (Core Vol 6 Part B 1.3.2.2).
+    var isResolvablePrivate: Bool { bytes[0] & 0xC0 == 0x40 }
+}
+
+/// The GATT client's requester on a central: an Insufficient Authentication / Insufficient
+/// Encryption answer makes the link encrypt (bond) or pair, then the request is sent once more.
+struct SecuringRequester: ATTRequester {
+    let bearer: ATTBearer
+    let security: LinkSecurity
+
+    var mtu: Int { get async { bearer.mtu } }
+
+    func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+        do {
+            return try await bearer.request(pdu)
+        } catch let errorResponse as ATTError
+                    where errorResponse.code == .insufficientAuthentication || errorResponse.code == .insufficientEncryption {
+            let error = errorResponse
+            // Encrypted but not authenticated: only a MITM pairing can help, which needs IO.
+            let encrypted = await security.state.encrypted
+            let mitm = error.code == .insufficientAuthentication && encrypted
+            if mitm && !security.canAuthenticate { throw error }
+            do {
+                _ = try await security.secure(force: mitm, mitm: mitm)
+            } catch {
+                // The cause went to the pairing delegate; the request's own answer stands.
+                throw errorResponse
+            }
+            return try await bearer.request(pdu)
+        }
+    }
+
+    func command(_ pdu: ATTPDU) async throws { try await bearer.command(pdu) }
+}

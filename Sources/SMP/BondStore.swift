@@ -1,0 +1,350 @@
+import Foundation
+import HCI
+import Synchronization
+
+// Bond store (CLI.md `--bonds DIR`): one JSON file per local identity address in DIR, mode 0600,
+// written atomically (temp file + fsync + rename), bonds keyed by the peer's identity address.
+
+/// One bond with a peer (what Vol 3 Part H 2.4.x says a bonded device keeps).
+public struct SMPBond: Sendable, Equatable {
+    /// The peer's identity address (or its connection address if it gave none).
+    public var peer: DeviceAddress
+    public var keySize: Int
+    public var secureConnections: Bool
+    public var authenticated: Bool
+    /// The key to encrypt with: SC: the shared LTK; legacy central: the peer's LTK; legacy peripheral: its own.
+    public var ltk: [UInt8]
+    public var ediv: UInt16
+    public var rand: [UInt8]
+    /// Legacy: the keys for the other direction (the ones this side does not encrypt with in its role), if any.
+    public var localLTK: SMPKeys?
+    public var peerIRK: [UInt8]?
+    public var peerCSRK: [UInt8]?
+    public var signCounter: UInt32
+    public var localCSRK: [UInt8]?
+    public var localSignCounter: UInt32
+
+    public init(peer: DeviceAddress, keySize: Int, secureConnections: Bool, authenticated: Bool,
+                ltk: [UInt8], ediv: UInt16 = 0, rand: [UInt8] = [UInt8](repeating: 0, count: 8),
+                localLTK: SMPKeys? = nil, peerIRK: [UInt8]? = nil, peerCSRK: [UInt8]? = nil, signCounter: UInt32 = 0,
+                localCSRK: [UInt8]? = nil, localSignCounter: UInt32 = 0) {
+        self.peer = peer
+        self.keySize = keySize
+        self.secureConnections = secureConnections
+        self.authenticated = authenticated
+        self.ltk = ltk
+        self.ediv = ediv
+        self.rand = rand
+        self.localLTK = localLTK
+        self.peerIRK = peerIRK
+        self.peerCSRK = peerCSRK
+        self.signCounter = signCounter
+        self.localCSRK = localCSRK
+        self.localSignCounter = localSignCounter
+    }
+
+    /// The bond a completed pairing leaves, or nil when it must not be stored (no bonding on either
+    /// side, or the debug key was used, Vol 3 Part H 2.3.5.6.1). `peerAddress`: the connection address,
+    /// used when the peer distributed no identity address.
+    public init?(result: SMPPairingResult, role: SMPRole, peerAddress: DeviceAddress) {
+        guard result.bonding, !result.debugKey else { return nil }
+        // Legacy: the central encrypts with the key the peripheral distributed, the peripheral with its own.
+        let (used, other) = result.secureConnections || role == .initiator ? (result.peer, result.local) : (result.local, result.peer)
+        guard let ltk = used.ltk else { return nil }
+        self.init(peer: result.peer.identityAddress ?? peerAddress, keySize: result.keySize,
+                  secureConnections: result.secureConnections, authenticated: result.authenticated,
+                  ltk: ltk, ediv: used.ediv, rand: used.rand,
+                  localLTK: result.secureConnections || other.ltk == nil ? nil : other,
+                  peerIRK: result.peer.irk, peerCSRK: result.peer.csrk, localCSRK: result.local.csrk)
+    }
+
+    /// Whether replacing `self` by `new` would lose protection (authentication, SC, key size).
+    func isWeakened(by new: SMPBond) -> Bool {
+        (authenticated && !new.authenticated) || (secureConnections && !new.secureConnections)
+            || ((authenticated || secureConnections) && new.keySize < keySize)
+    }
+}
+
+public enum SMPBondStoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The file could not be parsed; it is left untouched.
+    case corruptFile(path: String, reason: String)
+    /// An existing authenticated / SC bond would be replaced by a weaker one (remove it first, or allowDowngrade).
+    case downgradeRefused(peer: DeviceAddress, existing: String, new: String)
+    case io(path: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .corruptFile(let p, let r): "bond file \(p) is corrupt (\(r)); left as it is"
+        case .downgradeRefused(let peer, let old, let new):
+            "refusing to replace the \(old) bond of \(peer) with a \(new) one"
+        case .io(let p, let e): "bond file \(p): \(String(cString: strerror(e)))"
+        }
+    }
+}
+
+/// One JSON file per local identity address; thread-safe.
+public final class SMPBondStore: Sendable {
+    public let path: String
+    public let localIdentity: DeviceAddress
+    private let directory: String
+    private let lock = Mutex(())
+
+    public init(directory: String, localIdentity: DeviceAddress) throws {
+        self.localIdentity = localIdentity
+        let name = localIdentity.address.description.replacingOccurrences(of: ":", with: "-")
+            + "-" + localIdentity.type.simple + ".json"
+        path = (directory as NSString).appendingPathComponent(name)
+        self.directory = directory
+        do {
+            // Keys live here: the directory is private to the user too.
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw SMPBondStoreError.io(path: directory, errno: (error as NSError).code == NSFileWriteNoPermissionError ? EACCES : EIO)
+        }
+    }
+
+    public func bonds() throws -> [SMPBond] {
+        try lock.withLock { _ in try read().bonds }
+    }
+
+    public func bond(for peer: DeviceAddress) throws -> SMPBond? {
+        try bonds().first { $0.peer.isSameIdentity(as: peer) }
+    }
+
+    public func bond(ediv: UInt16, rand: [UInt8]) throws -> SMPBond? {
+        try bonds().first { $0.ediv == ediv && $0.rand == rand }
+    }
+
+    /// Stores a bond, replacing the one of the same peer. Throws `.downgradeRefused` if that one was
+    /// authenticated or SC and the new one is weaker, unless `allowDowngrade`.
+    public func save(_ bond: SMPBond, allowDowngrade: Bool = false) throws {
+        try lock.withLock { _ in
+            var file = try read()
+            if let old = file.bonds.first(where: { $0.peer.isSameIdentity(as: bond.peer) }), !allowDowngrade, old.isWeakened(by: bond) {
+                throw SMPBondStoreError.downgradeRefused(peer: bond.peer, existing: Self.strength(old), new: Self.strength(bond))
+            }
+            file.bonds.removeAll { $0.peer.isSameIdentity(as: bond.peer) }
+            file.bonds.append(bond)
+            try write(file)
+        }
+    }
+
+    public func remove(_ peer: DeviceAddress) throws {
+        try lock.withLock { _ in
+            var file = try read()
+            file.bonds.removeAll { $0.peer.isSameIdentity(as: peer) }
+            try write(file)
+        }
+    }
+
+    public func removeAll() throws {
+        try lock.withLock { _ in try write(BondFile(localIdentity: CodableAddress(localIdentity), bonds: [])) }
+    }
+
+    /// The bond whose peer IRK resolves this resolvable private address (ah, Vol 3 Part H 2.2.2).
+    public func resolve(_ rpa: BDAddress) throws -> SMPBond? {
+        try bonds().first { bond in bond.peerIRK.map { SMPPrivacy.resolves(rpa, irk: $0) } ?? false }
+    }
+
+    // MARK: File
+
+    private struct BondFile: Codable {
+        var version = 1
+        var localIdentity: CodableAddress
+        var bonds: [SMPBond]
+    }
+
+    private static func strength(_ b: SMPBond) -> String {
+        "\(b.secureConnections ? "Secure Connections" : "legacy") \(b.authenticated ? "authenticated" : "unauthenticated") \(b.keySize)-octet"
+    }
+
+    private func read() throws -> BondFile {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if access(path, F_OK) != 0 && errno == ENOENT { return BondFile(localIdentity: CodableAddress(localIdentity), bonds: []) }
+            throw SMPBondStoreError.io(path: path, errno: access(path, R_OK) == 0 ? EIO : errno)
+        }
+        do {
+            return try JSONDecoder().decode(BondFile.self, from: data)
+        } catch {
+            throw SMPBondStoreError.corruptFile(path: path, reason: Self.describe(error))
+        }
+    }
+
+    private static func describe(_ error: Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted(let c): c.debugDescription
+        case DecodingError.keyNotFound(let k, _): "missing \(k.stringValue)"
+        case DecodingError.typeMismatch(_, let c), DecodingError.valueNotFound(_, let c):
+            "\(c.codingPath.map(\.stringValue).joined(separator: ".")): \(c.debugDescription)"
+        default: "\(error)"
+        }
+    }
+
+    /// Temp file (mode 0600 from creation), fsync, rename over the old file: a crash leaves the old or the new file, never half.
+    private func write(_ file: BondFile) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(file)
+        let tmp = path + ".tmp-\(getpid())"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SMPBondStoreError.io(path: tmp, errno: errno) }
+        var ok = data.withUnsafeBytes { buf -> Bool in
+            var offset = 0
+            while offset < buf.count {
+                let n = Foundation.write(fd, buf.baseAddress! + offset, buf.count - offset)
+                if n < 0 { if errno == EINTR { continue }; return false }
+                offset += n
+            }
+            return true
+        }
+        ok = ok && fchmod(fd, 0o600) == 0 && fsync(fd) == 0
+        let err = errno
+        close(fd)
+        guard ok, rename(tmp, path) == 0 else {
+            let e = ok ? errno : err
+            unlink(tmp)
+            throw SMPBondStoreError.io(path: path, errno: e)
+        }
+        // Make the rename itself durable.
+        let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 {
+            fsync(dirFD)
+            close(dirFD)
+        }
+    }
+}
+
+extension DeviceAddress {
+    /// Same address and same public/random kind (HCI's "identity" address types count as their base type).
+    func isSameIdentity(as other: DeviceAddress) -> Bool {
+        address == other.address && type.isRandom == other.type.isRandom
+    }
+}
+
+// MARK: Codable (DeviceAddress lives in HCI without Codable: encoded here as "AA:BB:..", "public"/"random").
+
+struct CodableAddress: Codable, Equatable {
+    var address: String
+    var type: String
+    init(_ a: DeviceAddress) {
+        address = a.address.description
+        type = a.type.simple
+    }
+    var deviceAddress: DeviceAddress? {
+        guard let bd = BDAddress(string: address), type == "public" || type == "random" else { return nil }
+        return DeviceAddress(bd, type: type == "public" ? .public : .random)
+    }
+}
+
+private extension KeyedDecodingContainer {
+    func address(_ key: Key) throws -> DeviceAddress {
+        let c = try decode(CodableAddress.self, forKey: key)
+        guard let a = c.deviceAddress else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "bad address \(c.address)/\(c.type)")
+        }
+        return a
+    }
+    func addressIfPresent(_ key: Key) throws -> DeviceAddress? {
+        contains(key) ? try address(key) : nil
+    }
+    /// A key of exactly `count` octets, written as hex (see `encodeOctets`).
+    func octets(_ key: Key, _ count: Int) throws -> [UInt8] {
+        let text = try decode(String.self, forKey: key)
+        let digits = Array(text.utf8)
+        guard digits.count == 2 * count else {
+            throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "\(digits.count) hex digits, not \(2 * count)")
+        }
+        return try stride(from: 0, to: digits.count, by: 2).map { i in
+            guard let v = UInt8(String(decoding: digits[i...i + 1], as: UTF8.self), radix: 16) else {
+                throw DecodingError.dataCorruptedError(forKey: key, in: self, debugDescription: "not hex: \(text)")
+            }
+            return v
+        }
+    }
+    func octetsIfPresent(_ key: Key, _ count: Int) throws -> [UInt8]? {
+        contains(key) ? try octets(key, count) : nil
+    }
+}
+
+private extension KeyedEncodingContainer {
+    /// Keys as hex strings, octets in the order HCI and SMP carry them (least significant first),
+    /// like BlueZ's bond files: readable, and a wrong length is visible.
+    mutating func encodeOctets(_ value: [UInt8], forKey key: Key) throws {
+        try encode(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined(), forKey: key)
+    }
+    mutating func encodeOctetsIfPresent(_ value: [UInt8]?, forKey key: Key) throws {
+        if let value { try encodeOctets(value, forKey: key) }
+    }
+}
+
+extension SMPIdentity: Codable {
+    enum CodingKeys: String, CodingKey { case irk, address }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(irk: try c.octets(.irk, 16), address: try c.address(.address))
+    }
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeOctets(irk, forKey: .irk)
+        try c.encode(CodableAddress(address), forKey: .address)
+    }
+}
+
+extension SMPKeys: Codable {
+    enum CodingKeys: String, CodingKey { case ltk, ediv, rand, irk, identityAddress, csrk }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(ltk: try c.octetsIfPresent(.ltk, 16), ediv: try c.decode(UInt16.self, forKey: .ediv),
+                  rand: try c.octets(.rand, 8), irk: try c.octetsIfPresent(.irk, 16),
+                  identityAddress: try c.addressIfPresent(.identityAddress), csrk: try c.octetsIfPresent(.csrk, 16))
+    }
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeOctetsIfPresent(ltk, forKey: .ltk)
+        try c.encode(ediv, forKey: .ediv)
+        try c.encodeOctets(rand, forKey: .rand)
+        try c.encodeOctetsIfPresent(irk, forKey: .irk)
+        try c.encodeIfPresent(identityAddress.map(CodableAddress.init), forKey: .identityAddress)
+        try c.encodeOctetsIfPresent(csrk, forKey: .csrk)
+    }
+}
+
+extension SMPBond: Codable {
+    enum CodingKeys: String, CodingKey {
+        case peer, keySize, secureConnections, authenticated, ltk, ediv, rand, localLTK, peerIRK, peerCSRK,
+             signCounter, localCSRK, localSignCounter
+    }
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let keySize = try c.decode(Int.self, forKey: .keySize)
+        guard (7...16).contains(keySize) else {
+            throw DecodingError.dataCorruptedError(forKey: .keySize, in: c, debugDescription: "key size \(keySize) not 7–16")
+        }
+        self.init(peer: try c.address(.peer), keySize: keySize,
+                  secureConnections: try c.decode(Bool.self, forKey: .secureConnections),
+                  authenticated: try c.decode(Bool.self, forKey: .authenticated),
+                  ltk: try c.octets(.ltk, 16), ediv: try c.decode(UInt16.self, forKey: .ediv), rand: try c.octets(.rand, 8),
+                  localLTK: try c.decodeIfPresent(SMPKeys.self, forKey: .localLTK),
+                  peerIRK: try c.octetsIfPresent(.peerIRK, 16), peerCSRK: try c.octetsIfPresent(.peerCSRK, 16),
+                  signCounter: try c.decode(UInt32.self, forKey: .signCounter),
+                  localCSRK: try c.octetsIfPresent(.localCSRK, 16),
+                  localSignCounter: try c.decode(UInt32.self, forKey: .localSignCounter))
+    }
+    public func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(CodableAddress(peer), forKey: .peer)
+        try c.encode(keySize, forKey: .keySize)
+        try c.encode(secureConnections, forKey: .secureConnections)
+        try c.encode(authenticated, forKey: .authenticated)
+        try c.encodeOctets(ltk, forKey: .ltk)
+        try c.encode(ediv, forKey: .ediv)
+        try c.encodeOctets(rand, forKey: .rand)
+        try c.encodeIfPresent(localLTK, forKey: .localLTK)
+        try c.encodeOctetsIfPresent(peerIRK, forKey: .peerIRK)
+        try c.encodeOctetsIfPresent(peerCSRK, forKey: .peerCSRK)
+        try c.encode(signCounter, forKey: .signCounter)
+        try c.encodeOctetsIfPresent(localCSRK, forKey: .localCSRK)
+        try c.encode(localSignCounter, forKey: .localSignCounter)
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import HCI
+import SMP
+import BLE
+
+/// The security options of `central` and `peripheral` (CLI.md "Security (SMP) options").
+let securityFlags: Set<String> = ["yes", "mitm", "legacy", "sc-only", "no-bond"]
+let securityValued: Set<String> = ["io", "passkey", "min-key-size", "bonds"]
+
+let securityHelp = """
+Security (SMP):
+  --io CAP           IO capability: none (default), display, yesno, keyboard, keyboard-display
+  --passkey N        the 6-digit passkey this side displays or enters (instead of random / asking)
+  --yes              accept a numeric comparison without asking (with no terminal and no
+                     --yes, it is refused)
+  --mitm             require MITM protection (authenticated pairing)
+  --legacy           offer LE legacy pairing only
+  --sc-only          Secure Connections only: refuse legacy pairing
+  --min-key-size N   smallest encryption key size accepted, 7-16 (default 16)
+  --no-bond          pair without storing keys
+  --bonds DIR        where bonds live (default $XDG_STATE_HOME/ble-hci, else ~/.local/state/ble-hci)
+Not there yet: OOB pairing from the command line, our own resolvable private address.
+"""
+
+/// `--bonds DIR`, or the default of CLI.md.
+func bondDirectory(_ c: CommandContext) -> String {
+    if let dir = c.args.last("bonds") { return dir }
+    let env = ProcessInfo.processInfo.environment
+    if let state = env["XDG_STATE_HOME"], !state.isEmpty { return state + "/ble-hci" }
+    return (env["HOME"] ?? NSHomeDirectory()) + "/.local/state/ble-hci"
+}
+
+/// Builds the security configuration from the options (usage errors name the option).
+func securityConfiguration(_ c: CommandContext) throws -> SecurityConfiguration {
+    let cmd = c.command
+    var s = SecurityConfiguration()
+    if let io = c.args.last("io") {
+        switch io {
+        case "none": s.smp.ioCapability = .noInputNoOutput
+        case "display": s.smp.ioCapability = .displayOnly
+        case "yesno": s.smp.ioCapability = .displayYesNo
+        case "keyboard": s.smp.ioCapability = .keyboardOnly
+        case "keyboard-display": s.smp.ioCapability = .keyboardDisplay
+        default: throw UsageError("--io must be none, display, yesno, keyboard or keyboard-display, got '\(io)'", command: cmd)
+        }
+    }
+    if let text = c.args.last("passkey") {
+        guard text.count <= 6, text.allSatisfy(\.isASCIIDigit), let n = UInt32(text) else {
+            throw UsageError("--passkey needs a 6-digit number (000000-999999), got '\(text)'", command: cmd)
+        }
+        s.smp.fixedPasskey = n
+    }
+    s.smp.mitm = c.args.has("mitm")
+    if c.args.has("legacy") && c.args.has("sc-only") {
+        throw UsageError("--legacy and --sc-only exclude each other", command: cmd)
+    }
+    s.smp.secureConnections = !c.args.has("legacy")
+    s.smp.secureConnectionsOnly = c.args.has("sc-only")
+    if let n = try c.args.int("min-key-size", command: cmd, range: 7...16) { s.smp.minimumKeySize = n }
+    s.smp.bonding = !c.args.has("no-bond")
+    s.bondDirectory = bondDirectory(c)
+    return s
+}
+
+/// The random static address to use when the controller has no public one: the local identity
+/// of the newest random-address bond file in DIR, so bonds made in an earlier run still apply
+/// (SMPBondStore names its files AA-BB-CC-DD-EE-FF-TYPE.json). Nil: a fresh one per run.
+func bondedRandomStaticAddress(in dir: String) -> BDAddress? {
+    let fm = FileManager.default
+    let files = ((try? fm.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasSuffix("-random.json") }
+    let newest = files.max { a, b in
+        let da = (try? fm.attributesOfItem(atPath: dir + "/" + a)[.modificationDate] as? Date) ?? .distantPast
+        let db = (try? fm.attributesOfItem(atPath: dir + "/" + b)[.modificationDate] as? Date) ?? .distantPast
+        return da < db
+    }
+    guard let newest else { return nil }
+    let parts = newest.dropLast("-random.json".count).split(separator: "-").map(String.init)
+    guard parts.count == 6, let address = BDAddress(string: parts.joined(separator: ":")), address.isRandomStatic else { return nil }
+    return address
+}
+
+extension Character {
+    var isASCIIDigit: Bool { isASCII && isNumber }
+}
+
+/// Answers pairing on the terminal (or from --passkey / --yes) and prints the security events.
+final class TerminalPairing: PairingDelegate, Sendable {
+    let out: Output
+    let passkey: UInt32?
+    let yes: Bool
+
+    init(out: Output, passkey: UInt32?, yes: Bool) {
+        self.out = out
+        self.passkey = passkey
+        self.yes = yes
+    }
+
+    private var interactive: Bool { isatty(STDIN_FILENO) == 1 }
+
+    func enterPasskey(peer: DeviceAddress) async -> UInt32? {
+        if let passkey { return passkey }
+        guard interactive else {
+            out.error("\(peer) asks for a passkey: give it with --passkey N (no terminal to ask on)")
+            return nil
+        }
+        guard let line = await ask("Passkey shown by \(peer) (6 digits): "),
+              line.count <= 6, line.allSatisfy(\.isASCIIDigit), let n = UInt32(line) else { return nil }
+        return n
+    }
+
+    func confirmNumber(_ number: UInt32, peer: DeviceAddress) async -> Bool {
+        if yes { return true }
+        guard interactive else {
+            out.error("numeric comparison with \(peer) refused: no terminal to ask on (use --yes to accept)")
+            return false
+        }
+        let answer = await ask("Does \(peer) show \(sixDigits(number))? [y/N] ")
+        return answer?.lowercased().hasPrefix("y") == true
+    }
+
+    /// Asks on stderr (stdout may be JSON) and reads one line from stdin off the async executor.
+    private func ask(_ prompt: String) async -> String? {
+        FileHandle.standardError.write(Data(prompt.utf8))
+        return await withCheckedContinuation { c in
+            Thread.detachNewThread { c.resume(returning: readLine()?.trimmingCharacters(in: .whitespaces)) }
+        }
+    }
+
+    func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) {
+        for (fields, text) in describe(event, peer: peer) {
+            out.event(fields)
+            out.line("\(timestamp()) \(text)")
+        }
+    }
+}
+
+func sixDigits(_ n: UInt32) -> String {
+    let s = String(n % 1_000_000)
+    return String(repeating: "0", count: 6 - s.count) + s
+}
+
+/// The JSON event and the human line for one security event (CLI.md "Security (SMP) options").
+func describe(_ event: SecurityEvent, peer: DeviceAddress) -> [([Field], String)] {
+    switch event {
+    case let .pairing(method, passkey, number):
+        var fields: [Field] = [.text("event", "pairing"), .text("method", method.rawValue)]
+        var text = "pairing with \(peer): \(method.rawValue)"
+        if let passkey {
+            fields.append(.text("passkey", sixDigits(passkey)))
+            text += ", passkey \(sixDigits(passkey)) (type it on the other device)"
+        }
+        if let number {
+            fields.append(.text("number", sixDigits(number)))
+            text += ", compare the number \(sixDigits(number))"
+        }
+        return [(fields, text)]
+    case .paired(let p):
+        return [([.text("event", "paired"), .text("method", p.method.rawValue), .bool("secureConnections", p.secureConnections),
+                  .bool("mitm", p.authenticated), .bool("bonded", p.bonded), .int("keySize", p.keySize)],
+                 "paired with \(peer): \(p.method.rawValue), \(p.secureConnections ? "LE Secure Connections" : "LE legacy"), "
+                 + "\(p.authenticated ? "authenticated (MITM)" : "unauthenticated"), key size \(p.keySize)\(p.bonded ? ", bonded" : ", not bonded")")]
+    case let .encrypted(keySize, bonded, authenticated):
+        return [([.text("event", "encrypted"), .int("keySize", keySize), .bool("bonded", bonded), .bool("mitm", authenticated)],
+                 "encrypted (key size \(keySize)\(bonded ? ", from the bond" : ""))")]
+    case let .pairingFailed(reason, remote):
+        return [([.text("event", "pairingFailed"), .code("reason", reason.rawValue), .text("message", reason.description), .bool("remote", remote)],
+                 "pairing failed: \(reason.description) (\(hexCode(reason.rawValue)))\(remote ? ", said the peer" : "")")]
+    case .encryptionFailed(let status):
+        let hint = status == .pinOrKeyMissing ? ": the peer has lost the bond (ble-hci bonds remove \(peer.address), then pair again)" : ""
+        return [([.text("event", "encryptionFailed"), .code("status", status.rawValue), .text("message", status.name)],
+                 "encryption failed: \(status.name) (\(hexCode(status.rawValue)))\(hint)")]
+    }
+}
+
+/// `ble-hci bonds [--bonds DIR] [list | remove ADDRESS | clear]`.
+func runBonds(_ c: CommandContext) async throws -> Int32 {
+    let dir = bondDirectory(c)
+    let cmd = c.command
+    let out = c.out
+    let words = c.args.positionals
+    let action = words.first ?? "list"
+    let files = (try? FileManager.default.contentsOfDirectory(atPath: dir))?.filter { $0.hasSuffix(".json") }.sorted() ?? []
+    // One store per local identity address: SMPBondStore names its file AA-BB-CC-DD-EE-FF-TYPE.json.
+    var stores: [SMPBondStore] = []
+    for f in files {
+        let parts = f.dropLast(5).split(separator: "-").map(String.init)
+        guard parts.count == 7, let address = BDAddress(string: parts[0..<6].joined(separator: ":")),
+              parts[6] == "public" || parts[6] == "random" else { continue }
+        let local = DeviceAddress(address, type: parts[6] == "public" ? .public : .random)
+        if let store = try? SMPBondStore(directory: dir, localIdentity: local), store.path.hasSuffix("/" + f) {
+            stores.append(store)
+        }
+    }
+    switch action {
+    case "list":
+        guard words.count == 1 || words.isEmpty else { throw UsageError("bonds list takes no argument", command: cmd) }
+        var count = 0
+        for store in stores {
+            let bonds: [SMPBond]
+            do { bonds = try store.bonds() } catch {
+                out.error("\(error)")
+                continue
+            }
+            for b in bonds {
+                count += 1
+                out.event([.text("event", "bond"), .text("address", b.peer.address.description), .text("addressType", b.peer.type.simple),
+                           .text("local", store.localIdentity.address.description), .int("keySize", b.keySize),
+                           .bool("secureConnections", b.secureConnections), .bool("mitm", b.authenticated), .bool("irk", b.peerIRK != nil)])
+                out.line("\(b.peer.address) (\(b.peer.type.simple)): key size \(b.keySize), "
+                         + "\(b.secureConnections ? "Secure Connections" : "legacy"), \(b.authenticated ? "MITM" : "no MITM"), "
+                         + "\(b.peerIRK != nil ? "IRK held" : "no IRK")  [local \(store.localIdentity.address)]")
+            }
+        }
+        if count == 0 { out.note("No bonds in \(dir).") }
+        return ExitCode.success
+    case "remove":
+        guard words.count == 2, let address = BDAddress(string: words[1].split(separator: "/").first.map(String.init) ?? "") else {
+            throw UsageError("bonds remove needs one ADDRESS like F0:F1:F2:F3:F4:F5", command: cmd)
+        }
+        var removed = 0
+        for store in stores {
+            for b in (try? store.bonds()) ?? [] where b.peer.address == address {
+                try store.remove(b.peer)
+                removed += 1
+            }
+        }
+        guard removed > 0 else { throw CLIFailure("no bond with \(address) in \(dir)", exitCode: ExitCode.failure) }
+        out.event([.text("event", "removed"), .text("address", address.description)])
+        out.line("Removed the bond with \(address).")
+        return ExitCode.success
+    case "clear":
+        guard words.count == 1 else { throw UsageError("bonds clear takes no argument", command: cmd) }
+        for store in stores { try store.removeAll() }
+        out.event([.text("event", "cleared")])
+        out.line("Removed every bond in \(dir).")
+        return ExitCode.success
+    default:
+        throw UsageError("bonds takes list, remove ADDRESS or clear, got '\(action)'", command: cmd)
+    }
+}

@@ -1,0 +1,321 @@
+import Foundation
+import Synchronization
+import Testing
+import HCI
+import Transport
+import Host
+import ATT
+import L2CAP
+import GATT
+import SMP
+import VirtualController
+@testable import BLE
+
+/// Records security events and answers passkey / comparison requests like a user would.
+final class RecordingPairingDelegate: PairingDelegate, Sendable {
+    let passkey: UInt32?
+    let accept: Bool
+    private let log = Mutex<[SecurityEvent]>([])
+    init(passkey: UInt32? = nil, accept: Bool = true) { self.passkey = passkey; self.accept = accept }
+
+    var events: [SecurityEvent] { log.withLock { $0 } }
+    var paired: [PairingSummary] { events.compactMap { if case .paired(let p) = $0 { return p } else { return nil } } }
+    var shownNumbers: [UInt32] { events.compactMap { if case .pairing(_, _, let n?) = $0 { return n } else { return nil } } }
+    var shownPasskeys: [UInt32] { events.compactMap { if case .pairing(_, let p?, _) = $0 { return p } else { return nil } } }
+
+    func enterPasskey(peer: DeviceAddress) async -> UInt32? { passkey }
+    func confirmNumber(_ number: UInt32, peer: DeviceAddress) async -> Bool { accept }
+    func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) { log.withLock { $0.append(event) } }
+}
+
+func temporaryDirectory() -> String {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-hci-bonds-\(UUID().uuidString)").path
+    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    return dir
+}
+
+/// Our central against our peripheral serving the `secure` profile on the in-process virtual link.
+@Suite(.timeLimit(.minutes(1))) struct SecurityTests {
+    struct Setup {
+        var central: Central
+        var peripheral: Peripheral
+        var centralDelegate: RecordingPairingDelegate
+        var peripheralDelegate: RecordingPairingDelegate
+        var address: DeviceAddress
+        /// A third controller on the same link, for another central.
+        var spare: any HCITransport
+        func close() async { await central.close(); await peripheral.close() }
+    }
+
+    func open(central c: SecurityConfiguration, peripheral p: SecurityConfiguration,
+              centralDelegate: RecordingPairingDelegate = .init(), peripheralDelegate: RecordingPairingDelegate = .init()) async throws -> Setup {
+        let (_, transports) = VirtualLink.inProcess(count: 3)
+        var po = StackOptions()
+        po.attTimeout = .seconds(5)
+        po.security = p
+        po.pairingDelegate = peripheralDelegate
+        var co = po
+        co.security = c
+        co.pairingDelegate = centralDelegate
+        let peripheral = try await Peripheral.open(transports[0], services: SecureProfile.services, name: "secure", options: po)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "secure", serviceUUIDs: SecureProfile.advertisedServices))
+        let central = try await Central.open(transports[1], options: co)
+        let adv = try await central.find(ScanFilter(nameContains: "secure"), timeout: .seconds(5))
+        return Setup(central: central, peripheral: peripheral, centralDelegate: centralDelegate,
+                     peripheralDelegate: peripheralDelegate, address: adv.address, spare: transports[2])
+    }
+
+    static func config(bonds: String? = temporaryDirectory(), legacy: Bool = false, io: SMPIOCapability = .noInputNoOutput,
+                       passkey: UInt32? = nil, bonding: Bool = true, mitm: Bool = false) -> SecurityConfiguration {
+        var s = SecurityConfiguration()
+        s.bondDirectory = bonds
+        s.smp.secureConnections = !legacy
+        s.smp.ioCapability = io
+        s.smp.fixedPasskey = passkey
+        s.smp.bonding = bonding
+        s.smp.mitm = mitm
+        return s
+    }
+
+    func valueHandle(_ remote: RemotePeripheral, _ uuid: BluetoothUUID) async throws -> UInt16 {
+        let tree = try await remote.discoverAll()
+        let c = tree.flatMap(\.characteristics).first { $0.characteristic.uuid == uuid }
+        return try #require(c).characteristic.valueHandle
+    }
+
+    /// Reads ff01 unencrypted: the peripheral answers Insufficient Authentication (0x05, no bond;
+    /// Core Vol 3 Part C 10.3.1), the central pairs and retries once, and gets "secret".
+    /// Then reconnects and the link is encrypted from the bond, with no pairing.
+    func pairThenReencrypt(legacy: Bool, bonding: Bool = true) async throws {
+        let s = try await open(central: Self.config(legacy: legacy, bonding: bonding), peripheral: Self.config())
+        var remote = try await s.central.connect(to: s.address)
+        let ff01 = try await valueHandle(remote, SecureProfile.secret)
+        #expect(try await remote.read(handle: ff01) == Array("secret".utf8))
+        let expected = PairingSummary(method: .justWorks, secureConnections: !legacy, authenticated: false, bonded: bonding, keySize: 16)
+        #expect(s.centralDelegate.paired == [expected])
+        #expect(await waitFor { s.peripheralDelegate.paired.count == 1 })
+        #expect(s.peripheralDelegate.paired.first?.method == .justWorks)
+        #expect(s.peripheralDelegate.paired.first?.secureConnections == !legacy)
+        let security = await remote.security
+        #expect(security.encrypted && !security.authenticated && security.keySize == 16)
+        // Just Works is unauthenticated: ff02 still needs MITM (Insufficient Authentication).
+        let ff02 = try await valueHandle(remote, SecureProfile.authenticated)
+        await #expect(throws: ATTError(.insufficientAuthentication, requestOpcode: .readRequest, handle: ff02)) {
+            _ = try await remote.read(handle: ff02)
+        }
+        try await remote.disconnect()
+
+        remote = try await s.central.connect(to: s.address)
+        #expect(try await remote.read(handle: ff01) == Array("secret".utf8))
+        if bonding {
+            #expect(s.centralDelegate.paired.count == 1, "re-encrypted from the bond, no second pairing")
+            #expect(s.centralDelegate.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)))
+        } else {
+            #expect(s.centralDelegate.paired.count == 2, "nothing stored: it pairs again")
+        }
+        try await remote.disconnect()
+        await s.close()
+    }
+
+    /// Measurement for the issue: time from `pair()` to the paired link (Just Works SC, no bond)
+    /// on the virtual link; printed, and bounded far below the 30 s SMP timeout.
+    @Test func timeToPairJustWorksSecureConnections() async throws {
+        let s = try await open(central: Self.config(bonds: nil), peripheral: Self.config(bonds: nil))
+        var times: [Duration] = []
+        for _ in 0..<5 {
+            let remote = try await s.central.connect(to: s.address)
+            let start = ContinuousClock.now
+            try await remote.pair()
+            times.append(ContinuousClock.now - start)
+            try await remote.disconnect()
+        }
+        times.sort()
+        print("SMP: Just Works SC pairing on the virtual link, median of 5: \(times[2]) (min \(times[0]), max \(times[4]))")
+        #expect(times[2] < .seconds(2))
+        #expect(s.centralDelegate.paired.count == 5)
+        await s.close()
+    }
+
+    @Test func justWorksSecureConnectionsBondsAndReencrypts() async throws { try await pairThenReencrypt(legacy: false) }
+    @Test func justWorksLegacyBondsAndReencrypts() async throws { try await pairThenReencrypt(legacy: true) }
+    @Test func justWorksWithoutBondingPairsAgain() async throws { try await pairThenReencrypt(legacy: false, bonding: false) }
+
+    /// Passkey Entry: the peripheral displays (DisplayOnly), the central types (KeyboardOnly),
+    /// and MITM is required (without it, Just Works: Core Vol 3 Part H 2.3.5.1, Tables 2.6-2.8).
+    /// Authenticated: ff02 becomes readable.
+    func passkey(legacy: Bool) async throws {
+        let key: UInt32 = 123456
+        let s = try await open(central: Self.config(legacy: legacy, io: .keyboardOnly, mitm: true),
+                               peripheral: Self.config(io: .displayOnly, passkey: key, mitm: true),
+                               centralDelegate: RecordingPairingDelegate(passkey: key))
+        let remote = try await s.central.connect(to: s.address)
+        try await remote.pair()
+        #expect(s.centralDelegate.paired.first?.method == .passkeyEntry)
+        #expect(s.centralDelegate.paired.first?.authenticated == true)
+        #expect(s.centralDelegate.paired.first?.secureConnections == !legacy)
+        #expect(s.peripheralDelegate.shownPasskeys == [key])
+        let ff02 = try await valueHandle(remote, SecureProfile.authenticated)
+        #expect(try await remote.read(handle: ff02) == Array("authenticated".utf8))
+        await s.close()
+    }
+
+    @Test func passkeySecureConnections() async throws { try await passkey(legacy: false) }
+    @Test func passkeyLegacy() async throws { try await passkey(legacy: true) }
+
+    @Test func wrongPasskeyFails() async throws {
+        let s = try await open(central: Self.config(io: .keyboardOnly, mitm: true),
+                               peripheral: Self.config(io: .displayOnly, passkey: 123456, mitm: true),
+                               centralDelegate: RecordingPairingDelegate(passkey: 654321))
+        let remote = try await s.central.connect(to: s.address)
+        // SC passkey: the peer's commitment doesn't match: Confirm Value Failed (Vol 3 Part H 2.3.5.6.3).
+        await #expect(throws: BLEError.self) { try await remote.pair() }
+        #expect(s.centralDelegate.events.contains { if case .pairingFailed(.confirmValueFailed, _) = $0 { true } else { false } })
+        #expect(!(await remote.security).encrypted)
+        await s.close()
+    }
+
+    /// Numeric Comparison: both DisplayYesNo with SC and MITM (Table 2.8); both sides show the same number.
+    @Test func numericComparison() async throws {
+        let s = try await open(central: Self.config(io: .displayYesNo, mitm: true), peripheral: Self.config(io: .displayYesNo, mitm: true))
+        let remote = try await s.central.connect(to: s.address)
+        try await remote.pair()
+        #expect(s.centralDelegate.paired.first?.method == .numericComparison)
+        #expect(s.centralDelegate.paired.first?.authenticated == true)
+        #expect(s.centralDelegate.shownNumbers.count == 1)
+        #expect(await waitFor { s.peripheralDelegate.shownNumbers.count == 1 })
+        #expect(s.centralDelegate.shownNumbers == s.peripheralDelegate.shownNumbers)
+        await s.close()
+    }
+
+    /// The central holds a bond the peripheral doesn't know: the peripheral's host answers the LTK
+    /// request negatively and the central's controller reports PIN or Key Missing (0x06,
+    /// Core Vol 6 Part B 5.1.3.1) — a named error, not a hang.
+    @Test func unknownBondIsKeyMissing() async throws {
+        let centralBonds = temporaryDirectory()
+        let s = try await open(central: Self.config(bonds: centralBonds), peripheral: Self.config())
+        var remote = try await s.central.connect(to: s.address)
+        try await remote.pair()
+        try await remote.disconnect()
+        await s.peripheral.close()
+        // A fresh peripheral (new bond directory) at the same address.
+        let s2 = try await open(central: Self.config(bonds: centralBonds), peripheral: Self.config())
+        remote = try await s2.central.connect(to: s2.address)
+        let bonded = try SMPBondStore(directory: centralBonds, localIdentity: remote.connection.local).bonds()
+        // Each virtual link numbers its controllers' public addresses the same way: same peer address.
+        try #require(bonded.contains { $0.peer.address == s2.address.address })
+        await #expect(throws: BLEError.encryptionFailed(.pinOrKeyMissing)) { try await remote.pair() }
+        #expect(s2.centralDelegate.events.contains(.encryptionFailed(.pinOrKeyMissing)))
+        // Named and recoverable: the link is still up and serves unencrypted requests.
+        #expect(remote.disconnectReason == nil)
+        #expect(try await remote.read(handle: 0x0003).isEmpty == false)
+        await s.central.close()
+        await s2.close()
+    }
+
+    /// `peripheral --security-request`: the peripheral sends Security Request on connection and
+    /// the central honours it by pairing (Core Vol 3 Part H 2.4.6), with no ATT request at all;
+    /// `Peripheral.requestSecurity` returns the paired link's security.
+    @Test func securityRequestIsHonoured() async throws {
+        var p = Self.config()
+        p.requestSecurityOnConnect = true
+        let s = try await open(central: Self.config(), peripheral: p)
+        let remote = try await s.central.connect(to: s.address)
+        #expect(await waitFor { s.centralDelegate.paired.count == 1 })
+        #expect(await waitFor { (await remote.security).encrypted })
+        #expect(try await s.peripheral.requestSecurity(handle: await waitForHandle(s.peripheral)).encrypted)
+        try await remote.disconnect()
+        // Bonded now: the next Security Request is answered with encryption from the bond (the
+        // peripheral finds the key by EDIV/Rand), not with a new pairing.
+        let again = try await s.central.connect(to: s.address)
+        #expect(await waitFor { (await again.security).encrypted }, "central: \(s.centralDelegate.events) peripheral: \(s.peripheralDelegate.events)")
+        #expect(s.centralDelegate.paired.count == 1)
+        #expect(await waitFor { s.peripheralDelegate.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)) })
+        #expect(!s.peripheralDelegate.events.contains { if case .pairingFailed = $0 { true } else { false } })
+        await s.close()
+    }
+
+    func waitForHandle(_ p: Peripheral) async -> UInt16 {
+        for await e in p.events { if case .connected(let h, _) = e { return h } }
+        return 0
+    }
+
+    /// Both sides bonded but the central's LTK no longer matches: the link layer's MIC check
+    /// fails and the link drops with Connection Terminated due to MIC Failure (0x3D, Core Vol 1
+    /// Part F) — a named error for `pair()`, not a hang.
+    @Test func keyMismatchIsMICFailure() async throws {
+        let centralBonds = temporaryDirectory()
+        var central = Self.config(bonds: centralBonds)
+        central.encryptBondedLinks = false
+        let s = try await open(central: central, peripheral: Self.config())
+        var remote = try await s.central.connect(to: s.address)
+        try await remote.pair()
+        let store = try SMPBondStore(directory: centralBonds, localIdentity: remote.connection.local)
+        try await remote.disconnect()
+        var bond = try #require(try store.bonds().first)
+        bond.ltk[0] ^= 0xFF
+        try store.save(bond, allowDowngrade: true)
+
+        remote = try await s.central.connect(to: s.address)
+        await #expect(throws: BLEError.disconnected(.connectionTerminatedMICFailure)) { try await remote.pair() }
+        #expect(await remote.disconnected() == .connectionTerminatedMICFailure)
+        await s.close()
+    }
+
+    /// A peer that starts pairing and goes silent: the SMP timer ends the pairing (Pairing
+    /// Failed is not sent) and no further SMP is answered on that link (Core Vol 3 Part H 3.4);
+    /// the peripheral keeps serving ATT.
+    @Test func smpTimeoutClosesSMPOnTheLink() async throws {
+        var p = Self.config()
+        p.smp.timeout = .milliseconds(300)
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        var options = StackOptions()
+        options.security = p
+        let events = RecordingPairingDelegate()
+        options.pairingDelegate = events
+        let peripheral = try await Peripheral.open(transports[0], services: SecureProfile.services, name: "timeout", options: options)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "timeout"))
+        let attacker = Host(transport: transports[1])
+        _ = try await attacker.start()
+        let link = try await attacker.connect(to: DeviceAddress(peripheral.controller.address, type: .public))
+        var frames = link.frames.makeAsyncIterator()
+        let request = SMPPDU.pairingRequest(SMPPairingParameters(
+            ioCapability: .noInputNoOutput, authReq: SMPAuthReq(bonding: true), initiatorKeyDistribution: [], responderKeyDistribution: []))
+        try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
+        let response = try L2CAPFrame.decode(try #require(await frames.next()))
+        #expect(response.cid == .smp && response.payload.first == SMPPDU.Code.pairingResponse)
+        #expect(await waitFor { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) })
+        // A new Pairing Request gets nothing; an ATT request still gets its answer.
+        try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
+        try await attacker.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.exchangeMTURequest(clientRxMTU: 23).bytes).bytes, on: link.handle)
+        let next = try L2CAPFrame.decode(try #require(await frames.next()))
+        #expect(next.cid == .att, "the first answer after the timeout is ATT's, not SMP's")
+        await attacker.close()
+        await peripheral.close()
+    }
+
+    /// A central offering at most 7 octets against the peripheral's default minimum of 16:
+    /// Pairing Failed, Encryption Key Size (0x06, Core Vol 3 Part H 2.3.4); the peripheral
+    /// keeps serving the next central.
+    @Test func shortKeyRefusedAndPeripheralKeepsServing() async throws {
+        var weak = Self.config()
+        weak.smp.maximumKeySize = 7
+        weak.smp.minimumKeySize = 7
+        let s = try await open(central: weak, peripheral: Self.config())
+        let remote = try await s.central.connect(to: s.address)
+        await #expect(throws: BLEError.pairingFailed(.encryptionKeySize, remote: true)) { try await remote.pair() }
+        #expect(await waitFor { s.peripheralDelegate.events.contains(.pairingFailed(.encryptionKeySize, remote: false)) })
+        try await remote.disconnect()
+        await s.central.close()
+
+        // Another central with the default configuration pairs and reads ff01.
+        var options = StackOptions()
+        options.security = Self.config()
+        let other = try await Central.open(s.spare, options: options)
+        let again = try await other.connect(to: s.address)
+        let ff01 = try await valueHandle(again, SecureProfile.secret)
+        #expect(try await again.read(handle: ff01) == Array("secret".utf8))
+        await other.close()
+        await s.peripheral.close()
+    }
+}
+

@@ -1,0 +1,134 @@
+import Foundation
+import Testing
+import TestSupport
+
+extension CLITests {
+    /// `peripheral --profile secure` and `central` with the security options, as separate
+    /// processes over `ble-hci controllers`; bonds in scratch directories.
+    @Suite(.serialized) struct Security {
+        /// CLI.md profile `secure`: ff01 holds "secret" behind encryption. The central pairs on
+        /// the 0x05 answer, retries and reads it; the second run encrypts from the bond; ff02
+        /// still answers Insufficient Authentication (0x05) after Just Works.
+        func pairsBondsAndReencrypts(legacy: Bool) async throws {
+            let dir = try TempDir()
+            let peripheralBonds = dir.path("peripheral"), centralBonds = dir.path("central")
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--bonds", peripheralBonds]) { rig in
+                let mode = legacy ? ["--legacy"] : []
+                let first = try await rig.central(["central", "name:secure", "--read", "ff01", "--bonds", centralBonds, "--json"] + mode)
+                expectStatus(first, 0, "central --read ff01")
+                expectPureJSON(first, "central --json")
+                let names = first.stdout.compactMap(ChildProcess.json).compactMap { $0["event"] as? String }
+                #expect(names == ["connected", "paired", "read", "disconnected"], "\(first.stdout)")
+                let paired = try #require(first.events("paired").first)
+                #expect(paired["method"] as? String == "justWorks")
+                #expect(paired["secureConnections"] as? Bool == !legacy)
+                #expect(paired["mitm"] as? Bool == false)
+                #expect(paired["bonded"] as? Bool == true)
+                #expect(paired["keySize"] as? Int == 16)
+                #expect(first.events("read").first?["value"] as? String == hexOf("secret"))
+
+                let second = try await rig.central(["central", "name:secure", "--read", "ff01", "--read", "ff02",
+                                                    "--bonds", centralBonds, "--json"])
+                expectStatus(second, 1, "central --read ff01 --read ff02 (ff02 needs MITM)")
+                #expect(second.events("paired").isEmpty, "re-encrypted from the bond: \(second.stdout)")
+                let encrypted = try #require(second.events("encrypted").first)
+                #expect(encrypted["bonded"] as? Bool == true)
+                #expect(encrypted["keySize"] as? Int == 16)
+                #expect(second.events("read").first?["value"] as? String == hexOf("secret"))
+                #expect(second.stdout.joined().contains("0x05") || second.stderr.contains("0x05"), "\(second.stdout) \(second.stderr)")
+
+                // The central's bond names the peripheral's identity address.
+                let list = try await BleHCI.run(["bonds", "--bonds", centralBonds, "--json"])
+                expectStatus(list, 0, "bonds list")
+                let bonds = list.events("bond")
+                #expect(bonds.count == 1)
+                #expect(bonds.first?["address"] as? String == rig.advertising["address"] as? String)
+                #expect(bonds.first?["secureConnections"] as? Bool == !legacy)
+                #expect(bonds.first?["keySize"] as? Int == 16)
+            }
+        }
+
+        @Test func legacyJustWorks() async throws { try await pairsBondsAndReencrypts(legacy: true) }
+        @Test func secureConnectionsJustWorks() async throws { try await pairsBondsAndReencrypts(legacy: false) }
+
+        /// Passkey Entry from the options on both sides: the peripheral displays 123456
+        /// (`--io display --passkey`), the central types it (`--io keyboard --passkey`); with MITM
+        /// the pairing is authenticated, so ff02 reads "authenticated" (CLI.md profile `secure`).
+        @Test func passkeyFromOptions() async throws {
+            let dir = try TempDir()
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--io", "display", "--mitm",
+                                                                  "--passkey", "123456", "--bonds", dir.path("p")]) { rig in
+                let r = try await rig.central(["central", "name:secure", "--pair", "--io", "keyboard", "--mitm", "--passkey", "123456",
+                                               "--read", "ff02", "--bonds", dir.path("c"), "--json"])
+                expectStatus(r, 0, "central --pair --io keyboard --passkey")
+                let paired = try #require(r.events("paired").first)
+                #expect(paired["method"] as? String == "passkeyEntry")
+                #expect(paired["mitm"] as? Bool == true)
+                #expect(r.events("read").first?["value"] as? String == hexOf("authenticated"))
+                let shown = try await #require(rig.peripheral).nextEvent("pairing", timeout: 5)
+                #expect(shown["passkey"] as? String == "123456")
+                #expect(shown["method"] as? String == "passkeyEntry")
+            }
+        }
+
+        /// `peripheral --security-request`: the central pairs with no request of its own.
+        @Test func securityRequest() async throws {
+            let dir = try TempDir()
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--security-request", "--bonds", dir.path("p")]) { rig in
+                // Discovery first: the Security Request (sent at connection) arrives meanwhile, and the
+                // central lets the pairing finish before it disconnects.
+                let r = try await rig.central(["central", "name:secure", "--discover", "--read", "2a00", "--bonds", dir.path("c"), "--json"])
+                #expect(r.events("paired").first?["method"] as? String == "justWorks", "\(r.stdout)")
+                expectStatus(r, 0, "central --read 2a00 against --security-request")
+                let peripheralPaired = try await #require(rig.peripheral).nextEvent("paired", timeout: 5)
+                #expect(peripheralPaired["method"] as? String == "justWorks")
+            }
+        }
+
+        /// Numeric comparison with no terminal on the central and no --yes: refused
+        /// (CLI.md), so pairing fails with Numeric Comparison Failed (0x0C, Core Vol 3 Part H 3.5.5).
+        @Test func numericComparisonRefusedWithoutTerminal() async throws {
+            let dir = try TempDir()
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--io", "yesno", "--mitm", "--yes",
+                                                                  "--bonds", dir.path("p")]) { rig in
+                let r = try await rig.central(["central", "name:secure", "--pair", "--io", "yesno", "--mitm",
+                                               "--bonds", dir.path("c"), "--json"])
+                expectStatus(r, 1, "central --pair --io yesno without --yes")
+                let failed = try #require(r.events("pairingFailed").first, "\(r.stdout) \(r.stderr)")
+                #expect(failed["reason"] as? String == "0x0c")
+                #expect(r.events("pairing").first?["method"] as? String == "numericComparison")
+            }
+        }
+    }
+
+    @Suite struct Bonds {
+        @Test func listRemoveClear() async throws {
+            let dir = try TempDir()
+            let empty = try await BleHCI.run(["bonds", "--bonds", dir.path("none"), "--json"])
+            expectStatus(empty, 0, "bonds list (no directory)")
+            #expect(empty.stdout.isEmpty)
+            let usage = try await BleHCI.run(["bonds", "--bonds", dir.path("none"), "frobnicate"])
+            expectStatus(usage, 2, "bonds frobnicate")
+            let missing = try await BleHCI.run(["bonds", "--bonds", dir.path("none"), "remove", "F0:F1:F2:F3:F4:F5"])
+            expectStatus(missing, 1, "bonds remove (no such bond)")
+            let badAddress = try await BleHCI.run(["bonds", "--bonds", dir.path("none"), "remove", "nope"])
+            expectStatus(badAddress, 2, "bonds remove nope")
+        }
+
+        /// Bonds made by a real pairing, then removed one by one and cleared.
+        @Test func removeAndClearAfterPairing() async throws {
+            let dir = try TempDir()
+            let centralBonds = dir.path("c")
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--bonds", dir.path("p")]) { rig in
+                let r = try await rig.central(["central", "name:secure", "--pair", "--legacy", "--bonds", centralBonds, "--json"])
+                expectStatus(r, 0, "central --pair")
+            }
+            let address = try #require(try await BleHCI.run(["bonds", "--bonds", centralBonds, "--json"]).events("bond").first?["address"] as? String)
+            let removed = try await BleHCI.run(["bonds", "--bonds", centralBonds, "remove", address, "--json"])
+            expectStatus(removed, 0, "bonds remove")
+            #expect(try await BleHCI.run(["bonds", "--bonds", centralBonds, "--json"]).events("bond").isEmpty)
+            let cleared = try await BleHCI.run(["bonds", "--bonds", centralBonds, "clear"])
+            expectStatus(cleared, 0, "bonds clear")
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+import BLE
+import GATT
+import ATT
+import HCI
+import SMP
+
+/// Issue 12 with Bumble as the independent peer, over Bumble's controllers: Bumble's central
+/// pairs with our `secure` profile peripheral; our central (`ble-hci central --pair`) pairs with
+/// Bumble's peripheral (Tools/bumble/peripheral.py, whose ...def4 needs encryption).
+@Suite(.serialized, .timeLimit(.minutes(3))) struct SMPInteropTests {
+    final class Events: PairingDelegate, Sendable {
+        private let log = Mutex<[SecurityEvent]>([])
+        var all: [SecurityEvent] { log.withLock { $0 } }
+        var paired: [PairingSummary] { all.compactMap { if case .paired(let p) = $0 { p } else { nil } } }
+        func enterPasskey(peer: DeviceAddress) async -> UInt32? { nil }
+        func confirmNumber(_ number: UInt32, peer: DeviceAddress) async -> Bool { true }
+        func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) { log.withLock { $0.append(event) } }
+    }
+
+    func securePeripheral(_ scope: Scope, name: String, _ configure: (inout SecurityConfiguration) -> Void) async throws -> Events {
+        var options = Scope.stackOptions
+        options.security.bondDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("smp-interop-\(UUID().uuidString)").path
+        configure(&options.security)
+        let events = Events()
+        options.pairingDelegate = events
+        let (peripheral, _) = try await scope.peripheral(on: 0, services: SecureProfile.services, name: name, options: options)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: SecureProfile.advertisedServices))
+        return events
+    }
+
+    /// Bumble's central (NoInputNoOutput) pairs: Just Works (Core Vol 3 Part H 2.3.5.1), then
+    /// ff01 reads "secret" (CLI.md) and ff02 still answers Insufficient Authentication (0x05).
+    func bumbleCentralJustWorks(legacy: Bool) async throws {
+        try await interop { scope in
+            let name = legacy ? "smp-legacy" : "smp-sc"
+            let ours = try await securePeripheral(scope, name: name) { _ in }
+            let bumble = try scope.script("central.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", name, "--pair",
+                "--read", "ff01", "--read", "ff02", "--timeout", "40"] + (legacy ? ["--legacy"] : []))
+            let paired = try await bumble.event("paired", timeout: .seconds(30))
+            // (Bumble's connection reports neither key size nor MITM reliably: ff02 below tells MITM.)
+            #expect(paired["encrypted"] as? Bool == true)
+            #expect(paired["secureConnections"] as? Bool == !legacy)
+            let read = try await bumble.event("read", timeout: .seconds(10))
+            #expect(read["uuid"] as? String == "ff01")
+            #expect(read["value"] as? String == hex(Array("secret".utf8)))
+            let error = try await bumble.event("error", timeout: .seconds(10))
+            #expect(error["uuid"] as? String == "ff02")
+            #expect(error["att"] as? String == "0x05")
+            #expect(try await bumble.exited() == 1, "the ff02 refusal counts as a failure: \(bumble.output.suffix(5))")
+            #expect(ours.paired.first?.method == .justWorks)
+            #expect(ours.paired.first?.secureConnections == !legacy)
+            if let seconds = paired["seconds"] as? Double { print("SMP interop: Bumble central pairing with ours (\(legacy ? "legacy" : "SC") Just Works): \(seconds) s") }
+        }
+    }
+
+    @Test func bumbleCentralJustWorksSecureConnections() async throws { try await bumbleCentralJustWorks(legacy: false) }
+    @Test func bumbleCentralJustWorksLegacy() async throws { try await bumbleCentralJustWorks(legacy: true) }
+
+    /// Bonds reused: Bumble pairs, disconnects, reconnects and encrypts with the stored key;
+    /// our peripheral answers the LTK request from its bond store and ff01 reads again.
+    @Test func bumbleCentralReencryptsFromTheBond() async throws {
+        try await interop { scope in
+            let ours = try await securePeripheral(scope, name: "smp-bond") { _ in }
+            let bumble = try scope.script("central.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", "smp-bond", "--pair", "--read", "ff01",
+                "--reconnect", "--encrypt", "--read", "ff01", "--timeout", "40"])
+            _ = try await bumble.event("paired", timeout: .seconds(30))
+            _ = try await bumble.event("encrypted", timeout: .seconds(30))
+            #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(8))")
+            #expect(bumble.all("read").compactMap { $0["value"] as? String } == [hex(Array("secret".utf8)), hex(Array("secret".utf8))])
+            #expect(ours.paired.count == 1)
+            #expect(ours.all.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)))
+        }
+    }
+
+    /// Passkey Entry: our peripheral displays 123456 (--io display --passkey), Bumble types it
+    /// (KeyboardOnly, MITM): authenticated, so ff02 reads "authenticated".
+    @Test(arguments: [false, true]) func bumbleCentralPasskey(legacy: Bool) async throws {
+        try await interop { scope in
+            let name = legacy ? "smp-pk-legacy" : "smp-pk-sc"
+            let ours = try await securePeripheral(scope, name: name) {
+                $0.smp.ioCapability = .displayOnly
+                $0.smp.fixedPasskey = 123456
+                $0.smp.mitm = true
+            }
+            let bumble = try scope.script("central.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", name, "--pair", "--io", "keyboard", "--mitm",
+                "--passkey", "123456", "--read", "ff02", "--timeout", "40"] + (legacy ? ["--legacy"] : []))
+            let paired = try await bumble.event("paired", timeout: .seconds(30))
+            #expect(paired["secureConnections"] as? Bool == !legacy)
+            let read = try await bumble.event("read", timeout: .seconds(10))
+            #expect(read["value"] as? String == hex(Array("authenticated".utf8)))
+            #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(5))")
+            #expect(ours.paired.first?.method == .passkeyEntry)
+            #expect(ours.all.contains(.pairing(method: .passkeyEntry, passkey: 123456, number: nil)))
+        }
+    }
+
+    /// Numeric Comparison (both DisplayYesNo, MITM, SC; Core Vol 3 Part H 2.3.5.1 Table 2.8):
+    /// Bumble and our peripheral show the same 6-digit number (g2, computed independently).
+    @Test func bumbleCentralNumericComparison() async throws {
+        try await interop { scope in
+            let ours = try await securePeripheral(scope, name: "smp-nc") {
+                $0.smp.ioCapability = .displayYesNo
+                $0.smp.mitm = true
+            }
+            let bumble = try scope.script("central.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", "smp-nc", "--pair", "--io", "yesno", "--mitm",
+                "--read", "ff02", "--timeout", "40"])
+            let shown = try await bumble.event("pairing", timeout: .seconds(30))
+            #expect(shown["method"] as? String == "numericComparison")
+            let number = try #require(shown["number"] as? String)
+            _ = try await bumble.event("paired", timeout: .seconds(30))
+            let read = try await bumble.event("read", timeout: .seconds(10))
+            #expect(read["value"] as? String == hex(Array("authenticated".utf8)))
+            #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(5))")
+            let oursShown = ours.all.compactMap { if case .pairing(.numericComparison, _, let n?) = $0 { n } else { nil } }
+            #expect(oursShown.map { String(format: "%06d", $0) } == [number])
+            #expect(ours.paired.first?.method == .numericComparison)
+            #expect(ours.paired.first?.authenticated == true)
+        }
+    }
+
+    /// `ble-hci central --pair` against Bumble's peripheral, then reading its
+    /// encryption-required ...def4 (Bumble's value "secret"); the bond is stored.
+    @Test func ourCentralPairsWithBumblePeripheral() async throws {
+        try await interop { scope in
+            let bonds = FileManager.default.temporaryDirectory.appendingPathComponent("smp-interop-\(UUID().uuidString)").path
+            let peer = try scope.script("peripheral.py", ["--transport", scope.controllers.bumbleTransport(1), "--name", "bumble-enc",
+                                                          "--timeout", "60"])
+            _ = try await peer.event("ready")
+            let ours = try scope.bleHCI(["-t", scope.controllers.transport(0), "central", "name:bumble-enc", "--pair",
+                                         "--read", "12345678-1234-5678-1234-56789abcdef4", "--bonds", bonds, "--json"])
+            let paired = try await ours.event("paired", timeout: .seconds(30))
+            #expect(paired["method"] as? String == "justWorks")
+            #expect(paired["secureConnections"] as? Bool == true, "Bumble's PairingConfig defaults to sc=True")
+            #expect(paired["keySize"] as? Int == 16)
+            let read = try await ours.event("read", timeout: .seconds(10))
+            #expect(read["value"] as? String == hex(Array("secret".utf8)))
+            #expect(try await ours.exited() == 0, "\(ours.output.suffix(5))")
+            #expect(paired["bonded"] as? Bool == true)
+
+            // Again: encrypted from the bond (Bumble finds its key for our EDIV/Rand), no pairing.
+            let again = try scope.bleHCI(["-t", scope.controllers.transport(0), "central", "name:bumble-enc",
+                                          "--read", "12345678-1234-5678-1234-56789abcdef4", "--bonds", bonds, "--json"])
+            let encrypted = try await again.event("encrypted", timeout: .seconds(30))
+            #expect(encrypted["bonded"] as? Bool == true)
+            #expect(try await again.event("read", timeout: .seconds(10))["value"] as? String == hex(Array("secret".utf8)))
+            #expect(try await again.exited() == 0, "\(again.output.suffix(5))")
+            #expect(again.all("paired").isEmpty)
+        }
+    }
+}

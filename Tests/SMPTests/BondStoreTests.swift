@@ -1,0 +1,137 @@
+import Foundation
+import Testing
+import HCI
+@testable import SMP
+
+@Suite struct SMPBondStoreTests {
+    static let local = DeviceAddress(BDAddress(be("C0FFEE000001")), type: .random)
+    static let peer = DeviceAddress(BDAddress(be("112233445566")), type: .public)
+
+    /// A fresh directory under the system temp dir, removed after `body`.
+    static func withDirectory(_ body: (String) throws -> Void) throws {
+        let dir = NSTemporaryDirectory() + "smp-bonds-\(getpid())-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try body(dir)
+    }
+
+    static func bond(sc: Bool, authenticated: Bool, keySize: Int = 16, peer: DeviceAddress = peer, fill: UInt8 = 1) -> SMPBond {
+        SMPBond(peer: peer, keySize: keySize, secureConnections: sc, authenticated: authenticated,
+                ltk: [UInt8](repeating: fill, count: 16), ediv: sc ? 0 : 0x1234, rand: sc ? [UInt8](repeating: 0, count: 8) : Array(1...8),
+                localLTK: sc ? nil : SMPKeys(ltk: [UInt8](repeating: 9, count: 16), ediv: 7, rand: Array(11...18)),
+                peerIRK: Array(repeating: 0x77, count: 16), peerCSRK: Array(repeating: 5, count: 16), signCounter: 3)
+    }
+
+    @Test func roundTripModeAndAtomicWrite() throws {
+        try Self.withDirectory { dir in
+            let store = try SMPBondStore(directory: dir, localIdentity: Self.local)
+            #expect(try store.bonds().isEmpty)
+            let b = Self.bond(sc: false, authenticated: false)
+            try store.save(b)
+            #expect(try store.bonds() == [b])
+            #expect(try store.bond(for: Self.peer) == b)
+            #expect(try store.bond(for: DeviceAddress(Self.peer.address, type: .publicIdentity)) == b)
+            #expect(try store.bond(ediv: 0x1234, rand: Array(1...8)) == b)
+            #expect(try store.bond(ediv: 0x1234, rand: Array(2...9)) == nil)
+            // One file per local identity, mode 0600, no temp file left behind.
+            let files = try FileManager.default.contentsOfDirectory(atPath: dir)
+            #expect(files == ["C0-FF-EE-00-00-01-random.json"])
+            var st = stat()
+            #expect(stat(store.path, &st) == 0)
+            #expect(st.st_mode & 0o777 == 0o600)
+            // Keys are hex, LSO first as HCI carries them.
+            let text = String(decoding: FileManager.default.contents(atPath: store.path) ?? Data(), as: UTF8.self)
+            #expect(text.contains("\"01010101010101010101010101010101\""))
+            #expect(text.contains("\"0102030405060708\""))
+            // A temp file left by a crash mid-write is not the bond file: nothing is lost or misread.
+            #expect(FileManager.default.createFile(atPath: store.path + ".tmp-99999", contents: Data("{".utf8)))
+            #expect(try store.bonds() == [b])
+            try FileManager.default.removeItem(atPath: store.path + ".tmp-99999")
+            // A second store (new process) reads the same.
+            #expect(try SMPBondStore(directory: dir, localIdentity: Self.local).bonds() == [b])
+            // Replacing keeps one bond per peer; the file is replaced, not edited in place (new inode).
+            let inode = st.st_ino
+            let newer = Self.bond(sc: false, authenticated: false, fill: 2)
+            try store.save(newer)
+            #expect(try store.bonds() == [newer])
+            #expect(stat(store.path, &st) == 0 && st.st_ino != inode && st.st_mode & 0o777 == 0o600)
+            try store.remove(Self.peer)
+            #expect(try store.bonds().isEmpty)
+        }
+    }
+
+    @Test func corruptFileIsNamedAndKept() throws {
+        try Self.withDirectory { dir in
+            let other = try SMPBondStore(directory: dir, localIdentity: DeviceAddress(BDAddress(be("001122334455")), type: .public))
+            try other.save(Self.bond(sc: true, authenticated: true))
+            let store = try SMPBondStore(directory: dir, localIdentity: Self.local)
+            let garbage = Data("{\"version\":1,\"bonds\":[{\"peer\":".utf8)
+            #expect(FileManager.default.createFile(atPath: store.path, contents: garbage))
+            do {
+                _ = try store.bonds()
+                Issue.record("corrupt file accepted")
+            } catch let SMPBondStoreError.corruptFile(path, _) {
+                #expect(path == store.path)
+            }
+            // Saving does not overwrite what it cannot read; the file and the other identity's file are intact.
+            #expect(throws: SMPBondStoreError.self) { try store.save(Self.bond(sc: false, authenticated: false)) }
+            #expect(FileManager.default.contents(atPath: store.path) == garbage)
+            #expect(try other.bonds().count == 1)
+            // A wrong key length is corrupt too, not silently accepted.
+            let badKey = #"{"version":1,"localIdentity":{"address":"C0:FF:EE:00:00:01","type":"random"},"bonds":[{"peer":{"address":"11:22:33:44:55:66","type":"public"},"keySize":16,"secureConnections":true,"authenticated":true,"ltk":[1,2,3],"ediv":0,"rand":[0,0,0,0,0,0,0,0],"signCounter":0,"localSignCounter":0}]}"#
+            #expect(FileManager.default.createFile(atPath: store.path, contents: Data(badKey.utf8)))
+            #expect(throws: SMPBondStoreError.self) { try store.bonds() }
+        }
+    }
+
+    @Test func weakerPairingDoesNotReplaceStrongerBond() throws {
+        try Self.withDirectory { dir in
+            let store = try SMPBondStore(directory: dir, localIdentity: Self.local)
+            let strong = Self.bond(sc: true, authenticated: true)
+            try store.save(strong)
+            for weaker in [Self.bond(sc: true, authenticated: false), Self.bond(sc: false, authenticated: true),
+                           Self.bond(sc: true, authenticated: true, keySize: 7)] {
+                #expect(throws: SMPBondStoreError.self) { try store.save(weaker) }
+            }
+            #expect(try store.bonds() == [strong])
+            // Equal or stronger replaces; an explicit downgrade is allowed.
+            let again = Self.bond(sc: true, authenticated: true, fill: 3)
+            try store.save(again)
+            #expect(try store.bonds() == [again])
+            let weak = Self.bond(sc: false, authenticated: false)
+            try store.save(weak, allowDowngrade: true)
+            #expect(try store.bonds() == [weak])
+            // An unauthenticated legacy bond may be replaced by anything.
+            try store.save(Self.bond(sc: false, authenticated: false, keySize: 7))
+            #expect(try store.bonds().first?.keySize == 7)
+        }
+    }
+
+    @Test func resolvesPeerRPA() throws {
+        try Self.withDirectory { dir in
+            let store = try SMPBondStore(directory: dir, localIdentity: Self.local)
+            let b = Self.bond(sc: true, authenticated: false)
+            try store.save(b)
+            var second = Self.bond(sc: true, authenticated: false, peer: DeviceAddress(BDAddress(be("665544332211")), type: .public))
+            second.peerIRK = Array(repeating: 0x88, count: 16)
+            try store.save(second)
+            #expect(try store.resolve(SMPPrivacy.resolvablePrivateAddress(irk: b.peerIRK!))?.peer == Self.peer)
+            #expect(try store.resolve(SMPPrivacy.resolvablePrivateAddress(irk: second.peerIRK!))?.peer == second.peer)
+            #expect(try store.resolve(SMPPrivacy.resolvablePrivateAddress(irk: Array(repeating: 0x78, count: 16))) == nil)
+            try store.removeAll()
+            #expect(try store.bonds().isEmpty)
+        }
+    }
+
+    @Test func bondFromPairingResult() throws {
+        let keys = SMPKeys(ltk: Array(repeating: 1, count: 16))
+        var result = SMPPairingResult(method: .justWorks, secureConnections: true, authenticated: false, bonding: true,
+                                      keySize: 16, debugKey: false, local: keys, peer: keys)
+        let bond = try #require(SMPBond(result: result, role: .responder, peerAddress: Self.peer))
+        #expect(bond.ltk == keys.ltk && bond.peer == Self.peer && bond.secureConnections && bond.localLTK == nil)
+        result.debugKey = true
+        #expect(SMPBond(result: result, role: .responder, peerAddress: Self.peer) == nil)
+        result.debugKey = false
+        result.bonding = false
+        #expect(SMPBond(result: result, role: .responder, peerAddress: Self.peer) == nil)
+    }
+}
