@@ -284,6 +284,7 @@ extension Host {
             _ = try await execute(LESetScanEnable(leScanEnable: false))
         }
         scanning = false
+        reportFragments.reset()
     }
 
     public var isScanning: Bool { scanning }

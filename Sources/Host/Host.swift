@@ -99,6 +99,8 @@ public actor Host {
     var advertisingExtended = false
     var scanning = false
     var scanningExtended = false
+    /// Extended advertising report data still arriving in fragments.
+    var reportFragments = AdvertisingReportReassembler()
     var connecting: DeviceAddress?
     var localAddressForConnections = DeviceAddress(.zero, type: .public)
 

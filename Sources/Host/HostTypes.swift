@@ -221,7 +221,8 @@ public struct AdvertisingReportValue: Sendable, Equatable {
     public var txPower: Int8?
     /// Advertising (or scan response) data bytes, as received.
     public var data: [UInt8]
-    /// Extended reports only: whether more data was truncated (Data_Status 2) or is still coming (1).
+    /// Extended reports only: Data_Status of the reassembled data, 0 complete or 2 truncated
+    /// (Core Vol 4 Part E 7.7.65.13); fragments "more data to come" (1) are joined by the host.
     public var dataStatus: UInt8
     /// Extended reports only: Advertising SID (0xFF when none).
     public var sid: UInt8

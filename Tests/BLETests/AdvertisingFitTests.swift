@@ -63,4 +63,27 @@ import VirtualController
         await central.close()
         await peripheral.close()
     }
+
+    /// Defect 7 end to end: the virtual controller splits advertising data over reports of
+    /// 229 octets (Data_Status "more data to come", Vol 4 Part E 7.7.65.13); the scanner sees
+    /// the whole data, the name at its end included. Before the fix the second fragment was
+    /// parsed on its own, from inside an AD structure, and the name was never found.
+    @Test func extendedDataSplitOverReportsArrivesWhole() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        let peripheral = try await Peripheral.open(transports[0], services: [])
+        let central = try await Central.open(transports[1])
+        var ad = AdvertisingData()
+        ad.addFlags(0x04)
+        ad.addManufacturerData(company: 0xFFFF, data: [UInt8](repeating: 0xA5, count: 140))
+        ad.addManufacturerData(company: 0xFFFE, data: [UInt8](repeating: 0x5A, count: 140))
+        ad.addLocalName("tail-name")
+        #expect(ad.encodedLength == 3 + 2 * 144 + 11)
+        try await peripheral.stack.host.startAdvertising(AdvertisingParameters(kind: .nonConnectable, data: ad))
+        let adv = try await central.find(ScanFilter(nameContains: "tail-name"), timeout: .seconds(5))
+        #expect(adv.advertisingData.bytes == ad.bytes)
+        #expect(adv.advertisingData.problems.isEmpty)
+        #expect(!adv.connectable)
+        await central.close()
+        await peripheral.close()
+    }
 }
