@@ -380,8 +380,7 @@ public final class VirtualController: @unchecked Sendable {
         for p in packets {
             if let i = completed.firstIndex(where: { $0.0 == p.handle }) { completed[i].1 += 1 } else { completed.append((p.handle, 1)) }
             guard let conn = connections[p.handle] else { continue }
-            link.aclPacketNumber += 1
-            let n = link.aclPacketNumber
+            let n = link.countACLPacket()
             let peer = conn.peer(of: self)
             let out = HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first, data: p.data)
             if link.dropACL.remove(n) != nil {
