@@ -439,12 +439,25 @@ public actor Host {
     /// (the frame is queued behind earlier frames when credits are short). For callers running
     /// on the host's executor (a `FrameRoute` sink answering a request). Throws what
     /// `sendL2CAP` throws before queueing.
+    /// Throws `HostError.busy` when `HostConfiguration.maxEnqueuedFramesPerLink` frames queued
+    /// this way still wait on the link (the frame is not sent).
     public func enqueueL2CAP(_ frame: [UInt8], on handle: UInt16) throws {
         let link = try outgoingLink(handle, frame)
         if try sendAtOnce(frame, on: link) { return }
-        link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: nil))
+        guard link.enqueuedCount < configuration.maxEnqueuedFramesPerLink else {
+            throw HostError.busy("connection \(hexCode(handle, digits: 4)): \(link.enqueuedCount) answers already wait for ACL buffers")
+        }
+        link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: nil, enqueued: true))
+        link.enqueuedCount += 1
         schedule(link)
         pumpACL()
+    }
+
+    /// Whether `enqueueL2CAP` would accept a frame on `handle` now (a layer answering a peer's
+    /// request checks it before acting on the request).
+    public func canEnqueueL2CAP(on handle: UInt16) -> Bool {
+        guard let link = links[handle] else { return false }
+        return link.enqueuedCount < configuration.maxEnqueuedFramesPerLink
     }
 
     private func outgoingLink(_ handle: UInt16, _ frame: [UInt8]) throws -> LinkState {

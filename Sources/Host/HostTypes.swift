@@ -10,6 +10,11 @@ public struct HostConfiguration: Sendable {
     public var maxQueuedFramesPerLink: Int = 4096
     /// Events buffered for the consumer of `Host.events` before new ones are dropped (and logged).
     public var maxQueuedEvents: Int = 16384
+    /// Frames `Host.enqueueL2CAP` may leave waiting for ACL buffers per link (answers to a
+    /// peer's requests, which nobody awaits). Beyond it `enqueueL2CAP` throws `HostError.busy`:
+    /// a peer that keeps sending requests without reading the answers (an ATT client may have
+    /// one request outstanding, Core v5.4 Vol 3 Part F 3.3.2) cannot grow memory.
+    public var maxEnqueuedFramesPerLink: Int = 64
     /// Default timeout of `Host.execute`.
     public var commandTimeout: Duration = .seconds(5)
     /// Own random static address to use instead of generating one (nil: generated once per Host).

@@ -142,6 +142,8 @@ public actor L2CAPConnection {
     /// Central: decides on a peripheral's Connection Parameter Update Request (default: accept
     /// valid parameters).
     var parameterPolicy: (@Sendable (ConnectionParameterUpdateRequest) async -> Bool)?
+    /// A Connection Parameter Update Request is being decided (at most one at a time).
+    var decidingParameterUpdate = false
 
     // Credit-based channels (CreditBasedChannel.swift).
     var channels: [UInt16: ChannelState] = [:]
@@ -355,7 +357,19 @@ public actor L2CAPConnection {
                 return
             }
             let req = ConnectionParameterUpdateRequest(intervalMin: minI, intervalMax: maxI, latency: latency, timeout: timeout)
-            Task { await self.decideParameterUpdate(id: id, req) }
+            // One decision at a time: a request arriving while one is being decided is
+            // answered at once with result 0x0001, Connection Parameters rejected (Core v5.4
+            // Vol 3 Part A 4.21), so a peer's requests cannot multiply tasks.
+            guard !decidingParameterUpdate else {
+                log("Connection Parameter Update Request while another is being decided: rejected")
+                sendSignal(SignalingCommand(identifier: id, .connectionParameterUpdateResponse(result: 1)))
+                return
+            }
+            decidingParameterUpdate = true
+            Task {
+                await self.decideParameterUpdate(id: id, req)
+                await self.parameterUpdateDecided()
+            }
         case let .leCreditBasedConnectionRequest(spsm, scid, mtu, mps, credits):
             guard id != 0 else { return }
             creditBasedConnectionRequest(id: id, spsm: spsm, remoteCID: scid, mtu: mtu, mps: mps, credits: credits)
@@ -371,6 +385,8 @@ public actor L2CAPConnection {
             sendSignal(SignalingCommand(identifier: id, .commandReject(.commandNotUnderstood)))
         }
     }
+
+    func parameterUpdateDecided() { decidingParameterUpdate = false }
 
     func decideParameterUpdate(id: UInt8, _ req: ConnectionParameterUpdateRequest) async {
         var accept = req.isValid
