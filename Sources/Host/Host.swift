@@ -63,6 +63,10 @@ public actor Host {
     /// Links with queued frames, in service order (round-robin).
     var readyLinks: [UInt16] = []
     var readyHead = 0
+    /// Fails frames that wait too long for ACL buffers (`HostConfiguration.aclCreditTimeout`).
+    var creditWatchdog: Task<Void, Never>?
+    /// Set when buffers came back since the watchdog last looked.
+    var creditProgress = false
 
     // MARK: procedure waiters (completed by events)
     struct Waiter {
@@ -188,6 +192,8 @@ public actor Host {
         links.removeAll()
         readyLinks.removeAll()
         readyHead = 0
+        creditWatchdog?.cancel()
+        creditWatchdog = nil
     }
 
     func checkAlive() throws {
@@ -401,6 +407,7 @@ public actor Host {
         let error = HostError.disconnected(handle: handle, reason: reason)
         // Buffers held by this link's packets are freed by the controller.
         aclCredits = Swift.min(aclBufferCount, aclCredits + link.inFlight)
+        if link.inFlight > 0 { creditProgress = true }
         link.inFlight = 0
         while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
         link.reassembler.reset()
@@ -541,6 +548,54 @@ public actor Host {
             readyLinks.removeFirst(readyHead)
             readyHead = 0
         }
+        if readyHead < readyLinks.count { armCreditWatchdog() }
+    }
+
+    // MARK: - ACL credit watchdog
+
+    /// Frames wait for buffers: make sure they do not wait for ever. One task, re-armed while
+    /// Number Of Completed Packets keeps returning buffers.
+    private func armCreditWatchdog() {
+        guard creditWatchdog == nil else { return }
+        creditProgress = false
+        let timeout = configuration.aclCreditTimeout
+        creditWatchdog = Task { [weak self] in
+            while true {
+                guard (try? await Task.sleep(for: timeout)) != nil, let self else { return }
+                if await self.creditWatchdogExpired() { return }
+            }
+        }
+    }
+
+    /// Returns true when the watchdog's work is done.
+    private func creditWatchdogExpired() -> Bool {
+        if readyHead == readyLinks.count || creditProgress {
+            creditProgress = false
+            if readyHead < readyLinks.count { return false }
+            creditWatchdog = nil
+            return true
+        }
+        creditWatchdog = nil
+        let timeout = configuration.aclCreditTimeout
+        let error = HostError.procedureTimeout("waiting for ACL buffers: the controller freed none (Number Of Completed Packets) for \(timeout)")
+        var failed = 0
+        for handle in Set(readyLinks[readyHead...]) {
+            guard let link = links[handle] else { continue }
+            var kept: [OutgoingFrame] = []
+            for i in link.queueHead..<link.queue.count {
+                var f = link.queue[i]
+                f.continuation?.resume(throwing: error)
+                if f.continuation != nil || f.enqueued { failed += 1 }
+                f.continuation = nil
+                // A frame partly handed to the controller is finished (the peer reassembles it);
+                // the others are dropped.
+                if f.offset > 0 { kept.append(f) } else if f.enqueued { link.enqueuedCount -= 1 }
+            }
+            link.queue = kept
+            link.queueHead = 0
+        }
+        warn("\(error): \(failed) frame(s) failed")
+        return true
     }
 
     func numberOfCompletedPackets(_ e: NumberOfCompletedPackets) {
@@ -552,6 +607,7 @@ public actor Host {
             }
             link.inFlight -= n
             aclCredits = Swift.min(aclBufferCount, aclCredits + n)
+            if n > 0 { creditProgress = true }
         }
         pumpACL()
     }

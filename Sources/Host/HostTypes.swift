@@ -15,6 +15,9 @@ public struct HostConfiguration: Sendable {
     /// a peer that keeps sending requests without reading the answers (an ATT client may have
     /// one request outstanding, Core v5.4 Vol 3 Part F 3.3.2) cannot grow memory.
     public var maxEnqueuedFramesPerLink: Int = 64
+    /// How long frames may wait for the controller to free an ACL buffer (Number Of Completed
+    /// Packets, Core Vol 4 Part E 4.1.1) before they fail with `HostError.procedureTimeout`.
+    public var aclCreditTimeout: Duration = .seconds(30)
     /// Default timeout of `Host.execute`.
     public var commandTimeout: Duration = .seconds(5)
     /// Own random static address to use instead of generating one (nil: generated once per Host).

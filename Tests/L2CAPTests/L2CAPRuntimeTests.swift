@@ -167,6 +167,31 @@ struct L2CAPRuntimeTests {
         #expect(asked.all.count == 1)
     }
 
+    /// Issue 13 defect 9: a peer that gives no credits does not make `send` wait for ever; it
+    /// fails after `L2CAPConfiguration.creditTimeout` with `creditTimeout`. Before the fix the
+    /// second send never returned.
+    @Test func sendFailsWhenThePeerGivesNoCredits() async throws {
+        let pair = try await LinkPair.make()
+        defer { Task { await pair.close() } }
+        var config = L2CAPConfiguration()
+        config.creditTimeout = .milliseconds(300)
+        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: config)
+        let p = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral, configuration: L2CAPConfiguration())
+        await c.start()
+        await p.start()
+        // The peripheral's application never reads: it returns no credits after the first.
+        await p.listen(psm: 0x80, credits: 1) { _ in }
+        let channel = try await c.connectChannel(psm: 0x80)
+        try await channel.send([1, 2, 3])
+        let second = Task { try await channel.send([4, 5, 6]) }
+        guard let result = await outcome(of: second, within: .seconds(10)) else {
+            Issue.record("send still waiting for credits after 10 s")
+            return
+        }
+        guard case .failure(let error) = result else { Issue.record("the second send succeeded without credits"); return }
+        #expect(error as? L2CAPError == .creditTimeout(cid: channel.localCID, waited: .milliseconds(300)))
+    }
+
     /// 100 KB each way with SDUs larger than the MPS, against Bumble's L2CAP as the echo peer.
     @Test func creditBasedChannelAgainstBumble100KBEachWay() async throws {
         let controllers = try await BumbleControllers.start()
