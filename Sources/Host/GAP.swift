@@ -40,10 +40,11 @@ public struct AdvertisingParameters: Sendable, Equatable {
     /// Advertising data of an extended connectable set. Connectable extended advertising is
     /// not chained (AUX_CHAIN_IND follows only non-connectable non-scannable advertising and scan
     /// responses, Vol 6 Part B 2.3.4), so its data must fit one AUX_ADV_IND: 255 octets of
-    /// payload (Vol 6 Part B 2.3.4) less the extended header an AUX_ADV_IND of a connectable
-    /// set carries (header length and AdvMode 1, flags 1, AdvA 6, ADI 2, TxPower 1). A
+    /// payload less the Extended Header Length/AdvMode octet and an extended header of up to 63
+    /// octets (a 6-bit length, Vol 6 Part B 2.3.4) = 191, what fits whatever fields the
+    /// controller puts in the header (Zephyr's controller, for one, accepts no more). A
     /// controller that cannot send it answers Packet Too Long (0x45) (Vol 4 Part E 7.8.54).
-    public static let extendedConnectableDataLimit = 255 - (1 + 1 + 6 + 2 + 1)
+    public static let extendedConnectableDataLimit = 255 - (1 + 63)
 
     public init(kind: Kind = .connectable, intervalMin: UInt16 = 0x00A0, intervalMax: UInt16 = 0x00F0,
                 data: [UInt8] = [], scanResponse: [UInt8] = [], ownAddress: OwnAddress = .public) {

@@ -41,6 +41,19 @@ import VirtualController
         #expect(data.encodedLength == 37 + 32)
     }
 
+    @Test func extendedConnectableDataIsCutToOneAuxiliaryPDU() {
+        // 191 octets fit one AUX_ADV_IND whatever its extended header holds (255 - 1 - 63,
+        // Vol 6 Part B 2.3.4): a 160-octet name after 37 octets of flags and UUIDs is shortened
+        // to 191 - 37 - 2 = 152 octets.
+        let uuids = [BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef0")!,
+                     BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef1")!]
+        let name = String(repeating: "n", count: 160)
+        let (data, response) = AdvertisingOptions(name: name, serviceUUIDs: uuids).advertisingData()
+        #expect(response == nil)
+        #expect(data.encodedLength == 191)
+        #expect(data.shortenedLocalName == String(repeating: "n", count: 152))
+    }
+
     /// Fails before the fix: the host put the 32-octet scan response on an extended
     /// connectable (non-scannable) set and the controller answered LE Set Extended Scan
     /// Response Data with Invalid HCI Command Parameters (0x12) (Vol 4 Part E 7.8.55).
