@@ -73,6 +73,8 @@ import VirtualController
         #expect(adv.advertisingData.shortenedLocalName == String(Self.name.prefix(26)))
         #expect(adv.scanResponse?.shortenedLocalName == String(Self.name.prefix(29)))
         #expect(adv.data.completeLocalName == nil)
+        // What a scanner shows: the longest of the two shortened names.
+        #expect(adv.name == String(Self.name.prefix(29)))
         await central.close()
         await peripheral.close()
     }
