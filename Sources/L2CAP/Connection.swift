@@ -374,7 +374,7 @@ public actor L2CAPConnection {
             decidingParameterUpdate = true
             Task {
                 await self.decideParameterUpdate(id: id, req)
-                await self.parameterUpdateDecided()
+                self.parameterUpdateDecided()
             }
         case let .leCreditBasedConnectionRequest(spsm, scid, mtu, mps, credits):
             guard id != 0 else { return }
