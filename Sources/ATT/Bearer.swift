@@ -629,6 +629,13 @@ extension ATTBearer {
                 let (closed, delegate, mtu, security) = state.withLock { ($0.closed, $0.syncDelegate, $0.mtu, $0.security) }
                 if closed { return }
                 guard let delegate else { break }
+                // A client has one request outstanding at a time (Core v5.4 Vol 3 Part F 3.3.2);
+                // one that keeps sending while our answers wait for ACL buffers is not served
+                // (neither acted on nor answered) until they drain, so the queue stays bounded.
+                if op.isRequest, !host.canEnqueueL2CAP(on: handle) {
+                    log?("ATT \(hexCode(peer.id, digits: 4)): \(op) ignored: the client sends requests without waiting for the answers (Core Vol 3 Part F 3.3.2)")
+                    return
+                }
                 let response = delegate.response(to: pdu, from: peer, mtu: mtu, security: security)
                 guard op.isRequest else { return }
                 let reply = response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)

@@ -38,21 +38,33 @@ public struct AdvertisingOptions: Sendable {
         self.interval = interval
     }
 
-    /// Flags, complete local name, complete service UUID lists and manufacturer data; when that
-    /// doesn't fit the 31 legacy octets the name is shortened and the full name goes in the
-    /// scan response.
+    /// Flags, service UUID lists, manufacturer data and the local name, built to fit the
+    /// advertising set they will be sent on (Core v5.4 Vol 3 Part C 11; Supplement Part A 1.2):
+    /// - When flags, UUIDs and manufacturer data fit the 31 octets of a legacy PDU (Vol 6 Part B
+    ///   2.3.1.1), a legacy connectable scannable set (ADV_IND): the complete name in the
+    ///   advertising data if it fits, else a Shortened Local Name (0x08) there and, in the
+    ///   31-octet scan response, the complete name or the longest shortened one that fits.
+    /// - Otherwise an extended connectable set, which is never scannable (Vol 4 Part E 7.8.53:
+    ///   connectable and scannable together need legacy PDUs), so no scan response: everything in
+    ///   the advertising data, up to `AdvertisingParameters.extendedConnectableDataLimit`, with
+    ///   the name shortened to fit.
     func advertisingData() -> (data: AdvertisingData, scanResponse: AdvertisingData?) {
         var data = AdvertisingData()
         data.addFlags(0x06)  // LE General Discoverable, BR/EDR Not Supported
         if !serviceUUIDs.isEmpty { data.addServiceUUIDs(serviceUUIDs, complete: true) }
         for m in manufacturerData { data.addManufacturerData(company: m.company, data: m.data) }
+        let legacyLimit = AdvertisingParameters.legacyDataLimit
+        guard data.encodedLength <= legacyLimit else {
+            data.addLocalName(name, fittingIn: AdvertisingParameters.extendedConnectableDataLimit)
+            return (data, nil)
+        }
         var withName = data
         withName.addLocalName(name)
-        if withName.encodedLength <= 31 { return (withName, nil) }
+        if withName.encodedLength <= legacyLimit { return (withName, nil) }
         var short = data
-        short.addLocalName(name, fittingIn: 31)
+        short.addLocalName(name, fittingIn: legacyLimit)
         var response = AdvertisingData()
-        response.addLocalName(name)
+        response.addLocalName(name, fittingIn: legacyLimit)
         return (short, response)
     }
 }

@@ -124,7 +124,10 @@ public struct L2CAPReassembler: Sendable {
 struct OutgoingFrame {
     let frame: [UInt8]
     var offset: Int
-    let continuation: CheckedContinuation<Void, any Error>?
+    /// The `sendL2CAP` caller waiting for it; nil for `enqueueL2CAP` (or once its caller was failed).
+    var continuation: CheckedContinuation<Void, any Error>?
+    /// Queued by `enqueueL2CAP` (counted against `HostConfiguration.maxEnqueuedFramesPerLink`).
+    var enqueued = false
 }
 
 /// Per-link state of the ACL path (actor-isolated inside `Host`).
@@ -140,6 +143,8 @@ final class LinkState {
     var inFlight = 0
     /// True while this link is in `Host.readyLinks`.
     var scheduled = false
+    /// Frames in `queue` put there by `enqueueL2CAP`.
+    var enqueuedCount = 0
 
     init(connection: LEConnection, framesContinuation: AsyncStream<[UInt8]>.Continuation, maxFrame: Int) {
         self.handle = connection.handle
@@ -152,6 +157,7 @@ final class LinkState {
 
     func popFront() -> OutgoingFrame {
         let f = queue[queueHead]
+        if f.enqueued { enqueuedCount -= 1 }
         queueHead += 1
         if queueHead == queue.count {
             queue.removeAll(keepingCapacity: true)

@@ -259,8 +259,12 @@ public struct AdvertisingData: Sendable, Equatable, FieldDescribable {
 
     public var completeLocalName: String? { first(.completeLocalName).map { String(decoding: $0, as: UTF8.self) } }
     public var shortenedLocalName: String? { first(.shortenedLocalName).map { String(decoding: $0, as: UTF8.self) } }
-    /// The complete local name, else the shortened one.
-    public var name: String? { completeLocalName ?? shortenedLocalName }
+    /// The complete local name, else the longest shortened one (advertising data and scan
+    /// response may each carry one, each a prefix of the full name, Supplement Part A 1.2).
+    public var name: String? {
+        completeLocalName ?? structures(of: .shortenedLocalName).max { $0.data.count < $1.data.count }
+            .map { String(decoding: $0.data, as: UTF8.self) }
+    }
 
     /// Tx Power Level in dBm.
     public var txPower: Int8? {

@@ -34,6 +34,18 @@ public struct AdvertisingParameters: Sendable, Equatable {
     public var scanResponse: [UInt8]
     public var ownAddress: OwnAddress
 
+    /// Advertising or scan response data in a legacy PDU: 31 octets (Core v5.4 Vol 6 Part B
+    /// 2.3.1.1-2.3.1.4, Vol 4 Part E 7.8.7).
+    public static let legacyDataLimit = 31
+    /// Advertising data of an extended connectable set. Connectable extended advertising is
+    /// not chained (AUX_CHAIN_IND follows only non-connectable non-scannable advertising and scan
+    /// responses, Vol 6 Part B 2.3.4), so its data must fit one AUX_ADV_IND: 255 octets of
+    /// payload less the Extended Header Length/AdvMode octet and an extended header of up to 63
+    /// octets (a 6-bit length, Vol 6 Part B 2.3.4) = 191, what fits whatever fields the
+    /// controller puts in the header (Zephyr's controller, for one, accepts no more). A
+    /// controller that cannot send it answers Packet Too Long (0x45) (Vol 4 Part E 7.8.54).
+    public static let extendedConnectableDataLimit = 255 - (1 + 63)
+
     public init(kind: Kind = .connectable, intervalMin: UInt16 = 0x00A0, intervalMax: UInt16 = 0x00F0,
                 data: [UInt8] = [], scanResponse: [UInt8] = [], ownAddress: OwnAddress = .public) {
         self.kind = kind
@@ -162,7 +174,14 @@ extension Host {
         let extended = info.supports(LESetExtendedAdvertisingParameters.opcode)
             && info.supports(LESetExtendedAdvertisingData.opcode) && info.supports(LESetExtendedAdvertisingEnable.opcode)
         if extended {
-            let legacy = p.data.count <= 31 && p.scanResponse.count <= 31
+            let limit = AdvertisingParameters.legacyDataLimit
+            let legacy = p.data.count <= limit && (p.kind == .nonConnectable || p.scanResponse.count <= limit)
+            // An extended connectable set is not scannable (Vol 4 Part E 7.8.53), and scan
+            // response data for a non-scannable set is refused with Invalid HCI Command
+            // Parameters (0x12) (7.8.55): say so before configuring anything.
+            if !legacy, p.kind == .connectable, !p.scanResponse.isEmpty {
+                throw HostError.invalidArgument("connectable advertising with \(p.data.count) octets of data needs an extended set, which cannot be scannable (Core Vol 4 Part E 7.8.53): put everything in the advertising data, without a scan response (\(p.scanResponse.count) octets)")
+            }
             var props: AdvertisingEventProperties
             switch p.kind {
             case .connectable: props = legacy ? [.connectable, .scannable] : [.connectable]
@@ -177,10 +196,14 @@ extension Host {
                 ownAddressType: own))
             _ = try await prepareOwnAddress(p.ownAddress, extendedHandle: 0)
             if !(p.kind == .scannable && !legacy) || !p.data.isEmpty {
-                _ = try await execute(LESetExtendedAdvertisingData(advertisingHandle: 0, advertisingData: p.data))
+                for (operation, part) in Self.extendedDataFragments(p.data) {
+                    _ = try await execute(LESetExtendedAdvertisingData(advertisingHandle: 0, operation: operation, advertisingData: part))
+                }
             }
             if p.kind != .nonConnectable, !p.scanResponse.isEmpty || legacy {
-                _ = try await execute(LESetExtendedScanResponseData(advertisingHandle: 0, scanResponseData: p.scanResponse))
+                for (operation, part) in Self.extendedDataFragments(p.scanResponse) {
+                    _ = try await execute(LESetExtendedScanResponseData(advertisingHandle: 0, operation: operation, scanResponseData: part))
+                }
             }
             _ = try await execute(LESetExtendedAdvertisingEnable(enable: true, sets: [.init(advertisingHandle: 0)]))
         } else {
@@ -202,6 +225,22 @@ extension Host {
         usesRandomAddress = p.ownAddress == .randomStatic
         advertisingExtended = extended
         advertising = true
+    }
+
+    /// Splits extended advertising or scan response data over commands: at most 251 octets
+    /// each, Operation 0x03 (complete) for one, else 0x01 (first), 0x00 (intermediate), 0x02
+    /// (last) (Core v5.4 Vol 4 Part E 7.8.54, 7.8.55).
+    static func extendedDataFragments(_ data: [UInt8]) -> [(operation: UInt8, data: [UInt8])] {
+        let size = 251
+        guard data.count > size else { return [(0x03, data)] }
+        var out: [(UInt8, [UInt8])] = []
+        var offset = 0
+        while offset < data.count {
+            let end = Swift.min(data.count, offset + size)
+            out.append((offset == 0 ? 0x01 : end == data.count ? 0x02 : 0x00, Array(data[offset..<end])))
+            offset = end
+        }
+        return out
     }
 
     /// Stops advertising (no-op when not advertising).
@@ -257,6 +296,7 @@ extension Host {
             _ = try await execute(LESetScanEnable(leScanEnable: false))
         }
         scanning = false
+        reportFragments.reset()
     }
 
     public var isScanning: Bool { scanning }

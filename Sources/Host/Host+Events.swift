@@ -20,13 +20,22 @@ extension Host {
             let e = try LEExtendedAdvertisingReport(parameters: &r)
             try r.expectEnd(LEExtendedAdvertisingReport.name)
             for rep in e.reports {
+                // Data split over several reports is joined before anyone parses it.
+                let key = AdvertisingReportReassembler.Key(address: rep.address, addressType: rep.addressType,
+                                                           sid: rep.advertisingSID, scanResponse: rep.eventType.isScanResponse)
+                var evicted: AdvertisingReportReassembler.Key?
+                let outcome = reportFragments.add(key, fragment: rep.data, dataStatus: rep.eventType.dataStatus, evicted: &evicted)
+                if let evicted {
+                    emit(.warning("LE Extended Advertising Report: more than \(AdvertisingReportReassembler.maxAdvertisers) advertisers with data still to come; the partial data of \(evicted.address) dropped"))
+                }
+                guard case let .complete(data, dataStatus) = outcome else { continue }
                 // Anonymous advertisers (0xFF) have no address: reported as random 00:00:...
                 let type = rep.deviceAddressType ?? .random
                 emit(.advertisement(AdvertisingReportValue(
                     address: DeviceAddress(rep.address, type: type),
                     kind: AdvertisingEventKind(rawValue: rep.eventType.rawValue & 0x1F),
                     rssi: rep.rssi == 127 ? nil : rep.rssi, txPower: rep.txPower == 127 ? nil : rep.txPower,
-                    data: rep.data, dataStatus: rep.eventType.dataStatus, sid: rep.advertisingSID)))
+                    data: data, dataStatus: dataStatus, sid: rep.advertisingSID)))
             }
         case LEConnectionComplete.subeventCode:
             let c = try LEConnectionComplete(parameters: &r)

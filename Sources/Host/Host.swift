@@ -63,6 +63,10 @@ public actor Host {
     /// Links with queued frames, in service order (round-robin).
     var readyLinks: [UInt16] = []
     var readyHead = 0
+    /// Fails frames that wait too long for ACL buffers (`HostConfiguration.aclCreditTimeout`).
+    var creditWatchdog: Task<Void, Never>?
+    /// Set when buffers came back since the watchdog last looked.
+    var creditProgress = false
 
     // MARK: procedure waiters (completed by events)
     struct Waiter {
@@ -104,6 +108,8 @@ public actor Host {
     var advertisingExtended = false
     var scanning = false
     var scanningExtended = false
+    /// Extended advertising report data still arriving in fragments.
+    var reportFragments = AdvertisingReportReassembler()
     var connecting: DeviceAddress?
     var localAddressForConnections = DeviceAddress(.zero, type: .public)
 
@@ -191,6 +197,8 @@ public actor Host {
         links.removeAll()
         readyLinks.removeAll()
         readyHead = 0
+        creditWatchdog?.cancel()
+        creditWatchdog = nil
     }
 
     func checkAlive() throws {
@@ -405,6 +413,7 @@ public actor Host {
         encryptionObservers[handle] = nil
         // Buffers held by this link's packets are freed by the controller.
         aclCredits = Swift.min(aclBufferCount, aclCredits + link.inFlight)
+        if link.inFlight > 0 { creditProgress = true }
         link.inFlight = 0
         while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
         link.reassembler.reset()
@@ -443,12 +452,25 @@ public actor Host {
     /// (the frame is queued behind earlier frames when credits are short). For callers running
     /// on the host's executor (a `FrameRoute` sink answering a request). Throws what
     /// `sendL2CAP` throws before queueing.
+    /// Throws `HostError.busy` when `HostConfiguration.maxEnqueuedFramesPerLink` frames queued
+    /// this way still wait on the link (the frame is not sent).
     public func enqueueL2CAP(_ frame: [UInt8], on handle: UInt16) throws {
         let link = try outgoingLink(handle, frame)
         if try sendAtOnce(frame, on: link) { return }
-        link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: nil))
+        guard link.enqueuedCount < configuration.maxEnqueuedFramesPerLink else {
+            throw HostError.busy("connection \(hexCode(handle, digits: 4)): \(link.enqueuedCount) answers already wait for ACL buffers")
+        }
+        link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: nil, enqueued: true))
+        link.enqueuedCount += 1
         schedule(link)
         pumpACL()
+    }
+
+    /// Whether `enqueueL2CAP` would accept a frame on `handle` now (a layer answering a peer's
+    /// request checks it before acting on the request).
+    public func canEnqueueL2CAP(on handle: UInt16) -> Bool {
+        guard let link = links[handle] else { return false }
+        return link.enqueuedCount < configuration.maxEnqueuedFramesPerLink
     }
 
     private func outgoingLink(_ handle: UInt16, _ frame: [UInt8]) throws -> LinkState {
@@ -532,6 +554,54 @@ public actor Host {
             readyLinks.removeFirst(readyHead)
             readyHead = 0
         }
+        if readyHead < readyLinks.count { armCreditWatchdog() }
+    }
+
+    // MARK: - ACL credit watchdog
+
+    /// Frames wait for buffers: make sure they do not wait for ever. One task, re-armed while
+    /// Number Of Completed Packets keeps returning buffers.
+    private func armCreditWatchdog() {
+        guard creditWatchdog == nil else { return }
+        creditProgress = false
+        let timeout = configuration.aclCreditTimeout
+        creditWatchdog = Task { [weak self] in
+            while true {
+                guard (try? await Task.sleep(for: timeout)) != nil, let self else { return }
+                if await self.creditWatchdogExpired() { return }
+            }
+        }
+    }
+
+    /// Returns true when the watchdog's work is done.
+    private func creditWatchdogExpired() -> Bool {
+        if readyHead == readyLinks.count || creditProgress {
+            creditProgress = false
+            if readyHead < readyLinks.count { return false }
+            creditWatchdog = nil
+            return true
+        }
+        creditWatchdog = nil
+        let timeout = configuration.aclCreditTimeout
+        let error = HostError.procedureTimeout("waiting for ACL buffers: the controller freed none (Number Of Completed Packets) for \(timeout)")
+        var failed = 0
+        for handle in Set(readyLinks[readyHead...]) {
+            guard let link = links[handle] else { continue }
+            var kept: [OutgoingFrame] = []
+            for i in link.queueHead..<link.queue.count {
+                var f = link.queue[i]
+                f.continuation?.resume(throwing: error)
+                if f.continuation != nil || f.enqueued { failed += 1 }
+                f.continuation = nil
+                // A frame partly handed to the controller is finished (the peer reassembles it);
+                // the others are dropped.
+                if f.offset > 0 { kept.append(f) } else if f.enqueued { link.enqueuedCount -= 1 }
+            }
+            link.queue = kept
+            link.queueHead = 0
+        }
+        warn("\(error): \(failed) frame(s) failed")
+        return true
     }
 
     func numberOfCompletedPackets(_ e: NumberOfCompletedPackets) {
@@ -543,6 +613,7 @@ public actor Host {
             }
             link.inFlight -= n
             aclCredits = Swift.min(aclBufferCount, aclCredits + n)
+            if n > 0 { creditProgress = true }
         }
         pumpACL()
     }

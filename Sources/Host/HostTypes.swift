@@ -10,6 +10,14 @@ public struct HostConfiguration: Sendable {
     public var maxQueuedFramesPerLink: Int = 4096
     /// Events buffered for the consumer of `Host.events` before new ones are dropped (and logged).
     public var maxQueuedEvents: Int = 16384
+    /// Frames `Host.enqueueL2CAP` may leave waiting for ACL buffers per link (answers to a
+    /// peer's requests, which nobody awaits). Beyond it `enqueueL2CAP` throws `HostError.busy`:
+    /// a peer that keeps sending requests without reading the answers (an ATT client may have
+    /// one request outstanding, Core v5.4 Vol 3 Part F 3.3.2) cannot grow memory.
+    public var maxEnqueuedFramesPerLink: Int = 64
+    /// How long frames may wait for the controller to free an ACL buffer (Number Of Completed
+    /// Packets, Core Vol 4 Part E 4.1.1) before they fail with `HostError.procedureTimeout`.
+    public var aclCreditTimeout: Duration = .seconds(30)
     /// Default timeout of `Host.execute`.
     public var commandTimeout: Duration = .seconds(5)
     /// Own random static address to use instead of generating one (nil: generated once per Host).
@@ -226,7 +234,8 @@ public struct AdvertisingReportValue: Sendable, Equatable {
     public var txPower: Int8?
     /// Advertising (or scan response) data bytes, as received.
     public var data: [UInt8]
-    /// Extended reports only: whether more data was truncated (Data_Status 2) or is still coming (1).
+    /// Extended reports only: Data_Status of the reassembled data, 0 complete or 2 truncated
+    /// (Core Vol 4 Part E 7.7.65.13); fragments "more data to come" (1) are joined by the host.
     public var dataStatus: UInt8
     /// Extended reports only: Advertising SID (0xFF when none).
     public var sid: UInt8

@@ -8,6 +8,9 @@ import Synchronization
 public struct L2CAPConfiguration: Sendable {
     /// How long a signaling request waits for its response (RTX, Core Vol 3 Part A 6.2.1).
     public var signalingTimeout: Duration = .seconds(30)
+    /// How long `L2CAPChannel.send` waits for the peer's credits (a K-frame needs one, Core v5.4
+    /// Vol 3 Part A 10.1) before it fails with `L2CAPError.creditTimeout`.
+    public var creditTimeout: Duration = .seconds(30)
     /// Called for every dropped frame, rejected command and protocol violation.
     public var log: (@Sendable (String) -> Void)?
     /// Default receive MTU / MPS / initial credits for credit-based channels we accept.
@@ -40,6 +43,8 @@ public enum L2CAPError: Error, Sendable, Equatable, CustomStringConvertible {
     case sduTooLarge(length: Int, mtu: Int)
     /// A parameter outside the range the spec allows.
     case invalidArgument(String)
+    /// The peer gave no credits for a K-frame within `L2CAPConfiguration.creditTimeout`.
+    case creditTimeout(cid: UInt16, waited: Duration)
 
     public var description: String {
         switch self {
@@ -53,6 +58,7 @@ public enum L2CAPError: Error, Sendable, Equatable, CustomStringConvertible {
         case .noResources(let what): return "L2CAP: no resources: \(what)"
         case let .sduTooLarge(length, mtu): return "L2CAP: SDU of \(length) octets exceeds the peer's MTU \(mtu)"
         case .invalidArgument(let what): return "L2CAP: invalid argument: \(what)"
+        case let .creditTimeout(cid, waited): return "L2CAP: channel \(hexCode(cid, digits: 4)): the peer gave no credits for \(waited)"
         }
     }
 }
@@ -142,6 +148,8 @@ public actor L2CAPConnection {
     /// Central: decides on a peripheral's Connection Parameter Update Request (default: accept
     /// valid parameters).
     var parameterPolicy: (@Sendable (ConnectionParameterUpdateRequest) async -> Bool)?
+    /// A Connection Parameter Update Request is being decided (at most one at a time).
+    var decidingParameterUpdate = false
 
     // Credit-based channels (CreditBasedChannel.swift).
     var channels: [UInt16: ChannelState] = [:]
@@ -355,7 +363,19 @@ public actor L2CAPConnection {
                 return
             }
             let req = ConnectionParameterUpdateRequest(intervalMin: minI, intervalMax: maxI, latency: latency, timeout: timeout)
-            Task { await self.decideParameterUpdate(id: id, req) }
+            // One decision at a time: a request arriving while one is being decided is
+            // answered at once with result 0x0001, Connection Parameters rejected (Core v5.4
+            // Vol 3 Part A 4.21), so a peer's requests cannot multiply tasks.
+            guard !decidingParameterUpdate else {
+                log("Connection Parameter Update Request while another is being decided: rejected")
+                sendSignal(SignalingCommand(identifier: id, .connectionParameterUpdateResponse(result: 1)))
+                return
+            }
+            decidingParameterUpdate = true
+            Task {
+                await self.decideParameterUpdate(id: id, req)
+                self.parameterUpdateDecided()
+            }
         case let .leCreditBasedConnectionRequest(spsm, scid, mtu, mps, credits):
             guard id != 0 else { return }
             creditBasedConnectionRequest(id: id, spsm: spsm, remoteCID: scid, mtu: mtu, mps: mps, credits: credits)
@@ -371,6 +391,8 @@ public actor L2CAPConnection {
             sendSignal(SignalingCommand(identifier: id, .commandReject(.commandNotUnderstood)))
         }
     }
+
+    func parameterUpdateDecided() { decidingParameterUpdate = false }
 
     func decideParameterUpdate(id: UInt8, _ req: ConnectionParameterUpdateRequest) async {
         var accept = req.isValid

@@ -75,7 +75,9 @@ final class ChannelState {
     var queue: [[UInt8]] = []
     var queueHead = 0
     var receiver: CheckedContinuation<[UInt8]?, any Error>?
-    var creditWaiters: [CheckedContinuation<Void, any Error>] = []
+    /// `send` calls waiting for credits, by waiter number (each has a timeout).
+    var creditWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
+    var nextCreditWaiter: UInt64 = 0
     var sending = false
     var sendWaiters: [CheckedContinuation<Void, any Error>] = []
     /// Set once the channel is closed; `nil` error = closed normally.
@@ -272,14 +274,40 @@ extension L2CAPConnection {
             throw L2CAPError.invalidArgument("\(error)")
         }
         let remote = L2CAPCID(ch.remoteCID)
-        for f in frames {
+        for (i, f) in frames.enumerated() {
             while ch.txCredits == 0 && !ch.closed {
-                try await withCheckedThrowingContinuation { ch.creditWaiters.append($0) }
+                do {
+                    try await waitForCredits(ch)
+                } catch let e as L2CAPError where i > 0 {
+                    // Part of the SDU is out: the channel cannot carry another SDU correctly.
+                    if case .creditTimeout = e { violation(ch, "\(e) in the middle of an SDU") }
+                    throw e
+                }
             }
             if ch.closed { throw ch.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "closed while sending") }
             ch.txCredits -= 1
             try await host.sendL2CAP(L2CAPFrame(cid: remote, payload: f).bytes, on: handle)
         }
+    }
+
+    /// Waits for a Flow Control Credit Ind, at most `configuration.creditTimeout`.
+    private func waitForCredits(_ ch: ChannelState) async throws {
+        let id = ch.nextCreditWaiter
+        ch.nextCreditWaiter &+= 1
+        let cid = ch.localCID, timeout = configuration.creditTimeout
+        let timer = Task { [weak self] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            await self?.creditWaitExpired(cid: cid, waiter: id)
+        }
+        defer { timer.cancel() }
+        try await withCheckedThrowingContinuation { ch.creditWaiters[id] = $0 }
+    }
+
+    private func creditWaitExpired(cid: UInt16, waiter: UInt64) {
+        guard let ch = channels[cid], let w = ch.creditWaiters.removeValue(forKey: waiter) else { return }
+        let timeout = configuration.creditTimeout
+        log("channel \(hexCode(cid, digits: 4)): no credits from the peer for \(timeout)")
+        w.resume(throwing: L2CAPError.creditTimeout(cid: cid, waited: timeout))
     }
 
     func creditIndication(remoteCID: UInt16, credits: UInt16) {
@@ -291,7 +319,7 @@ extension L2CAPConnection {
             return violation(ch, "credit count overflow (\(ch.txCredits) + \(credits) > 65535)")
         }
         ch.txCredits += Int(credits)
-        let waiters = ch.creditWaiters
+        let waiters = ch.creditWaiters.values
         ch.creditWaiters.removeAll()
         for w in waiters { w.resume() }
     }
@@ -312,7 +340,7 @@ extension L2CAPConnection {
         ch.closed = true
         ch.closeError = error
         let failure = error ?? .channelClosed(cid: cid, reason: "closed")
-        for w in ch.creditWaiters { w.resume(throwing: failure) }
+        for w in ch.creditWaiters.values { w.resume(throwing: failure) }
         for w in ch.sendWaiters { w.resume(throwing: failure) }
         ch.creditWaiters.removeAll()
         ch.sendWaiters.removeAll()

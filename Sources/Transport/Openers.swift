@@ -7,7 +7,10 @@ import Glibc
 
 /// H4 over TCP, as a client (virtual controllers, emulators, bridges).
 public enum TCPTransport {
-    public static func connect(host: String, port: UInt16, timeout: Double = 5) throws(TransportError) -> FileDescriptorTransport {
+    /// `timeout`: for connecting; `sendTimeout`: how long a send may wait for the other end to
+    /// read before the connection is declared lost.
+    public static func connect(host: String, port: UInt16, timeout: Double = 5,
+                               sendTimeout: Double = FileDescriptorTransport.defaultSendTimeout) throws(TransportError) -> FileDescriptorTransport {
         let name = "tcp:\(host):\(port)"
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -32,7 +35,7 @@ public enum TCPTransport {
                 try connectWithTimeout(fd: fd, address: a.pointee.ai_addr, length: a.pointee.ai_addrlen, timeout: timeout, name: name)
                 var one: Int32 = 1
                 _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                return try FileDescriptorTransport(fd: fd, name: name, isSocket: true)
+                return try FileDescriptorTransport(fd: fd, name: name, isSocket: true, sendTimeout: sendTimeout)
             } catch {
                 Glibc.close(fd)
                 lastError = error

@@ -25,12 +25,22 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private var wakeWrite: Int32 = -1
 
     private enum State { case open, lost(TransportError), closed }
+    /// How long `send` waits for the other end to take a packet (seconds).
+    private let sendTimeout: Double
 
-    /// Takes ownership of `fd` (blocking mode).
-    public init(fd: Int32, name: String, isSocket: Bool, maxPayloadLength: Int = 16 * 1024) throws(TransportError) {
+    /// Default `sendTimeout`: a controller that reads nothing for this long is gone.
+    public static let defaultSendTimeout: Double = 5
+
+    /// Takes ownership of `fd` and puts it in non-blocking mode: `send` waits for room with
+    /// poll, at most `sendTimeout` seconds, so a peer that stops reading never pins the
+    /// calling thread (one of the concurrency pool's) for ever.
+    public init(fd: Int32, name: String, isSocket: Bool, maxPayloadLength: Int = 16 * 1024,
+                sendTimeout: Double = FileDescriptorTransport.defaultSendTimeout) throws(TransportError) {
         self.fd = fd
         self.name = name
         self.isSocket = isSocket
+        self.sendTimeout = sendTimeout
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         (incoming, continuation) = AsyncThrowingStream<HCIPacket, any Error>.makeStream()
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
@@ -59,6 +69,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         case .open: break
         }
         var offset = 0
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(sendTimeout * 1e9)
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { buf in
                 isSocket
@@ -68,11 +79,18 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             if n > 0 { offset += n; continue }
             let e = errno
             if n < 0 && e == EINTR { continue }
-            if n < 0 && e == EAGAIN {
-                // Descriptor is blocking; EAGAIN only on a full send buffer with a timeout: wait a bit.
-                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                _ = poll(&p, 1, 100)
-                continue
+            if n < 0 && (e == EAGAIN || e == EWOULDBLOCK) {
+                // Full: wait for room until the deadline.
+                let now = DispatchTime.now().uptimeNanoseconds
+                if now < deadline {
+                    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&p, 1, Int32(min(1000, max(1, (deadline - now) / 1_000_000))))
+                    continue
+                }
+                // Part of a packet may be out: the stream can no longer be trusted.
+                let error = TransportError(.lost, "\(name): send timeout: the controller took no data for \(sendTimeout) s (\(offset) of \(bytes.count) octets of a packet written); the connection is considered gone")
+                failLocked(error)
+                throw error
             }
             let error = TransportError(.lost, "\(name): write failed: \(errnoString(e)); the controller connection is gone", errno: e)
             failLocked(error)

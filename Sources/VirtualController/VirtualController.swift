@@ -76,6 +76,9 @@ public final class VirtualController: @unchecked Sendable {
     var initiating: Initiating?
     // ACL buffers: packets accepted and not yet completed.
     var aclQueue: [HCIACLPacket] = []
+    /// Fault: Number Of Completed Packets withheld (`setCompletingPackets(false)`), per handle.
+    var withholdingCompletions = false
+    var withheldCompletions: [UInt16: UInt16] = [:]
 
     public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
     public static let maxAdvertisingSets = 4
@@ -219,6 +222,8 @@ public final class VirtualController: @unchecked Sendable {
     func resetState() {
         for conn in Array(connections.values) { conn.drop(silentlyFor: self, reason: .connectionTimeout) }
         connections = [:]
+        withholdingCompletions = false
+        withheldCompletions = [:]
         eventMask = VirtualController.defaultEventMask
         leEventMask = 0x1F
         randomAddress = nil
@@ -380,8 +385,7 @@ public final class VirtualController: @unchecked Sendable {
         for p in packets {
             if let i = completed.firstIndex(where: { $0.0 == p.handle }) { completed[i].1 += 1 } else { completed.append((p.handle, 1)) }
             guard let conn = connections[p.handle] else { continue }
-            link.aclPacketNumber += 1
-            let n = link.aclPacketNumber
+            let n = link.countACLPacket()
             let peer = conn.peer(of: self)
             let out = HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first, data: p.data)
             if link.dropACL.remove(n) != nil {
@@ -395,6 +399,24 @@ public final class VirtualController: @unchecked Sendable {
             }
             peer.deliver(.acl(out))
         }
+        guard !withholdingCompletions else {
+            for (handle, n) in completed { withheldCompletions[handle, default: 0] += n }
+            return
+        }
         send(NumberOfCompletedPackets(entries: completed.map { .init(connectionHandle: $0.0, numCompletedPackets: $0.1) }))
+    }
+
+    /// Stops (or resumes) sending Number Of Completed Packets, as a stalled controller would:
+    /// packets are still delivered, their buffers are not returned to the host. Resuming
+    /// returns every withheld buffer. For tests of hosts that wait for buffers.
+    public func setCompletingPackets(_ completing: Bool) {
+        enqueue(.control { [self] in
+            withholdingCompletions = !completing
+            guard completing, !withheldCompletions.isEmpty else { return }
+            let entries = withheldCompletions.filter { connections[$0.key] != nil }
+                .map { NumberOfCompletedPackets.Entry(connectionHandle: $0.key, numCompletedPackets: $0.value) }
+            withheldCompletions = [:]
+            if !entries.isEmpty { send(NumberOfCompletedPackets(entries: entries)) }
+        })
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HCI
+import Synchronization
 
 /// A simulated LE radio joining any number of `VirtualController`s.
 ///
@@ -37,14 +38,21 @@ public final class VirtualLink: @unchecked Sendable {
         var work: @Sendable () -> Void
     }
 
-    // Link-context state.
+    // Link-context state: read and written only by work running on the link's context.
     var tickScheduled = false
-    var aclPacketNumber = 0
     var dropACL: Set<Int> = []
     var delayACL: [Int: Double] = [:]
-    /// Log lines (controller misbehaviour seen from hosts, faults applied). Bounded.
+    /// Counted on the link context, read from any thread (`aclPacketCount`).
+    private let aclPackets = Atomic<Int>(0)
+    /// Log lines (controller misbehaviour seen from hosts, faults applied). Bounded. Under `lock`.
     private var _log: [String] = []
-    public var logHandler: (@Sendable (String) -> Void)?
+    private var _logHandler: (@Sendable (String) -> Void)?
+
+    /// Called with each log line, on the thread that logs it. Set from any thread.
+    public var logHandler: (@Sendable (String) -> Void)? {
+        get { lock.withLock { _logHandler } }
+        set { lock.withLock { _logHandler = newValue } }
+    }
 
     public init(mode: Mode = .live, advertisingInterval: Double = 0.02) {
         self.mode = mode
@@ -82,7 +90,7 @@ public final class VirtualLink: @unchecked Sendable {
         lock.lock()
         if _log.count >= 200 { _log.removeFirst(_log.count - 199) }
         _log.append(line)
-        let handler = logHandler
+        let handler = _logHandler
         lock.unlock()
         handler?(line)
     }
@@ -196,8 +204,13 @@ public final class VirtualLink: @unchecked Sendable {
         perform { [self] in delayACL[n] = seconds }
     }
 
-    /// Number of ACL packets hosts have handed to the link so far (read on the link context).
-    public var aclPacketCount: Int { aclPacketNumber }
+    /// Number of ACL packets hosts have handed to the link so far. Any thread.
+    public var aclPacketCount: Int { aclPackets.load(ordering: .acquiring) }
+
+    /// Link context: counts one more ACL packet from a host; returns its 1-based number.
+    func countACLPacket() -> Int {
+        aclPackets.add(1, ordering: .acquiringAndReleasing).newValue
+    }
 
     /// Breaks the connection `handle` of `controller` as a radio loss would: both hosts get
     /// Disconnection Complete with `reason` (Connection Timeout, 0x08, by default).

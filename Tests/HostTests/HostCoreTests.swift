@@ -282,3 +282,99 @@ import Transport
         await host.close()
     }
 }
+
+/// Issue 13 defect 7: LE Extended Advertising Report data split over several reports (Data_Status
+/// 0b01 "incomplete, more data to come" on all but the last, Core v5.4 Vol 4 Part E 7.7.65.13) is
+/// joined per advertiser before it is reported; 0b10 "incomplete, data truncated" ends it.
+/// Before the fix every fragment was reported on its own (the first as a whole advertisement,
+/// the next starting inside an AD structure).
+@Suite struct ExtendedReportReassemblyTests {
+    static let a = BDAddress([0xC3, 1, 2, 3, 4, 5])
+    static let b = BDAddress([0xC3, 1, 2, 3, 4, 6])
+    /// Event_Type: connectable, extended (legacy bit clear), Data_Status in bits 5-6.
+    static func report(_ address: BDAddress, _ data: [UInt8], status: UInt16, sid: UInt8 = 1) -> LEExtendedAdvertisingReport.Report {
+        .init(eventType: ExtendedAdvertisingEventType(rawValue: 0x01 | status << 5), addressType: 0x01, address: address,
+              advertisingSID: sid, txPower: 127, rssi: -60, periodicAdvertisingInterval: 0, directAddressType: 0,
+              directAddress: .zero, data: data)
+    }
+    /// A legacy report from an unrelated advertiser marks the end of what a test injected.
+    static let sentinel = BDAddress([0xC3, 9, 9, 9, 9, 9])
+
+    func reports(after inject: (FakeTransport) -> Void) async throws -> [AdvertisingReportValue] {
+        let t = FakeTransport.controller()
+        let host = Host(transport: t)
+        _ = try await host.start()
+        inject(t)
+        t.inject(le: LEAdvertisingReport(reports: [.init(eventType: 0x03, addressType: .random, address: Self.sentinel, data: [], rssi: -40)]))
+        var out: [AdvertisingReportValue] = []
+        for await e in host.events {
+            guard case .advertisement(let r) = e else { continue }
+            if r.address.address == Self.sentinel { break }
+            out.append(r)
+        }
+        await host.close()
+        return out
+    }
+
+    @Test func fragmentsAreJoinedPerAdvertiser() async throws {
+        // A Complete Local Name "abcdef" (length 7) split inside the structure, with a second
+        // advertiser's fragments interleaved.
+        let got = try await reports { t in
+            t.inject(le: LEExtendedAdvertisingReport(reports: [Self.report(Self.a, [0x02, 0x01, 0x06, 0x07, 0x09, 0x61], status: 0b01)]))
+            t.inject(le: LEExtendedAdvertisingReport(reports: [Self.report(Self.b, [0x03, 0x09], status: 0b01)]))
+            t.inject(le: LEExtendedAdvertisingReport(reports: [Self.report(Self.a, [0x62, 0x63], status: 0b01),
+                                                               Self.report(Self.b, [0x78, 0x79], status: 0b00)]))
+            t.inject(le: LEExtendedAdvertisingReport(reports: [Self.report(Self.a, [0x64, 0x65, 0x66], status: 0b00)]))
+        }
+        #expect(got.count == 2)
+        #expect(got.first?.address == DeviceAddress(Self.b, type: .random))
+        #expect(got.first?.data == [0x03, 0x09, 0x78, 0x79])
+        #expect(got.first?.dataStatus == 0)
+        #expect(got.last?.address == DeviceAddress(Self.a, type: .random))
+        #expect(got.last?.data == [0x02, 0x01, 0x06, 0x07, 0x09, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66])
+        #expect(got.last?.dataStatus == 0)
+        #expect(got.last?.sid == 1)
+    }
+
+    @Test func truncatedDataIsReportedOnceAsTruncated() async throws {
+        let got = try await reports { t in
+            t.inject(le: LEExtendedAdvertisingReport(reports: [Self.report(Self.a, [0x02, 0x01, 0x06, 0x07, 0x09, 0x61], status: 0b01)]))
+            t.inject(le: LEExtendedAdvertisingReport(reports: [Self.report(Self.a, [0x62], status: 0b10)]))
+        }
+        #expect(got.count == 1)
+        #expect(got.first?.data == [0x02, 0x01, 0x06, 0x07, 0x09, 0x61, 0x62])
+        #expect(got.first?.dataStatus == 0b10)
+        // The parser keeps the whole Flags structure and names the cut one.
+        let parsed = AdvertisingData(parsing: got.first?.data ?? [])
+        #expect(parsed.structures == [ADStructure(type: .flags, data: [0x06])])
+        #expect(parsed.problems == [.lengthOverrun(offset: 3, length: 7, available: 3)])
+    }
+
+    @Test func oneAdvertiserCannotHoldMoreThanTheLargestAdvertisingData() async throws {
+        // 8 fragments of 229 octets (1832) exceed the 1650 octets a controller can hold for a
+        // set (Max_Advertising_Data_Length ≤ 0x0672, Vol 4 Part E 7.8.57): kept to 1650, truncated.
+        let got = try await reports { t in
+            for i in 0..<8 {
+                t.inject(le: LEExtendedAdvertisingReport(reports: [Self.report(Self.a, [UInt8](repeating: UInt8(i), count: 229),
+                                                                                   status: i == 7 ? 0b00 : 0b01)]))
+            }
+        }
+        #expect(got.count == 1)
+        #expect(got.first?.data.count == 1650)
+        #expect(got.first?.dataStatus == 0b10)
+    }
+
+    @Test func partialReassembliesAreBounded() {
+        var r = AdvertisingReportReassembler()
+        var evicted: AdvertisingReportReassembler.Key?
+        var first: AdvertisingReportReassembler.Key?
+        for i in 0..<(AdvertisingReportReassembler.maxAdvertisers + 1) {
+            let key = AdvertisingReportReassembler.Key(address: BDAddress([0xC3, 0, 0, 0, UInt8(i >> 8), UInt8(i & 0xFF)]),
+                                                       addressType: 1, sid: 0, scanResponse: false)
+            if first == nil { first = key }
+            #expect(r.add(key, fragment: [1, 2, 3], dataStatus: 0b01, evicted: &evicted) == .pending)
+        }
+        #expect(r.pendingCount == AdvertisingReportReassembler.maxAdvertisers)
+        #expect(evicted == first)
+    }
+}

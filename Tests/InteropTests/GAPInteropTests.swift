@@ -121,4 +121,24 @@ import HCI
             _ = try await again.event("advertisement", timeout: .seconds(15)) { $0["name"] as? String == "interop-ours" }
         }
     }
+
+    /// Issue 13 defect 6 on an independent controller: a 30-octet name does not fit the 31
+    /// octets of legacy advertising data with Flags (3 + 2 + 30), so our Peripheral advertises a
+    /// Shortened Local Name (0x08) of the first 31 - 3 - 2 = 26 octets (Core Supplement Part A
+    /// 1.2, Core v5.4 Vol 6 Part B 2.3.1.1) and Bumble's scanner reads exactly that.
+    @Test func longNameIsShortenedAndSeenByBumble() async throws {
+        let name = "abcdefghijklmnopqrstuvwxyz0123"
+        try await interop { scope in
+            let (peripheral, _) = try await scope.peripheral(on: 0, services: [], name: name)
+            try await peripheral.startAdvertising(AdvertisingOptions(name: name))
+            let bumble = try scope.script("central.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--scan-only", "--duration", "2", "--timeout", "20"])
+            let ad = try await bumble.event("advertisement", timeout: .seconds(15)) {
+                $0["address"] as? String == peripheral.controller.address.description
+            }
+            #expect(ad["name"] as? String == String(name.prefix(26)))
+            #expect(ad["flags"] as? Int == 6)
+            #expect(ad["connectable"] as? Bool == true)
+        }
+    }
 }

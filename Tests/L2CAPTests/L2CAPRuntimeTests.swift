@@ -119,6 +119,79 @@ struct L2CAPRuntimeTests {
         }
     }
 
+    /// Issue 13 defect 8: a peer's Connection Parameter Update Requests cannot multiply tasks.
+    /// While one is being decided (the policy is blocked) the others are answered at once with
+    /// result 0x0001, Connection Parameters rejected (Core v5.4 Vol 3 Part A 4.21). Before the
+    /// fix each request started its own task: the policy was asked 20 times at once.
+    @Test func parameterUpdateRequestsAreDecidedOneAtATime() async throws {
+        let pair = try await LinkPair.make()
+        defer { Task { await pair.close() } }
+        // Only the central runs L2CAP; the peripheral host sends raw signaling frames.
+        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: L2CAPConfiguration())
+        await c.start()
+        let asked = Accepted2()
+        let gate = AsyncStream<Void>.makeStream()
+        await c.setConnectionParameterPolicy { req in
+            asked.append(req)
+            for await _ in gate.stream { break }
+            return true
+        }
+        let responses = Task { () throws -> [SignalingCommand] in
+            var out: [SignalingCommand] = []
+            for await f in pair.peripheral.frames {
+                try Task.checkCancellation()
+                guard let frame = try? L2CAPFrame.decode(f), frame.cid == .leSignaling,
+                      let command = try? SignalingCommand.decode(frame.payload) else { continue }
+                out.append(command)
+                if out.count == 20 { break }
+            }
+            return out
+        }
+        for id in UInt8(1)...20 {
+            let request = SignalingCommand(identifier: id, .connectionParameterUpdateRequest(
+                intervalMin: 40, intervalMax: 56, latency: 0, timeout: 500))
+            try await pair.peripheralHost.sendL2CAP(L2CAPFrame(cid: .leSignaling, payload: request.bytes).bytes,
+                                                    on: pair.peripheral.handle)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(asked.all.count == 1)
+        gate.continuation.yield()
+        guard let result = await outcome(of: responses, within: .seconds(10)), case .success(let got) = result else {
+            Issue.record("not 20 responses within 10 s")
+            return
+        }
+        let rejected = got.filter { $0.body == SignalingCommand.Body.connectionParameterUpdateResponse(result: 1) }.map { $0.identifier }
+        let accepted = got.filter { $0.body == SignalingCommand.Body.connectionParameterUpdateResponse(result: 0) }.map { $0.identifier }
+        #expect(rejected == Array(2...20))
+        #expect(accepted == [1])
+        #expect(asked.all.count == 1)
+    }
+
+    /// Issue 13 defect 9: a peer that gives no credits does not make `send` wait for ever; it
+    /// fails after `L2CAPConfiguration.creditTimeout` with `creditTimeout`. Before the fix the
+    /// second send never returned.
+    @Test func sendFailsWhenThePeerGivesNoCredits() async throws {
+        let pair = try await LinkPair.make()
+        defer { Task { await pair.close() } }
+        var config = L2CAPConfiguration()
+        config.creditTimeout = .milliseconds(300)
+        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: config)
+        let p = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral, configuration: L2CAPConfiguration())
+        await c.start()
+        await p.start()
+        // The peripheral's application never reads: it returns no credits after the first.
+        await p.listen(psm: 0x80, credits: 1) { _ in }
+        let channel = try await c.connectChannel(psm: 0x80)
+        try await channel.send([1, 2, 3])
+        let second = Task { try await channel.send([4, 5, 6]) }
+        guard let result = await outcome(of: second, within: .seconds(10)) else {
+            Issue.record("send still waiting for credits after 10 s")
+            return
+        }
+        guard case .failure(let error) = result else { Issue.record("the second send succeeded without credits"); return }
+        #expect(error as? L2CAPError == .creditTimeout(cid: channel.localCID, waited: .milliseconds(300)))
+    }
+
     /// 100 KB each way with SDUs larger than the MPS, against Bumble's L2CAP as the echo peer.
     @Test func creditBasedChannelAgainstBumble100KBEachWay() async throws {
         let controllers = try await BumbleControllers.start()

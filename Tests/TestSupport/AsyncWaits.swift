@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Async forms of `ChildProcess`'s blocking waits, for `async` tests.
 ///
@@ -36,6 +37,20 @@ public func withTimeout<T: Sendable>(_ timeout: Duration, _ what: String,
         }
         return value
     }
+}
+
+/// The outcome of `task` if it ends within `limit`, else nil. The task is left running: a
+/// regression that makes it wait for ever fails the test instead of hanging it (a task group
+/// would wait for a child that ignores cancellation).
+public func outcome<T: Sendable>(of task: Task<T, any Error>, within limit: Duration) async -> Result<T, any Error>? {
+    let box = Mutex<Result<T, any Error>?>(nil)
+    Task { let r = await task.result; box.withLock { $0 = r } }
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if let r = box.withLock({ $0 }) { return r }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return nil
 }
 
 /// A JSON object carried across threads (JSONSerialization values are immutable here).

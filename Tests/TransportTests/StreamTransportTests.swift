@@ -1,5 +1,6 @@
 import Foundation
 import HCI
+import Synchronization
 import Testing
 import Transport
 #if canImport(Glibc)
@@ -10,6 +11,34 @@ import Glibc
     let reset = HCIPacket.command(HCICommandPacket(opcode: HCIOpcode(rawValue: 0x0c03)))
     let complete = HCIPacket.event(HCIEventPacket(code: 0x0e, parameters: [0x01, 0x03, 0x0c, 0x00]))
     let acl = HCIPacket.acl(HCIACLPacket(handle: 1, boundary: .first, data: Array(0..<200)))
+
+    /// Issue 13 defect 9: a controller that stops reading must not block `send` (and the
+    /// thread calling it, possibly one of the concurrency pool's) for ever. Before the fix the
+    /// descriptor was blocking with no send timeout and this send never returned.
+    @Test func stalledPeerFailsSendWithSendTimeout() async throws {
+        let listener = try TestListener()
+        let t = try TCPTransport.connect(host: "127.0.0.1", port: listener.port, sendTimeout: 0.3)
+        let peer = try listener.accept()  // never reads
+        let big = HCIPacket.acl(HCIACLPacket(handle: 1, boundary: .first, data: [UInt8](repeating: 0x55, count: 1000)))
+        let done = DispatchSemaphore(value: 0)
+        let failure = Mutex<TransportError?>(nil)
+        Thread {
+            for _ in 0..<200_000 {
+                do { try t.send(big) } catch { failure.withLock { $0 = error as? TransportError }; break }
+            }
+            done.signal()
+        }.start()
+        let finished = done.wait(timeout: .now() + 10) == .success
+        #expect(finished, "send still blocked 10 s after the peer stopped reading")
+        Glibc.close(peer)  // unblocks a stuck send
+        if !finished { _ = done.wait(timeout: .now() + 5) }
+        let error = try #require(failure.withLock { $0 })
+        #expect(error.kind == .lost)
+        #expect(error.message.contains("send timeout"))
+        // Reported once: later sends throw the same loss.
+        #expect(throws: error) { try t.send(reset) }
+        t.close()
+    }
 
     /// Both directions over a connected pair, then the peer closes: reported once.
     func exercise(_ t: FileDescriptorTransport, peer: Int32) async throws {

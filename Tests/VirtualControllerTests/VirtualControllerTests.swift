@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import HCI
 import Transport
@@ -387,6 +388,48 @@ func DataHex(_ s: String) -> [UInt8] {
         #expect((p.a.events().last as? DisconnectionComplete)?.reason == .connectionTimeout)
         #expect((p.b.events().last as? DisconnectionComplete)?.reason == .connectionTimeout)
     }
+}
+
+/// Issue 13 defect 12: `aclPacketCount` and `logHandler` are read and set from test threads
+/// while the link context counts packets and logs. Before the fix both were plain stored
+/// properties behind `@unchecked Sendable` (a data race: ThreadSanitizer reports it, see
+/// `make tsan`); now the count is atomic and the handler is kept under the link's lock.
+@Suite struct LinkThreadSafetyTests {
+    @Test func packetCountAndLogHandlerFromAnotherThread() {
+        let p = Pair()
+        let (ha, _) = p.connect()
+        let packets = 300
+        let lines = Counter()
+        let done = DispatchSemaphore(value: 0)
+        let link = p.link
+        let count: @Sendable (String) -> Void = { if $0.hasPrefix("fault: dropped ACL packet #") { lines.add() } }
+        link.logHandler = count
+        Thread {
+            // Swap the handler and read the count while the link logs and counts.
+            var last = 0
+            while last < packets {
+                link.logHandler = count
+                last = link.aclPacketCount
+            }
+            done.signal()
+        }.start()
+        for i in 1...packets {
+            link.dropACLPacket(number: i)  // each drop is logged ("fault: dropped ACL packet #i")
+            p.a.controller.receive(fromHost: .acl(HCIACLPacket(handle: ha, boundary: .firstNonFlushable, data: [UInt8(i & 0xFF)])))
+            link.runUntilIdle()
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(link.aclPacketCount == packets)
+        // Every drop was logged, and the handler in place when a line was logged saw it.
+        #expect(link.log.filter { $0.hasPrefix("fault: dropped ACL packet #") }.count == 200)  // the log keeps 200
+        #expect(lines.value == packets)
+    }
+}
+
+final class Counter: Sendable {
+    private let n = Mutex(0)
+    func add() { n.withLock { $0 += 1 } }
+    var value: Int { n.withLock { $0 } }
 }
 
 @Suite struct ServingTests {

@@ -1,0 +1,63 @@
+import Synchronization
+import Testing
+import TestSupport
+import HCI
+import Host
+import L2CAP
+import ATT
+import VirtualController
+@testable import BLE
+
+/// Issue 13 defect 8: an ATT client that pipelines requests (a client may have one outstanding,
+/// Core v5.4 Vol 3 Part F 3.3.2) while the peripheral's controller returns no ACL buffers
+/// cannot grow the peripheral's send queue: requests arriving while
+/// `HostConfiguration.maxEnqueuedFramesPerLink` (64) answers wait are ignored, neither acted on
+/// nor answered. Before the fix all 200 were queued and answered.
+@Suite(.timeLimit(.minutes(1))) struct PipeliningClientTests {
+    @Test func pipelinedRequestsBeyondTheQueueBoundAreIgnored() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)  // 8 ACL buffers of 27 octets each
+        let peripheral = try await Peripheral.open(transports[0], services: DemoProfile.services, name: "ble-hci")
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "pipeline", restartAfterDisconnection: false))
+        let client = Host(transport: transports[1])
+        _ = try await client.start()
+        try await client.startScanning()
+        var found: AdvertisingReportValue?
+        for await e in client.events {
+            if case .advertisement(let r) = e, AdvertisingData(parsing: r.data).name == "pipeline" { found = r; break }
+        }
+        try await client.stopScanning()
+        let link = try await client.connect(to: try #require(found).address)
+        let answers = Mutex(0)
+        let reader = Task {
+            for await f in link.frames where (try? L2CAPFrame.decode(f))?.cid == .att { answers.withLock { $0 += 1 } }
+        }
+        let nameHandle = try #require(peripheral.server.valueHandle(of: DemoProfile.name))
+        let read = L2CAPFrame(cid: .att, payload: ATTPDU.readRequest(handle: nameHandle).bytes).bytes
+        // One request answered normally first.
+        try await client.sendL2CAP(read, on: link.handle)
+        #expect(await waitFor { answers.withLock { $0 } == 1 })
+
+        // The peripheral's controller stops returning buffers; the client sends 200 requests
+        // without waiting. Each Read Response is one ACL packet: 8 fill the controller's
+        // buffers (Read Buffer Size), 64 wait in the host, the other 128 are ignored.
+        transports[0].controller.setCompletingPackets(false)
+        for _ in 0..<200 { try await client.sendL2CAP(read, on: link.handle) }
+        let peripheralHost = await peripheral.stack.host
+        let handle = try #require(await peripheralHost.connections.first?.handle)
+        #expect(await waitFor { answers.withLock { $0 } == 1 + 8 })
+        #expect(await waitFor { await peripheralHost.queuedFrameCount(handle) == 64 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(await peripheralHost.queuedFrameCount(handle) == 64)
+
+        transports[0].controller.setCompletingPackets(true)
+        #expect(await waitFor { answers.withLock { $0 } == 1 + 8 + 64 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(answers.withLock { $0 } == 1 + 8 + 64)
+        // Served again once the answers drained.
+        try await client.sendL2CAP(read, on: link.handle)
+        #expect(await waitFor { answers.withLock { $0 } == 1 + 8 + 64 + 1 })
+        reader.cancel()
+        await client.close()
+        await peripheral.close()
+    }
+}

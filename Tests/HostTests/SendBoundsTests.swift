@@ -1,0 +1,91 @@
+import HCI
+import Testing
+import TestSupport
+import Transport
+@testable import Host
+
+/// Issue 13 defects 8 and 9 at the ACL layer: the per-link queue of answers (`enqueueL2CAP`)
+/// is bounded, and frames waiting for ACL buffers the controller never frees fail after
+/// `HostConfiguration.aclCreditTimeout` with a named error instead of waiting for ever.
+@Suite(.timeLimit(.minutes(1))) struct SendBoundsTests {
+    func makeHost(_ configuration: HostConfiguration = .init()) async throws -> (Host, FakeTransport) {
+        // One ACL buffer, never freed (no Number Of Completed Packets is injected).
+        let t = FakeTransport.controller(aclLength: 27, aclCount: 1)
+        let host = Host(transport: t, configuration: configuration)
+        _ = try await host.start()
+        t.inject(le: connectionComplete(0x40))
+        try await eventually("link up") { await host.connections.count == 1 }
+        return (host, t)
+    }
+
+    /// Before the fix every frame was queued: 200 accepted, none refused.
+    @Test func answersQueuedWithoutWaiterAreBounded() async throws {
+        let (host, t) = try await makeHost()
+        var accepted = 0
+        var refusal: HostError?
+        for _ in 0..<200 {
+            do {
+                try await host.enqueueL2CAP(l2capFrame(10), on: 0x40)
+                accepted += 1
+            } catch let e as HostError {
+                refusal = e
+                break
+            }
+        }
+        // One frame takes the only buffer at once; 64 (the default maxEnqueuedFramesPerLink) wait.
+        #expect(accepted == 1 + 64)
+        #expect(await host.queuedFrameCount(0x40) == 64)
+        guard case .busy? = refusal else { Issue.record("expected HostError.busy, got \(String(describing: refusal))"); return }
+        #expect(await host.canEnqueueL2CAP(on: 0x40) == false)
+        // Buffers come back: the queue drains and answers are accepted again.
+        t.complete(0x40, 1)
+        try await eventually("queue drains") { await host.canEnqueueL2CAP(on: 0x40) }
+        try await host.enqueueL2CAP(l2capFrame(10), on: 0x40)
+        await host.close()
+    }
+
+    /// Before the fix the second send waited for ever (the test failed at its 10 s limit).
+    @Test func framesWaitingForBuffersFailAfterTheCreditTimeout() async throws {
+        var configuration = HostConfiguration()
+        configuration.aclCreditTimeout = .milliseconds(300)
+        let (host, t) = try await makeHost(configuration)
+        try await host.sendL2CAP(l2capFrame(10), on: 0x40)  // takes the only buffer, never freed
+        try await host.enqueueL2CAP(l2capFrame(10), on: 0x40)
+        let waiting = Task { try await host.sendL2CAP(l2capFrame(10), on: 0x40) }
+        guard let result = await outcome(of: waiting, within: .seconds(10)) else {
+            Issue.record("sendL2CAP still waiting for ACL buffers after 10 s")
+            return
+        }
+        guard case .failure(let error) = result, case .procedureTimeout(let what)? = error as? HostError else {
+            Issue.record("expected HostError.procedureTimeout, got \(result)")
+            return
+        }
+        #expect(what.contains("ACL buffers"))
+        // Nothing is left queued: neither the awaited frame nor the enqueued answer.
+        #expect(await host.queuedFrameCount(0x40) == 0)
+        #expect(t.sentACL.count == 1)
+        await host.close()
+    }
+
+    /// Buffers that keep coming back, however slowly, are progress: nothing fails.
+    @Test func slowButSteadyCreditsDoNotTimeOut() async throws {
+        var configuration = HostConfiguration()
+        configuration.aclCreditTimeout = .milliseconds(300)
+        let (host, t) = try await makeHost(configuration)
+        let sends = Task {
+            for _ in 0..<6 { try await host.sendL2CAP(l2capFrame(10), on: 0x40) }
+        }
+        for n in 1...5 {
+            try await eventually("fragment \(n + 1) sent") { t.sentACL.count == n }
+            try await Task.sleep(for: .milliseconds(200))
+            t.complete(0x40, 1)
+        }
+        guard let result = await outcome(of: sends, within: .seconds(10)) else {
+            Issue.record("sends did not finish")
+            return
+        }
+        if case .failure(let e) = result { Issue.record("a send failed: \(e)") }
+        #expect(t.sentACL.count == 6)
+        await host.close()
+    }
+}
