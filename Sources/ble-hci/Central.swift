@@ -40,7 +40,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     options.host.randomStaticAddress = security.bondDirectory.flatMap(bondedRandomStaticAddress)
     options.pairingDelegate = TerminalPairing(out: out, passkey: security.smp.fixedPasskey, yes: c.args.has("yes"))
     // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
-    let central = try await interruptible { try await Central.open(transport, options: options) }
+    let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
     defer { Task { await central.close() } }
     out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
 

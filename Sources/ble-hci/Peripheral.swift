@@ -35,17 +35,17 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     let advertised: [BluetoothUUID]
     var ticker: Task<Void, Never>? = nil
     if let gattFile {
-        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: gattFile.services, name: name, options: options) }
+        peripheral = try await interruptible { [transport = opened.transport, options] in try await Peripheral.open(transport, services: gattFile.services, name: name, options: options) }
         advertised = gattFile.advertisedServices
     } else if profile == "band" {
-        peripheral = try await interruptible { [transport = opened.transport] in try await BandProfile.openPeripheral(transport, name: name, options: options) }
+        peripheral = try await interruptible { [transport = opened.transport, options] in try await BandProfile.openPeripheral(transport, name: name, options: options) }
         advertised = BandProfile.advertisedServices
     } else if profile == "secure" {
-        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: SecureProfile.services, name: name, options: options) }
+        peripheral = try await interruptible { [transport = opened.transport, options] in try await Peripheral.open(transport, services: SecureProfile.services, name: name, options: options) }
         advertised = SecureProfile.advertisedServices
         ticker = SecureProfile.startTicker(on: peripheral)
     } else {
-        peripheral = try await interruptible { [transport = opened.transport] in try await Peripheral.open(transport, services: DemoProfile.services, name: name, options: options) }
+        peripheral = try await interruptible { [transport = opened.transport, options] in try await Peripheral.open(transport, services: DemoProfile.services, name: name, options: options) }
         advertised = DemoProfile.advertisedServices
         ticker = DemoProfile.startTicker(on: peripheral)
     }
