@@ -41,10 +41,18 @@ import ATT
         let (_, link) = await Loopback.connect(server)
         let open = try #require(server.valueHandle(of: 0xFFE1))
         let enc = try #require(server.valueHandle(of: 0xFFD1)), auth = try #require(server.valueHandle(of: 0xFFD2))
+        // Unencrypted and no LTK with this peer: Insufficient Authentication (Core Vol 3 Part C 10.3.1).
+        #expect(await link.raw(ATTPDU.readByTypeRequest(startHandle: 1, endHandle: 0xFFFF, type: 0xFFD1).bytes)
+                == .errorResponse(requestOpcode: .readByTypeRequest, handle: enc, error: .insufficientAuthentication))
+        #expect(await link.raw(ATTPDU.readMultipleRequest(handles: [open, enc]).bytes)
+                == .errorResponse(requestOpcode: .readMultipleRequest, handle: enc, error: .insufficientAuthentication))
+        // Unencrypted with an LTK available (bonded): Insufficient Encryption (Vol 3 Part C 10.3.1).
+        link.security = ATTSecurity(keyAvailable: true)
         #expect(await link.raw(ATTPDU.readByTypeRequest(startHandle: 1, endHandle: 0xFFFF, type: 0xFFD1).bytes)
                 == .errorResponse(requestOpcode: .readByTypeRequest, handle: enc, error: .insufficientEncryption))
         #expect(await link.raw(ATTPDU.readMultipleRequest(handles: [open, enc]).bytes)
                 == .errorResponse(requestOpcode: .readMultipleRequest, handle: enc, error: .insufficientEncryption))
+        link.security = .none
         #expect(await link.raw(ATTPDU.readMultipleVariableRequest(handles: [open, auth, enc]).bytes)
                 == .errorResponse(requestOpcode: .readMultipleVariableRequest, handle: auth, error: .insufficientAuthentication))
     }

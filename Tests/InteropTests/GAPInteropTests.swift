@@ -133,8 +133,10 @@ import HCI
             try await peripheral.startAdvertising(AdvertisingOptions(name: name))
             let bumble = try scope.script("central.py", [
                 "--transport", scope.controllers.bumbleTransport(1), "--scan-only", "--duration", "2", "--timeout", "20"])
+            // The address it advertises with (a random static one on Bumble's address-less controller).
+            let advertised = await peripheral.address.address.description
             let ad = try await bumble.event("advertisement", timeout: .seconds(15)) {
-                $0["address"] as? String == peripheral.controller.address.description
+                $0["address"] as? String == advertised
             }
             #expect(ad["name"] as? String == String(name.prefix(26)))
             #expect(ad["flags"] as? Int == 6)

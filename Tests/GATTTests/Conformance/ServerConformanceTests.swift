@@ -161,15 +161,18 @@ struct ServerReadConformanceTests {
     }
 
     /// GATT/SR/GAR/BI-03-C, BI-04-C, BI-05-C Read – Insufficient Authorization (0x08),
-    /// Authentication (0x05), Encryption Key Size (0x0C); an unencrypted link reading a value
-    /// that needs encryption: Insufficient Encryption (0x0F) (Table 3.4).
+    /// Authentication (0x05), Encryption Key Size (0x0C). An unencrypted link reading a value
+    /// that needs encryption gets Insufficient Authentication (0x05) when no LTK is available
+    /// and Insufficient Encryption (0x0F) when one is (Core Vol 3 Part C 10.3.1; Part F Table 3.4).
     @Test("GATT/SR/GAR/BI-03-C, BI-04-C, BI-05-C") func readSecurityErrors() async {
         let (_, link) = await ConformanceDB.connect()
         await expectExchanges(link, [
             ("0a 1600", "01 0a 1600 08"),
             ("0a 1800", "01 0a 1800 05"),
-            ("0a 1a00", "01 0a 1a00 0f"),
+            ("0a 1a00", "01 0a 1a00 05"),
         ])
+        link.security = ATTSecurity(keyAvailable: true)
+        await expectExchanges(link, [("0a 1a00", "01 0a 1a00 0f")])
         link.security = ATTSecurity(encrypted: true, keySize: 7)
         await expectExchanges(link, [("0a 1a00", "01 0a 1a00 0c")])
         link.security = ATTSecurity(encrypted: true, authenticated: true, authorized: true, keySize: 16)
