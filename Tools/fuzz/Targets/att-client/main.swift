@@ -53,7 +53,8 @@ runFuzzer { data in
     let peer = ScriptedPeer(input, mtu: mtu)
     let client = GATTClient(requester: peer)
     let done = DispatchSemaphore(value: 0)
-    Task {
+    // Detached: this closure runs on the main actor, which is blocked waiting below.
+    Task.detached {
         defer { done.signal() }
         let database = (try? await client.discoverDatabase()) ?? []
         for tree in database {
