@@ -8,7 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 seconds=$1; shift
-bin=.build/fuzz/debug
+bin=.build/fuzz/${FUZZ_CONFIG:-debug}
 mkdir -p .build/fuzz/findings .build/fuzz/logs
 rm -rf .build/fuzz/seeds
 python3 Tools/fuzz/seed-corpus.py .build/fuzz/seeds 2>/dev/null || { echo "fuzz: seed-corpus.py failed" >&2; exit 1; }

@@ -58,6 +58,8 @@ runFuzzer { data in
         defer { done.signal() }
         let database = (try? await client.discoverDatabase()) ?? []
         for tree in database {
+            // As an application would: the included services' characteristics too.
+            for included in tree.includedServices { _ = try? await client.discoverCharacteristics(of: included) }
             for c in tree.characteristics {
                 _ = try? await client.read(c.characteristic)
                 _ = try? await client.write([1, 2, 3], to: c.characteristic)
