@@ -21,23 +21,23 @@ for t in "$@"; do
     exe=$bin/fuzz-$t
     [ -x "$exe" ] || { echo "fuzz: $exe missing (Tools/fuzz/build.sh $t)" >&2; failed+=("$t (not built)"); continue; }
     if [ -d "Tools/fuzz/regressions/$t" ] && [ -n "$(ls -A "Tools/fuzz/regressions/$t")" ]; then
-        if ! "$exe" -detect_leaks=0 Tools/fuzz/regressions/"$t"/* > ".build/fuzz/logs/$t-regressions.log" 2>&1; then
-            echo "fuzz: $t: a saved regression input fails again (.build/fuzz/logs/$t-regressions.log)" >&2
+        if ! "$exe" -detect_leaks=0 Tools/fuzz/regressions/"$t"/* > ".build/fuzz/logs/$t-regressions.$$.log" 2>&1; then
+            echo "fuzz: $t: a saved regression input fails again (.build/fuzz/logs/$t-regressions.$$.log)" >&2
             failed+=("$t (regression)"); continue
         fi
     fi
     corpus=.build/fuzz/corpus/$t
     mkdir -p "$corpus"
-    log=.build/fuzz/logs/$t.log
+    log=.build/fuzz/logs/$t.$$.log  # per run: runs may go on at once
     # Leak detection off: the Swift runtime keeps metadata and caches for the process's
     # life, which LeakSanitizer reports at exit. -rss_limit_mb bounds memory growth per input.
     "$exe" -max_total_time="$seconds" -print_final_stats=1 -detect_leaks=0 -rss_limit_mb=1024 -timeout=10 \
         -artifact_prefix=".build/fuzz/findings/$t-" "$corpus" "$seeds/$t" > "$log" 2>&1
     rc=$?
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-    secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' | tail -1)
+    execs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+    secs=$(grep -ao 'Done [0-9]* runs in [0-9]* second' "$log" | grep -o 'in [0-9]*' | grep -o '[0-9]*' | tail -1)
     size=$(ls "$corpus" | wc -l)
-    if [ $rc = 0 ]; then result="no finding"; else result="FINDING (exit $rc): $(grep -m1 -E 'ERROR|fuzz invariant|Fatal error|deadly signal' "$log"; grep -o 'Test unit written to .*' "$log" | tail -1)"; failed+=("$t"); fi
+    if [ $rc = 0 ]; then result="no finding"; else result="FINDING (exit $rc): $(grep -a -m1 -E 'ERROR|fuzz invariant|Fatal error|deadly signal' "$log"; grep -ao 'Test unit written to .*' "$log" | tail -1)"; failed+=("$t"); fi
     line=$(printf '%-22s %12s execs %6ss %8s exec/s corpus %5s  %s' "fuzz-$t" "${execs:-?}" "${secs:-?}" \
         "$([ -n "${execs:-}" ] && [ -n "${secs:-}" ] && [ "$secs" -gt 0 ] && echo $((execs / secs)) || echo '?')" "$size" "$result")
     echo "$line"
