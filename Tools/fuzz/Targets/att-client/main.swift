@@ -56,6 +56,12 @@ runFuzzer { data in
     // Detached: this closure runs on the main actor, which is blocked waiting below.
     Task.detached {
         defer { done.signal() }
+        // One procedure on its own first, so the script's first answers reach it directly (a
+        // whole discovery needs every earlier request answered in order).
+        let somewhere = GATTRemoteService(uuid: 0x180D, startHandle: 1, endHandle: 0xFFFF)
+        for included in (try? await client.discoverIncludedServices(of: somewhere)) ?? [] {
+            _ = try? await client.discoverCharacteristics(of: included)
+        }
         let database = (try? await client.discoverDatabase()) ?? []
         for tree in database {
             // As an application would: the included services' characteristics too.
