@@ -7,10 +7,15 @@ SWIFT ?= swift
 SWIFT_FLAGS ?=
 
 # `make test` runs these suites in order after deps and build. A new suite adds itself with
-# `TEST_SUITES += name` here (before the `test` rule) and a rule for `name` below.
-TEST_SUITES := swift-test docs-check vm-test
+# `TEST_SUITES += name` here (before the `test` rule) and a rule for `name` below that runs
+# its command through Tools/test-suite.sh (exit 77 = skipped; see there).
+TEST_SUITES := swift-test docs-check vm-test fuzz-smoke
 
-.PHONY: all deps sysdeps build demo test $(TEST_SUITES) bench fixtures clean docs install man
+# libFuzzer targets (Tools/fuzz/Targets, docs/fuzzing.md) and seconds per target for `make fuzz`.
+FUZZ_TARGETS := h4 hci acl l2cap-signaling att-server att-client smp ad capture
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps sysdeps build demo test $(TEST_SUITES) bench fixtures clean docs install man fuzz fuzz-build tsan
 
 all: build
 
@@ -61,20 +66,38 @@ man: build
 	mkdir -p $(MANOUT)
 	"$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" --man > $(MANOUT)/ble-hci.1
 
-test: deps build $(TEST_SUITES)
-	@echo "make test: all suites passed ($(TEST_SUITES))"
+# Every suite runs (-k: one failing does not hide the others); the last line says which
+# passed, which were skipped and which failed. CI=true: a skipped suite fails the run.
+test: deps build
+	@rm -rf .build/test-status
+	@$(MAKE) --no-print-directory -k $(TEST_SUITES) || true
+	@Tools/test-summary.sh $(TEST_SUITES)
 
 # Unit, stack and interop (Bumble) tests of the Swift package. One test at a time: many of
 # them start Bumble and ble-hci processes, and on a 2-core machine running them all at once
 # makes start-up times, not the code, decide the outcome (~2 min serial vs ~40 s parallel).
 swift-test: deps build
-	$(SWIFT) test --no-parallel $(SWIFT_FLAGS)
+	Tools/test-suite.sh $@ $(SWIFT) test --no-parallel $(SWIFT_FLAGS)
 
 # The real kernel path (HCI user channel, vhci adapters, BlueZ as the peer) inside a VM
 # (docs/vm.md). The guest runs the host's build: ble-hci and the test bundle in .build/debug.
 vm-test: deps build
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	Tools/vm/run-tests.sh
+	Tools/test-suite.sh $@ Tools/vm/run-tests.sh
+
+# Each fuzz target for a few seconds on its seed corpus and saved regressions (docs/fuzzing.md).
+fuzz-smoke: sysdeps
+	Tools/fuzz/build.sh $(FUZZ_TARGETS)
+	Tools/test-suite.sh $@ Tools/fuzz/run.sh 3 $(FUZZ_TARGETS)
+
+# libFuzzer + AddressSanitizer, FUZZ_SECONDS per target (docs/fuzzing.md); a finding fails.
+fuzz: sysdeps
+	Tools/fuzz/build.sh $(FUZZ_TARGETS)
+	Tools/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The Swift tests under ThreadSanitizer, in their own build directory (docs/tsan.md).
+tsan: deps
+	Tools/tsan.sh
 
 # Performance report (docs/performance.md): ours vs Bumble / tshark in one run; always exits 0.
 bench: deps
@@ -91,7 +114,7 @@ docs: build
 
 # The tutorial's packet excerpts must still be what the tool prints (regenerate with `make docs`).
 docs-check: build
-	BLE_HCI="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" Tools/docs/generate-tutorial.sh --check
+	BLE_HCI="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" Tools/test-suite.sh $@ Tools/docs/generate-tutorial.sh --check
 
 clean:
 	rm -rf .build

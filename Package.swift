@@ -52,3 +52,26 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer targets (Tools/fuzz, docs/fuzzing.md). Declared only when BLE_HCI_FUZZ is set: `make
+// fuzz` builds them with -sanitize=fuzzer,address into .build/fuzz; a normal build never sees them.
+if Context.environment["BLE_HCI_FUZZ"] != nil {
+    let fuzzers: [(name: String, dependencies: [Target.Dependency])] = [
+        ("h4", ["HCI", "Transport"]),
+        ("hci", ["HCI", "Capture", "Decoder"]),
+        ("acl", ["HCI", "Host", "L2CAP", "Capture", "Decoder"]),
+        ("l2cap-signaling", ["HCI", "L2CAP"]),
+        ("att-server", ["HCI", "ATT", "GATT"]),
+        ("att-client", ["HCI", "ATT", "GATT"]),
+        ("smp", ["HCI", "SMP"]),
+        ("ad", ["HCI", "Host", "GATT"]),
+        ("capture", ["HCI", "Capture", "Decoder"]),
+    ]
+    package.targets.append(.systemLibrary(name: "CLibFuzzer", path: "Tools/fuzz/CLibFuzzer"))
+    package.targets.append(.target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "Tools/fuzz/Support"))
+    for f in fuzzers {
+        package.targets.append(.executableTarget(name: "fuzz-\(f.name)", dependencies: ["FuzzSupport"] + f.dependencies,
+                                                 path: "Tools/fuzz/Targets/\(f.name)"))
+        package.products.append(.executable(name: "fuzz-\(f.name)", targets: ["fuzz-\(f.name)"]))
+    }
+}

@@ -6,6 +6,7 @@ import GATT
 /// Type responses → services, Read By Type 0x2803 responses → characteristic declarations and
 /// value handles, Find Information responses → descriptors) and describes what a later PDU's
 /// handle is, as Wireshark does. Per connection handle; cleared by (dis)connection events.
+/// Every step is O(1) in what has been learnt (a crafted capture must decode in linear time).
 struct GATTTracker {
     struct Attribute {
         /// What the attribute is about: the service's UUID for a service declaration (as
@@ -22,6 +23,8 @@ struct GATTTracker {
         /// Characteristic UUIDs by value handle, for finding a descriptor's characteristic (keyed
         /// by handle so a capture repeating discovery can't grow it past the handle space).
         var valueHandles: [UInt16: BluetoothUUID] = [:]
+        /// The same value handles, for finding the last one before a descriptor in O(1).
+        var valueHandleSet = HandleSet()
         /// The last request sent in each direction (a response goes the other way).
         var pending: [Direction?: ATTPDU] = [:]
     }
@@ -37,7 +40,9 @@ struct GATTTracker {
     /// The GATT layer's fields for `pdu`, or nil when there is nothing to say.
     mutating func process(_ pdu: ATTPDU, connection handle: UInt16, direction: Direction?) -> [Field]? {
         if connections[handle] == nil, connections.count >= Self.maxConnections { connections.removeAll() }
-        var c = connections[handle] ?? Connection()
+        // Taken out of the dictionary while it changes: a copy left behind would make every
+        // change copy the connection's tables (O(n) per packet).
+        var c = connections.removeValue(forKey: handle) ?? Connection()
         defer { connections[handle] = c }
         let reverse: Direction? = direction.map { $0 == .sent ? .received : .sent }
 
@@ -79,6 +84,7 @@ struct GATTTracker {
                     c.attributes[item.handle] = Attribute(uuid: type, characteristic: u)
                     c.attributes[valueHandle] = Attribute(uuid: u, characteristic: nil)
                     c.valueHandles[valueHandle] = u
+                    c.valueHandleSet.insert(valueHandle)
                     var o: [Field] = [.int("handle", item.handle),
                                       .code("properties", d.properties.rawValue, note: d.properties.names.joined(separator: ", ")),
                                       .int("valueHandle", valueHandle), uuidField("uuid", u)]
@@ -102,7 +108,7 @@ struct GATTTracker {
                     continue
                 }
                 // The characteristic whose value handle comes last before the descriptor.
-                let owner = c.valueHandles.lazy.filter { $0.key < i.handle }.max { $0.key < $1.key }?.value
+                let owner = c.valueHandleSet.last(before: i.handle).flatMap { c.valueHandles[$0] }
                 c.attributes[i.handle] = Attribute(uuid: i.uuid, characteristic: owner)
                 var o: [Field] = [.int("handle", i.handle), uuidField("uuid", i.uuid)]
                 if let n = AssignedNumbers.name(of: i.uuid) { o.append(.text("name", n)) }
@@ -166,5 +172,49 @@ struct GATTTracker {
         case 0x0003: return "enable notifications and indications"
         default: return "reserved value \(hexCode(v))"
         }
+    }
+}
+
+/// A set of 16-bit attribute handles answering "the largest member below h" in constant time:
+/// a bitmap of the handle space (1024 words) and a summary bitmap of its non-empty words (16
+/// words), so a query looks at one word, at most 16 summary words, and one more word. 8 KiB,
+/// allocated at the first insertion.
+struct HandleSet {
+    private var words: [UInt64] = []
+    private var summary: [UInt64] = []
+
+    mutating func insert(_ handle: UInt16) {
+        if words.isEmpty {
+            words = Array(repeating: 0, count: 1024)
+            summary = Array(repeating: 0, count: 16)
+        }
+        let w = Int(handle) >> 6
+        words[w] |= 1 << UInt64(handle & 63)
+        summary[w >> 6] |= 1 << UInt64(w & 63)
+    }
+
+    /// The largest member smaller than `handle`.
+    func last(before handle: UInt16) -> UInt16? {
+        guard handle > 0, !words.isEmpty else { return nil }
+        let x = Int(handle) - 1
+        let w = x >> 6
+        if let bit = Self.highestBit(words[w], atOrBelow: x & 63) { return UInt16(w << 6 | bit) }
+        // The last non-empty word before w, from the summary.
+        guard w > 0 else { return nil }
+        var s = (w - 1) >> 6
+        var found = Self.highestBit(summary[s], atOrBelow: (w - 1) & 63)
+        while found == nil, s > 0 {
+            s -= 1
+            found = Self.highestBit(summary[s], atOrBelow: 63)
+        }
+        guard let sb = found else { return nil }
+        let word = s << 6 | sb
+        return UInt16(word << 6 | Self.highestBit(words[word], atOrBelow: 63)!)
+    }
+
+    /// Index of the highest set bit of `v` at or below `bit`, nil when there is none.
+    private static func highestBit(_ v: UInt64, atOrBelow bit: Int) -> Int? {
+        let masked = bit == 63 ? v : v & ((1 << UInt64(bit + 1)) - 1)
+        return masked == 0 ? nil : 63 - masked.leadingZeroBitCount
     }
 }

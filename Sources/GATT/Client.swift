@@ -188,6 +188,8 @@ public actor GATTClient {
             }
             var r = ByteReader(e.value)
             let s = try r.u16("includedServiceHandle"), end = try r.u16("endGroupHandle")
+            // A peer's range is checked before it is used as one (Core v5.4 Vol 3 Part G 3.2: an
+            // Include declaration names handles start ≤ end; handle 0 is invalid, Part F 3.2.2).
             guard s != 0, s <= end else {
                 throw GATTClientError.invalidResponse("included service range \(s)...\(end) at \(e.handle) is empty or starts at 0")
             }

@@ -1,0 +1,18 @@
+// Capture files (Capture.CaptureReader: btsnoop 1001/1002/2001, pcap 187/201) through the whole
+// `dump` path: every record the reader yields is decoded and rendered as text and JSON.
+import FuzzSupport
+import HCI
+import Capture
+import Decoder
+
+runFuzzer { data in
+    guard var reader = try? CaptureReader(bytes: data) else { return }
+    let decoder = PacketDecoder()
+    var count = 0
+    while let record = try? reader.next() {
+        count += 1
+        require(count <= data.count, "more records than octets")
+        let p = decoder.decode(record)
+        _ = render(p, json: count & 1 == 0)
+    }
+}
