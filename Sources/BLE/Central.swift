@@ -56,7 +56,7 @@ public final class Central: Sendable {
 
     /// Connects (LE Create Connection; cancelled after `timeout`) and sets up L2CAP, ATT and GATT.
     public func connect(to address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
-        let connection = try await stack.host.connect(to: address, parameters: ConnectParameters(ownAddress: stack.ownAddress), timeout: timeout)
+        let connection = try await stack.host.connect(to: address, parameters: ConnectParameters(ownAddress: await stack.ownAddressForConnecting()), timeout: timeout)
         let link = await stack.link(for: connection)
         return RemotePeripheral(stack: stack, link: link)
     }

@@ -34,6 +34,12 @@ final class LocalPrivacy: Sendable {
         }
     }
 
+    /// The RPA in use, without rotating it (the controller refuses a new random address while
+    /// it scans, Core Vol 4 Part E 7.8.4).
+    func currentAddress() -> BDAddress {
+        current.withLock { $0?.address } ?? address()
+    }
+
     /// Whether the address in use has lived its `rotation` (advertising must move to a new one).
     func isDue(now: ContinuousClock.Instant = .now) -> Bool {
         current.withLock { c in c.map { now - $0.made >= rotation } ?? true }

@@ -297,6 +297,13 @@ actor Stack {
     /// The own address for advertising, scanning and connecting: the current RPA with privacy.
     nonisolated var ownAddress: OwnAddress { privacy.map { OwnAddress.resolvablePrivate($0.address()) } ?? .public }
 
+    /// The own address for connecting: as `ownAddress`, but while scanning the RPA in use is kept
+    /// (it cannot change under an enabled scan); the next scan or advertising moves on.
+    func ownAddressForConnecting() async -> OwnAddress {
+        guard let privacy else { return .public }
+        return .resolvablePrivate(await host.isScanning ? privacy.currentAddress() : privacy.address())
+    }
+
     // MARK: Scanning
 
     func scan(filter: ScanFilter, active: Bool, everyReport: Bool) async throws -> AsyncThrowingStream<Advertisement, any Error> {
