@@ -20,8 +20,9 @@ import VirtualController
 
     @Test func bondedPeersRecogniseEachOtherBehindRotatingAddresses() async throws {
         let (_, transports) = VirtualLink.inProcess(count: 2)
-        let rotation = Duration.milliseconds(300)
-        func options(_ delegate: RecordingPairingDelegate) -> StackOptions {
+        // The peripheral keeps an RPA long enough to be found and connected to; the central's
+        // changes between its two connections.
+        func options(_ delegate: RecordingPairingDelegate, rotation: Duration) -> StackOptions {
             var o = StackOptions()
             o.attTimeout = .seconds(5)
             o.security = SecurityTests.config()
@@ -30,7 +31,7 @@ import VirtualController
             return o
         }
         let pd = RecordingPairingDelegate(), cd = RecordingPairingDelegate()
-        let po = options(pd), co = options(cd)
+        let po = options(pd, rotation: .seconds(2)), co = options(cd, rotation: .milliseconds(200))
         let peripheral = try await Peripheral.open(transports[0], services: SecureProfile.services, name: "secure", options: po)
         let centralsSeen = Mutex<[DeviceAddress]>([])
         let watcher = Task { for await e in peripheral.events { if case .connected(_, let c) = e { centralsSeen.withLock { $0.append(c) } } } }
@@ -73,7 +74,8 @@ import VirtualController
         #expect(again.jsonFields.contains(.text("identityAddress", peripheralIdentity.address.description)))
         #expect(await waitFor { await !central.stack.host.isScanning })
 
-        // Reconnected from a new central RPA too: both find their bond (re-encryption, no pairing).
+        // Reconnected from a new central RPA too (its shorter rotation time has passed): both find
+        // their bond (re-encryption, no pairing).
         remote = try await central.connect(to: again.address)
         let ff01 = try await SecurityTests().valueHandle(remote, SecureProfile.secret)
         #expect(try await remote.read(handle: ff01) == Array("secret".utf8))
