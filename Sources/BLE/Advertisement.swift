@@ -11,6 +11,9 @@ public struct Advertisement: Sendable, Equatable {
     public var advertisingData: AdvertisingData
     /// Data of the last scan response, if one was received (active scans only).
     public var scanResponse: AdvertisingData?
+    /// The identity address of a bonded peer whose IRK resolves `address` (a resolvable private
+    /// address, Core Vol 6 Part B 1.3.2.2); nil otherwise.
+    public var identity: DeviceAddress?
 
     public init(address: DeviceAddress, rssi: Int8?, connectable: Bool, advertisingData: AdvertisingData, scanResponse: AdvertisingData? = nil) {
         self.address = address
@@ -41,6 +44,10 @@ public struct Advertisement: Sendable, Equatable {
             .text("address", address.address.description),
             .text("addressType", address.type.simple),
         ]
+        if let identity {
+            f.append(.text("identityAddress", identity.address.description))
+            f.append(.text("identityAddressType", identity.type.simple))
+        }
         if let rssi { f.append(.int("rssi", rssi)) }
         f.append(.bool("connectable", connectable))
         if let name { f.append(.text("name", name)) }
@@ -78,7 +85,8 @@ public struct ScanFilter: Sendable {
     }
 
     public func matches(_ a: Advertisement) -> Bool {
-        if let address, a.address.address != address { return false }
+        // A bonded peer matches by its identity address too, whatever RPA it advertises from.
+        if let address, a.address.address != address, a.identity?.address != address { return false }
         // Case-insensitive, as a user typing part of a name expects.
         if let nameContains, !(a.name?.lowercased().contains(nameContains.lowercased()) ?? false) { return false }
         if !services.isEmpty {

@@ -27,6 +27,9 @@ public final class Central: Sendable {
     /// The controller's identity, version and buffers.
     public var controller: ControllerInfo { stack.controller }
 
+    /// Our identity address (with privacy, links are made from resolvable private addresses instead).
+    public var identityAddress: DeviceAddress { stack.localIdentity }
+
     /// Starts scanning; advertisers arrive when first seen and whenever their data changes
     /// (every report with `everyReport`). Scanning stops when the stream is dropped or cancelled.
     public func scan(_ filter: ScanFilter = .init(), active: Bool = true, everyReport: Bool = false) async throws -> AsyncThrowingStream<Advertisement, any Error> {
@@ -53,7 +56,7 @@ public final class Central: Sendable {
 
     /// Connects (LE Create Connection; cancelled after `timeout`) and sets up L2CAP, ATT and GATT.
     public func connect(to address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
-        let connection = try await stack.host.connect(to: address, timeout: timeout)
+        let connection = try await stack.host.connect(to: address, parameters: ConnectParameters(ownAddress: await stack.ownAddressForConnecting()), timeout: timeout)
         let link = await stack.link(for: connection)
         return RemotePeripheral(stack: stack, link: link)
     }
@@ -135,6 +138,14 @@ public final class RemotePeripheral: Sendable {
             }
             try await link.client.write(value, to: characteristic)
         case .withoutResponse:
+            // Signed when the characteristic wants it and the link is not encrypted (Core Vol 3
+            // Part C 10.4.2: on an encrypted link a plain Write Command is used), with our CSRK.
+            if characteristic.properties.contains(.authenticatedSignedWrites), !(await link.security.state.encrypted),
+               await link.security.canSign {
+                let security = link.security
+                try await link.client.signedWrite(value, handle: characteristic.valueHandle) { try await security.sign($0) }
+                return
+            }
             guard characteristic.properties.contains(.writeWithoutResponse) else {
                 throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write without response (properties: \(characteristic.properties))")
             }

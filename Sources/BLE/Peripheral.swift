@@ -85,6 +85,8 @@ public final class Peripheral: Sendable {
     public let events: AsyncStream<PeripheralEvent>
     private let sink: AsyncStream<PeripheralEvent>.Continuation
     private let advertising = AdvertisingState()
+    /// Moves advertising to a new RPA when the current one has lived its time (privacy only).
+    private let rotation = Mutex<Task<Void, Never>?>(nil)
 
     private init(stack: Stack, server: GATTServer) {
         self.stack = stack
@@ -106,8 +108,11 @@ public final class Peripheral: Sendable {
     public var controller: ControllerInfo { stack.controller }
 
     /// The address centrals see while advertising (the random static one when the controller
-    /// has no public address).
+    /// has no public address; the current resolvable private address with privacy).
     public var address: DeviceAddress { get async { await stack.host.advertisingAddress } }
+
+    /// Our identity address (what bonded centrals know us by; equal to `address` without privacy).
+    public var identityAddress: DeviceAddress { stack.localIdentity }
 
     private func start() async {
         let sink = self.sink
@@ -132,6 +137,18 @@ public final class Peripheral: Sendable {
                 sink.yield(.failure(reason))
                 sink.finish()
             }
+        }
+        if let privacy = stack.privacy {
+            let task = Task {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: min(privacy.rotation / 4, .seconds(5)))
+                    guard privacy.isDue(), let options = advertising.current, await stack.host.isAdvertising else { continue }
+                    do { try await Peripheral.advertise(options, on: stack) } catch {
+                        sink.yield(.failure("could not advertise from a new resolvable private address: \(error)"))
+                    }
+                }
+            }
+            rotation.withLock { $0 = task }
         }
         let serverEvents = server.events
         Task {
@@ -158,7 +175,7 @@ public final class Peripheral: Sendable {
         let (data, response) = options.advertisingData()
         try await stack.host.startAdvertising(AdvertisingParameters(
             kind: .connectable, intervalMin: options.interval, intervalMax: options.interval,
-            data: data, scanResponse: response))
+            data: data, scanResponse: response, ownAddress: stack.ownAddress))
     }
 
     public func stopAdvertising() async throws {
@@ -194,6 +211,7 @@ public final class Peripheral: Sendable {
     }
 
     public func close() async {
+        rotation.withLock { $0?.cancel() }
         sink.finish()
         await stack.close()
     }

@@ -6,6 +6,7 @@ import HCI
 import Host
 import L2CAP
 import ATT
+import GATT
 import SMP
 
 /// Security settings of a `Central` or `Peripheral` (CLI.md "Security (SMP) options").
@@ -181,6 +182,22 @@ actor LinkSecurity {
 
     /// Whether this side holds a bond with the peer (the server answers 0x0F rather than 0x05).
     func hasBond() -> Bool { storedBond() != nil }
+
+    /// Whether a signed write can be made: the bond holds the CSRK we distributed.
+    var canSign: Bool { storedBond()?.localCSRK != nil }
+
+    /// The Authentication Signature of `message` with our CSRK and the next SignCounter, which is
+    /// stored before the signature leaves (a counter is never used twice, Vol 3 Part H 2.4.5).
+    func sign(_ message: [UInt8]) throws -> [UInt8] {
+        guard let bonds, var bond = storedBond(), let csrk = bond.localCSRK else {
+            throw BLEError.securityFailed("no CSRK bonded with \(connection.peer) to sign with")
+        }
+        let counter = bond.localSignCounter
+        guard counter < UInt32.max else { throw BLEError.securityFailed("SignCounter exhausted: pair again") }
+        bond.localSignCounter = counter + 1
+        try bonds.save(bond, allowDowngrade: true)
+        return SMPCrypto.signature(csrk: csrk, message: message, signCounter: counter)
+    }
     private var keyAvailable = false
 
     /// Called once when the link is set up: the server learns whether a bond exists.
@@ -218,7 +235,8 @@ actor LinkSecurity {
     private func startPairing(mitm: Bool = false) {
         var smp = configuration.smp
         if mitm { smp.mitm = true }
-        let p = SMPPairing(role: role, configuration: smp, local: connection.local, peer: connection.peer, attempts: attempts)
+        let p = SMPPairing(role: role, configuration: smp, local: connection.local, peer: connection.peer,
+                           attempts: attempts, peerIdentity: storedBond()?.peer)
         pairing = p
         offeredKeySizes = []
         bondInUse = nil
@@ -285,7 +303,7 @@ actor LinkSecurity {
         switch (role, code) {
         case (.responder, SMPPDU.Code.pairingRequest):
             let p = SMPPairing(role: .responder, configuration: configuration.smp, local: connection.local, peer: connection.peer,
-                               attempts: attempts)
+                               attempts: attempts, peerIdentity: storedBond()?.peer)
             pairing = p
             offeredKeySizes = []
             noteParameters(pdu)
@@ -526,6 +544,50 @@ actor LinkSecurity {
 
 /// One `SMPBondStore` per file in the process, so every link (and stack) serialises its
 /// writes to a file through the same store.
+/// The GATT server's check of Signed Write Commands: the CSRK the peer distributed to us, in
+/// its bond (found by address, or by resolving an RPA with the bond's IRK). `signCounter` in the
+/// bond is the lowest SignCounter still accepted: a smaller one is a replay and is ignored (Core
+/// Vol 3 Part H 2.4.5); an accepted one moves it past itself, stored before the write happens.
+final class BondedSignedWrites: GATTSignedWriteVerifier {
+    let bonds: @Sendable () -> SMPBondStore?
+    let log: (@Sendable (String) -> Void)?
+    /// One verification at a time: the counter's read-check-store is not interleaved.
+    private let serial = Mutex(())
+
+    init(bonds: @escaping @Sendable () -> SMPBondStore?, log: (@Sendable (String) -> Void)?) {
+        self.bonds = bonds
+        self.log = log
+    }
+
+    func verify(peer: ATTPeer, message: [UInt8], signature: [UInt8]) -> ATTSecurity? {
+        serial.withLock { _ in
+            guard signature.count == 12, let text = peer.address, let address = BDAddress(string: text),
+                  let store = bonds(), let all = try? store.bonds(),
+                  var bond = all.first(where: { $0.peer.address == address })
+                    ?? (address.isResolvablePrivate ? all.first { $0.peerIRK.map { SMPPrivacy.resolves(address, irk: $0) } ?? false } : nil),
+                  let csrk = bond.peerCSRK else {
+                log?("Signed Write Command from \(peer) ignored: no CSRK bonded with it")
+                return nil
+            }
+            let counter = signature[0..<4].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) }
+            guard counter >= bond.signCounter else {
+                log?("Signed Write Command from \(peer) ignored: SignCounter \(counter) already used (replay)")
+                return nil
+            }
+            guard SMPCrypto.signature(csrk: csrk, message: message, signCounter: counter) == signature else {
+                log?("Signed Write Command from \(peer) ignored: wrong Authentication Signature")
+                return nil
+            }
+            bond.signCounter = counter == UInt32.max ? counter : counter + 1
+            do { try store.save(bond, allowDowngrade: true) } catch {
+                log?("Signed Write Command from \(peer) ignored: the SignCounter could not be stored: \(error)")
+                return nil
+            }
+            return ATTSecurity(encrypted: true, authenticated: bond.authenticated, keySize: bond.keySize)
+        }
+    }
+}
+
 enum BondStores {
     private static let stores = Mutex<[String: SMPBondStore]>([:])
 

@@ -20,6 +20,9 @@ public struct StackOptions: Sendable {
     public var security = SecurityConfiguration()
     /// Answers passkey entry and numeric comparison, and hears every security event.
     public var pairingDelegate: (any PairingDelegate)?
+    /// Our own resolvable private address for advertising, scanning and connecting; nil (the
+    /// default): the identity address. Our IRK is kept with the bonds (`security.bondDirectory`).
+    public var privacy: PrivacyOptions?
     public init() {}
 }
 
@@ -95,6 +98,11 @@ actor Stack {
     private(set) var lostReason: String?
     /// Repeated-attempts protection across links (Core Vol 3 Part H 2.3.6).
     private let pairingAttempts = SMPAttemptTracker()
+    /// Our identity address: bonds are filed under it (never under an RPA).
+    nonisolated let localIdentity: DeviceAddress
+    /// Our RPA, when `options.privacy` is set.
+    nonisolated let privacy: LocalPrivacy?
+    nonisolated let peers: PeerResolver
 
     struct Scanner {
         var filter: ScanFilter
@@ -109,11 +117,16 @@ actor Stack {
         case transportLost(String)
     }
 
-    private init(host: Host, transport: any HCITransport, options: StackOptions, controller: ControllerInfo) {
+    private init(host: Host, transport: any HCITransport, options: StackOptions, controller: ControllerInfo,
+                 localIdentity: DeviceAddress, privacy: LocalPrivacy?) {
         self.host = host
         self.transport = transport
         self.options = options
         self.controller = controller
+        self.localIdentity = localIdentity
+        self.privacy = privacy
+        let directory = options.security.bondDirectory, log = options.log
+        peers = PeerResolver { directory.flatMap { BondStores.store(directory: $0, localIdentity: localIdentity, create: false, log: log) } }
     }
 
     static func open(_ transport: any HCITransport, options: StackOptions) async throws -> Stack {
@@ -127,7 +140,27 @@ actor Stack {
             await host.close()
             throw error
         }
-        let stack = Stack(host: host, transport: transport, options: options, controller: info)
+        let identity = await host.identityAddress
+        var options = options
+        var privacy: LocalPrivacy?
+        if let p = options.privacy {
+            do {
+                let irk = try options.security.bondDirectory.map {
+                    guard let store = BondStores.store(directory: $0, localIdentity: identity, create: true, log: options.log) else {
+                        throw BLEError.securityFailed("privacy: the bond directory \($0) cannot hold our IRK")
+                    }
+                    return try store.localIRK()
+                } ?? SMPCrypto.randomBytes(16)   // no bond directory: an IRK for this run only
+                let local = SMPIdentity(irk: irk, address: identity)
+                privacy = LocalPrivacy(identity: local, rotation: p.rotation)
+                // Bonded peers get our IRK and identity, to recognise us behind our RPAs.
+                options.security.smp.localIdentity = local
+            } catch {
+                await host.close()
+                throw error
+            }
+        }
+        let stack = Stack(host: host, transport: transport, options: options, controller: info, localIdentity: identity, privacy: privacy)
         await stack.startEventLoop()
         return stack
     }
@@ -143,15 +176,22 @@ actor Stack {
         }
     }
 
-    func setServer(_ server: GATTServer) { self.server = server }
+    func setServer(_ server: GATTServer) {
+        self.server = server
+        let directory = options.security.bondDirectory, identity = localIdentity, log = options.log
+        server.setSignedWriteVerifier(BondedSignedWrites(bonds: {
+            directory.flatMap { BondStores.store(directory: $0, localIdentity: identity, create: false, log: log) }
+        }, log: log))
+    }
     func observeLinks(_ observer: @escaping @Sendable (LinkEvent) -> Void) { linkObservers.append(observer) }
 
     private func handle(_ event: HostEvent) async {
         switch event {
         case .advertisement(let report):
             for (id, var s) in scanners {
-                if let adv = s.tracker.update(with: report, everyReport: s.everyReport), s.filter.matches(adv) {
-                    s.continuation.yield(adv)
+                if var adv = s.tracker.update(with: report, everyReport: s.everyReport) {
+                    adv.identity = peers.identity(of: adv.address)
+                    if s.filter.matches(adv) { s.continuation.yield(adv) }
                 }
                 scanners[id] = s
             }
@@ -212,7 +252,7 @@ actor Stack {
         if let existing = links[connection.handle] { return await existing.value }
         let server = self.server
         let options = self.options
-        let bonds = bondStore(for: connection.local)
+        let bonds = bondStore(for: localIdentity)
         let attempts = pairingAttempts
         let task = Task { () -> Link in
             var l2capConfig = L2CAPConfiguration()
@@ -254,6 +294,16 @@ actor Stack {
         return await task.value
     }
 
+    /// The own address for advertising, scanning and connecting: the current RPA with privacy.
+    nonisolated var ownAddress: OwnAddress { privacy.map { OwnAddress.resolvablePrivate($0.address()) } ?? .public }
+
+    /// The own address for connecting: as `ownAddress`, but while scanning the RPA in use is kept
+    /// (it cannot change under an enabled scan); the next scan or advertising moves on.
+    func ownAddressForConnecting() async -> OwnAddress {
+        guard let privacy else { return .public }
+        return .resolvablePrivate(await host.isScanning ? privacy.currentAddress() : privacy.address())
+    }
+
     // MARK: Scanning
 
     func scan(filter: ScanFilter, active: Bool, everyReport: Bool) async throws -> AsyncThrowingStream<Advertisement, any Error> {
@@ -269,7 +319,7 @@ actor Stack {
         if wasIdle {
             do {
                 // Duplicate filtering stays off so changes (and RSSI) keep arriving; the tracker dedups.
-                try await host.startScanning(ScanParameters(active: active, filterDuplicates: false))
+                try await host.startScanning(ScanParameters(active: active, filterDuplicates: false, ownAddress: ownAddress))
             } catch {
                 scanners[id] = nil
                 throw error

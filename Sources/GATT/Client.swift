@@ -464,6 +464,17 @@ public actor GATTClient {
         try await requester.command(.writeCommand(handle: handle, value: value))
     }
 
+    /// Signed Write Command (Core v5.4 Vol 3 Part G 4.9.2, Part F 3.4.5.4): `sign` turns the
+    /// signed part (opcode || handle || value) into the 12-octet Authentication Signature (it
+    /// holds the CSRK and its SignCounter: SMP sits above GATT). Returns once handed to the link.
+    public nonisolated func signedWrite(_ value: [UInt8], handle: UInt16,
+                                        sign: @Sendable ([UInt8]) async throws -> [UInt8]) async throws {
+        let max = await requester.mtu - 15
+        guard value.count <= max else { throw GATTClientError.valueTooLong(length: value.count, maximum: max) }
+        let message = [ATTOpcode.signedWriteCommand.rawValue, UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
+        try await requester.command(.signedWriteCommand(handle: handle, value: value, signature: try await sign(message)))
+    }
+
     // MARK: Notifications and indications
 
     /// Writes the CCCD (0x0001 notifications, or 0x0002 indications when `indications` or when

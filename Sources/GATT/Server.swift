@@ -23,6 +23,14 @@ public enum GATTServerEvent: Sendable, Equatable {
 /// The GATT server: the attribute database plus per-peer state (CCCDs, Client Supported
 /// Features, prepare queue). It answers decoded requests synchronously under one lock (no
 /// actor hop); application handlers run outside the lock.
+/// Checks the Authentication Signature of an ATT Signed Write Command (Core Vol 3 Part H 2.4.5)
+/// with the CSRK bonded with `peer`, refusing a SignCounter already used. Returns the security
+/// the signing key stands for (its pairing's authentication and key size), or nil to ignore the
+/// command.
+public protocol GATTSignedWriteVerifier: Sendable {
+    func verify(peer: ATTPeer, message: [UInt8], signature: [UInt8]) -> ATTSecurity?
+}
+
 public final class GATTServer: ATTServerDelegate, Sendable {
     public struct Configuration: Sendable {
         /// Generic Access Device Name.
@@ -59,6 +67,8 @@ public final class GATTServer: ATTServerDelegate, Sendable {
 
     public let configuration: Configuration
     private let state: Mutex<State>
+    /// Checks Signed Write Commands; none: they are ignored (GATT holds no keys).
+    private let signedWrites = Mutex<(any GATTSignedWriteVerifier)?>(nil)
     /// Application events; one consumer.
     public let events: AsyncStream<GATTServerEvent>
     private let sink: AsyncStream<GATTServerEvent>.Continuation
@@ -72,6 +82,12 @@ public final class GATTServer: ATTServerDelegate, Sendable {
     }
 
     deinit { sink.finish() }
+
+    /// Installs what checks the signature of Signed Write Commands (the stack, which holds the
+    /// bonds' CSRKs: GATT sits below SMP in the module graph).
+    public func setSignedWriteVerifier(_ verifier: (any GATTSignedWriteVerifier)?) {
+        signedWrites.withLock { $0 = verifier }
+    }
 
     // MARK: Application API
 
@@ -299,8 +315,11 @@ public final class GATTServer: ATTServerDelegate, Sendable {
             return prepare(handle, Int(offset), value, peer, security)
         case let .executeWriteRequest(flags):
             return execute(flags, peer, security)
-        case .signedWriteCommand, .handleValueConfirmation:
-            return nil  // signed writes need SMP's CSRK (not supported); confirmations are the bearer's
+        case let .signedWriteCommand(handle, value, signature):
+            signedWrite(handle, value, signature, peer, security)
+            return nil  // a command: never answered, whatever happens to it
+        case .handleValueConfirmation:
+            return nil  // the bearer's
         case let .unknown(op, _):
             return op.isCommand ? nil : fail(op, 0, .requestNotSupported)
         default:
@@ -310,6 +329,26 @@ public final class GATTServer: ATTServerDelegate, Sendable {
     }
 
     // MARK: Procedures
+
+    /// ATT Signed Write Command (Core v5.4 Vol 3 Part F 3.4.5.4, Part G 4.9.2, Part C 10.4.2): only
+    /// to a characteristic with the Authenticated Signed Writes property, and only when the
+    /// verifier accepts the signature over opcode || handle || value (a wrong signature or a
+    /// replayed SignCounter is ignored, Vol 3 Part H 2.4.5). The write is then checked against the
+    /// attribute's permissions with the security the signing key proves.
+    private func signedWrite(_ handle: UInt16, _ value: [UInt8], _ signature: [UInt8], _ peer: ATTPeer, _ security: ATTSecurity) {
+        let allowed = state.withLock { s -> Bool in
+            guard let i = s.table.index(handle), i > 0, s.table.attributes[i].isCharacteristicValue else { return false }
+            let declaration = s.table.attributes[i - 1]
+            return declaration.type == GATTUUID.characteristic
+                && declaration.value.first.map { GATTCharacteristicProperties(rawValue: $0).contains(.authenticatedSignedWrites) } ?? false
+        }
+        guard allowed, let verifier = signedWrites.withLock({ $0 }) else { return }
+        let message = [ATTOpcode.signedWriteCommand.rawValue, UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
+        guard let proven = verifier.verify(peer: peer, message: message, signature: signature) else { return }
+        var effective = security
+        if !security.encrypted { effective = proven }
+        _ = write(handle, value, peer, effective, op: .signedWriteCommand)
+    }
 
     @inline(__always)
     private func fail(_ op: ATTOpcode, _ handle: UInt16, _ code: ATTErrorCode) -> ATTPDU {

@@ -75,9 +75,16 @@ extension Host {
         return info
     }
 
+    /// The identity address of this host (Core Vol 6 Part B 1.3): the public address, or the random
+    /// static one when the controller has none. Bonds are filed under it; an RPA never is.
+    public var identityAddress: DeviceAddress {
+        effectiveOwnAddress(.public) == .public ? DeviceAddress(controller?.address ?? .zero, type: .public)
+                                                : DeviceAddress(staticRandomAddress, type: .random)
+    }
+
     /// The own address used for advertising (and so the local address of peripheral links).
     public var advertisingAddress: DeviceAddress {
-        if usesRandomAddress, let randomAddress { return DeviceAddress(randomAddress, type: .random) }
+        if let advertisingRandomAddress { return DeviceAddress(advertisingRandomAddress, type: .random) }
         return DeviceAddress(controller?.address ?? .zero, type: .public)
     }
 }

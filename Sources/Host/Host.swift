@@ -103,7 +103,11 @@ public actor Host {
 
     // MARK: GAP state
     var randomAddress: BDAddress?
-    var usesRandomAddress = false
+    /// The random address advertising uses (static or resolvable private); nil: the public one.
+    var advertisingRandomAddress: BDAddress?
+    /// The address last written with LE Set Random Address (rewriting it while scanning or
+    /// advertising is Command Disallowed, Core Vol 4 Part E 7.8.4, so an unchanged one is not resent).
+    var controllerRandomAddress: BDAddress?
     var advertising = false
     var advertisingExtended = false
     var scanning = false

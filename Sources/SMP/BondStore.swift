@@ -139,7 +139,12 @@ public final class SMPBondStore: Sendable {
     }
 
     public func removeAll() throws {
-        try lock.withLock { _ in try write(BondFile(localIdentity: CodableAddress(localIdentity), bonds: [])) }
+        // Keeps our IRK; a corrupt file is replaced by an empty one.
+        try lock.withLock { _ in
+            var file = (try? read()) ?? BondFile(localIdentity: CodableAddress(localIdentity), bonds: [])
+            file.bonds = []
+            try write(file)
+        }
     }
 
     /// The bond whose peer IRK resolves this resolvable private address (ah, Vol 3 Part H 2.2.2).
@@ -152,7 +157,22 @@ public final class SMPBondStore: Sendable {
     private struct BondFile: Codable {
         var version = 1
         var localIdentity: CodableAddress
+        /// Our IRK (hex), kept so bonded peers still resolve our RPAs in a later run (privacy).
+        var localIRK: String?
         var bonds: [SMPBond]
+    }
+
+    /// Our identity resolving key for this local identity: the stored one, or a new random one
+    /// stored now (Core Vol 3 Part H 2.4.2.1: an IRK is random, and stays as long as the identity).
+    public func localIRK() throws -> [UInt8] {
+        try lock.withLock { _ in
+            var file = try read()
+            if let hex = file.localIRK, let irk = [UInt8](hex: hex), irk.count == 16 { return irk }
+            let irk = SMPCrypto.randomBytes(16)
+            file.localIRK = irk.hex
+            try write(file)
+            return irk
+        }
     }
 
     private static func strength(_ b: SMPBond) -> String {

@@ -59,6 +59,13 @@ public struct SMPAuthReq: RawRepresentable, Hashable, Sendable, CustomStringConv
         if rawValue & 0xC0 != 0 { parts.append("RFU bits \(hexCode(rawValue & 0xC0))") }
         return parts.joined(separator: ", ")
     }
+
+    /// The octet, then each bit field under its name in Figure 3.3 (lowerCamelCase).
+    public var fields: [Field] {
+        [.code("authReq", rawValue, note: description),
+         .int("bondingFlags", bondingFlags, note: bondingFlags == 0 ? "No Bonding" : bondingFlags == 1 ? "Bonding" : "Reserved"),
+         .bool("mitm", mitm), .bool("sc", secureConnections), .bool("keypress", keypress), .bool("ct2", ct2)]
+    }
 }
 
 /// Initiator / Responder Key Distribution (Vol 3 Part H 3.6.1): EncKey, IdKey, SignKey, LinkKey.
@@ -349,7 +356,7 @@ public enum SMPPDU: Sendable, Hashable, FieldDescribable {
             f.append(.code("oobDataFlag", p.oobDataFlag, note: p.oobDataFlag == 0
                 ? "OOB Authentication data not present"
                 : p.oobDataFlag == 1 ? "OOB Authentication data from remote device present" : "Reserved"))
-            f.append(.code("authReq", p.authReq.rawValue, note: p.authReq.description))
+            f += p.authReq.fields
             f.append(.int("maxEncryptionKeySize", p.maxEncryptionKeySize, note: p.isKeySizeValid ? "octets" : "invalid: not 7–16"))
             f.append(.code("initiatorKeyDistribution", p.initiatorKeyDistribution.rawValue, note: p.initiatorKeyDistribution.description))
             f.append(.code("responderKeyDistribution", p.responderKeyDistribution.rawValue, note: p.responderKeyDistribution.description))
@@ -365,7 +372,7 @@ public enum SMPPDU: Sendable, Hashable, FieldDescribable {
             f.append(.code("addrType", t, note: t == 0 ? "Public Device Address" : t == 1 ? "Random Static Address" : "Reserved"))
             f.append(.address("bdAddr", a))
         case .signingInformation(let v): f.append(.bytes("signatureKey", v))
-        case .securityRequest(let a): f.append(.code("authReq", a.rawValue, note: a.description))
+        case .securityRequest(let a): f += a.fields
         case .pairingPublicKey(let x, let y):
             f.append(.bytes("publicKeyX", x))
             f.append(.bytes("publicKeyY", y))

@@ -30,6 +30,9 @@ public final class SMPPairing {
     private let injectedKeyPair: SMPKeyPair?
     private let now: () -> ContinuousClock.Instant
     private let attempts: SMPAttemptTracker?
+    /// Whom the repeated-attempts tracker counts failures against: the peer's identity address
+    /// when known (a bonded peer behind a new RPA is still the same peer, Vol 3 Part H 2.3.6).
+    private let attemptsKey: DeviceAddress
 
     /// What the pairing waits for. Only the PDU a state names is accepted (others: Pairing Failed).
     enum State: Equatable {
@@ -85,10 +88,12 @@ public final class SMPPairing {
     /// `local` / `peer`: the addresses the link was made with, as on air (a resolvable private address
     /// stays random), since c1 and f5/f6 cover them. `random` and `keyPair` are injectable for replay
     /// tests; `keyPair` defaults to a fresh one per pairing. `attempts`: the stack's repeated-attempts
-    /// tracker, if any. `now`: the clock `deadline` is computed from.
+    /// tracker, if any, and `peerIdentity` the peer's identity address when known (it keys the tracker;
+    /// else `peer` does). `now`: the clock `deadline` is computed from.
     public init(role: SMPRole, configuration: SMPConfiguration, local: DeviceAddress, peer: DeviceAddress,
                 random: @escaping (Int) -> [UInt8] = SMPCrypto.randomBytes, keyPair: SMPKeyPair? = nil,
-                attempts: SMPAttemptTracker? = nil, now: @escaping () -> ContinuousClock.Instant = { .now }) {
+                attempts: SMPAttemptTracker? = nil, peerIdentity: DeviceAddress? = nil,
+                now: @escaping () -> ContinuousClock.Instant = { .now }) {
         self.role = role
         self.configuration = configuration
         self.localAddress = local
@@ -96,6 +101,7 @@ public final class SMPPairing {
         self.random = random
         self.injectedKeyPair = keyPair
         self.attempts = attempts
+        self.attemptsKey = peerIdentity ?? peer
         self.now = now
     }
 
@@ -104,8 +110,8 @@ public final class SMPPairing {
     /// Initiator: Pairing Request. Responder: Security Request (the peripheral asks the central to pair).
     public func start() -> [SMPOutput] {
         guard state == .idle, !hasTimedOut else { return [] }
-        if let attempts, !attempts.mayPair(peerAddress, now: now()) {
-            return fail(.repeatedAttempts, "waiting interval after a failed pairing with \(peerAddress) (Vol 3 Part H 2.3.6)", send: false)
+        if let attempts, !attempts.mayPair(attemptsKey, now: now()) {
+            return fail(.repeatedAttempts, "waiting interval after a failed pairing with \(attemptsKey) (Vol 3 Part H 2.3.6)", send: false)
         }
         switch role {
         case .initiator:
@@ -265,8 +271,8 @@ public final class SMPPairing {
     }
 
     private func pairingRequestReceived(_ p: SMPPairingParameters, bytes: [UInt8]) -> [SMPOutput] {
-        if let attempts, !attempts.mayPair(peerAddress, now: now()) {
-            return fail(.repeatedAttempts, "waiting interval after a failed pairing with \(peerAddress) (Vol 3 Part H 2.3.6)")
+        if let attempts, !attempts.mayPair(attemptsKey, now: now()) {
+            return fail(.repeatedAttempts, "waiting interval after a failed pairing with \(attemptsKey) (Vol 3 Part H 2.3.6)")
         }
         if let (reason, why) = refusal(of: p) { return fail(reason, why) }
         request = p
@@ -768,7 +774,7 @@ public final class SMPPairing {
         guard let req = request, let res = response, let method else { return [] }
         state = .completed
         deadline = nil
-        attempts?.recordSuccess(peerAddress)
+        attempts?.recordSuccess(attemptsKey)
         let result = SMPPairingResult(
             method: method, secureConnections: secureConnections, authenticated: method != .justWorks,
             bonding: req.authReq.bonding && res.authReq.bonding, keySize: keySize, debugKey: debugKey,
@@ -797,7 +803,7 @@ public final class SMPPairing {
         localKeys = SMPKeys(); peerKeys = SMPKeys()
         // Only what we detected ourselves counts as a failed attempt of the peer (Vol 3 Part H 2.3.6).
         if !remote && (reason == .confirmValueFailed || reason == .dhKeyCheckFailed) {
-            attempts?.recordFailure(peerAddress, now: now())
+            attempts?.recordFailure(attemptsKey, now: now())
         }
         var out: [SMPOutput] = []
         if send { out.append(.send(SMPPDU.pairingFailed(reason: reason).bytes)) }

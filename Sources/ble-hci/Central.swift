@@ -37,6 +37,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     out.progress("Opening \(transport.name)…")
     var options = StackOptions()
     options.security = security
+    options.privacy = privacyOptions(c)
     options.host.randomStaticAddress = security.bondDirectory.flatMap(bondedRandomStaticAddress)
     options.pairingDelegate = TerminalPairing(out: out, passkey: security.smp.fixedPasskey, yes: c.args.has("yes"))
     // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).

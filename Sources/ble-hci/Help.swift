@@ -42,7 +42,7 @@ Environment: NO_COLOR set (to anything) turns colour off; colour is only used on
 
 let commandHelp: [String: String] = [
     "scan": """
-    Usage: ble-hci scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT]
+    Usage: ble-hci scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT] [--bonds DIR]
 
     Scans for advertisers and prints one line per advertiser when first seen and whenever its
     data changes (every report with --duplicates).
@@ -52,6 +52,9 @@ let commandHelp: [String: String] = [
       --duplicates      report every advertising report, not only changes
       --service UUID    only advertisers listing this service (repeatable; any matches)
       --name TEXT       only advertisers whose name contains TEXT (ignoring case)
+      --bonds DIR       bonds whose IRKs resolve private addresses: a bonded peer is shown with
+                        its identity address ("bonded AA:BB:../public"; JSON identityAddress)
+                        (default $XDG_STATE_HOME/ble-hci, else ~/.local/state/ble-hci)
 
     Example:
       sudo ble-hci -t hci0 scan --duration 10 --service 180d --json
@@ -228,7 +231,7 @@ let commandHelp: [String: String] = [
 ]
 
 let commandSpecs: [String: OptionSpec] = [
-    "scan": OptionSpec(flags: ["passive", "duplicates"], valued: ["duration", "service", "name"]),
+    "scan": OptionSpec(flags: ["passive", "duplicates"], valued: ["duration", "service", "name", "bonds"]),
     "central": OptionSpec(flags: Set(["discover", "pair"]).union(securityFlags),
                           valued: Set(["read", "write", "write-without-response", "subscribe", "count",
                                        "duration", "mtu", "timeout", "profile", "date"]).union(securityValued)),

@@ -21,6 +21,7 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     var options = StackOptions()
     options.security = try securityConfiguration(c)
     options.security.requestSecurityOnConnect = c.args.has("security-request")
+    options.privacy = privacyOptions(c)
     options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
     options.pairingDelegate = TerminalPairing(out: c.out, passkey: options.security.smp.fixedPasskey, yes: c.args.has("yes"))
     let name = c.args.last("name") ?? gattFile?.deviceName ?? "ble-hci"
@@ -55,6 +56,9 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     out.event([.text("event", "advertising"), .text("name", name), .text("address", address.address.description),
                .text("addressType", address.type.simple), .text("profile", profile)])
     out.line("Advertising as \(out.bold(name)) (\(address.address), \(address.type.simple)) with profile \(profile) on \(opened.transport.name). Ctrl-C to stop.")
+    if options.privacy != nil {
+        out.progress("Privacy: resolvable private address \(address.address), identity \(peripheral.identityAddress.address)/\(peripheral.identityAddress.type.simple)")
+    }
 
     let events = Task { () -> String? in
         for await e in peripheral.events {

@@ -20,7 +20,11 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
     let opened = try openTransport(c)
     defer { opened.close() }
     let transport = opened.transport
-    let central = try await interruptible { try await Central.open(transport) }
+    // Bonded peers behind resolvable private addresses are shown with their identity address.
+    var options = StackOptions()
+    options.security.bondDirectory = bondDirectory(c)
+    options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
+    let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
     out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
     let stream = try await interruptible { try await central.scan(filter, active: !c.args.has("passive"), everyReport: c.args.has("duplicates")) }
     out.progress("Scanning (\(c.args.has("passive") ? "passive" : "active"))\(duration.map { " for \(formatSeconds($0))" } ?? ", Ctrl-C to stop")…")
@@ -55,6 +59,7 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
 /// One readable line per advertiser, with assigned-number names.
 func humanLine(_ a: Advertisement, out: Output) -> String {
     var parts: [String] = [out.bold(a.address.address.description) + out.dim("/\(a.address.type.simple)")]
+    if let id = a.identity { parts.append("bonded " + out.bold(id.address.description) + out.dim("/\(id.type.simple)")) }
     if let rssi = a.rssi { parts.append("\(rssi) dBm") }
     parts.append(a.connectable ? "connectable" : "non-connectable")
     if let name = a.name { parts.append(out.green("\"\(name)\"")) }

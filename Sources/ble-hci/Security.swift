@@ -4,7 +4,7 @@ import SMP
 import BLE
 
 /// The security options of `central` and `peripheral` (CLI.md "Security (SMP) options").
-let securityFlags: Set<String> = ["yes", "mitm", "legacy", "sc-only", "no-bond"]
+let securityFlags: Set<String> = ["yes", "mitm", "legacy", "sc-only", "no-bond", "privacy"]
 let securityValued: Set<String> = ["io", "passkey", "min-key-size", "bonds"]
 
 let securityHelp = """
@@ -19,7 +19,13 @@ Security (SMP):
   --min-key-size N   smallest encryption key size accepted, 7-16 (default 16)
   --no-bond          pair without storing keys
   --bonds DIR        where bonds live (default $XDG_STATE_HOME/ble-hci, else ~/.local/state/ble-hci)
-Not there yet: OOB pairing from the command line, our own resolvable private address.
+  --privacy          advertise, scan and connect from a resolvable private address made from
+                     our IRK (kept in the bonds directory), changed every 15 minutes; peers
+                     that bond get the IRK and identity address to recognise us. Host-based
+                     (the controller's resolving list is not used)
+Bonded peers advertising from resolvable private addresses are recognised with their IRKs:
+TARGET may be their identity address.
+Not there yet: OOB pairing from the command line.
 """
 
 /// `--bonds DIR`, or the default of CLI.md.
@@ -60,6 +66,11 @@ func securityConfiguration(_ c: CommandContext) throws -> SecurityConfiguration 
     s.smp.bonding = !c.args.has("no-bond")
     s.bondDirectory = bondDirectory(c)
     return s
+}
+
+/// `--privacy`: our own resolvable private address (CLI.md security options).
+func privacyOptions(_ c: CommandContext) -> PrivacyOptions? {
+    c.args.has("privacy") ? PrivacyOptions() : nil
 }
 
 /// The random static address to use when the controller has no public one: the local identity

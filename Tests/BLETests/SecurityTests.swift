@@ -174,6 +174,22 @@ func temporaryDirectory() -> String {
         await s.close()
     }
 
+    /// Repeated attempts through the stack (Core Vol 3 Part H 2.3.6): in SC Passkey Entry the
+    /// peripheral checks the central's commitment (2.3.5.6.3), so a wrong passkey is detected
+    /// there; the central's next Pairing Request is then refused at once with Repeated Attempts
+    /// (0x09) while the waiting interval runs.
+    @Test func repeatedAttemptsWaitAfterAFailedPairing() async throws {
+        let s = try await open(central: Self.config(io: .keyboardOnly, mitm: true),
+                               peripheral: Self.config(io: .displayOnly, passkey: 123456, mitm: true),
+                               centralDelegate: RecordingPairingDelegate(passkey: 654321))
+        let remote = try await s.central.connect(to: s.address)
+        await #expect(throws: BLEError.pairingFailed(.confirmValueFailed, remote: true)) { try await remote.pair() }
+        await #expect(throws: BLEError.pairingFailed(.repeatedAttempts, remote: true)) { try await remote.pair() }
+        #expect(await waitFor { s.peripheralDelegate.events.contains(.pairingFailed(.repeatedAttempts, remote: false)) })
+        #expect(s.centralDelegate.shownPasskeys.isEmpty && s.peripheralDelegate.paired.isEmpty)
+        await s.close()
+    }
+
     /// Numeric Comparison: both DisplayYesNo with SC and MITM (Table 2.8); both sides show the same number.
     @Test func numericComparison() async throws {
         let s = try await open(central: Self.config(io: .displayYesNo, mitm: true), peripheral: Self.config(io: .displayYesNo, mitm: true))

@@ -51,6 +51,39 @@ extension CLITests {
         @Test func legacyJustWorks() async throws { try await pairsBondsAndReencrypts(legacy: true) }
         @Test func secureConnectionsJustWorks() async throws { try await pairsBondsAndReencrypts(legacy: false) }
 
+        /// `peripheral --privacy`: it advertises from a resolvable private address (random, two
+        /// most significant bits 0b01, Core Vol 6 Part B 1.3.2.2), distributes its IRK and identity
+        /// address when bonding; afterwards `scan` names that identity and `central IDENTITY`
+        /// finds the peripheral behind its RPA and encrypts from the bond.
+        @Test func privacyPeripheralFoundByIdentity() async throws {
+            let dir = try TempDir()
+            let centralBonds = dir.path("c")
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--privacy", "--bonds", dir.path("p")]) { rig in
+                let rpa = try #require(rig.advertising["address"] as? String)
+                #expect(rig.advertising["addressType"] as? String == "random")
+                let top = try #require(UInt8(rpa.prefix(2), radix: 16))
+                #expect(top & 0xC0 == 0x40, "\(rpa) is not a resolvable private address")
+
+                let first = try await rig.central(["central", "name:secure", "--pair", "--read", "ff01", "--bonds", centralBonds, "--json"])
+                expectStatus(first, 0, "central --pair (privacy peripheral)")
+                let list = try await BleHCI.run(["bonds", "--bonds", centralBonds, "--json"])
+                let identity = try #require(list.events("bond").first?["address"] as? String)
+                #expect(identity != rpa, "the bond is filed under the identity address, not the RPA")
+                #expect(list.events("bond").first?["irk"] as? Bool == true)
+
+                let scan = try await rig.central(["scan", "--duration", "2", "--bonds", centralBonds, "--json"])
+                expectStatus(scan, 0, "scan --bonds")
+                let seen = scan.events("advertisement").first { $0["name"] as? String == "secure" }
+                #expect(seen?["identityAddress"] as? String == identity, "\(scan.stdout)")
+
+                let second = try await rig.central(["central", identity, "--read", "ff01", "--bonds", centralBonds, "--json"])
+                expectStatus(second, 0, "central IDENTITY")
+                #expect(second.events("paired").isEmpty, "\(second.stdout)")
+                #expect(second.events("encrypted").first?["bonded"] as? Bool == true)
+                #expect(second.events("read").first?["value"] as? String == hexOf("secret"))
+            }
+        }
+
         /// Passkey Entry from the options on both sides: the peripheral displays 123456
         /// (`--io display --passkey`), the central types it (`--io keyboard --passkey`); with MITM
         /// the pairing is authenticated, so ff02 reads "authenticated" (CLI.md profile `secure`).

@@ -21,6 +21,25 @@ import HCI
                 peerIRK: Array(repeating: 0x77, count: 16), peerCSRK: Array(repeating: 5, count: 16), signCounter: 3)
     }
 
+    /// Our IRK (privacy) lives in the bond file: generated once, the same in a later run (a new
+    /// store object on the same file), kept when the bonds are cleared, 16 octets, mode 0600.
+    @Test func localIRKPersists() throws {
+        try Self.withDirectory { dir in
+            let irk = try SMPBondStore(directory: dir, localIdentity: Self.local).localIRK()
+            #expect(irk.count == 16 && irk != [UInt8](repeating: 0, count: 16))
+            let again = try SMPBondStore(directory: dir, localIdentity: Self.local)
+            #expect(try again.localIRK() == irk)
+            try again.save(Self.bond(sc: true, authenticated: false))
+            try again.removeAll()
+            #expect(try again.localIRK() == irk)
+            let mode = try FileManager.default.attributesOfItem(atPath: again.path)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+            // Another local identity has its own IRK.
+            let other = DeviceAddress(BDAddress(be("C0FFEE000002")), type: .random)
+            #expect(try SMPBondStore(directory: dir, localIdentity: other).localIRK() != irk)
+        }
+    }
+
     @Test func roundTripModeAndAtomicWrite() throws {
         try Self.withDirectory { dir in
             let store = try SMPBondStore(directory: dir, localIdentity: Self.local)

@@ -212,6 +212,30 @@ import HCI
         #expect(tracker.mayPair(centralAddress, now: clock))
     }
 
+    /// The waiting interval follows the peer's identity, not the RPA it connected from: a bonded
+    /// peer that failed under one RPA is still refused under the next (Vol 3 Part H 2.3.6 "a device
+    /// claiming the same identity as the failed device").
+    @Test func repeatedAttemptsFollowTheIdentityAddress() {
+        let clock = ContinuousClock.now
+        let tracker = SMPAttemptTracker()
+        let identity = DeviceAddress(BDAddress([0xC1, 0x22, 0x33, 0x44, 0x55, 0x66]), type: .random)
+        let rpa1 = DeviceAddress(BDAddress([0x4A, 0x01, 0x02, 0x03, 0x04, 0x05]), type: .random)
+        let rpa2 = DeviceAddress(BDAddress([0x5B, 0x06, 0x07, 0x08, 0x09, 0x0A]), type: .random)
+        func responder(_ peer: DeviceAddress) -> SMPPairing {
+            var c = SMPConfiguration()
+            c.secureConnections = false
+            return SMPPairing(role: .responder, configuration: c, local: peripheralAddress, peer: peer,
+                              attempts: tracker, peerIdentity: identity, now: { clock })
+        }
+        let first = responder(rpa1)
+        _ = first.receive(Self.request(authReq: 0x01))
+        _ = first.receive([0x03] + [UInt8](repeating: 0x42, count: 16))
+        #expect(first.receive([0x04] + [UInt8](repeating: 0x17, count: 16)).last == .failed(.confirmValueFailed, remote: false))
+        #expect(!tracker.mayPair(identity, now: clock))
+        #expect(tracker.mayPair(rpa1, now: clock), "counted against the identity, not the RPA")
+        #expect(responder(rpa2).receive(Self.request()) == Self.failure(.repeatedAttempts))
+    }
+
     @Test func securityRequest() {
         let i = SMPPairing(role: .initiator, configuration: SMPConfiguration(), local: centralAddress, peer: peripheralAddress)
         #expect(i.receive([0x0B, 0x0D]) == [.securityRequested(SMPAuthReq(rawValue: 0x0D))])

@@ -19,7 +19,7 @@ import HCI
         #expect(p.responderKeyDistribution == [.encKey, .idKey, .signKey])
         #expect(pdu.bytes == Self.pairingRequest)
         #expect(pdu.name == "Pairing Request")
-        #expect(jsonObject(pdu.fields) == #"{"code":"0x01","name":"Pairing Request","ioCapability":"0x01","oobDataFlag":"0x00","authReq":"0x00","maxEncryptionKeySize":16,"initiatorKeyDistribution":"0x07","responderKeyDistribution":"0x07"}"#)
+        #expect(jsonObject(pdu.fields) == #"{"code":"0x01","name":"Pairing Request","ioCapability":"0x01","oobDataFlag":"0x00","authReq":"0x00","bondingFlags":0,"mitm":false,"sc":false,"keypress":false,"ct2":false,"maxEncryptionKeySize":16,"initiatorKeyDistribution":"0x07","responderKeyDistribution":"0x07"}"#)
     }
 
     @Test func specPairingResponse() throws {
@@ -38,6 +38,26 @@ import HCI
         #expect(SMPAuthReq(bonding: true, mitm: true, secureConnections: true, keypress: true, ct2: true).rawValue == 0x3D)
         #expect(a.description == "Bonding, MITM, SC, CT2")
         #expect(SMPAuthReq(rawValue: 0x10).keypress)
+    }
+
+    /// Each bit of AuthReq named as in Core v5.4 Vol 3 Part H 3.5.1 Figure 3.3: Bonding_Flags (bits
+    /// 0–1), MITM (2), SC (3), Keypress (4), CT2 (5); in both PDUs that carry it.
+    @Test func authReqFieldsNamed() {
+        let request = SMPPDU.pairingRequest(SMPPairingParameters(ioCapability: .noInputNoOutput,
+            authReq: SMPAuthReq(rawValue: 0x2D), maxEncryptionKeySize: 16, initiatorKeyDistribution: [], responderKeyDistribution: []))
+        for pdu in [request, .securityRequest(authReq: SMPAuthReq(rawValue: 0x2D))] {
+            let byName = Dictionary(uniqueKeysWithValues: pdu.fields.map { ($0.name, $0.value) })
+            #expect(byName["authReq"] == .code("0x2d"))
+            #expect(byName["bondingFlags"] == .int(1))
+            #expect(byName["mitm"] == .bool(true))
+            #expect(byName["sc"] == .bool(true))
+            #expect(byName["keypress"] == .bool(false))
+            #expect(byName["ct2"] == .bool(true))
+        }
+        let keypressOnly = SMPAuthReq(rawValue: 0x12).fields
+        #expect(keypressOnly.first { $0.name == "bondingFlags" }?.value == .int(2))
+        #expect(keypressOnly.first { $0.name == "bondingFlags" }?.note == "Reserved")
+        #expect(keypressOnly.first { $0.name == "keypress" }?.value == .bool(true))
     }
 
     @Test func truncationsAndTrailingBytesThrow() {

@@ -196,14 +196,15 @@ class Runner:
     def path(self, name):
         return os.path.join(self.tmp, name + ".pcap")
 
-    def session(self, tag, profile, centrals):
+    def session(self, tag, profile, centrals, peripheral_args=()):
         """controllers + one peripheral + centrals run one after the other."""
         p1, p2 = free_port(), free_port()
         ctl = self.spawn(f"{tag}-controllers", ["controllers", "--listen", f"tcp:127.0.0.1:{p1}",
                                                 "--listen", f"tcp:127.0.0.1:{p2}"])
         wait_for(lambda: listening(p1) and listening(p2), "the virtual controllers")
         per = self.spawn(f"{tag}-peripheral", ["-t", f"tcp:127.0.0.1:{p1}", "-w", self.path(f"{tag}-peripheral"),
-                                               "peripheral", "--profile", profile, "--duration", "60"])
+                                               "peripheral", "--profile", profile, "--duration", "60"]
+                         + list(peripheral_args))
         wait_for(lambda: "Advertising as" in self.log(f"{tag}-peripheral"), "the peripheral to advertise")
         outs = []
         for i, args in enumerate(centrals):
@@ -230,11 +231,19 @@ def build(ble, tmp):
              "--write-without-response", "fff2=6869", "--read", "fff2"],
             ["name:ble-hci", "--write", f"fff2={long_hex}{long_hex}", "--read", "fff2"],
         ])
+        # security: Just Works Secure Connections, then legacy against a peripheral with privacy
+        # (bonds in the temporary directory, never the user's)
+        sec_out = r.session("sec", "secure", [["name:ble-hci", "--pair", "--read", "ff01", "--bonds", os.path.join(tmp, "sec-cb")]],
+                            peripheral_args=["--bonds", os.path.join(tmp, "sec-pb")])[0]
+        r.session("leg", "secure", [["name:ble-hci", "--pair", "--legacy", "--read", "ff01", "--bonds", os.path.join(tmp, "leg-cb")]],
+                  peripheral_args=["--bonds", os.path.join(tmp, "leg-pb"), "--privacy"])
     finally:
         r.cleanup()
     cap = {n: Capture(ble, r.path(n)) for n in
-           ["demo", "band-peripheral", "band-central0", "pp-peripheral", "pp-central0", "pp-central1", "pp-central2"]}
+           ["demo", "band-peripheral", "band-central0", "pp-peripheral", "pp-central0", "pp-central1", "pp-central2",
+            "sec-peripheral", "sec-central0", "leg-central0"]}
     S = fill(cap, demo_out, band_out, pc_out)
+    S.update(fill_security(cap, sec_out))
     # sequence diagrams of both sides of the demo (`demo -w X.pcap` also writes X-peripheral.pcap)
     svgs = {}
     for side, path in (("central", r.path("demo")), ("peripheral", r.path("demo-peripheral"))):
@@ -379,6 +388,41 @@ def fill(cap, demo_out, band_out, pc_out):
     return S
 
 
+def smp(name):
+    return lambda p: (p.get("smp") or {}).get("name") == name
+
+
+def fill_security(cap, sec_out):
+    """The security chapter: one Just Works Secure Connections pairing (both sides' captures) and
+    the key distribution of a legacy one."""
+    c, p, leg = cap["sec-central0"], cap["sec-peripheral"], cap["leg-central0"]
+    S = {}
+
+    def ex(cp, *idxs, layers="smp"):
+        return fence("\n".join(cp.block(i, layers) for i in idxs))
+    S["sec_central_out"] = fence("\n".join(l for l in sec_out.splitlines() if "paired with" in l or l.startswith("read ")))
+    req = c.find(smp("Pairing Request"), what="Pairing Request")
+    S["sec_features"] = ex(c, req, c.find(smp("Pairing Response"), after=req))
+    pk = [q["index"] for q in c.packets if (q.get("smp") or {}).get("name") == "Pairing Public Key"]
+    S["sec_public_keys"] = ex(c, *pk[:2])
+    conf = c.find(smp("Pairing Confirm"), what="Pairing Confirm")
+    rnd = [q["index"] for q in c.packets if q["index"] > conf and (q.get("smp") or {}).get("name") == "Pairing Random"]
+    S["sec_confirm_random"] = ex(c, conf, *rnd[:2])
+    chk = [q["index"] for q in c.packets if (q.get("smp") or {}).get("name") == "Pairing DHKey Check"]
+    S["sec_dhkey_check"] = ex(c, *chk[:2])
+    en = c.find(hci("LE Enable Encryption"), what="LE Enable Encryption")
+    S["sec_enable_encryption"] = ex(c, en, c.find(hci("Encryption Change"), after=en), layers="hci")
+    ltk = p.find(hci("LE Long Term Key Request"), what="LTK request")
+    S["sec_ltk_request"] = ex(p, ltk, p.find(hci("LE Long Term Key Request Reply"), after=ltk),
+                              p.find(hci("Encryption Change"), after=ltk), layers="hci")
+    sig = [q["index"] for q in c.packets if (q.get("smp") or {}).get("name") == "Signing Information"]
+    S["sec_signing"] = ex(c, *sig)
+    names = ["Encryption Information", "Central Identification", "Identity Information",
+             "Identity Address Information", "Signing Information"]
+    S["sec_legacy_keys"] = ex(leg, *[leg.find(both(received, smp(n)), what=n) for n in names])
+    return S
+
+
 def crc16(data):
     crc = 0xFFFF
     for b in data:
@@ -438,6 +482,10 @@ def volatile(text):
     text = re.sub(r"(frameStart: )\d+", r"\1N", text)
     text = re.sub(r"(fragments: )\[[\d, ]+\]", r"\1[N]", text)
     text = re.sub(r"([0-9A-F]{2}:){5}[0-9A-F]{2}( \(random\)|/random)", r"RANDOM\2", text)
+    # security chapter: keys, nonces and check values are fresh random numbers in every pairing
+    text = re.sub(r"\b(publicKeyX|publicKeyY|confirmValue|randomValue|dhKeyCheck|longTermKey|signatureKey|"
+                  r"identityResolvingKey): [0-9a-f]+", r"\1: VOLATILE", text)
+    text = re.sub(r"\b(ediv|rand|randomNumber|encryptedDiversifier): 0x[0-9a-f]+", r"\1: VOLATILE", text)
     # the demo's fff1 notifications carry the current second as two ASCII digits
     text = re.sub(r"(Handle Value Notification\n(?:    .*\n)*?    handle: \d+\n    value: )3\d3\d(\n  GATT\n    handle: \d+\n    uuid: fff1)",
                   r"\1VOLATILE\2", text)

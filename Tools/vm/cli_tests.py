@@ -10,11 +10,14 @@ Issue 9's VM suite, steps 1-4 (see docs/vm.md):
      ENODEV, EPERM): exit code 3 and the message issue 2 specifies; the adapter is back
      under the kernel's control (mgmt index list) after `ble-hci` exits;
   4. BlueZ as the peer on hci1 with the kernel's own L2CAP/ATT: hcitool lescan, gatttool.
+  5. BlueZ's own host pairing (the kernel's SMP, through mgmt: btmgmt pair) with
+     `ble-hci peripheral --profile secure` on hci0, LE legacy then Secure Connections; then
+     gatttool --sec-level medium reads the encrypted ff01 with the key the kernel got.
 
 Every check prints PASS/FAIL; a failing check prints the command's output. Every command
 has a timeout. Exit code: the number of failed checks (capped at 100).
 Env: BLE_HCI_BIN (default .build/debug/ble-hci), BLE_HCI_VM_SHARE (pcap goes there),
-     VM_CLI_SECTIONS (comma list of 1,2,3,4; default all).
+     VM_CLI_SECTIONS (comma list of 1,2,3,4,5; default all).
 """
 import ctypes
 import errno
@@ -31,7 +34,7 @@ import time
 
 BIN = os.path.abspath(os.environ.get("BLE_HCI_BIN", ".build/debug/ble-hci"))
 SHARE = os.environ.get("BLE_HCI_VM_SHARE", "/tmp")
-SECTIONS = set(os.environ.get("VM_CLI_SECTIONS", "1,2,3,4").split(","))
+SECTIONS = set(os.environ.get("VM_CLI_SECTIONS", "1,2,3,4,5").split(","))
 T0 = time.monotonic()
 
 AF_BLUETOOTH, BTPROTO_HCI, HCI_CHANNEL_CONTROL, HCI_DEV_NONE = 31, 1, 3, 0xFFFF
@@ -183,6 +186,42 @@ def mgmt_index_list():
                     n = struct.unpack("<H", ev[9:11])[0]
                     return list(struct.unpack("<%dH" % n, ev[11:11 + 2 * n]))
         raise OSError(errno.ETIMEDOUT, "no answer to MGMT Read Index List")
+    finally:
+        s.close()
+
+
+def mgmt_pair(index, address, io_cap=3, timeout=35.0):
+    """MGMT Pair Device (Core-independent BlueZ mgmt API, doc/mgmt-api.txt) to an LE public
+    address, answering the kernel's User Confirmation Request with User Confirmation Reply as
+    bluetoothd's agent does for Just Works. Returns (status, log lines)."""
+    s = socket.socket(AF_BLUETOOTH, socket.SOCK_RAW | socket.SOCK_CLOEXEC, BTPROTO_HCI)
+    lines = []
+    try:
+        addr = SockaddrHCI(AF_BLUETOOTH, HCI_DEV_NONE, HCI_CHANNEL_CONTROL)
+        if libc.bind(s.fileno(), ctypes.byref(addr), ctypes.sizeof(addr)) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, "bind mgmt control channel: " + os.strerror(e))
+        bd = bytes(reversed(bytes.fromhex(address.replace(":", ""))))
+        os.write(s.fileno(), struct.pack("<HHH", 0x0019, index, 8) + bd + bytes([1, io_cap]))  # 1: LE public
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([s], [], [], 0.5)
+            if not r:
+                continue
+            ev = os.read(s.fileno(), 1024)
+            code, idx, _ = struct.unpack("<HHH", ev[:6])
+            if idx != index:
+                continue
+            if code == 0x000F:  # User Confirmation Request: address, type, hint, value
+                lines.append("User Confirmation Request (hint %d, value %06d): replying yes" % (ev[13], struct.unpack("<I", ev[14:18])[0]))
+                os.write(s.fileno(), struct.pack("<HHH", 0x001C, index, 7) + ev[6:13])
+            elif code in (0x0001, 0x0002) and struct.unpack("<H", ev[6:8])[0] == 0x0019:
+                lines.append("Pair Device: %s status 0x%02x" % ("Command Complete" if code == 1 else "Command Status", ev[8]))
+                if code == 0x0001 or ev[8] != 0:
+                    return ev[8], lines
+            elif code == 0x000A:  # New Long Term Key
+                lines.append("New Long Term Key (store hint %d)" % ev[6])
+        return None, lines + ["no Pair Device completion within %ds" % timeout]
     finally:
         s.close()
 
@@ -516,6 +555,46 @@ def section4():
     check("peripheral (BlueZ session): SIGINT -> exit 0", rc == 0, show=per.result())
 
 
+def section5():
+    h0, h1, i1 = STATE["h0"], STATE["h1"], STATE["i1"]
+    addr = STATE["addr0"]
+    log("=== 5. BlueZ's host pairing (kernel SMP via mgmt) with ble-hci peripheral --profile secure on %s" % h0)
+    # Bondable (keys distributed and kept) and Secure Connections allowed, as bluetoothd sets them.
+    for setting in ("bondable", "sc", "power"):
+        r = run(["btmgmt", "--index", str(i1), setting, "on"], timeout=20)
+        if not check("btmgmt --index %d %s on" % (i1, setting), r.rc == 0, show=r):
+            return
+    modes = (("LE legacy", ["--legacy"]), ("LE Secure Connections", []))
+    for mode, extra in [m for m in modes if m[0] in os.environ.get("VM_SMP_MODES", "LE legacy,LE Secure Connections").split(",")]:
+        capture = os.path.join(os.environ.get("BLE_HCI_VM_SHARE", "/tmp"), "smp-%s.pcap" % mode.replace(" ", "-"))
+        per = Background([BIN, "-t", h0, "-w", capture, "peripheral", "--profile", "secure", "--json",
+                          "--bonds", "/tmp/vm-bonds-" + mode.replace(" ", "-")] + extra, "peripheral-smp")
+        STATE["peripheral"] = per
+        if not check("peripheral --profile secure %s on %s advertising" % (" ".join(extra), h0),
+                     bool(per.wait_for(lambda e: [x for x in e if x.get("event") == "advertising"], 30)), show=per.result()):
+            per.stop()
+            return
+        # NoInputNoOutput (Just Works) to the LE public address. This kernel asks user space to
+        # confirm even Just Works (mgmt User Confirmation Request, hint 1), which `btmgmt pair`
+        # leaves unanswered: mgmt_pair answers it as bluetoothd's agent would.
+        status, lines = mgmt_pair(i1, addr)
+        check("%s: mgmt Pair Device %s -> status 0x00 (%s)" % (mode, addr, "; ".join(lines)), status == 0)
+        got = per.wait_for(lambda e: [x for x in e if x.get("event") in ("paired", "pairingFailed")], 15)
+        paired = [x for x in (got or []) if x.get("event") == "paired"]
+        check("%s: the peripheral reports paired, justWorks, secureConnections=%s, bonded (%s)" % (mode, mode != "LE legacy", got),
+              bool(paired) and paired[0].get("secureConnections") == (mode != "LE legacy") and paired[0].get("method") == "justWorks"
+              and paired[0].get("bonded") is True)
+        # The kernel keeps the key: gatttool at security level medium encrypts with it and reads ff01.
+        r = run(["gatttool", "-i", h1, "-b", addr, "-t", "public", "--sec-level", "medium", "--char-read", "--uuid", "ff01"], timeout=40)
+        check("%s: gatttool --sec-level medium --char-read --uuid ff01: 'secret'" % mode,
+              b"secret".hex() in r.out.replace(" ", ""), show=r)
+        run(["btmgmt", "--index", str(i1), "unpair", "-t", "1", addr], timeout=20)
+        rc = per.stop(signal.SIGINT)
+        check("peripheral (%s): SIGINT -> exit 0" % mode, rc == 0, show=per.result())
+        STATE.pop("peripheral", None)
+    run(["btmgmt", "--index", str(i1), "power", "off"], timeout=20)
+
+
 def main():
     log("ble-hci CLI on the real kernel: %s (sections %s), kernel %s" % (BIN, ",".join(sorted(SECTIONS)), os.uname().release))
     if not check("binary %s exists" % BIN, os.access(BIN, os.X_OK)):
@@ -524,7 +603,7 @@ def main():
     check("ble-hci --version", r.rc == 0, r.out.strip(), show=r)
     try:
         if section1():
-            for n, fn in (("2", section2), ("3", section3), ("4", section4)):
+            for n, fn in (("2", section2), ("3", section3), ("4", section4), ("5", section5)):
                 if n in SECTIONS:
                     try:
                         fn()
@@ -536,7 +615,7 @@ def main():
                     if per is not None and per.p.poll() is None:
                         per.stop(signal.SIGKILL)
         else:
-            check("sections 2-4 need the two vhci adapters of section 1", False, "not run")
+            check("sections 2-5 need the two vhci adapters of section 1", False, "not run")
     finally:
         ctl = STATE.get("controllers")
         if ctl is not None:

@@ -13,7 +13,7 @@ mkdir -p "$CACHE"
 
 # Modules the guest loads, in this order after dependency resolution (each module's
 # depends= is read from its .modinfo, so the list only needs the leaves).
-MODULES="rfkill ecc ecdh_generic crc16 bluetooth hci_vhci
+MODULES="rfkill jitterentropy_rng drbg ecc ecdh_generic cmac crc16 bluetooth hci_vhci
 virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
 netfs fscache 9pnet 9pnet_virtio 9p"
 

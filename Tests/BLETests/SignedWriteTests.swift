@@ -1,0 +1,97 @@
+import Foundation
+import Synchronization
+import Testing
+import HCI
+import ATT
+import GATT
+import SMP
+import VirtualController
+@testable import BLE
+
+/// ATT Signed Write Command with the CSRK distributed at pairing (Core v5.4 Vol 3 Part C 10.4.2,
+/// Part F 3.4.5.4, Part H 2.4.5). `SMPCrypto.signature` itself is checked against BlueZ's vectors
+/// in the SMP tests; here: who signs, who verifies, and the SignCounter's replay rule.
+@Suite(.timeLimit(.minutes(1))) struct SignedWriteTests {
+    static let service: BluetoothUUID = 0xFF70
+    static let signed: BluetoothUUID = 0xFF71
+
+    /// A characteristic writable only with Authenticated Signed Writes (or an encrypted link).
+    static var services: [GATTService] {
+        [GATTService(uuid: service, characteristics: [
+            GATTCharacteristic(uuid: signed, properties: [.authenticatedSignedWrites],
+                               permissions: [.writable, .writeEncryptionRequired], value: Array("none".utf8)),
+        ])]
+    }
+
+    @Test func bondedCentralSignsAndPeripheralVerifies() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        var po = StackOptions()
+        po.attTimeout = .seconds(5)
+        po.security = SecurityTests.config()
+        var co = po
+        co.security = SecurityTests.config()
+        co.security.encryptBondedLinks = false   // the second link stays unencrypted: signing is for those
+        let peripheral = try await Peripheral.open(transports[0], services: Self.services, name: "signed", options: po)
+        let writes = Mutex<[[UInt8]]>([])
+        let watcher = Task { for await e in peripheral.events { if case .wrote(_, Self.signed, let v) = e { writes.withLock { $0.append(v) } } } }
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "signed"))
+        let central = try await Central.open(transports[1], options: co)
+        let adv = try await central.find(ScanFilter(nameContains: "signed"), timeout: .seconds(5))
+
+        var remote = try await central.connect(to: adv.address)
+        _ = try await remote.pair()
+        try await remote.disconnect()
+
+        remote = try await central.connect(to: adv.address)
+        let tree = try await remote.discoverAll()
+        let match = tree.flatMap(\.characteristics).first { $0.characteristic.uuid == Self.signed }
+        let characteristic = try #require(match).characteristic
+        #expect(!(await remote.security).encrypted)
+        try await remote.write(Array("one".utf8), to: characteristic, type: .withoutResponse)
+        try await remote.write(Array("two".utf8), to: characteristic, type: .withoutResponse)
+        #expect(await waitFor { writes.withLock { $0.count } == 2 })
+        #expect(writes.withLock { $0 } == [Array("one".utf8), Array("two".utf8)])
+
+        // Both counters moved past the two signatures (0 and 1).
+        let centralDir = try #require(co.security.bondDirectory), peripheralDir = try #require(po.security.bondDirectory)
+        let centralFound = try SMPBondStore(directory: centralDir, localIdentity: central.identityAddress).bond(for: peripheral.identityAddress)
+        let centralBond = try #require(centralFound)
+        #expect(centralBond.localSignCounter == 2)
+        let peripheralFound = try SMPBondStore(directory: peripheralDir, localIdentity: peripheral.identityAddress).bond(for: central.identityAddress)
+        let peripheralBond = try #require(peripheralFound)
+        #expect(peripheralBond.signCounter == 2)
+        try await remote.disconnect()
+        watcher.cancel()
+        await central.close()
+        await peripheral.close()
+    }
+
+    /// The verifier alone: a valid signature is accepted once; the same SignCounter again is a
+    /// replay (ignored, Vol 3 Part H 2.4.5); a wrong MAC or an unbonded peer is ignored.
+    @Test func replayAndForgeryAreIgnored() throws {
+        let dir = temporaryDirectory()
+        let local = DeviceAddress(BDAddress([0xC0, 0x11, 0x22, 0x33, 0x44, 0x55]), type: .random)
+        let peer = DeviceAddress(BDAddress([0x00, 0x1B, 0xDC, 0x07, 0x32, 0xEF]), type: .public)
+        let store = try SMPBondStore(directory: dir, localIdentity: local)
+        let csrk = [UInt8](repeating: 0x5A, count: 16)
+        try store.save(SMPBond(peer: peer, keySize: 16, secureConnections: true, authenticated: false,
+                               ltk: [UInt8](repeating: 1, count: 16), peerCSRK: csrk))
+        let verifier = BondedSignedWrites(bonds: { store }, log: nil)
+        let from = ATTPeer(id: 0x40, address: peer.address.description)
+        let message: [UInt8] = [0xD2, 0x03, 0x00] + Array("hi".utf8)
+        let first = SMPCrypto.signature(csrk: csrk, message: message, signCounter: 0)
+        #expect(verifier.verify(peer: from, message: message, signature: first)
+                == ATTSecurity(encrypted: true, authenticated: false, keySize: 16))
+        #expect(verifier.verify(peer: from, message: message, signature: first) == nil, "replayed SignCounter 0")
+        var forged = SMPCrypto.signature(csrk: csrk, message: message, signCounter: 1)
+        forged[11] ^= 1
+        #expect(verifier.verify(peer: from, message: message, signature: forged) == nil, "wrong MAC")
+        #expect(verifier.verify(peer: from, message: message + [0], signature: SMPCrypto.signature(csrk: csrk, message: message, signCounter: 1)) == nil,
+                "signature of another message")
+        #expect(verifier.verify(peer: from, message: message, signature: SMPCrypto.signature(csrk: csrk, message: message, signCounter: 5)) != nil,
+                "a later counter is fine (counters may skip)")
+        #expect(try store.bond(for: peer)?.signCounter == 6)
+        let stranger = ATTPeer(id: 0x41, address: "00:11:22:33:44:55")
+        #expect(verifier.verify(peer: stranger, message: message, signature: SMPCrypto.signature(csrk: csrk, message: message, signCounter: 9)) == nil)
+    }
+}
