@@ -418,7 +418,7 @@ def section2():
           and "Write Not Permitted" in err[0].get("message", ""), show=r)
 
     rc = per.stop(signal.SIGINT)
-    check("peripheral: SIGINT -> exit 0", rc == 0, show=per.result())
+    check("peripheral: SIGINT before --duration ends -> exit 130 (interrupted; docs/cli.md)", rc == 130, show=per.result())
     pe = [x.get("event") for x in per.events()]
     check("peripheral: printed connected and disconnected for each central (%d/%d)" % (pe.count("connected"), pe.count("disconnected")),
           pe.count("connected") >= 3 and pe.count("disconnected") >= 3, show=per.result())
@@ -552,7 +552,7 @@ def section4():
     check("peripheral: printed BlueZ's write (%s)" % (pw[-1] if pw else None), bool(pw) and pw[-1].get("value") == b"bluez".hex())
     run(["hciconfig", h1, "down"], timeout=20)
     rc = per.stop(signal.SIGINT)
-    check("peripheral (BlueZ session): SIGINT -> exit 0", rc == 0, show=per.result())
+    check("peripheral (BlueZ session): SIGINT before --duration ends -> exit 130 (interrupted; docs/cli.md)", rc == 130, show=per.result())
 
 
 def section5():
