@@ -134,7 +134,6 @@ struct OutgoingFrame {
 final class LinkState {
     let handle: UInt16
     var connection: LEConnection
-    let framesContinuation: AsyncStream<[UInt8]>.Continuation
     var reassembler: L2CAPReassembler
     /// Frames not fully handed to the controller yet, oldest first (`queueHead` is the next).
     var queue: [OutgoingFrame] = []
@@ -146,10 +145,9 @@ final class LinkState {
     /// Frames in `queue` put there by `enqueueL2CAP`.
     var enqueuedCount = 0
 
-    init(connection: LEConnection, framesContinuation: AsyncStream<[UInt8]>.Continuation, maxFrame: Int) {
+    init(connection: LEConnection, maxFrame: Int) {
         self.handle = connection.handle
         self.connection = connection
-        self.framesContinuation = framesContinuation
         self.reassembler = L2CAPReassembler(maxFrame: maxFrame)
     }
 

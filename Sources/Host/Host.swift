@@ -192,7 +192,7 @@ public actor Host {
         waiterResults.removeAll()
         for link in links.values {
             while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
-            link.framesContinuation.finish()
+            link.connection.route.close(host: self)
         }
         links.removeAll()
         readyLinks.removeAll()
@@ -343,10 +343,7 @@ public actor Host {
     }
 
     private func deliver(_ frame: [UInt8], on link: LinkState) {
-        let route = link.connection.route
-        if let route, route.offer(frame, host: self) { return }
-        if case .dropped = link.framesContinuation.yield(frame) {
-            route?.uncount()
+        if !link.connection.route.deliver(frame, host: self) {
             warn("connection \(hexCode(link.handle, digits: 4)): \(configuration.maxQueuedFramesPerLink) frames queued unread: L2CAP frame dropped")
         }
     }
@@ -388,12 +385,10 @@ public actor Host {
             warn("connection handle \(hexCode(handle, digits: 4)) reused before its disconnection: old link closed")
             linkDisconnected(old.handle, reason: .connectionTimeout)
         }
-        let (stream, cont) = AsyncStream<[UInt8]>.makeStream(
-            bufferingPolicy: .bufferingOldest(Swift.max(1, configuration.maxQueuedFramesPerLink)))
         let local = role == .peripheral ? advertisingAddress : localAddressForConnections
-        let conn = LEConnection(handle: handle, role: role, peer: peer, local: local, parameters: parameters, frames: stream,
-                                route: FrameRoute())
-        links[handle] = LinkState(connection: conn, framesContinuation: cont, maxFrame: configuration.maxL2CAPFrame)
+        let conn = LEConnection(handle: handle, role: role, peer: peer, local: local, parameters: parameters,
+                                route: FrameRoute(limit: configuration.maxQueuedFramesPerLink))
+        links[handle] = LinkState(connection: conn, maxFrame: configuration.maxL2CAPFrame)
         return conn
     }
 
@@ -417,7 +412,7 @@ public actor Host {
         link.inFlight = 0
         while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
         link.reassembler.reset()
-        link.framesContinuation.finish()
+        link.connection.route.close(host: self)
         if link.scheduled {
             link.scheduled = false
             if let i = readyLinks[readyHead...].firstIndex(of: handle) { readyLinks.remove(at: i) }
@@ -490,12 +485,6 @@ public actor Host {
             try sendFragment(&f, on: link)
         }
         return true
-    }
-
-    /// Runs `body` on the host's executor (for a layer above that processes a frame read from
-    /// `frames` the way its `FrameRoute` sink would).
-    public func perform<T: Sendable>(_ body: @Sendable (isolated Host) throws -> T) rethrows -> T {
-        try body(self)
     }
 
     private func schedule(_ link: LinkState) {

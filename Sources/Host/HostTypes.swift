@@ -162,32 +162,31 @@ public struct ConnectionParameters: Sendable, Equatable, CustomStringConvertible
 
 /// An LE link as the host sees it when it is established.
 ///
-/// `frames` carries the reassembled L2CAP frames (basic header included) received on this
-/// link, in order, and finishes at disconnection. It has one consumer: the L2CAP layer.
+/// `route` hands the reassembled L2CAP frames (basic header included) received on this link,
+/// in order, to its one consumer: the L2CAP layer's sink, or `frames` (for tests and tools).
 public struct LEConnection: Sendable {
     public let handle: UInt16
     public let role: LERole
     public let peer: DeviceAddress
     public let local: DeviceAddress
     public let parameters: ConnectionParameters
-    public let frames: AsyncStream<[UInt8]>
-    /// Lets the L2CAP layer take frames synchronously on the host's executor instead of
-    /// reading `frames` (nil for connections not made by a `Host`).
-    public let route: FrameRoute?
+    /// Where the host hands this link's frames (the L2CAP layer installs its sink there).
+    public let route: FrameRoute
+    /// The frames as a stream, for a consumer that installs no sink; finishes at disconnection.
+    public var frames: AsyncStream<[UInt8]> { route.stream() }
 
     public var interval: UInt16 { parameters.interval }
     public var latency: UInt16 { parameters.latency }
     public var supervisionTimeout: UInt16 { parameters.supervisionTimeout }
 
     public init(handle: UInt16, role: LERole, peer: DeviceAddress, local: DeviceAddress,
-                parameters: ConnectionParameters, frames: AsyncStream<[UInt8]>, route: FrameRoute? = nil) {
+                parameters: ConnectionParameters, route: FrameRoute) {
         self.route = route
         self.handle = handle
         self.role = role
         self.peer = peer
         self.local = local
         self.parameters = parameters
-        self.frames = frames
     }
 }
 
