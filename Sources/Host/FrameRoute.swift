@@ -13,9 +13,9 @@ import Synchronization
 /// executor only (install, deliver and close all run there), so frames reach it in order.
 public final class FrameRoute: Sendable {
     /// Handles one frame on the host's executor.
-    public typealias Sink = @Sendable (isolated Host, [UInt8]) -> Void
+    public typealias Sink = @Sendable ([UInt8]) -> Void
     /// Called once on the host's executor when the link is gone.
-    public typealias Closed = @Sendable (isolated Host) -> Void
+    public typealias Closed = @Sendable () -> Void
 
     private enum Consumer {
         case undecided(held: [[UInt8]])
@@ -31,18 +31,20 @@ public final class FrameRoute: Sendable {
 
     init(limit: Int) { self.limit = Swift.max(1, limit) }
 
-    /// Makes `sink` the consumer (on the host's executor): frames held so far go to it first,
-    /// then every frame as it arrives; `closed` is called when the link goes (at once if it has).
-    /// Does nothing if the stream was chosen already.
-    public func install(_ sink: @escaping Sink, closed: @escaping Closed, host: isolated Host) {
+    /// Makes `sink` the consumer: frames held so far go to it first, then every frame as it
+    /// arrives; `closed` is called when the link goes (at once if it has). Does nothing if the
+    /// stream was chosen already. Call it on `host`'s executor (checked), so the held frames
+    /// are handed over before any newer one.
+    public func install(_ sink: @escaping Sink, closed: @escaping Closed, on host: Host) {
+        host.preconditionIsolated("FrameRoute.install runs on the host's executor")
         let taken: (held: [[UInt8]], wasClosed: Bool)? = state.withLock { s in
             guard case .undecided(let held) = s.consumer else { return nil }
             s.consumer = s.closed ? .undecided(held: []) : .sink(sink, closed)
             return (held, s.closed)
         }
         guard let (held, wasClosed) = taken else { return }
-        for f in held { sink(host, f) }
-        if wasClosed { closed(host) }
+        for f in held { sink(f) }
+        if wasClosed { closed() }
     }
 
     /// The frames as an `AsyncStream` (held frames first; finishes at disconnection), for a
@@ -82,7 +84,7 @@ public final class FrameRoute: Sendable {
         }
         switch next {
         case .sink(let sink):
-            sink(host, frame)
+            sink(frame)
             return true
         case .held(let kept):
             return kept
@@ -108,7 +110,7 @@ public final class FrameRoute: Sendable {
         }
         switch next {
         case .none: break
-        case .sink(let closed): closed(host)
+        case .sink(let closed): closed()
         case .stream(let c): c.finish()
         }
     }

@@ -83,21 +83,11 @@ public struct ConnectionParameterUpdateRequest: Sendable, Equatable {
 /// in order and one at a time, on the host's executor, as part of the link's one receive path
 /// (`FrameRoute` sink → `L2CAPConnection.received` → here): keep it short. `closed` is called
 /// once, when the link goes away.
-///
-/// `receivedOnHost`, when set, is called instead of `received` with the host isolated, so the
-/// handler can answer at once with `Host.enqueueL2CAP`.
 public struct FixedChannelHandler: Sendable {
     public var received: @Sendable ([UInt8]) -> Void
-    public var receivedOnHost: (@Sendable (isolated Host, [UInt8]) -> Void)?
     public var closed: @Sendable (L2CAPError) -> Void
     public init(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
         self.received = received
-        self.closed = closed
-    }
-    public init(receivedOnHost: @escaping @Sendable (isolated Host, [UInt8]) -> Void,
-                closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
-        self.received = { _ in }
-        self.receivedOnHost = receivedOnHost
         self.closed = closed
     }
 }
@@ -167,10 +157,8 @@ public actor L2CAPConnection {
     public func start() {
         guard !started, !isDisconnected else { return }
         started = true
-        host.assumeIsolated { host in
-            connection.route.install({ _, frame in self.assumeIsolated { $0.received(frame) } },
-                                     closed: { _ in self.assumeIsolated { $0.linkClosed() } }, host: host)
-        }
+        connection.route.install({ frame in self.assumeIsolated { $0.received(frame) } },
+                                 closed: { self.assumeIsolated { $0.linkClosed() } }, on: host)
     }
 
     /// Registers (or with nil removes) the handler of fixed channel `cid` (ATT 0x0004, SMP 0x0006, ...).
@@ -202,17 +190,14 @@ public actor L2CAPConnection {
     /// Demultiplexes one frame (the host's executor, in arrival order) and handles it to
     /// completion: signaling, a credit-based channel, or a fixed channel's handler.
     func received(_ bytes: [UInt8]) {
-        guard bytes.count >= L2CAPFrame.headerLength else {
-            log("frame shorter than its basic header (\(bytes.count) octets): dropped")
+        let frame: L2CAPFrame
+        do {
+            frame = try L2CAPFrame.decode(bytes)
+        } catch {
+            log("malformed frame (\(bytes.count) octets): \(error): dropped")
             return
         }
-        let length = Int(bytes[0]) | Int(bytes[1]) << 8
-        let cid = UInt16(bytes[2]) | UInt16(bytes[3]) << 8
-        guard length == bytes.count - L2CAPFrame.headerLength else {
-            log("frame length \(length) disagrees with \(bytes.count - 4) octets received on \(L2CAPCID(cid)): dropped")
-            return
-        }
-        let payload = Array(bytes[L2CAPFrame.headerLength...])
+        let cid = frame.cid.rawValue, payload = frame.payload
         switch cid {
         case L2CAPCID.leSignaling.rawValue:
             signaling(payload)
@@ -220,7 +205,7 @@ public actor L2CAPConnection {
             channelFrame(cid: cid, payload)
         default:
             if let h = fixedHandlers[cid] {
-                if let onHost = h.receivedOnHost { host.assumeIsolated { onHost($0, payload) } } else { h.received(payload) }
+                h.received(payload)
             } else {
                 log("frame for \(L2CAPCID(cid)) with no handler (\(payload.count) octets): dropped")
             }

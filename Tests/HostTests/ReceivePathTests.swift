@@ -12,7 +12,7 @@ final class SinkRecord: Sendable {
 
 /// Installs the sink the way the L2CAP layer does: on the host's executor.
 func installRecordingSink(_ route: FrameRoute, _ record: SinkRecord, host: isolated Host) {
-    route.install({ _, frame in
+    route.install({ frame in
         record.state.withLock { s in
             if s.inside { s.overlapped = true }
             s.inside = true
@@ -21,7 +21,7 @@ func installRecordingSink(_ route: FrameRoute, _ record: SinkRecord, host: isola
         var sum = 0
         for b in frame { sum &+= Int(b) }
         record.state.withLock { s in s.frames.append(frame); s.inside = false; _ = sum }
-    }, closed: { _ in record.state.withLock { $0.closed += 1 } }, host: host)
+    }, closed: { record.state.withLock { $0.closed += 1 } }, on: host)
 }
 
 /// The one receive path (issue 14): frames reach the link's consumer synchronously on the
