@@ -47,9 +47,10 @@ public enum ATTBearerError: Error, Sendable, Equatable, CustomStringConvertible 
 }
 
 /// ATT over CID 0x0004 of one `L2CAPConnection`: the client side (`ATTRequester`: one
-/// outstanding request, transaction timeout, MTU exchange), the server side (requests handed
-/// to an `ATTServerDelegate` one at a time; malformed/unknown PDUs refused per spec) and
-/// server pushes (`ATTServerPush`: notifications, indications with one outstanding).
+/// outstanding request, transaction timeout, MTU exchange; `clientReceived`), the server side
+/// (requests handed to an `ATTServerDelegate` one at a time; malformed/unknown PDUs refused per
+/// spec; `serverReceived`) and server pushes (`ATTServerPush`: notifications, indications with
+/// one outstanding). `received` decodes each PDU once and `dispatch` hands it to one side.
 ///
 /// Runs on the host's executor (`unownedExecutor`), like its `L2CAPConnection`: each ATT PDU
 /// is handled by `received` synchronously, within the host's handling of the frame that
@@ -353,8 +354,35 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         }
     }
 
+    /// Which side of the bearer handles a PDU the peer sent, by its method type (Core v5.4
+    /// Vol 3 Part F 3.3, Table 3.37 for the opcodes). Lengths were checked once, by the codec
+    /// (`ATTPDU.decodeResult`), before this is consulted.
+    enum Side { case client, server, neither }
+    static func side(of pdu: ATTPDU) -> Side {
+        switch pdu {
+        case .handleValueNotification, .handleValueIndication, .multipleHandleValueNotification, .errorResponse:
+            return .client
+        case .handleValueConfirmation, .exchangeMTURequest, .unknown:
+            return .server
+        default:
+            let op = pdu.opcode
+            if op.isResponse { return .client }
+            if op.isRequest || op.isCommand { return .server }
+            return .neither
+        }
+    }
+
     func dispatch(_ pdu: ATTPDU) {
-        let op = pdu.opcode
+        switch Self.side(of: pdu) {
+        case .client: clientReceived(pdu)
+        case .server: serverReceived(pdu)
+        case .neither: log("\(pdu.opcode) not expected from the peer: dropped")
+        }
+    }
+
+    // MARK: Client side: answers to our one outstanding request, and the server's pushes
+
+    func clientReceived(_ pdu: ATTPDU) {
         switch pdu {
         case let .errorResponse(requestOpcode, handle, code):
             guard let t = takeTransaction(where: { $0.opcode == requestOpcode }) else {
@@ -362,6 +390,25 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
                 return
             }
             t.resolve(.failure(ATTError(code, requestOpcode: requestOpcode, handle: handle)))
+        case .handleValueNotification, .multipleHandleValueNotification:
+            if notificationBacklog == 0, let direct = notificationFast, direct(pdu) { return }
+            queueNotification(pdu)
+        case .handleValueIndication:
+            queueNotification(pdu)
+        default:
+            guard let t = takeTransaction(where: { $0.opcode.responseOpcode == pdu.opcode }) else {
+                log("\(pdu.opcode) with no matching request pending: dropped")
+                return
+            }
+            t.resolve(.success(pdu))
+        }
+    }
+
+    // MARK: Server side: the peer's requests and commands, and confirmations of our indications
+
+    func serverReceived(_ pdu: ATTPDU) {
+        let op = pdu.opcode
+        switch pdu {
         case .handleValueConfirmation:
             guard let t = indication else {
                 log("Handle Value Confirmation with no indication pending: dropped")
@@ -369,11 +416,6 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             }
             indication = nil
             t.resolve(.success(pdu))
-        case .handleValueNotification, .multipleHandleValueNotification:
-            if notificationBacklog == 0, let direct = notificationFast, direct(pdu) { return }
-            queueNotification(pdu)
-        case .handleValueIndication:
-            queueNotification(pdu)
         case .exchangeMTURequest(let clientRx):
             // Core v5.4 Vol 3 Part F 3.4.2.2: the server answers with its Rx MTU; ATT_MTU is the
             // smaller of the two, except that an Rx MTU below the default ATT_MTU (23) leaves
@@ -399,17 +441,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
                 log("unknown \(op): ignored")
             }
         default:
-            if op.isResponse {
-                guard let t = takeTransaction(where: { $0.opcode.responseOpcode == op }) else {
-                    log("\(op) with no matching request pending: dropped")
-                    return
-                }
-                t.resolve(.success(pdu))
-            } else if op.isRequest || op.isCommand {
-                serve(pdu)
-            } else {
-                log("\(op) not expected from the peer: dropped")
-            }
+            serve(pdu)
         }
     }
 
