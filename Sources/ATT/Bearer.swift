@@ -96,9 +96,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// A request (or indication) waiting for its answer; resolved once, from any context.
     final class Transaction: Sendable {
         let opcode: ATTOpcode
-        let deadline: ContinuousClock.Instant
         private let state = Mutex<(CheckedContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>((nil, nil))
-        init(opcode: ATTOpcode, deadline: ContinuousClock.Instant) { self.opcode = opcode; self.deadline = deadline }
+        init(opcode: ATTOpcode) { self.opcode = opcode }
         func resolve(_ r: Result<ATTPDU, any Error>) {
             let c: CheckedContinuation<ATTPDU, any Error>? = state.withLock { s in
                 if let c = s.0 { s.0 = nil; return c }
@@ -120,19 +119,21 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     }
 
     // Client: the pending request, the single outstanding-request slot and its waiters (FIFO).
-    var transaction: Transaction?
+    var transaction: Transaction? {
+        didSet { if transaction !== oldValue { rearm(&transactionDeadline, for: transaction) } }
+    }
+    /// The transaction timeouts (Core Vol 3 Part F 3.3.3), in the host's deadline table.
+    var transactionDeadline: DeadlineID?
+    var indicationDeadline: DeadlineID?
     var clientBusy = false
     var clientWaiters: [CheckedContinuation<Void, any Error>] = []
 
     // Server indication.
-    var indication: Transaction?
+    var indication: Transaction? {
+        didSet { if indication !== oldValue { rearm(&indicationDeadline, for: indication) } }
+    }
     var indicationBusy = false
     var indicationWaiters: [CheckedContinuation<Void, any Error>] = []
-
-    /// The watchdog, parked while no transaction runs; `watchdogPoked` records a wake that
-    /// came while it was not parked.
-    var watchdogWake: CheckedContinuation<Void, Never>?
-    var watchdogPoked = false
 
     /// PDUs held for the notification handler before new ones are dropped (and logged).
     static let queueLimit = 1024
@@ -157,7 +158,6 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             received: { bytes in self.assumeIsolated { $0.received(bytes) } },
             closed: { _ in self.assumeIsolated { $0.linkClosed() } }))
         tasks.append(Task { await self.notificationLoop() })
-        tasks.append(Task { await self.watchdog() })
     }
 
     /// The GATT server that answers the peer's requests; told `peerConnected` at once.
@@ -225,9 +225,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         try await claimClientSlot(size: bytes.count)
         defer { releaseClientSlot() }
         if let closedReason { throw closedReason }
-        let t = Transaction(opcode: pdu.opcode, deadline: .now + configuration.transactionTimeout)
+        let t = Transaction(opcode: pdu.opcode)
         transaction = t
-        wakeWatchdog()
         do {
             try await l2cap.host.sendL2CAP(L2CAPFrame(cid: .att, payload: bytes).bytes, on: peer.id)
         } catch {
@@ -321,9 +320,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             if !indicationWaiters.isEmpty { indicationWaiters.removeFirst().resume() }
         }
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
-        let t = Transaction(opcode: .handleValueIndication, deadline: .now + configuration.transactionTimeout)
+        let t = Transaction(opcode: .handleValueIndication)
         indication = t
-        wakeWatchdog()
         do {
             try await l2cap.send(ATTPDU.handleValueIndication(handle: handle, value: v).bytes, on: .att)
         } catch {
@@ -509,47 +507,25 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     // MARK: - Timeout and closing
 
-    func watchdog() async {
-        while closedReason == nil, !Task.isCancelled {
-            let now = ContinuousClock.now
-            var next: ContinuousClock.Instant?
-            if let t = transaction {
-                if t.deadline <= now {
-                    let seconds = configuration.transactionTimeout
-                    close(.transactionTimeout("no response to \(t.opcode) within \(seconds)"))
-                    return
-                }
-                next = t.deadline
-            }
-            if let i = indication {
-                if i.deadline <= now {
-                    close(.transactionTimeout("no Handle Value Confirmation within \(configuration.transactionTimeout)"))
-                    return
-                }
-                next = next.map { Swift.min($0, i.deadline) } ?? i.deadline
-            }
-            if let next {
-                try? await Task.sleep(until: next, clock: .continuous)
-            } else {
-                // Parks until a request or indication starts (or the bearer closes).
-                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                    if watchdogPoked {
-                        watchdogPoked = false
-                        c.resume()
-                    } else {
-                        watchdogWake = c
-                    }
-                }
+    /// Arms the transaction timeout of `t` in the host's deadline table (disarming the
+    /// previous one), or only disarms when `t` is nil.
+    func rearm(_ deadline: inout DeadlineID?, for t: Transaction?) {
+        let host = l2cap.host, old = deadline
+        deadline = host.assumeIsolated { host in
+            host.disarm(old)
+            guard let t else { return nil }
+            return host.arm(after: configuration.transactionTimeout) { [weak self] in
+                self?.assumeIsolated { $0.timedOut(t) }
             }
         }
     }
 
-    func wakeWatchdog() {
-        if let w = watchdogWake {
-            watchdogWake = nil
-            w.resume()
-        } else {
-            watchdogPoked = true
+    /// No answer to `t` within the transaction timeout: the bearer closes (Core Vol 3 Part F 3.3.3).
+    func timedOut(_ t: Transaction) {
+        if t === transaction {
+            close(.transactionTimeout("no response to \(t.opcode) within \(configuration.transactionTimeout)"))
+        } else if t === indication {
+            close(.transactionTimeout("no Handle Value Confirmation within \(configuration.transactionTimeout)"))
         }
     }
 
@@ -567,6 +543,5 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         for w in indicationWaiters { w.resume(throwing: reason) }
         indicationWaiters.removeAll()
         notificationsContinuation.finish()
-        wakeWatchdog()
     }
 }

@@ -52,7 +52,9 @@ public actor Host {
     var commandCredits = 1
     var commandQueue: [PendingCommand] = []
     var outstandingCommands: [PendingCommand] = []
-    var commandTimeouts: [UInt64: Task<Void, Never>] = [:]
+    var commandTimeouts: [UInt64: DeadlineID] = [:]
+    /// Every deadline of the host and the layers on its executor (Deadlines.swift).
+    var deadlines = DeadlineTable()
     var nextID: UInt64 = 1
 
     // MARK: ACL state
@@ -99,7 +101,7 @@ public actor Host {
     var encryptionObservers: [UInt16: @Sendable (Bool) -> Void] = [:]
     /// Results that arrived before their waiter started awaiting.
     var waiterResults: [UInt64: Result<WaiterResult, any Error>] = [:]
-    var waiterTimeouts: [UInt64: Task<Void, Never>] = [:]
+    var waiterTimeouts: [UInt64: DeadlineID] = [:]
 
     // MARK: GAP state
     var randomAddress: BDAddress?
@@ -181,12 +183,12 @@ public actor Host {
         let pending = outstandingCommands + commandQueue
         outstandingCommands.removeAll()
         commandQueue.removeAll()
-        for t in commandTimeouts.values { t.cancel() }
+        for d in commandTimeouts.values { disarm(d) }
         commandTimeouts.removeAll()
         for p in pending { p.continuation.resume(throwing: error) }
         let ws = waiters
         waiters.removeAll()
-        for t in waiterTimeouts.values { t.cancel() }
+        for d in waiterTimeouts.values { disarm(d) }
         waiterTimeouts.removeAll()
         for w in ws { w.continuation?.resume(throwing: error) }
         waiterResults.removeAll()
@@ -199,6 +201,7 @@ public actor Host {
         readyHead = 0
         creditWatchdog?.cancel()
         creditWatchdog = nil
+        disarmAll()
     }
 
     func checkAlive() throws {
@@ -250,10 +253,7 @@ public actor Host {
         nextID &+= 1
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<CommandResult, any Error>) in
             commandQueue.append(PendingCommand(id: id, packet: packet, statusOnly: statusOnly, continuation: cont))
-            commandTimeouts[id] = Task { [weak self] in
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                await self?.commandTimedOut(id)
-            }
+            commandTimeouts[id] = arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.commandTimedOut(id) } }
             pumpCommands()
         }
     }
@@ -280,7 +280,7 @@ public actor Host {
             do {
                 try transport.send(.command(p.packet))
             } catch {
-                commandTimeouts.removeValue(forKey: p.id)?.cancel()
+                disarm(commandTimeouts.removeValue(forKey: p.id))
                 p.continuation.resume(throwing: HostError.transportLost(error))
                 continue
             }
@@ -302,7 +302,7 @@ public actor Host {
                 }
                 if accept {
                     outstandingCommands.remove(at: i)
-                    commandTimeouts.removeValue(forKey: p.id)?.cancel()
+                    disarm(commandTimeouts.removeValue(forKey: p.id))
                     p.continuation.resume(returning: result)
                 }
                 matched = true
@@ -634,7 +634,7 @@ public actor Host {
     func cancelWaiter(_ id: UInt64) {
         waiters.removeAll { $0.id == id }
         waiterResults[id] = nil
-        waiterTimeouts.removeValue(forKey: id)?.cancel()
+        disarm(waiterTimeouts.removeValue(forKey: id))
     }
 
     /// Waits for the event a registered waiter expects, at most `timeout`.
@@ -645,10 +645,7 @@ public actor Host {
         }
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<WaiterResult, any Error>) in
             waiters[i].continuation = cont
-            waiterTimeouts[id] = Task { [weak self] in
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                await self?.waiterTimedOut(id, name: name)
-            }
+            waiterTimeouts[id] = arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.waiterTimedOut(id, name: name) } }
         }
     }
 
@@ -660,7 +657,7 @@ public actor Host {
 
     func resolveWaiter(at i: Int, _ result: Result<WaiterResult, any Error>) {
         let w = waiters.remove(at: i)
-        waiterTimeouts.removeValue(forKey: w.id)?.cancel()
+        disarm(waiterTimeouts.removeValue(forKey: w.id))
         if let c = w.continuation { c.resume(with: result) } else { waiterResults[w.id] = result }
     }
 

@@ -20,6 +20,8 @@ public struct HostConfiguration: Sendable {
     public var aclCreditTimeout: Duration = .seconds(30)
     /// Default timeout of `Host.execute`.
     public var commandTimeout: Duration = .seconds(5)
+    /// The clock of every deadline (`Host.arm`); tests inject a `ManualDeadlineClock`.
+    public var clock: any DeadlineClock = SystemDeadlineClock()
     /// Own random static address to use instead of generating one (nil: generated once per Host).
     public var randomStaticAddress: BDAddress?
     /// Called with every warning the host emits (also sent as `HostEvent.warning`).

@@ -129,7 +129,8 @@ public actor L2CAPConnection {
     struct PendingSignal {
         let name: String
         let continuation: CheckedContinuation<SignalingCommand, any Error>
-        let timer: Task<Void, Never>
+        /// RTX (Core Vol 3 Part A 6.2.1), in the host's deadline table.
+        let timer: DeadlineID
     }
     var pendingSignals: [UInt8: PendingSignal] = [:]
     var lastIdentifier: UInt8 = 0
@@ -212,6 +213,11 @@ public actor L2CAPConnection {
         }
     }
 
+    /// Forgets a deadline in the host's table (we run on the host's executor).
+    func disarm(_ id: DeadlineID) {
+        host.assumeIsolated { $0.disarm(id) }
+    }
+
     func linkClosed() {
         guard !isDisconnected else { return }
         isDisconnected = true
@@ -219,7 +225,7 @@ public actor L2CAPConnection {
         let pending = pendingSignals
         pendingSignals.removeAll()
         for p in pending.values {
-            p.timer.cancel()
+            disarm(p.timer)
             p.continuation.resume(throwing: error)
         }
         for cid in Array(channels.keys) { finishChannel(cid, error) }
@@ -275,10 +281,7 @@ public actor L2CAPConnection {
         let name = command.code.description
         let timeout = configuration.signalingTimeout
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<SignalingCommand, any Error>) in
-            let timer = Task { [weak self] in
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                await self?.signalTimedOut(id)
-            }
+            let timer = host.assumeIsolated { $0.arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.signalTimedOut(id) } } }
             pendingSignals[id] = PendingSignal(name: name, continuation: cont, timer: timer)
             sendSignal(command)
         }
@@ -307,7 +310,7 @@ public actor L2CAPConnection {
                 log("\(command.code) with identifier \(id) answers no pending request: dropped")
                 return
             }
-            p.timer.cancel()
+            disarm(p.timer)
             p.continuation.resume(returning: command)
         case let .disconnectionRequest(dcid, scid):
             disconnectionRequest(id: id, localCID: dcid, remoteCID: scid)

@@ -74,3 +74,29 @@ extension ACLFlowTests {
         await host.close()
     }
 }
+
+/// HCI commands time out through the host's one deadline table (issue 14): on an injected
+/// clock, nothing fires while it stands still, and the command fails once it passes the
+/// command's timeout.
+@Suite struct DeadlineTableTests {
+    @Test func unansweredCommandTimesOutWhenTheClockPassesItsDeadline() async throws {
+        let base = FakeTransport.controller()
+        // The scripted controller, except that Read RSSI is never answered.
+        let t = FakeTransport { c in c.opcode == ReadRSSI.opcode ? [] : base.responder!(c) }
+        let clock = ManualDeadlineClock()
+        var config = HostConfiguration()
+        config.clock = clock
+        let host = Host(transport: t, configuration: config)
+        _ = try await host.start()
+        #expect(await host.armedDeadlineCount == 0)
+        let pending = Task { try await host.execute(ReadRSSI(connectionHandle: 0x0040), timeout: .seconds(5)) }
+        try await eventually("armed") { await host.armedDeadlineCount == 1 }
+        clock.advance(by: .milliseconds(4_999))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(await host.armedDeadlineCount == 1)
+        clock.advance(by: .milliseconds(1))
+        await #expect(throws: HostError.commandTimeout(ReadRSSI.opcode.name)) { try await pending.value }
+        #expect(await host.armedDeadlineCount == 0)
+        await host.close()
+    }
+}
