@@ -22,8 +22,10 @@ public enum GATTServerEvent: Sendable, Equatable {
 
 /// The GATT server: the attribute database plus per-peer state (CCCDs, Client Supported
 /// Features, prepare queue). It answers decoded requests synchronously under one lock (no
-/// actor hop); application handlers run outside the lock.
-public final class GATTServer: ATTServerDelegate, Sendable {
+/// actor hop); application handlers run outside the lock. As an
+/// `ATTSynchronousServerDelegate` (`response(to:from:mtu:security:)`) it lets the ATT bearer answer
+/// requests within the host's handling of the frame, with no task hop.
+public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     public struct Configuration: Sendable {
         /// Generic Access Device Name.
         public var deviceName: String
