@@ -86,15 +86,21 @@ extension Host {
     public func arm(after: Duration, _ fire: @escaping @Sendable () -> Void) -> DeadlineID {
         deadlines.nextID &+= 1
         let id = deadlines.nextID
-        deadlines.entries[id] = DeadlineTable.Entry(deadline: configuration.clock.now.advanced(by: after), fire: fire)
-        rescheduleSweep()
+        let deadline = configuration.clock.now.advanced(by: after)
+        deadlines.entries[id] = DeadlineTable.Entry(deadline: deadline, fire: fire)
+        // The sweep already wakes in time (the usual case: procedures of the same kind are
+        // armed in deadline order): nothing to do.
+        if let w = deadlines.sweeperWakesAt, w <= deadline { return DeadlineID(raw: id) }
+        startSweep(until: deadline)
         return DeadlineID(raw: id)
     }
 
     /// Forgets a deadline (its procedure ended); nothing if it fired or was disarmed already.
+    /// The sweep task is left sleeping: it wakes once, finds nothing due and sleeps until the
+    /// next deadline, so a procedure per millisecond does not start and cancel a task each.
     public func disarm(_ id: DeadlineID?) {
-        guard let id, deadlines.entries.removeValue(forKey: id.raw) != nil else { return }
-        if deadlines.entries.isEmpty { stopSweep() }
+        guard let id else { return }
+        deadlines.entries[id.raw] = nil
     }
 
     /// Deadlines registered and not yet fired or disarmed.
@@ -108,12 +114,14 @@ extension Host {
         let due = deadlines.entries.filter { $0.value.deadline <= now }.sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }
         for (id, _) in due { deadlines.entries[id] = nil }
         for (_, e) in due { e.fire() }
-        rescheduleSweep()
+        // (A fired procedure may have armed another, starting a sweep already.)
+        guard let earliest = deadlines.entries.values.min(by: { $0.deadline < $1.deadline })?.deadline else { return }
+        if let w = deadlines.sweeperWakesAt, w <= earliest { return }
+        startSweep(until: earliest)
     }
 
-    private func rescheduleSweep() {
-        guard let earliest = deadlines.entries.values.map(\.deadline).min() else { stopSweep(); return }
-        if let w = deadlines.sweeperWakesAt, w <= earliest { return }
+    /// (Re)starts the one sweep task to wake at `earliest`.
+    private func startSweep(until earliest: ContinuousClock.Instant) {
         deadlines.sweeper?.cancel()
         deadlines.sweeperWakesAt = earliest
         let clock = configuration.clock
