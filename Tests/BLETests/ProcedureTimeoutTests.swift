@@ -1,6 +1,7 @@
 // Every timeout of the stack goes through the host's one deadline table (issue 14): an
 // injected clock that stands still fires nothing; moved past a procedure's deadline, it fires
 // that procedure's timeout, whatever its layer.
+import Synchronization
 import Testing
 import HCI
 import Host
@@ -66,5 +67,40 @@ import VirtualController
         #expect(await central.armedDeadlineCount == 0)
         await central.close()
         await silent.close()
+    }
+}
+
+/// The one receive path keeps a link's PDUs in arrival order (issue 14), also when one of them
+/// is still being handled by the application while later ones arrive.
+@Suite(.timeLimit(.minutes(1))) struct ReceiveOrderTests {
+    @Test func notificationsArrivingWhileAnEarlierOneIsStillHandledKeepTheirOrder() async throws {
+        let (central, peer, link) = try await ProcedureTimeoutTests().linkToASilentPeer(clock: ManualDeadlineClock())
+        let l2cap = L2CAPConnection(host: central, connection: link)
+        let bearer = ATTBearer(l2cap: l2cap)
+        let seen = Mutex<[UInt8]>([])
+        // Values 5 and 12 are declined by the synchronous receiver (as GATTClient declines
+        // Service Changed) and go to the asynchronous handler, which takes its time: the
+        // values after them arrive meanwhile and must still be seen after them.
+        await bearer.setNotificationFastHandler { pdu in
+            guard case .handleValueNotification(_, let v) = pdu, v != [5], v != [12] else { return false }
+            seen.withLock { $0.append(v[0]) }
+            return true
+        }
+        await bearer.setNotificationHandler { pdu in
+            guard case .handleValueNotification(_, let v) = pdu else { return }
+            try? await Task.sleep(for: .milliseconds(50))
+            seen.withLock { $0.append(v[0]) }
+        }
+        await bearer.start()
+        await l2cap.start()
+        let handle = try #require(await peer.connections.first?.handle)
+        for i in UInt8(0)..<20 {
+            try await peer.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: 0x0010, value: [i]).bytes).bytes,
+                                     on: handle)
+        }
+        for _ in 0..<300 where seen.withLock({ $0.count }) < 20 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(seen.withLock { $0 } == Array(0..<20))
+        await central.close()
+        await peer.close()
     }
 }
