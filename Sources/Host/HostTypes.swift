@@ -6,7 +6,8 @@ public struct HostConfiguration: Sendable {
     /// Longest L2CAP frame (basic header included) the reassembler accepts; longer frames
     /// are dropped and reported with `HostEvent.warning`.
     public var maxL2CAPFrame: Int = 65535 + 4
-    /// Frames buffered per link for the L2CAP layer before new ones are dropped (and reported).
+    /// Frames a link holds before its consumer starts (or in its `frames` stream) before new
+    /// ones are dropped (and reported). The L2CAP layer's sink holds none: it handles each at once.
     public var maxQueuedFramesPerLink: Int = 4096
     /// Events buffered for the consumer of `Host.events` before new ones are dropped (and logged).
     public var maxQueuedEvents: Int = 16384
