@@ -313,7 +313,8 @@ public final class PacketDecoder: @unchecked Sendable {
 
 // MARK: - Reassembly
 
-/// ACL fragments → L2CAP frames, per (connection handle, direction), bounded.
+/// ACL fragments → L2CAP frames, per (connection handle, direction), bounded: the host's own
+/// `L2CAPReassembler` per key, plus the packet indexes each frame came from.
 struct Reassembly {
     struct Key: Hashable {
         var handle: UInt16
@@ -321,9 +322,8 @@ struct Reassembly {
     }
 
     struct Pending {
-        var bytes: [UInt8]
-        var indexes: [Int]
-        var total: Int?
+        var reassembler = L2CAPReassembler()
+        var indexes: [Int] = []
     }
 
     enum Outcome {
@@ -344,35 +344,34 @@ struct Reassembly {
         if a.boundary.isStart {
             var dropped: String? = nil
             if let old = pending.removeValue(forKey: key) {
-                dropped = "frame from packet(s) \(old.indexes.map(String.init).joined(separator: ",")) was incomplete (\(old.bytes.count) of \(old.total.map(String.init) ?? "?") octets)"
+                let r = old.reassembler
+                dropped = "frame from packet(s) \(old.indexes.map(String.init).joined(separator: ",")) was incomplete (\(r.pendingCount) of \(r.expectedLength.map(String.init) ?? "?") octets)"
             }
-            let total = L2CAPFrame.totalLength(header: a.data)
-            if let total {
-                if a.data.count == total { return .frame(a.data, indexes: [index], dropped: dropped) }
-                if a.data.count > total {
-                    return .malformed("ACL data (\(a.data.count) octets) is longer than the L2CAP frame it starts (\(total) octets)", dropped: dropped)
-                }
+            var p = Pending(indexes: [index])
+            switch p.reassembler.push(a.data, start: true) {
+            case .frame(let f): return .frame(f, indexes: [index], dropped: dropped)
+            case .dropped(let reason), .replaced(let reason, _): return .malformed(reason, dropped: dropped)
+            case .pending: break
             }
             if pending.count >= PacketDecoder.maxPendingFrames,
                let oldest = pending.min(by: { $0.value.indexes[0] < $1.value.indexes[0] }) {
                 pending.removeValue(forKey: oldest.key)
             }
-            pending[key] = Pending(bytes: a.data, indexes: [index], total: total)
-            return .fragment(number: 1, firstIndex: index, received: a.data.count, total: total, dropped: dropped)
+            pending[key] = p
+            return .fragment(number: 1, firstIndex: index, received: a.data.count, total: p.reassembler.expectedLength, dropped: dropped)
         }
         guard var p = pending.removeValue(forKey: key) else {
             return .malformed("continuing ACL fragment without the start of an L2CAP frame on handle \(a.handle)", dropped: nil)
         }
-        p.bytes += a.data
         p.indexes.append(index)
-        if p.total == nil { p.total = L2CAPFrame.totalLength(header: p.bytes) }
-        if let total = p.total {
-            if p.bytes.count == total { return .frame(p.bytes, indexes: p.indexes, dropped: nil) }
-            if p.bytes.count > total {
-                return .malformed("ACL fragments (\(p.bytes.count) octets from packets \(p.indexes.map(String.init).joined(separator: ","))) overrun the L2CAP frame length (\(total) octets)", dropped: nil)
-            }
+        switch p.reassembler.push(a.data, start: false) {
+        case .frame(let f): return .frame(f, indexes: p.indexes, dropped: nil)
+        case .dropped(let reason), .replaced(let reason, _):
+            return .malformed("ACL fragments from packets \(p.indexes.map(String.init).joined(separator: ",")): \(reason)", dropped: nil)
+        case .pending: break
         }
         pending[key] = p
-        return .fragment(number: p.indexes.count, firstIndex: p.indexes[0], received: p.bytes.count, total: p.total, dropped: nil)
+        return .fragment(number: p.indexes.count, firstIndex: p.indexes[0], received: p.reassembler.pendingCount,
+                         total: p.reassembler.expectedLength, dropped: nil)
     }
 }

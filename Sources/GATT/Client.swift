@@ -617,7 +617,3 @@ public actor GATTClient {
         changes.yield(range)
     }
 }
-
-/// `GATTServer.response(to:from:mtu:security:)` is synchronous: the ATT bearer answers requests
-/// on the host's executor with it, without a task hop per request.
-extension GATTServer: ATTSynchronousServerDelegate {}

@@ -20,9 +20,6 @@ public enum GATTServerEvent: Sendable, Equatable {
     case answered(ATTPeer, request: ATTPDU, response: ATTPDU)
 }
 
-/// The GATT server: the attribute database plus per-peer state (CCCDs, Client Supported
-/// Features, prepare queue). It answers decoded requests synchronously under one lock (no
-/// actor hop); application handlers run outside the lock.
 /// Checks the Authentication Signature of an ATT Signed Write Command (Core Vol 3 Part H 2.4.5)
 /// with the CSRK bonded with `peer`, refusing a SignCounter already used. Returns the security
 /// the signing key stands for (its pairing's authentication and key size), or nil to ignore the
@@ -31,7 +28,12 @@ public protocol GATTSignedWriteVerifier: Sendable {
     func verify(peer: ATTPeer, message: [UInt8], signature: [UInt8]) -> ATTSecurity?
 }
 
-public final class GATTServer: ATTServerDelegate, Sendable {
+/// The GATT server: the attribute database plus per-peer state (CCCDs, Client Supported
+/// Features, prepare queue). It answers decoded requests synchronously under one lock (no
+/// actor hop); application handlers run outside the lock. As an
+/// `ATTSynchronousServerDelegate` (`response(to:from:mtu:security:)`) it lets the ATT bearer answer
+/// requests within the host's handling of the frame, with no task hop.
+public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     public struct Configuration: Sendable {
         /// Generic Access Device Name.
         public var deviceName: String

@@ -30,6 +30,18 @@ public struct L2CAPReassembler: Sendable {
 
     /// Octets held for an incomplete frame.
     public var pendingCount: Int { active ? buffer.count : 0 }
+    /// The whole frame's length (basic header included) once its header has been seen.
+    public var expectedLength: Int? { active ? expected : nil }
+
+    /// The total frame length (4-octet basic header + the Length field, Core Vol 3 Part A 3.1)
+    /// announced by the first octets of a frame; nil while fewer than 4 are available. The
+    /// one place the Length field is read before a frame is complete.
+    public static func totalLength<C: Collection>(header: C) -> Int? where C.Element == UInt8 {
+        guard header.count >= 4 else { return nil }
+        var it = header.makeIterator()
+        guard let lo = it.next(), let hi = it.next() else { return nil }
+        return 4 + (Int(lo) | Int(hi) << 8)
+    }
 
     public mutating func push(_ data: [UInt8], start: Bool) -> Output {
         if start {
@@ -65,14 +77,13 @@ public struct L2CAPReassembler: Sendable {
     }
 
     private mutating func begin(_ data: [UInt8]) -> Output {
-        if data.count >= 4 {
-            let total = 4 + (Int(data[0]) | Int(data[1]) << 8)
+        if let total = Self.totalLength(header: data) {
             if total > maxFrame {
                 return .dropped("L2CAP frame of \(total) octet(s) exceeds the limit of \(maxFrame): dropped")
             }
             if data.count == total { return .frame(data) }  // fast path: no copy
             if data.count > total {
-                return .dropped("fragment carries \(data.count) octet(s), the L2CAP header announced \(total): dropped")
+                return .dropped("ACL data (\(data.count) octets) is longer than the L2CAP frame it starts (\(total) octets): dropped")
             }
             active = true
             expected = total
@@ -87,8 +98,7 @@ public struct L2CAPReassembler: Sendable {
     }
 
     private mutating func afterHeaderKnown() -> Output {
-        guard buffer.count >= 4 else { return .pending }
-        let total = 4 + (Int(buffer[0]) | Int(buffer[1]) << 8)
+        guard let total = Self.totalLength(header: buffer) else { return .pending }
         if total > maxFrame {
             reset()
             return .dropped("L2CAP frame of \(total) octet(s) exceeds the limit of \(maxFrame): dropped")
@@ -134,7 +144,6 @@ struct OutgoingFrame {
 final class LinkState {
     let handle: UInt16
     var connection: LEConnection
-    let framesContinuation: AsyncStream<[UInt8]>.Continuation
     var reassembler: L2CAPReassembler
     /// Frames not fully handed to the controller yet, oldest first (`queueHead` is the next).
     var queue: [OutgoingFrame] = []
@@ -146,10 +155,9 @@ final class LinkState {
     /// Frames in `queue` put there by `enqueueL2CAP`.
     var enqueuedCount = 0
 
-    init(connection: LEConnection, framesContinuation: AsyncStream<[UInt8]>.Continuation, maxFrame: Int) {
+    init(connection: LEConnection, maxFrame: Int) {
         self.handle = connection.handle
         self.connection = connection
-        self.framesContinuation = framesContinuation
         self.reassembler = L2CAPReassembler(maxFrame: maxFrame)
     }
 

@@ -1,54 +1,117 @@
 import Synchronization
 
-/// Where the `Host` hands one link's reassembled L2CAP frames: by default into
-/// `LEConnection.frames`; a consumer (the link's `L2CAPConnection`) may install a synchronous
-/// sink that the host calls on its own executor, without a task hop per frame.
+/// Where the `Host` hands one link's reassembled L2CAP frames, synchronously, on its own
+/// executor: the one receive path of the stack (Host → L2CAP → ATT/SMP/signaling → GATT runs
+/// to completion per frame, with no task hop).
 ///
-/// Order is kept across both paths: the host counts frames put in the stream (the backlog)
-/// and calls the sink only while the backlog is empty; the stream's consumer calls
-/// `streamedFrameProcessed()` after handling each frame it read. A frame the sink declines
-/// (returns false) goes into the stream, and so do the frames after it until the consumer
-/// has caught up. So the sink and the stream consumer never run at the same time, and a
-/// link's frames are handled in arrival order.
+/// A link has one consumer, chosen once: the L2CAP layer installs a sink (`install`), or a
+/// test/tool reads `LEConnection.frames` (`stream()`). Frames that arrive before either are
+/// held (at most `limit`) and handed to the consumer first, so nothing is lost or reordered
+/// between the connection event and the consumer's start.
 ///
-/// Thread safety: the state is a `Mutex`; the sink runs outside the lock.
+/// Thread safety: the state is a `Mutex`; the sink is called outside the lock, on the host's
+/// executor only (install, deliver and close all run there), so frames reach it in order.
 public final class FrameRoute: Sendable {
-    /// Handles one frame on the host's executor; returns false to have it go through `frames`.
-    public typealias Sink = @Sendable (isolated Host, [UInt8]) -> Bool
+    /// Handles one frame on the host's executor.
+    public typealias Sink = @Sendable ([UInt8]) -> Void
+    /// Called once on the host's executor when the link is gone.
+    public typealias Closed = @Sendable () -> Void
 
+    private enum Consumer {
+        case undecided(held: [[UInt8]])
+        case sink(Sink, Closed)
+        case stream(AsyncStream<[UInt8]>, AsyncStream<[UInt8]>.Continuation)
+    }
     private struct State {
-        var sink: Sink?
-        var backlog = 0
+        var consumer = Consumer.undecided(held: [])
+        var closed = false
     }
     private let state = Mutex(State())
+    let limit: Int
 
-    public init() {}
+    init(limit: Int) { self.limit = Swift.max(1, limit) }
 
-    /// Installs (or with nil removes) the synchronous sink.
-    public func install(_ sink: Sink?) {
-        state.withLock { $0.sink = sink }
-    }
-
-    /// The consumer of `frames` handled one frame read from it.
-    public func streamedFrameProcessed() {
-        state.withLock { $0.backlog = Swift.max(0, $0.backlog - 1) }
-    }
-
-    /// Host: offers `frame` to the sink; false when it must go into the stream (counted).
-    func offer(_ frame: [UInt8], host: isolated Host) -> Bool {
-        let sink: Sink? = state.withLock { s in
-            if s.backlog == 0, let sink = s.sink { return sink }
-            s.backlog += 1
-            return nil
+    /// Makes `sink` the consumer: frames held so far go to it first, then every frame as it
+    /// arrives; `closed` is called when the link goes (at once if it has). Does nothing if the
+    /// stream was chosen already. Call it on `host`'s executor (checked), so the held frames
+    /// are handed over before any newer one.
+    public func install(_ sink: @escaping Sink, closed: @escaping Closed, on host: Host) {
+        host.preconditionIsolated("FrameRoute.install runs on the host's executor")
+        let taken: (held: [[UInt8]], wasClosed: Bool)? = state.withLock { s in
+            guard case .undecided(let held) = s.consumer else { return nil }
+            s.consumer = s.closed ? .undecided(held: []) : .sink(sink, closed)
+            return (held, s.closed)
         }
-        guard let sink else { return false }
-        if sink(host, frame) { return true }
-        state.withLock { $0.backlog += 1 }
-        return false
+        guard let (held, wasClosed) = taken else { return }
+        for f in held { sink(f) }
+        if wasClosed { closed() }
     }
 
-    /// Host: a frame counted by `offer` was dropped by the stream (full).
-    func uncount() {
-        state.withLock { $0.backlog = Swift.max(0, $0.backlog - 1) }
+    /// The frames as an `AsyncStream` (held frames first; finishes at disconnection), for a
+    /// consumer that does not install a sink. The same stream on every call.
+    public func stream() -> AsyncStream<[UInt8]> {
+        state.withLock { s in
+            switch s.consumer {
+            case .stream(let stream, _):
+                return stream
+            case .sink:
+                return AsyncStream { $0.finish() }
+            case .undecided(let held):
+                let (stream, c) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingOldest(limit))
+                for f in held { c.yield(f) }
+                if s.closed { c.finish() }
+                s.consumer = .stream(stream, c)
+                return stream
+            }
+        }
+    }
+
+    /// Host: hands `frame` to the consumer. False when it was dropped (the consumer is a
+    /// stream read too slowly, or none is chosen and `limit` frames are held).
+    func deliver(_ frame: [UInt8], host: isolated Host) -> Bool {
+        enum Next { case sink(Sink), held(Bool), streamed(AsyncStream<[UInt8]>.Continuation) }
+        let next: Next = state.withLock { s in
+            switch s.consumer {
+            case .sink(let sink, _): return .sink(sink)
+            case .stream(_, let c): return .streamed(c)
+            case .undecided(var held):
+                guard held.count < limit else { return .held(false) }
+                s.consumer = .undecided(held: [])
+                held.append(frame)
+                s.consumer = .undecided(held: held)
+                return .held(true)
+            }
+        }
+        switch next {
+        case .sink(let sink):
+            sink(frame)
+            return true
+        case .held(let kept):
+            return kept
+        case .streamed(let c):
+            if case .dropped = c.yield(frame) { return false }
+            return true
+        }
+    }
+
+    /// Host: the link is gone; tells the consumer once.
+    func close(host: isolated Host) {
+        enum Next { case none, sink(Closed), stream(AsyncStream<[UInt8]>.Continuation) }
+        let next: Next = state.withLock { s in
+            guard !s.closed else { return .none }
+            s.closed = true
+            switch s.consumer {
+            case .sink(_, let closed):
+                s.consumer = .undecided(held: [])
+                return .sink(closed)
+            case .stream(_, let c): return .stream(c)
+            case .undecided: return .none
+            }
+        }
+        switch next {
+        case .none: break
+        case .sink(let closed): closed()
+        case .stream(let c): c.finish()
+        }
     }
 }

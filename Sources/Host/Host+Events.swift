@@ -63,7 +63,7 @@ extension Host {
             if c.status.isSuccess, let link = links[c.connectionHandle] {
                 let old = link.connection
                 link.connection = LEConnection(handle: old.handle, role: old.role, peer: old.peer, local: old.local,
-                                               parameters: p, frames: old.frames, route: old.route)
+                                               parameters: p, route: old.route)
             }
             complete(.connectionUpdate, handle: c.connectionHandle,
                      with: c.status.isSuccess ? .success(.connectionUpdate(p)) : .failure(HCIError(c.status, opcode: LEConnectionUpdate.opcode)))

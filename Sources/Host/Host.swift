@@ -52,7 +52,9 @@ public actor Host {
     var commandCredits = 1
     var commandQueue: [PendingCommand] = []
     var outstandingCommands: [PendingCommand] = []
-    var commandTimeouts: [UInt64: Task<Void, Never>] = [:]
+    var commandTimeouts: [UInt64: DeadlineID] = [:]
+    /// Every deadline of the host and the layers on its executor (Deadlines.swift).
+    var deadlines = DeadlineTable()
     var nextID: UInt64 = 1
 
     // MARK: ACL state
@@ -99,7 +101,7 @@ public actor Host {
     var encryptionObservers: [UInt16: @Sendable (Bool) -> Void] = [:]
     /// Results that arrived before their waiter started awaiting.
     var waiterResults: [UInt64: Result<WaiterResult, any Error>] = [:]
-    var waiterTimeouts: [UInt64: Task<Void, Never>] = [:]
+    var waiterTimeouts: [UInt64: DeadlineID] = [:]
 
     // MARK: GAP state
     var randomAddress: BDAddress?
@@ -185,24 +187,25 @@ public actor Host {
         let pending = outstandingCommands + commandQueue
         outstandingCommands.removeAll()
         commandQueue.removeAll()
-        for t in commandTimeouts.values { t.cancel() }
+        for d in commandTimeouts.values { disarm(d) }
         commandTimeouts.removeAll()
         for p in pending { p.continuation.resume(throwing: error) }
         let ws = waiters
         waiters.removeAll()
-        for t in waiterTimeouts.values { t.cancel() }
+        for d in waiterTimeouts.values { disarm(d) }
         waiterTimeouts.removeAll()
         for w in ws { w.continuation?.resume(throwing: error) }
         waiterResults.removeAll()
         for link in links.values {
             while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
-            link.framesContinuation.finish()
+            link.connection.route.close(host: self)
         }
         links.removeAll()
         readyLinks.removeAll()
         readyHead = 0
         creditWatchdog?.cancel()
         creditWatchdog = nil
+        disarmAll()
     }
 
     func checkAlive() throws {
@@ -254,10 +257,7 @@ public actor Host {
         nextID &+= 1
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<CommandResult, any Error>) in
             commandQueue.append(PendingCommand(id: id, packet: packet, statusOnly: statusOnly, continuation: cont))
-            commandTimeouts[id] = Task { [weak self] in
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                await self?.commandTimedOut(id)
-            }
+            commandTimeouts[id] = arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.commandTimedOut(id) } }
             pumpCommands()
         }
     }
@@ -284,7 +284,7 @@ public actor Host {
             do {
                 try transport.send(.command(p.packet))
             } catch {
-                commandTimeouts.removeValue(forKey: p.id)?.cancel()
+                disarm(commandTimeouts.removeValue(forKey: p.id))
                 p.continuation.resume(throwing: HostError.transportLost(error))
                 continue
             }
@@ -306,7 +306,7 @@ public actor Host {
                 }
                 if accept {
                     outstandingCommands.remove(at: i)
-                    commandTimeouts.removeValue(forKey: p.id)?.cancel()
+                    disarm(commandTimeouts.removeValue(forKey: p.id))
                     p.continuation.resume(returning: result)
                 }
                 matched = true
@@ -347,10 +347,7 @@ public actor Host {
     }
 
     private func deliver(_ frame: [UInt8], on link: LinkState) {
-        let route = link.connection.route
-        if let route, route.offer(frame, host: self) { return }
-        if case .dropped = link.framesContinuation.yield(frame) {
-            route?.uncount()
+        if !link.connection.route.deliver(frame, host: self) {
             warn("connection \(hexCode(link.handle, digits: 4)): \(configuration.maxQueuedFramesPerLink) frames queued unread: L2CAP frame dropped")
         }
     }
@@ -392,12 +389,10 @@ public actor Host {
             warn("connection handle \(hexCode(handle, digits: 4)) reused before its disconnection: old link closed")
             linkDisconnected(old.handle, reason: .connectionTimeout)
         }
-        let (stream, cont) = AsyncStream<[UInt8]>.makeStream(
-            bufferingPolicy: .bufferingOldest(Swift.max(1, configuration.maxQueuedFramesPerLink)))
         let local = role == .peripheral ? advertisingAddress : localAddressForConnections
-        let conn = LEConnection(handle: handle, role: role, peer: peer, local: local, parameters: parameters, frames: stream,
-                                route: FrameRoute())
-        links[handle] = LinkState(connection: conn, framesContinuation: cont, maxFrame: configuration.maxL2CAPFrame)
+        let conn = LEConnection(handle: handle, role: role, peer: peer, local: local, parameters: parameters,
+                                route: FrameRoute(limit: configuration.maxQueuedFramesPerLink))
+        links[handle] = LinkState(connection: conn, maxFrame: configuration.maxL2CAPFrame)
         return conn
     }
 
@@ -421,7 +416,7 @@ public actor Host {
         link.inFlight = 0
         while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
         link.reassembler.reset()
-        link.framesContinuation.finish()
+        link.connection.route.close(host: self)
         if link.scheduled {
             link.scheduled = false
             if let i = readyLinks[readyHead...].firstIndex(of: handle) { readyLinks.remove(at: i) }
@@ -494,12 +489,6 @@ public actor Host {
             try sendFragment(&f, on: link)
         }
         return true
-    }
-
-    /// Runs `body` on the host's executor (for a layer above that processes a frame read from
-    /// `frames` the way its `FrameRoute` sink would).
-    public func perform<T: Sendable>(_ body: @Sendable (isolated Host) throws -> T) rethrows -> T {
-        try body(self)
     }
 
     private func schedule(_ link: LinkState) {
@@ -649,7 +638,7 @@ public actor Host {
     func cancelWaiter(_ id: UInt64) {
         waiters.removeAll { $0.id == id }
         waiterResults[id] = nil
-        waiterTimeouts.removeValue(forKey: id)?.cancel()
+        disarm(waiterTimeouts.removeValue(forKey: id))
     }
 
     /// Waits for the event a registered waiter expects, at most `timeout`.
@@ -660,10 +649,7 @@ public actor Host {
         }
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<WaiterResult, any Error>) in
             waiters[i].continuation = cont
-            waiterTimeouts[id] = Task { [weak self] in
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                await self?.waiterTimedOut(id, name: name)
-            }
+            waiterTimeouts[id] = arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.waiterTimedOut(id, name: name) } }
         }
     }
 
@@ -675,7 +661,7 @@ public actor Host {
 
     func resolveWaiter(at i: Int, _ result: Result<WaiterResult, any Error>) {
         let w = waiters.remove(at: i)
-        waiterTimeouts.removeValue(forKey: w.id)?.cancel()
+        disarm(waiterTimeouts.removeValue(forKey: w.id))
         if let c = w.continuation { c.resume(with: result) } else { waiterResults[w.id] = result }
     }
 

@@ -6,7 +6,8 @@ public struct HostConfiguration: Sendable {
     /// Longest L2CAP frame (basic header included) the reassembler accepts; longer frames
     /// are dropped and reported with `HostEvent.warning`.
     public var maxL2CAPFrame: Int = 65535 + 4
-    /// Frames buffered per link for the L2CAP layer before new ones are dropped (and reported).
+    /// Frames a link holds before its consumer starts (or in its `frames` stream) before new
+    /// ones are dropped (and reported). The L2CAP layer's sink holds none: it handles each at once.
     public var maxQueuedFramesPerLink: Int = 4096
     /// Events buffered for the consumer of `Host.events` before new ones are dropped (and logged).
     public var maxQueuedEvents: Int = 16384
@@ -20,6 +21,8 @@ public struct HostConfiguration: Sendable {
     public var aclCreditTimeout: Duration = .seconds(30)
     /// Default timeout of `Host.execute`.
     public var commandTimeout: Duration = .seconds(5)
+    /// The clock of every deadline (`Host.arm`); tests inject a `ManualDeadlineClock`.
+    public var clock: any DeadlineClock = SystemDeadlineClock()
     /// Own random static address to use instead of generating one (nil: generated once per Host).
     public var randomStaticAddress: BDAddress?
     /// Called with every warning the host emits (also sent as `HostEvent.warning`).
@@ -162,32 +165,31 @@ public struct ConnectionParameters: Sendable, Equatable, CustomStringConvertible
 
 /// An LE link as the host sees it when it is established.
 ///
-/// `frames` carries the reassembled L2CAP frames (basic header included) received on this
-/// link, in order, and finishes at disconnection. It has one consumer: the L2CAP layer.
+/// `route` hands the reassembled L2CAP frames (basic header included) received on this link,
+/// in order, to its one consumer: the L2CAP layer's sink, or `frames` (for tests and tools).
 public struct LEConnection: Sendable {
     public let handle: UInt16
     public let role: LERole
     public let peer: DeviceAddress
     public let local: DeviceAddress
     public let parameters: ConnectionParameters
-    public let frames: AsyncStream<[UInt8]>
-    /// Lets the L2CAP layer take frames synchronously on the host's executor instead of
-    /// reading `frames` (nil for connections not made by a `Host`).
-    public let route: FrameRoute?
+    /// Where the host hands this link's frames (the L2CAP layer installs its sink there).
+    public let route: FrameRoute
+    /// The frames as a stream, for a consumer that installs no sink; finishes at disconnection.
+    public var frames: AsyncStream<[UInt8]> { route.stream() }
 
     public var interval: UInt16 { parameters.interval }
     public var latency: UInt16 { parameters.latency }
     public var supervisionTimeout: UInt16 { parameters.supervisionTimeout }
 
     public init(handle: UInt16, role: LERole, peer: DeviceAddress, local: DeviceAddress,
-                parameters: ConnectionParameters, frames: AsyncStream<[UInt8]>, route: FrameRoute? = nil) {
+                parameters: ConnectionParameters, route: FrameRoute) {
         self.route = route
         self.handle = handle
         self.role = role
         self.peer = peer
         self.local = local
         self.parameters = parameters
-        self.frames = frames
     }
 }
 

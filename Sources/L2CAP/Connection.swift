@@ -2,7 +2,6 @@
 // signaling channel, and LE credit-based connection-oriented channels (CreditBasedChannel.swift).
 import HCI
 import Host
-import Synchronization
 
 /// Tunables of an `L2CAPConnection`.
 public struct L2CAPConfiguration: Sendable {
@@ -81,25 +80,14 @@ public struct ConnectionParameterUpdateRequest: Sendable, Equatable {
 }
 
 /// Receives a fixed channel's payloads (information payload of each B-frame) synchronously,
-/// in order and one at a time, on the host's executor (the link's `FrameRoute` sink) or on the
-/// connection's actor: keep it short (yield into a stream). `closed` is called once, when the
-/// link goes away.
-///
-/// `receivedOnHost`, when set, is called instead of `received`, always on the host's executor
-/// (frames that went through the actor are handed over with `Host.perform`): the handler can
-/// then answer at once with `Host.enqueueL2CAP`.
+/// in order and one at a time, on the host's executor, as part of the link's one receive path
+/// (`FrameRoute` sink → `L2CAPConnection.received` → here): keep it short. `closed` is called
+/// once, when the link goes away.
 public struct FixedChannelHandler: Sendable {
     public var received: @Sendable ([UInt8]) -> Void
-    public var receivedOnHost: (@Sendable (isolated Host, [UInt8]) -> Void)?
     public var closed: @Sendable (L2CAPError) -> Void
     public init(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
         self.received = received
-        self.closed = closed
-    }
-    public init(receivedOnHost: @escaping @Sendable (isolated Host, [UInt8]) -> Void,
-                closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
-        self.received = { _ in }
-        self.receivedOnHost = receivedOnHost
         self.closed = closed
     }
 }
@@ -110,12 +98,16 @@ public struct FixedChannelHandler: Sendable {
 /// let l2cap = L2CAPConnection(host: host, connection: link)
 /// let att = ATTBearer(l2cap: l2cap)          // registers CID 0x0004
 /// await att.start()
-/// await l2cap.start()                        // starts consuming link.frames
+/// await l2cap.start()                        // installs its sink on link.route
 /// let channel = try await l2cap.connectChannel(psm: 0x0080)
 /// ```
 /// Register fixed-channel handlers before `start()`: frames for a channel without a handler
-/// are dropped and logged. When `connection.frames` finishes (the link is down) every pending
-/// request, channel and fixed-channel handler fails with `L2CAPError.disconnected`.
+/// are dropped and logged. When the link goes down every pending request, channel and
+/// fixed-channel handler fails with `L2CAPError.disconnected`.
+///
+/// Runs on the host's executor (`unownedExecutor`): the host calls `received` synchronously
+/// for each reassembled frame, so a frame is demultiplexed and handled to completion before
+/// the next one is read, with no task hop between the layers.
 public actor L2CAPConnection {
     public nonisolated let host: Host
     public nonisolated let connection: LEConnection
@@ -123,15 +115,12 @@ public actor L2CAPConnection {
     public nonisolated var handle: UInt16 { connection.handle }
     public nonisolated var role: LERole { connection.role }
 
-    /// Fixed-channel handlers by CID. A Mutex (not actor state) so the `FrameRoute` sink can
-    /// dispatch on the host's executor; written only by this actor.
-    nonisolated let fixedHandlers = FixedHandlerTable()
+    /// The host's executor: the link's frames are handled where the host reassembles them.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { host.unownedExecutor }
 
-    final class FixedHandlerTable: Sendable {
-        let handlers = Mutex<[UInt16: FixedChannelHandler]>([:])
-        func withLock<R>(_ body: (inout [UInt16: FixedChannelHandler]) -> R) -> R { handlers.withLock { body(&$0) } }
-    }
-    var readerTask: Task<Void, Never>?
+    /// Fixed-channel handlers by CID.
+    var fixedHandlers: [UInt16: FixedChannelHandler] = [:]
+    var started = false
     var signalSender: Task<Void, Never>?
     var signalQueue: AsyncStream<(SignalingCode, [UInt8])>.Continuation?
     public private(set) var isDisconnected = false
@@ -140,7 +129,8 @@ public actor L2CAPConnection {
     struct PendingSignal {
         let name: String
         let continuation: CheckedContinuation<SignalingCommand, any Error>
-        let timer: Task<Void, Never>
+        /// RTX (Core Vol 3 Part A 6.2.1), in the host's deadline table.
+        let timer: DeadlineID
     }
     var pendingSignals: [UInt8: PendingSignal] = [:]
     var lastIdentifier: UInt8 = 0
@@ -163,37 +153,13 @@ public actor L2CAPConnection {
         self.configuration = configuration
     }
 
-    /// Starts consuming `connection.frames`. Idempotent.
+    /// Installs this connection as the consumer of the link's frames (frames that arrived
+    /// before are handled first). Idempotent.
     public func start() {
-        guard readerTask == nil, !isDisconnected else { return }
-        let table = fixedHandlers
-        connection.route?.install { host, bytes in L2CAPConnection.fastReceive(bytes, host: host, table: table) }
-        readerTask = Task { await self.readLoop() }
-    }
-
-    private func readLoop() async {
-        let route = connection.route
-        for await frame in connection.frames {
-            if let (onHost, payload) = received(frame) {
-                await host.perform { onHost($0, payload) }
-            }
-            route?.streamedFrameProcessed()
-        }
-        linkClosed()
-    }
-
-    /// The `FrameRoute` sink: a well-formed frame for a fixed channel with a handler is handled
-    /// here, on the host's executor; anything else (signaling, credit-based channels, frames to
-    /// log) goes to the actor through `connection.frames`.
-    private static func fastReceive(_ bytes: [UInt8], host: isolated Host, table fixedHandlers: FixedHandlerTable) -> Bool {
-        guard bytes.count >= L2CAPFrame.headerLength,
-              Int(bytes[0]) | Int(bytes[1]) << 8 == bytes.count - L2CAPFrame.headerLength else { return false }
-        let cid = UInt16(bytes[2]) | UInt16(bytes[3]) << 8
-        if cid == L2CAPCID.leSignaling.rawValue || L2CAPCID.dynamicRange.contains(cid) { return false }
-        guard let h = fixedHandlers.withLock({ $0[cid] }) else { return false }
-        let payload = Array(bytes[L2CAPFrame.headerLength...])
-        if let onHost = h.receivedOnHost { onHost(host, payload) } else { h.received(payload) }
-        return true
+        guard !started, !isDisconnected else { return }
+        started = true
+        connection.route.install({ frame in self.assumeIsolated { $0.received(frame) } },
+                                 closed: { self.assumeIsolated { $0.linkClosed() } }, on: host)
     }
 
     /// Registers (or with nil removes) the handler of fixed channel `cid` (ATT 0x0004, SMP 0x0006, ...).
@@ -202,7 +168,7 @@ public actor L2CAPConnection {
             handler.closed(.disconnected(handle: handle))
             return
         }
-        fixedHandlers.withLock { $0[cid.rawValue] = handler }
+        fixedHandlers[cid.rawValue] = handler
     }
 
     /// The central's policy for Connection Parameter Update Requests; it returns whether to
@@ -222,34 +188,34 @@ public actor L2CAPConnection {
 
     // MARK: - Demultiplexing
 
-    /// Demultiplexes one frame on the actor. Returns the work for a fixed channel whose handler
-    /// runs on the host's executor (the caller hands it over, in order).
-    func received(_ bytes: [UInt8]) -> ((@Sendable (isolated Host, [UInt8]) -> Void), [UInt8])? {
-        guard bytes.count >= L2CAPFrame.headerLength else {
-            log("frame shorter than its basic header (\(bytes.count) octets): dropped")
-            return nil
+    /// Demultiplexes one frame (the host's executor, in arrival order) and handles it to
+    /// completion: signaling, a credit-based channel, or a fixed channel's handler.
+    func received(_ bytes: [UInt8]) {
+        let frame: L2CAPFrame
+        do {
+            frame = try L2CAPFrame.decode(bytes)
+        } catch {
+            log("malformed frame (\(bytes.count) octets): \(error): dropped")
+            return
         }
-        let length = Int(bytes[0]) | Int(bytes[1]) << 8
-        let cid = UInt16(bytes[2]) | UInt16(bytes[3]) << 8
-        guard length == bytes.count - L2CAPFrame.headerLength else {
-            log("frame length \(length) disagrees with \(bytes.count - 4) octets received on \(L2CAPCID(cid)): dropped")
-            return nil
-        }
-        let payload = Array(bytes[L2CAPFrame.headerLength...])
+        let cid = frame.cid.rawValue, payload = frame.payload
         switch cid {
         case L2CAPCID.leSignaling.rawValue:
             signaling(payload)
         case L2CAPCID.dynamicRange:
             channelFrame(cid: cid, payload)
         default:
-            if let h = fixedHandlers.withLock({ $0[cid] }) {
-                if let onHost = h.receivedOnHost { return (onHost, payload) }
+            if let h = fixedHandlers[cid] {
                 h.received(payload)
             } else {
                 log("frame for \(L2CAPCID(cid)) with no handler (\(payload.count) octets): dropped")
             }
         }
-        return nil
+    }
+
+    /// Forgets a deadline in the host's table (we run on the host's executor).
+    func disarm(_ id: DeadlineID) {
+        host.assumeIsolated { $0.disarm(id) }
     }
 
     func linkClosed() {
@@ -259,17 +225,13 @@ public actor L2CAPConnection {
         let pending = pendingSignals
         pendingSignals.removeAll()
         for p in pending.values {
-            p.timer.cancel()
+            disarm(p.timer)
             p.continuation.resume(throwing: error)
         }
         for cid in Array(channels.keys) { finishChannel(cid, error) }
         signalQueue?.finish()
-        connection.route?.install(nil)
-        let handlers = fixedHandlers.withLock { h in
-            let all = h
-            h.removeAll()
-            return all
-        }
+        let handlers = fixedHandlers
+        fixedHandlers.removeAll()
         for h in handlers.values { h.closed(error) }
     }
 
@@ -319,10 +281,7 @@ public actor L2CAPConnection {
         let name = command.code.description
         let timeout = configuration.signalingTimeout
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<SignalingCommand, any Error>) in
-            let timer = Task { [weak self] in
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                await self?.signalTimedOut(id)
-            }
+            let timer = host.assumeIsolated { $0.arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.signalTimedOut(id) } } }
             pendingSignals[id] = PendingSignal(name: name, continuation: cont, timer: timer)
             sendSignal(command)
         }
@@ -351,7 +310,7 @@ public actor L2CAPConnection {
                 log("\(command.code) with identifier \(id) answers no pending request: dropped")
                 return
             }
-            p.timer.cancel()
+            disarm(p.timer)
             p.continuation.resume(returning: command)
         case let .disconnectionRequest(dcid, scid):
             disconnectionRequest(id: id, localCID: dcid, remoteCID: scid)

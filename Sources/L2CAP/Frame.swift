@@ -1,4 +1,5 @@
 import HCI
+import Host
 
 /// An L2CAP channel identifier (Core Vol 3 Part A 2.1, LE-U).
 public struct L2CAPCID: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -44,10 +45,7 @@ public struct L2CAPFrame: Sendable, Hashable, FieldDescribable {
     /// The total frame length (header + payload) announced by the first 4 octets of a frame,
     /// for reassembling ACL fragments; nil while fewer than 4 octets are available.
     public static func totalLength<C: Collection>(header: C) -> Int? where C.Element == UInt8 {
-        guard header.count >= headerLength else { return nil }
-        var it = header.makeIterator()
-        guard let lo = it.next(), let hi = it.next() else { return nil }
-        return headerLength + (Int(lo) | Int(hi) << 8)
+        L2CAPReassembler.totalLength(header: header)
     }
 
     /// Decodes one complete frame. Fewer payload octets than the length field says →

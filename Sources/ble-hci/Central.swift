@@ -383,39 +383,13 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
     }
 }
 
-/// `--profile band`: total steps and the day's history, reassembled from 20-octet notifications.
+/// `--profile band`: total steps and the day's history (the exchange is `BandClient`'s).
 func runBand(_ remote: RemotePeripheral, day: BandProtocol.Day, out: Output) async throws {
-    var resolver = CharacteristicResolver(remote: remote)
-    guard let command = try await resolver.resolve(.uuid(BandProfile.command)),
-          let response = try await resolver.resolve(.uuid(BandProfile.response)) else {
-        throw BLEError.unknownCharacteristic("fee1/fee2: is this a band-profile peripheral?")
-    }
-    let notifications = try await remote.notifications(for: response)
-    let frames = Mailbox<Result<(BandProtocol.Frame, Int), any Error>>(capacity: 8)
-    // Reassemble in the background; each complete frame (or the error) goes to the mailbox.
-    let reassembly = Task {
-        var reassembler = BandProtocol.Reassembler()
-        var chunks = 0
-        do {
-            for try await chunk in notifications {
-                chunks += 1
-                if let frame = try reassembler.push(chunk) {
-                    await frames.put(.success((frame, chunks)))
-                    chunks = 0
-                }
-            }
-        } catch {
-            await frames.put(.failure(error))
-        }
-    }
-    defer { reassembly.cancel() }
+    let band = try await BandClient(remote)
     func exchange(_ request: BandProtocol.Frame) async throws -> BandProtocol.Response {
-        try await remote.write(request.bytes, to: command, type: .withResponse)
-        let (frame, chunks) = try await withTimeout(.seconds(10), "the band did not answer within 10 s") {
-            try await frames.take().get()
-        }
+        let (response, frame, chunks) = try await band.exchange(request)
         out.line(out.dim("  (response of \(frame.bytes.count) octets reassembled from \(chunks) notifications, CRC ok)"))
-        return try BandProtocol.parseResponse(frame)
+        return response
     }
     if case .totalSteps(let d, let steps) = try await exchange(BandProtocol.totalStepsRequest(day)) {
         out.event([.text("event", "totalSteps"), .text("date", d.description), .int("steps", steps)])
@@ -435,7 +409,7 @@ func runBand(_ remote: RemotePeripheral, day: BandProtocol.Day, out: Output) asy
     default:
         throw BLEError.notPermitted("the band answered the history request with another command")
     }
-    try await remote.stopNotifications(for: response)
+    try await band.close()
 }
 
 extension BandProtocol.Day {
@@ -459,38 +433,3 @@ func withTimeout<T: Sendable>(_ limit: Duration, _ message: String, _ body: @esc
 }
 
 func formatSeconds(_ s: Double) -> String { s == s.rounded() ? "\(Int(s)) s" : "\(s) s" }
-
-/// A queue one task fills and another drains, waiting. Holds at most `capacity` items (a
-/// peer sending what nobody asked for cannot grow it); `take` ends when its task is cancelled.
-actor Mailbox<Item: Sendable> {
-    private let capacity: Int
-    private var items: [Item] = []
-    private var waiter: CheckedContinuation<Item, any Error>?
-
-    init(capacity: Int) { self.capacity = capacity }
-
-    func put(_ item: Item) {
-        if let w = waiter {
-            waiter = nil
-            w.resume(returning: item)
-        } else if items.count < capacity {
-            items.append(item)
-        }
-    }
-
-    func take() async throws -> Item {
-        if !items.isEmpty { return items.removeFirst() }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { c in
-                if Task.isCancelled { c.resume(throwing: CancellationError()) } else { waiter = c }
-            }
-        } onCancel: {
-            Task { await self.cancelWaiter() }
-        }
-    }
-
-    private func cancelWaiter() {
-        waiter?.resume(throwing: CancellationError())
-        waiter = nil
-    }
-}

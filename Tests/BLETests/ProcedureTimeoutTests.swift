@@ -1,0 +1,106 @@
+// Every timeout of the stack goes through the host's one deadline table (issue 14): an
+// injected clock that stands still fires nothing; moved past a procedure's deadline, it fires
+// that procedure's timeout, whatever its layer.
+import Synchronization
+import Testing
+import HCI
+import Host
+import L2CAP
+import ATT
+import VirtualController
+
+@Suite(.timeLimit(.minutes(1))) struct ProcedureTimeoutTests {
+    /// A central whose host runs on a manual clock, linked to a host that never answers
+    /// (no L2CAP layer on its side).
+    func linkToASilentPeer(clock: ManualDeadlineClock) async throws -> (Host, Host, LEConnection) {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        var config = HostConfiguration()
+        config.clock = clock
+        let central = Host(transport: transports[0], configuration: config)
+        let silent = Host(transport: transports[1])
+        _ = try await silent.start()
+        _ = try await central.start()
+        let name = Array("silent".utf8)
+        try await silent.startAdvertising(AdvertisingParameters(data: [2, 0x01, 0x06, UInt8(name.count + 1), 0x09] + name))
+        try await central.startScanning()
+        var found: AdvertisingReportValue?
+        for await e in central.events {
+            if case .advertisement(let r) = e, AdvertisingData(parsing: r.data).name == "silent", r.isConnectable { found = r; break }
+        }
+        try await central.stopScanning()
+        let link = try await central.connect(to: try #require(found).address)
+        return (central, silent, link)
+    }
+
+    @Test func attTransactionAndSignalingRequestTimeOutThroughTheDeadlineTable() async throws {
+        let clock = ManualDeadlineClock()
+        let (central, silent, link) = try await linkToASilentPeer(clock: clock)
+        let l2cap = L2CAPConnection(host: central, connection: link)   // signaling timeout 30 s (RTX, Core Vol 3 Part A 6.2.1)
+        let bearer = ATTBearer(l2cap: l2cap)                           // transaction timeout 30 s (Core Vol 3 Part F 3.3.3)
+        await bearer.start()
+        await l2cap.start()
+        #expect(await central.armedDeadlineCount == 0)
+        let read = Task { try await bearer.request(.readRequest(handle: 0x0003)) }
+        let signal = Task {
+            try await l2cap.signalingRequest(.leCreditBasedConnectionRequest(spsm: 0x0080, sourceCID: 0x0040, mtu: 23, mps: 23,
+                                                                              initialCredits: 1))
+        }
+        for _ in 0..<500 where await central.armedDeadlineCount < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(await central.armedDeadlineCount == 2)
+        // 29 s: neither deadline has come.
+        clock.advance(by: .seconds(29))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(await central.armedDeadlineCount == 2)
+        clock.advance(by: .seconds(1))
+        await #expect {
+            _ = try await read.value
+        } throws: { error in
+            if case ATTBearerError.transactionTimeout = error { return true }
+            return false
+        }
+        await #expect {
+            _ = try await signal.value
+        } throws: { error in
+            if case L2CAPError.signalingTimeout = error { return true }
+            return false
+        }
+        #expect(await central.armedDeadlineCount == 0)
+        await central.close()
+        await silent.close()
+    }
+}
+
+/// The one receive path keeps a link's PDUs in arrival order (issue 14), also when one of them
+/// is still being handled by the application while later ones arrive.
+@Suite(.timeLimit(.minutes(1))) struct ReceiveOrderTests {
+    @Test func notificationsArrivingWhileAnEarlierOneIsStillHandledKeepTheirOrder() async throws {
+        let (central, peer, link) = try await ProcedureTimeoutTests().linkToASilentPeer(clock: ManualDeadlineClock())
+        let l2cap = L2CAPConnection(host: central, connection: link)
+        let bearer = ATTBearer(l2cap: l2cap)
+        let seen = Mutex<[UInt8]>([])
+        // Values 5 and 12 are declined by the synchronous receiver (as GATTClient declines
+        // Service Changed) and go to the asynchronous handler, which takes its time: the
+        // values after them arrive meanwhile and must still be seen after them.
+        await bearer.setNotificationFastHandler { pdu in
+            guard case .handleValueNotification(_, let v) = pdu, v != [5], v != [12] else { return false }
+            seen.withLock { $0.append(v[0]) }
+            return true
+        }
+        await bearer.setNotificationHandler { pdu in
+            guard case .handleValueNotification(_, let v) = pdu else { return }
+            try? await Task.sleep(for: .milliseconds(50))
+            seen.withLock { $0.append(v[0]) }
+        }
+        await bearer.start()
+        await l2cap.start()
+        let handle = try #require(await peer.connections.first?.handle)
+        for i in UInt8(0)..<20 {
+            try await peer.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: 0x0010, value: [i]).bytes).bytes,
+                                     on: handle)
+        }
+        for _ in 0..<300 where seen.withLock({ $0.count }) < 20 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(seen.withLock { $0 } == Array(0..<20))
+        await central.close()
+        await peer.close()
+    }
+}

@@ -1,0 +1,102 @@
+import Synchronization
+import Testing
+import HCI
+@testable import Host
+
+/// What a `FrameRoute` sink saw, in order, and whether a frame ever reached it while it was
+/// still handling the previous one.
+final class SinkRecord: Sendable {
+    struct State { var frames: [[UInt8]] = []; var inside = false; var overlapped = false; var closed = 0 }
+    let state = Mutex(State())
+}
+
+/// Installs the sink the way the L2CAP layer does: on the host's executor.
+func installRecordingSink(_ route: FrameRoute, _ record: SinkRecord, host: isolated Host) {
+    route.install({ frame in
+        record.state.withLock { s in
+            if s.inside { s.overlapped = true }
+            s.inside = true
+        }
+        // Work between entering and leaving: a frame handed over meanwhile would be recorded.
+        var sum = 0
+        for b in frame { sum &+= Int(b) }
+        record.state.withLock { s in s.frames.append(frame); s.inside = false; _ = sum }
+    }, closed: { record.state.withLock { $0.closed += 1 } }, on: host)
+}
+
+/// The one receive path (issue 14): frames reach the link's consumer synchronously on the
+/// host's executor, in arrival order, including frames that arrived before the consumer
+/// installed itself and frames that arrive while earlier ones are being handled.
+extension ACLFlowTests {
+    @Test func framesKeepArrivalOrderBeforeDuringAndAfterTheConsumerStarts() async throws {
+        let (host, t) = try await makeHost(handles: [0x40])
+        let link = try #require(await host.connection(0x40))
+        // 60 frames of 30 to 89 payload octets: each is fragmented in 27-octet ACL packets.
+        let frames = (0..<60).map { l2capFrame(30 + $0, seed: UInt8($0)) }
+        func inject(_ f: [UInt8]) {
+            var start = 0
+            while start < f.count {
+                let end = Swift.min(f.count, start + 27)
+                t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: start == 0 ? .first : .continuing, data: Array(f[start..<end]))))
+                start = end
+            }
+        }
+        for f in frames[..<20] { inject(f) }
+        let record = SinkRecord()
+        // Frames 20..<40 arrive while the sink is being installed (held frames handed over).
+        let concurrent = Task { for f in frames[20..<40] { inject(f) } }
+        await installRecordingSink(link.route, record, host: host)
+        await concurrent.value
+        for f in frames[40...] { inject(f) }
+        try await eventually("all frames handled") { record.state.withLock { $0.frames.count } == frames.count }
+        let seen = record.state.withLock { $0 }
+        #expect(seen.frames == frames)
+        #expect(!seen.overlapped)
+        // The stream is not a second route: the consumer is the sink.
+        var it = link.frames.makeAsyncIterator()
+        #expect(await it.next() == nil)
+        t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
+        try await eventually("closed once") { record.state.withLock { $0.closed } == 1 }
+        await host.close()
+    }
+
+    @Test func framesHeldForALateConsumerKeepTheirOrderAndEnd() async throws {
+        let (host, t) = try await makeHost(handles: [0x40])
+        let link = try #require(await host.connection(0x40))
+        let frames = (0..<5).map { l2capFrame(10, seed: UInt8($0)) }
+        for f in frames { t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: .first, data: f))) }
+        t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
+        try await eventually("link down") { await host.connection(0x40) == nil }
+        // Consumer attached after the disconnection: every frame, then the end.
+        var got: [[UInt8]] = []
+        for await f in link.frames { got.append(f) }
+        #expect(got == frames)
+        await host.close()
+    }
+}
+
+/// HCI commands time out through the host's one deadline table (issue 14): on an injected
+/// clock, nothing fires while it stands still, and the command fails once it passes the
+/// command's timeout.
+@Suite struct DeadlineTableTests {
+    @Test func unansweredCommandTimesOutWhenTheClockPassesItsDeadline() async throws {
+        let base = FakeTransport.controller()
+        // The scripted controller, except that Read RSSI is never answered.
+        let t = FakeTransport { c in c.opcode == ReadRSSI.opcode ? [] : base.responder!(c) }
+        let clock = ManualDeadlineClock()
+        var config = HostConfiguration()
+        config.clock = clock
+        let host = Host(transport: t, configuration: config)
+        _ = try await host.start()
+        #expect(await host.armedDeadlineCount == 0)
+        let pending = Task { try await host.execute(ReadRSSI(connectionHandle: 0x0040), timeout: .seconds(5)) }
+        try await eventually("armed") { await host.armedDeadlineCount == 1 }
+        clock.advance(by: .milliseconds(4_999))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(await host.armedDeadlineCount == 1)
+        clock.advance(by: .milliseconds(1))
+        await #expect(throws: HostError.commandTimeout(ReadRSSI.opcode.name)) { try await pending.value }
+        #expect(await host.armedDeadlineCount == 0)
+        await host.close()
+    }
+}
