@@ -9,6 +9,8 @@ SWIFT_FLAGS ?=
 # `make test` runs these suites in order after deps and build. A new suite adds itself with
 # `TEST_SUITES += name` here (before the `test` rule) and a rule for `name` below.
 TEST_SUITES := swift-test docs-check vm-test
+# Generated PDU codecs (Tools/pdl) match their descriptions.
+TEST_SUITES += pdl-check
 
 .PHONY: all deps sysdeps build demo test $(TEST_SUITES) bench fixtures clean docs install man
 
@@ -92,6 +94,10 @@ docs: build
 # The tutorial's packet excerpts must still be what the tool prints (regenerate with `make docs`).
 docs-check: build
 	BLE_HCI="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" Tools/docs/generate-tutorial.sh --check
+
+# The generated codecs in Sources/*/Generated are what Tools/pdl/generate.py makes of Tools/pdl/*.pdl.
+pdl-check:
+	python3 Tools/pdl/generate.py --check
 
 clean:
 	rm -rf .build

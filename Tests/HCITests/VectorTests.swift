@@ -15,6 +15,14 @@ import Testing
         #expect(cmd.fields[2].note == "ADV_IND")
     }
 
+    @Test func commandsAnsweredWithCommandStatus() {
+        // Core Vol 4 Part E 7.1.6, 7.8.12, 7.8.18, 7.8.21, 7.8.24, 7.8.49, 7.8.66: the controller answers these
+        // with Command Status (the result comes in a later event); every other command with Command Complete.
+        var status: Set<UInt16> = []
+        for t in allCommandTypes where t.completesWithStatus { status.insert(t.opcode.rawValue) }
+        #expect(status == [0x0406, 0x200D, 0x2013, 0x2016, 0x2019, 0x2032, 0x2043])
+    }
+
     @Test func leCreateConnection() throws {
         let params: [UInt8] = [0x60, 0x00, 0x30, 0x00, 0x00, 0x01, 0xF5, 0xF4, 0xF3, 0xF2, 0xF1, 0xF0, 0x00,
                                0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0x2A, 0x00, 0x00, 0x00, 0x00, 0x00]
