@@ -70,3 +70,9 @@ extension ReadLocalSupportedFeatures.ReturnParameters {
     /// Octet 4 bit 5: "BR/EDR Not Supported".
     public var brEDRNotSupported: Bool { lmpFeatures & (1 << 37) != 0 }
 }
+
+extension ReadLocalName.ReturnParameters {
+    /// The name up to its first zero octet (Core Vol 4 Part E 7.3.12: null-terminated unless 248 octets long).
+    public var name: String { String(decoding: localName.prefix { $0 != 0 }, as: UTF8.self) }
+    public init(name: String) { self.init(localName: Array(Array(name.utf8).prefix(248))) }
+}

@@ -12,17 +12,6 @@ public func legacyAdvertisingTypeName(_ v: UInt8) -> String {
     }
 }
 
-/// Advertising_Filter_Policy (Core Vol 4 Part E 7.8.5; Vol 6 Part B 4.3.2): who may scan and connect.
-public func advertisingFilterPolicyName(_ v: UInt8) -> String {
-    switch v {
-    case 0x00: "scan and connect: all"
-    case 0x01: "scan: filter accept list, connect: all"
-    case 0x02: "scan: all, connect: filter accept list"
-    case 0x03: "scan and connect: filter accept list"
-    default: "reserved"
-    }
-}
-
 /// Legacy advertising or scan response data: a length octet and always 31 data octets.
 func decodeLegacyData(_ r: inout ByteReader, _ what: String) throws(DecodeError) -> [UInt8] {
     let n = Int(try r.u8("dataLength"))

@@ -111,9 +111,20 @@ extension VirtualController {
             randomAddress = c.randomAddress
             complete(LESetRandomAddress.self)
         case is LEReadFilterAcceptListSize:
-            complete(LEReadFilterAcceptListSize.self, .init(filterAcceptListSize: 8))
+            complete(LEReadFilterAcceptListSize.self, .init(filterAcceptListSize: UInt8(VirtualController.filterAcceptListCapacity)))
         case is LEClearFilterAcceptList:
-            complete(LEClearFilterAcceptList.self)
+            changeFilterAcceptList(LEClearFilterAcceptList.self, add: nil, remove: nil)
+        case let c as LEAddDeviceToFilterAcceptList:
+            changeFilterAcceptList(LEAddDeviceToFilterAcceptList.self,
+                                   add: FilterAcceptListEntry(addressType: c.addressType, address: c.address), remove: nil)
+        case let c as LERemoveDeviceFromFilterAcceptList:
+            changeFilterAcceptList(LERemoveDeviceFromFilterAcceptList.self, add: nil,
+                                   remove: FilterAcceptListEntry(addressType: c.addressType, address: c.address))
+        case is ReadLocalName:
+            complete(ReadLocalName.self, .init(name: "ble-hci virtual controller \(index)"))
+        case let c as SetEventMaskPage2:
+            eventMaskPage2 = c.eventMaskPage2
+            complete(SetEventMaskPage2.self)
         case is LERand:
             complete(LERand.self, .init(randomNumber: UInt64.random(in: .min ... .max)))
         case let c as LEEncrypt:
@@ -233,6 +244,8 @@ extension VirtualController {
                 return reject(LESetScanParameters.self, .invalidParameters)
             }
             scanActive = c.leScanType == 1
+            scanFilterPolicy = c.scanningFilterPolicy
+            scanOwnAddressType = c.ownAddressType
             complete(LESetScanParameters.self)
         case let c as LESetScanEnable:
             startScan(c.leScanEnable, filterDuplicates: c.filterDuplicates, extended: false)
@@ -318,6 +331,8 @@ extension VirtualController {
                 return reject(LESetExtendedScanParameters.self, .invalidParameters)
             }
             scanActive = first.scanType == 1
+            scanFilterPolicy = c.scanningFilterPolicy
+            scanOwnAddressType = c.ownAddressType
             complete(LESetExtendedScanParameters.self)
         case let c as LESetExtendedScanEnable:
             guard c.filterDuplicates <= 2 else { return reject(LESetExtendedScanEnable.self, .invalidParameters) }
@@ -335,10 +350,11 @@ extension VirtualController {
             accepted(LECreateConnection.self)
             startInitiating(Initiating(address: c.peerAddress, type: c.peerAddressType, ownAddress: ownAddress(c.ownAddressType),
                                        interval: c.connectionIntervalMin, latency: c.maxLatency, timeout: c.supervisionTimeout,
-                                       extended: false))
+                                       extended: false, useFilterAcceptList: c.initiatorFilterPolicy == 1))
         case let c as LEExtendedCreateConnection:
             guard initiating == nil else { return reject(LEExtendedCreateConnection.self, .commandDisallowed) }
             guard let p = c.phyParameters.first, c.initiatingPHYs & ~0x07 == 0, c.initiatingPHYs & 0x01 != 0,
+                  c.initiatorFilterPolicy <= 1,
                   connectionParametersValid(min: p.connectionIntervalMin, max: p.connectionIntervalMax,
                                             latency: p.maxLatency, timeout: p.supervisionTimeout) else {
                 return reject(LEExtendedCreateConnection.self, .invalidParameters)
@@ -346,7 +362,7 @@ extension VirtualController {
             accepted(LEExtendedCreateConnection.self)
             startInitiating(Initiating(address: c.peerAddress, type: c.peerAddressType, ownAddress: ownAddress(c.ownAddressType),
                                        interval: p.connectionIntervalMin, latency: p.maxLatency, timeout: p.supervisionTimeout,
-                                       extended: true))
+                                       extended: true, useFilterAcceptList: c.initiatorFilterPolicy == 1))
         case is LECreateConnectionCancel:
             guard let i = initiating else { return reject(LECreateConnectionCancel.self, .commandDisallowed) }
             initiating = nil

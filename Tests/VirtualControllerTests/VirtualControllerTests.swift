@@ -72,7 +72,7 @@ struct Pair {
         #expect(v.hciVersion == 0x0D)
         let cmds = try p.run(p.a, ReadLocalSupportedCommands())!.result(ReadLocalSupportedCommands.self)
         for t in VirtualController.implementedCommands { #expect(cmds.supports(t.opcode), "\(t.name)") }
-        #expect(!cmds.supports(HCIOpcode(ogf: 0x03, ocf: 0x0014)))  // Read Local Name: not implemented
+        #expect(!cmds.supports(HCIOpcode(ogf: 0x03, ocf: 0x0013)))  // Write Local Name: not implemented
         let f = try p.run(p.a, LEReadLocalSupportedFeatures())!.result(LEReadLocalSupportedFeatures.self)
         #expect(f.leFeatures.isSuperset(of: [.leEncryption, .dataPacketLengthExtension, .le2MPHY, .leExtendedAdvertising]))
         let lmp = try p.run(p.a, ReadLocalSupportedFeatures())!.result(ReadLocalSupportedFeatures.self)
@@ -104,10 +104,10 @@ struct Pair {
     @Test func errorStatuses() {
         let p = Pair()
         // Unknown opcode → Command Complete with Unknown HCI Command.
-        p.a.controller.receive(fromHost: .command(HCICommandPacket(opcode: HCIOpcode(ogf: 0x03, ocf: 0x0014))))
+        p.a.controller.receive(fromHost: .command(HCICommandPacket(opcode: HCIOpcode(ogf: 0x03, ocf: 0x0013))))
         p.link.runUntilIdle()
         let unknown = p.a.events().first as? CommandComplete
-        #expect(unknown?.opcode.rawValue == 0x0C14 && unknown?.status == .unknownCommand)
+        #expect(unknown?.opcode.rawValue == 0x0C13 && unknown?.status == .unknownCommand)
         // Truncated parameters → Invalid HCI Command Parameters.
         p.a.controller.receive(fromHost: .command(HCICommandPacket(opcode: SetEventMask.opcode, parameters: [1, 2])))
         p.link.runUntilIdle()

@@ -52,6 +52,48 @@ public struct Reset: HCIParameterlessCommand, Equatable {
     public init() {}
 }
 
+/// Read Local Name (0x0C14, Core Vol 4 Part E 7.3.12): the device name, UTF-8, zero-padded to 248 octets.
+public struct ReadLocalName: HCIParameterlessCommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x03, ocf: 0x0014)
+    public static let name = "Read Local Name"
+    public init() {}
+
+    public struct ReturnParameters: HCIReturnParameters, Equatable {
+        public var localName: [UInt8]
+        public init(localName: [UInt8]) {
+            self.localName = localName
+        }
+        public init(returnParameters r: inout ByteReader) throws(DecodeError) {
+            localName = try r.bytes(248, "localName")
+        }
+        public func encode(into w: inout ByteWriter) {
+            w.padded(localName, to: 248)
+        }
+        public var fields: [Field] {
+            [.text("localName", String(decoding: localName.prefix { $0 != 0 }, as: UTF8.self))]
+        }
+    }
+}
+
+/// Set Event Mask Page 2 (0x0C63, Core Vol 4 Part E 7.3.69): events 64-127 (none of them LE).
+public struct SetEventMaskPage2: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x03, ocf: 0x0063)
+    public static let name = "Set Event Mask Page 2"
+    public var eventMaskPage2: UInt64
+    public init(eventMaskPage2: UInt64) {
+        self.eventMaskPage2 = eventMaskPage2
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        eventMaskPage2 = try r.u64("eventMaskPage2")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u64(eventMaskPage2)
+    }
+    public var fields: [Field] {
+        [.code("eventMaskPage2", eventMaskPage2)]
+    }
+}
+
 /// Write LE Host Support (0x0C6D).
 public struct WriteLEHostSupport: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x03, ocf: 0x006D)
@@ -552,6 +594,55 @@ public struct LEClearFilterAcceptList: HCIParameterlessCommand, Equatable {
     public init() {}
 }
 
+/// LE Add Device To Filter Accept List (0x2011, Core Vol 4 Part E 7.8.16). Address_Type 0x00
+/// public, 0x01 random, 0xFF anonymous advertisements (the address is then ignored).
+public struct LEAddDeviceToFilterAcceptList: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0011)
+    public static let name = "LE Add Device To Filter Accept List"
+    public var addressType: UInt8
+    public var address: BDAddress
+    public init(addressType: UInt8, address: BDAddress) {
+        self.addressType = addressType
+        self.address = address
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        addressType = try r.u8("addressType")
+        address = try r.address("address")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(addressType)
+        w.address(address)
+    }
+    public var fields: [Field] {
+        [.code("addressType", addressType, note: filterAcceptListAddressTypeName(addressType)),
+         .address("address", address)]
+    }
+}
+
+/// LE Remove Device From Filter Accept List (0x2012, Core Vol 4 Part E 7.8.17).
+public struct LERemoveDeviceFromFilterAcceptList: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0012)
+    public static let name = "LE Remove Device From Filter Accept List"
+    public var addressType: UInt8
+    public var address: BDAddress
+    public init(addressType: UInt8, address: BDAddress) {
+        self.addressType = addressType
+        self.address = address
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        addressType = try r.u8("addressType")
+        address = try r.address("address")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(addressType)
+        w.address(address)
+    }
+    public var fields: [Field] {
+        [.code("addressType", addressType, note: filterAcceptListAddressTypeName(addressType)),
+         .address("address", address)]
+    }
+}
+
 /// LE Connection Update (0x2013): Command Status, then LE Connection Update Complete.
 public struct LEConnectionUpdate: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0013)
@@ -1050,7 +1141,7 @@ public struct LESetAdvertisingParameters: HCICommand, Equatable {
          .addressType("peerAddressType", peerAddressType),
          .address("peerAddress", peerAddress, type: peerAddressType),
          .code("advertisingChannelMap", advertisingChannelMap),
-         .code("advertisingFilterPolicy", advertisingFilterPolicy, note: advertisingFilterPolicyName(advertisingFilterPolicy))]
+         .code("advertisingFilterPolicy", advertisingFilterPolicy)]
     }
 }
 
@@ -1873,6 +1964,8 @@ let allCommandTypes: [any HCICommand.Type] = [
     Disconnect.self,
     SetEventMask.self,
     Reset.self,
+    ReadLocalName.self,
+    SetEventMaskPage2.self,
     WriteLEHostSupport.self,
     ReadLocalVersionInformation.self,
     ReadLocalSupportedCommands.self,
@@ -1891,6 +1984,8 @@ let allCommandTypes: [any HCICommand.Type] = [
     LECreateConnectionCancel.self,
     LEReadFilterAcceptListSize.self,
     LEClearFilterAcceptList.self,
+    LEAddDeviceToFilterAcceptList.self,
+    LERemoveDeviceFromFilterAcceptList.self,
     LEConnectionUpdate.self,
     LEReadRemoteFeatures.self,
     LEEncrypt.self,
@@ -1931,6 +2026,8 @@ let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [
     0x0406: (0, 5),  // Disconnect
     0x0C01: (5, 6),  // Set Event Mask
     0x0C03: (5, 7),  // Reset
+    0x0C14: (7, 1),  // Read Local Name
+    0x0C63: (22, 2),  // Set Event Mask Page 2
     0x0C6D: (24, 6),  // Write LE Host Support
     0x1001: (14, 3),  // Read Local Version Information
     0x1003: (14, 5),  // Read Local Supported Features
@@ -1948,6 +2045,8 @@ let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [
     0x200E: (26, 5),  // LE Create Connection Cancel
     0x200F: (26, 6),  // LE Read Filter Accept List Size
     0x2010: (26, 7),  // LE Clear Filter Accept List
+    0x2011: (27, 0),  // LE Add Device To Filter Accept List
+    0x2012: (27, 1),  // LE Remove Device From Filter Accept List
     0x2013: (27, 2),  // LE Connection Update
     0x2016: (27, 5),  // LE Read Remote Features
     0x2017: (27, 6),  // LE Encrypt
