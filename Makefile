@@ -10,6 +10,8 @@ SWIFT_FLAGS ?=
 # `TEST_SUITES += name` here (before the `test` rule) and a rule for `name` below that runs
 # its command through Tools/test-suite.sh (exit 77 = skipped; see there).
 TEST_SUITES := swift-test docs-check vm-test fuzz-smoke
+# Generated PDU codecs (Tools/pdl) match their descriptions.
+TEST_SUITES += pdl-check
 
 # libFuzzer targets (Tools/fuzz/Targets, docs/fuzzing.md) and seconds per target for `make fuzz`.
 FUZZ_TARGETS := h4 hci acl l2cap-signaling att-server att-client smp ad capture
@@ -115,6 +117,10 @@ docs: build
 # The tutorial's packet excerpts must still be what the tool prints (regenerate with `make docs`).
 docs-check: build
 	BLE_HCI="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" Tools/test-suite.sh $@ Tools/docs/generate-tutorial.sh --check
+
+# The generated codecs in Sources/*/Generated are what Tools/pdl/generate.py makes of Tools/pdl/*.pdl.
+pdl-check:
+	Tools/test-suite.sh $@ python3 Tools/pdl/generate.py --check
 
 clean:
 	rm -rf .build

@@ -1,20 +1,6 @@
 // LE extended advertising, extended scanning and extended connection commands.
 // Core Vol 4 Part E 7.8.52-7.8.66.
 
-/// LE Set Advertising Set Random Address (0x2035).
-public struct LESetAdvertisingSetRandomAddress: HCICommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x0035)
-    public static let name = "LE Set Advertising Set Random Address"
-    public var advertisingHandle: UInt8
-    public var randomAddress: BDAddress
-    public init(advertisingHandle: UInt8, randomAddress: BDAddress) { self.advertisingHandle = advertisingHandle; self.randomAddress = randomAddress }
-    public init(parameters r: inout ByteReader) throws(DecodeError) {
-        advertisingHandle = try r.u8("advertisingHandle"); randomAddress = try r.address("randomAddress")
-    }
-    public func encodeParameters(into w: inout ByteWriter) { w.u8(advertisingHandle); w.address(randomAddress) }
-    public var fields: [Field] { [.int("advertisingHandle", advertisingHandle), .address("randomAddress", randomAddress, type: .random)] }
-}
-
 /// Advertising_Event_Properties bits (LE Set Extended Advertising Parameters).
 public struct AdvertisingEventProperties: OptionSet, Sendable, Hashable, CustomStringConvertible {
     public var rawValue: UInt16
@@ -39,8 +25,6 @@ public struct AdvertisingEventProperties: OptionSet, Sendable, Hashable, CustomS
 
 /// LE Set Extended Advertising Parameters [v1] (0x2036).
 public struct LESetExtendedAdvertisingParameters: HCICommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x0036)
-    public static let name = "LE Set Extended Advertising Parameters"
     public var advertisingHandle: UInt8
     public var advertisingEventProperties: AdvertisingEventProperties
     /// 24-bit, units of 0.625 ms.
@@ -174,8 +158,6 @@ public struct ExtendedDataParameters: Sendable, Equatable {
 
 /// LE Set Extended Advertising Data (0x2037).
 public struct LESetExtendedAdvertisingData: HCICommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x0037)
-    public static let name = "LE Set Extended Advertising Data"
     public var parameters: ExtendedDataParameters
     public var advertisingHandle: UInt8 { parameters.advertisingHandle }
     public var advertisingData: [UInt8] { parameters.data }
@@ -190,8 +172,6 @@ public struct LESetExtendedAdvertisingData: HCICommand, Equatable {
 
 /// LE Set Extended Scan Response Data (0x2038).
 public struct LESetExtendedScanResponseData: HCICommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x0038)
-    public static let name = "LE Set Extended Scan Response Data"
     public var parameters: ExtendedDataParameters
     public var advertisingHandle: UInt8 { parameters.advertisingHandle }
     public var scanResponseData: [UInt8] { parameters.data }
@@ -206,8 +186,6 @@ public struct LESetExtendedScanResponseData: HCICommand, Equatable {
 
 /// LE Set Extended Advertising Enable (0x2039). Each set's parameters are consecutive on the wire.
 public struct LESetExtendedAdvertisingEnable: HCICommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x0039)
-    public static let name = "LE Set Extended Advertising Enable"
 
     public struct AdvertisingSet: Sendable, Equatable {
         public var advertisingHandle: UInt8
@@ -254,59 +232,11 @@ public struct LESetExtendedAdvertisingEnable: HCICommand, Equatable {
     }
 }
 
-/// LE Read Maximum Advertising Data Length (0x203A).
-public struct LEReadMaximumAdvertisingDataLength: HCIParameterlessCommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x003A)
-    public static let name = "LE Read Maximum Advertising Data Length"
-    public init() {}
-    public struct ReturnParameters: HCIReturnParameters, Equatable {
-        public var maxAdvertisingDataLength: UInt16
-        public init(maxAdvertisingDataLength: UInt16) { self.maxAdvertisingDataLength = maxAdvertisingDataLength }
-        public init(returnParameters r: inout ByteReader) throws(DecodeError) { maxAdvertisingDataLength = try r.u16("maxAdvertisingDataLength") }
-        public func encode(into w: inout ByteWriter) { w.u16(maxAdvertisingDataLength) }
-        public var fields: [Field] { [.int("maxAdvertisingDataLength", maxAdvertisingDataLength)] }
-    }
-}
-
-/// LE Read Number of Supported Advertising Sets (0x203B).
-public struct LEReadNumberOfSupportedAdvertisingSets: HCIParameterlessCommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x003B)
-    public static let name = "LE Read Number of Supported Advertising Sets"
-    public init() {}
-    public struct ReturnParameters: HCIReturnParameters, Equatable {
-        public var numSupportedAdvertisingSets: UInt8
-        public init(numSupportedAdvertisingSets: UInt8) { self.numSupportedAdvertisingSets = numSupportedAdvertisingSets }
-        public init(returnParameters r: inout ByteReader) throws(DecodeError) { numSupportedAdvertisingSets = try r.u8("numSupportedAdvertisingSets") }
-        public func encode(into w: inout ByteWriter) { w.u8(numSupportedAdvertisingSets) }
-        public var fields: [Field] { [.int("numSupportedAdvertisingSets", numSupportedAdvertisingSets)] }
-    }
-}
-
-/// LE Remove Advertising Set (0x203C).
-public struct LERemoveAdvertisingSet: HCICommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x003C)
-    public static let name = "LE Remove Advertising Set"
-    public var advertisingHandle: UInt8
-    public init(advertisingHandle: UInt8) { self.advertisingHandle = advertisingHandle }
-    public init(parameters r: inout ByteReader) throws(DecodeError) { advertisingHandle = try r.u8("advertisingHandle") }
-    public func encodeParameters(into w: inout ByteWriter) { w.u8(advertisingHandle) }
-    public var fields: [Field] { [.int("advertisingHandle", advertisingHandle)] }
-}
-
-/// LE Clear Advertising Sets (0x203D).
-public struct LEClearAdvertisingSets: HCIParameterlessCommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x003D)
-    public static let name = "LE Clear Advertising Sets"
-    public init() {}
-}
-
 /// The PHY bits that select per-PHY parameter blocks (bit 0 LE 1M, bit 1 LE 2M, bit 2 LE Coded).
 private func phyBits(_ mask: UInt8) -> [UInt8] { (0..<8).compactMap { mask & (1 << $0) != 0 ? UInt8(1 << $0) : nil } }
 
 /// LE Set Extended Scan Parameters (0x2041): one block of scan parameters per PHY bit set.
 public struct LESetExtendedScanParameters: HCICommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x0041)
-    public static let name = "LE Set Extended Scan Parameters"
 
     public struct PHYParameters: Sendable, Equatable {
         public var scanType: UInt8
@@ -361,8 +291,6 @@ public struct LESetExtendedScanParameters: HCICommand, Equatable {
 
 /// LE Set Extended Scan Enable (0x2042).
 public struct LESetExtendedScanEnable: HCICommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x0042)
-    public static let name = "LE Set Extended Scan Enable"
     public var enable: Bool
     /// 0 disabled, 1 enabled, 2 enabled and reset each period.
     public var filterDuplicates: UInt8
@@ -389,9 +317,6 @@ public struct LESetExtendedScanEnable: HCICommand, Equatable {
 
 /// LE Extended Create Connection [v1] (0x2043): one block of parameters per initiating PHY bit set.
 public struct LEExtendedCreateConnection: HCICommand, Equatable {
-    public static let opcode = HCIOpcode.leCommand(0x0043)
-    public static let name = "LE Extended Create Connection"
-    public static var completesWithStatus: Bool { true }
 
     public struct PHYParameters: Sendable, Equatable {
         public var scanInterval: UInt16

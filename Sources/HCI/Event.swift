@@ -33,8 +33,6 @@ extension LEMetaEventParameters {
 
 /// Event code 0x3E: carries one LE subevent.
 public struct LEMetaEvent: HCIEventParameters {
-    public static let eventCode: UInt8 = 0x3E
-    public static let name = "LE Meta"
     public var subevent: any LEMetaEventParameters
 
     public init(_ subevent: any LEMetaEventParameters) { self.subevent = subevent }
@@ -120,8 +118,6 @@ public enum HCIEvents {
 
 /// Command Complete (0x0E): carries Status and the command's return parameters.
 public struct CommandComplete: HCIEventParameters, Equatable {
-    public static let eventCode: UInt8 = 0x0E
-    public static let name = "Command Complete"
     public var numHCICommandPackets: UInt8
     public var opcode: HCIOpcode
     /// Return parameters including the leading Status (absent for opcode 0x0000).
@@ -191,8 +187,6 @@ public struct CommandComplete: HCIEventParameters, Equatable {
 
 /// Command Status (0x0F): the controller accepted (or refused) a command that completes later.
 public struct CommandStatus: HCIEventParameters, Equatable {
-    public static let eventCode: UInt8 = 0x0F
-    public static let name = "Command Status"
     public var status: HCIStatus
     public var numHCICommandPackets: UInt8
     public var opcode: HCIOpcode

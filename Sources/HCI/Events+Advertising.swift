@@ -15,8 +15,6 @@ public func advertisingReportEventTypeName(_ v: UInt8) -> String {
 
 /// LE Advertising Report (subevent 0x02).
 public struct LEAdvertisingReport: LEMetaEventParameters, Equatable {
-    public static let subeventCode: UInt8 = 0x02
-    public static let name = "LE Advertising Report"
 
     public struct Report: Sendable, Equatable {
         /// 0 ADV_IND, 1 ADV_DIRECT_IND, 2 ADV_SCAN_IND, 3 ADV_NONCONN_IND, 4 SCAN_RSP.
@@ -128,8 +126,6 @@ func extendedAddressTypeNote(_ v: UInt8) -> String {
 
 /// LE Extended Advertising Report (subevent 0x0D).
 public struct LEExtendedAdvertisingReport: LEMetaEventParameters, Equatable {
-    public static let subeventCode: UInt8 = 0x0D
-    public static let name = "LE Extended Advertising Report"
 
     public struct Report: Sendable, Equatable {
         public var eventType: ExtendedAdvertisingEventType
@@ -228,8 +224,6 @@ public struct LEExtendedAdvertisingReport: LEMetaEventParameters, Equatable {
 
 /// LE Directed Advertising Report (subevent 0x0B).
 public struct LEDirectedAdvertisingReport: LEMetaEventParameters, Equatable {
-    public static let subeventCode: UInt8 = 0x0B
-    public static let name = "LE Directed Advertising Report"
 
     public struct Report: Sendable, Equatable {
         /// Always 0x01 (ADV_DIRECT_IND).

@@ -1,44 +1,11 @@
 import HCI
 
 /// A signaling command code (Core Vol 3 Part A 4, Table 4.2), the LE-U subset plus unknowns.
+/// The codes, names and which are requests come from Tools/pdl/signaling.pdl (Generated/SignalingCommands.swift).
 public struct SignalingCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }
-
-    public static let commandReject = SignalingCode(0x01)
-    public static let disconnectionRequest = SignalingCode(0x06)
-    public static let disconnectionResponse = SignalingCode(0x07)
-    public static let connectionParameterUpdateRequest = SignalingCode(0x12)
-    public static let connectionParameterUpdateResponse = SignalingCode(0x13)
-    public static let leCreditBasedConnectionRequest = SignalingCode(0x14)
-    public static let leCreditBasedConnectionResponse = SignalingCode(0x15)
-    public static let flowControlCreditInd = SignalingCode(0x16)
-    public static let creditBasedConnectionRequest = SignalingCode(0x17)
-    public static let creditBasedConnectionResponse = SignalingCode(0x18)
-    public static let creditBasedReconfigureRequest = SignalingCode(0x19)
-    public static let creditBasedReconfigureResponse = SignalingCode(0x1A)
-
-    public var name: String? {
-        switch rawValue {
-        case 0x01: return "Command Reject"
-        case 0x06: return "Disconnection Request"
-        case 0x07: return "Disconnection Response"
-        case 0x12: return "Connection Parameter Update Request"
-        case 0x13: return "Connection Parameter Update Response"
-        case 0x14: return "LE Credit Based Connection Request"
-        case 0x15: return "LE Credit Based Connection Response"
-        case 0x16: return "Flow Control Credit Ind"
-        case 0x17: return "Credit Based Connection Request"
-        case 0x18: return "Credit Based Connection Response"
-        case 0x19: return "Credit Based Reconfigure Request"
-        case 0x1A: return "Credit Based Reconfigure Response"
-        default: return nil
-        }
-    }
-
-    /// Requests are answered by a response (or a Command Reject) with the same identifier.
-    public var isRequest: Bool { [0x06, 0x12, 0x14, 0x17, 0x19].contains(rawValue) }
 
     public var description: String { "\(name ?? "Unknown signaling command") (\(hexCode(rawValue)))" }
 }
@@ -122,47 +89,9 @@ public struct SignalingCommand: Sendable, Hashable {
         self.body = body
     }
 
-    public enum Body: Sendable, Hashable {
-        case commandReject(CommandRejectReason)
-        case disconnectionRequest(destinationCID: UInt16, sourceCID: UInt16)
-        case disconnectionResponse(destinationCID: UInt16, sourceCID: UInt16)
-        /// Intervals in 1.25 ms units, latency in connection events, timeout in 10 ms units.
-        case connectionParameterUpdateRequest(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16, timeout: UInt16)
-        /// Result 0x0000 accepted, 0x0001 rejected.
-        case connectionParameterUpdateResponse(result: UInt16)
-        case leCreditBasedConnectionRequest(spsm: UInt16, sourceCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16)
-        case leCreditBasedConnectionResponse(destinationCID: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16,
-                                             result: CreditBasedConnectionResult)
-        case flowControlCreditInd(cid: UInt16, credits: UInt16)
-        case creditBasedConnectionRequest(spsm: UInt16, mtu: UInt16, mps: UInt16, initialCredits: UInt16, sourceCIDs: [UInt16])
-        case creditBasedConnectionResponse(mtu: UInt16, mps: UInt16, initialCredits: UInt16,
-                                           result: CreditBasedConnectionResult, destinationCIDs: [UInt16])
-        case creditBasedReconfigureRequest(mtu: UInt16, mps: UInt16, destinationCIDs: [UInt16])
-        case creditBasedReconfigureResponse(result: UInt16)
-        case unknown(code: SignalingCode, data: [UInt8])
-    }
-
     public static let headerLength = 4
     /// The minimum (and default) signaling MTU on LE-U.
     public static let minimumMTU = 23
-
-    public var code: SignalingCode {
-        switch body {
-        case .commandReject: return .commandReject
-        case .disconnectionRequest: return .disconnectionRequest
-        case .disconnectionResponse: return .disconnectionResponse
-        case .connectionParameterUpdateRequest: return .connectionParameterUpdateRequest
-        case .connectionParameterUpdateResponse: return .connectionParameterUpdateResponse
-        case .leCreditBasedConnectionRequest: return .leCreditBasedConnectionRequest
-        case .leCreditBasedConnectionResponse: return .leCreditBasedConnectionResponse
-        case .flowControlCreditInd: return .flowControlCreditInd
-        case .creditBasedConnectionRequest: return .creditBasedConnectionRequest
-        case .creditBasedConnectionResponse: return .creditBasedConnectionResponse
-        case .creditBasedReconfigureRequest: return .creditBasedReconfigureRequest
-        case .creditBasedReconfigureResponse: return .creditBasedReconfigureResponse
-        case .unknown(let code, _): return code
-        }
-    }
 
     // MARK: Decoding
 
@@ -175,52 +104,7 @@ public struct SignalingCommand: Sendable, Hashable {
         let length = Int(try r.u16("length"))
         guard r.remaining >= length else { throw .truncated(field: "data", needed: length, available: r.remaining) }
         try r.expectEndAfter(length, "signaling command")
-        let body: Body
-        switch code.rawValue {
-        case 0x01:
-            let reason = try r.u16("reason")
-            switch reason {
-            case 0x0000: body = .commandReject(.commandNotUnderstood)
-            case 0x0001: body = .commandReject(.signalingMTUExceeded(actualMTU: try r.u16("actualMtu")))
-            case 0x0002: body = .commandReject(.invalidCID(localCID: try r.u16("localCid"), remoteCID: try r.u16("remoteCid")))
-            default: body = .commandReject(.other(reason: reason, data: r.rest()))
-            }
-        case 0x06:
-            body = .disconnectionRequest(destinationCID: try r.u16("destinationCid"), sourceCID: try r.u16("sourceCid"))
-        case 0x07:
-            body = .disconnectionResponse(destinationCID: try r.u16("destinationCid"), sourceCID: try r.u16("sourceCid"))
-        case 0x12:
-            body = .connectionParameterUpdateRequest(intervalMin: try r.u16("intervalMin"), intervalMax: try r.u16("intervalMax"),
-                                                     latency: try r.u16("latency"), timeout: try r.u16("timeout"))
-        case 0x13:
-            body = .connectionParameterUpdateResponse(result: try r.u16("result"))
-        case 0x14:
-            body = .leCreditBasedConnectionRequest(spsm: try r.u16("spsm"), sourceCID: try r.u16("sourceCid"),
-                                                   mtu: try r.u16("mtu"), mps: try r.u16("mps"),
-                                                   initialCredits: try r.u16("initialCredits"))
-        case 0x15:
-            body = .leCreditBasedConnectionResponse(destinationCID: try r.u16("destinationCid"), mtu: try r.u16("mtu"),
-                                                    mps: try r.u16("mps"), initialCredits: try r.u16("initialCredits"),
-                                                    result: CreditBasedConnectionResult(try r.u16("result")))
-        case 0x16:
-            body = .flowControlCreditInd(cid: try r.u16("cid"), credits: try r.u16("credits"))
-        case 0x17:
-            let spsm = try r.u16("spsm"), mtu = try r.u16("mtu"), mps = try r.u16("mps"), credits = try r.u16("initialCredits")
-            body = .creditBasedConnectionRequest(spsm: spsm, mtu: mtu, mps: mps, initialCredits: credits,
-                                                 sourceCIDs: try readCIDs(&r, min: 1, "sourceCid"))
-        case 0x18:
-            let mtu = try r.u16("mtu"), mps = try r.u16("mps"), credits = try r.u16("initialCredits")
-            let result = CreditBasedConnectionResult(try r.u16("result"))
-            body = .creditBasedConnectionResponse(mtu: mtu, mps: mps, initialCredits: credits, result: result,
-                                                  destinationCIDs: try readCIDs(&r, min: 0, "destinationCid"))
-        case 0x19:
-            let mtu = try r.u16("mtu"), mps = try r.u16("mps")
-            body = .creditBasedReconfigureRequest(mtu: mtu, mps: mps, destinationCIDs: try readCIDs(&r, min: 1, "destinationCid"))
-        case 0x1A:
-            body = .creditBasedReconfigureResponse(result: try r.u16("result"))
-        default:
-            body = .unknown(code: code, data: r.rest())
-        }
+        let body = try decodeBody(code, &r)
         try r.expectEnd(code.name ?? "signaling command")
         return SignalingCommand(identifier: identifier, body)
     }
@@ -261,36 +145,7 @@ public struct SignalingCommand: Sendable, Hashable {
         w.u8(code.rawValue)
         w.u8(identifier)
         w.u16(0) // length, patched below
-        switch body {
-        case .commandReject(let reason):
-            w.u16(reason.code)
-            switch reason {
-            case .commandNotUnderstood: break
-            case .signalingMTUExceeded(let mtu): w.u16(mtu)
-            case let .invalidCID(local, remote): w.u16(local); w.u16(remote)
-            case .other(_, let data): w.append(data)
-            }
-        case let .disconnectionRequest(d, s), let .disconnectionResponse(d, s):
-            w.u16(d); w.u16(s)
-        case let .connectionParameterUpdateRequest(minI, maxI, latency, timeout):
-            w.u16(minI); w.u16(maxI); w.u16(latency); w.u16(timeout)
-        case let .connectionParameterUpdateResponse(result), let .creditBasedReconfigureResponse(result):
-            w.u16(result)
-        case let .leCreditBasedConnectionRequest(spsm, scid, mtu, mps, credits):
-            w.u16(spsm); w.u16(scid); w.u16(mtu); w.u16(mps); w.u16(credits)
-        case let .leCreditBasedConnectionResponse(dcid, mtu, mps, credits, result):
-            w.u16(dcid); w.u16(mtu); w.u16(mps); w.u16(credits); w.u16(result.rawValue)
-        case let .flowControlCreditInd(cid, credits):
-            w.u16(cid); w.u16(credits)
-        case let .creditBasedConnectionRequest(spsm, mtu, mps, credits, cids):
-            w.u16(spsm); w.u16(mtu); w.u16(mps); w.u16(credits); for c in cids { w.u16(c) }
-        case let .creditBasedConnectionResponse(mtu, mps, credits, result, cids):
-            w.u16(mtu); w.u16(mps); w.u16(credits); w.u16(result.rawValue); for c in cids { w.u16(c) }
-        case let .creditBasedReconfigureRequest(mtu, mps, cids):
-            w.u16(mtu); w.u16(mps); for c in cids { w.u16(c) }
-        case .unknown(_, let data):
-            w.append(data)
-        }
+        encodeBody(into: &w)
         var out = w.bytes
         let length = out.count - SignalingCommand.headerLength
         out[2] = UInt8(truncatingIfNeeded: length)
@@ -306,62 +161,53 @@ fileprivate extension ByteReader {
     }
 }
 
+// MARK: - Command Reject (irregular: its data depends on the reason, Core Vol 3 Part A 4.1)
+
+extension SignalingCommand {
+    static func decodeCommandReject(_ r: inout ByteReader) throws(DecodeError) -> CommandRejectReason {
+        let reason = try r.u16("reason")
+        switch reason {
+        case 0x0000: return .commandNotUnderstood
+        case 0x0001: return .signalingMTUExceeded(actualMTU: try r.u16("actualMtu"))
+        case 0x0002: return .invalidCID(localCID: try r.u16("localCid"), remoteCID: try r.u16("remoteCid"))
+        default: return .other(reason: reason, data: r.rest())
+        }
+    }
+
+    func encodeCommandReject(_ reason: CommandRejectReason, into w: inout ByteWriter) {
+        w.u16(reason.code)
+        switch reason {
+        case .commandNotUnderstood: break
+        case .signalingMTUExceeded(let mtu): w.u16(mtu)
+        case let .invalidCID(local, remote): w.u16(local); w.u16(remote)
+        case .other(_, let data): w.append(data)
+        }
+    }
+
+    func commandRejectFields(_ reason: CommandRejectReason) -> [Field] {
+        var params: [Field] = [.code("reason", reason.code, note: reason.name)]
+        switch reason {
+        case .commandNotUnderstood: break
+        case .signalingMTUExceeded(let mtu): params.append(.int("actualMtu", mtu))
+        case let .invalidCID(local, remote): params.append(.int("localCid", local)); params.append(.int("remoteCid", remote))
+        case .other(_, let data): params.append(.bytes("data", data))
+        }
+        return params
+    }
+}
+
 // MARK: - Fields
 
 extension SignalingCommand: FieldDescribable {
     public var fields: [Field] {
         var f: [Field] = [.code("code", code.rawValue), .text("name", code.name ?? "Unknown"),
                           .int("identifier", identifier)]
-        var params: [Field] = []
-        switch body {
-        case .commandReject(let reason):
-            params.append(.code("reason", reason.code, note: reason.name))
-            switch reason {
-            case .commandNotUnderstood: break
-            case .signalingMTUExceeded(let mtu): params.append(.int("actualMtu", mtu))
-            case let .invalidCID(local, remote): params.append(.int("localCid", local)); params.append(.int("remoteCid", remote))
-            case .other(_, let data): params.append(.bytes("data", data))
-            }
-        case let .disconnectionRequest(d, s), let .disconnectionResponse(d, s):
-            params.append(.int("destinationCid", d)); params.append(.int("sourceCid", s))
-        case let .connectionParameterUpdateRequest(minI, maxI, latency, timeout):
-            params.append(.interval("intervalMin", minI, unitMicroseconds: 1250))
-            params.append(.interval("intervalMax", maxI, unitMicroseconds: 1250))
-            params.append(.int("latency", latency))
-            params.append(.interval("timeout", timeout, unitMicroseconds: 10_000))
-        case let .connectionParameterUpdateResponse(result):
-            params.append(.code("result", result, note: result == 0 ? "Connection Parameters accepted"
-                                : result == 1 ? "Connection Parameters rejected" : "Reserved"))
-        case let .leCreditBasedConnectionRequest(spsm, scid, mtu, mps, credits):
-            params.append(.code("spsm", spsm)); params.append(.int("sourceCid", scid))
-            params.append(.int("mtu", mtu)); params.append(.int("mps", mps)); params.append(.int("initialCredits", credits))
-        case let .leCreditBasedConnectionResponse(dcid, mtu, mps, credits, result):
-            params.append(.int("destinationCid", dcid)); params.append(.int("mtu", mtu)); params.append(.int("mps", mps))
-            params.append(.int("initialCredits", credits)); params.append(.code("result", result.rawValue, note: result.name))
-        case let .flowControlCreditInd(cid, credits):
-            params.append(.int("cid", cid)); params.append(.int("credits", credits))
-        case let .creditBasedConnectionRequest(spsm, mtu, mps, credits, cids):
-            params.append(.code("spsm", spsm)); params.append(.int("mtu", mtu)); params.append(.int("mps", mps))
-            params.append(.int("initialCredits", credits))
-            params.append(Field("sourceCid", .list(cids.map { .int(Int($0)) })))
-        case let .creditBasedConnectionResponse(mtu, mps, credits, result, cids):
-            params.append(.int("mtu", mtu)); params.append(.int("mps", mps)); params.append(.int("initialCredits", credits))
-            params.append(.code("result", result.rawValue, note: result.name))
-            params.append(Field("destinationCid", .list(cids.map { .int(Int($0)) })))
-        case let .creditBasedReconfigureRequest(mtu, mps, cids):
-            params.append(.int("mtu", mtu)); params.append(.int("mps", mps))
-            params.append(Field("destinationCid", .list(cids.map { .int(Int($0)) })))
-        case let .creditBasedReconfigureResponse(result):
-            params.append(.code("result", result, note: reconfigureResultName(result)))
-        case .unknown(_, let data):
-            params.append(.bytes("data", data))
-        }
         f.append(.int("length", bytes.count - SignalingCommand.headerLength))
-        return f + params
+        return f + bodyFields
     }
 }
 
-private func reconfigureResultName(_ r: UInt16) -> String {
+func reconfigureResultName(_ r: UInt16) -> String {
     switch r {
     case 0x0000: return "Reconfiguration successful"
     case 0x0001: return "Reconfiguration failed - reduction in size of MTU not allowed"

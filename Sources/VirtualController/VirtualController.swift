@@ -34,6 +34,7 @@ public final class VirtualController: @unchecked Sendable {
 
     // Link-context state.
     var eventMask: UInt64 = VirtualController.defaultEventMask
+    var eventMaskPage2: UInt64 = 0
     var leEventMask: UInt64 = 0x1F
     var randomAddress: BDAddress?
     var silent = false
@@ -62,6 +63,10 @@ public final class VirtualController: @unchecked Sendable {
     var scanExtended = false
     var scanFilterDuplicates = false
     var scanSeen: Set<ReportKey> = []
+    var scanFilterPolicy: UInt8 = 0
+    var scanOwnAddressType: AddressType = .public
+    /// Filter accept list (VirtualController+FilterAcceptList.swift).
+    var filterAcceptList: Set<FilterAcceptListEntry> = []
     struct ReportKey: Hashable { var address: BDAddress; var type: UInt8; var scanResponse: Bool; var data: [UInt8] }
     // Initiating.
     struct Initiating {
@@ -72,6 +77,8 @@ public final class VirtualController: @unchecked Sendable {
         var latency: UInt16
         var timeout: UInt16
         var extended: Bool
+        /// Initiator filter policy 0x01: connect to any advertiser in the filter accept list.
+        var useFilterAcceptList = false
     }
     var initiating: Initiating?
     // ACL buffers: packets accepted and not yet completed.
@@ -225,6 +232,10 @@ public final class VirtualController: @unchecked Sendable {
         withholdingCompletions = false
         withheldCompletions = [:]
         eventMask = VirtualController.defaultEventMask
+        eventMaskPage2 = 0
+        filterAcceptList = []
+        scanFilterPolicy = 0
+        scanOwnAddressType = .public
         leEventMask = 0x1F
         randomAddress = nil
         nextHandle = 0x0040
@@ -264,6 +275,8 @@ public final class VirtualController: @unchecked Sendable {
         var txPower: Int8
         /// nil for legacy advertising commands.
         var setHandle: UInt8?
+        /// Advertising_Filter_Policy: bit 0 scan requests, bit 1 connection requests only from the filter accept list.
+        var filterPolicy: UInt8
     }
 
     func ownAddress(_ type: AddressType, setRandom: BDAddress? = nil) -> DeviceAddress {
@@ -280,7 +293,8 @@ public final class VirtualController: @unchecked Sendable {
             let t = advParams.advertisingType == 4 ? 1 : advParams.advertisingType
             out.append(Advertisement(address: a.address, addressType: a.type, connectable: t <= 1, scannable: t == 0 || t == 2,
                                      legacyPDU: true, legacyType: t, data: t == 1 ? [] : advData, scanResponse: scanRspData,
-                                     sid: 0xFF, txPower: 127, setHandle: nil))
+                                     sid: 0xFF, txPower: 127, setHandle: nil,
+                                     filterPolicy: advParams.advertisingFilterPolicy))
         }
         for (handle, set) in sets.sorted(by: { $0.key < $1.key }) where set.enabled {
             let p = set.params.advertisingEventProperties
@@ -290,7 +304,8 @@ public final class VirtualController: @unchecked Sendable {
                                      scannable: p.contains(.scannable), legacyPDU: p.contains(.legacy), legacyType: legacyType,
                                      data: set.data, scanResponse: set.scanResponse,
                                      sid: p.contains(.legacy) ? 0xFF : set.params.advertisingSID,
-                                     txPower: set.params.advertisingTxPower, setHandle: handle))
+                                     txPower: set.params.advertisingTxPower, setHandle: handle,
+                                     filterPolicy: set.params.advertisingFilterPolicy))
         }
         return out
     }
@@ -308,10 +323,13 @@ public final class VirtualController: @unchecked Sendable {
             if initiating == nil { return }
         }
         guard scanEnabled else { return }
+        let me = ownAddress(scanOwnAddressType)
         for other in all where other !== self {
-            for adv in other.currentAdvertisements() {
+            for adv in other.currentAdvertisements() where scannerAccepts(adv) {
                 report(adv, scanResponse: false)
-                if scanActive && adv.scannable { report(adv, scanResponse: true) }
+                if scanActive && adv.scannable && other.advertiser(adv, acceptsScanRequestFrom: me) {
+                    report(adv, scanResponse: true)
+                }
             }
         }
     }

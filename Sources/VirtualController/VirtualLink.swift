@@ -245,8 +245,8 @@ public final class VirtualLink: @unchecked Sendable {
     func tryConnect(_ initiator: VirtualController) {
         guard let target = initiator.initiating else { return }
         for c in controllers where c !== initiator {
-            if let adv = c.currentAdvertisements().first(where: { $0.connectable && $0.address == target.address
-                && $0.addressType.simple == target.type.simple }) {
+            if let adv = c.currentAdvertisements().first(where: { $0.connectable && initiator.initiatorAccepts($0, target)
+                && c.advertiser($0, acceptsConnectionFrom: target.ownAddress) }) {
                 VirtualConnection.establish(central: initiator, peripheral: c, via: adv)
                 return
             }

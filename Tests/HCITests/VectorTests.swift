@@ -15,6 +15,38 @@ import Testing
         #expect(cmd.fields[2].note == "ADV_IND")
     }
 
+    @Test func commandsAnsweredWithCommandStatus() {
+        // Core Vol 4 Part E 7.1.6, 7.8.12, 7.8.18, 7.8.21, 7.8.24, 7.8.49, 7.8.66: the controller answers these
+        // with Command Status (the result comes in a later event); every other command with Command Complete.
+        var status: Set<UInt16> = []
+        for t in allCommandTypes where t.completesWithStatus { status.insert(t.opcode.rawValue) }
+        #expect(status == [0x0406, 0x200D, 0x2013, 0x2016, 0x2019, 0x2032, 0x2043])
+    }
+
+    @Test func startUpCommandsLinuxSendsMatchBumble() throws {
+        // H4 bytes from bumble's encoder; layouts in Core Vol 4 Part E 7.8.15-7.8.17, 7.3.12, 7.3.69.
+        let add = LEAddDeviceToFilterAcceptList(addressType: 0x00, address: BDAddress([0x01, 0x02, 0x03, 0x04, 0x05, 0x06]))
+        #expect(HCIPacket.command(add.packet).h4 == [0x01, 0x11, 0x20, 0x07, 0x00, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01])
+        let remove = LERemoveDeviceFromFilterAcceptList(addressType: 0x01, address: BDAddress([0xC1, 0x02, 0x03, 0x04, 0x05, 0x06]))
+        #expect(HCIPacket.command(remove.packet).h4 == [0x01, 0x12, 0x20, 0x07, 0x01, 0x06, 0x05, 0x04, 0x03, 0x02, 0xC1])
+        #expect(try LERemoveDeviceFromFilterAcceptList.decode(Array(HCIPacket.command(remove.packet).h4.dropFirst(4))) == remove)
+        #expect(HCIPacket.command(LEClearFilterAcceptList().packet).h4 == [0x01, 0x10, 0x20, 0x00])
+        #expect(HCIPacket.command(ReadLocalName().packet).h4 == [0x01, 0x14, 0x0C, 0x00])
+        let page2 = SetEventMaskPage2(eventMaskPage2: 0x0000_0000_0000_8000)
+        #expect(HCIPacket.command(page2.packet).h4 == [0x01, 0x63, 0x0C, 0x08, 0x00, 0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00])
+        // Supported_Commands bits (Core Vol 4 Part E 6.27; bumble's HCI_SUPPORTED_COMMANDS_MASKS).
+        #expect(ReadLocalSupportedCommands.bitPosition(ReadLocalName.opcode).map { [$0.octet, $0.bit] } == [7, 1])
+        #expect(ReadLocalSupportedCommands.bitPosition(SetEventMaskPage2.opcode).map { [$0.octet, $0.bit] } == [22, 2])
+        #expect(ReadLocalSupportedCommands.bitPosition(LEAddDeviceToFilterAcceptList.opcode).map { [$0.octet, $0.bit] } == [27, 0])
+        #expect(ReadLocalSupportedCommands.bitPosition(LERemoveDeviceFromFilterAcceptList.opcode).map { [$0.octet, $0.bit] } == [27, 1])
+        // Read Local Name's return: 248 octets, the name then zeros (7.3.12).
+        let name = ReadLocalName.ReturnParameters(name: "ble-hci")
+        var w = ByteWriter()
+        name.encode(into: &w)
+        #expect(w.bytes.count == 248 && Array(w.bytes.prefix(8)) == Array("ble-hci".utf8) + [0])
+        #expect(name.fields == [Field("localName", .text("ble-hci"))])
+    }
+
     @Test func leCreateConnection() throws {
         let params: [UInt8] = [0x60, 0x00, 0x30, 0x00, 0x00, 0x01, 0xF5, 0xF4, 0xF3, 0xF2, 0xF1, 0xF0, 0x00,
                                0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0x2A, 0x00, 0x00, 0x00, 0x00, 0x00]

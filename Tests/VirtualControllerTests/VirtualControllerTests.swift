@@ -72,7 +72,7 @@ struct Pair {
         #expect(v.hciVersion == 0x0D)
         let cmds = try p.run(p.a, ReadLocalSupportedCommands())!.result(ReadLocalSupportedCommands.self)
         for t in VirtualController.implementedCommands { #expect(cmds.supports(t.opcode), "\(t.name)") }
-        #expect(!cmds.supports(HCIOpcode(ogf: 0x03, ocf: 0x0014)))  // Read Local Name: not implemented
+        #expect(!cmds.supports(HCIOpcode(ogf: 0x03, ocf: 0x0013)))  // Write Local Name: not implemented
         let f = try p.run(p.a, LEReadLocalSupportedFeatures())!.result(LEReadLocalSupportedFeatures.self)
         #expect(f.leFeatures.isSuperset(of: [.leEncryption, .dataPacketLengthExtension, .le2MPHY, .leExtendedAdvertising]))
         let lmp = try p.run(p.a, ReadLocalSupportedFeatures())!.result(ReadLocalSupportedFeatures.self)
@@ -104,10 +104,10 @@ struct Pair {
     @Test func errorStatuses() {
         let p = Pair()
         // Unknown opcode → Command Complete with Unknown HCI Command.
-        p.a.controller.receive(fromHost: .command(HCICommandPacket(opcode: HCIOpcode(ogf: 0x03, ocf: 0x0014))))
+        p.a.controller.receive(fromHost: .command(HCICommandPacket(opcode: HCIOpcode(ogf: 0x03, ocf: 0x0013))))
         p.link.runUntilIdle()
         let unknown = p.a.events().first as? CommandComplete
-        #expect(unknown?.opcode.rawValue == 0x0C14 && unknown?.status == .unknownCommand)
+        #expect(unknown?.opcode.rawValue == 0x0C13 && unknown?.status == .unknownCommand)
         // Truncated parameters → Invalid HCI Command Parameters.
         p.a.controller.receive(fromHost: .command(HCICommandPacket(opcode: SetEventMask.opcode, parameters: [1, 2])))
         p.link.runUntilIdle()
@@ -442,8 +442,8 @@ final class Counter: Sendable {
         try sock.send([0x01, 0x09, 0x10, 0x00])  // Read BD_ADDR
         let answer = try sock.receive(exactly: 13)
         #expect(answer == [0x04, 0x0E, 0x0A, 0x01, 0x09, 0x10, 0x00, 0x01, 0xF4, 0xF3, 0xF2, 0xF1, 0xF0])
-        try sock.send([0x01, 0x14, 0x0C, 0x00])  // Read Local Name: unknown here
-        #expect(try sock.receive(exactly: 7) == [0x04, 0x0E, 0x04, 0x01, 0x14, 0x0C, 0x01])
+        try sock.send([0x01, 0x13, 0x0C, 0x00])  // Write Local Name: unknown here
+        #expect(try sock.receive(exactly: 7) == [0x04, 0x0E, 0x04, 0x01, 0x13, 0x0C, 0x01])
     }
 
     @Test func inProcessTransportRoundTrip() async throws {

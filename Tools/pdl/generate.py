@@ -1,0 +1,487 @@
+#!/usr/bin/env python3
+"""Generates Swift codecs from the packet descriptions in Tools/pdl/*.pdl.
+
+One description per PDU gives its struct, its decoder (typed errors naming the field), its
+encoder, its `fields` for dump/--trace, and the tables keyed by opcode (registry,
+Supported_Commands bits). The output is committed; `make pdl-check` (and `--check` here)
+fails when it is stale.
+
+Format (one declaration per block, two-space indented members, `#` comments):
+
+  command Name OGF OCF "Spec Name" [bit OCTET.BIT] [status] [handwritten]
+    doc   one line of documentation (repeatable)
+    param name[@label]: TYPE [= DEFAULT] [SHOW ...]     command parameter, in wire order
+    ret   name[@label]: TYPE [= DEFAULT] [SHOW ...]     return parameter after Status
+    returns SwiftType                                   shared return parameters type
+
+  event Name CODE "Spec Name" [handwritten]          an HCI event (Vol 4 Part E 7.7)
+  subevent Name CODE "Spec Name" [handwritten]       an LE Meta subevent (7.7.65)
+    param ...                                        event parameters, in wire order
+
+`handwritten` declares a command whose struct is written by hand (irregular layout: lists,
+variable-length data); it still gets its table entries from here. `status`: the controller
+answers with Command Status (the result comes in a later event).
+
+TYPE: u8 i8 u16 u32 u64 handle address addressType status flag key16 bytesN, or
+Swift(u8|u16|u64) for an OptionSet/RawRepresentable over that integer.
+SHOW: int | code | interval UNIT_US [zero "TEXT"] | dBm | phy | phyMask | us | bytes |
+address [type EXPR] | addressType | status | handle | enabled; optional `note {EXPR}`.
+"""
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGETS = {
+    "hci.pdl": ROOT / "Sources/HCI/Generated/HCI.swift",
+    "signaling.pdl": ROOT / "Sources/L2CAP/Generated/SignalingCommands.swift",
+}
+
+INTS = {"u8": "UInt8", "i8": "Int8", "u16": "UInt16", "u32": "UInt32", "u64": "UInt64"}
+
+
+class Field:
+    def __init__(self, line, where):
+        m = re.match(r'(\w+)(?:@(\w+))?:\s*(\S+)\s*(?:=\s*(\S+))?\s*(.*)$', line)
+        if not m:
+            sys.exit(f"{where}: cannot read field: {line}")
+        self.name, label, self.type, self.default, show = m.groups()
+        self.label = label or self.name
+        note = re.search(r'note \{(.*)\}\s*$', show)
+        self.note = note.group(1) if note else None
+        if note:
+            show = show[:note.start()].strip()
+        self.show = show.split() if show else []
+        self.where = where
+        t = self.type
+        m = re.match(r'(\w+)\((u8|u16|u64)\)$', t)
+        if m:
+            self.swift, self.raw = m.group(1), m.group(2)
+        elif t in INTS:
+            self.swift, self.raw = INTS[t], None
+        elif t == "handle":
+            self.swift, self.raw = "UInt16", None
+        elif t == "address":
+            self.swift, self.raw = "BDAddress", None
+        elif t == "addressType":
+            self.swift, self.raw = "AddressType", None
+        elif t == "status":
+            self.swift, self.raw = "HCIStatus", None
+        elif t == "flag":
+            self.swift, self.raw = "Bool", None
+        elif re.match(r'cids[01]$', t):
+            self.swift, self.raw = "[UInt16]", None
+        elif t == "key16" or re.match(r'bytes\d+$', t):
+            self.swift, self.raw = "[UInt8]", None
+        else:
+            sys.exit(f"{where}: unknown type {t}")
+
+    def read(self):
+        t, l = self.type, self.label
+        if self.raw:
+            return f'{self.swift}(rawValue: try r.{self.raw}("{l}"))'
+        if t in INTS:
+            return f'try r.{t}("{l}")'
+        if t == "handle":
+            return f'try r.handle("{l}")'
+        if t == "address":
+            return f'try r.address("{l}")'
+        if t == "addressType":
+            return f'try r.addressType("{l}")'
+        if t == "status":
+            return f'HCIStatus(try r.u8("{l}"))'
+        if t == "flag":
+            return f'try r.u8("{l}") != 0'
+        if t == "key16":
+            return f'try r.block16("{l}")'
+        if t.startswith("cids"):
+            return f'try SignalingCommand.readCIDs(&r, min: {t[4]}, "{l}")'
+        return f'try r.bytes({t[5:]}, "{l}")'
+
+    def write(self):
+        t, n = self.type, self.name
+        if self.raw:
+            return f'w.{self.raw}({n}.rawValue)'
+        if t in INTS:
+            return f'w.{t}({n})'
+        if t == "handle":
+            return f'w.u16({n})'
+        if t == "address":
+            return f'w.address({n})'
+        if t in ("addressType", "status"):
+            return f'w.u8({n}.rawValue)'
+        if t == "flag":
+            return f'w.u8({n} ? 1 : 0)'
+        if t == "key16":
+            return f'w.padded({n}, to: 16)'
+        if t.startswith("cids"):
+            return f'for c in {n} {{ w.u16(c) }}'
+        return f'w.padded({n}, to: {t[5:]})'
+
+    def describe(self):
+        n, l = self.name, self.label
+        if self.type.startswith("cids"):
+            return f'Field("{l}", .list({n}.map {{ .int(Int($0)) }}))'
+        show = self.show[0] if self.show else {
+            "handle": "handle", "address": "address", "addressType": "addressType", "status": "status",
+            "flag": "enabled", "key16": "bytes"}.get(self.type, "bytes" if self.type.startswith("bytes") else "int")
+        value = f"{n}.rawValue" if self.raw else n
+        note = f", note: {self.note}" if self.note else ""
+        if show in ("int", "code"):
+            return f'.{show}("{l}", {value}{note})'
+        if show == "interval":
+            zero = ""
+            if len(self.show) > 2 and self.show[2] == "zero":
+                zero = ", whenZero: " + " ".join(self.show[3:])
+            return f'.interval("{l}", {n}, unitMicroseconds: {self.show[1]}{zero})'
+        if show == "dBm":
+            return f'.dBm("{l}", {n})'
+        if show == "phy":
+            return f'.phy("{l}", {n})'
+        if show == "phyMask":
+            return f'.code("{l}", {n}, note: phyMaskNote({n}))'
+        if show == "us":
+            return f'.int("{l}", {n}, note: "\\({n}) µs")'
+        if show == "bytes":
+            return f'.bytes("{l}", {n})'
+        if show == "utf8z":
+            return f'.text("{l}", String(decoding: {n}.prefix {{ $0 != 0 }}, as: UTF8.self))'
+        if show == "address":
+            typ = f", type: {self.show[2]}" if len(self.show) > 2 and self.show[1] == "type" else ""
+            return f'.address("{l}", {n}{typ})'
+        if show == "addressType":
+            return f'.addressType("{l}", {n})'
+        if show == "status":
+            return f'.status({n}, "{l}")'
+        if show == "handle":
+            if l != "connectionHandle":
+                return f'.int("{l}", {n})'
+            return f'.handle({n})'
+        if show == "enabled":
+            return f'.code("{l}", UInt8({n} ? 1 : 0), note: {n} ? "enabled" : "disabled")'
+        sys.exit(f"{self.where}: unknown presentation {show}")
+
+
+class Command:
+    def __init__(self, header, where):
+        m = re.match(r'command (\w+) (0x[0-9A-Fa-f]+) (0x[0-9A-Fa-f]+) "([^"]+)"(.*)$', header)
+        if not m:
+            sys.exit(f"{where}: cannot read command header: {header}")
+        self.name, ogf, ocf, self.spec, rest = m.groups()
+        self.ogf, self.ocf = int(ogf, 16), int(ocf, 16)
+        words = rest.split()
+        self.bit = None
+        if "bit" in words:
+            o, b = words[words.index("bit") + 1].split(".")
+            self.bit = (int(o), int(b))
+        self.status = "status" in words
+        self.handwritten = "handwritten" in words
+        self.doc, self.params, self.rets, self.returns = [], [], [], None
+        self.where = where
+
+    @property
+    def opcode(self):
+        return self.ogf << 10 | self.ocf
+
+
+class Event:
+    def __init__(self, header, where):
+        m = re.match(r'(event|subevent) (\w+) (0x[0-9A-Fa-f]+) "([^"]+)"(.*)$', header)
+        if not m:
+            sys.exit(f"{where}: cannot read event header: {header}")
+        self.kind, self.name, code, self.spec, rest = m.groups()
+        self.code = int(code, 16)
+        self.handwritten = "handwritten" in rest.split()
+        self.doc, self.params, self.rets, self.returns = [], [], [], None
+        self.where = where
+
+
+def parse(path):
+    commands = []
+    for i, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.split(" #")[0].rstrip() if not raw.lstrip().startswith("doc ") else raw.rstrip()
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        where = f"{path.name}:{i}"
+        if line.startswith("command "):
+            commands.append(Command(line, where))
+            continue
+        if line.startswith("event ") or line.startswith("subevent "):
+            commands.append(Event(line, where))
+            continue
+        if not commands or not line.startswith("  "):
+            sys.exit(f"{where}: unexpected line: {raw}")
+        key, _, body = line.strip().partition(" ")
+        c = commands[-1]
+        if key == "doc":
+            c.doc.append(body)
+        elif key == "param":
+            c.params.append(Field(body, where))
+        elif key == "ret" and isinstance(c, Command):
+            c.rets.append(Field(body, where))
+        elif key == "returns":
+            c.returns = body.strip()
+        else:
+            sys.exit(f"{where}: unknown member {key}")
+    return commands
+
+
+def struct_body(fields, init_label, decode_sig, encode_sig, indent):
+    p = " " * indent
+    out = []
+    for f in fields:
+        out.append(f"{p}public var {f.name}: {f.swift}")
+    args = ", ".join(f"{f.name}: {f.swift}" + (f" = {f.default}" if f.default else "") for f in fields)
+    out.append(f"{p}public init({args}) {{")
+    for f in fields:
+        out.append(f"{p}    self.{f.name} = {f.name}")
+    out.append(f"{p}}}")
+    out.append(f"{p}{decode_sig} {{")
+    for f in fields:
+        out.append(f"{p}    {f.name} = {f.read()}")
+    out.append(f"{p}}}")
+    out.append(f"{p}{encode_sig} {{")
+    for f in fields:
+        out.append(f"{p}    {f.write()}")
+    out.append(f"{p}}}")
+    out.append(f"{p}public var fields: [Field] {{")
+    out.append(f"{p}    [" + (",\n" + p + "     ").join(f.describe() for f in fields) + "]")
+    out.append(f"{p}}}")
+    return out
+
+
+def emit_command(c):
+    out = [f"/// {d}" for d in c.doc] or [f"/// {c.spec} (0x{c.opcode:04X})."]
+    proto = "HCICommand" if c.params else "HCIParameterlessCommand"
+    out.append(f"public struct {c.name}: {proto}, Equatable {{")
+    out.append(f"    public static let opcode = HCIOpcode(ogf: 0x{c.ogf:02X}, ocf: 0x{c.ocf:04X})")
+    out.append(f'    public static let name = "{c.spec}"')
+    if c.status:
+        out.append("    public static var completesWithStatus: Bool { true }")
+    if c.returns:
+        out.append(f"    public typealias ReturnParameters = {c.returns}")
+    if c.params:
+        out += struct_body(c.params, "parameters", "public init(parameters r: inout ByteReader) throws(DecodeError)",
+                           "public func encodeParameters(into w: inout ByteWriter)", 4)
+    else:
+        out.append("    public init() {}")
+    if c.rets:
+        out.append("")
+        out.append("    public struct ReturnParameters: HCIReturnParameters, Equatable {")
+        out += struct_body(c.rets, "returnParameters", "public init(returnParameters r: inout ByteReader) throws(DecodeError)",
+                           "public func encode(into w: inout ByteWriter)", 8)
+        out.append("    }")
+    out.append("}")
+    return out
+
+
+def emit_event(e):
+    proto, key = ("HCIEventParameters", "eventCode") if e.kind == "event" else ("LEMetaEventParameters", "subeventCode")
+    out = [f"/// {d}" for d in e.doc] or [f"/// {e.spec} ({'subevent ' if e.kind == 'subevent' else ''}0x{e.code:02X})."]
+    out.append(f"public struct {e.name}: {proto}, Equatable {{")
+    out.append(f"    public static let {key}: UInt8 = 0x{e.code:02X}")
+    out.append(f'    public static let name = "{e.spec}"')
+    if e.params:
+        out += struct_body(e.params, "parameters", "public init(parameters r: inout ByteReader) throws(DecodeError)",
+                           "public func encodeParameters(into w: inout ByteWriter)", 4)
+    else:
+        out.append("    public init() {}")
+        out.append("    public init(parameters r: inout ByteReader) throws(DecodeError) {}")
+        out.append("    public func encodeParameters(into w: inout ByteWriter) {}")
+        out.append("    public var fields: [Field] { [] }")
+    out.append("}")
+    return out
+
+
+def generate(src):
+    everything = parse(src)
+    commands = [c for c in everything if isinstance(c, Command)]
+    events = [e for e in everything if isinstance(e, Event)]
+    for kind in ("event", "subevent"):
+        seen = {}
+        for e in events:
+            if e.kind == kind:
+                if e.code in seen:
+                    sys.exit(f"{e.where}: {kind} code 0x{e.code:02X} already declared by {seen[e.code]}")
+                seen[e.code] = e.name
+    seen = {}
+    for c in commands:
+        if c.opcode in seen:
+            sys.exit(f"{c.where}: opcode 0x{c.opcode:04X} already declared by {seen[c.opcode]}")
+        seen[c.opcode] = c.name
+    out = [f"// Generated by Tools/pdl/generate.py from Tools/pdl/{src.name}. Do not edit: change the",
+           "// description and run `python3 Tools/pdl/generate.py` (make pdl-check fails when stale).", ""]
+    for c in commands:
+        if not c.handwritten:
+            out += emit_command(c)
+        else:
+            # The struct is written by hand; its identity still comes from the description.
+            out.append(f"extension {c.name} {{")
+            out.append(f"    public static let opcode = HCIOpcode(ogf: 0x{c.ogf:02X}, ocf: 0x{c.ocf:04X})")
+            out.append(f'    public static let name = "{c.spec}"')
+            if c.status:
+                out.append("    public static var completesWithStatus: Bool { true }")
+            out.append("}")
+        out.append("")
+    for e in events:
+        if not e.handwritten:
+            out += emit_event(e)
+        else:
+            key = "eventCode" if e.kind == "event" else "subeventCode"
+            out.append(f"extension {e.name} {{")
+            out.append(f"    public static let {key}: UInt8 = 0x{e.code:02X}")
+            out.append(f'    public static let name = "{e.spec}"')
+            out.append("}")
+        out.append("")
+    out.append("/// Every event and LE subevent the stack decodes; the decoder's tables by code are built from them.")
+    out.append("let allEventTypes: [any HCIEventParameters.Type] = [")
+    out += [f"    {e.name}.self," for e in events if e.kind == "event"]
+    out.append("]")
+    out.append("")
+    out.append("let allLESubeventTypes: [any LEMetaEventParameters.Type] = [")
+    out += [f"    {e.name}.self," for e in events if e.kind == "subevent"]
+    out.append("]")
+    out.append("")
+    out.append("/// Every command the stack knows, in description order: the registry by opcode (dump,")
+    out.append("/// --trace, the virtual controller) is built from it.")
+    out.append("let allCommandTypes: [any HCICommand.Type] = [")
+    for c in commands:
+        out.append(f"    {c.name}.self,")
+    out.append("]")
+    out.append("")
+    out.append("/// A controller's command handling: one method per described command, so a description")
+    out.append("/// added without its behaviour does not compile (the virtual controller conforms).")
+    out.append("package protocol HCICommandHandler {")
+    out += [f"    func handle(_ command: {c.name})" for c in commands]
+    out.append("}")
+    out.append("")
+    out.append("extension HCICommandHandler {")
+    out.append("    /// Decodes `packet` by its opcode and calls its handler; false for an opcode no description")
+    out.append("    /// declares. Throws (naming the field) when the parameters don't fit the description.")
+    out.append("    package func dispatch(_ packet: HCICommandPacket) throws(DecodeError) -> Bool {")
+    out.append("        switch packet.opcode.rawValue {")
+    out += [f"        case 0x{c.opcode:04X}: handle(try {c.name}.decode(packet.parameters))" for c in commands]
+    out.append("        default: return false")
+    out.append("        }")
+    out.append("        return true")
+    out.append("    }")
+    out.append("}")
+    out.append("")
+    out.append("/// Octet and bit of each command in the Supported_Commands bitmask (Core Vol 4 Part E 6.27), by opcode.")
+    out.append("let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [")
+    for c in commands:
+        if c.bit:
+            out.append(f"    0x{c.opcode:04X}: ({c.bit[0]}, {c.bit[1]}),  // {c.spec}")
+    out.append("]")
+    return "\n".join(out) + "\n"
+
+
+class Case:
+    def __init__(self, header, where):
+        m = re.match(r'case (\w+) (0x[0-9A-Fa-f]+) "([^"]+)"(.*)$', header)
+        if not m:
+            sys.exit(f"{where}: cannot read case header: {header}")
+        self.name, code, self.spec, rest = m.groups()
+        self.code = int(code, 16)
+        self.request = "request" in rest.split()
+        h = re.search(r'handwritten\((\w+)\)', rest)
+        self.handwritten = h.group(1) if h else None
+        self.params, self.doc, self.where = [], [], where
+
+
+def parse_cases(path):
+    cases = []
+    for i, raw in enumerate(path.read_text().splitlines(), 1):
+        line = raw.rstrip()
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        where = f"{path.name}:{i}"
+        if line.startswith("case "):
+            cases.append(Case(line, where))
+        elif line.startswith("  param ") and cases:
+            cases[-1].params.append(Field(line.strip()[6:], where))
+        else:
+            sys.exit(f"{where}: unexpected line: {raw}")
+    return cases
+
+
+def generate_signaling(src):
+    cases = parse_cases(src)
+    codes = [c.code for c in cases]
+    if len(set(codes)) != len(codes):
+        sys.exit(f"{src.name}: a code is declared twice")
+    cap = lambda n: n[0].upper() + n[1:]
+    out = [f"// Generated by Tools/pdl/generate.py from Tools/pdl/{src.name}. Do not edit: change the",
+           "// description and run `python3 Tools/pdl/generate.py` (make pdl-check fails when stale).", "",
+           "import HCI", "", "extension SignalingCode {"]
+    out += [f"    public static let {c.name} = SignalingCode(0x{c.code:02X})" for c in cases]
+    out += ["", "    /// The specification's command name; nil for a code no description declares.",
+            "    public var name: String? {", "        switch rawValue {"]
+    out += [f'        case 0x{c.code:02X}: return "{c.spec}"' for c in cases]
+    out += ["        default: return nil", "        }", "    }", "",
+            "    /// Requests are answered by a response (or a Command Reject) with the same identifier.",
+            "    public var isRequest: Bool { [" + ", ".join(f"0x{c.code:02X}" for c in cases if c.request) + "].contains(rawValue) }",
+            "}", "", "extension SignalingCommand {", "    public enum Body: Sendable, Hashable {"]
+    for c in cases:
+        if c.handwritten:
+            out.append(f"        case {c.name}({c.handwritten})")
+        else:
+            out.append(f"        case {c.name}(" + ", ".join(f"{f.name}: {f.swift}" for f in c.params) + ")")
+    out += ["        case unknown(code: SignalingCode, data: [UInt8])", "    }", "",
+            "    public var code: SignalingCode {", "        switch body {"]
+    out += [f"        case .{c.name}: return .{c.name}" for c in cases]
+    out += ["        case .unknown(let code, _): return code", "        }", "    }", "",
+            "    /// The data after the header, by code; an unknown code keeps its octets.",
+            "    static func decodeBody(_ code: SignalingCode, _ r: inout ByteReader) throws(DecodeError) -> Body {",
+            "        switch code.rawValue {"]
+    for c in cases:
+        if c.handwritten:
+            out.append(f"        case 0x{c.code:02X}: return .{c.name}(try decode{cap(c.name)}(&r))")
+            continue
+        out.append(f"        case 0x{c.code:02X}:")
+        for f in c.params:
+            out.append(f"            let {f.name} = {f.read()}")
+        out.append(f"            return .{c.name}(" + ", ".join(f"{f.name}: {f.name}" for f in c.params) + ")")
+    out += ["        default: return .unknown(code: code, data: r.rest())", "        }", "    }", "",
+            "    func encodeBody(into w: inout ByteWriter) {", "        switch body {"]
+    for c in cases:
+        if c.handwritten:
+            out.append(f"        case .{c.name}(let v): encode{cap(c.name)}(v, into: &w)")
+            continue
+        out.append(f"        case let .{c.name}(" + ", ".join(f.name for f in c.params) + "):")
+        out += [f"            {f.write()}" for f in c.params]
+    out += ["        case .unknown(_, let data): w.append(data)", "        }", "    }", "",
+            "    /// The parameters as `dump` and `--trace` show them.", "    var bodyFields: [Field] {", "        switch body {"]
+    for c in cases:
+        if c.handwritten:
+            out.append(f"        case .{c.name}(let v): return {c.name}Fields(v)")
+            continue
+        out.append(f"        case let .{c.name}(" + ", ".join(f.name for f in c.params) + "):")
+        out.append("            return [" + ",\n                    ".join(f.describe() for f in c.params) + "]")
+    out += ['        case .unknown(_, let data): return [.bytes("data", data)]', "        }", "    }", "}"]
+    return "\n".join(out) + "\n"
+
+
+def main():
+    check = "--check" in sys.argv
+    stale = []
+    for name, target in TARGETS.items():
+        src = ROOT / "Tools/pdl" / name
+        text = generate_signaling(src) if name == "signaling.pdl" else generate(src)
+        if check:
+            if not target.exists() or target.read_text() != text:
+                stale.append(str(target.relative_to(ROOT)))
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists() or target.read_text() != text:
+                target.write_text(text)
+                print(f"wrote {target.relative_to(ROOT)}")
+    if stale:
+        print("pdl-check: generated code is stale (run python3 Tools/pdl/generate.py): " + ", ".join(stale))
+        sys.exit(1)
+    if check:
+        print("pdl-check: generated code matches the descriptions")
+
+
+if __name__ == "__main__":
+    main()
