@@ -93,7 +93,14 @@ import VirtualController
         }
         await bearer.start()
         await l2cap.start()
-        let handle = try #require(await peer.connections.first?.handle)
+        // The peer's host learns of the connection from its own LE Connection Complete, which
+        // may come after the central's: wait for it (bounded).
+        var peerHandle: UInt16?
+        for _ in 0..<300 where peerHandle == nil {
+            peerHandle = await peer.connections.first?.handle
+            if peerHandle == nil { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        let handle = try #require(peerHandle)
         for i in UInt8(0)..<20 {
             try await peer.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: 0x0010, value: [i]).bytes).bytes,
                                      on: handle)
