@@ -176,7 +176,7 @@ let commandHelp: [String: String] = [
     A damaged capture (cut mid-record, or a record whose lengths make no sense) prints every
     record before the damage, then names the record number and byte offset on stderr and
     exits 1, as tshark fails on it. A missing or unreadable file, or one that is not a capture,
-    exits 1. A header with no packets after it exits 0 and says so on stderr.
+    exits 1. So does a header with no packets after it (saying so on stderr).
 
     Examples:
       ble-hci dump demo.pcap --layers hci,att
