@@ -113,8 +113,14 @@ let commandHelp: [String: String] = [
                            `gatt` event (or its --json output as is), with values, optional
                            "permissions" (read, write, readEncrypted, writeEncrypted,
                            readAuthenticated, writeAuthenticated), "includes" and "primary".
-                           Handles are reassigned in the file's order; 1800/1801 and CCCDs are
-                           the server's own (the file's Device Name is the default --name).
+                           The file's handles (start, end, handle, valueHandle, descriptor
+                           handles) are kept when consistent (increasing, inside their service,
+                           value right after its declaration, a handle for every CCCD the server
+                           needs); the server's own 1800/1801 then take handles 1-13 if the
+                           first service starts after 13, else the handles after the last one.
+                           Otherwise handles are reassigned in the file's order, and stderr
+                           says why. 1800/1801 are the server's own (the file's Device Name is
+                           the default --name); CCCD values are per client.
                            A bad file exits 2 naming the JSON path of the problem.
       --security-request   ask every central to pair (SMP Security Request) once connected
 
