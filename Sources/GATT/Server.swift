@@ -170,8 +170,8 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         await push(uuid: nil, handle: handle, value: value, to: peers, indicate: true)
     }
 
-    /// Replaces the application's services: handles are reassigned, the Database Hash
-    /// recomputed, every peer's CCCDs (except Service Changed's) and prepare queue cleared, and
+    /// Replaces the application's services: handles are laid out anew (as given when they are
+    /// consistent, see `GATTService.startHandle`), the Database Hash recomputed, every peer's CCCDs (except Service Changed's) and prepare queue cleared, and
     /// Service Changed (0x0001–0xFFFF) indicated to the peers that enabled it. Returns those
     /// that confirmed.
     @discardableResult
