@@ -171,9 +171,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     }
 
     /// Replaces the application's services: handles are laid out anew (as given when they are
-    /// consistent, see `GATTService.startHandle`), the Database Hash recomputed, every peer's CCCDs (except Service Changed's) and prepare queue cleared, and
-    /// Service Changed (0x0001–0xFFFF) indicated to the peers that enabled it. Returns those
-    /// that confirmed.
+    /// consistent, see `GATTService.startHandle`), the Database Hash recomputed, every peer's
+    /// CCCDs (except Service Changed's) and prepare queue cleared, and Service Changed
+    /// (0x0001–0xFFFF) indicated to the peers that enabled it. Returns those that confirmed.
     @discardableResult
     public func update(services: [GATTService]) async -> [ATTPeer] {
         let table = AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
