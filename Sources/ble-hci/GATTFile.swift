@@ -67,7 +67,11 @@ struct GATTFile {
         }
         func handle(_ value: Any?, _ at: String) throws -> Int? {
             guard let value else { return nil }
-            guard let n = value as? Int, !(value is Bool) else { throw bad(at, "must be an integer handle") }
+            // Foundation reads JSON true/false as NSNumbers that also cast to Int (and 1 casts to
+            // Bool): tell them apart by their type code ("c" for a boolean).
+            guard let number = value as? NSNumber, String(cString: number.objCType) != "c", let n = value as? Int else {
+                throw bad(at, "must be an integer handle")
+            }
             return n
         }
         // A handle outside 1...0xFFFF is not a usage error: the handles are then reassigned.

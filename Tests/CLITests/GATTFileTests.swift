@@ -111,7 +111,7 @@ extension CLITests {
         /// expected handles are the file's. The server's own 1800/1801 (13 attributes) go to
         /// handles 1-13 when the file's first service starts after 13, else after the file's
         /// last service (our documented choice, Help.swift / docs/cli.md).
-        @Test(arguments: [(32, 1, 13), (5, 71, 83)])
+        @Test(arguments: [(32, 1, 13), (5, 71, 83), (1, 71, 83)])
         func consistentHandlesAreKept(_ firstStart: Int, _ ownStart: Int, _ ownEnd: Int) async throws {
             let dir = try TempDir()
             let table = dir.path("t.json")
@@ -201,6 +201,7 @@ extension CLITests {
             (#"{"services":[{"uuid":"fff0","includes":["abcd"],"characteristics":[]}]}"#, "$.services[0].includes[0]"),
             (#"{"servants":[]}"#, "$.services"),
             ("not json at all", "(file)"),
+            (#"{"services":[{"uuid":"fff0","start":true,"end":3}]}"#, "$.services[0].start"),
         ])
         func badFilesExitTwoNamingTheJSONPath(_ file: String, _ path: String) async throws {
             let dir = try TempDir()
