@@ -110,6 +110,8 @@ public struct GATTDescriptor: Sendable {
     public var value: GATTValueSource
     public var maximumLength: Int
     public var minimumKeySize: Int
+    /// Where to serve it; nil: assigned (see `GATTService.startHandle`).
+    public var handle: UInt16? = nil
 
     public init(uuid: BluetoothUUID, permissions: GATTPermissions = .readable, value: [UInt8],
                 maximumLength: Int = 512, minimumKeySize: Int = 7) {
@@ -148,6 +150,9 @@ public struct GATTCharacteristic: Sendable {
     public var maximumLength: Int
     /// Key size (octets) needed when encryption is required (Encryption Key Size Too Short below it).
     public var minimumKeySize: Int
+    /// Where to serve its declaration (the value follows at the next handle); nil: assigned
+    /// (see `GATTService.startHandle`).
+    public var declarationHandle: UInt16? = nil
 
     /// A characteristic whose value the server keeps. `permissions` default to what `properties` imply.
     public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions? = nil,
@@ -176,6 +181,12 @@ public struct GATTService: Sendable {
     public var primary: Bool
     public var includes: [BluetoothUUID]
     public var characteristics: [GATTCharacteristic]
+    /// Explicit handles: the service's group (its include declarations follow `startHandle`).
+    /// When every service, characteristic and descriptor of a server has one and they are
+    /// consistent (`GATTServer.explicitHandleProblem`), they are served as given; otherwise
+    /// (and when none has one) handles are assigned in order from 1.
+    public var startHandle: UInt16? = nil
+    public var endHandle: UInt16? = nil
 
     public init(uuid: BluetoothUUID, primary: Bool = true, includes: [BluetoothUUID] = [],
                 characteristics: [GATTCharacteristic]) {
@@ -238,7 +249,8 @@ struct CharacteristicEntry: Sendable {
     let properties: GATTCharacteristicProperties
 }
 
-/// The built table: attribute `h` lives at index `h - 1`.
+/// The built table, in handle order (attribute `h` at index `h - 1` unless handles are explicit
+/// and have gaps: see `index(_:)`).
 struct AttributeTable: Sendable {
     var attributes: [Attribute] = []
     var characteristics: [CharacteristicEntry] = []
@@ -246,42 +258,22 @@ struct AttributeTable: Sendable {
     var hash: [UInt8] = []
 
     init(deviceName: String, appearance: UInt16, services: [GATTService]) {
-        var all: [GATTService] = [
-            GATTService(uuid: GATTUUID.genericAccess, characteristics: [
-                GATTCharacteristic(uuid: GATTUUID.deviceName, properties: .read, value: Array(deviceName.utf8)),
-                GATTCharacteristic(uuid: GATTUUID.appearance, properties: .read,
-                                   value: [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]),
-            ]),
-            GATTService(uuid: GATTUUID.genericAttribute, characteristics: [
-                GATTCharacteristic(uuid: GATTUUID.serviceChanged, properties: .indicate, permissions: [],
-                                   value: [0, 0, 0, 0]),
-                GATTCharacteristic(uuid: GATTUUID.clientSupportedFeatures, properties: [.read, .write], value: [0]),
-                GATTCharacteristic(uuid: GATTUUID.databaseHash, properties: .read, value: [UInt8](repeating: 0, count: 16)),
-            ]),
-        ]
-        all += services
-        // Pass 1: service start/end handles (for include declarations).
-        var starts: [UInt16] = []
-        var ends: [UInt16] = []
-        var next = 1
-        for s in all {
-            starts.append(UInt16(truncatingIfNeeded: next))
-            var count = 1 + s.includes.count
-            for c in s.characteristics { count += 2 + Self.descriptors(of: c).count }
-            next += count
-            ends.append(UInt16(truncatingIfNeeded: next - 1))
-        }
-        precondition(next - 1 <= 0xFFFF, "GATT database larger than 65535 attributes")
+        let all = Self.ownServices(deviceName: deviceName, appearance: appearance) + services
+        // Where each service's attributes go, in the order pass 2 adds them.
+        let layout = Self.explicitLayout(services).layout ?? Self.sequentialLayout(all)
+        let starts = layout.map { $0.handles[0] }
+        let ends = layout.map(\.end)
         // Pass 2: the attributes.
-        var handle: UInt16 = 0
+        var planned: [UInt16] = []  // the current service's handles, consumed by add()
         func add(_ type: BluetoothUUID, _ kind: Attribute.Kind, _ value: [UInt8], _ perms: GATTPermissions,
                  maxLength: Int = 512, keySize: Int = 7, characteristic: BluetoothUUID? = nil, isValue: Bool = false) {
-            handle += 1
+            let handle = planned.removeFirst()
             attributes.append(Attribute(handle: handle, type: type, kind: kind, value: value, permissions: perms,
                                         maximumLength: maxLength, minimumKeySize: keySize, groupEnd: handle,
                                         characteristicUUID: characteristic, isCharacteristicValue: isValue))
         }
         for (i, s) in all.enumerated() {
+            planned = layout[i].handles
             add(s.primary ? GATTUUID.primaryService : GATTUUID.secondaryService, .constant,
                 s.uuid.littleEndianFor16Or128, .readable)
             attributes[attributes.count - 1].groupEnd = ends[i]
@@ -294,10 +286,10 @@ struct AttributeTable: Sendable {
                 add(GATTUUID.include, .constant, v.bytes, .readable)
             }
             for c in s.characteristics {
-                let declHandle = handle + 1
+                let declHandle = planned[0]
                 let decl = GATTCharacteristicDeclaration(properties: c.properties, valueHandle: declHandle + 1, uuid: c.uuid)
                 add(GATTUUID.characteristic, .constant, decl.value, .readable)
-                let valueHandle = handle + 1
+                let valueHandle = planned[0]
                 switch c.value {
                 case .stored(let v):
                     add(c.uuid, .stored, v, c.permissions, maxLength: c.maximumLength, keySize: c.minimumKeySize,
@@ -311,7 +303,7 @@ struct AttributeTable: Sendable {
                 var cccd: UInt16? = nil
                 for d in Self.descriptors(of: c) {
                     if d.uuid == GATTUUID.clientCharacteristicConfiguration {
-                        cccd = handle + 1
+                        cccd = planned[0]
                         // The given permissions (e.g. writable only when encrypted); the default one is .readWrite.
                         add(d.uuid, .cccd(valueHandle: valueHandle, properties: c.properties), [0, 0], d.permissions,
                             maxLength: 2, characteristic: c.uuid)
@@ -330,10 +322,113 @@ struct AttributeTable: Sendable {
                                                            properties: c.properties))
             }
         }
+        // The server's own services may sit after the application's (explicit handles).
+        attributes.sort { $0.handle < $1.handle }
         hash = GATTDatabaseHash.compute(attributes.map { ($0.handle, $0.type, $0.value) })
         if let i = attributes.firstIndex(where: { $0.type == GATTUUID.databaseHash && $0.isCharacteristicValue }) {
             attributes[i].value = hash
         }
+    }
+
+    /// Generic Access (Device Name, Appearance) and Generic Attribute (Service Changed with its
+    /// CCCD, Client Supported Features, Database Hash): every server's own services.
+    static func ownServices(deviceName: String, appearance: UInt16) -> [GATTService] {
+        [
+            GATTService(uuid: GATTUUID.genericAccess, characteristics: [
+                GATTCharacteristic(uuid: GATTUUID.deviceName, properties: .read, value: Array(deviceName.utf8)),
+                GATTCharacteristic(uuid: GATTUUID.appearance, properties: .read,
+                                   value: [UInt8(appearance & 0xFF), UInt8(appearance >> 8)]),
+            ]),
+            GATTService(uuid: GATTUUID.genericAttribute, characteristics: [
+                GATTCharacteristic(uuid: GATTUUID.serviceChanged, properties: .indicate, permissions: [],
+                                   value: [0, 0, 0, 0]),
+                GATTCharacteristic(uuid: GATTUUID.clientSupportedFeatures, properties: [.read, .write], value: [0]),
+                GATTCharacteristic(uuid: GATTUUID.databaseHash, properties: .read, value: [UInt8](repeating: 0, count: 16)),
+            ]),
+        ]
+    }
+
+    /// One service's attribute handles in the order the table adds them (declaration, include
+    /// declarations, then per characteristic: declaration, value, `descriptors(of:)`), and the
+    /// end of its group.
+    struct ServiceLayout: Sendable {
+        var handles: [UInt16]
+        var end: UInt16
+    }
+
+    static func attributeCount(_ s: GATTService) -> Int {
+        s.characteristics.reduce(1 + s.includes.count) { $0 + 2 + descriptors(of: $1).count }
+    }
+
+    /// Handles from 1, in order, with no gaps.
+    static func sequentialLayout(_ services: [GATTService]) -> [ServiceLayout] {
+        var next = 1
+        var out: [ServiceLayout] = []
+        for s in services {
+            let count = attributeCount(s)
+            precondition(next + count - 1 <= 0xFFFF, "GATT database larger than 65535 attributes")
+            out.append(ServiceLayout(handles: (next..<(next + count)).map { UInt16($0) }, end: UInt16(next + count - 1)))
+            next += count
+        }
+        return out
+    }
+
+    /// The layout of the server's own services followed by the application's `services` at
+    /// their explicit handles, or why those cannot be served (nil layout and nil problem: the
+    /// services have no handles). Consistent means (Core v5.4 Vol 3 Part F 3.2.2: handles are
+    /// non-zero and ordered; Part G 3.3: a characteristic's value follows its declaration,
+    /// its descriptors follow the value, all within the service's group): every service,
+    /// characteristic and descriptor has a handle; groups do not overlap and increase; inside a
+    /// group, handles increase. The server's own services (`ownServices`, 13 attributes) take
+    /// handles 1… when the first service starts after them, else the handles after the last
+    /// group.
+    static func explicitLayout(_ services: [GATTService]) -> (layout: [ServiceLayout]?, problem: String?) {
+        guard services.contains(where: { $0.startHandle != nil || $0.endHandle != nil }) else { return (nil, nil) }
+        var out: [ServiceLayout] = []
+        var previousEnd = 0
+        for (si, s) in services.enumerated() {
+            let name = "service \(si) (\(s.uuid))"
+            guard let start = s.startHandle, let end = s.endHandle else { return (nil, "\(name) has no start or end handle") }
+            guard start > previousEnd else {
+                return (nil, previousEnd == 0 ? "\(name) starts at handle 0" : "\(name) starts at \(start), inside or before the previous service (which ends at \(previousEnd))")
+            }
+            guard start <= end else { return (nil, "\(name) ends at \(end), before its start \(start)") }
+            var handles: [UInt16] = [start]
+            var last = Int(start)
+            // Include declarations carry no handle of their own in the file: right after the
+            // service declaration.
+            for _ in s.includes { last += 1; handles.append(UInt16(clamping: last)) }
+            func place(_ h: UInt16?, _ what: String) -> String? {
+                guard let h else { return "\(what) has no handle" }
+                guard Int(h) > last else { return "\(what) is at \(h), not after handle \(last) of the attribute before it" }
+                guard h <= end else { return "\(what) is at \(h), after the end \(end) of \(name)" }
+                handles.append(h)
+                last = Int(h)
+                return nil
+            }
+            for (ci, c) in s.characteristics.enumerated() {
+                let what = "characteristic \(ci) (\(c.uuid)) of \(name)"
+                if let p = place(c.declarationHandle, what) { return (nil, p) }
+                if let p = place(c.declarationHandle.flatMap { $0 == 0xFFFF ? nil : $0 + 1 }, "the value of \(what)") { return (nil, p) }
+                for (di, d) in descriptors(of: c).enumerated() {
+                    let dname = c.descriptors.contains(where: { $0.uuid == d.uuid }) ? "descriptor \(d.uuid)" : "its \(d.uuid) (which the server adds)"
+                    if let p = place(d.handle, "\(dname) #\(di) of \(what)") { return (nil, p) }
+                }
+            }
+            out.append(ServiceLayout(handles: handles, end: end))
+            previousEnd = Int(end)
+        }
+        let own = ownServices(deviceName: "", appearance: 0)
+        let ownCount = own.reduce(0) { $0 + attributeCount($1) }
+        let first = Int(services.first?.startHandle ?? 1)
+        let ownStart = first > ownCount ? 1 : previousEnd + 1
+        guard ownStart + ownCount - 1 <= 0xFFFF else {
+            return (nil, "no room for the server's own 1800 and 1801 services (\(ownCount) handles) before handle \(first) or after \(previousEnd)")
+        }
+        let ownLayout = sequentialLayout(own).map { l in
+            ServiceLayout(handles: l.handles.map { $0 + UInt16(ownStart - 1) }, end: l.end + UInt16(ownStart - 1))
+        }
+        return (ownLayout + out, nil)
     }
 
     /// Descriptors in handle order: CCCD first (when notify/indicate), Extended Properties when
@@ -351,9 +446,27 @@ struct AttributeTable: Sendable {
         return out + c.descriptors
     }
 
+    /// The index of the attribute at `handle` (handles may have gaps: explicit handles).
     @inline(__always)
     func index(_ handle: UInt16) -> Int? {
         let i = Int(handle) - 1
-        return i >= 0 && i < attributes.count ? i : nil
+        if i >= 0 && i < attributes.count && attributes[i].handle == handle { return i }  // no gaps before it
+        let j = firstIndex(atOrAfter: Int(handle))
+        return j < attributes.count && attributes[j].handle == handle ? j : nil
+    }
+
+    /// The index of the first attribute whose handle is `handle` or more (`attributes.count` if none).
+    func firstIndex(atOrAfter handle: Int) -> Int {
+        var low = 0, high = attributes.count
+        while low < high {
+            let mid = (low + high) / 2
+            if Int(attributes[mid].handle) < handle { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// The indices of the attributes with handles in `start...end`.
+    func indices(_ start: UInt16, _ end: UInt16) -> Range<Int> {
+        firstIndex(atOrAfter: Int(start))..<firstIndex(atOrAfter: Int(end) + 1)
     }
 }

@@ -96,6 +96,12 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// The Database Hash the server publishes (little-endian, as read over the air).
     public var databaseHash: [UInt8] { state.withLock { $0.table.hash } }
 
+    /// Why `services`' explicit handles (`GATTService.startHandle`, ...) cannot be served as
+    /// given, so that the server assigns handles instead; nil when they can (or there are none).
+    public static func explicitHandleProblem(_ services: [GATTService]) -> String? {
+        AttributeTable.explicitLayout(services).problem
+    }
+
     /// Every attribute as (handle, type): for diagnostics and tests.
     public var attributeTypes: [(handle: UInt16, type: BluetoothUUID)] {
         state.withLock { $0.table.attributes.map { ($0.handle, $0.type) } }
@@ -164,10 +170,10 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         await push(uuid: nil, handle: handle, value: value, to: peers, indicate: true)
     }
 
-    /// Replaces the application's services: handles are reassigned, the Database Hash
-    /// recomputed, every peer's CCCDs (except Service Changed's) and prepare queue cleared, and
-    /// Service Changed (0x0001–0xFFFF) indicated to the peers that enabled it. Returns those
-    /// that confirmed.
+    /// Replaces the application's services: handles are laid out anew (as given when they are
+    /// consistent, see `GATTService.startHandle`), the Database Hash recomputed, every peer's
+    /// CCCDs (except Service Changed's) and prepare queue cleared, and Service Changed
+    /// (0x0001–0xFFFF) indicated to the peers that enabled it. Returns those that confirmed.
     @discardableResult
     public func update(services: [GATTService]) async -> [ATTPeer] {
         let table = AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
@@ -546,8 +552,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         var list: [ATTGroupData] = []
         var length = -1
         var used = 2
-        var i = Int(start) - 1
-        let last = min(Int(end), table.attributes.count)
+        let range = table.indices(start, end)
+        var i = range.lowerBound
+        let last = range.upperBound
         while i < last {
             let a = table.attributes[i]
             if a.type == type {
@@ -556,7 +563,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
                 guard v.count == length, used + 4 + length <= mtu else { break }
                 list.append(ATTGroupData(handle: a.handle, endGroupHandle: a.groupEnd, value: v))
                 used += 4 + length
-                i = Int(a.groupEnd)  // the next service starts after this group
+                i = table.firstIndex(atOrAfter: Int(a.groupEnd) + 1)  // the next service starts after this group
             } else {
                 i += 1
             }
@@ -574,8 +581,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         let wantedUUID = isGroup ? BluetoothUUID(littleEndian: value) : nil
         var list: [ATTHandlesInformation] = []
         let capacity = (mtu - 1) / 4
-        var i = Int(start) - 1
-        let last = min(Int(end), table.attributes.count)
+        let range = table.indices(start, end)
+        var i = range.lowerBound
+        let last = range.upperBound
         while i < last, list.count < capacity {
             let a = table.attributes[i]
             i += 1
@@ -598,7 +606,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
             if Self.denial(a, write: false, security) != nil { continue }
             let match = wantedUUID.map { BluetoothUUID(littleEndian: current) == $0 } ?? (current == value)
             if match { list.append(ATTHandlesInformation(foundAttributeHandle: a.handle, groupEndHandle: a.groupEnd)) }
-            if isGroup { i = max(i, Int(a.groupEnd)) }
+            if isGroup { i = max(i, table.firstIndex(atOrAfter: Int(a.groupEnd) + 1)) }
         }
         return list.isEmpty ? fail(op, start, .attributeNotFound) : .findByTypeValueResponse(list)
     }
@@ -609,8 +617,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
         let handles: [UInt16] = state.withLock { s in
             var out: [UInt16] = []
-            var i = Int(start) - 1
-            let last = min(Int(end), s.table.attributes.count)
+            let range = s.table.indices(start, end)
+            var i = range.lowerBound
+            let last = range.upperBound
             // No more handles than entries can fit: each takes at least its 2-octet handle.
             while i < last, out.count < mtu / 2 {
                 if s.table.attributes[i].type == type { out.append(s.table.attributes[i].handle) }
@@ -646,8 +655,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         var list: [ATTHandleUUID] = []
         var format: ATTUUIDFormat? = nil
         var used = 2
-        var i = Int(start) - 1
-        let last = min(Int(end), table.attributes.count)
+        let range = table.indices(start, end)
+        var i = range.lowerBound
+        let last = range.upperBound
         while i < last {
             let a = table.attributes[i]
             i += 1

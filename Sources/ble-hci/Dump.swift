@@ -7,7 +7,8 @@ import Decoder
 /// layer and prints a tree (or one JSON object per line). Exit 1 with one sentence on stderr
 /// when the file is missing, unreadable or not a capture; a capture cut mid-record or with a
 /// corrupt record prints every whole record before it, then names the record and its byte
-/// offset on stderr and exits 1.
+/// offset on stderr and exits 1. A header with no records after it is a failed capture too
+/// (issue 16 counts "header only" among the corrupt captures): exit 1, saying so.
 func runDump(_ c: CommandContext) async throws -> Int32 {
     guard let path = c.args.positionals.first else { throw UsageError("dump needs a capture FILE", command: c.command) }
     guard c.args.positionals.count == 1 else {
@@ -25,7 +26,7 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
     let svgPath = c.args.last("svg")
     if flow || svgPath != nil {
         guard !c.out.json else { throw UsageError("--json, --flow and --svg are alternatives: choose one", command: c.command) }
-        return try runFlow(&reader, layers: layers, text: flow, svgPath: svgPath, c)
+        return try runFlow(&reader, path: path, layers: layers, text: flow, svgPath: svgPath, c)
     }
     let decoder = PacketDecoder()
     // Performance: render UTF-8 bytes straight into one buffer (no String per packet), and
@@ -63,16 +64,17 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         c.out.error("\(path == "-" ? "stdin" : path): \(warning)")
         return ExitCode.failure
     }
-    if records == 0 { c.out.error("\(path == "-" ? "stdin" : path): a valid header with no packets after it") }
+    if records == 0 { return headerOnly(path, c) }
     return ExitCode.success
 }
 
 /// `dump --flow` / `--svg OUT.svg`: the capture as a sequence diagram (Decoder's FlowBuilder,
 /// drawn by FlowText / FlowSVG). Both together print the text and write the SVG.
-private func runFlow(_ reader: inout CaptureReader, layers: Set<String>, text: Bool, svgPath: String?, _ c: CommandContext) throws -> Int32 {
+private func runFlow(_ reader: inout CaptureReader, path: String, layers: Set<String>, text: Bool, svgPath: String?, _ c: CommandContext) throws -> Int32 {
     let decoder = PacketDecoder()
     var builder = FlowBuilder(layers: layers)
     var warning: String? = nil
+    var records = 0
     while true {
         let record: CaptureRecord?
         do {
@@ -82,8 +84,11 @@ private func runFlow(_ reader: inout CaptureReader, layers: Set<String>, text: B
             break
         }
         guard let record else { break }
+        records += 1
         builder.add(decoder.decode(record))
     }
+    // Nothing to draw: no empty diagram, no SVG file.
+    if warning == nil && records == 0 { return headerOnly(path, c) }
     let diagram = builder.finish()
     if text {
         var out = BufferedStdout()
@@ -106,6 +111,12 @@ private func runFlow(_ reader: inout CaptureReader, layers: Set<String>, text: B
         return ExitCode.failure
     }
     return ExitCode.success
+}
+
+/// A capture that ends right after its file header: exit 1 with one sentence on stderr.
+private func headerOnly(_ path: String, _ c: CommandContext) -> Int32 {
+    c.out.error("\(path == "-" ? "stdin" : path): a valid header with no packets after it")
+    return ExitCode.failure
 }
 
 /// FILE, or standard input for `-` (a pipe: `... | ble-hci dump -`). Paths such as

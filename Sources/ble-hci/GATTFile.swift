@@ -7,13 +7,18 @@ import GATT
 /// optionally `permissions` per attribute, `includes` (service UUIDs) and `primary` per service.
 /// FILE may be that object, or the central's JSON lines as they are (the `gatt` line is used).
 /// Generic Access (1800) and Generic Attribute (1801) are the server's own: taken from the
-/// file only for the device name. CCCDs (2902) are the server's own too (one per notify or
-/// indicate characteristic). Handles in the file are not kept: the server assigns them in the
-/// file's order (so a table discovered from a server with gaps comes out renumbered).
+/// file only for the device name. CCCDs (2902) are per client: the file places them, but their
+/// values are the server's (0 for each new client). Handles in the file (the `gatt` event's
+/// `start`, `end`, `handle`, `valueHandle`) are kept when they are consistent (see
+/// `GATTService.startHandle`; the server's own 1800 and 1801 services then take handles 1-13
+/// when the first service starts after 13, else the handles after the last service); otherwise
+/// the server assigns them in the file's order and `handleProblem` says why.
 struct GATTFile {
     var services: [GATTService]
     /// The file's Device Name (1800 / 2a00), when it has one.
     var deviceName: String?
+    /// Why the file's handles are not served as given (nil: they are, or it has none).
+    var handleProblem: String?
 
     static let permissionNames: [(String, GATTPermissions)] = [
         ("read", .readable), ("write", .writable),
@@ -60,6 +65,25 @@ struct GATTFile {
             }
             return b
         }
+        func handle(_ value: Any?, _ at: String) throws -> Int? {
+            guard let value else { return nil }
+            // Foundation reads JSON true/false as NSNumbers that also cast to Int (and 1 casts to
+            // Bool): tell them apart by their type code ("c" for a boolean).
+            guard let number = value as? NSNumber, String(cString: number.objCType) != "c", let n = value as? Int else {
+                throw bad(at, "must be an integer handle")
+            }
+            return n
+        }
+        // A handle outside 1...0xFFFF is not a usage error: the handles are then reassigned.
+        var handleProblem: String? = nil
+        func handle16(_ n: Int?, _ at: String) -> UInt16? {
+            guard let n else { return nil }
+            guard (1...0xFFFF).contains(n) else {
+                if handleProblem == nil { handleProblem = "\(at) is \(n), not a handle (1 to 65535, Core v5.4 Vol 3 Part F 3.2.2)" }
+                return nil
+            }
+            return UInt16(n)
+        }
         func permissions(_ value: Any?, _ at: String) throws -> GATTPermissions? {
             guard let value else { return nil }
             guard let names = value as? [Any] else { throw bad(at, "must be a list of names") }
@@ -95,6 +119,11 @@ struct GATTFile {
                     properties.insert(bit)
                 }
                 let value = try bytes(ch["value"], cp + ".value") ?? []
+                let declarationHandle = handle16(try handle(ch["handle"], cp + ".handle"), cp + ".handle")
+                if let declarationHandle, let valueHandle = try handle(ch["valueHandle"], cp + ".valueHandle"),
+                   valueHandle != Int(declarationHandle) + 1, handleProblem == nil {
+                    handleProblem = "\(cp).valueHandle is \(valueHandle), not right after its declaration at \(declarationHandle) (Core v5.4 Vol 3 Part G 3.3)"
+                }
                 if serviceUUID == GATTUUID.genericAccess, charUUID == GATTUUID.deviceName { deviceName = String(decoding: value, as: UTF8.self) }
                 guard let descriptors = (ch["descriptors"] ?? [Any]()) as? [Any] else { throw bad(cp + ".descriptors", "must be a list") }
                 var descs: [GATTDescriptor] = []
@@ -103,19 +132,33 @@ struct GATTFile {
                     guard let de = d as? [String: Any] else { throw bad(dp, "must be an object") }
                     let descUUID = try uuid(de["uuid"], dp + ".uuid")
                     let descValue = try bytes(de["value"], dp + ".value") ?? []
+                    let descHandle = handle16(try handle(de["handle"], dp + ".handle"), dp + ".handle")
+                    if descUUID == GATTUUID.clientCharacteristicConfiguration {
+                        // Kept for its place and permissions; its value is each client's own.
+                        var cccd = GATTDescriptor(uuid: descUUID, permissions: try permissions(de["permissions"], dp + ".permissions") ?? .readWrite, value: [0, 0])
+                        cccd.handle = descHandle
+                        descs.append(cccd)
+                        continue
+                    }
                     let descPermissions = try permissions(de["permissions"], dp + ".permissions") ?? .readable
-                    if descUUID == GATTUUID.clientCharacteristicConfiguration { continue }  // the server's own, per client
-                    descs.append(GATTDescriptor(uuid: descUUID, permissions: descPermissions, value: descValue))
+                    var descriptor = GATTDescriptor(uuid: descUUID, permissions: descPermissions, value: descValue)
+                    descriptor.handle = descHandle
+                    descs.append(descriptor)
                 }
-                chars.append(GATTCharacteristic(uuid: charUUID, properties: properties,
-                                                permissions: try permissions(ch["permissions"], cp + ".permissions"),
-                                                value: value, maximumLength: max(512, value.count), descriptors: descs))
+                var characteristic = GATTCharacteristic(uuid: charUUID, properties: properties,
+                                                        permissions: try permissions(ch["permissions"], cp + ".permissions"),
+                                                        value: value, maximumLength: max(512, value.count), descriptors: descs)
+                characteristic.declarationHandle = declarationHandle
+                chars.append(characteristic)
             }
             if serviceUUID == GATTUUID.genericAccess || serviceUUID == GATTUUID.genericAttribute { continue }
             guard let includeList = (service["includes"] ?? [Any]()) as? [Any] else { throw bad(sp + ".includes", "must be a list of service UUIDs") }
             let includes = try includeList.enumerated().map { try uuid($0.element, "\(sp).includes[\($0.offset)]") }
             guard let primary = (service["primary"] ?? true) as? Bool else { throw bad(sp + ".primary", "must be true or false") }
-            out.append(GATTService(uuid: serviceUUID, primary: primary, includes: includes, characteristics: chars))
+            var gattService = GATTService(uuid: serviceUUID, primary: primary, includes: includes, characteristics: chars)
+            gattService.startHandle = handle16(try handle(service["start"], sp + ".start"), sp + ".start")
+            gattService.endHandle = handle16(try handle(service["end"], sp + ".end"), sp + ".end")
+            out.append(gattService)
             fileIndex.append(si)
         }
         for (si, s) in out.enumerated() {
@@ -123,8 +166,24 @@ struct GATTFile {
                 throw bad("$.services[\(fileIndex[si])].includes[\(ii)]", "includes \(inc), which the file does not define")
             }
         }
+        let hasHandles = out.contains { $0.startHandle != nil || $0.endHandle != nil }
+        if hasHandles, handleProblem == nil, let p = GATTServer.explicitHandleProblem(out) {
+            // The server's words name services by their index among the file's own services.
+            handleProblem = p + " (counting services after leaving out 1800 and 1801)"
+        }
+        if handleProblem != nil {
+            // Served in the file's order from handle 1 instead.
+            for si in out.indices {
+                out[si].startHandle = nil; out[si].endHandle = nil
+                for ci in out[si].characteristics.indices {
+                    out[si].characteristics[ci].declarationHandle = nil
+                    for di in out[si].characteristics[ci].descriptors.indices { out[si].characteristics[ci].descriptors[di].handle = nil }
+                }
+            }
+        }
         self.services = out
         self.deviceName = deviceName
+        self.handleProblem = handleProblem
     }
 
     /// The 16-bit service UUIDs to advertise (as the profiles do; at most 4 so the name fits).

@@ -113,8 +113,14 @@ let commandHelp: [String: String] = [
                            `gatt` event (or its --json output as is), with values, optional
                            "permissions" (read, write, readEncrypted, writeEncrypted,
                            readAuthenticated, writeAuthenticated), "includes" and "primary".
-                           Handles are reassigned in the file's order; 1800/1801 and CCCDs are
-                           the server's own (the file's Device Name is the default --name).
+                           The file's handles (start, end, handle, valueHandle, descriptor
+                           handles) are kept when consistent (increasing, inside their service,
+                           value right after its declaration, a handle for every CCCD the server
+                           needs); the server's own 1800/1801 then take handles 1-13 if the
+                           first service starts after 13, else the handles after the last one.
+                           Otherwise handles are reassigned in the file's order, and stderr
+                           says why. 1800/1801 are the server's own (the file's Device Name is
+                           the default --name); CCCD values are per client.
                            A bad file exits 2 naming the JSON path of the problem.
       --security-request   ask every central to pair (SMP Security Request) once connected
 
@@ -176,7 +182,7 @@ let commandHelp: [String: String] = [
     A damaged capture (cut mid-record, or a record whose lengths make no sense) prints every
     record before the damage, then names the record number and byte offset on stderr and
     exits 1, as tshark fails on it. A missing or unreadable file, or one that is not a capture,
-    exits 1. A header with no packets after it exits 0 and says so on stderr.
+    exits 1. So does a header with no packets after it (saying so on stderr).
 
     Examples:
       ble-hci dump demo.pcap --layers hci,att

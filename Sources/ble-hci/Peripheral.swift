@@ -14,6 +14,9 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
         if c.args.has("profile") { throw UsageError("--gatt serves the file's table: leave out --profile", command: c.command) }
         return try GATTFile(path: path, command: c.command)
     }
+    if let gattFile, let path = c.args.last("gatt"), let problem = gattFile.handleProblem {
+        c.out.progress("ble-hci: warning: --gatt \(path): handles reassigned in the file's order: \(problem)")
+    }
     let profile = gattFile != nil ? "gatt" : c.args.last("profile") ?? "demo"
     guard ["demo", "band", "secure"].contains(profile) || gattFile != nil else {
         throw UsageError("--profile must be demo, band or secure, got '\(profile)'", command: c.command)

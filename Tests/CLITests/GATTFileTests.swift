@@ -106,6 +106,93 @@ extension CLITests {
             }
         }
 
+        /// The file's handles, with gaps, served as given (CLI.md: "handles in them are kept when
+        /// they are consistent"); Core v5.4 Vol 3 Part F 3.2.2 lets a server leave gaps. The
+        /// expected handles are the file's. The server's own 1800/1801 (13 attributes) go to
+        /// handles 1-13 when the file's first service starts after 13, else after the file's
+        /// last service (our documented choice, Help.swift / docs/cli.md).
+        @Test(arguments: [(32, 1, 13), (5, 71, 83), (1, 71, 83)])
+        func consistentHandlesAreKept(_ firstStart: Int, _ ownStart: Int, _ ownEnd: Int) async throws {
+            let dir = try TempDir()
+            let table = dir.path("t.json")
+            let s = firstStart
+            try """
+            {"services":[
+              {"uuid":"fff0","start":\(s),"end":\(s + 16),"characteristics":[
+                {"uuid":"fff1","handle":\(s + 2),"valueHandle":\(s + 3),"properties":["read","notify"],"value":"6869",
+                 "descriptors":[{"uuid":"2902","handle":\(s + 5),"value":"0100"},{"uuid":"2901","handle":\(s + 8),"value":"6e"}]}]},
+              {"uuid":"180f","start":64,"end":70,"characteristics":[
+                {"uuid":"2a19","handle":66,"valueHandle":67,"properties":["read"],"value":"64"}]}]}
+            """.write(toFile: table, atomically: true, encoding: .utf8)
+            try await withRig(profile: nil) { rig in
+                let p = try BleHCI.start(["-t", rig.peripheralSpec, "peripheral", "--gatt", table, "--name", "kept", "--json"], lifetime: 60)
+                defer { p.stop(grace: 0.5) }
+                _ = try await p.nextEvent("advertising", timeout: 10)
+                let r = try await rig.central(["central", "name:kept", "--discover", "--read", "fff1", "--json"])
+                expectStatus(r, 0, "central of a table with explicit handles")
+                let gatt = try #require(r.events("gatt").first)
+                let services = (gatt["services"] as? [[String: Any]]) ?? []
+                let own = services.filter { ["1800", "1801"].contains($0["uuid"] as? String ?? "") }
+                let file = services.filter { !["1800", "1801"].contains($0["uuid"] as? String ?? "") }
+                #expect(handles(["services": file]) == [s, s + 16, s + 2, s + 3, s + 5, s + 8, 64, 70, 66, 67],
+                        "served at other handles than the file's: \(handles(["services": file]))")
+                #expect(own.first?["start"] as? Int == ownStart && own.last?["end"] as? Int == ownEnd,
+                        "1800/1801 at \(own.map { ($0["start"] ?? "?", $0["end"] ?? "?") })")
+                // A read by UUID answers from the file's value handle.
+                let read = r.events("read").first
+                #expect(read?["handle"] as? Int == s + 3 && read?["value"] as? String == "6869", "\(String(describing: read))")
+                #expect(!p.stderr.contains("reassigned"), "stderr: \(p.stderr)")
+            }
+        }
+
+        /// Inconsistent handles: served from handle 1 in the file's order, and stderr says why.
+        @Test(arguments: [
+            // Value not right after its declaration (Core v5.4 Vol 3 Part G 3.3.2).
+            (#"{"services":[{"uuid":"fff0","start":20,"end":30,"characteristics":[{"uuid":"fff1","handle":22,"valueHandle":24,"properties":["read"]}]}]}"#,
+             "valueHandle is 24, not right after its declaration at 22"),
+            // Overlapping services.
+            (#"{"services":[{"uuid":"fff0","start":20,"end":30},{"uuid":"ffe0","start":25,"end":40}]}"#,
+             "starts at 25, inside or before the previous service"),
+            // A characteristic outside its service's group.
+            (#"{"services":[{"uuid":"fff0","start":20,"end":30,"characteristics":[{"uuid":"fff1","handle":31,"valueHandle":32,"properties":["read"]}]}]}"#,
+             "is at 31, after the end 30"),
+            // Notify with no CCCD in the file: no handle for the server's CCCD.
+            (#"{"services":[{"uuid":"fff0","start":20,"end":30,"characteristics":[{"uuid":"fff1","handle":22,"valueHandle":23,"properties":["notify"]}]}]}"#,
+             "2902 (which the server adds)"),
+            // Some services with handles, some without.
+            (#"{"services":[{"uuid":"fff0","start":20,"end":30},{"uuid":"ffe0"}]}"#, "has no start or end handle"),
+            // Not a 16-bit handle (Core v5.4 Vol 3 Part F 3.2.2).
+            (#"{"services":[{"uuid":"fff0","start":20,"end":70000}]}"#, "$.services[0].end is 70000"),
+        ])
+        func inconsistentHandlesAreReassignedSayingWhy(_ file: String, _ reason: String) async throws {
+            let dir = try TempDir()
+            let table = dir.path("t.json")
+            try file.write(toFile: table, atomically: true, encoding: .utf8)
+            // The warning comes before the transport is opened (this one fails: exit 1).
+            let r = try await BleHCI.run(["-t", "tcp:127.0.0.1:1", "peripheral", "--gatt", table])
+            #expect(r.stderr.contains("handles reassigned") && r.stderr.contains(reason), "stderr: \(r.stderr)")
+        }
+
+        /// And the server really serves the reassigned handles: the file's services right after
+        /// the server's own 13, in the file's order, with no gaps.
+        @Test func inconsistentHandlesAreServedReassigned() async throws {
+            let dir = try TempDir()
+            let table = dir.path("t.json")
+            try #"{"services":[{"uuid":"fff0","start":20,"end":30,"characteristics":[{"uuid":"fff1","handle":22,"valueHandle":24,"properties":["read"],"value":"01"}]}]}"#
+                .write(toFile: table, atomically: true, encoding: .utf8)
+            try await withRig(profile: nil) { rig in
+                let p = try BleHCI.start(["-t", rig.peripheralSpec, "peripheral", "--gatt", table, "--name", "moved", "--json"], lifetime: 60)
+                defer { p.stop(grace: 0.5) }
+                _ = try await p.nextEvent("advertising", timeout: 10)
+                let r = try await rig.central(["central", "name:moved", "--json"])
+                expectStatus(r, 0, "central of a table with inconsistent handles")
+                let gatt = try #require(r.events("gatt").first)
+                let file = ((gatt["services"] as? [[String: Any]]) ?? []).filter { $0["uuid"] as? String == "fff0" }
+                #expect(handles(["services": file]) == [14, 16, 15, 16], "\(handles(["services": file]))")
+                #expect(p.stderr.contains("handles reassigned"), "stderr: \(p.stderr)")
+            }
+        }
+
         @Test(arguments: [
             (#"{"services":[{"uuid":"fff0","characteristics":[{"uuid":"xyz","properties":["read"]}]}]}"#, "$.services[0].characteristics[0].uuid"),
             (#"{"services":[{"uuid":"fff0","characteristics":[{"uuid":"fff1","properties":["fly"]}]}]}"#, "$.services[0].characteristics[0].properties[0]"),
@@ -114,6 +201,7 @@ extension CLITests {
             (#"{"services":[{"uuid":"fff0","includes":["abcd"],"characteristics":[]}]}"#, "$.services[0].includes[0]"),
             (#"{"servants":[]}"#, "$.services"),
             ("not json at all", "(file)"),
+            (#"{"services":[{"uuid":"fff0","start":true,"end":3}]}"#, "$.services[0].start"),
         ])
         func badFilesExitTwoNamingTheJSONPath(_ file: String, _ path: String) async throws {
             let dir = try TempDir()
