@@ -264,7 +264,7 @@ actor Stack {
             attConfig.log = options.log
             let bearer = ATTBearer(l2cap: l2cap, configuration: attConfig)
             await bearer.start()
-            let security = LinkSecurity(connection: connection, host: host, l2cap: l2cap, bearer: bearer,
+            let security = LinkSecurity(connection: connection, host: host, clock: options.host.clock, bearer: bearer,
                                         configuration: options.security, bonds: bonds,
                                         delegate: options.pairingDelegate, attempts: attempts, log: options.log)
             await security.prepare()
