@@ -146,9 +146,12 @@ actor LinkSecurity {
 
     private nonisolated var now: ContinuousClock.Instant { clock.now }
 
-    /// The host's encryption observer (host executor): raise the bearer's level at once.
-    nonisolated func encryptionObserved(_ enabled: Bool) {
+    /// The host's encryption observer (host executor): Encryption Change / Key Refresh Complete
+    /// is handled before the ACL data that follows it (the peer's key distribution, its ATT
+    /// requests), so SMP PDUs see the encryption they were sent under.
+    nonisolated func encryptionObserved(enabled: Bool, status: HCIStatus) {
         if enabled, let s = expected.withLock({ $0 }) { bearer.setSecurity(s) }
+        assumeIsolated { $0.encryptionChanged(enabled: enabled, status: status) }
     }
 
     private func expect(_ s: ATTSecurity) {

@@ -99,7 +99,7 @@ public actor Host {
     var waiters: [Waiter] = []
     /// Called on the host's executor at Encryption Change / Key Refresh Complete, before any later
     /// packet of the link is handled (see `observeEncryption`).
-    var encryptionObservers: [UInt16: @Sendable (Bool) -> Void] = [:]
+    var encryptionObservers: [UInt16: @Sendable (Bool, HCIStatus) -> Void] = [:]
     /// Results that arrived before their waiter started awaiting.
     var waiterResults: [UInt64: Result<WaiterResult, any Error>] = [:]
     var waiterTimeouts: [UInt64: DeadlineID] = [:]
