@@ -69,9 +69,17 @@ extension PairingDelegate {
 /// The security manager of one link: owns the SMP pairing in progress (one `SMPPairing` per
 /// pairing), its timer, the link's encryption state and the ATT bearer's security level.
 /// SMP PDUs (L2CAP CID 6) and HCI encryption events are fed to it in order.
+/// Runs on the host's executor (`unownedExecutor`), like the link's `L2CAPConnection` and
+/// `ATTBearer`: each SMP PDU is handled synchronously as the host receives it, its answers are
+/// queued with `Host.enqueueL2CAP`, and the SMP timer is a deadline in the host's table. The
+/// only async edges are the pairing delegate's answers (passkey, numeric comparison) and the
+/// HCI commands that start encryption or answer an LTK request.
 actor LinkSecurity {
+    nonisolated var unownedExecutor: UnownedSerialExecutor { host.unownedExecutor }
     nonisolated let connection: LEConnection
-    private let host: Host
+    private nonisolated let host: Host
+    /// The host's clock (the one its deadline table sweeps by).
+    private nonisolated let clock: any DeadlineClock
     private let bearer: ATTBearer
     private let configuration: SecurityConfiguration
     /// Nil until the bond directory exists (it is created by the first bond stored).
@@ -80,14 +88,13 @@ actor LinkSecurity {
     /// Repeated-attempts protection, shared by every link of the stack (Core Vol 3 Part H 2.3.6).
     private let attempts: SMPAttemptTracker
     private let log: (@Sendable (String) -> Void)?
-    private let outgoing: AsyncStream<[UInt8]>.Continuation
-    private let incoming: AsyncStream<[UInt8]>.Continuation
 
     private var pairing: SMPPairing?
     /// The responder's pairing has only sent Security Request: the central may still answer by
     /// encrypting with a bond instead of pairing.
     private var requestOnly = false
-    private var timer: Task<Void, Never>?
+    /// The SMP timer (Core Vol 3 Part H 3.4): a deadline in the host's table.
+    private var timer: DeadlineID?
     /// After an SMP timeout no more SMP on this link (Core Vol 3 Part H 3.4).
     private var smpClosed = false
     /// Pairing waits for Encryption Change; SMP PDUs that overtake it wait here.
@@ -105,43 +112,46 @@ actor LinkSecurity {
     /// encryption observer hands it to the ATT bearer synchronously (before the peer's next PDU).
     private nonisolated let expected = Mutex<ATTSecurity?>(nil)
 
-    init(connection: LEConnection, host: Host, l2cap: L2CAPConnection, bearer: ATTBearer,
+    init(connection: LEConnection, host: Host, clock: any DeadlineClock, bearer: ATTBearer,
          configuration: SecurityConfiguration, bonds: SMPBondStore?, delegate: (any PairingDelegate)?,
          attempts: SMPAttemptTracker, log: (@Sendable (String) -> Void)?) {
         self.attempts = attempts
         self.connection = connection
         self.host = host
+        self.clock = clock
         self.bearer = bearer
         self.configuration = configuration
         self.bonds = bonds
         self.delegate = delegate
         self.log = log
-        // One ordered queue each way: PDUs leave in the order the engine produced them and are
-        // fed to the engine in the order they arrived.
-        let (out, outCont) = AsyncStream.makeStream(of: [UInt8].self)
-        let (inc, incCont) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingOldest(64))
-        outgoing = outCont
-        incoming = incCont
-        Task {
-            for await pdu in out { try? await l2cap.send(pdu, on: .smp) }
-        }
-        Task { [weak self] in
-            for await pdu in inc {
-                guard let self else { return }
-                await self.received(pdu)
-            }
-        }
     }
 
-    /// The fixed-channel handler for CID 6.
+    /// The fixed-channel handler for CID 6, called by the link's `L2CAPConnection` on the
+    /// host's executor as each frame arrives.
     nonisolated var channelHandler: FixedChannelHandler {
-        let incoming = self.incoming
-        return FixedChannelHandler(received: { incoming.yield($0) }, closed: { _ in incoming.finish() })
+        FixedChannelHandler(received: { pdu in self.assumeIsolated { $0.received(pdu) } })
     }
 
-    /// The host's encryption observer (host executor): raise the bearer's level at once.
-    nonisolated func encryptionObserved(_ enabled: Bool) {
+    /// Queues an SMP PDU behind what the host already queued on the link, in the order the
+    /// engine produced it (we are on the host's executor).
+    private func send(_ pdu: [UInt8]) {
+        guard down == nil else { return }
+        let frame = L2CAPFrame(cid: .smp, payload: pdu).bytes, handle = connection.handle
+        do {
+            try host.assumeIsolated { try $0.enqueueL2CAP(frame, on: handle) }
+        } catch {
+            log?("SMP PDU 0x\(hexCode(pdu.first ?? 0, digits: 2)) not sent: \(error)")
+        }
+    }
+
+    private nonisolated var now: ContinuousClock.Instant { clock.now }
+
+    /// The host's encryption observer (host executor): Encryption Change / Key Refresh Complete
+    /// is handled before the ACL data that follows it (the peer's key distribution, its ATT
+    /// requests), so SMP PDUs see the encryption they were sent under.
+    nonisolated func encryptionObserved(enabled: Bool, status: HCIStatus) {
         if enabled, let s = expected.withLock({ $0 }) { bearer.setSecurity(s) }
+        assumeIsolated { $0.encryptionChanged(enabled: enabled, status: status) }
     }
 
     private func expect(_ s: ATTSecurity) {
@@ -236,7 +246,7 @@ actor LinkSecurity {
         var smp = configuration.smp
         if mitm { smp.mitm = true }
         let p = SMPPairing(role: role, configuration: smp, local: connection.local, peer: connection.peer,
-                           attempts: attempts, peerIdentity: storedBond()?.peer)
+                           attempts: attempts, peerIdentity: storedBond()?.peer, now: { [clock] in clock.now })
         pairing = p
         offeredKeySizes = []
         bondInUse = nil
@@ -303,20 +313,20 @@ actor LinkSecurity {
         switch (role, code) {
         case (.responder, SMPPDU.Code.pairingRequest):
             let p = SMPPairing(role: .responder, configuration: configuration.smp, local: connection.local, peer: connection.peer,
-                               attempts: attempts, peerIdentity: storedBond()?.peer)
+                               attempts: attempts, peerIdentity: storedBond()?.peer, now: { [clock] in clock.now })
             pairing = p
             offeredKeySizes = []
             noteParameters(pdu)
             run(p.receive(pdu))
         case (.initiator, SMPPDU.Code.securityRequest):
             guard case .securityRequest(let authReq)? = try? SMPPDU.decode(pdu) else {
-                outgoing.yield(SMPPDU.pairingFailed(reason: .invalidParameters).bytes)
+                send(SMPPDU.pairingFailed(reason: .invalidParameters).bytes)
                 return
             }
             securityRequested(authReq)
         case (.responder, SMPPDU.Code.securityRequest), (.initiator, SMPPDU.Code.pairingRequest):
             // Only a peripheral sends Security Request, only a central Pairing Request.
-            outgoing.yield(SMPPDU.pairingFailed(reason: .commandNotSupported).bytes)
+            send(SMPPDU.pairingFailed(reason: .commandNotSupported).bytes)
         default:
             break  // nothing in progress: late or stray PDUs are ignored
         }
@@ -433,16 +443,13 @@ actor LinkSecurity {
 
     func linkDown(_ reason: HCIStatus) {
         down = reason
-        timer?.cancel()
-        timer = nil
+        disarmTimer()
         resolveWaiters(.failure(BLEError.disconnected(reason)))
-        // `incoming` ends when L2CAP closes the channel, after the frames already received.
-        outgoing.finish()
     }
 
     private func timedOut() {
         timer = nil
-        guard let p = pairing, !p.isFinished, let deadline = p.deadline, deadline <= .now else {
+        guard let p = pairing, !p.isFinished, let deadline = p.deadline, deadline <= now else {
             armTimer()
             return
         }
@@ -457,7 +464,7 @@ actor LinkSecurity {
             switch output {
             case .send(let pdu):
                 noteParameters(pdu)
-                outgoing.yield(pdu)
+                send(pdu)
             case .user(let request):
                 userRequest(request)
             case let .startEncryption(ltk, ediv, rand):
@@ -531,14 +538,20 @@ actor LinkSecurity {
         for w in ws { w.resume(with: result) }
     }
 
+    /// (Re)arms the SMP timer at the pairing's deadline in the host's table.
     private func armTimer() {
-        timer?.cancel()
-        timer = nil
+        disarmTimer()
         guard down == nil, let p = pairing, !p.isFinished, let deadline = p.deadline else { return }
-        timer = Task { [weak self] in
-            guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
-            await self?.timedOut()
+        let after = now.duration(to: deadline)
+        timer = host.assumeIsolated { host in
+            host.arm(after: after) { [weak self] in self?.assumeIsolated { $0.timedOut() } }
         }
+    }
+
+    private func disarmTimer() {
+        guard let t = timer else { return }
+        timer = nil
+        host.assumeIsolated { $0.disarm(t) }
     }
 }
 

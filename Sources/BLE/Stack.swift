@@ -208,9 +208,8 @@ actor Stack {
             lose("the controller transport was lost: \(error)")
         case .hardwareError(let code):
             lose("the controller reported Hardware Error \(hexCode(code))")
-        case let .encryptionChanged(handle, enabled, status):
-            guard let task = links[handle] else { return }
-            await task.value.security.encryptionChanged(enabled: enabled, status: status)
+        case .encryptionChanged:
+            break  // handled by the link's encryption observer, in order with its SMP PDUs
         case let .longTermKeyRequest(handle, random, ediv):
             guard let task = links[handle] else { return }
             await task.value.security.longTermKeyRequested(ediv: ediv, rand: random)
@@ -264,11 +263,11 @@ actor Stack {
             attConfig.log = options.log
             let bearer = ATTBearer(l2cap: l2cap, configuration: attConfig)
             await bearer.start()
-            let security = LinkSecurity(connection: connection, host: host, l2cap: l2cap, bearer: bearer,
+            let security = LinkSecurity(connection: connection, host: host, clock: options.host.clock, bearer: bearer,
                                         configuration: options.security, bonds: bonds,
                                         delegate: options.pairingDelegate, attempts: attempts, log: options.log)
             await security.prepare()
-            await host.observeEncryption(handle: connection.handle) { security.encryptionObserved($0) }
+            await host.observeEncryption(handle: connection.handle) { security.encryptionObserved(enabled: $0, status: $1) }
             if let server { await bearer.setServerDelegate(server) }
             let automatic = connection.role == .central && options.security.automaticSecurity
             let client = GATTClient(requester: automatic ? SecuringRequester(bearer: bearer, security: security) : bearer)

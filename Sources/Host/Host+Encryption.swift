@@ -48,18 +48,18 @@ extension Host {
         Int(try await execute(ReadEncryptionKeySize(connectionHandle: handle)).keySize)
     }
 
-    /// Calls `body` with "encrypted" at each Encryption Change / Key Refresh Complete of the
+    /// Calls `body` with "encrypted" and the status at each Encryption Change / Key Refresh Complete of the
     /// link, synchronously on the host's executor: the ACL data that follows the event in
     /// controller order (e.g. an ATT request of the peer) is handled after it. For the layer
     /// that must raise the link's security level at once; forgotten at disconnection.
-    public func observeEncryption(handle: UInt16, _ body: (@Sendable (Bool) -> Void)?) {
+    public func observeEncryption(handle: UInt16, _ body: (@Sendable (_ enabled: Bool, _ status: HCIStatus) -> Void)?) {
         guard links[handle] != nil else { return }
         encryptionObservers[handle] = body
     }
 
     /// Encryption Change / Key Refresh Complete: completes `startEncryption` and tells the layer above.
     func encryptionEvent(handle: UInt16, status: HCIStatus, enabled: Bool) {
-        encryptionObservers[handle]?(enabled)
+        encryptionObservers[handle]?(enabled, status)
         complete(.encryption, handle: handle, with: .success(.encryption(status)))
         emit(.encryptionChanged(handle: handle, enabled: enabled, status: status))
     }

@@ -65,8 +65,9 @@ public actor Host {
     /// Links with queued frames, in service order (round-robin).
     var readyLinks: [UInt16] = []
     var readyHead = 0
-    /// Fails frames that wait too long for ACL buffers (`HostConfiguration.aclCreditTimeout`).
-    var creditWatchdog: Task<Void, Never>?
+    /// Fails frames that wait too long for ACL buffers (`HostConfiguration.aclCreditTimeout`):
+    /// a deadline in the host's table.
+    var creditWatchdog: DeadlineID?
     /// Set when buffers came back since the watchdog last looked.
     var creditProgress = false
 
@@ -98,7 +99,7 @@ public actor Host {
     var waiters: [Waiter] = []
     /// Called on the host's executor at Encryption Change / Key Refresh Complete, before any later
     /// packet of the link is handled (see `observeEncryption`).
-    var encryptionObservers: [UInt16: @Sendable (Bool) -> Void] = [:]
+    var encryptionObservers: [UInt16: @Sendable (Bool, HCIStatus) -> Void] = [:]
     /// Results that arrived before their waiter started awaiting.
     var waiterResults: [UInt64: Result<WaiterResult, any Error>] = [:]
     var waiterTimeouts: [UInt64: DeadlineID] = [:]
@@ -203,7 +204,7 @@ public actor Host {
         links.removeAll()
         readyLinks.removeAll()
         readyHead = 0
-        creditWatchdog?.cancel()
+        disarm(creditWatchdog)
         creditWatchdog = nil
         disarmAll()
     }
@@ -552,16 +553,15 @@ public actor Host {
 
     // MARK: - ACL credit watchdog
 
-    /// Frames wait for buffers: make sure they do not wait for ever. One task, re-armed while
-    /// Number Of Completed Packets keeps returning buffers.
+    /// Frames wait for buffers: make sure they do not wait for ever. One deadline in the host's
+    /// table, re-armed while Number Of Completed Packets keeps returning buffers.
     private func armCreditWatchdog() {
         guard creditWatchdog == nil else { return }
         creditProgress = false
-        let timeout = configuration.aclCreditTimeout
-        creditWatchdog = Task { [weak self] in
-            while true {
-                guard (try? await Task.sleep(for: timeout)) != nil, let self else { return }
-                if await self.creditWatchdogExpired() { return }
+        creditWatchdog = arm(after: configuration.aclCreditTimeout) { [weak self] in
+            self?.assumeIsolated { host in
+                host.creditWatchdog = nil
+                if !host.creditWatchdogExpired() { host.armCreditWatchdog() }
             }
         }
     }

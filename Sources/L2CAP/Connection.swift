@@ -214,6 +214,11 @@ public actor L2CAPConnection {
     }
 
     /// Forgets a deadline in the host's table (we run on the host's executor).
+    /// Registers a deadline in the host's table (we run on its executor).
+    func arm(after: Duration, _ fire: @escaping @Sendable () -> Void) -> DeadlineID {
+        host.assumeIsolated { $0.arm(after: after, fire) }
+    }
+
     func disarm(_ id: DeadlineID) {
         host.assumeIsolated { $0.disarm(id) }
     }

@@ -290,16 +290,14 @@ extension L2CAPConnection {
         }
     }
 
-    /// Waits for a Flow Control Credit Ind, at most `configuration.creditTimeout`.
+    /// Waits for a Flow Control Credit Ind, at most `configuration.creditTimeout` (a deadline
+    /// in the host's table).
     private func waitForCredits(_ ch: ChannelState) async throws {
         let id = ch.nextCreditWaiter
         ch.nextCreditWaiter &+= 1
         let cid = ch.localCID, timeout = configuration.creditTimeout
-        let timer = Task { [weak self] in
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
-            await self?.creditWaitExpired(cid: cid, waiter: id)
-        }
-        defer { timer.cancel() }
+        let timer = arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.creditWaitExpired(cid: cid, waiter: id) } }
+        defer { disarm(timer) }
         try await withCheckedThrowingContinuation { ch.creditWaiters[id] = $0 }
     }
 

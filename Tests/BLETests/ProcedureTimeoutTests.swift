@@ -70,6 +70,37 @@ import VirtualController
     }
 }
 
+extension ProcedureTimeoutTests {
+    /// A credit-based channel's wait for credits is a deadline in the host's table: the peer
+    /// gives one credit and no more; the second SDU fails with `creditTimeout` once the clock
+    /// passes `L2CAPConfiguration.creditTimeout` (30 s by default), not before.
+    @Test func creditWaitTimesOutThroughTheDeadlineTable() async throws {
+        let clock = ManualDeadlineClock()
+        let (central, peer, link) = try await linkToASilentPeer(clock: clock)
+        let peerLink = try #require(await peer.connections.first)
+        let c = L2CAPConnection(host: central, connection: link)
+        let p = L2CAPConnection(host: peer, connection: peerLink)
+        await c.start()
+        await p.start()
+        // The peer's application never reads: it returns no credits after the first.
+        await p.listen(psm: 0x80, credits: 1) { _ in }
+        let channel = try await c.connectChannel(psm: 0x80)
+        try await channel.send([1, 2, 3])
+        #expect(await central.armedDeadlineCount == 0)
+        let second = Task { try await channel.send([4, 5, 6]) }
+        for _ in 0..<500 where await central.armedDeadlineCount < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(await central.armedDeadlineCount == 1)
+        clock.advance(by: .seconds(29))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(await central.armedDeadlineCount == 1)
+        clock.advance(by: .seconds(1))
+        await #expect(throws: L2CAPError.creditTimeout(cid: channel.localCID, waited: .seconds(30))) { try await second.value }
+        #expect(await central.armedDeadlineCount == 0)
+        await central.close()
+        await peer.close()
+    }
+}
+
 /// The one receive path keeps a link's PDUs in arrival order (issue 14), also when one of them
 /// is still being handled by the application while later ones arrive.
 @Suite(.timeLimit(.minutes(1))) struct ReceiveOrderTests {

@@ -309,6 +309,42 @@ func temporaryDirectory() -> String {
         await peripheral.close()
     }
 
+    /// The SMP timer is a deadline in the host's one table (issue 14): on an injected clock that
+    /// stands still a silent peer's pairing stays open; moved past 30 s after the last SMP PDU
+    /// (the SMP timeout, Core Vol 3 Part H 3.4) it fails, without Pairing Failed.
+    @Test func smpTimeoutFiresThroughTheHostsDeadlineTable() async throws {
+        let clock = ManualDeadlineClock()
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        var options = StackOptions()
+        options.security = Self.config()
+        options.host.clock = clock
+        let events = RecordingPairingDelegate()
+        options.pairingDelegate = events
+        let peripheral = try await Peripheral.open(transports[0], services: SecureProfile.services, name: "timer", options: options)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "timer"))
+        let attacker = Host(transport: transports[1])
+        _ = try await attacker.start()
+        let link = try await attacker.connect(to: DeviceAddress(peripheral.controller.address, type: .public))
+        var frames = link.frames.makeAsyncIterator()
+        let host = await peripheral.stack.host
+        #expect(await host.armedDeadlineCount == 0)
+        let request = SMPPDU.pairingRequest(SMPPairingParameters(
+            ioCapability: .noInputNoOutput, authReq: SMPAuthReq(bonding: true), initiatorKeyDistribution: [], responderKeyDistribution: []))
+        try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
+        let response = try L2CAPFrame.decode(try #require(await frames.next()))
+        #expect(response.cid == .smp && response.payload.first == SMPPDU.Code.pairingResponse)
+        #expect(await waitFor { await host.armedDeadlineCount == 1 })
+        clock.advance(by: .seconds(29))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)))
+        #expect(await host.armedDeadlineCount == 1)
+        clock.advance(by: .seconds(1))
+        #expect(await waitFor { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) })
+        #expect(await host.armedDeadlineCount == 0)
+        await attacker.close()
+        await peripheral.close()
+    }
+
     /// A central offering at most 7 octets against the peripheral's default minimum of 16:
     /// Pairing Failed, Encryption Key Size (0x06, Core Vol 3 Part H 2.3.4); the peripheral
     /// keeps serving the next central.

@@ -67,6 +67,35 @@ import Transport
         await host.close()
     }
 
+    /// The ACL credit watchdog is a deadline in the host's one table (issue 14): on an injected
+    /// clock nothing fails while it stands still; moved past `aclCreditTimeout` (30 s by
+    /// default) with no buffer back, the waiting frame fails.
+    @Test func creditWatchdogFiresThroughTheDeadlineTable() async throws {
+        let clock = ManualDeadlineClock()
+        var configuration = HostConfiguration()
+        configuration.clock = clock
+        let (host, _) = try await makeHost(configuration)
+        try await host.sendL2CAP(l2capFrame(10), on: 0x40)  // takes the only buffer, never freed
+        #expect(await host.armedDeadlineCount == 0)
+        let waiting = Task { try await host.sendL2CAP(l2capFrame(10), on: 0x40) }
+        try await eventually("watchdog armed") { await host.armedDeadlineCount == 1 }
+        clock.advance(by: .milliseconds(29_999))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(await host.queuedFrameCount(0x40) == 1)
+        clock.advance(by: .milliseconds(1))
+        guard let result = await outcome(of: waiting, within: .seconds(10)) else {
+            Issue.record("sendL2CAP still waiting after the clock passed the credit timeout")
+            return
+        }
+        guard case .failure(let error) = result, case .procedureTimeout(let what)? = error as? HostError else {
+            Issue.record("expected HostError.procedureTimeout, got \(result)")
+            return
+        }
+        #expect(what.contains("ACL buffers"))
+        #expect(await host.armedDeadlineCount == 0)
+        await host.close()
+    }
+
     /// Buffers that keep coming back, however slowly, are progress: nothing fails.
     @Test func slowButSteadyCreditsDoNotTimeOut() async throws {
         var configuration = HostConfiguration()

@@ -63,6 +63,11 @@ if [ -f "$WORK/demo.btsnoop" ] \
     done
 fi
 
+# 2c. 32 links on one virtual link (issue 14): one Central, 32 Peripherals each notifying
+# 720 values/s of 244 octets for 5 s, all in one process. No peer to compare with: a report.
+out=$(timeout 120 "$BIN/ble-hci-bench" links 32 720 5 2>&1 | grep '^metric=links')
+echo "links: ${out:-fail}"
+
 # 3. Idle peripheral resident memory (ours and a Bumble peripheral on our TCP controllers).
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 port=$(( 20000 + RANDOM % 20000 ))

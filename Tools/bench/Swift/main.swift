@@ -3,6 +3,9 @@
 //   ble-hci-bench reads N          our Central reads a characteristic N times from our Peripheral
 //   ble-hci-bench notifications N  our Peripheral notifies N values, our Central counts them
 //   ble-hci-bench capture IN OUT N a btsnoop of N packets: IN's records repeated, times increasing
+//   ble-hci-bench links L [RATE S]  one Central connected to L Peripherals (one virtual link),
+//                                  each notifying RATE values/s (default 720) of 244 octets for
+//                                  S seconds (default 5): loss, process CPU, anonymous memory
 //
 // Each link runs on VirtualLink.inProcess (two virtual controllers, in-process transports).
 // Output: one line "metric=<name> count=<n> seconds=<s> rate=<n/s>" on stdout.
@@ -79,6 +82,86 @@ func benchNotifications(_ n: Int) async throws {
     await peripheral.close()
 }
 
+/// Anonymous resident memory of this process (RssAnon, /proc/self/status), in KiB.
+func anonymousKiB() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("RssAnon:") }) else { return -1 }
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? -1
+}
+
+/// User + system CPU time of this process, in seconds.
+func cpuSeconds() -> Double {
+    var u = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u)
+    return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6
+}
+
+/// One Central and `links` Peripherals on one in-process virtual link, every stack in this
+/// process: each Peripheral notifies `rate` values/s for `seconds`; the Central counts what
+/// arrives per link. CPU is the whole process's (the Central's host, the Peripherals' hosts and
+/// the virtual controllers), divided by the number of links.
+func benchLinks(_ links: Int, rate: Int, seconds: Int) async throws {
+    let (_, transports) = VirtualLink.inProcess(count: links + 1)
+    let central = try await Central.open(transports[links])
+    var peripherals: [Peripheral] = []
+    var streams: [GATTNotificationStream] = []
+    var remotes: [RemotePeripheral] = []
+    var anonAfterFirst = 0
+    var mtu = 517  // the smallest ATT_MTU of the links (244-octet values need 247)
+    for i in 0..<links {
+        let name = "bench-link-\(i)."
+        let p = try await Peripheral.open(transports[i], services: DemoProfile.services, name: name)
+        try await p.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: DemoProfile.advertisedServices))
+        let adv = try await central.find(ScanFilter(nameContains: name), timeout: .seconds(10), describe: "name \(name)")
+        let remote = try await central.connect(to: adv.address)
+        mtu = min(mtu, try await remote.exchangeMTU(247))
+        let tree = try await remote.discoverAll()
+        streams.append(try await remote.notifications(for: characteristic(tree, DemoProfile.ticker)))
+        peripherals.append(p)
+        remotes.append(remote)
+        if i == 0 { anonAfterFirst = anonymousKiB() }
+    }
+    let anonAll = anonymousKiB()
+    let perLink = rate * seconds
+    let counters = streams.map { values in
+        Task { () -> Int in
+            var count = 0
+            do { for try await _ in values { count += 1; if count == perLink { break } } } catch {}
+            return count
+        }
+    }
+    let value = [UInt8](repeating: 0x5A, count: 244)
+    let cpu0 = cpuSeconds(), t0 = now()
+    // Each Peripheral sends its values in ticks of 25 ms (rate / 40 per tick), on schedule.
+    let ticks = seconds * 40, perTick = rate / 40
+    let start = ContinuousClock.now
+    await withTaskGroup(of: Void.self) { group in
+        for p in peripherals {
+            group.addTask {
+                for tick in 0..<ticks {
+                    try? await Task.sleep(until: start.advanced(by: .milliseconds(25 * tick)), clock: .continuous)
+                    for _ in 0..<perTick { await p.notify(value, for: DemoProfile.ticker) }
+                }
+            }
+        }
+    }
+    let sendSeconds = now() - t0
+    // Whatever has not arrived 2 s after the last send is counted lost.
+    let timeout = Task { try? await Task.sleep(for: .seconds(2)); for c in counters { c.cancel() } }
+    var received = 0
+    for c in counters { received += await c.value }
+    timeout.cancel()
+    let cpu = cpuSeconds() - cpu0, wall = now() - t0
+    let sent = links * ticks * perTick
+    print("metric=links links=\(links) att_mtu=\(mtu) sent=\(sent) received=\(received) lost=\(sent - received) "
+          + "send_seconds=\(String(format: "%.2f", sendSeconds)) cpu_seconds=\(String(format: "%.2f", cpu)) wall_seconds=\(String(format: "%.2f", wall)) "
+          + "cpu_percent_per_link=\(String(format: "%.2f", 100 * cpu / wall / Double(links))) "
+          + "anon_kib_first_link=\(anonAfterFirst) anon_kib_all=\(anonAll) "
+          + "anon_kib_per_extra_link=\(links > 1 ? (anonAll - anonAfterFirst) / (links - 1) : 0)")
+    await central.close()
+    for p in peripherals { await p.close() }
+}
+
 /// Repeats the records of `input` until `count` packets, in btsnoop 1002 with increasing times.
 func makeCapture(input: String, output: String, count: Int) throws {
     var reader = try CaptureReader(path: input)
@@ -102,7 +185,7 @@ func makeCapture(input: String, output: String, count: Int) throws {
 
 let args = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | capture IN OUT N\n".utf8))
+    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | capture IN OUT N | links L [RATE SECONDS]\n".utf8))
     exit(2)
 }
 guard args.count >= 3 else { usage() }
@@ -110,6 +193,8 @@ do {
     switch args[1] {
     case "reads": try await benchReads(Int(args[2]) ?? 10_000)
     case "notifications": try await benchNotifications(Int(args[2]) ?? 10_000)
+    case "links": try await benchLinks(Int(args[2]) ?? 32, rate: args.count > 3 ? Int(args[3]) ?? 720 : 720,
+                                       seconds: args.count > 4 ? Int(args[4]) ?? 5 : 5)
     case "capture" where args.count == 5: try makeCapture(input: args[2], output: args[3], count: Int(args[4]) ?? 500_000)
     default: usage()
     }
