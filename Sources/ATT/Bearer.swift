@@ -353,8 +353,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     }
 
     /// Which side of the bearer handles a PDU the peer sent, by its method type (Core v5.4
-    /// Vol 3 Part F 3.3, Table 3.37 for the opcodes). Lengths were checked once, by the codec
-    /// (`ATTPDU.decodeResult`), before this is consulted.
+    /// Vol 3 Part F 3.3, Table 3.37 for the opcodes). Lengths were checked once, by the table by opcode
+    /// (minimum length) and the codec (`ATTPDU.decodeResult(_:mtu:)`), before this is consulted.
     enum Side { case client, server, neither }
     static func side(of pdu: ATTPDU) -> Side {
         switch pdu {
