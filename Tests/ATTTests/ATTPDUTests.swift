@@ -302,8 +302,9 @@ let vectors: [Vector] = [
         #expect(ATTPDU.decodeResult(v.bytes, mtu: 517) == .pdu(v.pdu))
     }
 
-    /// Everything shorter than the minimum is malformed whichever way it is decoded, so the
-    /// bearer's early check (Zephyr `handlers[]` style) refuses exactly what the codec refuses.
+    /// A PDU shorter than its opcode's minimum (here with zero-filled parameters) is refused by
+    /// the codec too, so the bearer's early check (Zephyr `handlers[]` style) refuses nothing the
+    /// codec would have accepted; the spec vectors above show it refuses no well-formed PDU.
     @Test func shorterThanMinimumIsMalformed() {
         for raw in UInt8.min...UInt8.max {
             let op = ATTOpcode(raw)
