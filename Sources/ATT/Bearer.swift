@@ -352,21 +352,15 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         }
     }
 
-    /// Which side of the bearer handles a PDU the peer sent, by its method type (Core v5.4
-    /// Vol 3 Part F 3.3, Table 3.37 for the opcodes). Lengths were checked once, by the codec
-    /// (`ATTPDU.decodeResult`), before this is consulted.
-    enum Side { case client, server, neither }
+    /// Which side of the bearer handles a PDU the peer sent, by its kind in the table by opcode (Core v5.4
+    /// Vol 3 Part F 3.3, Table 3.37 for the opcodes). Lengths were checked once, by the table by opcode
+    /// (minimum length) and the codec (`ATTPDU.decodeResult(_:mtu:)`), before this is consulted.
+    enum Side { case client, server }
     static func side(of pdu: ATTPDU) -> Side {
-        switch pdu {
-        case .handleValueNotification, .handleValueIndication, .multipleHandleValueNotification, .errorResponse:
-            return .client
-        case .handleValueConfirmation, .exchangeMTURequest, .unknown:
-            return .server
-        default:
-            let op = pdu.opcode
-            if op.isResponse { return .client }
-            if op.isRequest || op.isCommand { return .server }
-            return .neither
+        switch pdu.opcode.info?.kind {
+        case .response?, .error?, .notification?, .indication?: return .client
+        // An unknown opcode goes to the server, which answers a request Request Not Supported.
+        case .request?, .command?, .confirmation?, nil: return .server
         }
     }
 
@@ -374,7 +368,6 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         switch Self.side(of: pdu) {
         case .client: clientReceived(pdu)
         case .server: serverReceived(pdu)
-        case .neither: log("\(pdu.opcode) not expected from the peer: dropped")
         }
     }
 

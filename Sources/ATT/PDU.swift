@@ -310,12 +310,18 @@ extension ATTPDU {
     /// largest PDU either side may send (Core v5.4 Vol 3 Part F 3.2.8), so a request or command
     /// longer than it is malformed: a request is answered Invalid PDU (Table 3.4: "The
     /// attribute PDU was invalid"), a command dropped, and neither is acted on.
+    /// A PDU shorter than its opcode's minimum length (the table by opcode, Tools/pdl/att.pdl)
+    /// is refused the same way before any field is read, like Zephyr's `handlers[]`.
     public static func decodeResult(_ bytes: [UInt8], mtu: Int) -> ATTDecodeResult {
-        if bytes.count > mtu, let first = bytes.first {
-            let op = ATTOpcode(first)
-            if op.isRequest || (op.isCommand && op.isKnown) {
-                return .malformed(opcode: op, error: .invalid("\(op): \(bytes.count) octets exceed ATT_MTU \(mtu)"))
-            }
+        guard let first = bytes.first else { return decodeResult(bytes) }
+        let op = ATTOpcode(first)
+        let info = op.info
+        if bytes.count > mtu, op.isRequest || (op.isCommand && info != nil) {
+            return .malformed(opcode: op, error: .invalid("\(op): \(bytes.count) octets exceed ATT_MTU \(mtu)"))
+        }
+        if let info, bytes.count < info.minimumLength {
+            return .malformed(opcode: op, error: .truncated(field: "\(info.name) parameters",
+                                                            needed: info.minimumLength - 1, available: bytes.count - 1))
         }
         return decodeResult(bytes)
     }

@@ -290,3 +290,49 @@ let vectors: [Vector] = [
                 == #"{"opcode":"0x3f","name":"Unknown","parameters":"01"}"#)
     }
 }
+
+/// The table by opcode (Tools/pdl/att.pdl → ATTOpcode.info) against the specification's vectors.
+@Suite struct ATTOpcodeTableTests {
+    /// No PDU laid out as the specification shows it is refused by its opcode's minimum length,
+    /// and the shortest prefix the codec refuses is the table's minimum for fixed layouts.
+    @Test(arguments: vectors) func minimumLengthAdmitsEverySpecVector(_ v: Vector) throws {
+        let info = try #require(v.pdu.opcode.info)
+        #expect(info.minimumLength <= v.bytes.count)
+        #expect(info.minimumLength <= v.minimum)
+        #expect(ATTPDU.decodeResult(v.bytes, mtu: 517) == .pdu(v.pdu))
+    }
+
+    /// A PDU shorter than its opcode's minimum (here with zero-filled parameters) is refused by
+    /// the codec too, so the bearer's early check (Zephyr `handlers[]` style) refuses nothing the
+    /// codec would have accepted; the spec vectors above show it refuses no well-formed PDU.
+    @Test func shorterThanMinimumIsMalformed() {
+        for raw in UInt8.min...UInt8.max {
+            let op = ATTOpcode(raw)
+            guard let info = op.info else { continue }
+            for n in 1..<info.minimumLength {
+                let bytes = [raw] + [UInt8](repeating: 0, count: n - 1)
+                #expect(throws: DecodeError.self, "\(op) in \(n) octets") { try ATTPDU.decode(bytes) }
+                guard case .malformed(op, _) = ATTPDU.decodeResult(bytes, mtu: 23) else {
+                    Issue.record("\(op) in \(n) octets not refused"); continue
+                }
+            }
+        }
+    }
+
+    /// Kinds from Core v5.4 Vol 3 Part F 3.3 and 3.4.8 (Table 3.37): requests are answered by
+    /// the next opcode, and a response always follows its request.
+    @Test func kindsPairRequestsWithResponses() {
+        #expect(ATTOpcode.readRequest.info?.kind == .request)
+        #expect(ATTOpcode.writeCommand.info?.kind == .command)
+        #expect(ATTOpcode.handleValueIndication.info?.kind == .indication)
+        #expect(ATTOpcode.errorResponse.info?.kind == .error)
+        for raw in UInt8.min...UInt8.max where ATTOpcode(raw).isRequest {
+            #expect(ATTOpcode(raw + 1).info?.kind == .response, "\(ATTOpcode(raw))")
+        }
+        // Bit 6 is the command flag (3.3.1): the table's commands are exactly the known ones with it.
+        for raw in UInt8.min...UInt8.max {
+            let op = ATTOpcode(raw)
+            if let kind = op.info?.kind { #expect((kind == .command) == op.isCommand, "\(op)") }
+        }
+    }
+}
