@@ -28,27 +28,14 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         guard !c.out.json else { throw UsageError("--json, --flow and --svg are alternatives: choose one", command: c.command) }
         return try runFlow(&reader, path: path, layers: layers, text: flow, svgPath: svgPath, c)
     }
-    let decoder = PacketDecoder()
     // Performance: render UTF-8 bytes straight into one buffer (no String per packet), and
     // resolve `--layers` once instead of hashing layer names per packet.
     let selection = LayerSelection(layers)
     var out = BufferedStdout()
     let json = c.out.json
-    var warning: String? = nil
-    var records = 0  // read, shown or not
-    while true {
-        let record: CaptureRecord?
-        do {
-            record = try reader.next()
-        } catch {
-            warning = error.description
-            break
-        }
-        guard let record else { break }
-        records += 1
-        let p = decoder.decode(record)
+    let (records, damage) = decodeAll(&reader) { p in
         // --layers selects what is shown: a packet with nothing in those layers is left out.
-        guard selection.shows(p) else { continue }
+        guard selection.shows(p) else { return }
         if json {
             appendJSON(p, layers: selection, to: &out.buffer)
             out.buffer.append(byte: 10)
@@ -58,37 +45,47 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         out.flushIfFull()
     }
     out.flush()
-    // Damage (a cut or corrupt record) fails the run after everything before it was printed,
-    // as tshark does; the reader's message names the record number and byte offset.
-    if let warning {
-        c.out.error("\(path == "-" ? "stdin" : path): \(warning)")
+    return outcome(path, damage: damage, records: records, c)
+}
+
+/// Decodes every record up to the end or the first damage; returns how many records were read
+/// and the damage (the reader's message names the record number and byte offset), if any.
+private func decodeAll(_ reader: inout CaptureReader, _ body: (DecodedPacket) -> Void) -> (records: Int, damage: String?) {
+    let decoder = PacketDecoder()
+    var records = 0
+    while true {
+        do {
+            guard let record = try reader.next() else { return (records, nil) }
+            records += 1
+            body(decoder.decode(record))
+        } catch {
+            return (records, error.description)
+        }
+    }
+}
+
+/// Damage (a cut or corrupt record) fails the run after everything before it was shown, as
+/// tshark does; so does a capture that ends right after its file header (issue 16).
+private func outcome(_ path: String, damage: String?, records: Int, _ c: CommandContext) -> Int32 {
+    let name = path == "-" ? "stdin" : path
+    if let damage {
+        c.out.error("\(name): \(damage)")
         return ExitCode.failure
     }
-    if records == 0 { return headerOnly(path, c) }
+    if records == 0 {
+        c.out.error("\(name): a valid header with no packets after it")
+        return ExitCode.failure
+    }
     return ExitCode.success
 }
 
 /// `dump --flow` / `--svg OUT.svg`: the capture as a sequence diagram (Decoder's FlowBuilder,
 /// drawn by FlowText / FlowSVG). Both together print the text and write the SVG.
 private func runFlow(_ reader: inout CaptureReader, path: String, layers: Set<String>, text: Bool, svgPath: String?, _ c: CommandContext) throws -> Int32 {
-    let decoder = PacketDecoder()
     var builder = FlowBuilder(layers: layers)
-    var warning: String? = nil
-    var records = 0
-    while true {
-        let record: CaptureRecord?
-        do {
-            record = try reader.next()
-        } catch {
-            warning = error.description
-            break
-        }
-        guard let record else { break }
-        records += 1
-        builder.add(decoder.decode(record))
-    }
+    let (records, damage) = decodeAll(&reader) { builder.add($0) }
     // Nothing to draw: no empty diagram, no SVG file.
-    if warning == nil && records == 0 { return headerOnly(path, c) }
+    if damage == nil && records == 0 { return outcome(path, damage: nil, records: 0, c) }
     let diagram = builder.finish()
     if text {
         var out = BufferedStdout()
@@ -106,17 +103,7 @@ private func runFlow(_ reader: inout CaptureReader, path: String, layers: Set<St
         }
     }
     // A damaged capture fails as plain `dump` does, after drawing what came before the damage.
-    if let warning {
-        c.out.error(warning)
-        return ExitCode.failure
-    }
-    return ExitCode.success
-}
-
-/// A capture that ends right after its file header: exit 1 with one sentence on stderr.
-private func headerOnly(_ path: String, _ c: CommandContext) -> Int32 {
-    c.out.error("\(path == "-" ? "stdin" : path): a valid header with no packets after it")
-    return ExitCode.failure
+    return outcome(path, damage: damage, records: records, c)
 }
 
 /// FILE, or standard input for `-` (a pipe: `... | ble-hci dump -`). Paths such as
