@@ -14,16 +14,18 @@ let package = Package(
         // C headers from Debian packages (libbluetooth-dev, libssl-dev).
         .systemLibrary(name: "CBluetooth", path: "Sources/CBluetooth"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
+        // AES-128 and AES-CMAC over libcrypto, shared by SMP, GATT and the virtual controller.
+        .target(name: "OpenSSLCrypto", dependencies: ["COpenSSL"]),
 
         .target(name: "HCI"),
         .target(name: "Transport", dependencies: ["HCI", "CBluetooth"]),
         .target(name: "Capture", dependencies: ["HCI", "Transport"]),
-        .target(name: "VirtualController", dependencies: ["HCI", "Transport", "COpenSSL"]),
+        .target(name: "VirtualController", dependencies: ["HCI", "Transport", "OpenSSLCrypto"]),
         .target(name: "Host", dependencies: ["HCI", "Transport"]),
         .target(name: "L2CAP", dependencies: ["HCI", "Host"]),
         .target(name: "ATT", dependencies: ["HCI", "Host", "L2CAP"]),
-        .target(name: "GATT", dependencies: ["HCI", "ATT", "COpenSSL"]),
-        .target(name: "SMP", dependencies: ["HCI", "COpenSSL"]),
+        .target(name: "GATT", dependencies: ["HCI", "ATT", "OpenSSLCrypto"]),
+        .target(name: "SMP", dependencies: ["HCI", "COpenSSL", "OpenSSLCrypto"]),
         .target(name: "Decoder", dependencies: ["HCI", "Capture", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
         .target(name: "BLE", dependencies: ["HCI", "Transport", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
         .executableTarget(name: "ble-hci", dependencies: ["HCI", "Transport", "Capture", "VirtualController", "Host", "ATT", "GATT", "SMP", "BLE", "Decoder"]),

@@ -1,5 +1,5 @@
 import HCI
-import COpenSSL
+import OpenSSLCrypto
 
 /// The Database Hash (Core Vol 3 Part G 7.3): AES-CMAC with a zero key over, in handle order,
 /// handle ‖ type ‖ value of every Primary Service, Secondary Service, Include, Characteristic and
@@ -27,37 +27,6 @@ public enum GATTDatabaseHash {
     /// The hash as the Database Hash characteristic carries it: the CMAC output (most
     /// significant octet first) reversed to little-endian, as Zephyr sends it and PTS expects.
     public static func compute(_ attributes: [(handle: UInt16, type: BluetoothUUID, value: [UInt8])]) -> [UInt8] {
-        Array(aesCMAC(key: [UInt8](repeating: 0, count: 16), message: message(attributes)).reversed())
-    }
-
-    /// AES-128-CMAC (RFC 4493) through OpenSSL 3's EVP_MAC; output most significant octet first.
-    public static func aesCMAC(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        precondition(key.count == 16)
-        guard let mac = EVP_MAC_fetch(nil, "CMAC", nil) else { fatalError("OpenSSL: CMAC unavailable") }
-        defer { EVP_MAC_free(mac) }
-        guard let ctx = EVP_MAC_CTX_new(mac) else { fatalError("OpenSSL: EVP_MAC_CTX_new failed") }
-        defer { EVP_MAC_CTX_free(ctx) }
-        var out = [UInt8](repeating: 0, count: 16)
-        var outLength = 0
-        let ok: Bool = "AES-128-CBC".withCString { cipher in
-            "cipher".withCString { name in
-                var params = [
-                    OSSL_PARAM_construct_utf8_string(name, UnsafeMutablePointer(mutating: cipher), 0),
-                    OSSL_PARAM_construct_end(),
-                ]
-                return key.withUnsafeBufferPointer { k in
-                    guard EVP_MAC_init(ctx, k.baseAddress, 16, &params) == 1 else { return false }
-                    let updated = message.withUnsafeBufferPointer { m in
-                        m.isEmpty || EVP_MAC_update(ctx, m.baseAddress, m.count) == 1
-                    }
-                    guard updated else { return false }
-                    return out.withUnsafeMutableBufferPointer { o in
-                        EVP_MAC_final(ctx, o.baseAddress, &outLength, 16) == 1
-                    }
-                }
-            }
-        }
-        precondition(ok && outLength == 16, "OpenSSL AES-CMAC failed")
-        return out
+        Array(AES128.cmac(key: [UInt8](repeating: 0, count: 16), message: message(attributes)).reversed())
     }
 }

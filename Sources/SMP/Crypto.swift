@@ -1,5 +1,6 @@
 import COpenSSL
 import HCI
+import OpenSSLCrypto
 
 // The Security Manager's cryptographic toolbox (Core v5.4 Vol 3 Part H 2.2), all through
 // OpenSSL's libcrypto: AES-128 (e), AES-CMAC (RFC 4493) and P-256 ECDH. Nothing is hand-rolled.
@@ -56,22 +57,7 @@ public enum SMPCrypto {
     // MARK: AES-CMAC based (LE Secure Connections)
 
     /// AES-CMAC with a 128-bit key (RFC 4493), on byte strings in their natural order (MSO first).
-    public static func aesCMAC(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        precondition(key.count == 16, "AES-CMAC key of \(key.count) octets")
-        guard let mac = EVP_MAC_fetch(nil, "CMAC", nil) else { preconditionFailure("OpenSSL has no CMAC") }
-        defer { EVP_MAC_free(mac) }
-        guard let ctx = EVP_MAC_CTX_new(mac) else { preconditionFailure("EVP_MAC_CTX_new failed") }
-        defer { EVP_MAC_CTX_free(ctx) }
-        var out = [UInt8](repeating: 0, count: 16)
-        var outLength = 0
-        let params = OSSLParams()
-        params.utf8(OSSL_MAC_PARAM_CIPHER, "AES-128-CBC")
-        let ok = params.with { EVP_MAC_init(ctx, key, 16, $0) == 1 }
-            && EVP_MAC_update(ctx, message, message.count) == 1
-            && EVP_MAC_final(ctx, &out, &outLength, 16) == 1
-        precondition(ok && outLength == 16, "AES-CMAC failed in OpenSSL")
-        return out
-    }
+    public static func aesCMAC(key: [UInt8], message: [UInt8]) -> [UInt8] { AES128.cmac(key: key, message: message) }
 
     /// f4(U, V, X, Z) = AES-CMAC_X(U || V || Z) (Vol 3 Part H 2.2.6): SC confirm values.
     /// U, V: 32-octet public key X coordinates; X: 16-octet nonce; Z: one octet. LSO first.
@@ -156,16 +142,7 @@ public enum SMPCrypto {
 
     /// AES-128-ECB of one block, MSO first (the byte order AES itself uses).
     static func aes128<K: Sequence, B: Sequence>(key: K, block: B) -> [UInt8] where K.Element == UInt8, B.Element == UInt8 {
-        let k = Array(key), p = Array(block)
-        guard k.count == 16, p.count == 16, let ctx = EVP_CIPHER_CTX_new() else { preconditionFailure("AES-128 needs 16-octet key and block") }
-        defer { EVP_CIPHER_CTX_free(ctx) }
-        var out = [UInt8](repeating: 0, count: 32)
-        var n: Int32 = 0
-        let ok = EVP_EncryptInit_ex(ctx, EVP_aes_128_ecb(), nil, k, nil) == 1
-            && EVP_CIPHER_CTX_set_padding(ctx, 0) == 1
-            && EVP_EncryptUpdate(ctx, &out, &n, p, 16) == 1 && n == 16
-        precondition(ok, "AES-128 failed in OpenSSL")
-        return Array(out[0..<16])
+        AES128.encrypt(key: Array(key), block: Array(block))
     }
 
     /// Masks a key to `size` octets (Vol 3 Part H 2.3.4): the most significant 16 - size octets
