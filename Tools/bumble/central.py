@@ -113,7 +113,9 @@ class Central:
         self.failed = False
 
     def on_advertisement(self, advertisement):
-        fields = parse_advertising_data(bytes(advertisement.data_bytes))
+        # Bumble merges a scannable advertisement with its scan response into `data`; `data_bytes`
+        # holds only the last report's (the scan response's, empty when the advertiser sends none).
+        fields = parse_advertising_data(bytes(advertisement.data))
         key = (common.address_string(advertisement.address), advertisement.address.is_public)
         record = {"address": key[0], "addressType": common.address_type_string(advertisement.address),
                   "rssi": advertisement.rssi, "connectable": bool(advertisement.is_connectable),
