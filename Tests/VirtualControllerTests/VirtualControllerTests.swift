@@ -72,7 +72,9 @@ struct Pair {
         #expect(v.hciVersion == 0x0D)
         let cmds = try p.run(p.a, ReadLocalSupportedCommands())!.result(ReadLocalSupportedCommands.self)
         for t in VirtualController.implementedCommands { #expect(cmds.supports(t.opcode), "\(t.name)") }
-        #expect(!cmds.supports(HCIOpcode(ogf: 0x03, ocf: 0x0013)))  // Write Local Name: not implemented
+        // Supported_Commands must not claim a command the controller answers with Unknown HCI
+        // Command (Core Vol 4 Part E 6.27): Write Local Name (0x0C13) is one the virtual controller lacks.
+        #expect(!cmds.supports(HCIOpcode(ogf: 0x03, ocf: 0x0013)))
         let f = try p.run(p.a, LEReadLocalSupportedFeatures())!.result(LEReadLocalSupportedFeatures.self)
         #expect(f.leFeatures.isSuperset(of: [.leEncryption, .dataPacketLengthExtension, .le2MPHY, .leExtendedAdvertising]))
         let lmp = try p.run(p.a, ReadLocalSupportedFeatures())!.result(ReadLocalSupportedFeatures.self)
