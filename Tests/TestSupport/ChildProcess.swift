@@ -20,6 +20,10 @@ public final class ChildProcess: @unchecked Sendable {
     private var stdoutClosed = false
     private var stderrClosed = false
     private var stopped = false
+    /// The child's own `XDG_STATE_HOME`: a `ble-hci` started without `--bonds` keeps its bonds
+    /// here, never in the user's ~/.local/state, so no test sees bonds another run left.
+    private let stateHome = FileManager.default.temporaryDirectory
+        .appendingPathComponent("ble-hci-test-state-\(UUID().uuidString)")
     private let continuation: AsyncStream<String>.Continuation
     /// Every stdout line, in order (one consumer). Ends when the child closes its stdout.
     public let lines: AsyncStream<String>
@@ -34,6 +38,7 @@ public final class ChildProcess: @unchecked Sendable {
         var env = ProcessInfo.processInfo.environment
         env["PYTHONUNBUFFERED"] = "1"
         env["BLE_HCI_EXIT_ON_STDIN_EOF"] = "1"
+        env["XDG_STATE_HOME"] = stateHome.path
         for (k, v) in environment { env[k] = v }
         process.environment = env
         process.currentDirectoryURL = currentDirectory
@@ -187,7 +192,10 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    deinit { stop(grace: 0.5) }
+    deinit {
+        stop(grace: 0.5)
+        try? FileManager.default.removeItem(at: stateHome)
+    }
 
     private var name: String { (command.dropFirst().first.map { URL(fileURLWithPath: $0).lastPathComponent } ?? command[0]) }
 
