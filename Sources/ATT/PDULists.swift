@@ -72,15 +72,21 @@ extension ATTPDU {
     // Read By Type Response (3.4.4.2) and Read By Group Type Response (3.4.4.10): the length
     // octet sets the size of every entry (handle[, end group handle] and value).
     static func decodeReadByTypeResponse(_ r: inout ByteReader) throws(DecodeError) -> ATTPDU {
+        .readByTypeResponse(try readUniformList(&r, header: 2, pdu: "Read By Type Response") { r, valueLength throws(DecodeError) in
+            ATTHandleValue(handle: try r.u16("handle"), value: try r.bytes(valueLength, "value"))
+        })
+    }
+
+    /// A list whose entries all take the length octet's size: `header` octets of handles, then a value.
+    static func readUniformList<Entry>(_ r: inout ByteReader, header: Int, pdu: StaticString,
+                                       _ entry: (inout ByteReader, Int) throws(DecodeError) -> Entry) throws(DecodeError) -> [Entry] {
         let length = Int(try r.u8("length"))
-        guard length >= 2 else { throw .invalid("Read By Type Response: length \(length) < 2") }
-        try checkList(r.remaining, element: length, pdu: "Read By Type Response")
-        var list: [ATTHandleValue] = []
+        guard length >= header else { throw .invalid("\(pdu): length \(length) < \(header)") }
+        try checkList(r.remaining, element: length, pdu: pdu)
+        var list: [Entry] = []
         list.reserveCapacity(r.remaining / length)
-        while !r.isAtEnd {
-            list.append(ATTHandleValue(handle: try r.u16("handle"), value: try r.bytes(length - 2, "value")))
-        }
-        return .readByTypeResponse(list)
+        while !r.isAtEnd { list.append(try entry(&r, length - header)) }
+        return list
     }
 
     func encodeReadByTypeResponse(_ list: [ATTHandleValue], into w: inout ByteWriter) {
@@ -98,16 +104,10 @@ extension ATTPDU {
     }
 
     static func decodeReadByGroupTypeResponse(_ r: inout ByteReader) throws(DecodeError) -> ATTPDU {
-        let length = Int(try r.u8("length"))
-        guard length >= 4 else { throw .invalid("Read By Group Type Response: length \(length) < 4") }
-        try checkList(r.remaining, element: length, pdu: "Read By Group Type Response")
-        var list: [ATTGroupData] = []
-        list.reserveCapacity(r.remaining / length)
-        while !r.isAtEnd {
-            list.append(ATTGroupData(handle: try r.u16("handle"), endGroupHandle: try r.u16("endGroupHandle"),
-                                     value: try r.bytes(length - 4, "value")))
-        }
-        return .readByGroupTypeResponse(list)
+        .readByGroupTypeResponse(try readUniformList(&r, header: 4, pdu: "Read By Group Type Response") { r, valueLength throws(DecodeError) in
+            ATTGroupData(handle: try r.u16("handle"), endGroupHandle: try r.u16("endGroupHandle"),
+                         value: try r.bytes(valueLength, "value"))
+        })
     }
 
     func encodeReadByGroupTypeResponse(_ list: [ATTGroupData], into w: inout ByteWriter) {

@@ -173,6 +173,7 @@ public enum ATTPDU: Sendable, Hashable {
     case writeRequest(handle: UInt16, value: [UInt8])
     case writeResponse
     case writeCommand(handle: UInt16, value: [UInt8])
+    /// `signature` is the 12-octet Authentication Signature.
     case signedWriteCommand(handle: UInt16, value: [UInt8], signature: [UInt8])
     case prepareWriteRequest(handle: UInt16, offset: UInt16, value: [UInt8])
     case prepareWriteResponse(handle: UInt16, offset: UInt16, value: [UInt8])
