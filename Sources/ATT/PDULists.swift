@@ -36,11 +36,11 @@ extension ATTPDU {
         1 + information.count * (2 + format.uuidLength)
     }
 
-    func findInformationResponseFields(_ format: ATTUUIDFormat, _ information: [ATTHandleUUID]) -> [Field] {
-        [.int("format", format.rawValue, note: format == .uuid16 ? "16-bit UUIDs" : "128-bit UUIDs"),
-         Field("informationData", .list(information.map {
-             .object([.int("handle", $0.handle), .text("uuid", $0.uuid.description)])
-         }))]
+    func findInformationResponseFields(_ format: ATTUUIDFormat, _ information: [ATTHandleUUID], into f: inout [Field]) {
+        f.append(.int("format", format.rawValue, note: format == .uuid16 ? "16-bit UUIDs" : "128-bit UUIDs"))
+        f.append(Field("informationData", .list(information.map {
+            .object([.int("handle", $0.handle), .text("uuid", $0.uuid.description)])
+        })))
     }
 
     // Find By Type Value Response (3.4.3.4): one or more 4-octet Handles Information entries.
@@ -63,10 +63,10 @@ extension ATTPDU {
 
     func findByTypeValueResponseSize(_ list: [ATTHandlesInformation]) -> Int { 4 * list.count }
 
-    func findByTypeValueResponseFields(_ list: [ATTHandlesInformation]) -> [Field] {
-        [Field("handlesInformationList", .list(list.map {
+    func findByTypeValueResponseFields(_ list: [ATTHandlesInformation], into f: inout [Field]) {
+        f.append(Field("handlesInformationList", .list(list.map {
             .object([.int("foundAttributeHandle", $0.foundAttributeHandle), .int("groupEndHandle", $0.groupEndHandle)])
-        }))]
+        })))
     }
 
     // Read By Type Response (3.4.4.2) and Read By Group Type Response (3.4.4.10): the length
@@ -98,9 +98,9 @@ extension ATTPDU {
         1 + list.reduce(0) { $0 + 2 + $1.value.count }
     }
 
-    func readByTypeResponseFields(_ list: [ATTHandleValue]) -> [Field] {
-        [.int("length", (list.first?.value.count ?? 0) + 2),
-         Field("attributeDataList", .list(list.map { .object([.int("handle", $0.handle), .bytes("value", $0.value)]) }))]
+    func readByTypeResponseFields(_ list: [ATTHandleValue], into f: inout [Field]) {
+        f.append(.int("length", (list.first?.value.count ?? 0) + 2))
+        f.append(Field("attributeDataList", .list(list.map { .object([.int("handle", $0.handle), .bytes("value", $0.value)]) })))
     }
 
     static func decodeReadByGroupTypeResponse(_ r: inout ByteReader) throws(DecodeError) -> ATTPDU {
@@ -119,11 +119,11 @@ extension ATTPDU {
         1 + list.reduce(0) { $0 + 4 + $1.value.count }
     }
 
-    func readByGroupTypeResponseFields(_ list: [ATTGroupData]) -> [Field] {
-        [.int("length", (list.first?.value.count ?? 0) + 4),
-         Field("attributeDataList", .list(list.map {
-             .object([.int("handle", $0.handle), .int("endGroupHandle", $0.endGroupHandle), .bytes("value", $0.value)])
-         }))]
+    func readByGroupTypeResponseFields(_ list: [ATTGroupData], into f: inout [Field]) {
+        f.append(.int("length", (list.first?.value.count ?? 0) + 4))
+        f.append(Field("attributeDataList", .list(list.map {
+            .object([.int("handle", $0.handle), .int("endGroupHandle", $0.endGroupHandle), .bytes("value", $0.value)])
+        })))
     }
 
     // Read Multiple Variable Response (3.4.4.12): Length Value Tuples, the last of which may be
@@ -145,8 +145,8 @@ extension ATTPDU {
         tuples.reduce(0) { $0 + 2 + $1.value.count }
     }
 
-    func readMultipleVariableResponseFields(_ tuples: [ATTLengthValue]) -> [Field] {
-        [Field("lengthValueTupleList", .list(tuples.map { .object([.int("valueLength", $0.length), .bytes("value", $0.value)]) }))]
+    func readMultipleVariableResponseFields(_ tuples: [ATTLengthValue], into f: inout [Field]) {
+        f.append(Field("lengthValueTupleList", .list(tuples.map { .object([.int("valueLength", $0.length), .bytes("value", $0.value)]) })))
     }
 
     // Multiple Handle Value Notification (3.4.7.4): two or more handle/length/value tuples, each
@@ -172,9 +172,9 @@ extension ATTPDU {
         list.reduce(0) { $0 + 4 + $1.value.count }
     }
 
-    func multipleHandleValueNotificationFields(_ list: [ATTHandleValue]) -> [Field] {
-        [Field("handleLengthValueTupleList", .list(list.map {
+    func multipleHandleValueNotificationFields(_ list: [ATTHandleValue], into f: inout [Field]) {
+        f.append(Field("handleLengthValueTupleList", .list(list.map {
             .object([.int("handle", $0.handle), .int("valueLength", $0.value.count), .bytes("value", $0.value)])
-        }))]
+        })))
     }
 }

@@ -271,10 +271,10 @@ def fields(pdus):
            "        switch self {"]
     for p in pdus:
         if p.handwritten:
-            out.append(f"        {p.pattern()}: f += {p.name}Fields({p.bindings})")
+            out.append(f"        {p.pattern()}: {p.name}Fields({p.bindings}, into: &f)")
         elif p.params:
             out.append(f"        {p.pattern()}:")
-            out.append("            f += [" + ",\n                  ".join(q.describe() for q in p.params) + "]")
+            out += [f"            f.append({q.describe()})" for q in p.params]
     out.append("        case let .unknown(_, parameters): f.append(.bytes(\"parameters\", parameters))")
     if any(not p.params for p in pdus):
         out.append("        case " + ", ".join(f".{p.name}" for p in pdus if not p.params) + ": break")

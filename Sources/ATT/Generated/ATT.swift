@@ -466,76 +466,76 @@ extension ATTPDU: FieldDescribable {
         var f: [Field] = [.code("opcode", op.rawValue), .text("name", op.name ?? "Unknown")]
         switch self {
         case let .errorResponse(requestOpcode, handle, error):
-            f += [.code("requestOpcodeInError", requestOpcode.rawValue, note: requestOpcode.name),
-                  .int("handle", handle),
-                  .code("errorCode", error.rawValue, note: error.name)]
+            f.append(.code("requestOpcodeInError", requestOpcode.rawValue, note: requestOpcode.name))
+            f.append(.int("handle", handle))
+            f.append(.code("errorCode", error.rawValue, note: error.name))
         case let .exchangeMTURequest(clientRxMTU):
-            f += [.int("clientRxMtu", clientRxMTU)]
+            f.append(.int("clientRxMtu", clientRxMTU))
         case let .exchangeMTUResponse(serverRxMTU):
-            f += [.int("serverRxMtu", serverRxMTU)]
+            f.append(.int("serverRxMtu", serverRxMTU))
         case let .findInformationRequest(startHandle, endHandle):
-            f += [.int("startHandle", startHandle),
-                  .int("endHandle", endHandle)]
-        case let .findInformationResponse(format, information): f += findInformationResponseFields(format, information)
+            f.append(.int("startHandle", startHandle))
+            f.append(.int("endHandle", endHandle))
+        case let .findInformationResponse(format, information): findInformationResponseFields(format, information, into: &f)
         case let .findByTypeValueRequest(startHandle, endHandle, attributeType, attributeValue):
-            f += [.int("startHandle", startHandle),
-                  .int("endHandle", endHandle),
-                  .text("attributeType", BluetoothUUID(attributeType).description),
-                  .bytes("attributeValue", attributeValue)]
-        case let .findByTypeValueResponse(list): f += findByTypeValueResponseFields(list)
+            f.append(.int("startHandle", startHandle))
+            f.append(.int("endHandle", endHandle))
+            f.append(.text("attributeType", BluetoothUUID(attributeType).description))
+            f.append(.bytes("attributeValue", attributeValue))
+        case let .findByTypeValueResponse(list): findByTypeValueResponseFields(list, into: &f)
         case let .readByTypeRequest(startHandle, endHandle, type):
-            f += [.int("startHandle", startHandle),
-                  .int("endHandle", endHandle),
-                  .text("type", type.description)]
-        case let .readByTypeResponse(list): f += readByTypeResponseFields(list)
+            f.append(.int("startHandle", startHandle))
+            f.append(.int("endHandle", endHandle))
+            f.append(.text("type", type.description))
+        case let .readByTypeResponse(list): readByTypeResponseFields(list, into: &f)
         case let .readRequest(handle):
-            f += [.int("handle", handle)]
+            f.append(.int("handle", handle))
         case let .readResponse(value):
-            f += [.bytes("value", value)]
+            f.append(.bytes("value", value))
         case let .readBlobRequest(handle, offset):
-            f += [.int("handle", handle),
-                  .int("valueOffset", offset)]
+            f.append(.int("handle", handle))
+            f.append(.int("valueOffset", offset))
         case let .readBlobResponse(value):
-            f += [.bytes("value", value)]
+            f.append(.bytes("value", value))
         case let .readMultipleRequest(handles):
-            f += [Field("setOfHandles", .list(handles.map { .int(Int($0)) }))]
+            f.append(Field("setOfHandles", .list(handles.map { .int(Int($0)) })))
         case let .readMultipleResponse(values):
-            f += [.bytes("setOfValues", values)]
+            f.append(.bytes("setOfValues", values))
         case let .readByGroupTypeRequest(startHandle, endHandle, type):
-            f += [.int("startHandle", startHandle),
-                  .int("endHandle", endHandle),
-                  .text("type", type.description)]
-        case let .readByGroupTypeResponse(list): f += readByGroupTypeResponseFields(list)
+            f.append(.int("startHandle", startHandle))
+            f.append(.int("endHandle", endHandle))
+            f.append(.text("type", type.description))
+        case let .readByGroupTypeResponse(list): readByGroupTypeResponseFields(list, into: &f)
         case let .writeRequest(handle, value):
-            f += [.int("handle", handle),
-                  .bytes("value", value)]
+            f.append(.int("handle", handle))
+            f.append(.bytes("value", value))
         case let .writeCommand(handle, value):
-            f += [.int("handle", handle),
-                  .bytes("value", value)]
+            f.append(.int("handle", handle))
+            f.append(.bytes("value", value))
         case let .signedWriteCommand(handle, value, signature):
-            f += [.int("handle", handle),
-                  .bytes("value", value),
-                  .bytes("authenticationSignature", signature)]
+            f.append(.int("handle", handle))
+            f.append(.bytes("value", value))
+            f.append(.bytes("authenticationSignature", signature))
         case let .prepareWriteRequest(handle, offset, value):
-            f += [.int("handle", handle),
-                  .int("valueOffset", offset),
-                  .bytes("value", value)]
+            f.append(.int("handle", handle))
+            f.append(.int("valueOffset", offset))
+            f.append(.bytes("value", value))
         case let .prepareWriteResponse(handle, offset, value):
-            f += [.int("handle", handle),
-                  .int("valueOffset", offset),
-                  .bytes("value", value)]
+            f.append(.int("handle", handle))
+            f.append(.int("valueOffset", offset))
+            f.append(.bytes("value", value))
         case let .executeWriteRequest(flags):
-            f += [.code("flags", flags.rawValue, note: flags.name)]
+            f.append(.code("flags", flags.rawValue, note: flags.name))
         case let .handleValueNotification(handle, value):
-            f += [.int("handle", handle),
-                  .bytes("value", value)]
+            f.append(.int("handle", handle))
+            f.append(.bytes("value", value))
         case let .handleValueIndication(handle, value):
-            f += [.int("handle", handle),
-                  .bytes("value", value)]
+            f.append(.int("handle", handle))
+            f.append(.bytes("value", value))
         case let .readMultipleVariableRequest(handles):
-            f += [Field("setOfHandles", .list(handles.map { .int(Int($0)) }))]
-        case let .readMultipleVariableResponse(list): f += readMultipleVariableResponseFields(list)
-        case let .multipleHandleValueNotification(list): f += multipleHandleValueNotificationFields(list)
+            f.append(Field("setOfHandles", .list(handles.map { .int(Int($0)) })))
+        case let .readMultipleVariableResponse(list): readMultipleVariableResponseFields(list, into: &f)
+        case let .multipleHandleValueNotification(list): multipleHandleValueNotificationFields(list, into: &f)
         case let .unknown(_, parameters): f.append(.bytes("parameters", parameters))
         case .writeResponse, .executeWriteResponse, .handleValueConfirmation: break
         }
