@@ -17,14 +17,13 @@ public struct ATTHandleUUID: Sendable, Hashable {
     public init(handle: UInt16, uuid: BluetoothUUID) { self.handle = handle; self.uuid = uuid }
 }
 
-/// One entry of a Find By Type Value Response.
-public struct ATTHandlesInformation: Sendable, Hashable {
-    public var foundAttributeHandle: UInt16
-    public var groupEndHandle: UInt16
-    public init(foundAttributeHandle: UInt16, groupEndHandle: UInt16) {
-        self.foundAttributeHandle = foundAttributeHandle
-        self.groupEndHandle = groupEndHandle
-    }
+/// A list element of fixed layout declared as a `record` in Tools/pdl/att.pdl (its struct and
+/// codec are generated).
+public protocol ATTRecord {
+    static var encodedSize: Int { get }
+    init(from r: inout ByteReader) throws(DecodeError)
+    func encode(into w: inout ByteWriter)
+    var fields: [Field] { get }
 }
 
 /// A handle with a value: Read By Type Response data, Multiple Handle Value Notification tuples.
@@ -156,6 +155,15 @@ extension ATTPDU {
         default:
             throw .invalid("UUID of \(length) octets (must be 2 or 16)")
         }
+    }
+
+    /// One record or more, to the end of the PDU.
+    static func readRecords<Record: ATTRecord>(_ r: inout ByteReader, pdu: StaticString) throws(DecodeError) -> [Record] {
+        try checkList(r.remaining, element: Record.encodedSize, pdu: pdu)
+        var list: [Record] = []
+        list.reserveCapacity(r.remaining / Record.encodedSize)
+        while !r.isAtEnd { list.append(try Record(from: &r)) }
+        return list
     }
 
     static func readHandles(_ r: inout ByteReader, pdu: StaticString) throws(DecodeError) -> [UInt16] {

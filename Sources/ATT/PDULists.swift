@@ -43,32 +43,6 @@ extension ATTPDU {
         })))
     }
 
-    // Find By Type Value Response (3.4.3.4): one or more 4-octet Handles Information entries.
-    // Regular, but the only list of fixed records among the PDUs: not worth a list type in
-    // the description format.
-    static func decodeFindByTypeValueResponse(_ r: inout ByteReader) throws(DecodeError) -> ATTPDU {
-        try checkList(r.remaining, element: 4, pdu: "Find By Type Value Response")
-        var list: [ATTHandlesInformation] = []
-        list.reserveCapacity(r.remaining / 4)
-        while !r.isAtEnd {
-            list.append(ATTHandlesInformation(foundAttributeHandle: try r.u16("foundAttributeHandle"),
-                                              groupEndHandle: try r.u16("groupEndHandle")))
-        }
-        return .findByTypeValueResponse(list)
-    }
-
-    func encodeFindByTypeValueResponse(_ list: [ATTHandlesInformation], into w: inout ByteWriter) {
-        for item in list { w.u16(item.foundAttributeHandle); w.u16(item.groupEndHandle) }
-    }
-
-    func findByTypeValueResponseSize(_ list: [ATTHandlesInformation]) -> Int { 4 * list.count }
-
-    func findByTypeValueResponseFields(_ list: [ATTHandlesInformation], into f: inout [Field]) {
-        f.append(Field("handlesInformationList", .list(list.map {
-            .object([.int("foundAttributeHandle", $0.foundAttributeHandle), .int("groupEndHandle", $0.groupEndHandle)])
-        })))
-    }
-
     // Read By Type Response (3.4.4.2) and Read By Group Type Response (3.4.4.10): the length
     // octet sets the size of every entry (handle[, end group handle] and value).
     static func decodeReadByTypeResponse(_ r: inout ByteReader) throws(DecodeError) -> ATTPDU {

@@ -30,6 +30,10 @@ class Param:
             "u8": "UInt8", "u16": "UInt16", "uuid16": "UInt16", "uuid": "BluetoothUUID",
             "handles": "[UInt16]", "value": "[UInt8]"}.get(t, "[UInt8]" if re.match(r'bytes\d+$', t) else t)
         self.raw = bool(raw)
+        records = re.match(r'(\w+)\[1\+\]$', t)
+        self.record = records.group(1) if records else None
+        if self.record:
+            self.swift = f"[{self.record}]"
         self.fixed = {"u8": 1, "u16": 2, "uuid16": 2}.get(t, 1 if self.raw else None)
         if re.match(r'bytes\d+$', t):
             self.fixed = int(t[5:])
@@ -49,6 +53,8 @@ class Param:
             return 'try readUUID(&r, length: r.remaining)'
         if t == "handles":
             return f'try readHandles(&r, pdu: "{pdu.spec}")'
+        if self.record:
+            return f'try readRecords(&r, pdu: "{pdu.spec}") as [{self.record}]'
         if t == "value":
             # A value runs to the end of the PDU, but for the fixed fields after it.
             return 'r.rest()' if trailing == 0 else f'try r.bytes(Swift.max(0, r.remaining - {trailing}), "{l}")'
@@ -66,6 +72,8 @@ class Param:
             return f'w.append({n}.littleEndianFor16Or128)'
         if t == "handles":
             return f'for h in {n} {{ w.u16(h) }}'
+        if self.record:
+            return f'for e in {n} {{ e.encode(into: &w) }}'
         return f'w.append({n})'
 
     def size(self):
@@ -76,6 +84,8 @@ class Param:
             return f'({n}.is16Bit ? 2 : 16)'
         if t == "handles":
             return f'2 * {n}.count'
+        if self.record:
+            return f'{self.record}.encodedSize * {n}.count'
         return f'{n}.count'
 
     def describe(self):
@@ -90,6 +100,8 @@ class Param:
             return f'.text("{l}", {n}.description)'
         if t == "handles":
             return f'Field("{l}", .list({n}.map {{ .int(Int($0)) }}))'
+        if self.record:
+            return f'Field("{l}", .list({n}.map {{ .object($0.fields) }}))'
         return f'.bytes("{l}", {n})'
 
 
@@ -127,8 +139,20 @@ class PDU:
         return self.kind in ("request", "command") and not self.bearer
 
 
+class Record:
+    """A fixed-layout list element (`record NAME "doc"` with fixed-size params)."""
+
+    def __init__(self, header, where):
+        m = re.match(r'record (\w+) "([^"]+)"$', header)
+        if not m:
+            sys.exit(f"{where}: cannot read record: {header}")
+        self.name, self.doc = m.groups()
+        self.params, self.where = [], where
+
+
 def parse(path):
-    pdus, errors = [], []
+    pdus, errors, records = [], [], []
+    current = None
     for i, raw in enumerate(path.read_text().splitlines(), 1):
         line = raw.rstrip()
         if not line.strip() or line.lstrip().startswith("#"):
@@ -136,13 +160,17 @@ def parse(path):
         where = f"{path.name}:{i}"
         if line.startswith("pdu "):
             pdus.append(PDU(line, where))
+            current = pdus[-1]
+        elif line.startswith("record "):
+            records.append(Record(line, where))
+            current = records[-1]
         elif line.startswith("error "):
             m = re.match(r'error (\w+) (0x[0-9A-Fa-f]{2}) "([^"]+)"$', line)
             if not m:
                 sys.exit(f"{where}: cannot read error: {raw}")
             errors.append((m.group(1), int(m.group(2), 16), m.group(3)))
-        elif line.startswith("  param ") and pdus:
-            pdus[-1].params.append(Param(line.strip()[6:], where))
+        elif line.startswith("  param ") and current:
+            current.params.append(Param(line.strip()[6:], where))
         elif line.startswith("  doc ") and pdus:
             pdus[-1].doc.append(line.strip()[4:])
         else:
@@ -150,13 +178,23 @@ def parse(path):
     for what, codes in (("opcode", [p.code for p in pdus]), ("error code", [e[1] for e in errors])):
         if len(set(codes)) != len(codes):
             sys.exit(f"{path.name}: an {what} is declared twice")
+    for rec in records:
+        if not rec.params or any(q.fixed is None or q.type.startswith("bytes") for q in rec.params):
+            sys.exit(f"{rec.where}: a record has fixed-size integer params only")
+    known = {rec.name for rec in records}
+    for p in pdus:
+        for q in p.params:
+            if q.record and q.record not in known:
+                sys.exit(f"{q.where if hasattr(q, 'where') else p.where}: no record {q.record}")
     for p in pdus:
         if p.handwritten and not p.params:
             sys.exit(f"{p.where}: a handwritten PDU declares its parameters' Swift types")
         if not p.handwritten and p.minimum != 1 + sum(q.fixed or (4 if q.type == "handles" else 0)
-                                                       + (2 if q.type == "uuid" else 0) for q in p.params):
+                                                       + (2 if q.type == "uuid" else 0)
+                                                       + (sum(x.fixed for x in next(r for r in records if r.name == q.record).params)
+                                                          if q.record else 0) for q in p.params):
             sys.exit(f"{p.where}: min {p.minimum} is not what the params need")
-    return pdus, errors
+    return pdus, errors, records
 
 
 def opcode_table(pdus):
@@ -313,8 +351,26 @@ def server(pdus):
     return out
 
 
+def record_structs(records):
+    out = []
+    for rec in records:
+        size = sum(q.fixed for q in rec.params)
+        out += [f"/// {rec.doc}", f"public struct {rec.name}: ATTRecord, Sendable, Hashable {{"]
+        out += [f"    public var {q.name}: {q.swift}" for q in rec.params]
+        out.append(f"    public static let encodedSize = {size}")
+        out.append(f"    public init(" + ", ".join(f"{q.name}: {q.swift}" for q in rec.params) + ") {")
+        out += [f"        self.{q.name} = {q.name}" for q in rec.params]
+        out += ["    }", "    public init(from r: inout ByteReader) throws(DecodeError) {"]
+        out += [f"        {q.name} = {q.read(None, 0)}" for q in rec.params]
+        out += ["    }", "    public func encode(into w: inout ByteWriter) {"]
+        out += [f"        {q.write()}" for q in rec.params]
+        out += ["    }", "    public var fields: [Field] {",
+                "        [" + ",\n         ".join(q.describe() for q in rec.params) + "]", "    }", "}", ""]
+    return out
+
+
 def generate_att(src):
-    pdus, errors = parse(src)
+    pdus, errors, records = parse(src)
     out = HEADER + ["import HCI", ""]
-    out += opcode_table(pdus) + error_table(errors) + pdu_enum(pdus) + codec(pdus) + fields(pdus) + server(pdus)
+    out += record_structs(records) + opcode_table(pdus) + error_table(errors) + pdu_enum(pdus) + codec(pdus) + fields(pdus) + server(pdus)
     return "\n".join(out) + "\n"

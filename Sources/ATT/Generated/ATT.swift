@@ -3,6 +3,29 @@
 
 import HCI
 
+/// One entry of a Find By Type Value Response (3.4.3.4).
+public struct ATTHandlesInformation: ATTRecord, Sendable, Hashable {
+    public var foundAttributeHandle: UInt16
+    public var groupEndHandle: UInt16
+    public static let encodedSize = 4
+    public init(foundAttributeHandle: UInt16, groupEndHandle: UInt16) {
+        self.foundAttributeHandle = foundAttributeHandle
+        self.groupEndHandle = groupEndHandle
+    }
+    public init(from r: inout ByteReader) throws(DecodeError) {
+        foundAttributeHandle = try r.u16("foundAttributeHandle")
+        groupEndHandle = try r.u16("groupEndHandle")
+    }
+    public func encode(into w: inout ByteWriter) {
+        w.u16(foundAttributeHandle)
+        w.u16(groupEndHandle)
+    }
+    public var fields: [Field] {
+        [.int("foundAttributeHandle", foundAttributeHandle),
+         .int("groupEndHandle", groupEndHandle)]
+    }
+}
+
 /// What an ATT PDU is for (Core v5.4 Vol 3 Part F 3.3, 3.4.8).
 public enum ATTPDUKind: Sendable, Hashable {
     case request, response, command, error, notification, indication, confirmation
@@ -258,7 +281,9 @@ extension ATTPDU {
             let attributeType = try r.u16("attributeType")
             let attributeValue = r.rest()
             pdu = .findByTypeValueRequest(startHandle: startHandle, endHandle: endHandle, attributeType: attributeType, attributeValue: attributeValue)
-        case 0x07: pdu = try decodeFindByTypeValueResponse(&r)
+        case 0x07:
+            let list = try readRecords(&r, pdu: "Find By Type Value Response") as [ATTHandlesInformation]
+            pdu = .findByTypeValueResponse(list)
         case 0x08:
             let startHandle = try r.u16("startHandle")
             let endHandle = try r.u16("endHandle")
@@ -361,7 +386,8 @@ extension ATTPDU {
             w.u16(endHandle)
             w.u16(attributeType)
             w.append(attributeValue)
-        case let .findByTypeValueResponse(list): encodeFindByTypeValueResponse(list, into: &w)
+        case let .findByTypeValueResponse(list):
+            for e in list { e.encode(into: &w) }
         case let .readByTypeRequest(startHandle, endHandle, type):
             w.u16(startHandle)
             w.u16(endHandle)
@@ -430,7 +456,7 @@ extension ATTPDU {
         case .findInformationRequest: return 1 + 2 + 2
         case let .findInformationResponse(format, information): return 1 + findInformationResponseSize(format, information)
         case let .findByTypeValueRequest(_, _, _, attributeValue): return 1 + 2 + 2 + 2 + attributeValue.count
-        case let .findByTypeValueResponse(list): return 1 + findByTypeValueResponseSize(list)
+        case let .findByTypeValueResponse(list): return 1 + ATTHandlesInformation.encodedSize * list.count
         case let .readByTypeRequest(_, _, type): return 1 + 2 + 2 + (type.is16Bit ? 2 : 16)
         case let .readByTypeResponse(list): return 1 + readByTypeResponseSize(list)
         case .readRequest: return 1 + 2
@@ -482,7 +508,8 @@ extension ATTPDU: FieldDescribable {
             f.append(.int("endHandle", endHandle))
             f.append(.text("attributeType", BluetoothUUID(attributeType).description))
             f.append(.bytes("attributeValue", attributeValue))
-        case let .findByTypeValueResponse(list): findByTypeValueResponseFields(list, into: &f)
+        case let .findByTypeValueResponse(list):
+            f.append(Field("handlesInformationList", .list(list.map { .object($0.fields) })))
         case let .readByTypeRequest(startHandle, endHandle, type):
             f.append(.int("startHandle", startHandle))
             f.append(.int("endHandle", endHandle))
