@@ -7,7 +7,7 @@ public struct ATTOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public init(rawValue: UInt8) { self.rawValue = rawValue }
     public init(_ rawValue: UInt8) { self.rawValue = rawValue }
 
-    // The opcodes themselves, their names, kinds and minimum lengths: Generated/ATTOpcodes.swift
+    // The opcodes themselves, their names, kinds and minimum lengths: Generated/ATT.swift
     // (from Tools/pdl/att.pdl).
 
     /// Bit 6: a command (no response expected; unknown commands are ignored by a server).

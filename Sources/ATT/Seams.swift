@@ -85,3 +85,14 @@ public protocol ATTServerDelegate: Sendable {
     /// The link is gone: the server drops the peer's state (non-bonded CCCDs, prepare queue).
     func peerDisconnected(_ peer: ATTPeer) async
 }
+
+/// What a server's handler (`ATTServerHandler`) knows of the request it answers besides its
+/// parameters: who sent it, the bearer's ATT_MTU (responses fit in it) and the link's security.
+public struct ATTRequestContext: Sendable {
+    public var peer: ATTPeer
+    public var mtu: Int
+    public var security: ATTSecurity
+    public init(peer: ATTPeer, mtu: Int, security: ATTSecurity) {
+        self.peer = peer; self.mtu = mtu; self.security = security
+    }
+}

@@ -257,83 +257,74 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         return answer
     }
 
-    private func answer(to pdu: ATTPDU, from peer: ATTPeer, mtu rawMTU: Int, security: ATTSecurity) -> ATTPDU? {
-        let mtu = min(max(rawMTU, 23), 517)
-        switch pdu {
-        case let .readRequest(handle):
-            switch read(handle, peer, security, offset: 0, op: .readRequest) {
-            case .success(let v): return .readResponse(value: v.count > mtu - 1 ? Array(v.prefix(mtu - 1)) : v)
-            case .failure(let e): return e.pdu
-            }
-        case let .readBlobRequest(handle, offset):
-            switch read(handle, peer, security, offset: Int(offset), op: .readBlobRequest) {
-            case .success(let v):
-                // Core Vol 3 Part F 3.4.4.5: an offset past the end is Invalid Offset; an offset
-                // equal to the length answers an empty Part Attribute Value. Attribute Not Long is
-                // only a "may" for fixed-length values, and we keep none: any readable value of
-                // any length is answered from the offset.
-                let o = Int(offset)
-                if o > v.count { return fail(.readBlobRequest, handle, .invalidOffset) }
-                return .readBlobResponse(value: Array(v[o..<min(v.count, o + mtu - 1)]))
-            case .failure(let e): return e.pdu
-            }
-        case let .readMultipleRequest(handles):
-            var out: [UInt8] = []
-            for h in handles {
-                switch read(h, peer, security, offset: 0, op: .readMultipleRequest) {
-                case .success(let v): if out.count < mtu - 1 { out += v }
-                case .failure(let e): return e.pdu
-                }
-            }
-            return .readMultipleResponse(values: out.count > mtu - 1 ? Array(out.prefix(mtu - 1)) : out)
-        case let .readMultipleVariableRequest(handles):
-            var tuples: [ATTLengthValue] = []
-            var room = mtu - 1
-            for h in handles {
-                switch read(h, peer, security, offset: 0, op: .readMultipleVariableRequest) {
-                case .success(let v):
-                    // Core v5.4 Vol 3 Part F 3.4.4.12: each tuple is the value's whole length then
-                    // the value; the list is cut at ATT_MTU − 1 octets, so the last value may be
-                    // cut while its Value Length still says how long it is.
-                    if room >= 2 {
-                        let take = min(v.count, room - 2)
-                        tuples.append(ATTLengthValue(length: UInt16(truncatingIfNeeded: v.count),
-                                                     value: take == v.count ? v : Array(v.prefix(take))))
-                        room -= 2 + take
-                    }
-                case .failure(let e): return e.pdu
-                }
-            }
-            return .readMultipleVariableResponse(tuples)
-        case let .readByGroupTypeRequest(start, end, type):
-            return readByGroupType(start, end, type, mtu)
-        case let .findByTypeValueRequest(start, end, type, value):
-            return findByTypeValue(start, end, type, value, peer, security, mtu)
-        case let .readByTypeRequest(start, end, type):
-            return readByType(start, end, type, peer, security, mtu)
-        case let .findInformationRequest(start, end):
-            return findInformation(start, end, mtu)
-        case let .writeRequest(handle, value):
-            if let e = write(handle, value, peer, security, op: .writeRequest) { return e.pdu }
-            return .writeResponse
-        case let .writeCommand(handle, value):
-            _ = write(handle, value, peer, security, op: .writeCommand)
-            return nil
-        case let .prepareWriteRequest(handle, offset, value):
-            return prepare(handle, Int(offset), value, peer, security)
-        case let .executeWriteRequest(flags):
-            return execute(flags, peer, security)
-        case let .signedWriteCommand(handle, value, signature):
-            signedWrite(handle, value, signature, peer, security)
-            return nil  // a command: never answered, whatever happens to it
-        case .handleValueConfirmation:
-            return nil  // the bearer's
-        case let .unknown(op, _):
-            return op.isCommand ? nil : fail(op, 0, .requestNotSupported)
-        default:
-            // Exchange MTU is the bearer's; responses/notifications are not for a server.
-            return pdu.opcode.isRequest ? fail(pdu.opcode, 0, .requestNotSupported) : nil
+    private func answer(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTPDU? {
+        dispatch(pdu, ATTRequestContext(peer: peer, mtu: min(max(mtu, 23), 517), security: security))
+    }
+}
+
+// MARK: - The handlers of the dispatch table by opcode (ATTServerHandler, from Tools/pdl/att.pdl)
+
+extension GATTServer: ATTServerHandler {
+    package func readRequest(handle: UInt16, _ c: ATTRequestContext) -> ATTPDU {
+        switch read(handle, c.peer, c.security, offset: 0, op: .readRequest) {
+        case .success(let v): return .readResponse(value: v.count > c.mtu - 1 ? Array(v.prefix(c.mtu - 1)) : v)
+        case .failure(let e): return e.pdu
         }
+    }
+
+    package func readBlobRequest(handle: UInt16, offset: UInt16, _ c: ATTRequestContext) -> ATTPDU {
+        switch read(handle, c.peer, c.security, offset: Int(offset), op: .readBlobRequest) {
+        case .success(let v):
+            // Core Vol 3 Part F 3.4.4.5: an offset past the end is Invalid Offset; an offset
+            // equal to the length answers an empty Part Attribute Value. Attribute Not Long is
+            // only a "may" for fixed-length values, and we keep none: any readable value of
+            // any length is answered from the offset.
+            let o = Int(offset)
+            if o > v.count { return fail(.readBlobRequest, handle, .invalidOffset) }
+            return .readBlobResponse(value: Array(v[o..<min(v.count, o + c.mtu - 1)]))
+        case .failure(let e): return e.pdu
+        }
+    }
+
+    package func readMultipleRequest(handles: [UInt16], _ c: ATTRequestContext) -> ATTPDU {
+        var out: [UInt8] = []
+        for h in handles {
+            switch read(h, c.peer, c.security, offset: 0, op: .readMultipleRequest) {
+            case .success(let v): if out.count < c.mtu - 1 { out += v }
+            case .failure(let e): return e.pdu
+            }
+        }
+        return .readMultipleResponse(values: out.count > c.mtu - 1 ? Array(out.prefix(c.mtu - 1)) : out)
+    }
+
+    package func readMultipleVariableRequest(handles: [UInt16], _ c: ATTRequestContext) -> ATTPDU {
+        var tuples: [ATTLengthValue] = []
+        var room = c.mtu - 1
+        for h in handles {
+            switch read(h, c.peer, c.security, offset: 0, op: .readMultipleVariableRequest) {
+            case .success(let v):
+                // Core v5.4 Vol 3 Part F 3.4.4.12: each tuple is the value's whole length then
+                // the value; the list is cut at ATT_MTU − 1 octets, so the last value may be
+                // cut while its Value Length still says how long it is.
+                if room >= 2 {
+                    let take = min(v.count, room - 2)
+                    tuples.append(ATTLengthValue(length: UInt16(truncatingIfNeeded: v.count),
+                                                 value: take == v.count ? v : Array(v.prefix(take))))
+                    room -= 2 + take
+                }
+            case .failure(let e): return e.pdu
+            }
+        }
+        return .readMultipleVariableResponse(tuples)
+    }
+
+    package func writeRequest(handle: UInt16, value: [UInt8], _ c: ATTRequestContext) -> ATTPDU {
+        if let e = write(handle, value, c.peer, c.security, op: .writeRequest) { return e.pdu }
+        return .writeResponse
+    }
+
+    package func writeCommand(handle: UInt16, value: [UInt8], _ c: ATTRequestContext) {
+        _ = write(handle, value, c.peer, c.security, op: .writeCommand)
     }
 
     // MARK: Procedures
@@ -343,7 +334,8 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// verifier accepts the signature over opcode || handle || value (a wrong signature or a
     /// replayed SignCounter is ignored, Vol 3 Part H 2.4.5). The write is then checked against the
     /// attribute's permissions with the security the signing key proves.
-    private func signedWrite(_ handle: UInt16, _ value: [UInt8], _ signature: [UInt8], _ peer: ATTPeer, _ security: ATTSecurity) {
+    package func signedWriteCommand(handle: UInt16, value: [UInt8], signature: [UInt8], _ c: ATTRequestContext) {
+        let (peer, security) = (c.peer, c.security)
         let allowed = state.withLock { s -> Bool in
             guard let i = s.table.index(handle), i > 0, s.table.attributes[i].isCharacteristicValue else { return false }
             let declaration = s.table.attributes[i - 1]
@@ -482,7 +474,8 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         }
     }
 
-    private func prepare(_ handle: UInt16, _ offset: Int, _ value: [UInt8], _ peer: ATTPeer, _ security: ATTSecurity) -> ATTPDU {
+    package func prepareWriteRequest(handle: UInt16, offset: UInt16, value: [UInt8], _ c: ATTRequestContext) -> ATTPDU {
+        let (peer, security, offset) = (c.peer, c.security, Int(offset))
         let error: ATTErrorCode? = state.withLock { s in
             guard let i = s.table.index(handle) else { return .invalidHandle }
             let a = s.table.attributes[i]
@@ -498,7 +491,8 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         return .prepareWriteResponse(handle: handle, offset: UInt16(offset), value: value)
     }
 
-    private func execute(_ flags: ATTExecuteWriteFlags, _ peer: ATTPeer, _ security: ATTSecurity) -> ATTPDU {
+    package func executeWriteRequest(flags: ATTExecuteWriteFlags, _ c: ATTRequestContext) -> ATTPDU {
+        let (peer, security) = (c.peer, c.security)
         guard flags == .write || flags == .cancel else { return fail(.executeWriteRequest, 0, .invalidPDU) }
         // Take the queue (cleared whatever happens) and each target's current value.
         let (queue, bases): ([Prepared], [UInt16: (stored: [UInt8]?, max: Int)]) = state.withLock { s in
@@ -542,7 +536,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         return .executeWriteResponse
     }
 
-    private func readByGroupType(_ start: UInt16, _ end: UInt16, _ type: BluetoothUUID, _ mtu: Int) -> ATTPDU {
+    package func readByGroupTypeRequest(startHandle start: UInt16, endHandle end: UInt16, type: BluetoothUUID,
+                                        _ c: ATTRequestContext) -> ATTPDU {
+        let mtu = c.mtu
         let op = ATTOpcode.readByGroupTypeRequest
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
         guard type == GATTUUID.primaryService || type == GATTUUID.secondaryService else {
@@ -571,8 +567,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         return list.isEmpty ? fail(op, start, .attributeNotFound) : .readByGroupTypeResponse(list)
     }
 
-    private func findByTypeValue(_ start: UInt16, _ end: UInt16, _ type: UInt16, _ value: [UInt8],
-                                 _ peer: ATTPeer, _ security: ATTSecurity, _ mtu: Int) -> ATTPDU {
+    package func findByTypeValueRequest(startHandle start: UInt16, endHandle end: UInt16, attributeType type: UInt16,
+                                        attributeValue value: [UInt8], _ c: ATTRequestContext) -> ATTPDU {
+        let (peer, security, mtu) = (c.peer, c.security, c.mtu)
         let op = ATTOpcode.findByTypeValueRequest
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
         let (table, peerState) = state.withLock { ($0.table, $0.peers[peer.id]) }
@@ -611,8 +608,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         return list.isEmpty ? fail(op, start, .attributeNotFound) : .findByTypeValueResponse(list)
     }
 
-    private func readByType(_ start: UInt16, _ end: UInt16, _ type: BluetoothUUID, _ peer: ATTPeer,
-                            _ security: ATTSecurity, _ mtu: Int) -> ATTPDU {
+    package func readByTypeRequest(startHandle start: UInt16, endHandle end: UInt16, type: BluetoothUUID,
+                                   _ c: ATTRequestContext) -> ATTPDU {
+        let (peer, security, mtu) = (c.peer, c.security, c.mtu)
         let op = ATTOpcode.readByTypeRequest
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
         let handles: [UInt16] = state.withLock { s in
@@ -648,7 +646,8 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         return list.isEmpty ? fail(op, start, .attributeNotFound) : .readByTypeResponse(list)
     }
 
-    private func findInformation(_ start: UInt16, _ end: UInt16, _ mtu: Int) -> ATTPDU {
+    package func findInformationRequest(startHandle start: UInt16, endHandle end: UInt16, _ c: ATTRequestContext) -> ATTPDU {
+        let mtu = c.mtu
         let op = ATTOpcode.findInformationRequest
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
         let table = state.withLock { $0.table }
