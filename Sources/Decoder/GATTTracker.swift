@@ -12,10 +12,19 @@ struct GATTTracker {
         /// What the attribute is about: the service's UUID for a service declaration (as
         /// Wireshark shows it), the characteristic's for its value, the descriptor's own.
         var uuid: BluetoothUUID
-        /// For descriptors and characteristic declarations: the characteristic's UUID.
-        var characteristic: BluetoothUUID? = nil
-        /// For service declarations: the declaration's attribute type (2800 or 2801).
-        var declaration: BluetoothUUID? = nil
+        /// The fields describing it after its handle (uuid, name, characteristic, declaration),
+        /// built once when it is learnt: later PDUs naming the handle reuse them (formatting
+        /// UUIDs per packet was a third of `dump`'s time, issue 14).
+        var described: [Field]
+
+        init(uuid: BluetoothUUID, characteristic: BluetoothUUID? = nil, declaration: BluetoothUUID? = nil) {
+            self.uuid = uuid
+            var f: [Field] = [GATTTracker.uuidField("uuid", uuid)]
+            if let n = AssignedNumbers.name(of: uuid) { f.append(.text("name", n)) }
+            if let ch = characteristic { f.append(GATTTracker.uuidField("characteristic", ch)) }
+            if let d = declaration { f.append(GATTTracker.uuidField("declaration", d)) }
+            described = f
+        }
     }
 
     struct Connection {
@@ -153,14 +162,12 @@ struct GATTTracker {
     private func describe(_ handle: UInt16, in c: Connection) -> [Field] {
         var f: [Field] = [.int("handle", handle)]
         guard let a = c.attributes[handle] else { return f }
-        f.append(uuidField("uuid", a.uuid))
-        if let n = AssignedNumbers.name(of: a.uuid) { f.append(.text("name", n)) }
-        if let ch = a.characteristic { f.append(uuidField("characteristic", ch)) }
-        if let d = a.declaration { f.append(uuidField("declaration", d)) }
+        f += a.described
         return f
     }
 
-    private func uuidField(_ name: String, _ u: BluetoothUUID) -> Field { .text(name, u.description) }
+    private static func uuidField(_ name: String, _ u: BluetoothUUID) -> Field { .text(name, u.description) }
+    private func uuidField(_ name: String, _ u: BluetoothUUID) -> Field { Self.uuidField(name, u) }
 
     private func cccdMeaning(_ value: [UInt8]) -> String? {
         guard value.count == 2 else { return nil }

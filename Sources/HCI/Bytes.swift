@@ -156,13 +156,16 @@ public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
 extension Array where Element == UInt8 {
     /// Lowercase hex without separators, as CLI.md's JSON wants binary values.
     public var hex: String {
-        var s = ""
-        s.reserveCapacity(count * 2)
-        for b in self {
-            s.append(hexDigits[Int(b >> 4)])
-            s.append(hexDigits[Int(b & 0x0f)])
+        // Into one buffer, no Character appends: `dump` formats one for every binary value.
+        String(unsafeUninitializedCapacity: count * 2) { out in
+            var i = 0
+            for b in self {
+                out[i] = lowercaseHexDigit(b >> 4)
+                out[i + 1] = lowercaseHexDigit(b & 0x0f)
+                i += 2
+            }
+            return i
         }
-        return s
     }
 
     /// Parses "0a1B2c", "0a:1b", "0a 1b" (separators ignored). Nil on odd length or a non-hex digit.
@@ -185,7 +188,6 @@ extension Array where Element == UInt8 {
     }
 }
 
-private let hexDigits: [Character] = Array("0123456789abcdef")
 
 /// "0x0c", "0x0c03": how CLI.md writes opcodes and codes.
 public func hexCode<T: FixedWidthInteger>(_ v: T, digits: Int = MemoryLayout<T>.size * 2) -> String {
@@ -207,3 +209,7 @@ public func hexCode<T: FixedWidthInteger>(_ v: T, digits: Int = MemoryLayout<T>.
 }
 
 private let hexASCII: [UInt8] = Array("0123456789abcdef".utf8)
+
+/// The ASCII lowercase hex digit of a nibble (0...15).
+@inline(__always)
+func lowercaseHexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 48 &+ v : 87 &+ v }

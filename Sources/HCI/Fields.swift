@@ -15,7 +15,9 @@ public struct Field: Sendable, Equatable {
     }
 }
 
-public indirect enum FieldValue: Sendable, Equatable {
+/// Not `indirect`: `list` and `object` hold arrays (already references), so no case needs a
+/// box, and a boxed allocation per value was a large part of `dump`'s time (issue 14).
+public enum FieldValue: Sendable, Equatable {
     /// A count, length, handle or other number (JSON number).
     case int(Int)
     /// An opcode or code, written "0x.." (JSON string).
