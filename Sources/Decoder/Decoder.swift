@@ -99,6 +99,7 @@ public final class PacketDecoder: @unchecked Sendable {
         let idx = index ?? nextIndex
         nextIndex = idx + 1
         var p = DecodedPacket(index: idx, time: time, direction: direction, type: "unknown", summary: "", layers: [])
+        p.layers.reserveCapacity(4)  // hci, l2cap, att, gatt: one allocation, not three
         switch packet {
         case .failure(let error):
             if let first = raw.first, let t = HCIPacketType(rawValue: first) { p.type = t.description }

@@ -160,8 +160,10 @@ struct GATTTracker {
     }
 
     private func describe(_ handle: UInt16, in c: Connection) -> [Field] {
-        var f: [Field] = [.int("handle", handle)]
-        guard let a = c.attributes[handle] else { return f }
+        guard let a = c.attributes[handle] else { return [.int("handle", handle)] }
+        var f: [Field] = []
+        f.reserveCapacity(1 + a.described.count + 1)
+        f.append(.int("handle", handle))
         f += a.described
         return f
     }

@@ -190,10 +190,17 @@ extension Array where Element == UInt8 {
 
 
 /// "0x0c", "0x0c03": how CLI.md writes opcodes and codes.
+@inlinable
 public func hexCode<T: FixedWidthInteger>(_ v: T, digits: Int = MemoryLayout<T>.size * 2) -> String {
-    // Digit by digit into one small buffer: `dump` formats millions of these.
-    // Two's complement within T's width for signed types, as the wire carries them.
-    let value = UInt64(truncatingIfNeeded: v) & (T.bitWidth >= 64 ? .max : (1 << UInt64(T.bitWidth)) - 1)
+    // Inlinable so the generic part (widening to 64 bits) is specialized in the caller: `dump`
+    // formats millions of these. Two's complement within T's width for signed types, as the
+    // wire carries them.
+    hexCode64(UInt64(truncatingIfNeeded: v) & (T.bitWidth >= 64 ? .max : (1 << UInt64(T.bitWidth)) - 1), digits: digits)
+}
+
+/// Digit by digit into one small buffer.
+@usableFromInline
+func hexCode64(_ value: UInt64, digits: Int) -> String {
     var count = 1
     while count < 16, value >> (4 * UInt64(count)) != 0 { count += 1 }
     count = Swift.max(count, Swift.min(digits, 16))
@@ -201,14 +208,11 @@ public func hexCode<T: FixedWidthInteger>(_ v: T, digits: Int = MemoryLayout<T>.
         buf[0] = UInt8(ascii: "0")
         buf[1] = UInt8(ascii: "x")
         for i in 0..<count {
-            let nibble = Int((value >> (4 * UInt64(count - 1 - i))) & 0xF)
-            buf[2 + i] = hexASCII[nibble]
+            buf[2 + i] = lowercaseHexDigit(UInt8(truncatingIfNeeded: (value >> (4 * UInt64(count - 1 - i))) & 0xF))
         }
         return count + 2
     }
 }
-
-private let hexASCII: [UInt8] = Array("0123456789abcdef".utf8)
 
 /// The ASCII lowercase hex digit of a nibble (0...15).
 @inline(__always)

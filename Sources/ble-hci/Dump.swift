@@ -147,7 +147,7 @@ struct BufferedStdout {
 
     mutating func flush() {
         guard buffer.count > 0 else { return }
-        buffer.bytes.withUnsafeBytes { buf in
+        buffer.withUnsafeBytes { buf in
             var offset = 0
             while offset < buf.count {
                 let n = write(STDOUT_FILENO, buf.baseAddress! + offset, buf.count - offset)
