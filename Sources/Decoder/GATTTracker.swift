@@ -48,11 +48,13 @@ struct GATTTracker {
 
     /// The GATT layer's fields for `pdu`, or nil when there is nothing to say.
     mutating func process(_ pdu: ATTPDU, connection handle: UInt16, direction: Direction?) -> [Field]? {
-        if connections[handle] == nil, connections.count >= Self.maxConnections { connections.removeAll() }
-        // Taken out of the dictionary while it changes: a copy left behind would make every
-        // change copy the connection's tables (O(n) per packet).
-        var c = connections.removeValue(forKey: handle) ?? Connection()
-        defer { connections[handle] = c }
+        if connections.count >= Self.maxConnections, connections[handle] == nil { connections.removeAll() }
+        // Changed in place through the dictionary's modify accessor (one look-up, no copy of
+        // the connection's tables, which would make every packet O(n)).
+        return Self.process(pdu, direction: direction, in: &connections[handle, default: Connection()])
+    }
+
+    private static func process(_ pdu: ATTPDU, direction: Direction?, in c: inout Connection) -> [Field]? {
         let reverse: Direction? = direction.map { $0 == .sent ? .received : .sent }
 
         if pdu.opcode.isRequest {
@@ -159,7 +161,7 @@ struct GATTTracker {
         }
     }
 
-    private func describe(_ handle: UInt16, in c: Connection) -> [Field] {
+    private static func describe(_ handle: UInt16, in c: Connection) -> [Field] {
         guard let a = c.attributes[handle] else { return [.int("handle", handle)] }
         var f: [Field] = []
         f.reserveCapacity(1 + a.described.count + 1)
@@ -169,9 +171,8 @@ struct GATTTracker {
     }
 
     private static func uuidField(_ name: String, _ u: BluetoothUUID) -> Field { .text(name, u.description) }
-    private func uuidField(_ name: String, _ u: BluetoothUUID) -> Field { Self.uuidField(name, u) }
 
-    private func cccdMeaning(_ value: [UInt8]) -> String? {
+    private static func cccdMeaning(_ value: [UInt8]) -> String? {
         guard value.count == 2 else { return nil }
         let v = UInt16(value[0]) | UInt16(value[1]) << 8
         switch v {

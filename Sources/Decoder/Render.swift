@@ -53,7 +53,19 @@ public struct LayerSelection: Sendable {
     /// Whether `p` has anything in the selected layers (a malformed packet always has: its
     /// reason and raw bytes). `dump --layers` leaves the others out.
     public func shows(_ p: DecodedPacket) -> Bool {
-        p.malformed != nil || p.layers.contains { includes($0.name) }
+        p.malformed != nil || p.layers.contains { includes($0) }
+    }
+
+    @inline(__always)
+    func includes(_ layer: DecodedLayer) -> Bool {
+        switch layer.kind {
+        case .hci, .monitor: return hci
+        case .l2cap, .signaling: return l2cap
+        case .att: return att
+        case .gatt: return gatt
+        case .smp: return smp
+        case .other: return others.contains(layer.name)
+        }
     }
 
     @inline(__always)
@@ -228,7 +240,7 @@ public func appendJSON(_ p: DecodedPacket, layers: LayerSelection, to s: inout R
     if let d = p.direction { d == .sent ? s.append(ascii: ",\"direction\":\"sent\"") : s.append(ascii: ",\"direction\":\"received\"") }
     s.append(ascii: ",\"type\":")
     s.append(jsonString: p.type)
-    for layer in p.layers where layers.includes(layer.name) {
+    for layer in p.layers where layers.includes(layer) {
         s.append(ascii: ",\"")
         s.append(layer.name)
         s.append(ascii: "\":")
@@ -266,17 +278,17 @@ public func appendTree(_ p: DecodedPacket, layers: LayerSelection, to s: inout R
     }
     s.append(p.summary.isEmpty ? p.type : p.summary)
     s.append(byte: 10)
-    for layer in p.layers where layers.includes(layer.name) {
+    for layer in p.layers where layers.includes(layer) {
         s.append(ascii: "  ")
-        switch layer.name {
-        case "hci": s.append(ascii: "HCI")
-        case "l2cap": s.append(ascii: "L2CAP")
-        case "signaling": s.append(ascii: "L2CAP Signaling")
-        case "att": s.append(ascii: "ATT")
-        case "smp": s.append(ascii: "SMP")
-        case "gatt": s.append(ascii: "GATT")
-        case "monitor": s.append(ascii: "Monitor")
-        default: s.append(layer.name)
+        switch layer.kind {
+        case .hci: s.append(ascii: "HCI")
+        case .l2cap: s.append(ascii: "L2CAP")
+        case .signaling: s.append(ascii: "L2CAP Signaling")
+        case .att: s.append(ascii: "ATT")
+        case .smp: s.append(ascii: "SMP")
+        case .gatt: s.append(ascii: "GATT")
+        case .monitor: s.append(ascii: "Monitor")
+        case .other: s.append(layer.name)
         }
         s.append(byte: 10)
         appendTreeFields(layer.fields, indent: 4, to: &s)
