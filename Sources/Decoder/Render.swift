@@ -83,47 +83,44 @@ public struct LayerSelection: Sendable {
 
 /// UTF-8 output under construction: a growable byte buffer written through a pointer (one
 /// capacity check and a memcpy per append; `[UInt8].append(contentsOf:)` cost a quarter of
-/// `dump`'s time, issue 14). A value like an Array: a copy gets its own bytes at its first append.
-public struct RenderBuffer: @unchecked Sendable {
-    private final class Storage {
-        let base: UnsafeMutablePointer<UInt8>
-        let capacity: Int
-        init(capacity: Int) {
-            self.capacity = capacity
-            base = .allocate(capacity: capacity)
-        }
-        deinit { base.deallocate() }
-    }
-
-    private var storage: Storage
+/// `dump`'s time, issue 14). Not copyable: it owns its memory, so an append needs no
+/// uniqueness check (read it with `bytes`, `string` or `withUnsafeBytes`).
+public struct RenderBuffer: ~Copyable, @unchecked Sendable {
+    private var base: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
     public private(set) var count = 0
 
-    public init(capacity: Int = 0) { storage = Storage(capacity: Swift.max(capacity, 256)) }
+    public init(capacity: Int = 0) {
+        self.capacity = Swift.max(capacity, 256)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
 
     /// The bytes written so far (a copy).
     public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
     public var string: String { withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
-    public mutating func removeAll() {
-        if !isKnownUniquelyReferenced(&storage) { storage = Storage(capacity: storage.capacity) }
-        count = 0
-    }
+    public mutating func removeAll() { count = 0 }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try body(UnsafeRawBufferPointer(start: storage.base, count: count))
+        try body(UnsafeRawBufferPointer(start: base, count: count))
     }
 
     /// Room for `n` more bytes: where to write them (then `count += n`).
     @inline(__always)
     private mutating func room(_ n: Int) -> UnsafeMutablePointer<UInt8> {
-        if _slowPath(count + n > storage.capacity || !isKnownUniquelyReferenced(&storage)) { grow(n) }
-        return storage.base + count
+        if _slowPath(count + n > capacity) { grow(n) }
+        return base + count
     }
 
     @inline(never)
     private mutating func grow(_ n: Int) {
-        let bigger = Storage(capacity: Swift.max(storage.capacity * 2, count + n))
-        bigger.base.update(from: storage.base, count: count)
-        storage = bigger
+        let bigger = Swift.max(capacity * 2, count + n)
+        let new = UnsafeMutablePointer<UInt8>.allocate(capacity: bigger)
+        new.update(from: base, count: count)
+        base.deallocate()
+        base = new
+        capacity = bigger
     }
 
     @inline(__always)
@@ -136,8 +133,11 @@ public struct RenderBuffer: @unchecked Sendable {
 
     @inline(__always)
     public mutating func append(_ s: String) {
-        var s = s
-        s.withUTF8 { append(raw: UnsafeRawBufferPointer($0)) }
+        // Native and small strings without a copy of `s` (a copy is a retain and release).
+        if s.utf8.withContiguousStorageIfAvailable({ append(raw: UnsafeRawBufferPointer($0)) }) == nil {
+            var s = s
+            s.withUTF8 { append(raw: UnsafeRawBufferPointer($0)) }
+        }
     }
 
     @inline(__always)
@@ -278,7 +278,8 @@ public func appendTree(_ p: DecodedPacket, layers: LayerSelection, to s: inout R
     }
     s.append(p.summary.isEmpty ? p.type : p.summary)
     s.append(byte: 10)
-    for layer in p.layers where layers.includes(layer) {
+    for i in p.layers.indices where layers.includes(p.layers[i]) {
+        let layer = p.layers[i]
         s.append(ascii: "  ")
         switch layer.kind {
         case .hci: s.append(ascii: "HCI")
@@ -306,7 +307,8 @@ public func appendTree(_ p: DecodedPacket, layers: LayerSelection, to s: inout R
 }
 
 private func appendTreeFields(_ fields: [Field], indent: Int, to s: inout RenderBuffer) {
-    for f in fields { appendTreeField(f, indent: indent, to: &s) }
+    // By index: each field is borrowed from the array, not copied (retained) per iteration.
+    for i in fields.indices { appendTreeField(fields[i], indent: indent, to: &s) }
 }
 
 private func appendTreeField(_ f: Field, indent: Int, to s: inout RenderBuffer) {
