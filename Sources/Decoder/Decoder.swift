@@ -206,6 +206,22 @@ public final class PacketDecoder: @unchecked Sendable {
         p.layers.append(DecodedLayer("hci", f))
     }
 
+    /// Whether a bytes field named in `keys` is among `fields`, at any depth.
+    private static func hasBytesField(_ fields: [Field], named keys: Set<String>) -> Bool {
+        for i in fields.indices {
+            switch fields[i].value {
+            case .bytes where keys.contains(fields[i].name): return true
+            case .object(let inner): if hasBytesField(inner, named: keys) { return true }
+            case .list(let items):
+                for item in items {
+                    if case .object(let inner) = item, hasBytesField(inner, named: keys) { return true }
+                }
+            default: break
+            }
+        }
+        return false
+    }
+
     /// The fields naming advertising data, expanded into AD structures.
     private static let commandADKeys: Set<String> = ["advertisingData", "scanResponseData"]
     private static let reportADKeys: Set<String> = ["data"]
@@ -218,6 +234,8 @@ public final class PacketDecoder: @unchecked Sendable {
     /// Adds the AD structures (from the Host layer's AdvertisingData codec) after every field
     /// named in `keys`, at any depth.
     private func expandAdvertisingData(_ fields: [Field], keys: Set<String>) -> [Field] {
+        // Most commands carry no advertising data: return their fields as they are (no copy).
+        guard Self.hasBytesField(fields, named: keys) else { return fields }
         var out: [Field] = []
         out.reserveCapacity(fields.count + 1)
         for field in fields {

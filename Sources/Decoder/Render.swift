@@ -155,12 +155,14 @@ public struct RenderBuffer: ~Copyable, @unchecked Sendable {
         if v < 0 { append(byte: UInt8(ascii: "-")) }
         var m = v.magnitude
         if m < 10 { append(byte: 48 &+ UInt8(m)); return }
-        var tmp: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 digits of room (UInt.max has 20)
-        var n = 0
-        withUnsafeMutableBytes(of: &tmp) { d in
-            while m > 0 { d[23 - n] = 48 &+ UInt8(m % 10); m /= 10; n += 1 }
-            append(raw: UnsafeRawBufferPointer(rebasing: d[(24 - n)...]))
-        }
+        // Digits counted first, then written in place from the last (UInt.max has 20).
+        var n = 1
+        var rest = m / 10
+        while rest > 0 { n += 1; rest /= 10 }
+        let to = room(n)
+        var i = n
+        while m > 0 { i -= 1; to[i] = 48 &+ UInt8(m % 10); m /= 10 }
+        count += n
     }
 
     mutating func append(hex b: [UInt8]) {
