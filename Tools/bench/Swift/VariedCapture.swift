@@ -265,7 +265,7 @@ struct VariedCapture {
             leMeta(0x05, le16(handle) + rand + ediv)
             command(0x201A, le16(handle) + ltk); commandComplete(0x201A, le16(handle))
         }
-        event(0x08, [0] + le16(handle) + [sc ? 1 : 1])
+        event(0x08, [0] + le16(handle) + [1])  // Encryption_Enabled: on (AES-CCM)
         // Key distribution (3.6): LTK + EDIV/Rand (legacy), IRK + identity address, CSRK.
         for d in [toCentral, toPeripheral] {
             if !sc { smp(handle, d, [0x06] + rng.bytes(16)); smp(handle, d, [0x07] + rng.bytes(10)) }
