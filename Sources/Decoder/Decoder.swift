@@ -13,12 +13,33 @@ import SMP
 
 /// One layer of a decoded packet: "hci", "l2cap", "signaling", "att", "smp", "gatt" or "monitor".
 public struct DecodedLayer: Sendable, Equatable {
-    public var name: String
+    public var name: String { didSet { kind = LayerKind(name) } }
     public var fields: [Field]
+    /// `name` resolved once, so rendering doesn't compare strings per layer per packet.
+    private(set) var kind: LayerKind
 
     public init(_ name: String, _ fields: [Field]) {
         self.name = name
         self.fields = fields
+        kind = LayerKind(name)
+    }
+}
+
+/// The layers a decoded packet can have.
+enum LayerKind: UInt8, Sendable {
+    case hci, l2cap, signaling, att, smp, gatt, monitor, other
+
+    init(_ name: String) {
+        switch name {
+        case "hci": self = .hci
+        case "l2cap": self = .l2cap
+        case "signaling": self = .signaling
+        case "att": self = .att
+        case "smp": self = .smp
+        case "gatt": self = .gatt
+        case "monitor": self = .monitor
+        default: self = .other
+        }
     }
 }
 
@@ -71,6 +92,7 @@ public final class PacketDecoder: @unchecked Sendable {
     private var nextIndex = 1
     private var reassembly = Reassembly()
     private var gatt = GATTTracker()
+    private var summaries = Summaries()
 
     public init() {}
 
@@ -99,6 +121,7 @@ public final class PacketDecoder: @unchecked Sendable {
         let idx = index ?? nextIndex
         nextIndex = idx + 1
         var p = DecodedPacket(index: idx, time: time, direction: direction, type: "unknown", summary: "", layers: [])
+        p.layers.reserveCapacity(4)  // hci, l2cap, att, gatt: one allocation, not three
         switch packet {
         case .failure(let error):
             if let first = raw.first, let t = HCIPacketType(rawValue: first) { p.type = t.description }
@@ -128,12 +151,12 @@ public final class PacketDecoder: @unchecked Sendable {
     // MARK: HCI
 
     private func decodeCommand(_ c: HCICommandPacket, into p: inout DecodedPacket) {
-        let name = c.opcode.name
+        let (name, summary) = summaries.command(c.opcode)
         var f: [Field] = [.code("opcode", c.opcode.rawValue), .text("name", name)]
-        p.summary = "HCI Command \(name)"
+        p.summary = summary
         do {
             if let cmd = try HCICommands.decode(c) {
-                f += expandAdvertisingData(cmd.fields, keys: ["advertisingData", "scanResponseData"])
+                f += expandAdvertisingData(cmd.fields, keys: Self.commandADKeys)
             } else if !c.parameters.isEmpty {
                 f.append(.bytes("parameters", c.parameters))
             }
@@ -145,9 +168,9 @@ public final class PacketDecoder: @unchecked Sendable {
     }
 
     private func decodeEvent(_ e: HCIEventPacket, into p: inout DecodedPacket) {
-        let name = HCIEvents.name(code: e.code)
+        let (name, summary) = summaries.event(e.code)
         var f: [Field] = [.code("eventCode", e.code), .text("name", name)]
-        p.summary = "HCI Event \(name)"
+        p.summary = summary
         do {
             let ev = try HCIEvents.decode(e)
             if let meta = ev as? LEMetaEvent {
@@ -156,10 +179,10 @@ public final class PacketDecoder: @unchecked Sendable {
                 let code = (meta.subevent as? UnknownLESubevent)?.code ?? t.subeventCode
                 f.append(.code("subeventCode", code))
                 f.append(.text("subevent", subName))
-                p.summary += ": \(subName)"
+                p.summary = summaries.leMeta(code: code, summary, subName)
                 var sub = meta.subevent.fields
                 if meta.subevent is LEAdvertisingReport || meta.subevent is LEExtendedAdvertisingReport {
-                    sub = expandAdvertisingData(sub, keys: ["data"])
+                    sub = expandAdvertisingData(sub, keys: Self.reportADKeys)
                 }
                 if let u = meta.subevent as? UnknownLESubevent { sub = [.bytes("parameters", u.parameters)] }
                 f += sub
@@ -172,8 +195,8 @@ public final class PacketDecoder: @unchecked Sendable {
                 }
             } else {
                 f += ev.fields
-                if let cc = ev as? CommandComplete { p.summary += " (\(cc.opcode.name))" }
-                if let cs = ev as? CommandStatus { p.summary += " (\(cs.opcode.name))" }
+                if let cc = ev as? CommandComplete { p.summary = summaries.commandEvent(code: e.code, summary, cc.opcode) }
+                if let cs = ev as? CommandStatus { p.summary = summaries.commandEvent(code: e.code, summary, cs.opcode) }
                 if let d = ev as? DisconnectionComplete { forgetConnection(d.connectionHandle) }
             }
         } catch {
@@ -183,6 +206,26 @@ public final class PacketDecoder: @unchecked Sendable {
         p.layers.append(DecodedLayer("hci", f))
     }
 
+    /// Whether a bytes field named in `keys` is among `fields`, at any depth.
+    private static func hasBytesField(_ fields: [Field], named keys: Set<String>) -> Bool {
+        for i in fields.indices {
+            switch fields[i].value {
+            case .bytes where keys.contains(fields[i].name): return true
+            case .object(let inner): if hasBytesField(inner, named: keys) { return true }
+            case .list(let items):
+                for item in items {
+                    if case .object(let inner) = item, hasBytesField(inner, named: keys) { return true }
+                }
+            default: break
+            }
+        }
+        return false
+    }
+
+    /// The fields naming advertising data, expanded into AD structures.
+    private static let commandADKeys: Set<String> = ["advertisingData", "scanResponseData"]
+    private static let reportADKeys: Set<String> = ["data"]
+
     private func forgetConnection(_ handle: UInt16) {
         gatt.reset(connection: handle)
         reassembly.reset(handle: handle)
@@ -191,6 +234,8 @@ public final class PacketDecoder: @unchecked Sendable {
     /// Adds the AD structures (from the Host layer's AdvertisingData codec) after every field
     /// named in `keys`, at any depth.
     private func expandAdvertisingData(_ fields: [Field], keys: Set<String>) -> [Field] {
+        // Most commands carry no advertising data: return their fields as they are (no copy).
+        guard Self.hasBytesField(fields, named: keys) else { return fields }
         var out: [Field] = []
         out.reserveCapacity(fields.count + 1)
         for field in fields {
@@ -267,7 +312,7 @@ public final class PacketDecoder: @unchecked Sendable {
                 let pdu = try ATTPDU.decode(frame.payload)
                 let f = pdu.fields
                 p.layers.append(DecodedLayer("att", f))
-                p.summary = "ATT \(pdu.opcode.name ?? "Unknown (\(hexCode(pdu.opcode.rawValue)))")"
+                p.summary = summaries.att(pdu.opcode)
                 if let g = gatt.process(pdu, connection: handle, direction: direction), !g.isEmpty {
                     p.layers.append(DecodedLayer("gatt", g))
                 }
@@ -311,6 +356,61 @@ public final class PacketDecoder: @unchecked Sendable {
     }
 }
 
+// MARK: - Summaries
+
+/// Packet summaries by opcode, built once each: formatting "ATT Read Request" or "HCI Event
+/// Command Complete (LE Set Scan Enable)" for every packet was a measurable part of `dump`
+/// (issue 14). Bounded: at most 256 ATT opcodes, 256 event codes, 65536 command opcodes and
+/// 2 × 65536 command events (Command Complete, Command Status).
+struct Summaries {
+    private var attSummaries: [String?] = Array(repeating: nil, count: 256)
+    private var eventNames: [(name: String, summary: String)?] = Array(repeating: nil, count: 256)
+    private var commands: [UInt16: (name: String, summary: String)] = [:]
+    private var commandEvents: [UInt32: String] = [:]
+    private var leMetaSummaries: [String?] = Array(repeating: nil, count: 256)
+
+    mutating func att(_ opcode: ATTOpcode) -> String {
+        if let s = attSummaries[Int(opcode.rawValue)] { return s }
+        let s = "ATT \(opcode.name ?? "Unknown (\(hexCode(opcode.rawValue)))")"
+        attSummaries[Int(opcode.rawValue)] = s
+        return s
+    }
+
+    mutating func command(_ opcode: HCIOpcode) -> (name: String, summary: String) {
+        if let c = commands[opcode.rawValue] { return c }
+        let name = opcode.name
+        let c = (name, "HCI Command \(name)")
+        commands[opcode.rawValue] = c
+        return c
+    }
+
+    mutating func event(_ code: UInt8) -> (name: String, summary: String) {
+        if let e = eventNames[Int(code)] { return e }
+        let name = HCIEvents.name(code: code)
+        let e = (name, "HCI Event \(name)")
+        eventNames[Int(code)] = e
+        return e
+    }
+
+    /// LE Meta's `summary` followed by ": subevent name".
+    mutating func leMeta(code: UInt8, _ summary: String, _ name: String) -> String {
+        if let s = leMetaSummaries[Int(code)] { return s }
+        let s = summary + ": \(name)"
+        leMetaSummaries[Int(code)] = s
+        return s
+    }
+
+    /// Event `code`'s `summary` (Command Complete's or Command Status's) followed by
+    /// " (command name)".
+    mutating func commandEvent(code: UInt8, _ summary: String, _ opcode: HCIOpcode) -> String {
+        let key = UInt32(opcode.rawValue) | UInt32(code) << 16
+        if let s = commandEvents[key] { return s }
+        let s = summary + " (\(opcode.name))"
+        commandEvents[key] = s
+        return s
+    }
+}
+
 // MARK: - Reassembly
 
 /// ACL fragments → L2CAP frames, per (connection handle, direction), bounded: the host's own
@@ -327,7 +427,8 @@ struct Reassembly {
     }
 
     enum Outcome {
-        /// A whole frame (header + payload) and the packet indexes it came from.
+        /// A whole frame (header + payload) and the packet indexes it came from (empty when it
+        /// came whole in the current packet: no array per packet for the common case).
         case frame([UInt8], indexes: [Int], dropped: String?)
         case fragment(number: Int, firstIndex: Int, received: Int, total: Int?, dropped: String?)
         case malformed(String, dropped: String?)
@@ -347,11 +448,11 @@ struct Reassembly {
                 let r = old.reassembler
                 dropped = "frame from packet(s) \(old.indexes.map(String.init).joined(separator: ",")) was incomplete (\(r.pendingCount) of \(r.expectedLength.map(String.init) ?? "?") octets)"
             }
-            var p = Pending(indexes: [index])
+            var p = Pending()
             switch p.reassembler.push(a.data, start: true) {
-            case .frame(let f): return .frame(f, indexes: [index], dropped: dropped)
+            case .frame(let f): return .frame(f, indexes: [], dropped: dropped)
             case .dropped(let reason), .replaced(let reason, _): return .malformed(reason, dropped: dropped)
-            case .pending: break
+            case .pending: p.indexes = [index]
             }
             if pending.count >= PacketDecoder.maxPendingFrames,
                let oldest = pending.min(by: { $0.value.indexes[0] < $1.value.indexes[0] }) {

@@ -12,10 +12,19 @@ struct GATTTracker {
         /// What the attribute is about: the service's UUID for a service declaration (as
         /// Wireshark shows it), the characteristic's for its value, the descriptor's own.
         var uuid: BluetoothUUID
-        /// For descriptors and characteristic declarations: the characteristic's UUID.
-        var characteristic: BluetoothUUID? = nil
-        /// For service declarations: the declaration's attribute type (2800 or 2801).
-        var declaration: BluetoothUUID? = nil
+        /// The fields describing it after its handle (uuid, name, characteristic, declaration),
+        /// built once when it is learnt: later PDUs naming the handle reuse them (formatting
+        /// UUIDs per packet was a third of `dump`'s time, issue 14).
+        var described: [Field]
+
+        init(uuid: BluetoothUUID, characteristic: BluetoothUUID? = nil, declaration: BluetoothUUID? = nil) {
+            self.uuid = uuid
+            var f: [Field] = [GATTTracker.uuidField("uuid", uuid)]
+            if let n = AssignedNumbers.name(of: uuid) { f.append(.text("name", n)) }
+            if let ch = characteristic { f.append(GATTTracker.uuidField("characteristic", ch)) }
+            if let d = declaration { f.append(GATTTracker.uuidField("declaration", d)) }
+            described = f
+        }
     }
 
     struct Connection {
@@ -39,11 +48,13 @@ struct GATTTracker {
 
     /// The GATT layer's fields for `pdu`, or nil when there is nothing to say.
     mutating func process(_ pdu: ATTPDU, connection handle: UInt16, direction: Direction?) -> [Field]? {
-        if connections[handle] == nil, connections.count >= Self.maxConnections { connections.removeAll() }
-        // Taken out of the dictionary while it changes: a copy left behind would make every
-        // change copy the connection's tables (O(n) per packet).
-        var c = connections.removeValue(forKey: handle) ?? Connection()
-        defer { connections[handle] = c }
+        if connections.count >= Self.maxConnections, connections[handle] == nil { connections.removeAll() }
+        // Changed in place through the dictionary's modify accessor (one look-up, no copy of
+        // the connection's tables, which would make every packet O(n)).
+        return Self.process(pdu, direction: direction, in: &connections[handle, default: Connection()])
+    }
+
+    private static func process(_ pdu: ATTPDU, direction: Direction?, in c: inout Connection) -> [Field]? {
         let reverse: Direction? = direction.map { $0 == .sent ? .received : .sent }
 
         if pdu.opcode.isRequest {
@@ -150,19 +161,18 @@ struct GATTTracker {
         }
     }
 
-    private func describe(_ handle: UInt16, in c: Connection) -> [Field] {
-        var f: [Field] = [.int("handle", handle)]
-        guard let a = c.attributes[handle] else { return f }
-        f.append(uuidField("uuid", a.uuid))
-        if let n = AssignedNumbers.name(of: a.uuid) { f.append(.text("name", n)) }
-        if let ch = a.characteristic { f.append(uuidField("characteristic", ch)) }
-        if let d = a.declaration { f.append(uuidField("declaration", d)) }
+    private static func describe(_ handle: UInt16, in c: Connection) -> [Field] {
+        guard let a = c.attributes[handle] else { return [.int("handle", handle)] }
+        var f: [Field] = []
+        f.reserveCapacity(1 + a.described.count + 1)
+        f.append(.int("handle", handle))
+        f += a.described
         return f
     }
 
-    private func uuidField(_ name: String, _ u: BluetoothUUID) -> Field { .text(name, u.description) }
+    private static func uuidField(_ name: String, _ u: BluetoothUUID) -> Field { .text(name, u.description) }
 
-    private func cccdMeaning(_ value: [UInt8]) -> String? {
+    private static func cccdMeaning(_ value: [UInt8]) -> String? {
         guard value.count == 2 else { return nil }
         let v = UInt16(value[0]) | UInt16(value[1]) << 8
         switch v {

@@ -156,13 +156,16 @@ public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
 extension Array where Element == UInt8 {
     /// Lowercase hex without separators, as CLI.md's JSON wants binary values.
     public var hex: String {
-        var s = ""
-        s.reserveCapacity(count * 2)
-        for b in self {
-            s.append(hexDigits[Int(b >> 4)])
-            s.append(hexDigits[Int(b & 0x0f)])
+        // Into one buffer, no Character appends: `dump` formats one for every binary value.
+        String(unsafeUninitializedCapacity: count * 2) { out in
+            var i = 0
+            for b in self {
+                out[i] = lowercaseHexDigit(b >> 4)
+                out[i + 1] = lowercaseHexDigit(b & 0x0f)
+                i += 2
+            }
+            return i
         }
-        return s
     }
 
     /// Parses "0a1B2c", "0a:1b", "0a 1b" (separators ignored). Nil on odd length or a non-hex digit.
@@ -185,13 +188,19 @@ extension Array where Element == UInt8 {
     }
 }
 
-private let hexDigits: [Character] = Array("0123456789abcdef")
 
 /// "0x0c", "0x0c03": how CLI.md writes opcodes and codes.
+@inlinable
 public func hexCode<T: FixedWidthInteger>(_ v: T, digits: Int = MemoryLayout<T>.size * 2) -> String {
-    // Digit by digit into one small buffer: `dump` formats millions of these.
-    // Two's complement within T's width for signed types, as the wire carries them.
-    let value = UInt64(truncatingIfNeeded: v) & (T.bitWidth >= 64 ? .max : (1 << UInt64(T.bitWidth)) - 1)
+    // Inlinable so the generic part (widening to 64 bits) is specialized in the caller: `dump`
+    // formats millions of these. Two's complement within T's width for signed types, as the
+    // wire carries them.
+    hexCode64(UInt64(truncatingIfNeeded: v) & (T.bitWidth >= 64 ? .max : (1 << UInt64(T.bitWidth)) - 1), digits: digits)
+}
+
+/// Digit by digit into one small buffer.
+@usableFromInline
+func hexCode64(_ value: UInt64, digits: Int) -> String {
     var count = 1
     while count < 16, value >> (4 * UInt64(count)) != 0 { count += 1 }
     count = Swift.max(count, Swift.min(digits, 16))
@@ -199,11 +208,12 @@ public func hexCode<T: FixedWidthInteger>(_ v: T, digits: Int = MemoryLayout<T>.
         buf[0] = UInt8(ascii: "0")
         buf[1] = UInt8(ascii: "x")
         for i in 0..<count {
-            let nibble = Int((value >> (4 * UInt64(count - 1 - i))) & 0xF)
-            buf[2 + i] = hexASCII[nibble]
+            buf[2 + i] = lowercaseHexDigit(UInt8(truncatingIfNeeded: (value >> (4 * UInt64(count - 1 - i))) & 0xF))
         }
         return count + 2
     }
 }
 
-private let hexASCII: [UInt8] = Array("0123456789abcdef".utf8)
+/// The ASCII lowercase hex digit of a nibble (0...15).
+@inline(__always)
+func lowercaseHexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 48 &+ v : 87 &+ v }

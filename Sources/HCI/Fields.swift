@@ -8,6 +8,7 @@ public struct Field: Sendable, Equatable {
     /// A human gloss shown after the value in the tree ("30.00 ms", "Success"); not in JSON.
     public var note: String?
 
+    @inlinable
     public init(_ name: String, _ value: FieldValue, note: String? = nil) {
         self.name = name
         self.value = value
@@ -15,7 +16,9 @@ public struct Field: Sendable, Equatable {
     }
 }
 
-public indirect enum FieldValue: Sendable, Equatable {
+/// Not `indirect`: `list` and `object` hold arrays (already references), so no case needs a
+/// box, and a boxed allocation per value was a large part of `dump`'s time (issue 14).
+public enum FieldValue: Sendable, Equatable {
     /// A count, length, handle or other number (JSON number).
     case int(Int)
     /// An opcode or code, written "0x.." (JSON string).
@@ -33,19 +36,26 @@ public protocol FieldDescribable {
     var fields: [Field] { get }
 }
 
+// Inlinable: specialized where they are called (a generic call per field was measurable in
+// `dump`, issue 14).
 extension Field {
+    @inlinable
     public static func int<T: BinaryInteger>(_ name: String, _ v: T, note: String? = nil) -> Field {
         Field(name, .int(Int(v)), note: note)
     }
+    @inlinable
     public static func code<T: FixedWidthInteger>(_ name: String, _ v: T, note: String? = nil) -> Field {
         Field(name, .code(hexCode(v)), note: note)
     }
+    @inlinable
     public static func bytes(_ name: String, _ v: [UInt8], note: String? = nil) -> Field {
         Field(name, .bytes(v), note: note)
     }
+    @inlinable
     public static func text(_ name: String, _ v: String, note: String? = nil) -> Field {
         Field(name, .text(v), note: note)
     }
+    @inlinable
     public static func bool(_ name: String, _ v: Bool) -> Field { Field(name, .bool(v)) }
     public static func address(_ name: String, _ a: BDAddress, type: AddressType? = nil) -> Field {
         Field(name, .text(a.description), note: type.map { "\($0)" })

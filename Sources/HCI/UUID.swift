@@ -58,11 +58,19 @@ public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible, Compar
     public var littleEndianFor16Or128: [UInt8] { bytes.count == 4 ? uuid128.reversed() : bytes.reversed() }
 
     /// CLI.md's form: lowercase, 4 or 8 hex digits, or dashed 128-bit.
+    /// Written digit by digit into one buffer: `dump` formats one for every attribute it names.
     public var description: String {
-        let h = bytes.hex
-        guard bytes.count == 16 else { return h }
-        let c = Array(h)
-        return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+        guard bytes.count == 16 else { return bytes.hex }
+        return String(unsafeUninitializedCapacity: 36) { out in
+            var i = 0
+            for (k, b) in bytes.enumerated() {
+                if k == 4 || k == 6 || k == 8 || k == 10 { out[i] = UInt8(ascii: "-"); i += 1 }
+                out[i] = lowercaseHexDigit(b >> 4)
+                out[i + 1] = lowercaseHexDigit(b & 0x0f)
+                i += 2
+            }
+            return i
+        }
     }
 
     public static func == (a: BluetoothUUID, b: BluetoothUUID) -> Bool { a.bytes == b.bytes || a.uuid128 == b.uuid128 }

@@ -135,7 +135,7 @@ private func readStream(_ handle: FileHandle, name: String) throws(CaptureError)
 }
 
 /// Collects output and writes it to fd 1 in chunks of about 64 KiB: no syscall per packet.
-struct BufferedStdout {
+struct BufferedStdout: ~Copyable {
     var buffer: RenderBuffer
     static let chunk = 64 * 1024
 
@@ -147,7 +147,7 @@ struct BufferedStdout {
 
     mutating func flush() {
         guard buffer.count > 0 else { return }
-        buffer.bytes.withUnsafeBytes { buf in
+        buffer.withUnsafeBytes { buf in
             var offset = 0
             while offset < buf.count {
                 let n = write(STDOUT_FILENO, buf.baseAddress! + offset, buf.count - offset)

@@ -186,3 +186,37 @@ import Capture
     appendJSONFields(fields, to: &fast)
     #expect(fast.string == jsonObject(fields))
 }
+
+/// The byte buffer grows past its first capacity keeping what it holds, and empties for
+/// reuse: the same text as String concatenation.
+@Test func renderBufferGrowsAndEmpties() {
+    var b = RenderBuffer(capacity: 1)
+    var reference = ""
+    for i in 0..<5_000 {
+        let piece = "line \(i): " + String(repeating: "x", count: i % 37) + "\n"
+        b.append(piece)
+        reference += piece
+    }
+    #expect(b.count == reference.utf8.count)
+    #expect(b.string == reference)
+    #expect(b.bytes == Array(reference.utf8))
+    b.removeAll()
+    #expect(b.count == 0 && b.string.isEmpty)
+    b.append("after")
+    #expect(b.string == "after")
+}
+
+/// Summaries are kept per opcode: Command Complete and Command Status of the same command, and
+/// two different commands, each keep their own (names: Core v5.4 Vol 4 Part E 7.7.14, 7.7.15,
+/// 7.8.10, 7.8.11).
+@Test func summariesPerEventAndCommand() {
+    let d = PacketDecoder()
+    let complete = d.event(0x0E, [0x01, 0x0C, 0x20, 0x00])  // Command Complete, LE Set Scan Enable
+    let status = d.event(0x0F, [0x00, 0x01, 0x0C, 0x20])    // Command Status, LE Set Scan Enable
+    let other = d.event(0x0E, [0x01, 0x0B, 0x20, 0x00])     // Command Complete, LE Set Scan Parameters
+    let again = d.event(0x0E, [0x01, 0x0C, 0x20, 0x00])
+    #expect(complete.summary == "HCI Event Command Complete (LE Set Scan Enable)")
+    #expect(status.summary == "HCI Event Command Status (LE Set Scan Enable)")
+    #expect(other.summary == "HCI Event Command Complete (LE Set Scan Parameters)")
+    #expect(again.summary == complete.summary)
+}

@@ -31,4 +31,18 @@ import Testing
         #expect(hexCode(Int8(-1)) == "0xff")
         #expect(hexCode(UInt8(0), digits: 0) == "0x0")
     }
+
+    /// Binary values as lowercase hex without separators (CLI.md), and 128-bit UUIDs in the
+    /// 8-4-4-4-12 text form of RFC 4122 section 3 (as Core Vol 3 Part B 2.5.1 and tshark write
+    /// them); 16-bit UUIDs as their 4 digits.
+    @Test func hexAndUUIDText() {
+        #expect([UInt8]().hex == "")
+        #expect([0x00, 0x0a, 0xab, 0xff].hex == "000aabff")
+        #expect([UInt8](repeating: 0x5a, count: 40).hex == String(repeating: "5a", count: 40))
+        let u = BluetoothUUID(bigEndian: [0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0,
+                                          0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef])!
+        #expect(u.description == "12345678-9abc-def0-0123-456789abcdef")
+        #expect(BluetoothUUID(0x180d).description == "180d")
+        #expect(BluetoothUUID(uuid32: 0x1234_5678).description == "12345678")
+    }
 }

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # `make bench`: performance report against peers measured in the same run (docs/performance.md).
 # One line per metric: ours, the peer's, the ratio. A report, not a gate: always exits 0.
-# Environment: BENCH_N (GATT exchanges, default 5000), BENCH_PACKETS (dump capture, default
-# 500000), BENCH_FLOW_PACKETS (dump --flow/--svg, n and 2n, default 50000), BENCH_SCRATCH (release build dir, default .build), SWIFT.
+# Environment: BENCH_N (GATT exchanges, default 5000), BENCH_PACKETS (varied dump capture, default
+# 50000), BENCH_FLOW_PACKETS (dump --flow/--svg, n and 2n, default 50000), BENCH_SCRATCH (release build dir, default .build), SWIFT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PATH:/opt/swift/usr/bin"
 SWIFT=${SWIFT:-swift}
 SCRATCH=${BENCH_SCRATCH:-.build}
 N=${BENCH_N:-5000}
-PACKETS=${BENCH_PACKETS:-500000}
+PACKETS=${BENCH_PACKETS:-50000}
 PY=.venv/bin/python
 WORK=$(mktemp -d /tmp/ble-hci-bench.XXXXXX)
 PIDS=()
@@ -34,19 +34,33 @@ for metric in reads notifications; do
     line "gatt $metric/s (N=$N)" "${ours:-fail}" bumble "${peer:-fail}" "$(ratio "$ours" "$peer")" "target ≥ 50×"
 done
 
-# 2. dump of a large capture vs tshark -V (the demo's traffic repeated), output to /dev/null.
-if timeout 60 "$BIN/ble-hci" demo -w "$WORK/demo.btsnoop" >/dev/null 2>&1 \
-   && "$BIN/ble-hci-bench" capture "$WORK/demo.btsnoop" "$WORK/big.btsnoop" "$PACKETS" >/dev/null; then
-    t0=$(date +%s.%N); "$BIN/ble-hci" dump "$WORK/big.btsnoop" >/dev/null; t1=$(date +%s.%N)
-    ours=$(awk -v a="$t0" -v b="$t1" -v n="$PACKETS" 'BEGIN { printf "%.0f", n / (b - a) }')
+# 2. dump (tree, to /dev/null) vs tshark -V on a capture of BENCH_PACKETS varied packets (issue
+# 14: every ATT opcode, discovery, errors, notifications, SMP, signaling, no exchange repeated;
+# `ble-hci-bench varied`), and ours on twice as many packets (time per packet must not grow).
+# CPU time (user + sys) and wall clock of each run, with the load average: the machine is shared.
+cpu_wall() {  # prints "cpu wall" seconds of one run of "$@", output discarded
+    local TIMEFORMAT='%U %S %R' t
+    t=$( { time "$@" >/dev/null 2>&1; } 2>&1 ) || return 1
+    awk '{ printf "%.3f %.3f", $1 + $2, $3 }' <<<"$t"
+}
+if "$BIN/ble-hci-bench" varied "$WORK/varied1.btsnoop" "$PACKETS" >/dev/null \
+   && "$BIN/ble-hci-bench" varied "$WORK/varied2.btsnoop" "$((PACKETS * 2))" >/dev/null; then
+    echo "dump: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    read -r ours ourswall < <(cpu_wall "$BIN/ble-hci" dump "$WORK/varied1.btsnoop")
+    read -r ours2 ours2wall < <(cpu_wall "$BIN/ble-hci" dump "$WORK/varied2.btsnoop")
     if command -v tshark >/dev/null; then
-        t0=$(date +%s.%N); tshark -V -r "$WORK/big.btsnoop" >/dev/null 2>&1; t1=$(date +%s.%N)
-        peer=$(awk -v a="$t0" -v b="$t1" -v n="$PACKETS" 'BEGIN { printf "%.0f", n / (b - a) }')
-    else peer=""; fi
-    line "dump packets/s ($PACKETS packets)" "$ours" tshark "${peer:-n/a}" "$(ratio "$ours" "$peer")" "target ≥ 20×"
+        read -r peer peerwall < <(cpu_wall tshark -V -r "$WORK/varied1.btsnoop")
+        malformed=$(tshark -V -r "$WORK/varied1.btsnoop" 2>/dev/null | grep -c Malformed)
+    else peer=""; peerwall=""; malformed="n/a"; fi
+    line "dump CPU s ($PACKETS varied packets)" "${ours:-fail}" tshark "${peer:-n/a}" "$(ratio "$peer" "$ours")" "tshark/ours; target ≥ 20×"
+    line "dump wall s ($PACKETS varied packets)" "${ourswall:-fail}" tshark "${peerwall:-n/a}" "$(ratio "$peerwall" "$ourswall")" "tshark/ours, load-dependent"
+    printf 'dump CPU s %7s packets %7s   %7s packets %7s   2n/n %s (linear: 2.0); tshark "Malformed": %s\n' \
+        "$PACKETS" "$ours" "$((PACKETS * 2))" "$ours2" "$(ratio "$ours2" "$ours")" "$malformed"
 else
-    echo "dump: could not build the capture"
+    echo "dump: could not build the varied capture"
 fi
+# The demo's capture, used by 2b.
+timeout 60 "$BIN/ble-hci" demo -w "$WORK/demo.btsnoop" >/dev/null 2>&1
 
 # 2b. dump --flow / --svg of n and 2n packets (issue 17): the time must grow linearly.
 FLOW_N=${BENCH_FLOW_PACKETS:-50000}

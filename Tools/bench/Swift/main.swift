@@ -3,6 +3,7 @@
 //   ble-hci-bench reads N          our Central reads a characteristic N times from our Peripheral
 //   ble-hci-bench notifications N  our Peripheral notifies N values, our Central counts them
 //   ble-hci-bench capture IN OUT N a btsnoop of N packets: IN's records repeated, times increasing
+//   ble-hci-bench varied OUT N [SEED] a btsnoop of N packets, no exchange repeated (VariedCapture.swift)
 //   ble-hci-bench links L [RATE S]  one Central connected to L Peripherals (one virtual link),
 //                                  each notifying RATE values/s (default 720) of 244 octets for
 //                                  S seconds (default 5): loss, process CPU, anonymous memory
@@ -185,7 +186,7 @@ func makeCapture(input: String, output: String, count: Int) throws {
 
 let args = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | capture IN OUT N | links L [RATE SECONDS]\n".utf8))
+    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS]\n".utf8))
     exit(2)
 }
 guard args.count >= 3 else { usage() }
@@ -196,6 +197,9 @@ do {
     case "links": try await benchLinks(Int(args[2]) ?? 32, rate: args.count > 3 ? Int(args[3]) ?? 720 : 720,
                                        seconds: args.count > 4 ? Int(args[4]) ?? 5 : 5)
     case "capture" where args.count == 5: try makeCapture(input: args[2], output: args[3], count: Int(args[4]) ?? 500_000)
+    case "varied" where args.count == 4 || args.count == 5:
+        try makeVariedCapture(output: args[2], count: Int(args[3]) ?? 50_000,
+                              seed: args.count == 5 ? UInt64(args[4]) ?? 1 : 1)
     default: usage()
     }
 } catch {
