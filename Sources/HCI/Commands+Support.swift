@@ -53,7 +53,7 @@ extension ByteReader {
 
 extension ByteWriter {
     /// Writes exactly `count` octets: `data` then zero padding (legacy advertising data is always 31 octets).
-    mutating func padded(_ data: [UInt8], to count: Int) {
+    package mutating func padded(_ data: [UInt8], to count: Int) {
         append(data.prefix(count))
         if data.count < count { append(repeatElement(0, count: count - data.count)) }
     }
