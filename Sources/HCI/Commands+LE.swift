@@ -36,16 +36,6 @@ extension LESetEventMask {
     }
 }
 
-/// Address_Type of the filter accept list commands (Core Vol 4 Part E 7.8.16).
-public func filterAcceptListAddressTypeName(_ v: UInt8) -> String {
-    switch v {
-    case 0x00: "public"
-    case 0x01: "random"
-    case 0xFF: "anonymous advertisements"
-    default: "reserved"
-    }
-}
-
 /// The Address_Type of the filter accept list commands for anonymous advertisements (Core Vol 4 Part E 7.8.16).
 public let filterAcceptListAnonymous: UInt8 = 0xFF
 

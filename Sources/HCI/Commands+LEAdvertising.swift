@@ -1,17 +1,5 @@
 // Legacy LE advertising and scanning commands. Core Vol 4 Part E 7.8.5-7.8.11.
 
-/// Advertising_Type of LE Set Advertising Parameters.
-public func legacyAdvertisingTypeName(_ v: UInt8) -> String {
-    switch v {
-    case 0x00: "ADV_IND"
-    case 0x01: "ADV_DIRECT_IND (high duty cycle)"
-    case 0x02: "ADV_SCAN_IND"
-    case 0x03: "ADV_NONCONN_IND"
-    case 0x04: "ADV_DIRECT_IND (low duty cycle)"
-    default: "reserved"
-    }
-}
-
 /// Legacy advertising or scan response data: a length octet and always 31 data octets.
 func decodeLegacyData(_ r: inout ByteReader, _ what: String) throws(DecodeError) -> [UInt8] {
     let n = Int(try r.u8("dataLength"))

@@ -114,18 +114,6 @@ public struct LESetExtendedAdvertisingParameters: HCICommand, Equatable {
     }
 }
 
-/// Operation of LE Set Extended Advertising/Scan Response Data.
-public func extendedDataOperationName(_ v: UInt8) -> String {
-    switch v {
-    case 0x00: "intermediate fragment"
-    case 0x01: "first fragment"
-    case 0x02: "last fragment"
-    case 0x03: "complete data"
-    case 0x04: "unchanged data"
-    default: "reserved"
-    }
-}
-
 /// Shared shape of LE Set Extended Advertising Data and LE Set Extended Scan Response Data.
 public struct ExtendedDataParameters: Sendable, Equatable {
     public var advertisingHandle: UInt8
@@ -206,13 +194,9 @@ public struct LESetExtendedAdvertisingEnable: HCICommand, Equatable {
 
     public init(parameters r: inout ByteReader) throws(DecodeError) {
         enable = try r.u8("enable") != 0
-        let n = Int(try r.u8("numSets"))
-        try r.need(n * 4, "advertisingHandle/duration/maxExtendedAdvertisingEvents")
-        sets = []
-        sets.reserveCapacity(n)
-        for _ in 0..<n {
-            sets.append(AdvertisingSet(advertisingHandle: try r.u8("advertisingHandle"), duration: try r.u16("duration"),
-                                       maxExtendedAdvertisingEvents: try r.u8("maxExtendedAdvertisingEvents")))
+        sets = try decodeList(&r, count: "numSets", minimumSize: 4, "advertisingHandle/duration/maxExtendedAdvertisingEvents") { r throws(DecodeError) in
+            AdvertisingSet(advertisingHandle: try r.u8("advertisingHandle"), duration: try r.u16("duration"),
+                           maxExtendedAdvertisingEvents: try r.u8("maxExtendedAdvertisingEvents"))
         }
     }
 

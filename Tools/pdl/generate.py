@@ -37,6 +37,8 @@ TARGETS = {
     "signaling.pdl": ROOT / "Sources/L2CAP/Generated/SignalingCommands.swift",
     "att.pdl": ROOT / "Sources/ATT/Generated/ATTOpcodes.swift",
     "smp.pdl": ROOT / "Sources/SMP/Generated/SMP.swift",
+    "hci-codes.pdl": ROOT / "Sources/HCI/Generated/Codes.swift",
+    "l2cap-codes.pdl": ROOT / "Sources/L2CAP/Generated/Codes.swift",
 }
 
 INTS = {"u8": "UInt8", "i8": "Int8", "u16": "UInt16", "u32": "UInt32", "u64": "UInt64"}
@@ -511,6 +513,9 @@ def main():
         if name == "smp.pdl":
             from gen_smp import generate_smp
             text = generate_smp(src, Field)
+        elif name.endswith("-codes.pdl"):
+            from gen_codes import generate_codes
+            text = generate_codes(src, imports=() if name == "hci-codes.pdl" else ("HCI",))
         else:
             text = {"signaling.pdl": generate_signaling, "att.pdl": generate_att}.get(name, generate)(src)
         if check:

@@ -7,13 +7,14 @@ import HCI
 public struct SMPIOCapability: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
     public static let displayOnly = Self(rawValue: 0x00)
     public static let displayYesNo = Self(rawValue: 0x01)
     public static let keyboardOnly = Self(rawValue: 0x02)
     public static let noInputNoOutput = Self(rawValue: 0x03)
     public static let keyboardDisplay = Self(rawValue: 0x04)
 
-    /// The specification's name; nil for a reserved value.
+    /// The specification's name; nil for a code not declared.
     public var name: String? {
         switch rawValue {
         case 0x00: "DisplayOnly"
@@ -31,6 +32,7 @@ public struct SMPIOCapability: RawRepresentable, Hashable, Sendable, CustomStrin
 public struct SMPPairingFailedReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible, Error {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
     public static let passkeyEntryFailed = Self(rawValue: 0x01)
     public static let oobNotAvailable = Self(rawValue: 0x02)
     public static let authenticationRequirements = Self(rawValue: 0x03)
@@ -47,7 +49,7 @@ public struct SMPPairingFailedReason: RawRepresentable, Hashable, Sendable, Cust
     public static let crossTransportKeyDerivationNotAllowed = Self(rawValue: 0x0E)
     public static let keyRejected = Self(rawValue: 0x0F)
 
-    /// The specification's name; nil for a reserved value.
+    /// The specification's name; nil for a code not declared.
     public var name: String? {
         switch rawValue {
         case 0x01: "Passkey Entry Failed"
@@ -75,13 +77,14 @@ public struct SMPPairingFailedReason: RawRepresentable, Hashable, Sendable, Cust
 public struct SMPKeypressNotificationType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
     public static let passkeyEntryStarted = Self(rawValue: 0x00)
     public static let passkeyDigitEntered = Self(rawValue: 0x01)
     public static let passkeyDigitErased = Self(rawValue: 0x02)
     public static let passkeyCleared = Self(rawValue: 0x03)
     public static let passkeyEntryCompleted = Self(rawValue: 0x04)
 
-    /// The specification's name; nil for a reserved value.
+    /// The specification's name; nil for a code not declared.
     public var name: String? {
         switch rawValue {
         case 0x00: "Passkey entry started"
