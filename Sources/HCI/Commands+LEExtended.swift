@@ -1,27 +1,7 @@
 // LE extended advertising, extended scanning and extended connection commands.
 // Core Vol 4 Part E 7.8.52-7.8.66.
 
-/// Advertising_Event_Properties bits (LE Set Extended Advertising Parameters).
-public struct AdvertisingEventProperties: OptionSet, Sendable, Hashable, CustomStringConvertible {
-    public var rawValue: UInt16
-    public init(rawValue: UInt16) { self.rawValue = rawValue }
-    public static let connectable = AdvertisingEventProperties(rawValue: 1 << 0)
-    public static let scannable = AdvertisingEventProperties(rawValue: 1 << 1)
-    public static let directed = AdvertisingEventProperties(rawValue: 1 << 2)
-    public static let highDutyCycleDirected = AdvertisingEventProperties(rawValue: 1 << 3)
-    public static let legacy = AdvertisingEventProperties(rawValue: 1 << 4)
-    public static let anonymous = AdvertisingEventProperties(rawValue: 1 << 5)
-    public static let includeTxPower = AdvertisingEventProperties(rawValue: 1 << 6)
-
-    public var description: String {
-        let names: [(AdvertisingEventProperties, String)] = [
-            (.connectable, "connectable"), (.scannable, "scannable"), (.directed, "directed"),
-            (.highDutyCycleDirected, "high duty cycle"), (.legacy, "legacy"), (.anonymous, "anonymous"),
-            (.includeTxPower, "include tx power")]
-        let n = names.filter { contains($0.0) }.map(\.1)
-        return n.isEmpty ? "none" : n.joined(separator: ", ")
-    }
-}
+// AdvertisingEventProperties and LEFeatures: Tools/pdl/hci-codes.pdl (Generated/Codes.swift).
 
 /// LE Set Extended Advertising Parameters [v1] (0x2036).
 public struct LESetExtendedAdvertisingParameters: HCICommand, Equatable {

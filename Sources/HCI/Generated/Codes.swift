@@ -110,6 +110,70 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var description: String { "\(name) (\(hexCode(rawValue)))" }
 }
 
+/// LE features (Core Vol 6 Part B 4.6): the bits this stack looks at.
+public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public static let leEncryption = Self(rawValue: 1 << 0)
+    public static let connectionParametersRequest = Self(rawValue: 1 << 1)
+    public static let extendedRejectIndication = Self(rawValue: 1 << 2)
+    public static let peripheralInitiatedFeaturesExchange = Self(rawValue: 1 << 3)
+    public static let lePing = Self(rawValue: 1 << 4)
+    public static let dataPacketLengthExtension = Self(rawValue: 1 << 5)
+    public static let llPrivacy = Self(rawValue: 1 << 6)
+    public static let extendedScannerFilterPolicies = Self(rawValue: 1 << 7)
+    public static let le2MPHY = Self(rawValue: 1 << 8)
+    public static let leCodedPHY = Self(rawValue: 1 << 11)
+    public static let leExtendedAdvertising = Self(rawValue: 1 << 12)
+    public static let lePeriodicAdvertising = Self(rawValue: 1 << 13)
+    public static let channelSelectionAlgorithm2 = Self(rawValue: 1 << 14)
+
+    /// The names of the bits set; "none" when empty.
+    public var description: String {
+        var parts: [String] = []
+        if contains(.leEncryption) { parts.append("LE Encryption") }
+        if contains(.connectionParametersRequest) { parts.append("Connection Parameters Request Procedure") }
+        if contains(.extendedRejectIndication) { parts.append("Extended Reject Indication") }
+        if contains(.peripheralInitiatedFeaturesExchange) { parts.append("Peripheral-initiated Features Exchange") }
+        if contains(.lePing) { parts.append("LE Ping") }
+        if contains(.dataPacketLengthExtension) { parts.append("LE Data Packet Length Extension") }
+        if contains(.llPrivacy) { parts.append("LL Privacy") }
+        if contains(.extendedScannerFilterPolicies) { parts.append("Extended Scanner Filter Policies") }
+        if contains(.le2MPHY) { parts.append("LE 2M PHY") }
+        if contains(.leCodedPHY) { parts.append("LE Coded PHY") }
+        if contains(.leExtendedAdvertising) { parts.append("LE Extended Advertising") }
+        if contains(.lePeriodicAdvertising) { parts.append("LE Periodic Advertising") }
+        if contains(.channelSelectionAlgorithm2) { parts.append("Channel Selection Algorithm #2") }
+        return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+    }
+}
+
+/// Advertising_Event_Properties bits (LE Set Extended Advertising Parameters, Core Vol 4 Part E 7.8.53).
+public struct AdvertisingEventProperties: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public static let connectable = Self(rawValue: 0x0001)
+    public static let scannable = Self(rawValue: 0x0002)
+    public static let directed = Self(rawValue: 0x0004)
+    public static let highDutyCycleDirected = Self(rawValue: 0x0008)
+    public static let legacy = Self(rawValue: 0x0010)
+    public static let anonymous = Self(rawValue: 0x0020)
+    public static let includeTxPower = Self(rawValue: 0x0040)
+
+    /// The names of the bits set; "none" when empty.
+    public var description: String {
+        var parts: [String] = []
+        if contains(.connectable) { parts.append("connectable") }
+        if contains(.scannable) { parts.append("scannable") }
+        if contains(.directed) { parts.append("directed") }
+        if contains(.highDutyCycleDirected) { parts.append("high duty cycle") }
+        if contains(.legacy) { parts.append("legacy") }
+        if contains(.anonymous) { parts.append("anonymous") }
+        if contains(.includeTxPower) { parts.append("include tx power") }
+        return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+    }
+}
+
 /// Advertising_Type of LE Set Advertising Parameters (Core Vol 4 Part E 7.8.5).
 public func legacyAdvertisingTypeName(_ v: UInt8) -> String {
     switch v {
