@@ -124,32 +124,44 @@ public struct ExtendedDataParameters: Sendable, Equatable {
     }
 }
 
-/// LE Set Extended Advertising Data (0x2037).
-public struct LESetExtendedAdvertisingData: HCICommand, Equatable {
-    public var parameters: ExtendedDataParameters
+/// LE Set Extended Advertising Data and LE Set Extended Scan Response Data: the same parameters,
+/// coded once here; each command names its data.
+public protocol ExtendedDataCommand: HCICommand {
+    var parameters: ExtendedDataParameters { get }
+    init(extendedData: ExtendedDataParameters)
+    /// The data's parameter name ("advertisingData", "scanResponseData").
+    static var dataName: String { get }
+}
+
+extension ExtendedDataCommand {
     public var advertisingHandle: UInt8 { parameters.advertisingHandle }
+    public init(parameters r: inout ByteReader) throws(DecodeError) { self.init(extendedData: try ExtendedDataParameters(&r)) }
+    public func encodeParameters(into w: inout ByteWriter) { parameters.encode(into: &w) }
+    public var fields: [Field] { parameters.fields(Self.dataName) }
+}
+
+/// LE Set Extended Advertising Data (0x2037).
+public struct LESetExtendedAdvertisingData: ExtendedDataCommand, Equatable {
+    public static let dataName = "advertisingData"
+    public var parameters: ExtendedDataParameters
     public var advertisingData: [UInt8] { parameters.data }
+    public init(extendedData: ExtendedDataParameters) { parameters = extendedData }
     public init(advertisingHandle: UInt8, operation: UInt8 = 0x03, fragmentPreference: UInt8 = 0x01, advertisingData: [UInt8]) {
         parameters = ExtendedDataParameters(advertisingHandle: advertisingHandle, operation: operation,
                                             fragmentPreference: fragmentPreference, data: advertisingData)
     }
-    public init(parameters r: inout ByteReader) throws(DecodeError) { parameters = try ExtendedDataParameters(&r) }
-    public func encodeParameters(into w: inout ByteWriter) { parameters.encode(into: &w) }
-    public var fields: [Field] { parameters.fields("advertisingData") }
 }
 
 /// LE Set Extended Scan Response Data (0x2038).
-public struct LESetExtendedScanResponseData: HCICommand, Equatable {
+public struct LESetExtendedScanResponseData: ExtendedDataCommand, Equatable {
+    public static let dataName = "scanResponseData"
     public var parameters: ExtendedDataParameters
-    public var advertisingHandle: UInt8 { parameters.advertisingHandle }
     public var scanResponseData: [UInt8] { parameters.data }
+    public init(extendedData: ExtendedDataParameters) { parameters = extendedData }
     public init(advertisingHandle: UInt8, operation: UInt8 = 0x03, fragmentPreference: UInt8 = 0x01, scanResponseData: [UInt8]) {
         parameters = ExtendedDataParameters(advertisingHandle: advertisingHandle, operation: operation,
                                             fragmentPreference: fragmentPreference, data: scanResponseData)
     }
-    public init(parameters r: inout ByteReader) throws(DecodeError) { parameters = try ExtendedDataParameters(&r) }
-    public func encodeParameters(into w: inout ByteWriter) { parameters.encode(into: &w) }
-    public var fields: [Field] { parameters.fields("scanResponseData") }
 }
 
 /// LE Set Extended Advertising Enable (0x2039). Each set's parameters are consecutive on the wire.
