@@ -55,34 +55,29 @@ public struct ByteReader: Sendable {
     }
 
     public mutating func u32(_ field: StaticString = "uint32") throws(DecodeError) -> UInt32 {
-        try need(4, field)
-        defer { offset += 4 }
-        var v: UInt32 = 0
-        for i in 0..<4 { v |= UInt32(bytes[offset + i]) << (8 * i) }
-        return v
+        try integer(field, bigEndian: false)
     }
 
     public mutating func u32be(_ field: StaticString = "uint32") throws(DecodeError) -> UInt32 {
-        try need(4, field)
-        defer { offset += 4 }
-        var v: UInt32 = 0
-        for i in 0..<4 { v = v << 8 | UInt32(bytes[offset + i]) }
-        return v
+        try integer(field, bigEndian: true)
     }
 
     public mutating func u64(_ field: StaticString = "uint64") throws(DecodeError) -> UInt64 {
-        try need(8, field)
-        defer { offset += 8 }
-        var v: UInt64 = 0
-        for i in 0..<8 { v |= UInt64(bytes[offset + i]) << (8 * i) }
-        return v
+        try integer(field, bigEndian: false)
     }
 
     public mutating func u64be(_ field: StaticString = "uint64") throws(DecodeError) -> UInt64 {
-        try need(8, field)
-        defer { offset += 8 }
-        var v: UInt64 = 0
-        for i in 0..<8 { v = v << 8 | UInt64(bytes[offset + i]) }
+        try integer(field, bigEndian: true)
+    }
+
+    /// The next `T`-sized integer, least (or most) significant octet first.
+    @inline(__always)
+    private mutating func integer<T: FixedWidthInteger & UnsignedInteger>(_ field: StaticString, bigEndian: Bool) throws(DecodeError) -> T {
+        let n = MemoryLayout<T>.size
+        try need(n, field)
+        defer { offset += n }
+        var v: T = 0
+        for i in 0..<n { v |= T(bytes[offset + i]) << (8 * (bigEndian ? n - 1 - i : i)) }
         return v
     }
 

@@ -36,52 +36,8 @@ extension LESetEventMask {
     }
 }
 
-/// Address_Type of the filter accept list commands (Core Vol 4 Part E 7.8.16).
-public func filterAcceptListAddressTypeName(_ v: UInt8) -> String {
-    switch v {
-    case 0x00: "public"
-    case 0x01: "random"
-    case 0xFF: "anonymous advertisements"
-    default: "reserved"
-    }
-}
-
 /// The Address_Type of the filter accept list commands for anonymous advertisements (Core Vol 4 Part E 7.8.16).
 public let filterAcceptListAnonymous: UInt8 = 0xFF
-
-/// LE features (Core Vol 6 Part B 4.6): the bits this stack looks at.
-public struct LEFeatures: OptionSet, Sendable, Hashable, CustomStringConvertible {
-    public var rawValue: UInt64
-    public init(rawValue: UInt64) { self.rawValue = rawValue }
-    public static let leEncryption = LEFeatures(rawValue: 1 << 0)
-    public static let connectionParametersRequest = LEFeatures(rawValue: 1 << 1)
-    public static let extendedRejectIndication = LEFeatures(rawValue: 1 << 2)
-    public static let peripheralInitiatedFeaturesExchange = LEFeatures(rawValue: 1 << 3)
-    public static let lePing = LEFeatures(rawValue: 1 << 4)
-    public static let dataPacketLengthExtension = LEFeatures(rawValue: 1 << 5)
-    public static let llPrivacy = LEFeatures(rawValue: 1 << 6)
-    public static let extendedScannerFilterPolicies = LEFeatures(rawValue: 1 << 7)
-    public static let le2MPHY = LEFeatures(rawValue: 1 << 8)
-    public static let leCodedPHY = LEFeatures(rawValue: 1 << 11)
-    public static let leExtendedAdvertising = LEFeatures(rawValue: 1 << 12)
-    public static let lePeriodicAdvertising = LEFeatures(rawValue: 1 << 13)
-    public static let channelSelectionAlgorithm2 = LEFeatures(rawValue: 1 << 14)
-
-    static let names: [(LEFeatures, String)] = [
-        (.leEncryption, "LE Encryption"), (.connectionParametersRequest, "Connection Parameters Request Procedure"),
-        (.extendedRejectIndication, "Extended Reject Indication"),
-        (.peripheralInitiatedFeaturesExchange, "Peripheral-initiated Features Exchange"), (.lePing, "LE Ping"),
-        (.dataPacketLengthExtension, "LE Data Packet Length Extension"), (.llPrivacy, "LL Privacy"),
-        (.extendedScannerFilterPolicies, "Extended Scanner Filter Policies"), (.le2MPHY, "LE 2M PHY"),
-        (.leCodedPHY, "LE Coded PHY"), (.leExtendedAdvertising, "LE Extended Advertising"),
-        (.lePeriodicAdvertising, "LE Periodic Advertising"), (.channelSelectionAlgorithm2, "Channel Selection Algorithm #2"),
-    ]
-
-    public var description: String {
-        let n = Self.names.filter { contains($0.0) }.map(\.1)
-        return n.isEmpty ? "none" : n.joined(separator: ", ")
-    }
-}
 
 /// Return parameters of commands that answer with just the Connection_Handle.
 public struct ConnectionHandleReturn: HCIReturnParameters, Equatable {

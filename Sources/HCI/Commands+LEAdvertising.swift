@@ -1,48 +1,45 @@
 // Legacy LE advertising and scanning commands. Core Vol 4 Part E 7.8.5-7.8.11.
 
-/// Advertising_Type of LE Set Advertising Parameters.
-public func legacyAdvertisingTypeName(_ v: UInt8) -> String {
-    switch v {
-    case 0x00: "ADV_IND"
-    case 0x01: "ADV_DIRECT_IND (high duty cycle)"
-    case 0x02: "ADV_SCAN_IND"
-    case 0x03: "ADV_NONCONN_IND"
-    case 0x04: "ADV_DIRECT_IND (low duty cycle)"
-    default: "reserved"
-    }
+/// LE Set Advertising Data and LE Set Scan Response Data: a length octet and always 31 data
+/// octets (zero-padded), coded once here; each command names its data.
+public protocol LegacyDataCommand: HCICommand {
+    /// The significant part (at most 31 octets); the command pads it to 31.
+    var data: [UInt8] { get }
+    init(legacyData: [UInt8])
+    /// The data's parameter name ("advertisingData", "scanResponseData") and its words in errors.
+    static var dataName: String { get }
+    static var dataWords: String { get }
 }
 
-/// Legacy advertising or scan response data: a length octet and always 31 data octets.
-func decodeLegacyData(_ r: inout ByteReader, _ what: String) throws(DecodeError) -> [UInt8] {
-    let n = Int(try r.u8("dataLength"))
-    let all = try r.bytes(31, "data")
-    guard n <= 31 else { throw .invalid("\(what) length \(n) exceeds 31") }
-    return Array(all.prefix(n))
+extension LegacyDataCommand {
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        let n = Int(try r.u8("dataLength"))
+        let all = try r.bytes(31, "data")
+        guard n <= 31 else { throw .invalid("\(Self.dataWords) length \(n) exceeds 31") }
+        self.init(legacyData: Array(all.prefix(n)))
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(UInt8(Swift.min(data.count, 31))); w.padded(data, to: 31)
+    }
+    public var fields: [Field] { [.int(Self.dataName + "Length", data.count), .bytes(Self.dataName, data)] }
 }
 
 /// LE Set Advertising Data (0x2008).
-public struct LESetAdvertisingData: HCICommand, Equatable {
-    /// The significant part (at most 31 octets); the command pads it to 31.
+public struct LESetAdvertisingData: LegacyDataCommand, Equatable {
+    public static let dataName = "advertisingData"
+    public static let dataWords = "advertising data"
     public var advertisingData: [UInt8]
-    public init(advertisingData: [UInt8]) { self.advertisingData = Array(advertisingData.prefix(31)) }
-    public init(parameters r: inout ByteReader) throws(DecodeError) { advertisingData = try decodeLegacyData(&r, "advertising data") }
-    public func encodeParameters(into w: inout ByteWriter) {
-        w.u8(UInt8(Swift.min(advertisingData.count, 31))); w.padded(advertisingData, to: 31)
-    }
-    public var fields: [Field] {
-        [.int("advertisingDataLength", advertisingData.count), .bytes("advertisingData", advertisingData)]
-    }
+    public var data: [UInt8] { advertisingData }
+    public init(legacyData: [UInt8]) { advertisingData = Array(legacyData.prefix(31)) }
+    public init(advertisingData: [UInt8]) { self.init(legacyData: advertisingData) }
 }
 
 /// LE Set Scan Response Data (0x2009).
-public struct LESetScanResponseData: HCICommand, Equatable {
+public struct LESetScanResponseData: LegacyDataCommand, Equatable {
+    public static let dataName = "scanResponseData"
+    public static let dataWords = "scan response data"
     public var scanResponseData: [UInt8]
-    public init(scanResponseData: [UInt8]) { self.scanResponseData = Array(scanResponseData.prefix(31)) }
-    public init(parameters r: inout ByteReader) throws(DecodeError) { scanResponseData = try decodeLegacyData(&r, "scan response data") }
-    public func encodeParameters(into w: inout ByteWriter) {
-        w.u8(UInt8(Swift.min(scanResponseData.count, 31))); w.padded(scanResponseData, to: 31)
-    }
-    public var fields: [Field] {
-        [.int("scanResponseDataLength", scanResponseData.count), .bytes("scanResponseData", scanResponseData)]
-    }
+    public var data: [UInt8] { scanResponseData }
+    public init(legacyData: [UInt8]) { scanResponseData = Array(legacyData.prefix(31)) }
+    public init(scanResponseData: [UInt8]) { self.init(legacyData: scanResponseData) }
 }

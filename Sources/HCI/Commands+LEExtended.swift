@@ -1,27 +1,7 @@
 // LE extended advertising, extended scanning and extended connection commands.
 // Core Vol 4 Part E 7.8.52-7.8.66.
 
-/// Advertising_Event_Properties bits (LE Set Extended Advertising Parameters).
-public struct AdvertisingEventProperties: OptionSet, Sendable, Hashable, CustomStringConvertible {
-    public var rawValue: UInt16
-    public init(rawValue: UInt16) { self.rawValue = rawValue }
-    public static let connectable = AdvertisingEventProperties(rawValue: 1 << 0)
-    public static let scannable = AdvertisingEventProperties(rawValue: 1 << 1)
-    public static let directed = AdvertisingEventProperties(rawValue: 1 << 2)
-    public static let highDutyCycleDirected = AdvertisingEventProperties(rawValue: 1 << 3)
-    public static let legacy = AdvertisingEventProperties(rawValue: 1 << 4)
-    public static let anonymous = AdvertisingEventProperties(rawValue: 1 << 5)
-    public static let includeTxPower = AdvertisingEventProperties(rawValue: 1 << 6)
-
-    public var description: String {
-        let names: [(AdvertisingEventProperties, String)] = [
-            (.connectable, "connectable"), (.scannable, "scannable"), (.directed, "directed"),
-            (.highDutyCycleDirected, "high duty cycle"), (.legacy, "legacy"), (.anonymous, "anonymous"),
-            (.includeTxPower, "include tx power")]
-        let n = names.filter { contains($0.0) }.map(\.1)
-        return n.isEmpty ? "none" : n.joined(separator: ", ")
-    }
-}
+// AdvertisingEventProperties and LEFeatures: Tools/pdl/hci-codes.pdl (Generated/Codes.swift).
 
 /// LE Set Extended Advertising Parameters [v1] (0x2036).
 public struct LESetExtendedAdvertisingParameters: HCICommand, Equatable {
@@ -114,18 +94,6 @@ public struct LESetExtendedAdvertisingParameters: HCICommand, Equatable {
     }
 }
 
-/// Operation of LE Set Extended Advertising/Scan Response Data.
-public func extendedDataOperationName(_ v: UInt8) -> String {
-    switch v {
-    case 0x00: "intermediate fragment"
-    case 0x01: "first fragment"
-    case 0x02: "last fragment"
-    case 0x03: "complete data"
-    case 0x04: "unchanged data"
-    default: "reserved"
-    }
-}
-
 /// Shared shape of LE Set Extended Advertising Data and LE Set Extended Scan Response Data.
 public struct ExtendedDataParameters: Sendable, Equatable {
     public var advertisingHandle: UInt8
@@ -156,32 +124,44 @@ public struct ExtendedDataParameters: Sendable, Equatable {
     }
 }
 
-/// LE Set Extended Advertising Data (0x2037).
-public struct LESetExtendedAdvertisingData: HCICommand, Equatable {
-    public var parameters: ExtendedDataParameters
+/// LE Set Extended Advertising Data and LE Set Extended Scan Response Data: the same parameters,
+/// coded once here; each command names its data.
+public protocol ExtendedDataCommand: HCICommand {
+    var parameters: ExtendedDataParameters { get }
+    init(extendedData: ExtendedDataParameters)
+    /// The data's parameter name ("advertisingData", "scanResponseData").
+    static var dataName: String { get }
+}
+
+extension ExtendedDataCommand {
     public var advertisingHandle: UInt8 { parameters.advertisingHandle }
+    public init(parameters r: inout ByteReader) throws(DecodeError) { self.init(extendedData: try ExtendedDataParameters(&r)) }
+    public func encodeParameters(into w: inout ByteWriter) { parameters.encode(into: &w) }
+    public var fields: [Field] { parameters.fields(Self.dataName) }
+}
+
+/// LE Set Extended Advertising Data (0x2037).
+public struct LESetExtendedAdvertisingData: ExtendedDataCommand, Equatable {
+    public static let dataName = "advertisingData"
+    public var parameters: ExtendedDataParameters
     public var advertisingData: [UInt8] { parameters.data }
+    public init(extendedData: ExtendedDataParameters) { parameters = extendedData }
     public init(advertisingHandle: UInt8, operation: UInt8 = 0x03, fragmentPreference: UInt8 = 0x01, advertisingData: [UInt8]) {
         parameters = ExtendedDataParameters(advertisingHandle: advertisingHandle, operation: operation,
                                             fragmentPreference: fragmentPreference, data: advertisingData)
     }
-    public init(parameters r: inout ByteReader) throws(DecodeError) { parameters = try ExtendedDataParameters(&r) }
-    public func encodeParameters(into w: inout ByteWriter) { parameters.encode(into: &w) }
-    public var fields: [Field] { parameters.fields("advertisingData") }
 }
 
 /// LE Set Extended Scan Response Data (0x2038).
-public struct LESetExtendedScanResponseData: HCICommand, Equatable {
+public struct LESetExtendedScanResponseData: ExtendedDataCommand, Equatable {
+    public static let dataName = "scanResponseData"
     public var parameters: ExtendedDataParameters
-    public var advertisingHandle: UInt8 { parameters.advertisingHandle }
     public var scanResponseData: [UInt8] { parameters.data }
+    public init(extendedData: ExtendedDataParameters) { parameters = extendedData }
     public init(advertisingHandle: UInt8, operation: UInt8 = 0x03, fragmentPreference: UInt8 = 0x01, scanResponseData: [UInt8]) {
         parameters = ExtendedDataParameters(advertisingHandle: advertisingHandle, operation: operation,
                                             fragmentPreference: fragmentPreference, data: scanResponseData)
     }
-    public init(parameters r: inout ByteReader) throws(DecodeError) { parameters = try ExtendedDataParameters(&r) }
-    public func encodeParameters(into w: inout ByteWriter) { parameters.encode(into: &w) }
-    public var fields: [Field] { parameters.fields("scanResponseData") }
 }
 
 /// LE Set Extended Advertising Enable (0x2039). Each set's parameters are consecutive on the wire.
@@ -206,13 +186,9 @@ public struct LESetExtendedAdvertisingEnable: HCICommand, Equatable {
 
     public init(parameters r: inout ByteReader) throws(DecodeError) {
         enable = try r.u8("enable") != 0
-        let n = Int(try r.u8("numSets"))
-        try r.need(n * 4, "advertisingHandle/duration/maxExtendedAdvertisingEvents")
-        sets = []
-        sets.reserveCapacity(n)
-        for _ in 0..<n {
-            sets.append(AdvertisingSet(advertisingHandle: try r.u8("advertisingHandle"), duration: try r.u16("duration"),
-                                       maxExtendedAdvertisingEvents: try r.u8("maxExtendedAdvertisingEvents")))
+        sets = try decodeList(&r, count: "numSets", minimumSize: 4, "advertisingHandle/duration/maxExtendedAdvertisingEvents") { r throws(DecodeError) in
+            AdvertisingSet(advertisingHandle: try r.u8("advertisingHandle"), duration: try r.u16("duration"),
+                           maxExtendedAdvertisingEvents: try r.u8("maxExtendedAdvertisingEvents"))
         }
     }
 

@@ -19,17 +19,6 @@ extension Field {
 /// Role of a connection complete event: 0x00 central, 0x01 peripheral.
 func roleNote(_ role: UInt8) -> String { role == 0 ? "central" : role == 1 ? "peripheral" : "reserved" }
 
-/// PHY values in LE PHY Update Complete, LE Read PHY and extended advertising (1 = 1M, 2 = 2M, 3 = Coded).
-public func phyName(_ v: UInt8) -> String {
-    switch v {
-    case 0x00: "none"
-    case 0x01: "LE 1M"
-    case 0x02: "LE 2M"
-    case 0x03: "LE Coded"
-    default: "reserved"
-    }
-}
-
 /// Names the bits of a PHY bitmask (All_PHYs/TX_PHYs/Scanning_PHYs: bit 0 1M, bit 1 2M, bit 2 Coded).
 func phyMaskNote(_ mask: UInt8) -> String {
     var names: [String] = []
@@ -53,7 +42,7 @@ extension ByteReader {
 
 extension ByteWriter {
     /// Writes exactly `count` octets: `data` then zero padding (legacy advertising data is always 31 octets).
-    mutating func padded(_ data: [UInt8], to count: Int) {
+    package mutating func padded(_ data: [UInt8], to count: Int) {
         append(data.prefix(count))
         if data.count < count { append(repeatElement(0, count: count - data.count)) }
     }
@@ -64,6 +53,18 @@ extension ByteWriter {
     }
     /// An item count octet (lists longer than 255 are cut by the caller's encode loop).
     mutating func count(_ n: Int) { u8(UInt8(clamping: n)) }
+}
+
+/// Reads a count octet (`countField`) and that many items, each at least `minimumSize` octets:
+/// a lying count is rejected (naming `itemsField`) before anything is allocated.
+func decodeList<T>(_ r: inout ByteReader, count countField: StaticString, minimumSize: Int, _ itemsField: StaticString,
+                   _ item: (inout ByteReader) throws(DecodeError) -> T) throws(DecodeError) -> [T] {
+    let n = Int(try r.u8(countField))
+    try r.need(n * minimumSize, itemsField)
+    var items: [T] = []
+    items.reserveCapacity(n)
+    for _ in 0..<n { items.append(try item(&r)) }
+    return items
 }
 
 /// Writes at most 255 items after a count octet, so the count never lies.

@@ -1,18 +1,6 @@
 // LE advertising report subevents. Core Vol 4 Part E 7.7.65.2, 7.7.65.11, 7.7.65.13.
 // Each report's parameters are consecutive on the wire (Core 5.x layout).
 
-/// Event_Type of a legacy LE Advertising Report.
-public func advertisingReportEventTypeName(_ v: UInt8) -> String {
-    switch v {
-    case 0x00: "ADV_IND"
-    case 0x01: "ADV_DIRECT_IND"
-    case 0x02: "ADV_SCAN_IND"
-    case 0x03: "ADV_NONCONN_IND"
-    case 0x04: "SCAN_RSP"
-    default: "reserved"
-    }
-}
-
 /// LE Advertising Report (subevent 0x02).
 public struct LEAdvertisingReport: LEMetaEventParameters, Equatable {
 
@@ -36,17 +24,12 @@ public struct LEAdvertisingReport: LEMetaEventParameters, Equatable {
     public init(reports: [Report]) { self.reports = reports }
 
     public init(parameters r: inout ByteReader) throws(DecodeError) {
-        let n = Int(try r.u8("numReports"))
-        // Each report is at least 10 octets: reject a lying count before allocating.
-        try r.need(n * 10, "reports")
-        reports = []
-        reports.reserveCapacity(n)
-        for _ in 0..<n {
+        reports = try decodeList(&r, count: "numReports", minimumSize: 10, "reports") { r throws(DecodeError) in
             let eventType = try r.u8("eventType")
             let addressType = try r.addressType("addressType")
             let address = try r.address("address")
             let data = try r.bytes(Int(try r.u8("dataLength")), "data")
-            reports.append(Report(eventType: eventType, addressType: addressType, address: address, data: data, rssi: try r.i8("rssi")))
+            return Report(eventType: eventType, addressType: addressType, address: address, data: data, rssi: try r.i8("rssi"))
         }
     }
 
@@ -163,12 +146,7 @@ public struct LEExtendedAdvertisingReport: LEMetaEventParameters, Equatable {
     public init(reports: [Report]) { self.reports = reports }
 
     public init(parameters r: inout ByteReader) throws(DecodeError) {
-        let n = Int(try r.u8("numReports"))
-        // Each report is at least 24 octets: reject a lying count before allocating.
-        try r.need(n * 24, "reports")
-        reports = []
-        reports.reserveCapacity(n)
-        for _ in 0..<n {
+        reports = try decodeList(&r, count: "numReports", minimumSize: 24, "reports") { r throws(DecodeError) in
             let eventType = ExtendedAdvertisingEventType(rawValue: try r.u16("eventType"))
             let addressType = try r.u8("addressType")
             let address = try r.address("address")
@@ -181,10 +159,10 @@ public struct LEExtendedAdvertisingReport: LEMetaEventParameters, Equatable {
             let directAddressType = try r.u8("directAddressType")
             let directAddress = try r.address("directAddress")
             let data = try r.bytes(Int(try r.u8("dataLength")), "data")
-            reports.append(Report(eventType: eventType, addressType: addressType, address: address, primaryPHY: primaryPHY,
-                                  secondaryPHY: secondaryPHY, advertisingSID: sid, txPower: txPower, rssi: rssi,
-                                  periodicAdvertisingInterval: interval, directAddressType: directAddressType,
-                                  directAddress: directAddress, data: data))
+            return Report(eventType: eventType, addressType: addressType, address: address, primaryPHY: primaryPHY,
+                          secondaryPHY: secondaryPHY, advertisingSID: sid, txPower: txPower, rssi: rssi,
+                          periodicAdvertisingInterval: interval, directAddressType: directAddressType,
+                          directAddress: directAddress, data: data)
         }
     }
 
@@ -245,14 +223,10 @@ public struct LEDirectedAdvertisingReport: LEMetaEventParameters, Equatable {
     public init(reports: [Report]) { self.reports = reports }
 
     public init(parameters r: inout ByteReader) throws(DecodeError) {
-        let n = Int(try r.u8("numReports"))
-        try r.need(n * 16, "reports")
-        reports = []
-        reports.reserveCapacity(n)
-        for _ in 0..<n {
-            reports.append(Report(eventType: try r.u8("eventType"), addressType: try r.addressType("addressType"),
-                                  address: try r.address("address"), directAddressType: try r.u8("directAddressType"),
-                                  directAddress: try r.address("directAddress"), rssi: try r.i8("rssi")))
+        reports = try decodeList(&r, count: "numReports", minimumSize: 16, "reports") { r throws(DecodeError) in
+            Report(eventType: try r.u8("eventType"), addressType: try r.addressType("addressType"),
+                   address: try r.address("address"), directAddressType: try r.u8("directAddressType"),
+                   directAddress: try r.address("directAddress"), rssi: try r.i8("rssi"))
         }
     }
 

@@ -16,14 +16,9 @@ public struct NumberOfCompletedPackets: HCIEventParameters, Equatable {
     public init(entries: [Entry]) { self.entries = entries }
 
     public init(parameters r: inout ByteReader) throws(DecodeError) {
-        let n = Int(try r.u8("numHandles"))
         // Each handle is followed by its count, as controllers send it (BlueZ and Bumble read it so).
-        try r.need(n * 4, "connectionHandle/numCompletedPackets")
-        entries = []
-        entries.reserveCapacity(n)
-        for _ in 0..<n {
-            entries.append(Entry(connectionHandle: try r.u16("connectionHandle") & 0x0fff,
-                                 numCompletedPackets: try r.u16("numCompletedPackets")))
+        entries = try decodeList(&r, count: "numHandles", minimumSize: 4, "connectionHandle/numCompletedPackets") { r throws(DecodeError) in
+            Entry(connectionHandle: try r.u16("connectionHandle") & 0x0fff, numCompletedPackets: try r.u16("numCompletedPackets"))
         }
     }
 

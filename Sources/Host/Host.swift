@@ -354,29 +354,8 @@ public actor Host {
     }
 
     func handleEvent(_ e: HCIEventPacket) {
-        var r = ByteReader(e.parameters)
         do {
-            switch e.code {
-            case NumberOfCompletedPackets.eventCode:
-                numberOfCompletedPackets(try NumberOfCompletedPackets(parameters: &r))
-            case CommandComplete.eventCode:
-                let c = try CommandComplete(parameters: &r)
-                commandAnswered(opcode: c.opcode, credits: c.numHCICommandPackets, result: .complete(c))
-            case CommandStatus.eventCode:
-                let s = try CommandStatus(parameters: &r)
-                commandAnswered(opcode: s.opcode, credits: s.numHCICommandPackets, result: .status(s))
-            case DisconnectionComplete.eventCode:
-                let d = try DisconnectionComplete(parameters: &r)
-                guard d.status.isSuccess else {
-                    warn("Disconnection Complete for \(hexCode(d.connectionHandle, digits: 4)) with status \(d.status)")
-                    return
-                }
-                linkDisconnected(d.connectionHandle, reason: d.reason)
-            case LEMetaEvent.eventCode:
-                try handleLEMeta(&r)
-            default:
-                try handleOtherEvent(code: e.code, &r)
-            }
+            _ = try dispatch(e)  // false: an event the host ignores (HCIEventHandler names them)
         } catch {
             warn("\(HCIEvents.name(code: e.code)) event: malformed (\(error)): ignored")
         }

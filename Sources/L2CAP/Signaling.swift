@@ -10,43 +10,7 @@ public struct SignalingCode: RawRepresentable, Hashable, Sendable, CustomStringC
     public var description: String { "\(name ?? "Unknown signaling command") (\(hexCode(rawValue)))" }
 }
 
-/// Result of (LE / enhanced) Credit Based Connection Response (Core Vol 3 Part A 4.23, 4.26).
-public struct CreditBasedConnectionResult: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public var rawValue: UInt16
-    public init(rawValue: UInt16) { self.rawValue = rawValue }
-    public init(_ rawValue: UInt16) { self.rawValue = rawValue }
-
-    public static let successful = Self(0x0000)
-    public static let spsmNotSupported = Self(0x0002)
-    public static let noResourcesAvailable = Self(0x0004)
-    public static let insufficientAuthentication = Self(0x0005)
-    public static let insufficientAuthorization = Self(0x0006)
-    public static let insufficientEncryptionKeySize = Self(0x0007)
-    public static let insufficientEncryption = Self(0x0008)
-    public static let invalidSourceCID = Self(0x0009)
-    public static let sourceCIDAlreadyAllocated = Self(0x000A)
-    public static let unacceptableParameters = Self(0x000B)
-    public static let invalidParameters = Self(0x000C)
-
-    public var name: String {
-        switch rawValue {
-        case 0x0000: return "Connection successful"
-        case 0x0002: return "Connection refused - SPSM not supported"
-        case 0x0004: return "Connection refused - no resources available"
-        case 0x0005: return "Connection refused - insufficient authentication"
-        case 0x0006: return "Connection refused - insufficient authorization"
-        case 0x0007: return "Connection refused - insufficient encryption key size"
-        case 0x0008: return "Connection refused - insufficient encryption"
-        case 0x0009: return "Connection refused - invalid Source CID"
-        case 0x000A: return "Connection refused - Source CID already allocated"
-        case 0x000B: return "Connection refused - unacceptable parameters"
-        case 0x000C: return "Connection refused - invalid parameters"
-        default: return "Reserved"
-        }
-    }
-
-    public var description: String { "\(name) (\(hexCode(rawValue)))" }
-}
+// CreditBasedConnectionResult: Tools/pdl/l2cap-codes.pdl (Generated/Codes.swift).
 
 /// Command Reject reason with its reason data (Core Vol 3 Part A 4.1).
 public enum CommandRejectReason: Sendable, Hashable {

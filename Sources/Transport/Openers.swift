@@ -5,6 +5,23 @@ import HCI
 import Glibc
 #endif
 
+/// The stream-socket addresses `host`:`port` resolves to (getaddrinfo; `passive` for a listener),
+/// handed to `body` and freed after it. `name` starts the error when nothing resolves.
+package func withTCPAddresses<T>(host: String, port: UInt16, passive: Bool, name: String,
+                                 _ body: (UnsafeMutablePointer<addrinfo>) throws(TransportError) -> T) throws(TransportError) -> T {
+    var hints = addrinfo()
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    hints.ai_family = AF_UNSPEC
+    if passive { hints.ai_flags = AI_PASSIVE }
+    var list: UnsafeMutablePointer<addrinfo>?
+    let gai = getaddrinfo(host, String(port), &hints, &list)
+    guard gai == 0, let first = list else {
+        throw TransportError(.open, "\(name): cannot resolve host \(host): \(String(cString: gai_strerror(gai)))")
+    }
+    defer { freeaddrinfo(list) }
+    return try body(first)
+}
+
 /// H4 over TCP, as a client (virtual controllers, emulators, bridges).
 public enum TCPTransport {
     /// `timeout`: for connecting; `sendTimeout`: how long a send may wait for the other end to
@@ -12,15 +29,14 @@ public enum TCPTransport {
     public static func connect(host: String, port: UInt16, timeout: Double = 5,
                                sendTimeout: Double = FileDescriptorTransport.defaultSendTimeout) throws(TransportError) -> FileDescriptorTransport {
         let name = "tcp:\(host):\(port)"
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_family = AF_UNSPEC
-        var list: UnsafeMutablePointer<addrinfo>?
-        let gai = getaddrinfo(host, String(port), &hints, &list)
-        guard gai == 0, let first = list else {
-            throw TransportError(.open, "\(name): cannot resolve host \(host): \(String(cString: gai_strerror(gai)))")
+        return try withTCPAddresses(host: host, port: port, passive: false, name: name) { first throws(TransportError) in
+            try connect(first, name: name, timeout: timeout, sendTimeout: sendTimeout)
         }
-        defer { freeaddrinfo(list) }
+    }
+
+    /// Tries each resolved address in turn; the last failure when none connects.
+    private static func connect(_ first: UnsafeMutablePointer<addrinfo>, name: String, timeout: Double,
+                                sendTimeout: Double) throws(TransportError) -> FileDescriptorTransport {
         var lastError = TransportError(.open, "\(name): no address to connect to")
         var ai: UnsafeMutablePointer<addrinfo>? = first
         while let a = ai {

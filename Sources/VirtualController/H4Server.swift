@@ -38,6 +38,29 @@ public final class H4Server: @unchecked Sendable {
         }
     }
 
+    /// A listening stream socket bound to `a`, and the port it got (the one asked for, or any free one for 0).
+    private func listenTCP(on a: UnsafeMutablePointer<addrinfo>, spec: String) throws(TransportError) -> (Int32, UInt16) {
+        let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw TransportError(.open, "\(spec): socket failed: \(String(cString: strerror(errno)))", errno: errno) }
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        guard Glibc.bind(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0, listen(fd, 4) == 0 else {
+            let e = errno
+            Glibc.close(fd)
+            throw TransportError(.open, "\(spec): cannot listen: \(String(cString: strerror(e))) (errno \(e))\(e == EADDRINUSE ? "; pick another port" : "")", errno: e)
+        }
+        var ss = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let bound: UInt16 = withUnsafeMutablePointer(to: &ss) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) }
+            if Int32(p.pointee.ss_family) == AF_INET6 {
+                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            }
+            return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
+        return (fd, bound)
+    }
+
     private func bind(_ spec: String) throws(TransportError) {
         // Port 0 (any free port) is valid for a listener, not for a client SPEC.
         let anyPort = spec.hasPrefix("tcp:") && spec.hasSuffix(":0")
@@ -45,33 +68,8 @@ public final class H4Server: @unchecked Sendable {
         switch parsed {
         case .tcp(let host, let specPort):
             let port = anyPort ? 0 : specPort
-            var hints = addrinfo()
-            hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-            hints.ai_family = AF_UNSPEC
-            hints.ai_flags = AI_PASSIVE
-            var list: UnsafeMutablePointer<addrinfo>?
-            let gai = getaddrinfo(host, String(port), &hints, &list)
-            guard gai == 0, let a = list else {
-                throw TransportError(.open, "\(spec): cannot resolve \(host): \(String(cString: gai_strerror(gai)))")
-            }
-            defer { freeaddrinfo(list) }
-            let fd = socket(a.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { throw TransportError(.open, "\(spec): socket failed: \(String(cString: strerror(errno)))", errno: errno) }
-            var one: Int32 = 1
-            _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-            guard Glibc.bind(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0, listen(fd, 4) == 0 else {
-                let e = errno
-                Glibc.close(fd)
-                throw TransportError(.open, "\(spec): cannot listen: \(String(cString: strerror(e))) (errno \(e))\(e == EADDRINUSE ? "; pick another port" : "")", errno: e)
-            }
-            var ss = sockaddr_storage()
-            var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let bound: UInt16 = withUnsafeMutablePointer(to: &ss) { p in
-                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = getsockname(fd, $0, &len) }
-                if Int32(p.pointee.ss_family) == AF_INET6 {
-                    return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
-                }
-                return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+            let (fd, bound) = try withTCPAddresses(host: host, port: port, passive: true, name: spec) { a throws(TransportError) in
+                try listenTCP(on: a, spec: spec)
             }
             let hostPart = host.contains(":") ? "[\(host)]" : host
             listeners.append(Listener(spec: spec, boundSpec: "tcp:\(hostPart):\(bound)", port: bound,

@@ -57,14 +57,21 @@ final class VirtualConnection: @unchecked Sendable {
         }
     }
 
-    /// Ends the connection: each side's host gets Disconnection Complete with its reason.
-    func terminate(reasonForA: HCIStatus, reasonForB: HCIStatus) {
-        guard alive else { return }
+    /// Forgets the connection on both controllers and drops what they still had to send on it;
+    /// false when it had already ended.
+    private func close() -> Bool {
+        guard alive else { return false }
         alive = false
         central.connections[centralHandle] = nil
         peripheral.connections[peripheralHandle] = nil
         central.dropQueuedACL(handle: centralHandle)
         peripheral.dropQueuedACL(handle: peripheralHandle)
+        return true
+    }
+
+    /// Ends the connection: each side's host gets Disconnection Complete with its reason.
+    func terminate(reasonForA: HCIStatus, reasonForB: HCIStatus) {
+        guard close() else { return }
         central.send(DisconnectionComplete(connectionHandle: centralHandle, reason: reasonForA))
         peripheral.send(DisconnectionComplete(connectionHandle: peripheralHandle, reason: reasonForB))
     }
@@ -76,12 +83,7 @@ final class VirtualConnection: @unchecked Sendable {
 
     /// Ends the connection without telling `c`'s host (it was reset); the peer gets `reason`.
     func drop(silentlyFor c: VirtualController, reason: HCIStatus) {
-        guard alive else { return }
-        alive = false
-        central.connections[centralHandle] = nil
-        peripheral.connections[peripheralHandle] = nil
-        central.dropQueuedACL(handle: centralHandle)
-        peripheral.dropQueuedACL(handle: peripheralHandle)
+        guard close() else { return }
         let other = peer(of: c)
         other.send(DisconnectionComplete(connectionHandle: handle(of: other), reason: reason))
     }

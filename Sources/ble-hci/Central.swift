@@ -345,7 +345,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
         let values: GATTNotificationStream
         do { values = try await remote.notifications(for: c) } catch { return failed("subscribe", c.uuid, c.valueHandle, error) }
         out.line("subscribed to \(uuidLabel(c.uuid)) (\(kind)s)" + (count.map { ", waiting for \($0)" } ?? "") + (duration.map { ", for \(formatSeconds($0))" } ?? ""))
-        let collector = Task { () -> (any Error)? in
+        let failure = await consumeUntilStop(duration: duration) {
             // Values lost because too many were waiting (the stream's and the link's), reported
             // as they are noticed: {"event":"dropped",...} with --json, a line on stderr without.
             var reportedDrops = 0
@@ -358,24 +358,16 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
             }
             var n = 0
             defer { reportDrops() }
-            do {
-                for try await v in values {
-                    n += 1
-                    reportDrops()
-                    out.event(fields(kind, c.uuid, c.valueHandle) + [.bytes("value", v)])
-                    out.line("\(timestamp()) \(kind) \(c.uuid) = \(out.green(valueLabel(v)))")
-                    if let count, n >= count { break }
-                }
-                return nil
-            } catch {
-                return error
+            for try await v in values {
+                n += 1
+                reportDrops()
+                out.event(fields(kind, c.uuid, c.valueHandle) + [.bytes("value", v)])
+                out.line("\(timestamp()) \(kind) \(c.uuid) = \(out.green(valueLabel(v)))")
+                if let count, n >= count { break }
             }
         }
-        let stopper = Task { _ = await waitForStop(duration: duration); collector.cancel() }
-        let failure = await collector.value
-        stopper.cancel()
         // A disconnection ends the stream too; it is reported (and exits 1) after the actions.
-        if let failure, !(failure is CancellationError), remote.disconnectReason == nil {
+        if let failure, remote.disconnectReason == nil {
             return failed("subscribe", c.uuid, c.valueHandle, failure)
         }
         if remote.disconnectReason == nil { try? await remote.stopNotifications(for: c) }

@@ -97,6 +97,15 @@ struct GATTFile {
             return p
         }
 
+        /// The objects of the (optional) list `value` at `at`, each with its JSON path.
+        func objects(_ value: Any?, _ at: String) throws -> [(path: String, object: [String: Any])] {
+            guard let list = (value ?? [Any]()) as? [Any] else { throw bad(at, "must be a list") }
+            return try list.enumerated().map { i, element in
+                guard let object = element as? [String: Any] else { throw bad("\(at)[\(i)]", "must be an object") }
+                return ("\(at)[\(i)]", object)
+            }
+        }
+
         var out: [GATTService] = []
         var fileIndex: [Int] = []  // out[i] is the file's services[fileIndex[i]]
         var deviceName: String? = nil
@@ -104,11 +113,8 @@ struct GATTFile {
             let sp = "$.services[\(si)]"
             guard let service = s as? [String: Any] else { throw bad(sp, "must be an object") }
             let serviceUUID = try uuid(service["uuid"], sp + ".uuid")
-            guard let characteristics = (service["characteristics"] ?? [Any]()) as? [Any] else { throw bad(sp + ".characteristics", "must be a list") }
             var chars: [GATTCharacteristic] = []
-            for (ci, c) in characteristics.enumerated() {
-                let cp = "\(sp).characteristics[\(ci)]"
-                guard let ch = c as? [String: Any] else { throw bad(cp, "must be an object") }
+            for (cp, ch) in try objects(service["characteristics"], sp + ".characteristics") {
                 let charUUID = try uuid(ch["uuid"], cp + ".uuid")
                 guard let propertyNames = ch["properties"] as? [Any] else { throw bad(cp + ".properties", "missing, or not a list") }
                 var properties: GATTCharacteristicProperties = []
@@ -125,11 +131,8 @@ struct GATTFile {
                     handleProblem = "\(cp).valueHandle is \(valueHandle), not right after its declaration at \(declarationHandle) (Core v5.4 Vol 3 Part G 3.3)"
                 }
                 if serviceUUID == GATTUUID.genericAccess, charUUID == GATTUUID.deviceName { deviceName = String(decoding: value, as: UTF8.self) }
-                guard let descriptors = (ch["descriptors"] ?? [Any]()) as? [Any] else { throw bad(cp + ".descriptors", "must be a list") }
                 var descs: [GATTDescriptor] = []
-                for (di, d) in descriptors.enumerated() {
-                    let dp = "\(cp).descriptors[\(di)]"
-                    guard let de = d as? [String: Any] else { throw bad(dp, "must be an object") }
+                for (dp, de) in try objects(ch["descriptors"], cp + ".descriptors") {
                     let descUUID = try uuid(de["uuid"], dp + ".uuid")
                     let descValue = try bytes(de["value"], dp + ".value") ?? []
                     let descHandle = handle16(try handle(de["handle"], dp + ".handle"), dp + ".handle")

@@ -30,23 +30,15 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
     out.progress("Scanning (\(c.args.has("passive") ? "passive" : "active"))\(duration.map { " for \(formatSeconds($0))" } ?? ", Ctrl-C to stop")…")
 
     let seen = SeenAdvertisers()
-    let printer = Task { () -> (any Error)? in
-        do {
-            for try await adv in stream {
-                seen.add(adv)
-                out.event(adv.jsonFields)
-                out.line(humanLine(adv, out: out))
-            }
-            return nil
-        } catch {
-            return error
+    let failure = await consumeUntilStop(duration: duration) {
+        for try await adv in stream {
+            seen.add(adv)
+            out.event(adv.jsonFields)
+            out.line(humanLine(adv, out: out))
         }
     }
-    let stop = Task { _ = await waitForStop(duration: duration); printer.cancel() }
-    let failure = await printer.value
-    stop.cancel()
     await central.close()
-    if let failure, !(failure is CancellationError) {
+    if let failure {
         out.error("\(failure)")
         return ExitCode.transport
     }

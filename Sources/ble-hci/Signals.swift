@@ -17,6 +17,23 @@ func waitForStop(duration: Double?) async -> StopReason {
     return .interrupted
 }
 
+/// Runs `consume` (reading a stream) until it ends, or until `duration` elapses or a stop signal
+/// arrives, which cancel it. Its error, if any; a cancellation is the requested end, not an error.
+func consumeUntilStop(duration: Double?, _ consume: sending @escaping () async throws -> Void) async -> (any Error)? {
+    let consumer = Task { () -> (any Error)? in
+        do {
+            try await consume()
+            return nil
+        } catch {
+            return error is CancellationError ? nil : error
+        }
+    }
+    let stopper = Task { _ = await waitForStop(duration: duration); consumer.cancel() }
+    let failure = await consumer.value
+    stopper.cancel()
+    return failure
+}
+
 /// Thrown by `interruptible` when SIGINT or SIGTERM arrives before the work ends.
 struct Interrupted: Error, CustomStringConvertible {
     var signal: Int32

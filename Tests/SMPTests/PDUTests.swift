@@ -129,6 +129,26 @@ import HCI
         for c: UInt8 in 0x01...0x0E { #expect(SMPPDU.name(ofCode: c) != nil) }
     }
 
+    /// Each PDU's length, Code octet included (Core v5.4 Vol 3 Part H 3.5.1-3.5.8, 3.6.2-3.6.7):
+    /// one octet shorter is truncated (naming the missing field), one longer has trailing bytes.
+    @Test func everyPDUHasItsSpecLength() throws {
+        let specLengths: [UInt8: Int] = [0x01: 7, 0x02: 7, 0x03: 17, 0x04: 17, 0x05: 2, 0x06: 17, 0x07: 11,
+                                         0x08: 17, 0x09: 8, 0x0A: 17, 0x0B: 2, 0x0C: 65, 0x0D: 17, 0x0E: 2]
+        for (code, length) in specLengths {
+            #expect(SMPPDU.length(ofCode: code) == length)
+            let pdu = try SMPPDU.decode([code] + Array(repeating: 0, count: length - 1))
+            #expect(pdu.code == code && pdu.bytes.count == length)
+            #expect(throws: DecodeError.self) { try SMPPDU.decode([code] + Array(repeating: 0, count: length - 2)) }
+            #expect(throws: DecodeError.trailingBytes(pdu: SMPPDU.name(ofCode: code)!, count: 1)) {
+                try SMPPDU.decode([code] + Array(repeating: 0, count: length))
+            }
+        }
+        #expect(SMPPDU.length(ofCode: 0x0F) == nil)
+        #expect(throws: DecodeError.truncated(field: "dhKeyCheck", needed: 16, available: 15)) {
+            try SMPPDU.decode([0x0D] + Array(repeating: 0, count: 15))
+        }
+    }
+
     @Test func unknownCodesAreKept() throws {
         let pdu = try SMPPDU.decode([0x20, 0xAA, 0xBB])
         #expect(pdu == .unknown(code: 0x20, data: [0xAA, 0xBB]))

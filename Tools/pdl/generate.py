@@ -14,8 +14,8 @@ Format (one declaration per block, two-space indented members, `#` comments):
     ret   name[@label]: TYPE [= DEFAULT] [SHOW ...]     return parameter after Status
     returns SwiftType                                   shared return parameters type
 
-  event Name CODE "Spec Name" [handwritten]          an HCI event (Vol 4 Part E 7.7)
-  subevent Name CODE "Spec Name" [handwritten]       an LE Meta subevent (7.7.65)
+  event Name CODE "Spec Name" [host] [handwritten]   an HCI event (Vol 4 Part E 7.7)
+  subevent Name CODE "Spec Name" [host] [handwritten] an LE Meta subevent (7.7.65)
     param ...                                        event parameters, in wire order
 
 `handwritten` declares a command whose struct is written by hand (irregular layout: lists,
@@ -38,6 +38,9 @@ TARGETS = {
     "hci.pdl": ROOT / "Sources/HCI/Generated/HCI.swift",
     "signaling.pdl": ROOT / "Sources/L2CAP/Generated/SignalingCommands.swift",
     "att.pdl": ROOT / "Sources/ATT/Generated/ATT.swift",
+    "smp.pdl": ROOT / "Sources/SMP/Generated/SMP.swift",
+    "hci-codes.pdl": ROOT / "Sources/HCI/Generated/Codes.swift",
+    "l2cap-codes.pdl": ROOT / "Sources/L2CAP/Generated/Codes.swift",
 }
 
 INTS = {"u8": "UInt8", "i8": "Int8", "u16": "UInt16", "u32": "UInt32", "u64": "UInt64"}
@@ -195,6 +198,7 @@ class Event:
         self.kind, self.name, code, self.spec, rest = m.groups()
         self.code = int(code, 16)
         self.handwritten = "handwritten" in rest.split()
+        self.host = "host" in rest.split()  # handled by the Host (gen_events.py)
         self.doc, self.params, self.rets, self.returns = [], [], [], None
         self.where = where
 
@@ -345,6 +349,8 @@ def generate(src):
     out += [f"    {e.name}.self," for e in events if e.kind == "subevent"]
     out.append("]")
     out.append("")
+    from gen_events import emit_event_handler
+    out += emit_event_handler(events)
     out.append("/// Every command the stack knows, in description order: the registry by opcode (dump,")
     out.append("/// --trace, the virtual controller) is built from it.")
     out.append("let allCommandTypes: [any HCICommand.Type] = [")
@@ -470,7 +476,14 @@ def main():
     stale = []
     for name, target in TARGETS.items():
         src = ROOT / "Tools/pdl" / name
-        text = {"signaling.pdl": generate_signaling, "att.pdl": generate_att}.get(name, generate)(src)
+        if name == "smp.pdl":
+            from gen_smp import generate_smp
+            text = generate_smp(src, Field)
+        elif name.endswith("-codes.pdl"):
+            from gen_codes import generate_codes
+            text = generate_codes(src, imports=() if name == "hci-codes.pdl" else ("HCI",))
+        else:
+            text = {"signaling.pdl": generate_signaling, "att.pdl": generate_att}.get(name, generate)(src)
         if check:
             if not target.exists() or target.read_text() != text:
                 stale.append(str(target.relative_to(ROOT)))

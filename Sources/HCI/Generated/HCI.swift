@@ -1958,6 +1958,130 @@ let allLESubeventTypes: [any LEMetaEventParameters.Type] = [
     LEEnhancedConnectionCompleteV2.self,
 ]
 
+/// The host's event handling: one method per event and LE subevent Tools/pdl/hci.pdl marks
+/// `host`, so a mark without its behaviour does not compile (the Host conforms).
+/// The host ignores the others: LE Read Remote Features Complete (LE 0x04), LE Directed Advertising Report (LE 0x0B),
+/// and every code no description declares.
+package protocol HCIEventHandler: Actor {
+    func handle(_ event: CommandComplete)
+    func handle(_ event: CommandStatus)
+    func handle(_ event: DisconnectionComplete)
+    func handle(_ event: NumberOfCompletedPackets)
+    func handle(_ event: EncryptionChange)
+    func handle(_ event: EncryptionChangeV2)
+    func handle(_ event: EncryptionKeyRefreshComplete)
+    func handle(_ event: HardwareError)
+    func handle(_ event: DataBufferOverflow)
+    func handle(_ event: LEConnectionComplete)
+    func handle(_ event: LEAdvertisingReport)
+    func handle(_ event: LEConnectionUpdateComplete)
+    func handle(_ event: LELongTermKeyRequest)
+    func handle(_ event: LEDataLengthChange)
+    func handle(_ event: LEEnhancedConnectionComplete)
+    func handle(_ event: LEPHYUpdateComplete)
+    func handle(_ event: LEExtendedAdvertisingReport)
+    func handle(_ event: LEScanTimeout)
+    func handle(_ event: LEAdvertisingSetTerminated)
+    func handle(_ event: LEEnhancedConnectionCompleteV2)
+}
+
+extension HCIEventHandler {
+    /// Decodes `packet` by its event code (LE Meta by its subevent code), checks that the
+    /// parameters end where the description says, and calls its handler; false for an event the
+    /// host does not handle. Throws (naming the field) when the parameters don't fit.
+    package func dispatch(_ packet: HCIEventPacket) throws(DecodeError) -> Bool {
+        var r = ByteReader(packet.parameters)
+        switch packet.code {
+        case 0x0E:
+            let e = try CommandComplete(parameters: &r)
+            try r.expectEnd(CommandComplete.name)
+            handle(e)
+        case 0x0F:
+            let e = try CommandStatus(parameters: &r)
+            try r.expectEnd(CommandStatus.name)
+            handle(e)
+        case 0x05:
+            let e = try DisconnectionComplete(parameters: &r)
+            try r.expectEnd(DisconnectionComplete.name)
+            handle(e)
+        case 0x13:
+            let e = try NumberOfCompletedPackets(parameters: &r)
+            try r.expectEnd(NumberOfCompletedPackets.name)
+            handle(e)
+        case 0x08:
+            let e = try EncryptionChange(parameters: &r)
+            try r.expectEnd(EncryptionChange.name)
+            handle(e)
+        case 0x59:
+            let e = try EncryptionChangeV2(parameters: &r)
+            try r.expectEnd(EncryptionChangeV2.name)
+            handle(e)
+        case 0x30:
+            let e = try EncryptionKeyRefreshComplete(parameters: &r)
+            try r.expectEnd(EncryptionKeyRefreshComplete.name)
+            handle(e)
+        case 0x10:
+            let e = try HardwareError(parameters: &r)
+            try r.expectEnd(HardwareError.name)
+            handle(e)
+        case 0x1A:
+            let e = try DataBufferOverflow(parameters: &r)
+            try r.expectEnd(DataBufferOverflow.name)
+            handle(e)
+        case 0x3E:
+            switch try r.u8("subeventCode") {
+            case 0x01:
+                let e = try LEConnectionComplete(parameters: &r)
+                try r.expectEnd(LEConnectionComplete.name)
+                handle(e)
+            case 0x02:
+                let e = try LEAdvertisingReport(parameters: &r)
+                try r.expectEnd(LEAdvertisingReport.name)
+                handle(e)
+            case 0x03:
+                let e = try LEConnectionUpdateComplete(parameters: &r)
+                try r.expectEnd(LEConnectionUpdateComplete.name)
+                handle(e)
+            case 0x05:
+                let e = try LELongTermKeyRequest(parameters: &r)
+                try r.expectEnd(LELongTermKeyRequest.name)
+                handle(e)
+            case 0x07:
+                let e = try LEDataLengthChange(parameters: &r)
+                try r.expectEnd(LEDataLengthChange.name)
+                handle(e)
+            case 0x0A:
+                let e = try LEEnhancedConnectionComplete(parameters: &r)
+                try r.expectEnd(LEEnhancedConnectionComplete.name)
+                handle(e)
+            case 0x0C:
+                let e = try LEPHYUpdateComplete(parameters: &r)
+                try r.expectEnd(LEPHYUpdateComplete.name)
+                handle(e)
+            case 0x0D:
+                let e = try LEExtendedAdvertisingReport(parameters: &r)
+                try r.expectEnd(LEExtendedAdvertisingReport.name)
+                handle(e)
+            case 0x11:
+                let e = try LEScanTimeout(parameters: &r)
+                try r.expectEnd(LEScanTimeout.name)
+                handle(e)
+            case 0x12:
+                let e = try LEAdvertisingSetTerminated(parameters: &r)
+                try r.expectEnd(LEAdvertisingSetTerminated.name)
+                handle(e)
+            case 0x29:
+                let e = try LEEnhancedConnectionCompleteV2(parameters: &r)
+                try r.expectEnd(LEEnhancedConnectionCompleteV2.name)
+                handle(e)
+            default: return false
+            }
+        default: return false
+        }
+        return true
+    }
+}
+
 /// Every command the stack knows, in description order: the registry by opcode (dump,
 /// --trace, the virtual controller) is built from it.
 let allCommandTypes: [any HCICommand.Type] = [
