@@ -357,7 +357,9 @@ public actor Host {
         do {
             _ = try dispatch(e)  // false: an event the host ignores (HCIEventHandler names them)
         } catch {
-            warn("\(HCIEvents.name(code: e.code)) event: malformed (\(error)): ignored")
+            // LE Meta: name the subevent too, the part that did not fit.
+            let sub = e.code == 0x3E ? e.parameters.first.flatMap(HCIEvents.leSubeventType).map { " (\($0.name))" } ?? "" : ""
+            warn("\(HCIEvents.name(code: e.code)) event\(sub): malformed (\(error)): ignored")
         }
     }
 

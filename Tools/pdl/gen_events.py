@@ -19,16 +19,16 @@ def emit_event_handler(events):
     out += [f"    func handle(_ event: {e.name})" for e in handled + subevents]
     out += ["}", "",
             "extension HCIEventHandler {",
-            "    /// Decodes `packet` by its event code (LE Meta by its subevent code), checks that the",
-            "    /// parameters end where the description says, and calls its handler; false for an event the",
-            "    /// host does not handle. Throws (naming the field) when the parameters don't fit.",
+            "    /// Decodes `packet` by its event code (LE Meta by its subevent code) and calls its handler;",
+            "    /// false for an event the host does not handle. Throws (naming the field) when the",
+            "    /// parameters are short. Octets after the described parameters are ignored, as the Linux",
+            "    /// kernel does (hci_event.c checks minimum lengths): a newer controller may append fields.",
             "    package func dispatch(_ packet: HCIEventPacket) throws(DecodeError) -> Bool {",
             "        var r = ByteReader(packet.parameters)",
             "        switch packet.code {"]
     for e in handled:
         out += [f"        case 0x{e.code:02X}:",
                 f"            let e = try {e.name}(parameters: &r)",
-                f"            try r.expectEnd({e.name}.name)",
                 "            handle(e)"]
     if subevents:
         out += ["        case 0x3E:",
@@ -36,7 +36,6 @@ def emit_event_handler(events):
         for e in subevents:
             out += [f"            case 0x{e.code:02X}:",
                     f"                let e = try {e.name}(parameters: &r)",
-                    f"                try r.expectEnd({e.name}.name)",
                     "                handle(e)"]
         out += ["            default: return false", "            }"]
     out += ["        default: return false", "        }", "        return true", "    }", "}", ""]

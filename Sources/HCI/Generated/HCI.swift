@@ -1986,93 +1986,74 @@ package protocol HCIEventHandler: Actor {
 }
 
 extension HCIEventHandler {
-    /// Decodes `packet` by its event code (LE Meta by its subevent code), checks that the
-    /// parameters end where the description says, and calls its handler; false for an event the
-    /// host does not handle. Throws (naming the field) when the parameters don't fit.
+    /// Decodes `packet` by its event code (LE Meta by its subevent code) and calls its handler;
+    /// false for an event the host does not handle. Throws (naming the field) when the
+    /// parameters are short. Octets after the described parameters are ignored, as the Linux
+    /// kernel does (hci_event.c checks minimum lengths): a newer controller may append fields.
     package func dispatch(_ packet: HCIEventPacket) throws(DecodeError) -> Bool {
         var r = ByteReader(packet.parameters)
         switch packet.code {
         case 0x0E:
             let e = try CommandComplete(parameters: &r)
-            try r.expectEnd(CommandComplete.name)
             handle(e)
         case 0x0F:
             let e = try CommandStatus(parameters: &r)
-            try r.expectEnd(CommandStatus.name)
             handle(e)
         case 0x05:
             let e = try DisconnectionComplete(parameters: &r)
-            try r.expectEnd(DisconnectionComplete.name)
             handle(e)
         case 0x13:
             let e = try NumberOfCompletedPackets(parameters: &r)
-            try r.expectEnd(NumberOfCompletedPackets.name)
             handle(e)
         case 0x08:
             let e = try EncryptionChange(parameters: &r)
-            try r.expectEnd(EncryptionChange.name)
             handle(e)
         case 0x59:
             let e = try EncryptionChangeV2(parameters: &r)
-            try r.expectEnd(EncryptionChangeV2.name)
             handle(e)
         case 0x30:
             let e = try EncryptionKeyRefreshComplete(parameters: &r)
-            try r.expectEnd(EncryptionKeyRefreshComplete.name)
             handle(e)
         case 0x10:
             let e = try HardwareError(parameters: &r)
-            try r.expectEnd(HardwareError.name)
             handle(e)
         case 0x1A:
             let e = try DataBufferOverflow(parameters: &r)
-            try r.expectEnd(DataBufferOverflow.name)
             handle(e)
         case 0x3E:
             switch try r.u8("subeventCode") {
             case 0x01:
                 let e = try LEConnectionComplete(parameters: &r)
-                try r.expectEnd(LEConnectionComplete.name)
                 handle(e)
             case 0x02:
                 let e = try LEAdvertisingReport(parameters: &r)
-                try r.expectEnd(LEAdvertisingReport.name)
                 handle(e)
             case 0x03:
                 let e = try LEConnectionUpdateComplete(parameters: &r)
-                try r.expectEnd(LEConnectionUpdateComplete.name)
                 handle(e)
             case 0x05:
                 let e = try LELongTermKeyRequest(parameters: &r)
-                try r.expectEnd(LELongTermKeyRequest.name)
                 handle(e)
             case 0x07:
                 let e = try LEDataLengthChange(parameters: &r)
-                try r.expectEnd(LEDataLengthChange.name)
                 handle(e)
             case 0x0A:
                 let e = try LEEnhancedConnectionComplete(parameters: &r)
-                try r.expectEnd(LEEnhancedConnectionComplete.name)
                 handle(e)
             case 0x0C:
                 let e = try LEPHYUpdateComplete(parameters: &r)
-                try r.expectEnd(LEPHYUpdateComplete.name)
                 handle(e)
             case 0x0D:
                 let e = try LEExtendedAdvertisingReport(parameters: &r)
-                try r.expectEnd(LEExtendedAdvertisingReport.name)
                 handle(e)
             case 0x11:
                 let e = try LEScanTimeout(parameters: &r)
-                try r.expectEnd(LEScanTimeout.name)
                 handle(e)
             case 0x12:
                 let e = try LEAdvertisingSetTerminated(parameters: &r)
-                try r.expectEnd(LEAdvertisingSetTerminated.name)
                 handle(e)
             case 0x29:
                 let e = try LEEnhancedConnectionCompleteV2(parameters: &r)
-                try r.expectEnd(LEEnhancedConnectionCompleteV2.name)
                 handle(e)
             default: return false
             }
