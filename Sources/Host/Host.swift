@@ -156,9 +156,20 @@ public actor Host {
 
     private func readLoop() async {
         do {
-            for try await packet in transport.incoming {
-                handle(packet)
-                if fatal != nil { return }
+            if let inbox = transport.inbox {
+                // One wake per batch of packets (an ACL packet and the Number Of Completed
+                // Packets that followed it arrive together).
+                while let batch = try await inbox.next() {
+                    for packet in batch {
+                        handle(packet)
+                        if fatal != nil { return }
+                    }
+                }
+            } else {
+                for try await packet in transport.incoming {
+                    handle(packet)
+                    if fatal != nil { return }
+                }
             }
             if fatal == nil { transportDied(TransportError(.closed, "\(transport.name): the transport was closed")) }
         } catch let e as TransportError {
