@@ -93,8 +93,8 @@ ours=$(rss $ourpid); peer=$(rss $peerpid); oursAnon=$(anon $ourpid)
 # smaller is better: the ratio is the peer's RSS over ours
 line "idle peripheral RSS (kB)" "${ours:-fail}" bumble "${peer:-fail}" "$(ratio "$peer" "$ours")" "bumble/ours; ours anonymous ${oursAnon:-?} kB; target ours < 15360 kB"
 kill "$ourpid" 2>/dev/null; sleep 0.5  # the controller takes one host at a time
-if $SWIFT build -c release --static-swift-stdlib --scratch-path "$SCRATCH-static" --product ble-hci >>"$WORK/build.log" 2>&1; then
-    "$SCRATCH-static/release/ble-hci" -t "tcp:127.0.0.1:$port" peripheral --name bench >/dev/null 2>&1 &
+if $SWIFT build -c release --static-swift-stdlib --scratch-path "$SCRATCH/static-stdlib" --product ble-hci >>"$WORK/build.log" 2>&1; then
+    "$SCRATCH/static-stdlib/release/ble-hci" -t "tcp:127.0.0.1:$port" peripheral --name bench >/dev/null 2>&1 &
     staticpid=$!; PIDS+=($staticpid)
     sleep 3
     ours=$(rss $staticpid); oursAnon=$(anon $staticpid)
