@@ -32,7 +32,7 @@ let package = Package(
         // Runnable examples of the Swift API, one per role (built by `make build`).
         .executableTarget(name: "example-central", dependencies: ["BLE", "HCI", "Transport"], path: "Tools/examples/Central"),
         .executableTarget(name: "example-peripheral", dependencies: ["BLE", "ATT", "GATT", "HCI", "Transport"], path: "Tools/examples/Peripheral"),
-        .executableTarget(name: "ble-hci-bench", dependencies: ["BLE", "HCI", "GATT", "VirtualController", "Capture"], path: "Tools/bench/Swift"),
+        .executableTarget(name: "ble-hci-bench", dependencies: ["BLE", "HCI", "GATT", "VirtualController", "Capture", "Transport"], path: "Tools/bench/Swift"),
 
         .target(name: "StackTestSupport", dependencies: ["HCI", "Host", "L2CAP", "Transport", "TestSupport"], path: "Tests/StackTestSupport"),
         .testTarget(name: "HCITests", dependencies: ["HCI"]),

@@ -157,15 +157,16 @@ public final class RemotePeripheral: Sendable {
     public func write(_ value: [UInt8], handle: UInt16) async throws { try await link.client.write(value, handle: handle) }
 
     /// Subscribes (notifications, or indications when that's all it has) and streams the
-    /// values; cancelling or dropping the stream unsubscribes. Up to 1024 values wait for the
-    /// application; beyond that the oldest are dropped and counted (`droppedCount` of the
-    /// stream). An indication is confirmed once the application has taken it from the stream.
-    public func notifications(for characteristic: GATTRemoteCharacteristic) async throws -> GATTNotificationStream {
+    /// values; cancelling or dropping the stream unsubscribes. Up to `bufferLimit` (1024) values
+    /// wait for the application; beyond that the oldest are dropped and counted (`droppedCount`
+    /// of the stream). An indication is confirmed once the application has taken it from the stream.
+    public func notifications(for characteristic: GATTRemoteCharacteristic,
+                              bufferLimit: Int = GATTNotificationStream.defaultBufferLimit) async throws -> GATTNotificationStream {
         let client = link.client
         let link = self.link
         // The subscription feeds this stream directly (no pump task): values are yielded by
         // the GATT client's subscriber, on the host's executor for notifications.
-        let (stream, continuation) = GATTNotificationStream.makeStream()
+        let (stream, continuation) = GATTNotificationStream.makeStream(bufferLimit: bufferLimit)
         let timeout = stack.options.attTimeout
         try await client.subscribe(characteristic, onValue: { continuation.yield($0) },
                                    onIndication: { await continuation.deliverIndication($0, timeout: timeout) }, onEnd: {

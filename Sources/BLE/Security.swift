@@ -138,7 +138,7 @@ actor LinkSecurity {
         guard down == nil else { return }
         let frame = L2CAPFrame(cid: .smp, payload: pdu).bytes, handle = connection.handle
         do {
-            try host.assumeIsolated { try $0.enqueueL2CAP(frame, on: handle) }
+            try host.assumeIsolated { try $0.enqueueL2CAP(frame, on: handle, kind: .control) }
         } catch {
             log?("SMP PDU 0x\(hexCode(pdu.first ?? 0, digits: 2)) not sent: \(error)")
         }

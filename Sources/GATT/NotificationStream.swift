@@ -10,6 +10,10 @@ import Synchronization
 /// Value Confirmation only then (Core Vol 3 Part F 3.4.7.2: the confirmation acknowledges
 /// that the client received the value). The server sends no further indication before the
 /// confirmation, so a waiting indication is always the newest value and never dropped.
+///
+/// Delivery is batched: the iterator takes every value waiting at once (one lock, one resume
+/// of the application's task per batch, not per value) and returns them one by one, in order.
+/// A burst of notifications therefore costs the application one wake.
 public struct GATTNotificationStream: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
     public typealias Failure = any Error
@@ -17,97 +21,219 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
     /// Values waiting for the application before the oldest is dropped.
     public static let defaultBufferLimit = 1024
 
-    struct Item: Sendable { let sequence: UInt64; let value: [UInt8] }
-    let base: AsyncThrowingStream<Item, any Error>
-    let tracker: Tracker
+    struct Item: Sendable {
+        let sequence: UInt64
+        let value: [UInt8]
+        /// An indication: its deliverer waits until `next()` has returned it.
+        let indication: Bool
+    }
+    let storage: Storage
+    /// Ends the stream as cancelled when the application lets go of it and its iterators.
+    let owner: Owner
 
     /// Values dropped because the application had `bufferLimit` values still to take.
-    public var droppedCount: Int { tracker.state.withLock { $0.dropped } }
+    public var droppedCount: Int { storage.state.withLock { $0.dropped } }
 
     public struct Iterator: AsyncIteratorProtocol {
-        var base: AsyncThrowingStream<Item, any Error>.Iterator
-        let tracker: Tracker
+        let storage: Storage
+        let owner: Owner
+        /// The batch being handed out, and the next index in it.
+        var batch: [Item] = []
+        var index = 0
 
         public mutating func next() async throws -> [UInt8]? {
-            do {
-                guard let item = try await base.next() else { tracker.finish(); return nil }
-                tracker.taken(item.sequence)
-                return item.value
-            } catch {
-                tracker.finish()
-                throw error
+            if index == batch.count {
+                batch = try await storage.nextBatch()
+                index = 0
+                if batch.isEmpty { return nil }
             }
+            let item = batch[index]
+            index += 1
+            if item.indication { storage.taken(item.sequence) }
+            return item.value
         }
     }
 
-    public func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), tracker: tracker) }
+    public func makeAsyncIterator() -> Iterator { Iterator(storage: storage, owner: owner) }
 
     /// The producer's side.
     public struct Continuation: Sendable {
-        let base: AsyncThrowingStream<Item, any Error>.Continuation
-        let tracker: Tracker
+        let storage: Storage
 
         /// Queues a notification's value; counts it in `droppedCount` of the stream when the
         /// queue is full (the oldest waiting value makes room).
         public func yield(_ value: [UInt8]) {
-            if case .dropped = base.yield(Item(sequence: tracker.nextSequence(), value: value)) {
-                tracker.state.withLock { $0.dropped += 1 }
-            }
+            _ = storage.push(value, indication: false)
         }
 
         /// Queues an indication's value and returns once the application has taken it (true),
-        /// or when the stream ended or `timeout` passed first (false). The timeout bounds the
-        /// wait by the ATT transaction timeout: past it the server has given up anyway.
+        /// or when the stream ended, the value was dropped, or `timeout` passed first (false).
+        /// The timeout bounds the wait by the ATT transaction timeout: past it the server has
+        /// given up anyway.
         @discardableResult
         public func deliverIndication(_ value: [UInt8], timeout: Duration = .seconds(30)) async -> Bool {
-            let sequence = tracker.nextSequence()
-            switch base.yield(Item(sequence: sequence, value: value)) {
-            case .terminated: return false
-            case .dropped: tracker.state.withLock { $0.dropped += 1 }
-            default: break
-            }
-            return await tracker.wait(for: sequence, timeout: timeout)
+            guard let sequence = storage.push(value, indication: true) else { return false }
+            return await storage.wait(for: sequence, timeout: timeout)
         }
 
         /// Ends the stream (with `error`, thrown to the application after the values queued).
         public func finish(throwing error: (any Error)? = nil) {
-            base.finish(throwing: error)
+            storage.finish(error, cancelled: false)
         }
 
         /// Called once when the stream ends: with true when the application cancelled or
         /// dropped it, false when it was finished.
         public func onTermination(_ handler: @escaping @Sendable (_ cancelled: Bool) -> Void) {
-            let tracker = self.tracker
-            base.onTermination = { termination in
-                tracker.finish()
-                if case .cancelled = termination { handler(true) } else { handler(false) }
-            }
+            storage.state.withLock { $0.onTermination = handler }
         }
     }
 
     public static func makeStream(bufferLimit: Int = defaultBufferLimit) -> (stream: GATTNotificationStream, continuation: Continuation) {
-        let (base, continuation) = AsyncThrowingStream.makeStream(of: Item.self, bufferingPolicy: .bufferingNewest(Swift.max(1, bufferLimit)))
-        let tracker = Tracker()
-        continuation.onTermination = { _ in tracker.finish() }
-        return (GATTNotificationStream(base: base, tracker: tracker), Continuation(base: continuation, tracker: tracker))
+        let storage = Storage(limit: Swift.max(1, bufferLimit))
+        return (GATTNotificationStream(storage: storage, owner: Owner(storage)), Continuation(storage: storage))
     }
 
-    /// Which values the application has taken, and the indications waiting for that.
-    final class Tracker: Sendable {
+    /// Held by the stream and its iterators only: when the last goes, the stream is cancelled.
+    final class Owner: Sendable {
+        let storage: Storage
+        init(_ storage: Storage) { self.storage = storage }
+        deinit { storage.finish(nil, cancelled: true) }
+    }
+
+    /// The queue, the application's parked task, and the indications waiting to be taken.
+    final class Storage: Sendable {
         struct State {
+            var limit: Int
+            var items: [Item] = []
+            var head = 0
+            var consumer: CheckedContinuation<[Item], any Error>?
             var issued: UInt64 = 0
-            /// Every value up to this sequence number has been taken (or dropped).
+            /// Every indication up to this sequence number has been returned by `next()`.
             var taken: UInt64 = 0
             var dropped = 0
+            /// Set by `finish`: no more values; the end (nil, or the error) follows the queue.
             var finished = false
+            var error: (any Error)?
+            var onTermination: (@Sendable (Bool) -> Void)?
             var waiters: [UInt64: CheckedContinuation<Bool, Never>] = [:]
             /// Waits whose timeout fired before they were parked.
             var expired: Set<UInt64> = []
+            /// Indications dropped (queue full) before their deliverer began to wait.
+            var droppedIndications: Set<UInt64> = []
+            var waiting: Int { items.count - head }
         }
-        let state = Mutex(State())
+        let state: Mutex<State>
 
-        func nextSequence() -> UInt64 { state.withLock { $0.issued += 1; return $0.issued } }
+        init(limit: Int) { state = Mutex(State(limit: limit)) }
 
+        /// Queues a value; nil once finished. Returns its sequence number.
+        func push(_ value: [UInt8], indication: Bool) -> UInt64? {
+            enum Then { case none, resume(CheckedContinuation<[Item], any Error>, Item), dropped(CheckedContinuation<Bool, Never>?) }
+            var sequence: UInt64?
+            let then: Then = state.withLock { s in
+                guard !s.finished else { return .none }
+                s.issued += 1
+                sequence = s.issued
+                let item = Item(sequence: s.issued, value: value, indication: indication)
+                // A parked consumer has taken everything before it parked: hand it this one.
+                if let c = s.consumer { s.consumer = nil; return .resume(c, item) }
+                var droppedWaiter: CheckedContinuation<Bool, Never>?
+                var dropped = false
+                if s.waiting >= s.limit {
+                    let oldest = s.items[s.head]
+                    s.head += 1
+                    s.dropped += 1
+                    dropped = true
+                    if oldest.indication {
+                        droppedWaiter = s.waiters.removeValue(forKey: oldest.sequence)
+                        if droppedWaiter == nil { s.droppedIndications.insert(oldest.sequence) }
+                    }
+                }
+                if s.head > 0, s.head * 2 >= s.items.count { s.items.removeFirst(s.head); s.head = 0 }
+                s.items.append(item)
+                return dropped ? .dropped(droppedWaiter) : .none
+            }
+            switch then {
+            case .none: break
+            case .resume(let c, let item): c.resume(returning: [item])
+            case .dropped(let w): w?.resume(returning: false)
+            }
+            return sequence
+        }
+
+        /// Every value waiting, in order; waits when there is none. Empty at the end; throws the
+        /// `finish` error after the values queued before it.
+        func nextBatch() async throws -> [Item] {
+            enum Now { case batch([Item]), end((any Error)?), wait }
+            @Sendable func take(_ s: inout State) -> Now {
+                if s.waiting > 0 {
+                    let b = Array(s.items[s.head...])
+                    s.items.removeAll(keepingCapacity: true)
+                    s.head = 0
+                    return .batch(b)
+                }
+                if s.finished {
+                    defer { s.error = nil }
+                    return .end(s.error)
+                }
+                return .wait
+            }
+            switch state.withLock({ take(&$0) }) {
+            case .batch(let b): return b
+            case .end(let e?): throw e
+            case .end(nil): return []
+            case .wait: break
+            }
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (c: CheckedContinuation<[Item], any Error>) in
+                    let now: Now = state.withLock { s in
+                        let n = take(&s)
+                        if case .wait = n {
+                            if Task.isCancelled { return .end(nil) }
+                            s.consumer = c
+                        }
+                        return n
+                    }
+                    switch now {
+                    case .batch(let b): c.resume(returning: b)
+                    case .end(let e?): c.resume(throwing: e)
+                    case .end(nil): c.resume(returning: [])
+                    case .wait: break
+                    }
+                }
+            } onCancel: {
+                finish(nil, cancelled: true)
+            }
+        }
+
+        /// Ends the stream: the parked consumer gets the end, indications waiting get false,
+        /// `onTermination` runs once. Values already queued are still handed out on a normal
+        /// finish; a cancellation drops them.
+        func finish(_ error: (any Error)?, cancelled: Bool) {
+            let (consumer, waiters, termination): (CheckedContinuation<[Item], any Error>?, [CheckedContinuation<Bool, Never>], (@Sendable (Bool) -> Void)?) = state.withLock { s in
+                if cancelled { s.items.removeAll(); s.head = 0 }
+                guard !s.finished else {
+                    // Finished already: a cancellation still wakes a parked consumer.
+                    defer { if cancelled { s.consumer = nil } }
+                    return (cancelled ? s.consumer : nil, [], nil)
+                }
+                s.finished = true
+                let consumer = s.waiting == 0 ? s.consumer : nil
+                if consumer != nil { s.consumer = nil } else if !cancelled { s.error = error }
+                let w = Array(s.waiters.values)
+                s.waiters.removeAll()
+                let t = s.onTermination
+                s.onTermination = nil
+                return (consumer, w, t)
+            }
+            if let consumer {
+                if !cancelled, let error { consumer.resume(throwing: error) } else { consumer.resume(returning: []) }
+            }
+            for w in waiters { w.resume(returning: false) }
+            termination?(cancelled)
+        }
+
+        /// `next()` returned the indication `sequence`: its deliverer may confirm it.
         func taken(_ sequence: UInt64) {
             let ready: [CheckedContinuation<Bool, Never>] = state.withLock { s in
                 s.taken = Swift.max(s.taken, sequence)
@@ -115,15 +241,6 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
                 return due.compactMap { s.waiters.removeValue(forKey: $0) }
             }
             for c in ready { c.resume(returning: true) }
-        }
-
-        func finish() {
-            let waiting: [CheckedContinuation<Bool, Never>] = state.withLock { s in
-                s.finished = true
-                defer { s.waiters.removeAll() }
-                return Array(s.waiters.values)
-            }
-            for c in waiting { c.resume(returning: false) }
         }
 
         func wait(for sequence: UInt64, timeout: Duration) async -> Bool {
@@ -137,6 +254,7 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
                     if s.taken >= sequence { return true }
                     if s.finished { return false }
                     if s.expired.remove(sequence) != nil { return false }
+                    if s.droppedIndications.remove(sequence) != nil { return false }
                     s.waiters[sequence] = c
                     return nil
                 }

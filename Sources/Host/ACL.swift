@@ -136,8 +136,17 @@ struct OutgoingFrame {
     var offset: Int
     /// The `sendL2CAP` caller waiting for it; nil for `enqueueL2CAP` (or once its caller was failed).
     var continuation: CheckedContinuation<Void, any Error>?
-    /// Queued by `enqueueL2CAP` (counted against `HostConfiguration.maxEnqueuedFramesPerLink`).
-    var enqueued = false
+    /// Queued by `enqueueL2CAP`, and against which bound it counts; nil for `sendL2CAP`.
+    var enqueued: EnqueuedFrameKind? = nil
+}
+
+/// What an `enqueueL2CAP` frame is, for its per-link bound.
+public enum EnqueuedFrameKind: Sendable {
+    /// An answer to a request the peer may pipeline (ATT): `HostConfiguration.maxEnqueuedFramesPerLink`.
+    case answer
+    /// A PDU of a protocol with one outstanding per exchange (SMP, L2CAP signaling):
+    /// `HostConfiguration.maxEnqueuedControlFramesPerLink`, never taken by answers.
+    case control
 }
 
 /// Per-link state of the ACL path (actor-isolated inside `Host`).
@@ -152,8 +161,9 @@ final class LinkState {
     var inFlight = 0
     /// True while this link is in `Host.readyLinks`.
     var scheduled = false
-    /// Frames in `queue` put there by `enqueueL2CAP`.
-    var enqueuedCount = 0
+    /// Frames in `queue` put there by `enqueueL2CAP`, per kind.
+    var enqueuedAnswerCount = 0
+    var enqueuedControlCount = 0
 
     init(connection: LEConnection, maxFrame: Int) {
         self.handle = connection.handle
@@ -163,9 +173,22 @@ final class LinkState {
 
     var hasQueued: Bool { queueHead < queue.count }
 
+    func enqueuedCount(_ kind: EnqueuedFrameKind) -> Int {
+        kind == .answer ? enqueuedAnswerCount : enqueuedControlCount
+    }
+
+    /// Counts `f` out of its `enqueueL2CAP` bound (it left the queue).
+    func forget(_ f: OutgoingFrame) {
+        switch f.enqueued {
+        case .answer?: enqueuedAnswerCount -= 1
+        case .control?: enqueuedControlCount -= 1
+        case nil: break
+        }
+    }
+
     func popFront() -> OutgoingFrame {
         let f = queue[queueHead]
-        if f.enqueued { enqueuedCount -= 1 }
+        forget(f)
         queueHead += 1
         if queueHead == queue.count {
             queue.removeAll(keepingCapacity: true)

@@ -156,9 +156,20 @@ public actor Host {
 
     private func readLoop() async {
         do {
-            for try await packet in transport.incoming {
-                handle(packet)
-                if fatal != nil { return }
+            if let inbox = transport.inbox {
+                // One wake per batch of packets (an ACL packet and the Number Of Completed
+                // Packets that followed it arrive together).
+                while let batch = try await inbox.next() {
+                    for packet in batch {
+                        handle(packet)
+                        if fatal != nil { return }
+                    }
+                }
+            } else {
+                for try await packet in transport.incoming {
+                    handle(packet)
+                    if fatal != nil { return }
+                }
             }
             if fatal == nil { transportDied(TransportError(.closed, "\(transport.name): the transport was closed")) }
         } catch let e as TransportError {
@@ -433,25 +444,28 @@ public actor Host {
     /// (the frame is queued behind earlier frames when credits are short). For callers running
     /// on the host's executor (a `FrameRoute` sink answering a request). Throws what
     /// `sendL2CAP` throws before queueing.
-    /// Throws `HostError.busy` when `HostConfiguration.maxEnqueuedFramesPerLink` frames queued
-    /// this way still wait on the link (the frame is not sent).
-    public func enqueueL2CAP(_ frame: [UInt8], on handle: UInt16) throws {
+    /// Throws `HostError.busy` when the frames of `kind` queued this way that still wait on the
+    /// link reach their bound (`HostConfiguration.maxEnqueuedFramesPerLink` for answers,
+    /// `.maxEnqueuedControlFramesPerLink` for SMP/signaling; the frame is not sent). Each kind
+    /// has its own bound, so answers to a flooding ATT client never leave SMP without room.
+    public func enqueueL2CAP(_ frame: [UInt8], on handle: UInt16, kind: EnqueuedFrameKind = .answer) throws {
         let link = try outgoingLink(handle, frame)
         if try sendAtOnce(frame, on: link) { return }
-        guard link.enqueuedCount < configuration.maxEnqueuedFramesPerLink else {
-            throw HostError.busy("connection \(hexCode(handle, digits: 4)): \(link.enqueuedCount) answers already wait for ACL buffers")
+        let bound = kind == .answer ? configuration.maxEnqueuedFramesPerLink : configuration.maxEnqueuedControlFramesPerLink
+        guard link.enqueuedCount(kind) < bound else {
+            throw HostError.busy("connection \(hexCode(handle, digits: 4)): \(link.enqueuedCount(kind)) \(kind == .answer ? "answers" : "SMP/signaling PDUs") already wait for ACL buffers")
         }
-        link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: nil, enqueued: true))
-        link.enqueuedCount += 1
+        link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: nil, enqueued: kind))
+        if kind == .answer { link.enqueuedAnswerCount += 1 } else { link.enqueuedControlCount += 1 }
         schedule(link)
         pumpACL()
     }
 
-    /// Whether `enqueueL2CAP` would accept a frame on `handle` now (a layer answering a peer's
-    /// request checks it before acting on the request).
+    /// Whether `enqueueL2CAP` would accept an answer on `handle` now (a layer answering a
+    /// peer's request checks it before acting on the request).
     public func canEnqueueL2CAP(on handle: UInt16) -> Bool {
         guard let link = links[handle] else { return false }
-        return link.enqueuedCount < configuration.maxEnqueuedFramesPerLink
+        return link.enqueuedAnswerCount < configuration.maxEnqueuedFramesPerLink
     }
 
     private func outgoingLink(_ handle: UInt16, _ frame: [UInt8]) throws -> LinkState {
@@ -565,11 +579,11 @@ public actor Host {
             for i in link.queueHead..<link.queue.count {
                 var f = link.queue[i]
                 f.continuation?.resume(throwing: error)
-                if f.continuation != nil || f.enqueued { failed += 1 }
+                if f.continuation != nil || f.enqueued != nil { failed += 1 }
                 f.continuation = nil
                 // A frame partly handed to the controller is finished (the peer reassembles it);
                 // the others are dropped.
-                if f.offset > 0 { kept.append(f) } else if f.enqueued { link.enqueuedCount -= 1 }
+                if f.offset > 0 { kept.append(f) } else { link.forget(f) }
             }
             link.queue = kept
             link.queueHead = 0

@@ -16,6 +16,12 @@ public struct HostConfiguration: Sendable {
     /// a peer that keeps sending requests without reading the answers (an ATT client may have
     /// one request outstanding, Core v5.4 Vol 3 Part F 3.3.2) cannot grow memory.
     public var maxEnqueuedFramesPerLink: Int = 64
+    /// Frames of the link's own protocols (`EnqueuedFrameKind.control`: SMP, L2CAP signaling)
+    /// `Host.enqueueL2CAP` may leave waiting per link, counted apart from the answers so that a
+    /// client flooding ATT cannot starve pairing. These protocols have one PDU outstanding per
+    /// exchange (SMP: Core v5.4 Vol 3 Part H 3.3; signaling: one request per identifier), so a
+    /// few suffice; the bound only stops a misbehaving peer from growing memory.
+    public var maxEnqueuedControlFramesPerLink: Int = 16
     /// How long frames may wait for the controller to free an ACL buffer (Number Of Completed
     /// Packets, Core Vol 4 Part E 4.1.1) before they fail with `HostError.procedureTimeout`.
     public var aclCreditTimeout: Duration = .seconds(30)

@@ -8,16 +8,17 @@ import Glibc
 /// socket (which delivers one H4 packet per read, a special case of a stream).
 ///
 /// A reader thread polls the descriptor and a wake pipe, feeds `H4Framer` and yields packets
-/// to `incoming`. Loss (EOF, read error, framing error) is reported once: `incoming`
+/// to `inbox` (`incoming`). Loss (EOF, read error, framing error) is reported once: `incoming`
 /// finishes with that error and every later `send` throws it. The reader thread owns the
 /// descriptor and closes it when it exits.
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let name: String
-    public let incoming: AsyncThrowingStream<HCIPacket, any Error>
+    private let packets = PacketInbox()
+    public var inbox: PacketInbox? { packets }
+    public var incoming: AsyncThrowingStream<HCIPacket, any Error> { packets.stream }
 
     private let fd: Int32
     private let isSocket: Bool
-    private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     /// Guards `state` and the descriptor's lifetime (writes happen under it).
     private let lock = NSLock()
     private var state: State = .open
@@ -41,7 +42,6 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         self.isSocket = isSocket
         self.sendTimeout = sendTimeout
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        (incoming, continuation) = AsyncThrowingStream<HCIPacket, any Error>.makeStream()
         var pipeFDs: [Int32] = [-1, -1]
         guard pipe(&pipeFDs) == 0 else {
             let e = errno
@@ -102,7 +102,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         lock.lock()
         if case .open = state {
             state = .closed
-            continuation.finish()
+            packets.finish()
         }
         lock.unlock()
         wake()
@@ -117,7 +117,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private func failLocked(_ error: TransportError) {
         guard case .open = state else { return }
         state = .lost(error)
-        continuation.finish(throwing: error)
+        packets.finish(throwing: error)
         var one: UInt8 = 1
         _ = Glibc.write(wakeWrite, &one, 1)
     }
@@ -136,7 +136,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             buffer.deallocate()
             // Close under the lock so a concurrent send never writes to a reused descriptor.
             lock.lock()
-            if case .open = state { state = .closed; continuation.finish() }
+            if case .open = state { state = .closed; packets.finish() }
             Glibc.close(fd)
             Glibc.close(wakeRead)
             Glibc.close(wakeWrite)
@@ -169,7 +169,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             }
             do {
                 try framer.feed(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) { packet in
-                    continuation.yield(packet)
+                    packets.deliver(packet)
                 }
             } catch {
                 fail(error)

@@ -15,6 +15,14 @@ public protocol HCITransport: AnyObject, Sendable {
 
     /// Closes the transport; `incoming` finishes. Idempotent.
     func close()
+
+    /// The same packets in batches (`PacketInbox`), when the transport queues them so; the
+    /// `Host` reads this instead of `incoming` then. Read one of the two, never both.
+    var inbox: PacketInbox? { get }
+}
+
+extension HCITransport {
+    public var inbox: PacketInbox? { nil }
 }
 
 /// Why a transport could not be opened or was lost. The description says what to do.

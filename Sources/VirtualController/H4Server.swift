@@ -27,9 +27,14 @@ public final class H4Server: @unchecked Sendable {
     private var hosts: [Int: H4Connection] = [:]
     private var generation: [Int: Int] = [:]
 
-    /// Binds every SPEC (`tcp:HOST:PORT`, port 0 for any; `unix:PATH`), one new controller each.
-    public init(link: VirtualLink, listen specs: [String]) throws(TransportError) {
+    /// LE ACL data length of the controllers this server adds (Read Buffer Size).
+    let aclDataLength: Int
+
+    /// Binds every SPEC (`tcp:HOST:PORT`, port 0 for any; `unix:PATH`), one new controller each
+    /// (with `aclDataLength`-octet ACL buffers: 27, or up to 251 with Data Length Extension).
+    public init(link: VirtualLink, listen specs: [String], aclDataLength: Int = 27) throws(TransportError) {
         self.link = link
+        self.aclDataLength = aclDataLength
         do {
             for spec in specs { try bind(spec) }
         } catch {
@@ -73,7 +78,7 @@ public final class H4Server: @unchecked Sendable {
             }
             let hostPart = host.contains(":") ? "[\(host)]" : host
             listeners.append(Listener(spec: spec, boundSpec: "tcp:\(hostPart):\(bound)", port: bound,
-                                      controller: link.addController(), fd: fd))
+                                      controller: link.addController(aclDataLength: aclDataLength), fd: fd))
         case .unix(let path):
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { throw TransportError(.open, "\(spec): socket failed: \(String(cString: strerror(errno)))", errno: errno) }
@@ -96,7 +101,7 @@ public final class H4Server: @unchecked Sendable {
                 Glibc.close(fd)
                 throw TransportError(.open, "\(spec): cannot listen: \(String(cString: strerror(e))) (errno \(e))", errno: e)
             }
-            listeners.append(Listener(spec: spec, boundSpec: spec, port: nil, controller: link.addController(), fd: fd))
+            listeners.append(Listener(spec: spec, boundSpec: spec, port: nil, controller: link.addController(aclDataLength: aclDataLength), fd: fd))
         default:
             throw TransportError(.badSpec, "\(spec): a listener is tcp:HOST:PORT or unix:PATH (or vhci)")
         }

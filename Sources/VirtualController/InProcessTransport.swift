@@ -3,12 +3,14 @@ import HCI
 import Transport
 
 /// The host side of one virtual controller, in-process: `send` feeds the controller,
-/// `incoming` yields what the controller sends (on the link's context, no extra hops).
+/// `inbox` (or `incoming`) gets what the controller sends (queued on the link's context, no
+/// extra hops; the host takes it in batches).
 public final class InProcessTransport: HCITransport, @unchecked Sendable {
     public let controller: VirtualController
     public let name: String
-    public let incoming: AsyncThrowingStream<HCIPacket, any Error>
-    private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
+    private let packets = PacketInbox()
+    public var inbox: PacketInbox? { packets }
+    public var incoming: AsyncThrowingStream<HCIPacket, any Error> { packets.stream }
     private let lock = NSLock()
     private var closed = false
 
@@ -16,10 +18,9 @@ public final class InProcessTransport: HCITransport, @unchecked Sendable {
     public init(controller: VirtualController, name: String? = nil) {
         self.controller = controller
         self.name = name ?? "virtual controller \(controller.index) (\(controller.publicAddress))"
-        (incoming, continuation) = AsyncThrowingStream<HCIPacket, any Error>.makeStream(bufferingPolicy: .unbounded)
         controller.powerCycle()
-        let c = continuation
-        controller.attachHost { packet in c.yield(packet) }
+        let inbox = packets
+        controller.attachHost { packet in inbox.deliver(packet) }
     }
 
     public func send(_ packet: HCIPacket) throws(TransportError) {
@@ -38,10 +39,10 @@ public final class InProcessTransport: HCITransport, @unchecked Sendable {
         guard !was else { return }
         controller.attachHost(nil)
         controller.powerCycle()
-        continuation.finish()
+        packets.finish()
     }
 
-    deinit { continuation.finish() }
+    deinit { packets.finish() }
 }
 
 extension VirtualLink {

@@ -60,4 +60,44 @@ import VirtualController
         await client.close()
         await peripheral.close()
     }
+
+    /// Issue 14 regression: SMP answers shared the 64-answer bound with ATT, so a client that
+    /// filled it with pipelined requests left the peripheral no room for its Pairing Response
+    /// (dropped and logged) and pairing died at the SMP timeout. SMP has one PDU outstanding
+    /// per exchange (Core v5.4 Vol 3 Part H 3.3) and now has its own bound: pairing completes.
+    @Test func pairingCompletesWhilePipelinedATTAnswersFillTheQueue() async throws {
+        var security = SecurityTests.config(bonds: nil)
+        security.smp.timeout = .seconds(5)  // a dropped SMP PDU fails in 5 s instead of 30
+        var options = StackOptions()
+        options.security = security
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        let peripheral = try await Peripheral.open(transports[0], services: DemoProfile.services, name: "ble-hci", options: options)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "flooded", restartAfterDisconnection: false))
+        let central = try await Central.open(transports[1], options: options)
+        let adv = try await central.find(ScanFilter(nameContains: "flooded"), timeout: .seconds(5))
+        let remote = try await central.connect(to: adv.address)
+        let nameHandle = try #require(peripheral.server.valueHandle(of: DemoProfile.name))
+        let read = L2CAPFrame(cid: .att, payload: ATTPDU.readRequest(handle: nameHandle).bytes).bytes
+
+        // The peripheral's controller stops returning buffers; 200 pipelined Read Requests
+        // (sent below the central's ATT bearer) fill the peripheral's 64 answer slots.
+        transports[0].controller.setCompletingPackets(false)
+        let centralHost = await central.stack.host
+        for _ in 0..<200 { try await centralHost.sendL2CAP(read, on: remote.handle) }
+        let peripheralHost = await peripheral.stack.host
+        let handle = try #require(await peripheralHost.connections.first?.handle)
+        #expect(await waitFor { await peripheralHost.queuedFrameCount(handle) == 64 })
+
+        // Pairing starts while the answer slots are full; the Pairing Response is queued
+        // behind them, and goes out once the controller returns buffers.
+        let pairing = Task { try await remote.pair() }
+        #expect(await waitFor { await peripheralHost.queuedFrameCount(handle) == 65 })
+        transports[0].controller.setCompletingPackets(true)
+        let result = try await pairing.value
+        #expect(result.encrypted)
+        #expect(await remote.lastPairing?.method == .justWorks)
+        try await remote.disconnect()
+        await central.close()
+        await peripheral.close()
+    }
 }

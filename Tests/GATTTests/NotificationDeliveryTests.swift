@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 import HCI
 import ATT
@@ -50,5 +51,50 @@ import ATT
         continuation.finish()
         #expect(await waiting.value == false)
         _ = stream
+    }
+
+    /// Values are handed to the application in batches (one wake per batch): the order is the
+    /// arrival order across batches, and a value queued while a batch is being taken waits for
+    /// the next one.
+    @Test func batchedDeliveryKeepsArrivalOrder() async throws {
+        let (stream, continuation) = GATTNotificationStream.makeStream()
+        for i in 0..<100 { continuation.yield([UInt8(i)]) }
+        var it = stream.makeAsyncIterator()
+        var taken: [UInt8] = []
+        for _ in 0..<50 { taken += try #require(try await it.next()) }
+        for i in 100..<200 { continuation.yield([UInt8(i)]) }
+        continuation.finish()
+        while let v = try await it.next() { taken += v }
+        #expect(taken == (0..<200).map { UInt8($0) })
+        #expect(stream.droppedCount == 0)
+    }
+
+    /// An application that lets go of the stream (or whose task is cancelled) ends it as
+    /// cancelled, so the subscription is removed; a finished stream reports false.
+    @Test func droppingOrCancellingTheStreamEndsItAsCancelled() async throws {
+        let ended = Mutex<[Bool]>([])
+        do {
+            let (stream, continuation) = GATTNotificationStream.makeStream()
+            continuation.onTermination { cancelled in ended.withLock { $0.append(cancelled) } }
+            continuation.yield([1])
+            _ = stream
+        }
+        #expect(ended.withLock { $0 } == [true])
+        let (stream, continuation) = GATTNotificationStream.makeStream()
+        continuation.onTermination { cancelled in ended.withLock { $0.append(cancelled) } }
+        let reader = Task { () -> Int in
+            var n = 0
+            do { for try await _ in stream { n += 1 } } catch {}
+            return n
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        reader.cancel()
+        #expect(await reader.value == 0)
+        #expect(ended.withLock { $0 } == [true, true])
+        let (other, c2) = GATTNotificationStream.makeStream()
+        c2.onTermination { cancelled in ended.withLock { $0.append(cancelled) } }
+        c2.finish()
+        _ = other
+        #expect(ended.withLock { $0 } == [true, true, false])
     }
 }

@@ -44,6 +44,32 @@ import Transport
         await host.close()
     }
 
+    /// SMP/signaling PDUs (`EnqueuedFrameKind.control`) have their own bound: a link whose 64
+    /// answer slots are full still queues them. Before the fix they shared the 64 slots and the
+    /// 65th frame, whatever its protocol, was refused, so an ATT flood starved pairing. SMP has
+    /// one PDU outstanding per exchange (Core v5.4 Vol 3 Part H 3.3), so its bound is small.
+    @Test func controlFramesDoNotShareTheAnswersBound() async throws {
+        let (host, t) = try await makeHost()
+        try await host.enqueueL2CAP(l2capFrame(10), on: 0x40)  // takes the only buffer
+        for _ in 0..<64 { try await host.enqueueL2CAP(l2capFrame(10), on: 0x40) }
+        #expect(await host.canEnqueueL2CAP(on: 0x40) == false)
+        await #expect(throws: HostError.self) { try await host.enqueueL2CAP(l2capFrame(10), on: 0x40) }
+        for _ in 0..<HostConfiguration().maxEnqueuedControlFramesPerLink {
+            try await host.enqueueL2CAP(l2capFrame(10), on: 0x40, kind: .control)
+        }
+        #expect(await host.queuedFrameCount(0x40) == 64 + 16)
+        // Still bounded: a peer cannot grow the queue with control PDUs either.
+        await #expect(throws: HostError.self) { try await host.enqueueL2CAP(l2capFrame(10), on: 0x40, kind: .control) }
+        // In order: every queued frame goes out as buffers come back, then each kind has room again.
+        for n in 1...80 {
+            t.complete(0x40, 1)
+            try await eventually("frame \(n + 1) sent") { t.sentACL.count == n + 1 }
+        }
+        #expect(await host.canEnqueueL2CAP(on: 0x40))
+        try await host.enqueueL2CAP(l2capFrame(10), on: 0x40, kind: .control)
+        await host.close()
+    }
+
     /// Before the fix the second send waited for ever (the test failed at its 10 s limit).
     @Test func framesWaitingForBuffersFailAfterTheCreditTimeout() async throws {
         var configuration = HostConfiguration()

@@ -4,9 +4,11 @@
 //   ble-hci-bench notifications N  our Peripheral notifies N values, our Central counts them
 //   ble-hci-bench capture IN OUT N a btsnoop of N packets: IN's records repeated, times increasing
 //   ble-hci-bench varied OUT N [SEED] a btsnoop of N packets, no exchange repeated (VariedCapture.swift)
-//   ble-hci-bench links L [RATE S]  one Central connected to L Peripherals (one virtual link),
+//   ble-hci-bench links L [RATE S [LEN]]  one Central connected to L Peripherals (one virtual link),
 //                                  each notifying RATE values/s (default 720) of 244 octets for
 //                                  S seconds (default 5): loss, process CPU, anonymous memory
+//   ble-hci-bench links-split L [RATE S [LEN]]  the same with the Central in a child process over
+//                                  H4/TCP (`links-central SPEC L RATE S`): the Central's own CPU
 //
 // Each link runs on VirtualLink.inProcess (two virtual controllers, in-process transports).
 // Output: one line "metric=<name> count=<n> seconds=<s> rate=<n/s>" on stdout.
@@ -16,6 +18,7 @@ import Capture
 import GATT
 import BLE
 import VirtualController
+import Transport
 
 func now() -> Double {
     var ts = timespec()
@@ -23,8 +26,9 @@ func now() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-func report(_ metric: String, count: Int, seconds: Double) {
-    print("metric=\(metric) count=\(count) seconds=\(String(format: "%.4f", seconds)) rate=\(String(format: "%.1f", Double(count) / seconds))")
+func report(_ metric: String, count: Int, seconds: Double, extra: String = "") {
+    print("metric=\(metric) count=\(count) seconds=\(String(format: "%.4f", seconds)) rate=\(String(format: "%.1f", Double(count) / seconds))"
+          + (extra.isEmpty ? "" : " " + extra))
 }
 
 /// A connected pair on an in-process virtual link: our Peripheral (demo profile) and our
@@ -58,7 +62,10 @@ func benchReads(_ n: Int) async throws {
 func benchNotifications(_ n: Int) async throws {
     let (peripheral, central, remote, tree) = try await connectedPair()
     let c = characteristic(tree, DemoProfile.ticker)
-    let values = try await remote.notifications(for: c)
+    // The sender is not flow controlled by the receiving application (notifications have no
+    // flow control; Bumble's LocalLink queue is unbounded too): the stream holds up to N values
+    // so that a receiver descheduled by the machine's load loses none. Lost values are counted.
+    let values = try await remote.notifications(for: c, bufferLimit: n)
     let counter = Task { () -> (Int, Double) in
         var count = 0
         var last = now()
@@ -78,7 +85,8 @@ func benchNotifications(_ n: Int) async throws {
     let timeout = Task { try? await Task.sleep(for: .seconds(2)); counter.cancel() }
     let (count, last) = await counter.value
     timeout.cancel()
-    report("notifications", count: count, seconds: last - t0)
+    report("notifications", count: count, seconds: last - t0,
+           extra: "sent=\(n) lost=\(n - count) dropped_by_stream=\(values.droppedCount) dropped_by_bearer=\(remote.droppedNotifications)")
     await central.close()
     await peripheral.close()
 }
@@ -97,43 +105,58 @@ func cpuSeconds() -> Double {
     return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6
 }
 
-/// One Central and `links` Peripherals on one in-process virtual link, every stack in this
-/// process: each Peripheral notifies `rate` values/s for `seconds`; the Central counts what
-/// arrives per link. CPU is the whole process's (the Central's host, the Peripherals' hosts and
-/// the virtual controllers), divided by the number of links.
-func benchLinks(_ links: Int, rate: Int, seconds: Int) async throws {
-    let (_, transports) = VirtualLink.inProcess(count: links + 1)
-    let central = try await Central.open(transports[links])
-    var peripherals: [Peripheral] = []
+/// The Central's side of the links benchmark: connects to the `links` Peripherals named
+/// "bench-link-<i>." in turn, exchanges ATT_MTU 247 and subscribes to fff1 on each.
+/// `opened(i)` is called after link i is up (the caller opens Peripheral i+1 then, or has all
+/// advertising already). Returns the streams and the smallest ATT_MTU.
+func connectLinks(_ central: Central, _ links: Int, opened: (Int) async throws -> Void = { _ in }) async throws -> ([GATTNotificationStream], Int) {
     var streams: [GATTNotificationStream] = []
-    var remotes: [RemotePeripheral] = []
-    var anonAfterFirst = 0
     var mtu = 517  // the smallest ATT_MTU of the links (244-octet values need 247)
     for i in 0..<links {
         let name = "bench-link-\(i)."
-        let p = try await Peripheral.open(transports[i], services: DemoProfile.services, name: name)
-        try await p.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: DemoProfile.advertisedServices))
         let adv = try await central.find(ScanFilter(nameContains: name), timeout: .seconds(10), describe: "name \(name)")
         let remote = try await central.connect(to: adv.address)
         mtu = min(mtu, try await remote.exchangeMTU(247))
         let tree = try await remote.discoverAll()
         streams.append(try await remote.notifications(for: characteristic(tree, DemoProfile.ticker)))
-        peripherals.append(p)
-        remotes.append(remote)
-        if i == 0 { anonAfterFirst = anonymousKiB() }
+        try await opened(i)
     }
-    let anonAll = anonymousKiB()
-    let perLink = rate * seconds
-    let counters = streams.map { values in
+    return (streams, mtu)
+}
+
+/// Counts what each stream receives, up to `perLink` values each.
+func countNotifications(_ streams: [GATTNotificationStream], perLink: Int) -> [Task<Int, Never>] {
+    streams.map { values in
         Task { () -> Int in
             var count = 0
             do { for try await _ in values { count += 1; if count == perLink { break } } } catch {}
             return count
         }
     }
+}
+
+/// Waits for the counters; what has not arrived `within` seconds from now is counted lost.
+/// Returns the total received and when the last counter ended.
+func collect(_ counters: [Task<Int, Never>], within seconds: Double) async -> (Int, Double) {
+    let timeout = Task { try? await Task.sleep(for: .milliseconds(Int(seconds * 1000))); for c in counters { c.cancel() } }
+    var received = 0
+    for c in counters { received += await c.value }
+    timeout.cancel()
+    return (received, now())
+}
+
+/// Opens Peripheral `i` (demo profile) on `transport`, advertising "bench-link-<i>.".
+func openPeripheral(_ i: Int, _ transport: any HCITransport) async throws -> Peripheral {
+    let name = "bench-link-\(i)."
+    let p = try await Peripheral.open(transport, services: DemoProfile.services, name: name)
+    try await p.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: DemoProfile.advertisedServices))
+    return p
+}
+
+/// Each Peripheral sends `rate` values/s of 244 octets for `seconds`, in ticks of 25 ms
+/// (rate / 40 per tick), on schedule. Returns the number sent.
+func sendSchedule(_ peripherals: [Peripheral], rate: Int, seconds: Int) async -> Int {
     let value = [UInt8](repeating: 0x5A, count: 244)
-    let cpu0 = cpuSeconds(), t0 = now()
-    // Each Peripheral sends its values in ticks of 25 ms (rate / 40 per tick), on schedule.
     let ticks = seconds * 40, perTick = rate / 40
     let start = ContinuousClock.now
     await withTaskGroup(of: Void.self) { group in
@@ -146,21 +169,123 @@ func benchLinks(_ links: Int, rate: Int, seconds: Int) async throws {
             }
         }
     }
+    return peripherals.count * ticks * perTick
+}
+
+/// One Central and `links` Peripherals on one in-process virtual link, every stack in this
+/// process: each Peripheral notifies `rate` values/s for `seconds`; the Central counts what
+/// arrives per link. CPU is the whole process's (the Central's host, the Peripherals' hosts and
+/// the virtual controllers), divided by the number of links.
+func benchLinks(_ links: Int, rate: Int, seconds: Int, aclDataLength: Int) async throws {
+    let (_, transports) = VirtualLink.inProcess(count: links + 1, aclDataLength: aclDataLength)
+    let central = try await Central.open(transports[links])
+    var peripherals = [try await openPeripheral(0, transports[0])]
+    var anonAfterFirst = 0
+    let (streams, mtu) = try await connectLinks(central, links) { i in
+        if i == 0 { anonAfterFirst = anonymousKiB() }
+        if i + 1 < links { peripherals.append(try await openPeripheral(i + 1, transports[i + 1])) }
+    }
+    let anonAll = anonymousKiB()
+    let counters = countNotifications(streams, perLink: seconds * 40 * (rate / 40))
+    let cpu0 = cpuSeconds(), t0 = now()
+    let sent = await sendSchedule(peripherals, rate: rate, seconds: seconds)
     let sendSeconds = now() - t0
     // Whatever has not arrived 2 s after the last send is counted lost.
-    let timeout = Task { try? await Task.sleep(for: .seconds(2)); for c in counters { c.cancel() } }
-    var received = 0
-    for c in counters { received += await c.value }
-    timeout.cancel()
+    let (received, _) = await collect(counters, within: 2)
     let cpu = cpuSeconds() - cpu0, wall = now() - t0
-    let sent = links * ticks * perTick
-    print("metric=links links=\(links) att_mtu=\(mtu) sent=\(sent) received=\(received) lost=\(sent - received) "
+    print("metric=links links=\(links) acl_data_length=\(aclDataLength) att_mtu=\(mtu) sent=\(sent) received=\(received) lost=\(sent - received) "
           + "send_seconds=\(String(format: "%.2f", sendSeconds)) cpu_seconds=\(String(format: "%.2f", cpu)) wall_seconds=\(String(format: "%.2f", wall)) "
           + "cpu_percent_per_link=\(String(format: "%.2f", 100 * cpu / wall / Double(links))) "
           + "anon_kib_first_link=\(anonAfterFirst) anon_kib_all=\(anonAll) "
           + "anon_kib_per_extra_link=\(links > 1 ? (anonAll - anonAfterFirst) / (links - 1) : 0)")
     await central.close()
     for p in peripherals { await p.close() }
+}
+
+/// The same exchange with the Central in its own process, so that its CPU is its own: this
+/// process keeps the virtual link, the 32 Peripherals and their controllers, and serves the
+/// Central's controller as H4 over TCP (`H4Server`, as `ble-hci controllers` does); the child
+/// (`links-central`) runs the Central over `TCPTransport` and measures its own CPU. The
+/// Central's figure therefore includes its transport (socket reads and writes, H4 framing),
+/// as a host on a real controller has.
+func benchLinksSplit(_ links: Int, rate: Int, seconds: Int, aclDataLength: Int) async throws {
+    let link = VirtualLink(mode: .live)
+    let transports = (0..<links).map { _ in InProcessTransport(controller: link.addController(aclDataLength: aclDataLength)) }
+    let server = try H4Server(link: link, listen: ["tcp:127.0.0.1:0"], aclDataLength: aclDataLength)
+    server.start()
+    defer { server.stop() }
+    var peripherals: [Peripheral] = []
+    for i in 0..<links { peripherals.append(try await openPeripheral(i, transports[i])) }
+    let child = Process()
+    child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+    child.arguments = ["links-central", server.listeners[0].boundSpec, "\(links)", "\(rate)", "\(seconds)"]
+    let out = Pipe(), control = Pipe()
+    child.standardOutput = out
+    child.standardInput = control
+    try child.run()
+    // The child prints "ready" once every link is subscribed, then its figures at the end.
+    let lines = AsyncStream<String> { c in
+        Thread.detachNewThread {
+            var pending = ""
+            while true {
+                let d = out.fileHandleForReading.availableData
+                if d.isEmpty { break }
+                pending += String(decoding: d, as: UTF8.self)
+                while let nl = pending.firstIndex(of: "\n") {
+                    c.yield(String(pending[..<nl]))
+                    pending = String(pending[pending.index(after: nl)...])
+                }
+            }
+            c.finish()
+        }
+    }
+    var it = lines.makeAsyncIterator()
+    guard await it.next() == "ready" else { throw CaptureError("links-central did not get ready") }
+    let cpu0 = cpuSeconds(), t0 = now()
+    let sent = await sendSchedule(peripherals, rate: rate, seconds: seconds)
+    let sendSeconds = now() - t0
+    control.fileHandleForWriting.write(Data("sent\n".utf8))  // the child counts 2 s more
+    var centralLine = ""
+    while let l = await it.next() { if l.hasPrefix("metric=") { centralLine = l } }
+    child.waitUntilExit()
+    let cpu = cpuSeconds() - cpu0, wall = now() - t0
+    func field(_ name: String) -> String {
+        centralLine.split(separator: " ").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) } ?? "?"
+    }
+    print("metric=links-split links=\(links) acl_data_length=\(aclDataLength) sent=\(sent) received=\(field("received")) lost=\(sent - (Int(field("received")) ?? 0)) "
+          + "send_seconds=\(String(format: "%.2f", sendSeconds)) "
+          + "central_cpu_seconds=\(field("cpu_seconds")) central_wall_seconds=\(field("wall_seconds")) "
+          + "central_cpu_percent_per_link=\(field("cpu_percent_per_link")) "
+          + "peripherals_cpu_seconds=\(String(format: "%.2f", cpu)) peripherals_cpu_percent_per_link=\(String(format: "%.2f", 100 * cpu / wall / Double(links))) "
+          + "central_anon_kib_first_link=\(field("anon_kib_first_link")) central_anon_kib_all=\(field("anon_kib_all")) "
+          + "central_anon_kib_per_extra_link=\(field("anon_kib_per_extra_link"))")
+    for p in peripherals { await p.close() }
+}
+
+/// The child of `links-split`: the Central over H4/TCP at `spec`.
+func benchLinksCentral(spec: String, _ links: Int, rate: Int, seconds: Int) async throws {
+    guard case .tcp(let host, let port) = try TransportSpec(parsing: spec) else { throw CaptureError("\(spec): tcp:HOST:PORT expected") }
+    let central = try await Central.open(try TCPTransport.connect(host: host, port: port))
+    var anonAfterFirst = 0
+    let (streams, _) = try await connectLinks(central, links) { i in if i == 0 { anonAfterFirst = anonymousKiB() } }
+    let anonAll = anonymousKiB()
+    let counters = countNotifications(streams, perLink: seconds * 40 * (rate / 40))
+    print("ready")
+    fflush(nil)
+    let cpu0 = cpuSeconds(), t0 = now()
+    // The parent starts sending on "ready" and writes "sent" on stdin when its schedule is
+    // done: what has not arrived 2 s later is counted lost.
+    await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+        Thread.detachNewThread { _ = readLine(); c.resume() }  // not a pool thread: it blocks
+    }
+    let (received, last) = await collect(counters, within: 2)
+    let cpu = cpuSeconds() - cpu0, wall = last - t0
+    print("metric=links-central links=\(links) received=\(received) cpu_seconds=\(String(format: "%.2f", cpu)) wall_seconds=\(String(format: "%.2f", wall)) "
+          + "cpu_percent_per_link=\(String(format: "%.2f", 100 * cpu / wall / Double(links))) "
+          + "anon_kib_first_link=\(anonAfterFirst) anon_kib_all=\(anonAll) "
+          + "anon_kib_per_extra_link=\(links > 1 ? (anonAll - anonAfterFirst) / (links - 1) : 0)")
+    fflush(nil)
+    await central.close()
 }
 
 /// Repeats the records of `input` until `count` packets, in btsnoop 1002 with increasing times.
@@ -186,7 +311,7 @@ func makeCapture(input: String, output: String, count: Int) throws {
 
 let args = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS]\n".utf8))
+    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]]\n".utf8))
     exit(2)
 }
 guard args.count >= 3 else { usage() }
@@ -194,8 +319,15 @@ do {
     switch args[1] {
     case "reads": try await benchReads(Int(args[2]) ?? 10_000)
     case "notifications": try await benchNotifications(Int(args[2]) ?? 10_000)
-    case "links": try await benchLinks(Int(args[2]) ?? 32, rate: args.count > 3 ? Int(args[3]) ?? 720 : 720,
-                                       seconds: args.count > 4 ? Int(args[4]) ?? 5 : 5)
+    case "links", "links-split":
+        // links L [RATE SECONDS [ACL_DATA_LENGTH]]: 27-octet ACL buffers by default, 251 with
+        // Data Length Extension (the issue's "251-octet PDUs").
+        let n = Int(args[2]) ?? 32, rate = args.count > 3 ? Int(args[3]) ?? 720 : 720
+        let seconds = args.count > 4 ? Int(args[4]) ?? 5 : 5, length = args.count > 5 ? Int(args[5]) ?? 27 : 27
+        if args[1] == "links" { try await benchLinks(n, rate: rate, seconds: seconds, aclDataLength: length) }
+        else { try await benchLinksSplit(n, rate: rate, seconds: seconds, aclDataLength: length) }
+    case "links-central" where args.count == 6:
+        try await benchLinksCentral(spec: args[2], Int(args[3]) ?? 32, rate: Int(args[4]) ?? 720, seconds: Int(args[5]) ?? 5)
     case "capture" where args.count == 5: try makeCapture(input: args[2], output: args[3], count: Int(args[4]) ?? 500_000)
     case "varied" where args.count == 4 || args.count == 5:
         try makeVariedCapture(output: args[2], count: Int(args[3]) ?? 50_000,
