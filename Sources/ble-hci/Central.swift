@@ -39,7 +39,9 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     options.security = security
     options.privacy = privacyOptions(c)
     options.host.randomStaticAddress = security.bondDirectory.flatMap(bondedRandomStaticAddress)
-    options.pairingDelegate = TerminalPairing(out: out, passkey: security.smp.fixedPasskey, yes: c.args.has("yes"))
+    let pairing = TerminalPairing(out: out, passkey: security.smp.fixedPasskey, yes: c.args.has("yes"), holdUntilReleased: true)
+    options.pairingDelegate = pairing
+    defer { pairing.release() }  // whatever happens, nothing held is lost
     // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
     defer { Task { await central.close() } }
@@ -72,6 +74,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
                .int("handle", remote.handle), .int("connection", remote.handle), .int("mtu", effectiveMTU)])
     out.line("Connected to \(out.bold(address.description)) (handle \(remote.handle)), ATT MTU \(effectiveMTU)")
+    pairing.release()
 
     var exitCode = ExitCode.success
     var interrupted: Interrupted? = nil

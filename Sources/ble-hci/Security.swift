@@ -2,6 +2,7 @@ import Foundation
 import HCI
 import SMP
 import BLE
+import Synchronization
 
 /// The security options of `central` and `peripheral` (CLI.md "Security (SMP) options").
 let securityFlags: Set<String> = ["yes", "mitm", "legacy", "sc-only", "no-bond", "privacy"]
@@ -99,11 +100,30 @@ final class TerminalPairing: PairingDelegate, Sendable {
     let out: Output
     let passkey: UInt32?
     let yes: Bool
+    /// Events held back until `release()`: a central encrypts from a bond as soon as the link is
+    /// up, before its `connected` event (printed after the MTU exchange), and a script reading
+    /// the JSON lines must see `connected` first.
+    private let held: Mutex<[([Field], String)]?>
 
-    init(out: Output, passkey: UInt32?, yes: Bool) {
+    init(out: Output, passkey: UInt32?, yes: Bool, holdUntilReleased: Bool = false) {
         self.out = out
         self.passkey = passkey
         self.yes = yes
+        held = Mutex(holdUntilReleased ? [] : nil)
+    }
+
+    /// Prints the events held so far, in order, and every later one as it comes.
+    func release() {
+        let pending = held.withLock { h -> [([Field], String)] in
+            defer { h = nil }
+            return h ?? []
+        }
+        for (fields, text) in pending { print(fields, text) }
+    }
+
+    private func print(_ fields: [Field], _ text: String) {
+        out.event(fields)
+        out.line(text)
     }
 
     private var interactive: Bool { isatty(STDIN_FILENO) == 1 }
@@ -139,8 +159,13 @@ final class TerminalPairing: PairingDelegate, Sendable {
 
     func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) {
         for (fields, text) in describe(event, peer: peer) {
-            out.event(fields)
-            out.line("\(timestamp()) \(text)")
+            let line = "\(timestamp()) \(text)"
+            let printNow = held.withLock { h -> Bool in
+                guard h != nil else { return true }
+                h!.append((fields, line))
+                return false
+            }
+            if printNow { print(fields, line) }
         }
     }
 }

@@ -31,6 +31,10 @@ extension CLITests {
                                                     "--bonds", centralBonds, "--json"])
                 expectStatus(second, 1, "central --read ff01 --read ff02 (ff02 needs MITM)")
                 #expect(second.events("paired").isEmpty, "re-encrypted from the bond: \(second.stdout)")
+                // The link's events follow its `connected` (CLI.md: a script keys on it first),
+                // even though encryption from the bond may start before the MTU exchange ends.
+                let secondNames = second.stdout.compactMap(ChildProcess.json).compactMap { $0["event"] as? String }
+                #expect(secondNames.first == "connected", "\(second.stdout)")
                 let encrypted = try #require(second.events("encrypted").first)
                 #expect(encrypted["bonded"] as? Bool == true)
                 #expect(encrypted["keySize"] as? Int == 16)
