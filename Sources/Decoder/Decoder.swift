@@ -330,28 +330,34 @@ public final class PacketDecoder: @unchecked Sendable {
             }
         case .leSignaling:
             p.layers.append(DecodedLayer("l2cap", l2))
-            do {
+            appendLayer("signaling", malformed: "L2CAP signaling", into: &p) { () throws(DecodeError) in
                 let cmd = try SignalingCommand.decode(frame.payload)
-                p.layers.append(DecodedLayer("signaling", cmd.fields))
-                p.summary = "L2CAP \(cmd.code.name ?? "Unknown signaling command (\(hexCode(cmd.code.rawValue)))")"
-            } catch {
-                p.malformed = "L2CAP signaling: \(error)"
-                p.summary = "Malformed L2CAP signaling"
+                return (cmd.fields, "L2CAP \(cmd.code.name ?? "Unknown signaling command (\(hexCode(cmd.code.rawValue)))")")
             }
         case .smp:
             p.layers.append(DecodedLayer("l2cap", l2))
-            do {
+            appendLayer("smp", malformed: "SMP", into: &p) { () throws(DecodeError) in
                 let pdu = try SMPPDU.decode(frame.payload)
-                p.layers.append(DecodedLayer("smp", pdu.fields))
-                p.summary = "SMP \(pdu.name)"
-            } catch {
-                p.malformed = "SMP: \(error)"
-                p.summary = "Malformed SMP"
+                return (pdu.fields, "SMP \(pdu.name)")
             }
         default:
             l2.append(.bytes("payload", frame.payload))
             p.layers.append(DecodedLayer("l2cap", l2))
             p.summary = "L2CAP \(frame.cid.description)"
+        }
+    }
+
+    /// A payload that makes one layer: its fields and the packet's summary, or, when it does not
+    /// decode, the packet marked malformed with the cause (`what` names the protocol).
+    private func appendLayer(_ layer: String, malformed what: String, into p: inout DecodedPacket,
+                             _ decode: () throws(DecodeError) -> (fields: [Field], summary: String)) {
+        do {
+            let (fields, summary) = try decode()
+            p.layers.append(DecodedLayer(layer, fields))
+            p.summary = summary
+        } catch {
+            p.malformed = "\(what): \(error)"
+            p.summary = "Malformed \(what)"
         }
     }
 }

@@ -22,20 +22,24 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let vendor: UInt8 = 0x3f
 }
 
+/// The parameters of one kind of HCI packet (a command, an event, an LE Meta subevent): one
+/// type decodes, encodes and describes them, under the specification's name.
+public protocol HCIParameters: Sendable, FieldDescribable {
+    /// The specification's name ("LE Set Advertising Parameters", "Disconnection Complete").
+    static var name: String { get }
+    init(parameters: inout ByteReader) throws(DecodeError)
+    func encodeParameters(into w: inout ByteWriter)
+}
+
 /// A typed HCI command. The same type encodes (host), decodes (virtual controller, `dump`)
 /// and describes itself (`--trace`).
-public protocol HCICommand: Sendable, FieldDescribable {
+public protocol HCICommand: HCIParameters {
     /// Return parameters of Command Complete after the Status octet.
     associatedtype ReturnParameters: HCIReturnParameters = NoReturnParameters
     static var opcode: HCIOpcode { get }
-    /// The specification's command name ("LE Set Advertising Parameters").
-    static var name: String { get }
     /// True when the controller answers with Command Status and the result comes later in
     /// another event (LE Create Connection, Disconnect, ...), false for Command Complete.
     static var completesWithStatus: Bool { get }
-
-    init(parameters: inout ByteReader) throws(DecodeError)
-    func encodeParameters(into w: inout ByteWriter)
 }
 
 extension HCICommand {

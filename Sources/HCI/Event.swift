@@ -1,11 +1,7 @@
 /// A typed HCI event's parameters. As with commands, one type encodes (virtual controller),
 /// decodes (host, `dump`) and describes itself.
-public protocol HCIEventParameters: Sendable, FieldDescribable {
+public protocol HCIEventParameters: HCIParameters {
     static var eventCode: UInt8 { get }
-    /// The specification's event name ("Disconnection Complete").
-    static var name: String { get }
-    init(parameters: inout ByteReader) throws(DecodeError)
-    func encodeParameters(into w: inout ByteWriter)
 }
 
 extension HCIEventParameters {
@@ -17,13 +13,9 @@ extension HCIEventParameters {
     public var name: String { Self.name }
 }
 
-/// A subevent of the LE Meta event (0x3E).
-public protocol LEMetaEventParameters: Sendable, FieldDescribable {
+/// A subevent of the LE Meta event (0x3E); its parameters are those after Subevent_Code.
+public protocol LEMetaEventParameters: HCIParameters {
     static var subeventCode: UInt8 { get }
-    static var name: String { get }
-    /// Reads the parameters after Subevent_Code.
-    init(parameters: inout ByteReader) throws(DecodeError)
-    func encodeParameters(into w: inout ByteWriter)
 }
 
 extension LEMetaEventParameters {
