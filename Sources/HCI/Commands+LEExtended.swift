@@ -265,32 +265,6 @@ public struct LESetExtendedScanParameters: HCICommand, Equatable {
     }
 }
 
-/// LE Set Extended Scan Enable (0x2042).
-public struct LESetExtendedScanEnable: HCICommand, Equatable {
-    public var enable: Bool
-    /// 0 disabled, 1 enabled, 2 enabled and reset each period.
-    public var filterDuplicates: UInt8
-    /// Units of 10 ms; 0 = until disabled.
-    public var duration: UInt16
-    /// Units of 1.28 s; 0 = scan continuously.
-    public var period: UInt16
-
-    public init(enable: Bool, filterDuplicates: UInt8 = 0, duration: UInt16 = 0, period: UInt16 = 0) {
-        self.enable = enable; self.filterDuplicates = filterDuplicates; self.duration = duration; self.period = period
-    }
-    public init(parameters r: inout ByteReader) throws(DecodeError) {
-        enable = try r.u8("enable") != 0; filterDuplicates = try r.u8("filterDuplicates")
-        duration = try r.u16("duration"); period = try r.u16("period")
-    }
-    public func encodeParameters(into w: inout ByteWriter) { w.u8(enable ? 1 : 0); w.u8(filterDuplicates); w.u16(duration); w.u16(period) }
-    public var fields: [Field] {
-        [.code("enable", UInt8(enable ? 1 : 0), note: enable ? "enabled" : "disabled"),
-         .code("filterDuplicates", filterDuplicates),
-         .interval("duration", duration, unitMicroseconds: 10_000, whenZero: "scan continuously"),
-         .int("period", period, note: period == 0 ? "no periodic scanning" : "\(Double(period) * 1.28) s")]
-    }
-}
-
 /// LE Extended Create Connection [v1] (0x2043): one block of parameters per initiating PHY bit set.
 public struct LEExtendedCreateConnection: HCICommand, Equatable {
 
