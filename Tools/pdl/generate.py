@@ -17,8 +17,14 @@ Format (one declaration per block, two-space indented members, `#` comments):
   event Name CODE "Spec Name" [host] [handwritten]   an HCI event (Vol 4 Part E 7.7)
   subevent Name CODE "Spec Name" [host] [handwritten] an LE Meta subevent (7.7.65)
     param ...                                        event parameters, in wire order
+    list name@countLabel: Element min N [items "LABEL"] [need "LABEL"]  instead of params: a count
+                                                     octet, then that many Elements of at least N
+                                                     octets each (`items`: the list's field name;
+                                                     `need`: its name when too short for the count)
+    item ...                                         an Element's fields, in wire order (as param)
 
-`handwritten` declares a command whose struct is written by hand (irregular layout: lists,
+`handwritten` declares a command whose struct is written by hand (irregular layout: lists of
+elements with optional or variable-length fields,
 variable-length data); it still gets its table entries from here. `status`: the controller
 answers with Command Status (the result comes in a later event).
 
@@ -200,7 +206,21 @@ class Event:
         self.handwritten = "handwritten" in rest.split()
         self.host = "host" in rest.split()  # handled by the Host (gen_events.py)
         self.doc, self.params, self.rets, self.returns = [], [], [], None
+        self.list, self.items = None, []
         self.where = where
+
+
+class ListOf:
+    """An event whose parameters are a counted list of same-layout elements (reports, entries)."""
+    def __init__(self, line, where):
+        m = re.match(r'(\w+)@(\w+):\s*(\w+) min (\d+)(?: items "([^"]+)")?(?: need "([^"]+)")?$', line)
+        if not m:
+            sys.exit(f"{where}: cannot read list: {line}")
+        self.name, self.count, self.element, minimum, items, need = m.groups()
+        self.minimum = int(minimum)
+        self.items_label = items or self.name
+        # What a list too short for its count is named by in the error.
+        self.need_label = need or self.items_label
 
 
 def parse(path):
@@ -228,6 +248,10 @@ def parse(path):
             c.rets.append(Field(body, where))
         elif key == "returns":
             c.returns = body.strip()
+        elif key == "list" and isinstance(c, Event):
+            c.list = ListOf(body.strip(), where)
+        elif key == "item" and isinstance(c, Event) and c.list:
+            c.items.append(Field(body, where))
         else:
             sys.exit(f"{where}: unknown member {key}")
     return commands
@@ -288,7 +312,27 @@ def emit_event(e):
     out.append(f"public struct {e.name}: {proto}, Equatable {{")
     out.append(f"    public static let {key}: UInt8 = 0x{e.code:02X}")
     out.append(f'    public static let name = "{e.spec}"')
-    if e.params:
+    if e.list:
+        l = e.list
+        out.append("")
+        out.append(f"    public struct {l.element}: Sendable, Equatable {{")
+        out += struct_body(e.items, "element", "init(_ r: inout ByteReader) throws(DecodeError)",
+                           "func encode(into w: inout ByteWriter)", 8)
+        out.append("    }")
+        out.append("")
+        out.append(f"    public var {l.name}: [{l.element}]")
+        out.append(f"    public init({l.name}: [{l.element}]) {{ self.{l.name} = {l.name} }}")
+        out.append("    public init(parameters r: inout ByteReader) throws(DecodeError) {")
+        out.append(f'        {l.name} = try decodeList(&r, count: "{l.count}", minimumSize: {l.minimum}, "{l.need_label}") '
+                   f"{{ r throws(DecodeError) in try {l.element}(&r) }}")
+        out.append("    }")
+        out.append("    public func encodeParameters(into w: inout ByteWriter) {")
+        out.append(f"        encodeList({l.name}, into: &w) {{ e, w in e.encode(into: &w) }}")
+        out.append("    }")
+        out.append("    public var fields: [Field] {")
+        out.append(f'        [.int("{l.count}", {l.name}.count), Field("{l.items_label}", .list({l.name}.map {{ .object($0.fields) }}))]')
+        out.append("    }")
+    elif e.params:
         out += struct_body(e.params, "parameters", "public init(parameters r: inout ByteReader) throws(DecodeError)",
                            "public func encodeParameters(into w: inout ByteWriter)", 4)
     else:

@@ -1460,9 +1460,43 @@ public struct DisconnectionComplete: HCIEventParameters, Equatable {
     }
 }
 
-extension NumberOfCompletedPackets {
+/// Number Of Completed Packets (0x13): ACL buffers the controller freed, per handle.
+public struct NumberOfCompletedPackets: HCIEventParameters, Equatable {
     public static let eventCode: UInt8 = 0x13
     public static let name = "Number Of Completed Packets"
+
+    public struct Entry: Sendable, Equatable {
+        public var connectionHandle: UInt16
+        public var numCompletedPackets: UInt16
+        public init(connectionHandle: UInt16, numCompletedPackets: UInt16) {
+            self.connectionHandle = connectionHandle
+            self.numCompletedPackets = numCompletedPackets
+        }
+        init(_ r: inout ByteReader) throws(DecodeError) {
+            connectionHandle = try r.handle("connectionHandle")
+            numCompletedPackets = try r.u16("numCompletedPackets")
+        }
+        func encode(into w: inout ByteWriter) {
+            w.u16(connectionHandle)
+            w.u16(numCompletedPackets)
+        }
+        public var fields: [Field] {
+            [.handle(connectionHandle),
+             .int("numCompletedPackets", numCompletedPackets)]
+        }
+    }
+
+    public var entries: [Entry]
+    public init(entries: [Entry]) { self.entries = entries }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        entries = try decodeList(&r, count: "numHandles", minimumSize: 4, "connectionHandle/numCompletedPackets") { r throws(DecodeError) in try Entry(&r) }
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        encodeList(entries, into: &w) { e, w in e.encode(into: &w) }
+    }
+    public var fields: [Field] {
+        [.int("numHandles", entries.count), Field("handles", .list(entries.map { .object($0.fields) }))]
+    }
 }
 
 /// Encryption Change [v1] (0x08).
@@ -1864,9 +1898,63 @@ public struct LEEnhancedConnectionComplete: LEMetaEventParameters, Equatable {
     }
 }
 
-extension LEDirectedAdvertisingReport {
+/// LE Directed Advertising Report (subevent 0x0B).
+public struct LEDirectedAdvertisingReport: LEMetaEventParameters, Equatable {
     public static let subeventCode: UInt8 = 0x0B
     public static let name = "LE Directed Advertising Report"
+
+    public struct Report: Sendable, Equatable {
+        public var eventType: UInt8
+        public var addressType: AddressType
+        public var address: BDAddress
+        public var directAddressType: UInt8
+        public var directAddress: BDAddress
+        public var rssi: Int8
+        public init(eventType: UInt8 = 1, addressType: AddressType, address: BDAddress, directAddressType: UInt8 = 1, directAddress: BDAddress, rssi: Int8) {
+            self.eventType = eventType
+            self.addressType = addressType
+            self.address = address
+            self.directAddressType = directAddressType
+            self.directAddress = directAddress
+            self.rssi = rssi
+        }
+        init(_ r: inout ByteReader) throws(DecodeError) {
+            eventType = try r.u8("eventType")
+            addressType = try r.addressType("addressType")
+            address = try r.address("address")
+            directAddressType = try r.u8("directAddressType")
+            directAddress = try r.address("directAddress")
+            rssi = try r.i8("rssi")
+        }
+        func encode(into w: inout ByteWriter) {
+            w.u8(eventType)
+            w.u8(addressType.rawValue)
+            w.address(address)
+            w.u8(directAddressType)
+            w.address(directAddress)
+            w.i8(rssi)
+        }
+        public var fields: [Field] {
+            [.code("eventType", eventType, note: advertisingReportEventTypeName(eventType)),
+             .addressType("addressType", addressType),
+             .address("address", address, type: addressType),
+             .code("directAddressType", directAddressType),
+             .address("directAddress", directAddress),
+             .dBm("rssi", rssi)]
+        }
+    }
+
+    public var reports: [Report]
+    public init(reports: [Report]) { self.reports = reports }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        reports = try decodeList(&r, count: "numReports", minimumSize: 16, "reports") { r throws(DecodeError) in try Report(&r) }
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        encodeList(reports, into: &w) { e, w in e.encode(into: &w) }
+    }
+    public var fields: [Field] {
+        [.int("numReports", reports.count), Field("reports", .list(reports.map { .object($0.fields) }))]
+    }
 }
 
 /// LE PHY Update Complete (subevent 0x0C).
