@@ -23,9 +23,10 @@ let package = Package(
         .library(name: "BLE", targets: ["BLE"]),
     ],
     targets: [
-        // C headers from Debian packages (libbluetooth-dev, libssl-dev).
+        // C headers from Debian packages (libbluetooth-dev, libssl-dev). libcrypto only: nothing uses
+        // libssl (TLS), whose loading cost the idle peripheral 0.25 MB (docs/performance.md).
         .systemLibrary(name: "CBluetooth", path: "Sources/CBluetooth"),
-        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl"),
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto"),
         // AES-128 and AES-CMAC over libcrypto, shared by SMP, GATT and the virtual controller.
         .target(name: "OpenSSLCrypto", dependencies: ["COpenSSL"]),
 
