@@ -45,7 +45,8 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 INSTALL_CONFIG ?= release
 # The Swift runtime and Foundation linked statically: only the pages used are mapped (idle
-# peripheral 27 MB → 21 MB resident, docs/performance.md). Empty it for a dynamic binary.
+# peripheral 27 MB → 21 MB resident; with the release link flags in Package.swift, 15.2–15.7 MB;
+# docs/performance.md). Empty it for a dynamic binary.
 INSTALL_FLAGS ?= --static-swift-stdlib
 BINDIR := $(PREFIX)/bin
 MAN1DIR := $(PREFIX)/share/man/man1
