@@ -75,10 +75,21 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     public let events: AsyncStream<GATTServerEvent>
     private let sink: AsyncStream<GATTServerEvent>.Continuation
 
-    public init(services: [GATTService], configuration: Configuration = Configuration()) {
+    public convenience init(services: [GATTService], configuration: Configuration = Configuration()) {
+        self.init(table: AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
+                                        services: services), configuration: configuration)
+    }
+
+    /// A server with `template`'s database as it stands (handles, values, hash) and no peer
+    /// state, event consumer or signed-write verifier: a fresh server without rebuilding the
+    /// table and its hash (the ATT server fuzz target makes one per input).
+    public convenience init(copying template: GATTServer) {
+        self.init(table: template.state.withLock { $0.table }, configuration: template.configuration)
+    }
+
+    private init(table: AttributeTable, configuration: Configuration) {
         self.configuration = configuration
-        state = Mutex(State(table: AttributeTable(deviceName: configuration.deviceName,
-                                                  appearance: configuration.appearance, services: services)))
+        state = Mutex(State(table: table))
         (events, sink) = AsyncStream.makeStream(of: GATTServerEvent.self,
                                                 bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferLimit)))
     }

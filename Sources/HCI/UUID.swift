@@ -73,7 +73,12 @@ public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible, Compar
         }
     }
 
-    public static func == (a: BluetoothUUID, b: BluetoothUUID) -> Bool { a.bytes == b.bytes || a.uuid128 == b.uuid128 }
+    public static func == (a: BluetoothUUID, b: BluetoothUUID) -> Bool {
+        // Same width: the octets decide (no 128-bit copies, this is on every attribute lookup).
+        // Across widths only a 32-bit 0000xxxx can alias a 16-bit UUID (the initialisers store
+        // 128-bit UUIDs in the Base UUID range shortened), so the 128-bit forms decide.
+        a.bytes.count == b.bytes.count ? a.bytes == b.bytes : a.uuid128 == b.uuid128
+    }
     public func hash(into h: inout Hasher) { h.combine(uuid128) }
     public static func < (a: BluetoothUUID, b: BluetoothUUID) -> Bool { a.uuid128.lexicographicallyPrecedes(b.uuid128) }
 
