@@ -255,7 +255,8 @@ struct AttributeTable: Sendable {
     var attributes: [Attribute] = []
     var characteristics: [CharacteristicEntry] = []
     var serviceChangedHandle: UInt16 = 0
-    var hash: [UInt8] = []
+    /// The Database Hash (Core v5.4 Vol 3 Part G 7.3), empty until `computeHashIfNeeded()`.
+    private(set) var hash: [UInt8] = []
 
     init(deviceName: String, appearance: UInt16, services: [GATTService]) {
         let all = Self.ownServices(deviceName: deviceName, appearance: appearance) + services
@@ -324,6 +325,15 @@ struct AttributeTable: Sendable {
         }
         // The server's own services may sit after the application's (explicit handles).
         attributes.sort { $0.handle < $1.handle }
+    }
+
+    /// Computes the Database Hash and writes it into its characteristic value, once. Not done
+    /// when the table is built: the AES-CMAC starts OpenSSL (about 1.8 MB of resident code), which
+    /// an idle server never needs (docs/performance.md, idle RSS). The hash covers declarations
+    /// and descriptors' handles and types only, which never change after the table is built
+    /// (Vol 3 Part G 7.3.1), so computing it later gives the same octets.
+    mutating func computeHashIfNeeded() {
+        guard hash.isEmpty else { return }
         hash = GATTDatabaseHash.compute(attributes.map { ($0.handle, $0.type, $0.value) })
         if let i = attributes.firstIndex(where: { $0.type == GATTUUID.databaseHash && $0.isCharacteristicValue }) {
             attributes[i].value = hash

@@ -105,6 +105,20 @@ import ATT
         #expect(GATTServer(services: demoServices()).databaseHash != server.databaseHash)
     }
 
+    /// The hash is computed on first use, not when the table is built (an idle server never
+    /// starts OpenSSL): a server whose first request reads the hash over the air answers the
+    /// same CMAC as above, and the table alone holds none yet.
+    @Test func hashIsComputedOnFirstUse() async throws {
+        var table = AttributeTable(deviceName: "dev", appearance: 0, services: [])
+        #expect(table.hash.isEmpty)
+        table.computeHashIfNeeded()
+        let cmac = Array([UInt8](hex: "16ce756326c5062bf74022f845c2b21f")!.reversed())
+        #expect(table.hash == cmac)
+        #expect(table.attributes.first { $0.type == GATTUUID.databaseHash && $0.isCharacteristicValue }?.value == cmac)
+        let (client, _) = await Loopback.connect(GATTServer(services: [], configuration: .init(deviceName: "dev")))
+        #expect(try await client.readByUUID(0x2B2A) == [ATTHandleValue(handle: 13, value: cmac)])
+    }
+
     @Test func serviceChangedUpdatesTheClientCache() async throws {
         let server = GATTServer(services: demoServices())
         let (client, link) = await Loopback.connect(server)
