@@ -69,15 +69,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     public let configuration: Configuration
     private let state: Mutex<State>
-
-    /// Every use of the state goes through here: the table's Database Hash is computed on the
-    /// first one (see `AttributeTable.computeHashIfNeeded`), not when the server is made.
-    private func withState<R, E: Error>(_ body: (inout sending State) throws(E) -> sending R) throws(E) -> sending R {
-        try state.withLock { (s: inout sending State) throws(E) -> sending R in
-            s.table.computeHashIfNeeded()
-            return try body(&s)
-        }
-    }
+    /// Whether the table's Database Hash is computed: on the first request answered (or
+    /// `databaseHash`), not when the server is made (see `AttributeTable.computeHashIfNeeded`).
+    private let hashReady = Atomic<Bool>(false)
     /// Checks Signed Write Commands; none: they are ignored (GATT holds no keys).
     private let signedWrites = Mutex<(any GATTSignedWriteVerifier)?>(nil)
     /// Application events; one consumer.
@@ -93,7 +87,8 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// state, event consumer or signed-write verifier: a fresh server without rebuilding the
     /// table and its hash (the ATT server fuzz target makes one per input).
     public convenience init(copying template: GATTServer) {
-        self.init(table: template.withState { $0.table }, configuration: template.configuration)
+        template.computeHashIfNeeded()
+        self.init(table: template.state.withLock { $0.table }, configuration: template.configuration)
     }
 
     private init(table: AttributeTable, configuration: Configuration) {
@@ -114,7 +109,16 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     // MARK: Application API
 
     /// The Database Hash the server publishes (little-endian, as read over the air).
-    public var databaseHash: [UInt8] { withState { $0.table.hash } }
+    public var databaseHash: [UInt8] {
+        computeHashIfNeeded()
+        return state.withLock { $0.table.hash }
+    }
+
+    private func computeHashIfNeeded() {
+        guard !hashReady.load(ordering: .acquiring) else { return }
+        state.withLock { $0.table.computeHashIfNeeded() }
+        hashReady.store(true, ordering: .releasing)
+    }
 
     /// Why `services`' explicit handles (`GATTService.startHandle`, ...) cannot be served as
     /// given, so that the server assigns handles instead; nil when they can (or there are none).
@@ -124,17 +128,18 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     /// Every attribute as (handle, type): for diagnostics and tests.
     public var attributeTypes: [(handle: UInt16, type: BluetoothUUID)] {
-        withState { $0.table.attributes.map { ($0.handle, $0.type) } }
+        state.withLock { $0.table.attributes.map { ($0.handle, $0.type) } }
     }
 
     /// The value handle of the first characteristic with `uuid`.
     public func valueHandle(of uuid: BluetoothUUID) -> UInt16? {
-        withState { $0.table.characteristics.first { $0.uuid == uuid }?.valueHandle }
+        state.withLock { $0.table.characteristics.first { $0.uuid == uuid }?.valueHandle }
     }
 
     /// The stored value of the first characteristic with `uuid` (nil for handler-backed ones).
     public func value(of uuid: BluetoothUUID) -> [UInt8]? {
-        withState { s in
+        if uuid == GATTUUID.databaseHash { computeHashIfNeeded() }
+        return state.withLock { s in
             guard let h = s.table.characteristics.first(where: { $0.uuid == uuid })?.valueHandle,
                   let i = s.table.index(h), case .stored = s.table.attributes[i].kind else { return nil }
             return s.table.attributes[i].value
@@ -144,7 +149,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// Replaces the stored value of the first characteristic with `uuid` (does not notify).
     @discardableResult
     public func setValue(_ value: [UInt8], of uuid: BluetoothUUID) -> Bool {
-        withState { s in
+        state.withLock { s in
             guard let h = s.table.characteristics.first(where: { $0.uuid == uuid })?.valueHandle,
                   let i = s.table.index(h), case .stored = s.table.attributes[i].kind else { return false }
             s.table.attributes[i].value = value
@@ -154,7 +159,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     /// Peers whose CCCD of the characteristic has `bit` (1 notifications, 2 indications) set.
     public func subscribers(of uuid: BluetoothUUID, indications: Bool = false) -> [ATTPeer] {
-        withState { s in
+        state.withLock { s in
             guard let c = s.table.characteristics.first(where: { $0.uuid == uuid }), let cccd = c.cccdHandle else { return [] }
             let bit: UInt16 = indications ? 2 : 1
             return s.peers.filter { ($0.value.cccd[cccd] ?? 0) & bit != 0 }.map { ATTPeer(id: $0.key) }.sorted { $0.id < $1.id }
@@ -196,9 +201,10 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// (0x0001–0xFFFF) indicated to the peers that enabled it. Returns those that confirmed.
     @discardableResult
     public func update(services: [GATTService]) async -> [ATTPeer] {
-        let table = AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
+        var table = AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
                                    services: services)
-        let scHandle: UInt16 = withState { s in
+        table.computeHashIfNeeded()  // peers read it next (hashReady may already be set)
+        let scHandle: UInt16 = state.withLock { s in
             let sc = s.table.characteristics.first { $0.valueHandle == s.table.serviceChangedHandle }?.cccdHandle
             s.table = table
             for id in s.peers.keys {
@@ -214,7 +220,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     private func push(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?, indicate: Bool) async -> [ATTPeer] {
         let bit: UInt16 = indicate ? 2 : 1
-        let targets: [(ATTPeer, any ATTServerPush, UInt16)] = withState { s in
+        let targets: [(ATTPeer, any ATTServerPush, UInt16)] = state.withLock { s in
             guard let c = s.table.characteristics.first(where: { uuid != nil ? $0.uuid == uuid : $0.valueHandle == handle }),
                   let cccd = c.cccdHandle, let i = s.table.index(c.valueHandle) else { return [] }
             let valueAttribute = s.table.attributes[i]
@@ -256,12 +262,12 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     // MARK: ATTServerDelegate
 
     public func peerConnected(_ peer: ATTPeer, push: any ATTServerPush) async {
-        withState { $0.peers[peer.id] = PeerState(push: push) }
+        state.withLock { $0.peers[peer.id] = PeerState(push: push) }
         sink.yield(.connected(peer))
     }
 
     public func peerDisconnected(_ peer: ATTPeer) async {
-        let known = withState { $0.peers.removeValue(forKey: peer.id) != nil }
+        let known = state.withLock { $0.peers.removeValue(forKey: peer.id) != nil }
         if known { sink.yield(.disconnected(peer)) }
     }
 
@@ -278,7 +284,8 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     }
 
     private func answer(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTPDU? {
-        dispatch(pdu, ATTRequestContext(peer: peer, mtu: min(max(mtu, 23), 517), security: security))
+        computeHashIfNeeded()
+        return dispatch(pdu, ATTRequestContext(peer: peer, mtu: min(max(mtu, 23), 517), security: security))
     }
 }
 
@@ -356,7 +363,7 @@ extension GATTServer: ATTServerHandler {
     /// attribute's permissions with the security the signing key proves.
     package func signedWriteCommand(handle: UInt16, value: [UInt8], signature: [UInt8], _ c: ATTRequestContext) {
         let (peer, security) = (c.peer, c.security)
-        let allowed = withState { s -> Bool in
+        let allowed = state.withLock { s -> Bool in
             guard let i = s.table.index(handle), i > 0, s.table.attributes[i].isCharacteristicValue else { return false }
             let declaration = s.table.attributes[i - 1]
             return declaration.type == GATTUUID.characteristic
@@ -407,7 +414,7 @@ extension GATTServer: ATTServerHandler {
     private func read(_ handle: UInt16, _ peer: ATTPeer, _ security: ATTSecurity, offset: Int,
                       op: ATTOpcode) -> Result<[UInt8], ATTError> {
         enum Step { case value([UInt8], BluetoothUUID?), handler(GATTReadHandler?, BluetoothUUID?), error(ATTErrorCode) }
-        let step: Step = withState { s in
+        let step: Step = state.withLock { s in
             guard let i = s.table.index(handle) else { return .error(.invalidHandle) }
             let a = s.table.attributes[i]
             if let d = Self.denial(a, write: false, security) { return .error(d) }
@@ -442,7 +449,7 @@ extension GATTServer: ATTServerHandler {
     private func write(_ handle: UInt16, _ value: [UInt8], _ peer: ATTPeer, _ security: ATTSecurity,
                        offset: Int = 0, op: ATTOpcode) -> ATTError? {
         enum Step { case done([GATTServerEvent]), handler(GATTWriteHandler?, BluetoothUUID?), error(ATTErrorCode) }
-        let step: Step = withState { s in
+        let step: Step = state.withLock { s in
             guard let i = s.table.index(handle) else { return .error(.invalidHandle) }
             let a = s.table.attributes[i]
             if let d = Self.denial(a, write: true, security) { return .error(d) }
@@ -496,7 +503,7 @@ extension GATTServer: ATTServerHandler {
 
     package func prepareWriteRequest(handle: UInt16, offset: UInt16, value: [UInt8], _ c: ATTRequestContext) -> ATTPDU {
         let (peer, security, offset) = (c.peer, c.security, Int(offset))
-        let error: ATTErrorCode? = withState { s in
+        let error: ATTErrorCode? = state.withLock { s in
             guard let i = s.table.index(handle) else { return .invalidHandle }
             let a = s.table.attributes[i]
             if let d = Self.denial(a, write: true, security) { return d }
@@ -515,7 +522,7 @@ extension GATTServer: ATTServerHandler {
         let (peer, security) = (c.peer, c.security)
         guard flags == .write || flags == .cancel else { return fail(.executeWriteRequest, 0, .invalidPDU) }
         // Take the queue (cleared whatever happens) and each target's current value.
-        let (queue, bases): ([Prepared], [UInt16: (stored: [UInt8]?, max: Int)]) = withState { s in
+        let (queue, bases): ([Prepared], [UInt16: (stored: [UInt8]?, max: Int)]) = state.withLock { s in
             let q = s.peers[peer.id]?.queue ?? []
             s.peers[peer.id]?.queue = []
             var b: [UInt16: (stored: [UInt8]?, max: Int)] = [:]
@@ -564,7 +571,7 @@ extension GATTServer: ATTServerHandler {
         guard type == GATTUUID.primaryService || type == GATTUUID.secondaryService else {
             return fail(op, start, .unsupportedGroupType)
         }
-        let table = withState { $0.table }
+        let table = state.withLock { $0.table }
         var list: [ATTGroupData] = []
         var length = -1
         var used = 2
@@ -592,7 +599,7 @@ extension GATTServer: ATTServerHandler {
         let (peer, security, mtu) = (c.peer, c.security, c.mtu)
         let op = ATTOpcode.findByTypeValueRequest
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
-        let (table, peerState) = withState { ($0.table, $0.peers[peer.id]) }
+        let (table, peerState) = state.withLock { ($0.table, $0.peers[peer.id]) }
         let t = BluetoothUUID(type)
         let isGroup = type == 0x2800 || type == 0x2801
         let wantedUUID = isGroup ? BluetoothUUID(littleEndian: value) : nil
@@ -633,7 +640,7 @@ extension GATTServer: ATTServerHandler {
         let (peer, security, mtu) = (c.peer, c.security, c.mtu)
         let op = ATTOpcode.readByTypeRequest
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
-        let handles: [UInt16] = withState { s in
+        let handles: [UInt16] = state.withLock { s in
             var out: [UInt16] = []
             let range = s.table.indices(start, end)
             var i = range.lowerBound
@@ -670,7 +677,7 @@ extension GATTServer: ATTServerHandler {
         let mtu = c.mtu
         let op = ATTOpcode.findInformationRequest
         guard start != 0, start <= end else { return fail(op, start, .invalidHandle) }
-        let table = withState { $0.table }
+        let table = state.withLock { $0.table }
         var list: [ATTHandleUUID] = []
         var format: ATTUUIDFormat? = nil
         var used = 2

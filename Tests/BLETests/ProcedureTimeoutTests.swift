@@ -77,7 +77,14 @@ extension ProcedureTimeoutTests {
     @Test func creditWaitTimesOutThroughTheDeadlineTable() async throws {
         let clock = ManualDeadlineClock()
         let (central, peer, link) = try await linkToASilentPeer(clock: clock)
-        let peerLink = try #require(await peer.connections.first)
+        // The peer learns of the link from its own LE Connection Complete, which may come after
+        // the central's: wait for it (bounded) rather than race it.
+        var peerConnection = await peer.connections.first
+        for _ in 0..<300 where peerConnection == nil {
+            try await Task.sleep(for: .milliseconds(10))
+            peerConnection = await peer.connections.first
+        }
+        let peerLink = try #require(peerConnection)
         let c = L2CAPConnection(host: central, connection: link)
         let p = L2CAPConnection(host: peer, connection: peerLink)
         await c.start()
