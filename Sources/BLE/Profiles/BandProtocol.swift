@@ -290,11 +290,11 @@ public func crc16CCITT(_ bytes: [UInt8]) -> UInt16 {
     return crc
 }
 
-/// A small deterministic generator for the band's synthetic data.
-struct SplitMix64 {
+/// A small deterministic generator for the band's synthetic data (and the bench's varied capture).
+package struct SplitMix64 {
     var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+    package init(seed: UInt64) { state = seed }
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -15,17 +15,13 @@
 import Foundation
 import HCI
 import Capture
+import BLE
 
-/// SplitMix64: a small deterministic generator (the same seed gives the same capture).
+/// Draws from BLE's SplitMix64 (the same seed gives the same capture).
 struct SeededGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    var source: SplitMix64
+    init(state: UInt64) { source = SplitMix64(seed: state) }
+    mutating func next() -> UInt64 { source.next() }
     mutating func int(_ range: ClosedRange<Int>) -> Int {
         range.lowerBound + Int(next() % UInt64(range.upperBound - range.lowerBound + 1))
     }
