@@ -37,6 +37,7 @@ import re
 import sys
 from pathlib import Path
 
+from description import Field, decode_case, encode_case, read_blocks
 from gen_att import generate_att
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,131 +49,6 @@ TARGETS = {
     "hci-codes.pdl": ROOT / "Sources/HCI/Generated/Codes.swift",
     "l2cap-codes.pdl": ROOT / "Sources/L2CAP/Generated/Codes.swift",
 }
-
-INTS = {"u8": "UInt8", "i8": "Int8", "u16": "UInt16", "u32": "UInt32", "u64": "UInt64"}
-
-
-class Field:
-    def __init__(self, line, where):
-        m = re.match(r'(\w+)(?:@(\w+))?:\s*(\S+)\s*(?:=\s*(\S+))?\s*(.*)$', line)
-        if not m:
-            sys.exit(f"{where}: cannot read field: {line}")
-        self.name, label, self.type, self.default, show = m.groups()
-        self.label = label or self.name
-        note = re.search(r'note \{(.*)\}\s*$', show)
-        self.note = note.group(1) if note else None
-        if note:
-            show = show[:note.start()].strip()
-        self.show = show.split() if show else []
-        self.where = where
-        t = self.type
-        m = re.match(r'(\w+)\((u8|u16|u64)\)$', t)
-        if m:
-            self.swift, self.raw = m.group(1), m.group(2)
-        elif t in INTS:
-            self.swift, self.raw = INTS[t], None
-        elif t == "handle":
-            self.swift, self.raw = "UInt16", None
-        elif t == "address":
-            self.swift, self.raw = "BDAddress", None
-        elif t == "addressType":
-            self.swift, self.raw = "AddressType", None
-        elif t == "status":
-            self.swift, self.raw = "HCIStatus", None
-        elif t == "flag":
-            self.swift, self.raw = "Bool", None
-        elif re.match(r'cids[01]$', t):
-            self.swift, self.raw = "[UInt16]", None
-        elif t == "key16" or re.match(r'bytes\d+$', t):
-            self.swift, self.raw = "[UInt8]", None
-        else:
-            sys.exit(f"{where}: unknown type {t}")
-
-    def read(self):
-        t, l = self.type, self.label
-        if self.raw:
-            return f'{self.swift}(rawValue: try r.{self.raw}("{l}"))'
-        if t in INTS:
-            return f'try r.{t}("{l}")'
-        if t == "handle":
-            return f'try r.handle("{l}")'
-        if t == "address":
-            return f'try r.address("{l}")'
-        if t == "addressType":
-            return f'try r.addressType("{l}")'
-        if t == "status":
-            return f'HCIStatus(try r.u8("{l}"))'
-        if t == "flag":
-            return f'try r.u8("{l}") != 0'
-        if t == "key16":
-            return f'try r.block16("{l}")'
-        if t.startswith("cids"):
-            return f'try SignalingCommand.readCIDs(&r, min: {t[4]}, "{l}")'
-        return f'try r.bytes({t[5:]}, "{l}")'
-
-    def write(self):
-        t, n = self.type, self.name
-        if self.raw:
-            return f'w.{self.raw}({n}.rawValue)'
-        if t in INTS:
-            return f'w.{t}({n})'
-        if t == "handle":
-            return f'w.u16({n})'
-        if t == "address":
-            return f'w.address({n})'
-        if t in ("addressType", "status"):
-            return f'w.u8({n}.rawValue)'
-        if t == "flag":
-            return f'w.u8({n} ? 1 : 0)'
-        if t == "key16":
-            return f'w.padded({n}, to: 16)'
-        if t.startswith("cids"):
-            return f'for c in {n} {{ w.u16(c) }}'
-        return f'w.padded({n}, to: {t[5:]})'
-
-    def describe(self):
-        n, l = self.name, self.label
-        if self.type.startswith("cids"):
-            return f'Field("{l}", .list({n}.map {{ .int(Int($0)) }}))'
-        show = self.show[0] if self.show else {
-            "handle": "handle", "address": "address", "addressType": "addressType", "status": "status",
-            "flag": "enabled", "key16": "bytes"}.get(self.type, "bytes" if self.type.startswith("bytes") else "int")
-        value = f"{n}.rawValue" if self.raw else n
-        note = f", note: {self.note}" if self.note else ""
-        if show in ("int", "code"):
-            return f'.{show}("{l}", {value}{note})'
-        if show == "interval":
-            zero = ""
-            if len(self.show) > 2 and self.show[2] == "zero":
-                zero = ", whenZero: " + " ".join(self.show[3:])
-            return f'.interval("{l}", {n}, unitMicroseconds: {self.show[1]}{zero})'
-        if show == "dBm":
-            return f'.dBm("{l}", {n})'
-        if show == "phy":
-            return f'.phy("{l}", {n})'
-        if show == "phyMask":
-            return f'.code("{l}", {n}, note: phyMaskNote({n}))'
-        if show == "us":
-            return f'.int("{l}", {n}, note: "\\({n}) µs")'
-        if show == "bytes":
-            return f'.bytes("{l}", {n})'
-        if show == "utf8z":
-            return f'.text("{l}", String(decoding: {n}.prefix {{ $0 != 0 }}, as: UTF8.self))'
-        if show == "address":
-            typ = f", type: {self.show[2]}" if len(self.show) > 2 and self.show[1] == "type" else ""
-            return f'.address("{l}", {n}{typ})'
-        if show == "addressType":
-            return f'.addressType("{l}", {n})'
-        if show == "status":
-            return f'.status({n}, "{l}")'
-        if show == "handle":
-            if l != "connectionHandle":
-                return f'.int("{l}", {n})'
-            return f'.handle({n})'
-        if show == "enabled":
-            return f'.code("{l}", UInt8({n} ? 1 : 0), note: {n} ? "enabled" : "disabled")'
-        sys.exit(f"{self.where}: unknown presentation {show}")
-
 
 class Command:
     def __init__(self, header, where):
@@ -224,22 +100,14 @@ class ListOf:
 
 
 def parse(path):
-    commands = []
-    for i, raw in enumerate(path.read_text().splitlines(), 1):
-        line = raw.split(" #")[0].rstrip() if not raw.lstrip().startswith("doc ") else raw.rstrip()
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        where = f"{path.name}:{i}"
+    def read_header(line, where):
         if line.startswith("command "):
-            commands.append(Command(line, where))
-            continue
+            return Command(line, where)
         if line.startswith("event ") or line.startswith("subevent "):
-            commands.append(Event(line, where))
-            continue
-        if not commands or not line.startswith("  "):
-            sys.exit(f"{where}: unexpected line: {raw}")
-        key, _, body = line.strip().partition(" ")
-        c = commands[-1]
+            return Event(line, where)
+        return None
+
+    def add_member(c, key, body, where):
         if key == "doc":
             c.doc.append(body)
         elif key == "param":
@@ -254,7 +122,8 @@ def parse(path):
             c.items.append(Field(body, where))
         else:
             sys.exit(f"{where}: unknown member {key}")
-    return commands
+
+    return read_blocks(path, read_header, add_member, trailing_comments=True)
 
 
 def struct_body(fields, init_label, decode_sig, encode_sig, indent):
@@ -443,19 +312,12 @@ class Case:
 
 
 def parse_cases(path):
-    cases = []
-    for i, raw in enumerate(path.read_text().splitlines(), 1):
-        line = raw.rstrip()
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        where = f"{path.name}:{i}"
-        if line.startswith("case "):
-            cases.append(Case(line, where))
-        elif line.startswith("  param ") and cases:
-            cases[-1].params.append(Field(line.strip()[6:], where))
-        else:
-            sys.exit(f"{where}: unexpected line: {raw}")
-    return cases
+    def add_member(case, key, body, where):
+        if key != "param":
+            sys.exit(f"{where}: unknown member {key}")
+        case.params.append(Field(body, where))
+
+    return read_blocks(path, lambda line, where: Case(line, where) if line.startswith("case ") else None, add_member)
 
 
 def generate_signaling(src):
@@ -479,7 +341,7 @@ def generate_signaling(src):
         if c.handwritten:
             out.append(f"        case {c.name}({c.handwritten})")
         else:
-            out.append(f"        case {c.name}(" + ", ".join(f"{f.name}: {f.swift}" for f in c.params) + ")")
+            out.append(f"        case {c.name}(" + ", ".join(f.case_label for f in c.params) + ")")
     out += ["        case unknown(code: SignalingCode, data: [UInt8])", "    }", "",
             "    public var code: SignalingCode {", "        switch body {"]
     out += [f"        case .{c.name}: return .{c.name}" for c in cases]
@@ -491,18 +353,14 @@ def generate_signaling(src):
         if c.handwritten:
             out.append(f"        case 0x{c.code:02X}: return .{c.name}(try decode{cap(c.name)}(&r))")
             continue
-        out.append(f"        case 0x{c.code:02X}:")
-        for f in c.params:
-            out.append(f"            let {f.name} = {f.read()}")
-        out.append(f"            return .{c.name}(" + ", ".join(f"{f.name}: {f.name}" for f in c.params) + ")")
+        out += decode_case(f"0x{c.code:02X}", c.name, c.params, "return")
     out += ["        default: return .unknown(code: code, data: r.rest())", "        }", "    }", "",
             "    func encodeBody(into w: inout ByteWriter) {", "        switch body {"]
     for c in cases:
         if c.handwritten:
             out.append(f"        case .{c.name}(let v): encode{cap(c.name)}(v, into: &w)")
             continue
-        out.append(f"        case let .{c.name}(" + ", ".join(f.name for f in c.params) + "):")
-        out += [f"            {f.write()}" for f in c.params]
+        out += encode_case(c.name, c.params)
     out += ["        case .unknown(_, let data): w.append(data)", "        }", "    }", "",
             "    /// The parameters as `dump` and `--trace` show them.", "    var bodyFields: [Field] {", "        switch body {"]
     for c in cases:
@@ -522,7 +380,7 @@ def main():
         src = ROOT / "Tools/pdl" / name
         if name == "smp.pdl":
             from gen_smp import generate_smp
-            text = generate_smp(src, Field)
+            text = generate_smp(src)
         elif name.endswith("-codes.pdl"):
             from gen_codes import generate_codes
             text = generate_codes(src, imports=() if name == "hci-codes.pdl" else ("HCI",))
