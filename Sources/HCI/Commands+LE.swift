@@ -1,6 +1,6 @@
 // LE Controller commands (OGF 0x08) for controller set-up, connections, encryption, data
-// length and PHY. Core Vol 4 Part E 7.8. Advertising and scanning are in
-// Commands+LEAdvertising.swift and Commands+LEExtended.swift.
+// length and PHY. Core Vol 4 Part E 7.8. The extended advertising data fragments are in
+// Commands+LEExtended.swift; the other commands are described in Tools/pdl/hci.pdl.
 
 extension LESetEventMask {
     public init(_ mask: Mask) { self.init(leEventMask: mask.rawValue) }

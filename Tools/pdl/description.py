@@ -6,14 +6,13 @@ A field line: `name[@label]: TYPE [= DEFAULT] [SHOW ...] [note {EXPR}]`; `label`
 name in errors and in `fields` (the specification's name in lowerCamelCase), `name` the Swift one.
 
 TYPE: u8 i8 u16 u24 u32 u64 handle address addressType status flag key16 bytesN cidsN
-uuid16 uuid handles value RECORD[1+] dataN paddedN, or Swift(u8|u16|u64) for an
+uuid16 uuid handles value RECORD[1+] paddedN, or Swift(u8|u16|u64) for an
 OptionSet/RawRepresentable over that integer:
   bytesN      N octets (written zero-padded or cut to N; ATT's enum payloads are appended as given)
   cidsN       the rest: N or more 16-bit CIDs (L2CAP signaling)
   uuid16      a 16-bit UUID, shown as a UUID; uuid: 2 or 16 octets, the rest of the PDU (ATT)
   handles     the rest: two 16-bit handles or more (ATT); RECORD[1+]: one record or more (ATT)
   value       octets: the rest of the PDU but for the fixed-size fields after it (ATT)
-  dataN       a length octet, then that many octets (at most N)
   paddedN     a length octet, then always N octets, the data zero-padded (legacy advertising)
 SHOW: int | code | interval UNIT_US [zero "TEXT"] | dBm | phy | phyMask | us | bytes | utf8z |
 address [type EXPR] | addressType | status | handle | enabled; optional `note {EXPR}`.
@@ -42,21 +41,20 @@ TYPES.update({
 SIZED = {
     "bytes": ('try r.bytes({N}, "{l}")', 'w.padded({n}, to: {N})', "bytes"),
     "cids": ('try SignalingCommand.readCIDs(&r, min: {N}, "{l}")', 'for c in {n} {{ w.u16(c) }}', "ints"),
-    "data": ('try r.lengthPrefixed(max: {N}, "{l}Length", "{l}")', 'w.lengthPrefixed({n}, max: {N})', "counted"),
     "padded": ('try r.paddedData({N}, "{l}Length", "{l}")', 'w.paddedData({n}, to: {N})', "counted"),
 }
 
 
 class Field:
-    """One parameter: how it is read, written, sized and shown. `padded`: bytesN values are
-    written zero-padded to N (a struct's field); ATT's enum payloads are appended as given."""
+    """One parameter: how it is read, written, sized and shown. `pads_bytes`: bytesN values
+    are written zero-padded to N (a struct's field); ATT's enum payloads are appended as given."""
 
-    padded = True
+    pads_bytes = True
     # Any other Swift type is taken as is (a hand-written PDU's payload: no codec here).
     opaque = False
 
     def __init__(self, line, where):
-        m = re.match(r'(\w+)(?:@(\w+))?:\s*(\S+)\s*(?:=\s*(\S+))?\s*(.*)$', line)
+        m = re.match(r'(\w+)(?:@(\w+))?:\s*(\S+)\s*(?:=\s*(\[[^\]]*\]|\S+))?\s*(.*)$', line)
         if not m:
             sys.exit(f"{where}: cannot read field: {line}")
         self.name, label, self.type, self.default, show = m.groups()
@@ -73,7 +71,7 @@ class Field:
         self.size_n = None
         t = self.type
         raw = re.match(r'(\w+)\((u8|u16|u64)\)$', t)
-        sized = re.match(r'(bytes|cids|data|padded)(\d+)$', t)
+        sized = re.match(r'(bytes|cids|padded)(\d+)$', t)
         record = re.match(r'(\w+)\[1\+\]$', t)
         if raw:
             self.swift, self.raw = raw.group(1), raw.group(2)
@@ -83,7 +81,7 @@ class Field:
         elif sized:
             kind, self.size_n = sized.group(1), int(sized.group(2))
             self.swift = "[UInt16]" if kind == "cids" else "[UInt8]"
-            self.octets = self.size_n if kind == "bytes" else None
+            self.octets = {"bytes": self.size_n, "padded": 1 + self.size_n}.get(kind)
             self.presentation = SIZED[kind][2]
         elif record:
             self.record = record.group(1)
@@ -127,7 +125,7 @@ class Field:
             return f'w.{self.raw}({n}.rawValue)'
         if self.record:
             return f'for e in {n} {{ e.encode(into: &w) }}'
-        if self.kind == "bytes" and not self.padded:
+        if self.kind == "bytes" and not self.pads_bytes:
             return f'w.append({n})'
         template = SIZED[self.kind][1] if self.size_n is not None else TYPES[self.type][2]
         return template.format(n=n, N=self.size_n)
@@ -135,7 +133,7 @@ class Field:
     def size(self):
         """The field's encoded size: its octets, or the expression that counts them."""
         n = self.binding
-        if self.octets and (self.kind != "bytes" or self.padded):
+        if self.octets and (self.kind != "bytes" or self.pads_bytes):
             return str(self.octets)
         if self.type == "uuid":
             return f'({n}.is16Bit ? 2 : 16)'
@@ -143,8 +141,6 @@ class Field:
             return f'2 * {n}.count'
         if self.record:
             return f'{self.record}.encodedSize * {n}.count'
-        if self.kind in ("data", "padded"):
-            return f'1 + {self.size_n if self.kind == "padded" else f"{n}.count"}'
         return f'{n}.count'
 
     def init_value(self):
@@ -152,7 +148,7 @@ class Field:
         n = self.name
         if self.type == "u24":
             return f"{n} & 0xFFFFFF"
-        if self.kind in ("data", "padded"):
+        if self.kind == "padded":
             return f"Array({n}.prefix({self.size_n}))"
         return n
 

@@ -64,7 +64,7 @@ class Command:
             self.bit = (int(o), int(b))
         self.status = "status" in words
         self.handwritten = "handwritten" in words
-        self.doc, self.params, self.rets, self.returns = [], [], [], None
+        self.doc, self.params, self.rets, self.returns, self.list = [], [], [], None, None
         self.where = where
 
     @property
@@ -81,22 +81,59 @@ class Event:
         self.code = int(code, 16)
         self.handwritten = "handwritten" in rest.split()
         self.host = "host" in rest.split()  # handled by the Host (gen_events.py)
-        self.doc, self.params, self.rets, self.returns = [], [], [], None
-        self.list, self.items = None, []
+        self.doc, self.params, self.rets, self.returns, self.list = [], [], [], None, None
         self.where = where
 
 
 class ListOf:
-    """An event whose parameters are a counted list of same-layout elements (reports, entries)."""
-    def __init__(self, line, where):
-        m = re.match(r'(\w+)@(\w+):\s*(\w+) min (\d+)(?: items "([^"]+)")?(?: need "([^"]+)")?$', line)
-        if not m:
-            sys.exit(f"{where}: cannot read list: {line}")
-        self.name, self.count, self.element, minimum, items, need = m.groups()
-        self.minimum = int(minimum)
+    """The parameters' last part: a list of same-layout elements (reports, entries, sets), after a
+    count octet (`list name@countLabel: Element min N [items "L"] [need "L"]`), or one element per
+    bit set in an earlier PHY bitmask parameter (`phys name: Element per MASK [items "L"] [default EXPR]`:
+    Scanning_PHYs, Initiating_PHYs, Core Vol 4 Part E 7.8.64, 7.8.66)."""
+    def __init__(self, key, line, where):
+        if key == "phys":
+            m = re.match(r'(\w+):\s*(\w+) per (\w+)(?: items "([^"]+)")?(?: default (.+))?$', line)
+            if not m:
+                sys.exit(f"{where}: cannot read phys: {line}")
+            self.name, self.element, self.mask, items, self.default = m.groups()
+            self.count = self.minimum = None
+        else:
+            m = re.match(r'(\w+)@(\w+):\s*(\w+) min (\d+)(?: items "([^"]+)")?(?: need "([^"]+)")?$', line)
+            if not m:
+                sys.exit(f"{where}: cannot read list: {line}")
+            self.name, self.count, self.element, minimum, items, need = m.groups()
+            self.minimum, self.mask, self.default = int(minimum), None, None
+            # What a list too short for its count is named by in the error.
+            self.need_label = need or items or self.name
         self.items_label = items or self.name
-        # What a list too short for its count is named by in the error.
-        self.need_label = need or self.items_label
+        self.items = []
+
+    @property
+    def swift(self):
+        return f"[{self.element}]"
+
+    def read(self):
+        if self.mask:
+            return f"try decodePHYBlocks(&r, phys: {self.mask}) {{ r throws(DecodeError) in try {self.element}(&r) }}"
+        return (f'try decodeList(&r, count: "{self.count}", minimumSize: {self.minimum}, "{self.need_label}") '
+                f"{{ r throws(DecodeError) in try {self.element}(&r) }}")
+
+    def write(self):
+        if self.mask:
+            return f"for e in {self.name} {{ e.encode(into: &w) }}"
+        return f"encodeList({self.name}, into: &w) {{ e, w in e.encode(into: &w) }}"
+
+    def describe(self):
+        if self.mask:
+            return (f'Field("{self.items_label}", .list({self.name}.enumerated().map {{ i, e in '
+                    f'.object([.text("phy", phyBlockNote({self.mask}, i))] + e.fields) }}))')
+        return f'.int("{self.count}", {self.name}.count), Field("{self.items_label}", .list({self.name}.map {{ .object($0.fields) }}))'
+
+    def element_struct(self):
+        out = [f"    public struct {self.element}: Sendable, Equatable {{"]
+        out += struct_body(self.items, "init(_ r: inout ByteReader) throws(DecodeError)",
+                           "func encode(into w: inout ByteWriter)", 8)
+        return out + ["    }", ""]
 
 
 def parse(path):
@@ -116,43 +153,44 @@ def parse(path):
             c.rets.append(Field(body, where))
         elif key == "returns":
             c.returns = body.strip()
-        elif key == "list" and isinstance(c, Event):
-            c.list = ListOf(body.strip(), where)
-        elif key == "item" and isinstance(c, Event) and c.list:
-            c.items.append(Field(body, where))
+        elif key in ("list", "phys") and not c.list:
+            c.list = ListOf(key, body.strip(), where)
+        elif key == "item" and c.list:
+            c.list.items.append(Field(body, where))
         else:
             sys.exit(f"{where}: unknown member {key}")
 
     return read_blocks(path, read_header, add_member, trailing_comments=True)
 
 
-def struct_body(fields, init_label, decode_sig, encode_sig, indent):
+def struct_body(fields, decode_sig, encode_sig, indent, list_of=None):
+    """Stored properties, memberwise init, decoder, encoder and `fields` of `fields` in wire order,
+    then `list_of`'s list (ListOf) if any."""
     p = " " * indent
-    out = []
-    for f in fields:
-        out.append(f"{p}public var {f.name}: {f.swift}")
-    args = ", ".join(f"{f.name}: {f.swift}" + (f" = {f.default}" if f.default else "") for f in fields)
-    out.append(f"{p}public init({args}) {{")
-    for f in fields:
-        out.append(f"{p}    self.{f.name} = {f.name}")
-    out.append(f"{p}}}")
+    parts = fields + ([list_of] if list_of else [])
+    out = [f"{p}public var {f.name}: {f.swift}" for f in parts]
+    args = ", ".join(f"{f.name}: {f.swift}" + (f" = {f.default}" if f.default else "") for f in parts)
+    if not fields and list_of:
+        out.append(f"{p}public init({args}) {{ self.{list_of.name} = {list_of.name} }}")
+    else:
+        out.append(f"{p}public init({args}) {{")
+        out += [f"{p}    self.{f.name} = {f.init_value() if f in fields else f.name}" for f in parts]
+        out.append(f"{p}}}")
     out.append(f"{p}{decode_sig} {{")
-    for f in fields:
-        out.append(f"{p}    {f.name} = {f.read()}")
+    out += [f"{p}    {f.name} = {f.read()}" for f in parts]
     out.append(f"{p}}}")
     out.append(f"{p}{encode_sig} {{")
-    for f in fields:
-        out.append(f"{p}    {f.write()}")
+    out += [f"{p}    {f.write()}" for f in parts]
     out.append(f"{p}}}")
     out.append(f"{p}public var fields: [Field] {{")
-    out.append(f"{p}    [" + (",\n" + p + "     ").join(f.describe() for f in fields) + "]")
+    out.append(f"{p}    [" + (",\n" + p + "     ").join(f.describe() for f in parts) + "]")
     out.append(f"{p}}}")
     return out
 
 
 def emit_command(c):
     out = [f"/// {d}" for d in c.doc] or [f"/// {c.spec} (0x{c.opcode:04X})."]
-    proto = "HCICommand" if c.params else "HCIParameterlessCommand"
+    proto = "HCICommand" if c.params or c.list else "HCIParameterlessCommand"
     out.append(f"public struct {c.name}: {proto}, Equatable {{")
     out.append(f"    public static let opcode = HCIOpcode(ogf: 0x{c.ogf:02X}, ocf: 0x{c.ocf:04X})")
     out.append(f'    public static let name = "{c.spec}"')
@@ -160,15 +198,17 @@ def emit_command(c):
         out.append("    public static var completesWithStatus: Bool { true }")
     if c.returns:
         out.append(f"    public typealias ReturnParameters = {c.returns}")
-    if c.params:
-        out += struct_body(c.params, "parameters", "public init(parameters r: inout ByteReader) throws(DecodeError)",
-                           "public func encodeParameters(into w: inout ByteWriter)", 4)
+    if c.list:
+        out += [""] + c.list.element_struct()
+    if c.params or c.list:
+        out += struct_body(c.params, "public init(parameters r: inout ByteReader) throws(DecodeError)",
+                           "public func encodeParameters(into w: inout ByteWriter)", 4, c.list)
     else:
         out.append("    public init() {}")
     if c.rets:
         out.append("")
         out.append("    public struct ReturnParameters: HCIReturnParameters, Equatable {")
-        out += struct_body(c.rets, "returnParameters", "public init(returnParameters r: inout ByteReader) throws(DecodeError)",
+        out += struct_body(c.rets, "public init(returnParameters r: inout ByteReader) throws(DecodeError)",
                            "public func encode(into w: inout ByteWriter)", 8)
         out.append("    }")
     out.append("}")
@@ -182,28 +222,10 @@ def emit_event(e):
     out.append(f"    public static let {key}: UInt8 = 0x{e.code:02X}")
     out.append(f'    public static let name = "{e.spec}"')
     if e.list:
-        l = e.list
-        out.append("")
-        out.append(f"    public struct {l.element}: Sendable, Equatable {{")
-        out += struct_body(e.items, "element", "init(_ r: inout ByteReader) throws(DecodeError)",
-                           "func encode(into w: inout ByteWriter)", 8)
-        out.append("    }")
-        out.append("")
-        out.append(f"    public var {l.name}: [{l.element}]")
-        out.append(f"    public init({l.name}: [{l.element}]) {{ self.{l.name} = {l.name} }}")
-        out.append("    public init(parameters r: inout ByteReader) throws(DecodeError) {")
-        out.append(f'        {l.name} = try decodeList(&r, count: "{l.count}", minimumSize: {l.minimum}, "{l.need_label}") '
-                   f"{{ r throws(DecodeError) in try {l.element}(&r) }}")
-        out.append("    }")
-        out.append("    public func encodeParameters(into w: inout ByteWriter) {")
-        out.append(f"        encodeList({l.name}, into: &w) {{ e, w in e.encode(into: &w) }}")
-        out.append("    }")
-        out.append("    public var fields: [Field] {")
-        out.append(f'        [.int("{l.count}", {l.name}.count), Field("{l.items_label}", .list({l.name}.map {{ .object($0.fields) }}))]')
-        out.append("    }")
-    elif e.params:
-        out += struct_body(e.params, "parameters", "public init(parameters r: inout ByteReader) throws(DecodeError)",
-                           "public func encodeParameters(into w: inout ByteWriter)", 4)
+        out += [""] + e.list.element_struct()
+    if e.params or e.list:
+        out += struct_body(e.params, "public init(parameters r: inout ByteReader) throws(DecodeError)",
+                           "public func encodeParameters(into w: inout ByteWriter)", 4, e.list)
     else:
         out.append("    public init() {}")
         out.append("    public init(parameters r: inout ByteReader) throws(DecodeError) {}")
