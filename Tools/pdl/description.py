@@ -202,6 +202,13 @@ class Field:
         sys.exit(f"{self.where}: unknown presentation {show}")
 
 
+def switch_member(declaration, subject, rows, last):
+    """A Swift member (`declaration`, 4-space indented) whose body switches over `subject`:
+    `case K: V` per (K, V) row, then `last` (the default, or the last case)."""
+    return ([f"    {declaration} {{", f"        switch {subject} {{"]
+            + [f"        case {k}: {v}" for k, v in rows] + [f"        {last}", "        }", "    }"])
+
+
 def decode_case(label, case, fields, result, pdu=None):
     """An enum codec's decoding of one case (`label` its switch label): a `let` per field, then
     `result` given the case (`return`, `pdu =`). `pdu` names the PDU in a list's errors."""

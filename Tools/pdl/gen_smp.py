@@ -7,7 +7,7 @@ import re
 import sys
 
 import gen_codes
-from description import Field, decode_case, encode_case, read_blocks
+from description import Field, decode_case, encode_case, read_blocks, switch_member
 
 HEADER = gen_codes.HEADER
 
@@ -98,18 +98,16 @@ def emit_pdus(pdus, structs):
             "    case unknown(code: UInt8, data: [UInt8])", "",
             "    public enum Code {"]
     out += [f"        public static let {p.name}: UInt8 = 0x{p.code:02X}" for p in pdus]
-    out += ["    }", "", "    /// The specification's name of a code; nil for a reserved one.",
-            "    public static func name(ofCode code: UInt8) -> String? {", "        switch code {"]
-    out += [f'        case 0x{p.code:02X}: "{p.spec}"' for p in pdus]
-    out += ["        default: nil", "        }", "    }", "",
-            '    public var name: String { Self.name(ofCode: code) ?? "Unknown SMP Command (\\(hexCode(code)))" }', "",
-            "    /// The length of a PDU with this code, Code octet included; nil for a reserved code.",
-            "    public static func length(ofCode code: UInt8) -> Int? {", "        switch code {"]
-    out += [f"        case 0x{p.code:02X}: {1 + plen(p)}" for p in pdus]
-    out += ["        default: nil", "        }", "    }", "",
-            "    public var code: UInt8 {", "        switch self {"]
-    out += [f"        case .{p.name}: Code.{p.name}" for p in pdus]
-    out += ["        case .unknown(let code, _): code", "        }", "    }", "",
+    out += ["    }", "", "    /// The specification's name of a code; nil for a reserved one."]
+    out += switch_member("public static func name(ofCode code: UInt8) -> String?", "code",
+                         [(f"0x{p.code:02X}", f'"{p.spec}"') for p in pdus], "default: nil")
+    out += ["", '    public var name: String { Self.name(ofCode: code) ?? "Unknown SMP Command (\\(hexCode(code)))" }', "",
+            "    /// The length of a PDU with this code, Code octet included; nil for a reserved code."]
+    out += switch_member("public static func length(ofCode code: UInt8) -> Int?", "code",
+                         [(f"0x{p.code:02X}", f"{1 + plen(p)}") for p in pdus], "default: nil")
+    out += [""] + switch_member("public var code: UInt8", "self", [(f".{p.name}", f"Code.{p.name}") for p in pdus],
+                                "case .unknown(let code, _): code")
+    out += ["",
             "    /// Decodes one SMP PDU (the whole L2CAP payload). Every known PDU has a fixed length:",
             "    /// too short throws `.truncated` naming the field, too long throws `.trailingBytes`.",
             "    public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> SMPPDU {",

@@ -6,7 +6,8 @@ encoder, its `fields` for dump/--trace, and the tables keyed by opcode (registry
 Supported_Commands bits). The output is committed; `make pdl-check` (and `--check` here)
 fails when it is stale.
 
-Format (one declaration per block, two-space indented members, `#` comments):
+Format (one declaration per block, two-space indented members, `#` comments; the reader and
+the field model are Tools/pdl/description.py's, shared by every generator here):
 
   command Name OGF OCF "Spec Name" [bit OCTET.BIT] [status] [handwritten]
     doc   one line of documentation (repeatable)
@@ -17,27 +18,27 @@ Format (one declaration per block, two-space indented members, `#` comments):
   event Name CODE "Spec Name" [host] [handwritten]   an HCI event (Vol 4 Part E 7.7)
   subevent Name CODE "Spec Name" [host] [handwritten] an LE Meta subevent (7.7.65)
     param ...                                        event parameters, in wire order
-    list name@countLabel: Element min N [items "LABEL"] [need "LABEL"]  instead of params: a count
-                                                     octet, then that many Elements of at least N
-                                                     octets each (`items`: the list's field name;
-                                                     `need`: its name when too short for the count)
+
+  After a command's or event's params, one list of same-layout Elements may end the parameters:
+    list name@countLabel: Element min N [items "LABEL"] [need "LABEL"]   a count octet, then that
+                                                     many Elements of at least N octets each
+                                                     (`items`: the list's field name; `need`: its
+                                                     name when too short for the count)
+    phys name: Element per MASK [items "LABEL"] [default EXPR]   one Element per bit set in the
+                                                     PHY bitmask param MASK, lowest bit first
+                                                     (Scanning_PHYs, Initiating_PHYs)
     item ...                                         an Element's fields, in wire order (as param)
 
-`handwritten` declares a command whose struct is written by hand (irregular layout: lists of
-elements with optional or variable-length fields,
-variable-length data); it still gets its table entries from here. `status`: the controller
-answers with Command Status (the result comes in a later event).
-
-TYPE: u8 i8 u16 u32 u64 handle address addressType status flag key16 bytesN, or
-Swift(u8|u16|u64) for an OptionSet/RawRepresentable over that integer.
-SHOW: int | code | interval UNIT_US [zero "TEXT"] | dBm | phy | phyMask | us | bytes |
-address [type EXPR] | addressType | status | handle | enabled; optional `note {EXPR}`.
+`handwritten` declares a command whose struct is written by hand (irregular layout: elements
+with optional or variable-length fields, parameters shared with another command); it still
+gets its table entries from here. `status`: the controller answers with Command Status (the
+result comes in a later event). TYPE and SHOW: see description.py.
 """
 import re
 import sys
 from pathlib import Path
 
-from description import Field, decode_case, encode_case, read_blocks
+from description import Field, decode_case, encode_case, read_blocks, switch_member
 from gen_att import generate_att
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,6 +189,13 @@ def struct_body(fields, decode_sig, encode_sig, indent, list_of=None):
     return out
 
 
+def parameter_members(b):
+    """A command's or event's parameters: its list's element struct if any, then the members."""
+    out = [""] + b.list.element_struct() if b.list else []
+    return out + struct_body(b.params, "public init(parameters r: inout ByteReader) throws(DecodeError)",
+                             "public func encodeParameters(into w: inout ByteWriter)", 4, b.list)
+
+
 def emit_command(c):
     out = [f"/// {d}" for d in c.doc] or [f"/// {c.spec} (0x{c.opcode:04X})."]
     proto = "HCICommand" if c.params or c.list else "HCIParameterlessCommand"
@@ -198,11 +206,8 @@ def emit_command(c):
         out.append("    public static var completesWithStatus: Bool { true }")
     if c.returns:
         out.append(f"    public typealias ReturnParameters = {c.returns}")
-    if c.list:
-        out += [""] + c.list.element_struct()
     if c.params or c.list:
-        out += struct_body(c.params, "public init(parameters r: inout ByteReader) throws(DecodeError)",
-                           "public func encodeParameters(into w: inout ByteWriter)", 4, c.list)
+        out += parameter_members(c)
     else:
         out.append("    public init() {}")
     if c.rets:
@@ -221,11 +226,8 @@ def emit_event(e):
     out.append(f"public struct {e.name}: {proto}, Equatable {{")
     out.append(f"    public static let {key}: UInt8 = 0x{e.code:02X}")
     out.append(f'    public static let name = "{e.spec}"')
-    if e.list:
-        out += [""] + e.list.element_struct()
     if e.params or e.list:
-        out += struct_body(e.params, "public init(parameters r: inout ByteReader) throws(DecodeError)",
-                           "public func encodeParameters(into w: inout ByteWriter)", 4, e.list)
+        out += parameter_members(e)
     else:
         out.append("    public init() {}")
         out.append("    public init(parameters r: inout ByteReader) throws(DecodeError) {}")
@@ -352,10 +354,10 @@ def generate_signaling(src):
            "// description and run `python3 Tools/pdl/generate.py` (make pdl-check fails when stale).", "",
            "import HCI", "", "extension SignalingCode {"]
     out += [f"    public static let {c.name} = SignalingCode(0x{c.code:02X})" for c in cases]
-    out += ["", "    /// The specification's command name; nil for a code no description declares.",
-            "    public var name: String? {", "        switch rawValue {"]
-    out += [f'        case 0x{c.code:02X}: return "{c.spec}"' for c in cases]
-    out += ["        default: return nil", "        }", "    }", "",
+    out += ["", "    /// The specification's command name; nil for a code no description declares."]
+    out += switch_member("public var name: String?", "rawValue", [(f"0x{c.code:02X}", f'return "{c.spec}"') for c in cases],
+                         "default: return nil")
+    out += ["",
             "    /// Requests are answered by a response (or a Command Reject) with the same identifier.",
             "    public var isRequest: Bool { [" + ", ".join(f"0x{c.code:02X}" for c in cases if c.request) + "].contains(rawValue) }",
             "}", "", "extension SignalingCommand {", "    public enum Body: Sendable, Hashable {"]
@@ -364,10 +366,10 @@ def generate_signaling(src):
             out.append(f"        case {c.name}({c.handwritten})")
         else:
             out.append(f"        case {c.name}(" + ", ".join(f.case_label for f in c.params) + ")")
-    out += ["        case unknown(code: SignalingCode, data: [UInt8])", "    }", "",
-            "    public var code: SignalingCode {", "        switch body {"]
-    out += [f"        case .{c.name}: return .{c.name}" for c in cases]
-    out += ["        case .unknown(let code, _): return code", "        }", "    }", "",
+    out += ["        case unknown(code: SignalingCode, data: [UInt8])", "    }", ""]
+    out += switch_member("public var code: SignalingCode", "body", [(f".{c.name}", f"return .{c.name}") for c in cases],
+                         "case .unknown(let code, _): return code")
+    out += ["",
             "    /// The data after the header, by code; an unknown code keeps its octets.",
             "    static func decodeBody(_ code: SignalingCode, _ r: inout ByteReader) throws(DecodeError) -> Body {",
             "        switch code.rawValue {"]
