@@ -9,6 +9,7 @@ the top of att.pdl.
 import re
 import sys
 
+import gen_codes
 from description import Field, decode_case, encode_case, read_blocks, switch_member
 
 KINDS = ["request", "response", "command", "error", "notification", "indication", "confirmation"]
@@ -78,10 +79,14 @@ class ErrorCode:
 def parse(path):
     def read_header(line, where):
         kind = line.split(" ")[0]
-        return {"pdu": PDU, "record": Record, "error": ErrorCode}[kind](line, where) if kind in ("pdu", "record", "error") else None
+        if kind in ("pdu", "record", "error"):
+            return {"pdu": PDU, "record": Record, "error": ErrorCode}[kind](line, where)
+        return gen_codes.read_header(line, where)
 
     def add_member(block, key, body, where):
-        if key == "param" and not isinstance(block, ErrorCode):
+        if isinstance(block, gen_codes.CodeTable):
+            gen_codes.read_member(block, key, body, where)
+        elif key == "param" and not isinstance(block, ErrorCode):
             block.params.append(ATTField(body, where))
         elif key == "doc" and isinstance(block, PDU):
             block.doc.append(body)
@@ -91,6 +96,7 @@ def parse(path):
     blocks = read_blocks(path, read_header, add_member)
     pdus, records = [b for b in blocks if isinstance(b, PDU)], [b for b in blocks if isinstance(b, Record)]
     errors = [(e.name, e.code, e.spec) for e in blocks if isinstance(e, ErrorCode)]
+    tables = [b for b in blocks if isinstance(b, gen_codes.CodeTable)]
     for what, codes in (("opcode", [p.code for p in pdus]), ("error code", [e[1] for e in errors])):
         if len(set(codes)) != len(codes):
             sys.exit(f"{path.name}: an {what} is declared twice")
@@ -110,7 +116,7 @@ def parse(path):
                                                        + (sum(x.octets for x in next(r for r in records if r.name == q.record).params)
                                                           if q.record else 0) for q in p.params):
             sys.exit(f"{p.where}: min {p.minimum} is not what the params need")
-    return pdus, errors, records
+    return pdus, errors, records, tables
 
 
 def opcode_table(pdus):
@@ -280,7 +286,9 @@ def record_structs(records):
 
 
 def generate_att(src):
-    pdus, errors, records = parse(src)
+    pdus, errors, records, tables = parse(src)
     out = HEADER + ["import HCI", ""]
+    for t in tables:
+        out += gen_codes.emit(t) + [""]
     out += record_structs(records) + opcode_table(pdus) + error_table(errors) + pdu_enum(pdus) + codec(pdus) + fields(pdus) + server(pdus)
     return "\n".join(out) + "\n"
