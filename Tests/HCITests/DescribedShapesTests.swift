@@ -64,4 +64,13 @@ import Testing
             try LESetExtendedAdvertisingEnable.decode([0x01, 0x03, 0x02, 0x64, 0x00, 0x05])
         }
     }
+
+    // Core v5.4 Vol 4 Part E 7.3.1 (Event_Mask) and 7.8.1 (LE_Event_Mask: bit n, subevent n+1),
+    // now code tables in hci-codes.pdl: the same bits under the spec's names.
+    @Test func eventMasksAreTheSpecBits() {
+        #expect(SetEventMask.Mask.leHost.rawValue == 1 << 4 | 1 << 7 | 1 << 15 | 1 << 25 | 1 << 47 | 1 << 61)
+        #expect(EventMask.leMeta.description == "LE Meta")
+        #expect(LESetEventMask.Mask.scanTimeout.rawValue == 1 << (0x11 - 1))
+        #expect(LEEventMask([.connectionComplete, .longTermKeyRequest]).description == "LE Connection Complete, LE Long Term Key Request")
+    }
 }
