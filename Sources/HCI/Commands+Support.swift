@@ -43,6 +43,12 @@ extension ByteReader {
         guard n <= count else { throw .invalid("\(lengthField) \(n) exceeds \(count)") }
         return Array(all.prefix(n))
     }
+    /// A length octet, then that many octets: at most `max`, or the length is invalid.
+    mutating func lengthPrefixed(max: Int, _ lengthField: StaticString, _ dataField: StaticString) throws(DecodeError) -> [UInt8] {
+        let n = Int(try u8(lengthField))
+        guard n <= max else { throw .invalid("\(lengthField) \(n) exceeds \(max)") }
+        return try bytes(n, dataField)
+    }
     mutating func addressType(_ field: StaticString) throws(DecodeError) -> AddressType {
         try AddressType.decode(try u8(field))
     }
@@ -64,9 +70,10 @@ extension ByteWriter {
     mutating func paddedData(_ data: [UInt8], to count: Int) {
         u8(UInt8(Swift.min(data.count, count))); padded(data, to: count)
     }
-    /// A length-prefixed block; longer data is cut at 255 octets rather than writing a lying length.
-    mutating func lengthPrefixed(_ data: [UInt8]) {
-        let d = data.prefix(255)
+    /// A length-prefixed block; longer data is cut at `max` (at most 255) octets rather than
+    /// writing a lying length.
+    mutating func lengthPrefixed(_ data: [UInt8], max: Int = 255) {
+        let d = data.prefix(Swift.min(max, 255))
         u8(UInt8(d.count)); append(d)
     }
     /// An item count octet (lists longer than 255 are cut by the caller's encode loop).

@@ -6,13 +6,14 @@ A field line: `name[@label]: TYPE [= DEFAULT] [SHOW ...] [note {EXPR}]`; `label`
 name in errors and in `fields` (the specification's name in lowerCamelCase), `name` the Swift one.
 
 TYPE: u8 i8 u16 u24 u32 u64 handle address addressType status flag key16 bytesN cidsN
-uuid16 uuid handles value RECORD[1+] paddedN, or Swift(u8|u16|u64) for an
+uuid16 uuid handles value RECORD[1+] dataN paddedN, or Swift(u8|u16|u64) for an
 OptionSet/RawRepresentable over that integer:
   bytesN      N octets (written zero-padded or cut to N; ATT's enum payloads are appended as given)
   cidsN       the rest: N or more 16-bit CIDs (L2CAP signaling)
   uuid16      a 16-bit UUID, shown as a UUID; uuid: 2 or 16 octets, the rest of the PDU (ATT)
   handles     the rest: two 16-bit handles or more (ATT); RECORD[1+]: one record or more (ATT)
   value       octets: the rest of the PDU but for the fixed-size fields after it (ATT)
+  dataN       a length octet, then that many octets (at most N)
   paddedN     a length octet, then always N octets, the data zero-padded (legacy advertising)
 SHOW: int | code | interval UNIT_US [zero "TEXT"] | dBm | phy | phyMask | us | bytes | utf8z |
 address [type EXPR] | addressType | status | handle | enabled; optional `note {EXPR}`.
@@ -41,6 +42,7 @@ TYPES.update({
 SIZED = {
     "bytes": ('try r.bytes({N}, "{l}")', 'w.padded({n}, to: {N})', "bytes"),
     "cids": ('try SignalingCommand.readCIDs(&r, min: {N}, "{l}")', 'for c in {n} {{ w.u16(c) }}', "ints"),
+    "data": ('try r.lengthPrefixed(max: {N}, "{l}Length", "{l}")', 'w.lengthPrefixed({n}, max: {N})', "counted"),
     "padded": ('try r.paddedData({N}, "{l}Length", "{l}")', 'w.paddedData({n}, to: {N})', "counted"),
 }
 
@@ -71,7 +73,7 @@ class Field:
         self.size_n = None
         t = self.type
         raw = re.match(r'(\w+)\((u8|u16|u64)\)$', t)
-        sized = re.match(r'(bytes|cids|padded)(\d+)$', t)
+        sized = re.match(r'(bytes|cids|data|padded)(\d+)$', t)
         record = re.match(r'(\w+)\[1\+\]$', t)
         if raw:
             self.swift, self.raw = raw.group(1), raw.group(2)
@@ -141,6 +143,8 @@ class Field:
             return f'2 * {n}.count'
         if self.record:
             return f'{self.record}.encodedSize * {n}.count'
+        if self.kind == "data":
+            return f'1 + {n}.count'
         return f'{n}.count'
 
     def init_value(self):
@@ -148,7 +152,7 @@ class Field:
         n = self.name
         if self.type == "u24":
             return f"{n} & 0xFFFFFF"
-        if self.kind == "padded":
+        if self.kind in ("data", "padded"):
             return f"Array({n}.prefix({self.size_n}))"
         return n
 

@@ -2010,9 +2010,58 @@ public struct LEConnectionComplete: LEMetaEventParameters, Equatable {
     }
 }
 
-extension LEAdvertisingReport {
+/// LE Advertising Report (subevent 0x02). Each report's parameters are consecutive on the wire (Core 5.x layout).
+public struct LEAdvertisingReport: LEMetaEventParameters, Equatable {
     public static let subeventCode: UInt8 = 0x02
     public static let name = "LE Advertising Report"
+
+    public struct Report: Sendable, Equatable {
+        public var eventType: UInt8
+        public var addressType: AddressType
+        public var address: BDAddress
+        public var data: [UInt8]
+        public var rssi: Int8
+        public init(eventType: UInt8, addressType: AddressType, address: BDAddress, data: [UInt8], rssi: Int8) {
+            self.eventType = eventType
+            self.addressType = addressType
+            self.address = address
+            self.data = Array(data.prefix(255))
+            self.rssi = rssi
+        }
+        init(_ r: inout ByteReader) throws(DecodeError) {
+            eventType = try r.u8("eventType")
+            addressType = try r.addressType("addressType")
+            address = try r.address("address")
+            data = try r.lengthPrefixed(max: 255, "dataLength", "data")
+            rssi = try r.i8("rssi")
+        }
+        func encode(into w: inout ByteWriter) {
+            w.u8(eventType)
+            w.u8(addressType.rawValue)
+            w.address(address)
+            w.lengthPrefixed(data, max: 255)
+            w.i8(rssi)
+        }
+        public var fields: [Field] {
+            [.code("eventType", eventType, note: advertisingReportEventTypeName(eventType)),
+             .addressType("addressType", addressType),
+             .address("address", address, type: addressType),
+             .int("dataLength", data.count), .bytes("data", data),
+             .dBm("rssi", rssi)]
+        }
+    }
+
+    public var reports: [Report]
+    public init(reports: [Report]) { self.reports = reports }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        reports = try decodeList(&r, count: "numReports", minimumSize: 10, "reports") { r throws(DecodeError) in try Report(&r) }
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        encodeList(reports, into: &w) { e, w in e.encode(into: &w) }
+    }
+    public var fields: [Field] {
+        [.int("numReports", reports.count), Field("reports", .list(reports.map { .object($0.fields) }))]
+    }
 }
 
 /// LE Connection Update Complete (subevent 0x03).
