@@ -18,12 +18,11 @@ public struct ExtendedDataParameters: Sendable, Equatable {
         advertisingHandle = try r.u8("advertisingHandle")
         operation = try r.u8("operation")
         fragmentPreference = try r.u8("fragmentPreference")
-        let n = Int(try r.u8("dataLength"))
-        guard n <= 251 else { throw .invalid("extended advertising data fragment of \(n) octets exceeds 251") }
-        data = try r.bytes(n, "data")
+        // At most 251 octets in one fragment (Core Vol 4 Part E 7.8.54).
+        data = try r.lengthPrefixed(max: 251, "dataLength", "data")
     }
     func encode(into w: inout ByteWriter) {
-        w.u8(advertisingHandle); w.u8(operation); w.u8(fragmentPreference); w.lengthPrefixed(data)
+        w.u8(advertisingHandle); w.u8(operation); w.u8(fragmentPreference); w.lengthPrefixed(data, max: 251)
     }
     func fields(_ dataName: String) -> [Field] {
         [.int("advertisingHandle", advertisingHandle),

@@ -73,4 +73,20 @@ import Testing
         #expect(LESetEventMask.Mask.scanTimeout.rawValue == 1 << (0x11 - 1))
         #expect(LEEventMask([.connectionComplete, .longTermKeyRequest]).description == "LE Connection Complete, LE Long Term Key Request")
     }
+
+    // Core v5.4 Vol 4 Part E 7.7.65.2: each report's Data_Length, then that many octets of Data;
+    // 7.8.54: an extended advertising data fragment carries at most 251 octets.
+    @Test func lengthPrefixedDataNamesItsFields() {
+        // One report whose Data_Length (5) runs past what follows (2 octets and RSSI).
+        #expect(throws: DecodeError.truncated(field: "data", needed: 5, available: 3)) {
+            try HCIEvents.decode(HCIEventPacket(code: 0x3E, parameters: [0x02, 0x01, 0x00, 0x01, 1, 2, 3, 4, 5, 6, 0x05, 0xAA, 0xBB, 0xC4]))
+        }
+        let report = LEAdvertisingReport.Report(eventType: 0, addressType: .random, address: .zero, data: Array(repeating: 1, count: 300), rssi: -60)
+        #expect(report.data.count == 255)
+        #expect(throws: DecodeError.invalid("dataLength 252 exceeds 251")) {
+            try LESetExtendedAdvertisingData.decode([0x01, 0x03, 0x01, 252] + Array(repeating: 0, count: 252))
+        }
+        let fragment = LESetExtendedAdvertisingData(advertisingHandle: 1, advertisingData: Array(repeating: 2, count: 260))
+        #expect(fragment.packet.parameters.count == 4 + 251 && fragment.packet.parameters[3] == 251)
+    }
 }
