@@ -59,22 +59,7 @@ public struct ATTGroupData: Sendable, Hashable {
     }
 }
 
-/// Execute Write Request flags.
-public struct ATTExecuteWriteFlags: RawRepresentable, Hashable, Sendable {
-    public var rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-    /// 0x00: cancel all prepared writes.
-    public static let cancel = ATTExecuteWriteFlags(rawValue: 0x00)
-    /// 0x01: immediately write all pending prepared values.
-    public static let write = ATTExecuteWriteFlags(rawValue: 0x01)
-    public var name: String {
-        switch rawValue {
-        case 0x00: return "Cancel all prepared writes"
-        case 0x01: return "Immediately write all pending prepared values"
-        default: return "Reserved"
-        }
-    }
-}
+// ATTExecuteWriteFlags: Tools/pdl/att.pdl (Generated/ATT.swift).
 
 extension ATTPDU {
     public static let signatureLength = 12

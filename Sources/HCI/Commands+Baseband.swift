@@ -8,21 +8,15 @@ public func coreVersionName(_ v: UInt8) -> String {
 }
 
 extension SetEventMask {
-    /// Event_Mask bits (Core Vol 4 Part E 7.3.1) for the events an LE host handles.
-    public struct Mask: OptionSet, Sendable, Hashable {
-        public var rawValue: UInt64
-        public init(rawValue: UInt64) { self.rawValue = rawValue }
-        public static let disconnectionComplete = Mask(rawValue: 1 << 4)
-        public static let encryptionChange = Mask(rawValue: 1 << 7)
-        public static let hardwareError = Mask(rawValue: 1 << 15)
-        public static let dataBufferOverflow = Mask(rawValue: 1 << 25)
-        public static let encryptionKeyRefreshComplete = Mask(rawValue: 1 << 47)
-        public static let leMeta = Mask(rawValue: 1 << 61)
-        /// What an LE-only host enables.
-        public static let leHost: Mask = [.disconnectionComplete, .encryptionChange, .hardwareError,
-                                          .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta]
-    }
+    /// The bits: Tools/pdl/hci-codes.pdl (Generated/Codes.swift).
+    public typealias Mask = EventMask
     public init(_ mask: Mask) { self.init(eventMask: mask.rawValue) }
+}
+
+extension EventMask {
+    /// What an LE-only host enables.
+    public static let leHost: EventMask = [.disconnectionComplete, .encryptionChange, .hardwareError,
+                                           .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta]
 }
 
 /// Read Local Supported Commands (0x1002).

@@ -28,7 +28,27 @@ func phyMaskNote(_ mask: UInt8) -> String {
     return names.isEmpty ? "none" : names.joined(separator: ", ")
 }
 
+/// The PHY of the `index`th per-PHY block after `mask` (see `decodePHYBlocks`); "?" past the bits set.
+func phyBlockNote(_ mask: UInt8, _ index: Int) -> String {
+    let bits = (0..<8).map { UInt8(1) << $0 }.filter { mask & $0 != 0 }
+    return index < bits.count ? phyMaskNote(bits[index]) : "?"
+}
+
 extension ByteReader {
+    /// A length octet, then always `count` octets of which the first `length` are the data
+    /// (legacy advertising and scan response data, Core Vol 4 Part E 7.8.7, 7.8.8).
+    mutating func paddedData(_ count: Int, _ lengthField: StaticString, _ dataField: StaticString) throws(DecodeError) -> [UInt8] {
+        let n = Int(try u8(lengthField))
+        let all = try bytes(count, dataField)
+        guard n <= count else { throw .invalid("\(lengthField) \(n) exceeds \(count)") }
+        return Array(all.prefix(n))
+    }
+    /// A length octet, then that many octets: at most `max`, or the length is invalid.
+    mutating func lengthPrefixed(max: Int, _ lengthField: StaticString, _ dataField: StaticString) throws(DecodeError) -> [UInt8] {
+        let n = Int(try u8(lengthField))
+        guard n <= max else { throw .invalid("\(lengthField) \(n) exceeds \(max)") }
+        return try bytes(n, dataField)
+    }
     mutating func addressType(_ field: StaticString) throws(DecodeError) -> AddressType {
         try AddressType.decode(try u8(field))
     }
@@ -46,9 +66,14 @@ extension ByteWriter {
         append(data.prefix(count))
         if data.count < count { append(repeatElement(0, count: count - data.count)) }
     }
-    /// A length-prefixed block; longer data is cut at 255 octets rather than writing a lying length.
-    mutating func lengthPrefixed(_ data: [UInt8]) {
-        let d = data.prefix(255)
+    /// The length octet (at most `count`), then `data` zero-padded to `count` octets (`ByteReader.paddedData`).
+    mutating func paddedData(_ data: [UInt8], to count: Int) {
+        u8(UInt8(Swift.min(data.count, count))); padded(data, to: count)
+    }
+    /// A length-prefixed block; longer data is cut at `max` (at most 255) octets rather than
+    /// writing a lying length.
+    mutating func lengthPrefixed(_ data: [UInt8], max: Int = 255) {
+        let d = data.prefix(Swift.min(max, 255))
         u8(UInt8(d.count)); append(d)
     }
     /// An item count octet (lists longer than 255 are cut by the caller's encode loop).
@@ -72,4 +97,14 @@ func encodeList<T>(_ items: [T], into w: inout ByteWriter, _ body: (T, inout Byt
     let list = items.prefix(255)
     w.count(list.count)
     for item in list { body(item, &w) }
+}
+
+/// One block per bit set in a PHY bitmask, lowest bit first (Scanning_PHYs, Initiating_PHYs:
+/// Core Vol 4 Part E 7.8.64, 7.8.66); at most eight, so a hostile mask cannot grow it further.
+func decodePHYBlocks<T>(_ r: inout ByteReader, phys mask: UInt8,
+                        _ block: (inout ByteReader) throws(DecodeError) -> T) throws(DecodeError) -> [T] {
+    var blocks: [T] = []
+    blocks.reserveCapacity(mask.nonzeroBitCount)
+    for _ in 0..<mask.nonzeroBitCount { blocks.append(try block(&r)) }
+    return blocks
 }

@@ -1,55 +1,11 @@
-// LE advertising report subevents. Core Vol 4 Part E 7.7.65.2, 7.7.65.11, 7.7.65.13.
-// Each report's parameters are consecutive on the wire (Core 5.x layout).
+// LE advertising report subevents. Core Vol 4 Part E 7.7.65.2, 7.7.65.13. LE Advertising
+// Report itself is described in Tools/pdl/hci.pdl; the extended one (its direct address shown
+// only for directed reports) is written here. Each report's parameters are consecutive on the
+// wire (Core 5.x layout).
 
-/// LE Advertising Report (subevent 0x02).
-public struct LEAdvertisingReport: LEMetaEventParameters, Equatable {
-
-    public struct Report: Sendable, Equatable {
-        /// 0 ADV_IND, 1 ADV_DIRECT_IND, 2 ADV_SCAN_IND, 3 ADV_NONCONN_IND, 4 SCAN_RSP.
-        public var eventType: UInt8
-        public var addressType: AddressType
-        public var address: BDAddress
-        public var data: [UInt8]
-        /// dBm; 127 = not available.
-        public var rssi: Int8
-        public init(eventType: UInt8, addressType: AddressType, address: BDAddress, data: [UInt8], rssi: Int8) {
-            self.eventType = eventType; self.addressType = addressType; self.address = address
-            self.data = Array(data.prefix(255)); self.rssi = rssi
-        }
-        public var isConnectable: Bool { eventType == 0x00 || eventType == 0x01 }
-        public var isScanResponse: Bool { eventType == 0x04 }
-    }
-
-    public var reports: [Report]
-    public init(reports: [Report]) { self.reports = reports }
-
-    public init(parameters r: inout ByteReader) throws(DecodeError) {
-        reports = try decodeList(&r, count: "numReports", minimumSize: 10, "reports") { r throws(DecodeError) in
-            let eventType = try r.u8("eventType")
-            let addressType = try r.addressType("addressType")
-            let address = try r.address("address")
-            let data = try r.bytes(Int(try r.u8("dataLength")), "data")
-            return Report(eventType: eventType, addressType: addressType, address: address, data: data, rssi: try r.i8("rssi"))
-        }
-    }
-
-    public func encodeParameters(into w: inout ByteWriter) {
-        encodeList(reports, into: &w) { rep, w in
-            w.u8(rep.eventType); w.u8(rep.addressType.rawValue); w.address(rep.address); w.lengthPrefixed(rep.data); w.i8(rep.rssi)
-        }
-    }
-
-    public var fields: [Field] {
-        [.int("numReports", reports.count),
-         Field("reports", .list(reports.map {
-             .object([.code("eventType", $0.eventType, note: advertisingReportEventTypeName($0.eventType)),
-                      .addressType("addressType", $0.addressType),
-                      .address("address", $0.address, type: $0.addressType),
-                      .int("dataLength", $0.data.count),
-                      .bytes("data", $0.data),
-                      .dBm("rssi", $0.rssi)])
-         }))]
-    }
+extension LEAdvertisingReport.Report {
+    public var isConnectable: Bool { eventType == 0x00 || eventType == 0x01 }
+    public var isScanResponse: Bool { eventType == 0x04 }
 }
 
 /// Event_Type bits of an LE Extended Advertising Report.
@@ -158,7 +114,7 @@ public struct LEExtendedAdvertisingReport: LEMetaEventParameters, Equatable {
             let interval = try r.u16("periodicAdvertisingInterval")
             let directAddressType = try r.u8("directAddressType")
             let directAddress = try r.address("directAddress")
-            let data = try r.bytes(Int(try r.u8("dataLength")), "data")
+            let data = try r.lengthPrefixed(max: 255, "dataLength", "data")
             return Report(eventType: eventType, addressType: addressType, address: address, primaryPHY: primaryPHY,
                           secondaryPHY: secondaryPHY, advertisingSID: sid, txPower: txPower, rssi: rssi,
                           periodicAdvertisingInterval: interval, directAddressType: directAddressType,

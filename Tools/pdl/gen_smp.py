@@ -1,18 +1,15 @@
 """Generates Sources/SMP/Generated/SMP.swift from Tools/pdl/smp.pdl (format in its header).
 
-Imported by generate.py, which owns the `Field` reader shared by every description: an SMP
+Imported by generate.py. Fields are description.py's, shared by every description: an SMP
 parameter is read, written and shown exactly like an HCI one.
 """
 import re
 import sys
 
 import gen_codes
+from description import Field, decode_case, encode_case, read_blocks, switch_member
 
 HEADER = gen_codes.HEADER
-
-# Octets each parameter type takes on the wire (every SMP PDU has a fixed length, Vol 3 Part H 3.3).
-SIZES = {"u8": 1, "i8": 1, "u16": 2, "u32": 4, "u64": 8, "address": 6}
-
 
 class Block:
     def __init__(self, kind, name, code, spec, rest, where):
@@ -20,29 +17,20 @@ class Block:
         self.members, self.params, self.doc = [], [], []
 
 
-def parse(path, Field):
-    blocks = []
-    for i, raw in enumerate(path.read_text().splitlines(), 1):
-        line = raw.rstrip()
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        where = f"{path.name}:{i}"
+def parse(path):
+    def read_header(line, where):
         table = gen_codes.read_header(line, where)
         if table:
-            blocks.append(table)
-            continue
+            return table
         m = re.match(r'struct (\w+) "([^"]+)"$', line)
         if m:
-            blocks.append(Block("struct", m.group(1), None, m.group(2), "", where))
-            continue
+            return Block("struct", m.group(1), None, m.group(2), "", where)
         m = re.match(r'pdu (\w+) (0x[0-9A-Fa-f]{2}) "([^"]+)"\s*(\w*)$', line)
         if m:
-            blocks.append(Block("pdu", m.group(1), int(m.group(2), 16), m.group(3), m.group(4), where))
-            continue
-        if not blocks or not line.startswith("  "):
-            sys.exit(f"{where}: unexpected line: {raw}")
-        key, _, body = line.strip().partition(" ")
-        b = blocks[-1]
+            return Block("pdu", m.group(1), int(m.group(2), 16), m.group(3), m.group(4), where)
+        return None
+
+    def add_member(b, key, body, where):
         if key == "doc":
             b.doc.append(body)
         elif key == "param" and b.kind in ("struct", "pdu"):
@@ -51,20 +39,15 @@ def parse(path, Field):
             gen_codes.read_member(b, key, body, where)
         else:
             sys.exit(f"{where}: unknown member {key}")
-    return blocks
+
+    return read_blocks(path, read_header, add_member)
 
 
 def size(fields):
-    total = 0
-    for f in fields:
-        t = f.raw or f.type
-        if re.match(r'bytes\d+$', t):
-            total += int(t[5:])
-        elif t in SIZES:
-            total += SIZES[t]
-        else:
-            sys.exit(f"{f.where}: {f.type} has no fixed size")
-    return total
+    """Octets of fixed-size fields (every SMP PDU has a fixed length, Vol 3 Part H 3.3)."""
+    if any(f.octets is None for f in fields):
+        sys.exit(f"{next(f for f in fields if f.octets is None).where}: has no fixed size")
+    return sum(f.octets for f in fields)
 
 
 def describe(fields):
@@ -110,23 +93,21 @@ def emit_pdus(pdus, structs):
         if p.rest:
             out.append(f"    case {p.name}({p.rest})")
         else:
-            out.append(f"    case {p.name}(" + ", ".join(f"{f.name}: {f.swift}" for f in p.params) + ")")
+            out.append(f"    case {p.name}(" + ", ".join(f.case_label for f in p.params) + ")")
     out += ["    /// A code this stack doesn't know (a reserved code: the receiver ignores it, Core Vol 3 Part H 3.3).",
             "    case unknown(code: UInt8, data: [UInt8])", "",
             "    public enum Code {"]
     out += [f"        public static let {p.name}: UInt8 = 0x{p.code:02X}" for p in pdus]
-    out += ["    }", "", "    /// The specification's name of a code; nil for a reserved one.",
-            "    public static func name(ofCode code: UInt8) -> String? {", "        switch code {"]
-    out += [f'        case 0x{p.code:02X}: "{p.spec}"' for p in pdus]
-    out += ["        default: nil", "        }", "    }", "",
-            '    public var name: String { Self.name(ofCode: code) ?? "Unknown SMP Command (\\(hexCode(code)))" }', "",
-            "    /// The length of a PDU with this code, Code octet included; nil for a reserved code.",
-            "    public static func length(ofCode code: UInt8) -> Int? {", "        switch code {"]
-    out += [f"        case 0x{p.code:02X}: {1 + plen(p)}" for p in pdus]
-    out += ["        default: nil", "        }", "    }", "",
-            "    public var code: UInt8 {", "        switch self {"]
-    out += [f"        case .{p.name}: Code.{p.name}" for p in pdus]
-    out += ["        case .unknown(let code, _): code", "        }", "    }", "",
+    out += ["    }", "", "    /// The specification's name of a code; nil for a reserved one."]
+    out += switch_member("public static func name(ofCode code: UInt8) -> String?", "code",
+                         [(f"0x{p.code:02X}", f'"{p.spec}"') for p in pdus], "default: nil")
+    out += ["", '    public var name: String { Self.name(ofCode: code) ?? "Unknown SMP Command (\\(hexCode(code)))" }', "",
+            "    /// The length of a PDU with this code, Code octet included; nil for a reserved code."]
+    out += switch_member("public static func length(ofCode code: UInt8) -> Int?", "code",
+                         [(f"0x{p.code:02X}", f"{1 + plen(p)}") for p in pdus], "default: nil")
+    out += [""] + switch_member("public var code: UInt8", "self", [(f".{p.name}", f"Code.{p.name}") for p in pdus],
+                                "case .unknown(let code, _): code")
+    out += ["",
             "    /// Decodes one SMP PDU (the whole L2CAP payload). Every known PDU has a fixed length:",
             "    /// too short throws `.truncated` naming the field, too long throws `.trailingBytes`.",
             "    public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> SMPPDU {",
@@ -138,10 +119,7 @@ def emit_pdus(pdus, structs):
         if p.rest:
             out.append(f"        case Code.{p.name}: pdu = .{p.name}(try {p.rest}(parameters: &r))")
             continue
-        out.append(f"        case Code.{p.name}:")
-        for f in p.params:
-            out.append(f"            let {f.name} = {f.read()}")
-        out.append(f"            pdu = .{p.name}(" + ", ".join(f"{f.name}: {f.name}" for f in p.params) + ")")
+        out += decode_case(f"Code.{p.name}", p.name, p.params, "pdu =")
     out += ["        default:", "            return .unknown(code: code, data: r.rest())", "        }",
             '        try r.expectEnd(Self.name(ofCode: code) ?? "SMP PDU")', "        return pdu", "    }", "",
             "    /// The PDU's octets. Fixed-size values shorter than the spec's size are zero-padded and",
@@ -154,8 +132,7 @@ def emit_pdus(pdus, structs):
         if p.rest:
             out.append(f"        case .{p.name}(let v): v.encode(into: &w)")
             continue
-        out.append(f"        case let .{p.name}(" + ", ".join(f.name for f in p.params) + "):")
-        out += [f"            {f.write()}" for f in p.params]
+        out += encode_case(p.name, p.params)
     out += ["        case .unknown(_, let data): w.append(data)", "        }", "        return w.bytes", "    }", "",
             "    /// Code and name, then the parameters as `dump` and `--trace` show them.",
             "    public var fields: [Field] {",
@@ -171,8 +148,8 @@ def emit_pdus(pdus, structs):
     return out
 
 
-def generate_smp(src, Field):
-    blocks = parse(src, Field)
+def generate_smp(src):
+    blocks = parse(src)
     pdus = [b for b in blocks if b.kind == "pdu"]
     if len({p.code for p in pdus}) != len(pdus):
         sys.exit(f"{src.name}: a PDU code is declared twice")

@@ -6,7 +6,8 @@ encoder, its `fields` for dump/--trace, and the tables keyed by opcode (registry
 Supported_Commands bits). The output is committed; `make pdl-check` (and `--check` here)
 fails when it is stale.
 
-Format (one declaration per block, two-space indented members, `#` comments):
+Format (one declaration per block, two-space indented members, `#` comments; the reader and
+the field model are Tools/pdl/description.py's, shared by every generator here):
 
   command Name OGF OCF "Spec Name" [bit OCTET.BIT] [status] [handwritten]
     doc   one line of documentation (repeatable)
@@ -17,26 +18,27 @@ Format (one declaration per block, two-space indented members, `#` comments):
   event Name CODE "Spec Name" [host] [handwritten]   an HCI event (Vol 4 Part E 7.7)
   subevent Name CODE "Spec Name" [host] [handwritten] an LE Meta subevent (7.7.65)
     param ...                                        event parameters, in wire order
-    list name@countLabel: Element min N [items "LABEL"] [need "LABEL"]  instead of params: a count
-                                                     octet, then that many Elements of at least N
-                                                     octets each (`items`: the list's field name;
-                                                     `need`: its name when too short for the count)
+
+  After a command's or event's params, one list of same-layout Elements may end the parameters:
+    list name@countLabel: Element min N [items "LABEL"] [need "LABEL"]   a count octet, then that
+                                                     many Elements of at least N octets each
+                                                     (`items`: the list's field name; `need`: its
+                                                     name when too short for the count)
+    phys name: Element per MASK [items "LABEL"] [default EXPR]   one Element per bit set in the
+                                                     PHY bitmask param MASK, lowest bit first
+                                                     (Scanning_PHYs, Initiating_PHYs)
     item ...                                         an Element's fields, in wire order (as param)
 
-`handwritten` declares a command whose struct is written by hand (irregular layout: lists of
-elements with optional or variable-length fields,
-variable-length data); it still gets its table entries from here. `status`: the controller
-answers with Command Status (the result comes in a later event).
-
-TYPE: u8 i8 u16 u32 u64 handle address addressType status flag key16 bytesN, or
-Swift(u8|u16|u64) for an OptionSet/RawRepresentable over that integer.
-SHOW: int | code | interval UNIT_US [zero "TEXT"] | dBm | phy | phyMask | us | bytes |
-address [type EXPR] | addressType | status | handle | enabled; optional `note {EXPR}`.
+`handwritten` declares a command whose struct is written by hand (irregular layout: elements
+with optional or variable-length fields, parameters shared with another command); it still
+gets its table entries from here. `status`: the controller answers with Command Status (the
+result comes in a later event). TYPE and SHOW: see description.py.
 """
 import re
 import sys
 from pathlib import Path
 
+from description import Field, decode_case, encode_case, read_blocks, switch_member
 from gen_att import generate_att
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,131 +50,6 @@ TARGETS = {
     "hci-codes.pdl": ROOT / "Sources/HCI/Generated/Codes.swift",
     "l2cap-codes.pdl": ROOT / "Sources/L2CAP/Generated/Codes.swift",
 }
-
-INTS = {"u8": "UInt8", "i8": "Int8", "u16": "UInt16", "u32": "UInt32", "u64": "UInt64"}
-
-
-class Field:
-    def __init__(self, line, where):
-        m = re.match(r'(\w+)(?:@(\w+))?:\s*(\S+)\s*(?:=\s*(\S+))?\s*(.*)$', line)
-        if not m:
-            sys.exit(f"{where}: cannot read field: {line}")
-        self.name, label, self.type, self.default, show = m.groups()
-        self.label = label or self.name
-        note = re.search(r'note \{(.*)\}\s*$', show)
-        self.note = note.group(1) if note else None
-        if note:
-            show = show[:note.start()].strip()
-        self.show = show.split() if show else []
-        self.where = where
-        t = self.type
-        m = re.match(r'(\w+)\((u8|u16|u64)\)$', t)
-        if m:
-            self.swift, self.raw = m.group(1), m.group(2)
-        elif t in INTS:
-            self.swift, self.raw = INTS[t], None
-        elif t == "handle":
-            self.swift, self.raw = "UInt16", None
-        elif t == "address":
-            self.swift, self.raw = "BDAddress", None
-        elif t == "addressType":
-            self.swift, self.raw = "AddressType", None
-        elif t == "status":
-            self.swift, self.raw = "HCIStatus", None
-        elif t == "flag":
-            self.swift, self.raw = "Bool", None
-        elif re.match(r'cids[01]$', t):
-            self.swift, self.raw = "[UInt16]", None
-        elif t == "key16" or re.match(r'bytes\d+$', t):
-            self.swift, self.raw = "[UInt8]", None
-        else:
-            sys.exit(f"{where}: unknown type {t}")
-
-    def read(self):
-        t, l = self.type, self.label
-        if self.raw:
-            return f'{self.swift}(rawValue: try r.{self.raw}("{l}"))'
-        if t in INTS:
-            return f'try r.{t}("{l}")'
-        if t == "handle":
-            return f'try r.handle("{l}")'
-        if t == "address":
-            return f'try r.address("{l}")'
-        if t == "addressType":
-            return f'try r.addressType("{l}")'
-        if t == "status":
-            return f'HCIStatus(try r.u8("{l}"))'
-        if t == "flag":
-            return f'try r.u8("{l}") != 0'
-        if t == "key16":
-            return f'try r.block16("{l}")'
-        if t.startswith("cids"):
-            return f'try SignalingCommand.readCIDs(&r, min: {t[4]}, "{l}")'
-        return f'try r.bytes({t[5:]}, "{l}")'
-
-    def write(self):
-        t, n = self.type, self.name
-        if self.raw:
-            return f'w.{self.raw}({n}.rawValue)'
-        if t in INTS:
-            return f'w.{t}({n})'
-        if t == "handle":
-            return f'w.u16({n})'
-        if t == "address":
-            return f'w.address({n})'
-        if t in ("addressType", "status"):
-            return f'w.u8({n}.rawValue)'
-        if t == "flag":
-            return f'w.u8({n} ? 1 : 0)'
-        if t == "key16":
-            return f'w.padded({n}, to: 16)'
-        if t.startswith("cids"):
-            return f'for c in {n} {{ w.u16(c) }}'
-        return f'w.padded({n}, to: {t[5:]})'
-
-    def describe(self):
-        n, l = self.name, self.label
-        if self.type.startswith("cids"):
-            return f'Field("{l}", .list({n}.map {{ .int(Int($0)) }}))'
-        show = self.show[0] if self.show else {
-            "handle": "handle", "address": "address", "addressType": "addressType", "status": "status",
-            "flag": "enabled", "key16": "bytes"}.get(self.type, "bytes" if self.type.startswith("bytes") else "int")
-        value = f"{n}.rawValue" if self.raw else n
-        note = f", note: {self.note}" if self.note else ""
-        if show in ("int", "code"):
-            return f'.{show}("{l}", {value}{note})'
-        if show == "interval":
-            zero = ""
-            if len(self.show) > 2 and self.show[2] == "zero":
-                zero = ", whenZero: " + " ".join(self.show[3:])
-            return f'.interval("{l}", {n}, unitMicroseconds: {self.show[1]}{zero})'
-        if show == "dBm":
-            return f'.dBm("{l}", {n})'
-        if show == "phy":
-            return f'.phy("{l}", {n})'
-        if show == "phyMask":
-            return f'.code("{l}", {n}, note: phyMaskNote({n}))'
-        if show == "us":
-            return f'.int("{l}", {n}, note: "\\({n}) µs")'
-        if show == "bytes":
-            return f'.bytes("{l}", {n})'
-        if show == "utf8z":
-            return f'.text("{l}", String(decoding: {n}.prefix {{ $0 != 0 }}, as: UTF8.self))'
-        if show == "address":
-            typ = f", type: {self.show[2]}" if len(self.show) > 2 and self.show[1] == "type" else ""
-            return f'.address("{l}", {n}{typ})'
-        if show == "addressType":
-            return f'.addressType("{l}", {n})'
-        if show == "status":
-            return f'.status({n}, "{l}")'
-        if show == "handle":
-            if l != "connectionHandle":
-                return f'.int("{l}", {n})'
-            return f'.handle({n})'
-        if show == "enabled":
-            return f'.code("{l}", UInt8({n} ? 1 : 0), note: {n} ? "enabled" : "disabled")'
-        sys.exit(f"{self.where}: unknown presentation {show}")
-
 
 class Command:
     def __init__(self, header, where):
@@ -188,7 +65,7 @@ class Command:
             self.bit = (int(o), int(b))
         self.status = "status" in words
         self.handwritten = "handwritten" in words
-        self.doc, self.params, self.rets, self.returns = [], [], [], None
+        self.doc, self.params, self.rets, self.returns, self.list = [], [], [], None, None
         self.where = where
 
     @property
@@ -205,41 +82,70 @@ class Event:
         self.code = int(code, 16)
         self.handwritten = "handwritten" in rest.split()
         self.host = "host" in rest.split()  # handled by the Host (gen_events.py)
-        self.doc, self.params, self.rets, self.returns = [], [], [], None
-        self.list, self.items = None, []
+        self.doc, self.params, self.rets, self.returns, self.list = [], [], [], None, None
         self.where = where
 
 
 class ListOf:
-    """An event whose parameters are a counted list of same-layout elements (reports, entries)."""
-    def __init__(self, line, where):
-        m = re.match(r'(\w+)@(\w+):\s*(\w+) min (\d+)(?: items "([^"]+)")?(?: need "([^"]+)")?$', line)
-        if not m:
-            sys.exit(f"{where}: cannot read list: {line}")
-        self.name, self.count, self.element, minimum, items, need = m.groups()
-        self.minimum = int(minimum)
+    """The parameters' last part: a list of same-layout elements (reports, entries, sets), after a
+    count octet (`list name@countLabel: Element min N [items "L"] [need "L"]`), or one element per
+    bit set in an earlier PHY bitmask parameter (`phys name: Element per MASK [items "L"] [default EXPR]`:
+    Scanning_PHYs, Initiating_PHYs, Core Vol 4 Part E 7.8.64, 7.8.66)."""
+    def __init__(self, key, line, where):
+        if key == "phys":
+            m = re.match(r'(\w+):\s*(\w+) per (\w+)(?: items "([^"]+)")?(?: default (.+))?$', line)
+            if not m:
+                sys.exit(f"{where}: cannot read phys: {line}")
+            self.name, self.element, self.mask, items, self.default = m.groups()
+            self.count = self.minimum = None
+        else:
+            m = re.match(r'(\w+)@(\w+):\s*(\w+) min (\d+)(?: items "([^"]+)")?(?: need "([^"]+)")?$', line)
+            if not m:
+                sys.exit(f"{where}: cannot read list: {line}")
+            self.name, self.count, self.element, minimum, items, need = m.groups()
+            self.minimum, self.mask, self.default = int(minimum), None, None
+            # What a list too short for its count is named by in the error.
+            self.need_label = need or items or self.name
         self.items_label = items or self.name
-        # What a list too short for its count is named by in the error.
-        self.need_label = need or self.items_label
+        self.items = []
+
+    @property
+    def swift(self):
+        return f"[{self.element}]"
+
+    def read(self):
+        if self.mask:
+            return f"try decodePHYBlocks(&r, phys: {self.mask}) {{ r throws(DecodeError) in try {self.element}(&r) }}"
+        return (f'try decodeList(&r, count: "{self.count}", minimumSize: {self.minimum}, "{self.need_label}") '
+                f"{{ r throws(DecodeError) in try {self.element}(&r) }}")
+
+    def write(self):
+        if self.mask:
+            return f"for e in {self.name} {{ e.encode(into: &w) }}"
+        return f"encodeList({self.name}, into: &w) {{ e, w in e.encode(into: &w) }}"
+
+    def describe(self):
+        if self.mask:
+            return (f'Field("{self.items_label}", .list({self.name}.enumerated().map {{ i, e in '
+                    f'.object([.text("phy", phyBlockNote({self.mask}, i))] + e.fields) }}))')
+        return f'.int("{self.count}", {self.name}.count), Field("{self.items_label}", .list({self.name}.map {{ .object($0.fields) }}))'
+
+    def element_struct(self):
+        out = [f"    public struct {self.element}: Sendable, Equatable {{"]
+        out += struct_body(self.items, "init(_ r: inout ByteReader) throws(DecodeError)",
+                           "func encode(into w: inout ByteWriter)", 8)
+        return out + ["    }", ""]
 
 
 def parse(path):
-    commands = []
-    for i, raw in enumerate(path.read_text().splitlines(), 1):
-        line = raw.split(" #")[0].rstrip() if not raw.lstrip().startswith("doc ") else raw.rstrip()
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        where = f"{path.name}:{i}"
+    def read_header(line, where):
         if line.startswith("command "):
-            commands.append(Command(line, where))
-            continue
+            return Command(line, where)
         if line.startswith("event ") or line.startswith("subevent "):
-            commands.append(Event(line, where))
-            continue
-        if not commands or not line.startswith("  "):
-            sys.exit(f"{where}: unexpected line: {raw}")
-        key, _, body = line.strip().partition(" ")
-        c = commands[-1]
+            return Event(line, where)
+        return None
+
+    def add_member(c, key, body, where):
         if key == "doc":
             c.doc.append(body)
         elif key == "param":
@@ -248,42 +154,51 @@ def parse(path):
             c.rets.append(Field(body, where))
         elif key == "returns":
             c.returns = body.strip()
-        elif key == "list" and isinstance(c, Event):
-            c.list = ListOf(body.strip(), where)
-        elif key == "item" and isinstance(c, Event) and c.list:
-            c.items.append(Field(body, where))
+        elif key in ("list", "phys") and not c.list:
+            c.list = ListOf(key, body.strip(), where)
+        elif key == "item" and c.list:
+            c.list.items.append(Field(body, where))
         else:
             sys.exit(f"{where}: unknown member {key}")
-    return commands
+
+    return read_blocks(path, read_header, add_member, trailing_comments=True)
 
 
-def struct_body(fields, init_label, decode_sig, encode_sig, indent):
+def struct_body(fields, decode_sig, encode_sig, indent, list_of=None):
+    """Stored properties, memberwise init, decoder, encoder and `fields` of `fields` in wire order,
+    then `list_of`'s list (ListOf) if any."""
     p = " " * indent
-    out = []
-    for f in fields:
-        out.append(f"{p}public var {f.name}: {f.swift}")
-    args = ", ".join(f"{f.name}: {f.swift}" + (f" = {f.default}" if f.default else "") for f in fields)
-    out.append(f"{p}public init({args}) {{")
-    for f in fields:
-        out.append(f"{p}    self.{f.name} = {f.name}")
-    out.append(f"{p}}}")
+    parts = fields + ([list_of] if list_of else [])
+    out = [f"{p}public var {f.name}: {f.swift}" for f in parts]
+    args = ", ".join(f"{f.name}: {f.swift}" + (f" = {f.default}" if f.default else "") for f in parts)
+    if not fields and list_of:
+        out.append(f"{p}public init({args}) {{ self.{list_of.name} = {list_of.name} }}")
+    else:
+        out.append(f"{p}public init({args}) {{")
+        out += [f"{p}    self.{f.name} = {f.init_value() if f in fields else f.name}" for f in parts]
+        out.append(f"{p}}}")
     out.append(f"{p}{decode_sig} {{")
-    for f in fields:
-        out.append(f"{p}    {f.name} = {f.read()}")
+    out += [f"{p}    {f.name} = {f.read()}" for f in parts]
     out.append(f"{p}}}")
     out.append(f"{p}{encode_sig} {{")
-    for f in fields:
-        out.append(f"{p}    {f.write()}")
+    out += [f"{p}    {f.write()}" for f in parts]
     out.append(f"{p}}}")
     out.append(f"{p}public var fields: [Field] {{")
-    out.append(f"{p}    [" + (",\n" + p + "     ").join(f.describe() for f in fields) + "]")
+    out.append(f"{p}    [" + (",\n" + p + "     ").join(f.describe() for f in parts) + "]")
     out.append(f"{p}}}")
     return out
 
 
+def parameter_members(b):
+    """A command's or event's parameters: its list's element struct if any, then the members."""
+    out = [""] + b.list.element_struct() if b.list else []
+    return out + struct_body(b.params, "public init(parameters r: inout ByteReader) throws(DecodeError)",
+                             "public func encodeParameters(into w: inout ByteWriter)", 4, b.list)
+
+
 def emit_command(c):
     out = [f"/// {d}" for d in c.doc] or [f"/// {c.spec} (0x{c.opcode:04X})."]
-    proto = "HCICommand" if c.params else "HCIParameterlessCommand"
+    proto = "HCICommand" if c.params or c.list else "HCIParameterlessCommand"
     out.append(f"public struct {c.name}: {proto}, Equatable {{")
     out.append(f"    public static let opcode = HCIOpcode(ogf: 0x{c.ogf:02X}, ocf: 0x{c.ocf:04X})")
     out.append(f'    public static let name = "{c.spec}"')
@@ -291,15 +206,14 @@ def emit_command(c):
         out.append("    public static var completesWithStatus: Bool { true }")
     if c.returns:
         out.append(f"    public typealias ReturnParameters = {c.returns}")
-    if c.params:
-        out += struct_body(c.params, "parameters", "public init(parameters r: inout ByteReader) throws(DecodeError)",
-                           "public func encodeParameters(into w: inout ByteWriter)", 4)
+    if c.params or c.list:
+        out += parameter_members(c)
     else:
         out.append("    public init() {}")
     if c.rets:
         out.append("")
         out.append("    public struct ReturnParameters: HCIReturnParameters, Equatable {")
-        out += struct_body(c.rets, "returnParameters", "public init(returnParameters r: inout ByteReader) throws(DecodeError)",
+        out += struct_body(c.rets, "public init(returnParameters r: inout ByteReader) throws(DecodeError)",
                            "public func encode(into w: inout ByteWriter)", 8)
         out.append("    }")
     out.append("}")
@@ -312,29 +226,8 @@ def emit_event(e):
     out.append(f"public struct {e.name}: {proto}, Equatable {{")
     out.append(f"    public static let {key}: UInt8 = 0x{e.code:02X}")
     out.append(f'    public static let name = "{e.spec}"')
-    if e.list:
-        l = e.list
-        out.append("")
-        out.append(f"    public struct {l.element}: Sendable, Equatable {{")
-        out += struct_body(e.items, "element", "init(_ r: inout ByteReader) throws(DecodeError)",
-                           "func encode(into w: inout ByteWriter)", 8)
-        out.append("    }")
-        out.append("")
-        out.append(f"    public var {l.name}: [{l.element}]")
-        out.append(f"    public init({l.name}: [{l.element}]) {{ self.{l.name} = {l.name} }}")
-        out.append("    public init(parameters r: inout ByteReader) throws(DecodeError) {")
-        out.append(f'        {l.name} = try decodeList(&r, count: "{l.count}", minimumSize: {l.minimum}, "{l.need_label}") '
-                   f"{{ r throws(DecodeError) in try {l.element}(&r) }}")
-        out.append("    }")
-        out.append("    public func encodeParameters(into w: inout ByteWriter) {")
-        out.append(f"        encodeList({l.name}, into: &w) {{ e, w in e.encode(into: &w) }}")
-        out.append("    }")
-        out.append("    public var fields: [Field] {")
-        out.append(f'        [.int("{l.count}", {l.name}.count), Field("{l.items_label}", .list({l.name}.map {{ .object($0.fields) }}))]')
-        out.append("    }")
-    elif e.params:
-        out += struct_body(e.params, "parameters", "public init(parameters r: inout ByteReader) throws(DecodeError)",
-                           "public func encodeParameters(into w: inout ByteWriter)", 4)
+    if e.params or e.list:
+        out += parameter_members(e)
     else:
         out.append("    public init() {}")
         out.append("    public init(parameters r: inout ByteReader) throws(DecodeError) {}")
@@ -443,19 +336,12 @@ class Case:
 
 
 def parse_cases(path):
-    cases = []
-    for i, raw in enumerate(path.read_text().splitlines(), 1):
-        line = raw.rstrip()
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        where = f"{path.name}:{i}"
-        if line.startswith("case "):
-            cases.append(Case(line, where))
-        elif line.startswith("  param ") and cases:
-            cases[-1].params.append(Field(line.strip()[6:], where))
-        else:
-            sys.exit(f"{where}: unexpected line: {raw}")
-    return cases
+    def add_member(case, key, body, where):
+        if key != "param":
+            sys.exit(f"{where}: unknown member {key}")
+        case.params.append(Field(body, where))
+
+    return read_blocks(path, lambda line, where: Case(line, where) if line.startswith("case ") else None, add_member)
 
 
 def generate_signaling(src):
@@ -468,10 +354,10 @@ def generate_signaling(src):
            "// description and run `python3 Tools/pdl/generate.py` (make pdl-check fails when stale).", "",
            "import HCI", "", "extension SignalingCode {"]
     out += [f"    public static let {c.name} = SignalingCode(0x{c.code:02X})" for c in cases]
-    out += ["", "    /// The specification's command name; nil for a code no description declares.",
-            "    public var name: String? {", "        switch rawValue {"]
-    out += [f'        case 0x{c.code:02X}: return "{c.spec}"' for c in cases]
-    out += ["        default: return nil", "        }", "    }", "",
+    out += ["", "    /// The specification's command name; nil for a code no description declares."]
+    out += switch_member("public var name: String?", "rawValue", [(f"0x{c.code:02X}", f'return "{c.spec}"') for c in cases],
+                         "default: return nil")
+    out += ["",
             "    /// Requests are answered by a response (or a Command Reject) with the same identifier.",
             "    public var isRequest: Bool { [" + ", ".join(f"0x{c.code:02X}" for c in cases if c.request) + "].contains(rawValue) }",
             "}", "", "extension SignalingCommand {", "    public enum Body: Sendable, Hashable {"]
@@ -479,11 +365,11 @@ def generate_signaling(src):
         if c.handwritten:
             out.append(f"        case {c.name}({c.handwritten})")
         else:
-            out.append(f"        case {c.name}(" + ", ".join(f"{f.name}: {f.swift}" for f in c.params) + ")")
-    out += ["        case unknown(code: SignalingCode, data: [UInt8])", "    }", "",
-            "    public var code: SignalingCode {", "        switch body {"]
-    out += [f"        case .{c.name}: return .{c.name}" for c in cases]
-    out += ["        case .unknown(let code, _): return code", "        }", "    }", "",
+            out.append(f"        case {c.name}(" + ", ".join(f.case_label for f in c.params) + ")")
+    out += ["        case unknown(code: SignalingCode, data: [UInt8])", "    }", ""]
+    out += switch_member("public var code: SignalingCode", "body", [(f".{c.name}", f"return .{c.name}") for c in cases],
+                         "case .unknown(let code, _): return code")
+    out += ["",
             "    /// The data after the header, by code; an unknown code keeps its octets.",
             "    static func decodeBody(_ code: SignalingCode, _ r: inout ByteReader) throws(DecodeError) -> Body {",
             "        switch code.rawValue {"]
@@ -491,18 +377,14 @@ def generate_signaling(src):
         if c.handwritten:
             out.append(f"        case 0x{c.code:02X}: return .{c.name}(try decode{cap(c.name)}(&r))")
             continue
-        out.append(f"        case 0x{c.code:02X}:")
-        for f in c.params:
-            out.append(f"            let {f.name} = {f.read()}")
-        out.append(f"            return .{c.name}(" + ", ".join(f"{f.name}: {f.name}" for f in c.params) + ")")
+        out += decode_case(f"0x{c.code:02X}", c.name, c.params, "return")
     out += ["        default: return .unknown(code: code, data: r.rest())", "        }", "    }", "",
             "    func encodeBody(into w: inout ByteWriter) {", "        switch body {"]
     for c in cases:
         if c.handwritten:
             out.append(f"        case .{c.name}(let v): encode{cap(c.name)}(v, into: &w)")
             continue
-        out.append(f"        case let .{c.name}(" + ", ".join(f.name for f in c.params) + "):")
-        out += [f"            {f.write()}" for f in c.params]
+        out += encode_case(c.name, c.params)
     out += ["        case .unknown(_, let data): w.append(data)", "        }", "    }", "",
             "    /// The parameters as `dump` and `--trace` show them.", "    var bodyFields: [Field] {", "        switch body {"]
     for c in cases:
@@ -522,7 +404,7 @@ def main():
         src = ROOT / "Tools/pdl" / name
         if name == "smp.pdl":
             from gen_smp import generate_smp
-            text = generate_smp(src, Field)
+            text = generate_smp(src)
         elif name.endswith("-codes.pdl"):
             from gen_codes import generate_codes
             text = generate_codes(src, imports=() if name == "hci-codes.pdl" else ("HCI",))

@@ -3,6 +3,25 @@
 
 import HCI
 
+/// Execute Write Request flags (Core Vol 3 Part F 3.4.6.3).
+public struct ATTExecuteWriteFlags: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
+    public static let cancel = Self(rawValue: 0x00)
+    public static let write = Self(rawValue: 0x01)
+
+    /// The specification's name; "Reserved" for a code not declared.
+    public var name: String {
+        switch rawValue {
+        case 0x00: "Cancel all prepared writes"
+        case 0x01: "Immediately write all pending prepared values"
+        default: "Reserved"
+        }
+    }
+    public var description: String { "\(name) (\(hexCode(rawValue)))" }
+}
+
 /// One entry of a Find By Type Value Response (3.4.3.4).
 public struct ATTHandlesInformation: ATTRecord, Sendable, Hashable {
     public var foundAttributeHandle: UInt16

@@ -148,6 +148,78 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
     }
 }
 
+/// Event_Mask bits of Set Event Mask (Core Vol 4 Part E 7.3.1): the events an LE host handles.
+public struct EventMask: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public static let disconnectionComplete = Self(rawValue: 1 << 4)
+    public static let encryptionChange = Self(rawValue: 1 << 7)
+    public static let hardwareError = Self(rawValue: 1 << 15)
+    public static let dataBufferOverflow = Self(rawValue: 1 << 25)
+    public static let encryptionKeyRefreshComplete = Self(rawValue: 1 << 47)
+    public static let leMeta = Self(rawValue: 1 << 61)
+
+    /// The names of the bits set; "none" when empty.
+    public var description: String {
+        var parts: [String] = []
+        if contains(.disconnectionComplete) { parts.append("Disconnection Complete") }
+        if contains(.encryptionChange) { parts.append("Encryption Change") }
+        if contains(.hardwareError) { parts.append("Hardware Error") }
+        if contains(.dataBufferOverflow) { parts.append("Data Buffer Overflow") }
+        if contains(.encryptionKeyRefreshComplete) { parts.append("Encryption Key Refresh Complete") }
+        if contains(.leMeta) { parts.append("LE Meta") }
+        return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+    }
+}
+
+/// LE_Event_Mask bits of LE Set Event Mask (Core Vol 4 Part E 7.8.1): bit n enables LE subevent n+1.
+public struct LEEventMask: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public static let connectionComplete = Self(rawValue: 1 << 0)
+    public static let advertisingReport = Self(rawValue: 1 << 1)
+    public static let connectionUpdateComplete = Self(rawValue: 1 << 2)
+    public static let readRemoteFeaturesComplete = Self(rawValue: 1 << 3)
+    public static let longTermKeyRequest = Self(rawValue: 1 << 4)
+    public static let remoteConnectionParameterRequest = Self(rawValue: 1 << 5)
+    public static let dataLengthChange = Self(rawValue: 1 << 6)
+    public static let readLocalP256PublicKeyComplete = Self(rawValue: 1 << 7)
+    public static let generateDHKeyComplete = Self(rawValue: 1 << 8)
+    public static let enhancedConnectionComplete = Self(rawValue: 1 << 9)
+    public static let directedAdvertisingReport = Self(rawValue: 1 << 10)
+    public static let phyUpdateComplete = Self(rawValue: 1 << 11)
+    public static let extendedAdvertisingReport = Self(rawValue: 1 << 12)
+    public static let scanTimeout = Self(rawValue: 1 << 16)
+    public static let advertisingSetTerminated = Self(rawValue: 1 << 17)
+    public static let scanRequestReceived = Self(rawValue: 1 << 18)
+    public static let channelSelectionAlgorithm = Self(rawValue: 1 << 19)
+    public static let enhancedConnectionCompleteV2 = Self(rawValue: 1 << 40)
+
+    /// The names of the bits set; "none" when empty.
+    public var description: String {
+        var parts: [String] = []
+        if contains(.connectionComplete) { parts.append("LE Connection Complete") }
+        if contains(.advertisingReport) { parts.append("LE Advertising Report") }
+        if contains(.connectionUpdateComplete) { parts.append("LE Connection Update Complete") }
+        if contains(.readRemoteFeaturesComplete) { parts.append("LE Read Remote Features Complete") }
+        if contains(.longTermKeyRequest) { parts.append("LE Long Term Key Request") }
+        if contains(.remoteConnectionParameterRequest) { parts.append("LE Remote Connection Parameter Request") }
+        if contains(.dataLengthChange) { parts.append("LE Data Length Change") }
+        if contains(.readLocalP256PublicKeyComplete) { parts.append("LE Read Local P-256 Public Key Complete") }
+        if contains(.generateDHKeyComplete) { parts.append("LE Generate DHKey Complete") }
+        if contains(.enhancedConnectionComplete) { parts.append("LE Enhanced Connection Complete") }
+        if contains(.directedAdvertisingReport) { parts.append("LE Directed Advertising Report") }
+        if contains(.phyUpdateComplete) { parts.append("LE PHY Update Complete") }
+        if contains(.extendedAdvertisingReport) { parts.append("LE Extended Advertising Report") }
+        if contains(.scanTimeout) { parts.append("LE Scan Timeout") }
+        if contains(.advertisingSetTerminated) { parts.append("LE Advertising Set Terminated") }
+        if contains(.scanRequestReceived) { parts.append("LE Scan Request Received") }
+        if contains(.channelSelectionAlgorithm) { parts.append("LE Channel Selection Algorithm") }
+        if contains(.enhancedConnectionCompleteV2) { parts.append("LE Enhanced Connection Complete [v2]") }
+        return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+    }
+}
+
 /// Advertising_Event_Properties bits (LE Set Extended Advertising Parameters, Core Vol 4 Part E 7.8.53).
 public struct AdvertisingEventProperties: OptionSet, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt16

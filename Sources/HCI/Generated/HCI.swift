@@ -1168,14 +1168,42 @@ public struct LEReadAdvertisingPhysicalChannelTxPower: HCIParameterlessCommand, 
     }
 }
 
-extension LESetAdvertisingData {
+/// LE Set Advertising Data (0x2008).
+public struct LESetAdvertisingData: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0008)
     public static let name = "LE Set Advertising Data"
+    public var advertisingData: [UInt8]
+    public init(advertisingData: [UInt8]) {
+        self.advertisingData = Array(advertisingData.prefix(31))
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        advertisingData = try r.paddedData(31, "advertisingDataLength", "advertisingData")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.paddedData(advertisingData, to: 31)
+    }
+    public var fields: [Field] {
+        [.int("advertisingDataLength", advertisingData.count), .bytes("advertisingData", advertisingData)]
+    }
 }
 
-extension LESetScanResponseData {
+/// LE Set Scan Response Data (0x2009).
+public struct LESetScanResponseData: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0009)
     public static let name = "LE Set Scan Response Data"
+    public var scanResponseData: [UInt8]
+    public init(scanResponseData: [UInt8]) {
+        self.scanResponseData = Array(scanResponseData.prefix(31))
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        scanResponseData = try r.paddedData(31, "scanResponseDataLength", "scanResponseData")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.paddedData(scanResponseData, to: 31)
+    }
+    public var fields: [Field] {
+        [.int("scanResponseDataLength", scanResponseData.count), .bytes("scanResponseData", scanResponseData)]
+    }
 }
 
 /// LE Set Advertising Enable (0x200A).
@@ -1284,9 +1312,109 @@ public struct LESetAdvertisingSetRandomAddress: HCICommand, Equatable {
     }
 }
 
-extension LESetExtendedAdvertisingParameters {
+/// LE Set Extended Advertising Parameters [v1] (0x2036).
+public struct LESetExtendedAdvertisingParameters: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0036)
     public static let name = "LE Set Extended Advertising Parameters"
+    public var advertisingHandle: UInt8
+    public var advertisingEventProperties: AdvertisingEventProperties
+    public var primaryAdvertisingIntervalMin: UInt32
+    public var primaryAdvertisingIntervalMax: UInt32
+    public var primaryAdvertisingChannelMap: UInt8
+    public var ownAddressType: AddressType
+    public var peerAddressType: AddressType
+    public var peerAddress: BDAddress
+    public var advertisingFilterPolicy: UInt8
+    public var advertisingTxPower: Int8
+    public var primaryAdvertisingPHY: UInt8
+    public var secondaryAdvertisingMaxSkip: UInt8
+    public var secondaryAdvertisingPHY: UInt8
+    public var advertisingSID: UInt8
+    public var scanRequestNotificationEnable: UInt8
+    public init(advertisingHandle: UInt8 = 0, advertisingEventProperties: AdvertisingEventProperties = [.connectable, .scannable, .legacy], primaryAdvertisingIntervalMin: UInt32 = 0x0800, primaryAdvertisingIntervalMax: UInt32 = 0x0800, primaryAdvertisingChannelMap: UInt8 = 0x07, ownAddressType: AddressType = .public, peerAddressType: AddressType = .public, peerAddress: BDAddress = .zero, advertisingFilterPolicy: UInt8 = 0, advertisingTxPower: Int8 = 127, primaryAdvertisingPHY: UInt8 = 1, secondaryAdvertisingMaxSkip: UInt8 = 0, secondaryAdvertisingPHY: UInt8 = 1, advertisingSID: UInt8 = 0, scanRequestNotificationEnable: UInt8 = 0) {
+        self.advertisingHandle = advertisingHandle
+        self.advertisingEventProperties = advertisingEventProperties
+        self.primaryAdvertisingIntervalMin = primaryAdvertisingIntervalMin & 0xFFFFFF
+        self.primaryAdvertisingIntervalMax = primaryAdvertisingIntervalMax & 0xFFFFFF
+        self.primaryAdvertisingChannelMap = primaryAdvertisingChannelMap
+        self.ownAddressType = ownAddressType
+        self.peerAddressType = peerAddressType
+        self.peerAddress = peerAddress
+        self.advertisingFilterPolicy = advertisingFilterPolicy
+        self.advertisingTxPower = advertisingTxPower
+        self.primaryAdvertisingPHY = primaryAdvertisingPHY
+        self.secondaryAdvertisingMaxSkip = secondaryAdvertisingMaxSkip
+        self.secondaryAdvertisingPHY = secondaryAdvertisingPHY
+        self.advertisingSID = advertisingSID
+        self.scanRequestNotificationEnable = scanRequestNotificationEnable
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        advertisingHandle = try r.u8("advertisingHandle")
+        advertisingEventProperties = AdvertisingEventProperties(rawValue: try r.u16("advertisingEventProperties"))
+        primaryAdvertisingIntervalMin = try r.u24("primaryAdvertisingIntervalMin")
+        primaryAdvertisingIntervalMax = try r.u24("primaryAdvertisingIntervalMax")
+        primaryAdvertisingChannelMap = try r.u8("primaryAdvertisingChannelMap")
+        ownAddressType = try r.addressType("ownAddressType")
+        peerAddressType = try r.addressType("peerAddressType")
+        peerAddress = try r.address("peerAddress")
+        advertisingFilterPolicy = try r.u8("advertisingFilterPolicy")
+        advertisingTxPower = try r.i8("advertisingTxPower")
+        primaryAdvertisingPHY = try r.u8("primaryAdvertisingPHY")
+        secondaryAdvertisingMaxSkip = try r.u8("secondaryAdvertisingMaxSkip")
+        secondaryAdvertisingPHY = try r.u8("secondaryAdvertisingPHY")
+        advertisingSID = try r.u8("advertisingSID")
+        scanRequestNotificationEnable = try r.u8("scanRequestNotificationEnable")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(advertisingHandle)
+        w.u16(advertisingEventProperties.rawValue)
+        w.u24(primaryAdvertisingIntervalMin)
+        w.u24(primaryAdvertisingIntervalMax)
+        w.u8(primaryAdvertisingChannelMap)
+        w.u8(ownAddressType.rawValue)
+        w.u8(peerAddressType.rawValue)
+        w.address(peerAddress)
+        w.u8(advertisingFilterPolicy)
+        w.i8(advertisingTxPower)
+        w.u8(primaryAdvertisingPHY)
+        w.u8(secondaryAdvertisingMaxSkip)
+        w.u8(secondaryAdvertisingPHY)
+        w.u8(advertisingSID)
+        w.u8(scanRequestNotificationEnable)
+    }
+    public var fields: [Field] {
+        [.int("advertisingHandle", advertisingHandle),
+         .code("advertisingEventProperties", advertisingEventProperties.rawValue, note: advertisingEventProperties.description),
+         .interval("primaryAdvertisingIntervalMin", primaryAdvertisingIntervalMin, unitMicroseconds: 625),
+         .interval("primaryAdvertisingIntervalMax", primaryAdvertisingIntervalMax, unitMicroseconds: 625),
+         .code("primaryAdvertisingChannelMap", primaryAdvertisingChannelMap),
+         .addressType("ownAddressType", ownAddressType),
+         .addressType("peerAddressType", peerAddressType),
+         .address("peerAddress", peerAddress, type: peerAddressType),
+         .code("advertisingFilterPolicy", advertisingFilterPolicy),
+         .dBm("advertisingTxPower", advertisingTxPower),
+         .phy("primaryAdvertisingPHY", primaryAdvertisingPHY),
+         .int("secondaryAdvertisingMaxSkip", secondaryAdvertisingMaxSkip),
+         .phy("secondaryAdvertisingPHY", secondaryAdvertisingPHY),
+         .int("advertisingSID", advertisingSID),
+         .code("scanRequestNotificationEnable", scanRequestNotificationEnable)]
+    }
+
+    public struct ReturnParameters: HCIReturnParameters, Equatable {
+        public var selectedTxPower: Int8
+        public init(selectedTxPower: Int8) {
+            self.selectedTxPower = selectedTxPower
+        }
+        public init(returnParameters r: inout ByteReader) throws(DecodeError) {
+            selectedTxPower = try r.i8("selectedTxPower")
+        }
+        public func encode(into w: inout ByteWriter) {
+            w.i8(selectedTxPower)
+        }
+        public var fields: [Field] {
+            [.dBm("selectedTxPower", selectedTxPower)]
+        }
+    }
 }
 
 extension LESetExtendedAdvertisingData {
@@ -1299,9 +1427,56 @@ extension LESetExtendedScanResponseData {
     public static let name = "LE Set Extended Scan Response Data"
 }
 
-extension LESetExtendedAdvertisingEnable {
+/// LE Set Extended Advertising Enable (0x2039). Each set's parameters are consecutive on the wire;
+/// no sets with `enable == false` disables every set.
+public struct LESetExtendedAdvertisingEnable: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0039)
     public static let name = "LE Set Extended Advertising Enable"
+
+    public struct AdvertisingSet: Sendable, Equatable {
+        public var advertisingHandle: UInt8
+        public var duration: UInt16
+        public var maxExtendedAdvertisingEvents: UInt8
+        public init(advertisingHandle: UInt8, duration: UInt16 = 0, maxExtendedAdvertisingEvents: UInt8 = 0) {
+            self.advertisingHandle = advertisingHandle
+            self.duration = duration
+            self.maxExtendedAdvertisingEvents = maxExtendedAdvertisingEvents
+        }
+        init(_ r: inout ByteReader) throws(DecodeError) {
+            advertisingHandle = try r.u8("advertisingHandle")
+            duration = try r.u16("duration")
+            maxExtendedAdvertisingEvents = try r.u8("maxExtendedAdvertisingEvents")
+        }
+        func encode(into w: inout ByteWriter) {
+            w.u8(advertisingHandle)
+            w.u16(duration)
+            w.u8(maxExtendedAdvertisingEvents)
+        }
+        public var fields: [Field] {
+            [.int("advertisingHandle", advertisingHandle),
+             .interval("duration", duration, unitMicroseconds: 10_000, whenZero: "no limit"),
+             .int("maxExtendedAdvertisingEvents", maxExtendedAdvertisingEvents)]
+        }
+    }
+
+    public var enable: Bool
+    public var sets: [AdvertisingSet]
+    public init(enable: Bool, sets: [AdvertisingSet]) {
+        self.enable = enable
+        self.sets = sets
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        enable = try r.u8("enable") != 0
+        sets = try decodeList(&r, count: "numSets", minimumSize: 4, "advertisingHandle/duration/maxExtendedAdvertisingEvents") { r throws(DecodeError) in try AdvertisingSet(&r) }
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(enable ? 1 : 0)
+        encodeList(sets, into: &w) { e, w in e.encode(into: &w) }
+    }
+    public var fields: [Field] {
+        [.code("enable", UInt8(enable ? 1 : 0), note: enable ? "enabled" : "disabled"),
+         .int("numSets", sets.count), Field("sets", .list(sets.map { .object($0.fields) }))]
+    }
 }
 
 /// LE Read Maximum Advertising Data Length (0x203A).
@@ -1376,9 +1551,65 @@ public struct LEClearAdvertisingSets: HCIParameterlessCommand, Equatable {
     public init() {}
 }
 
-extension LESetExtendedScanParameters {
+/// LE Set Extended Scan Parameters (0x2041): one block of scan parameters per PHY bit set.
+public struct LESetExtendedScanParameters: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0041)
     public static let name = "LE Set Extended Scan Parameters"
+
+    public struct PHYParameters: Sendable, Equatable {
+        public var scanType: UInt8
+        public var scanInterval: UInt16
+        public var scanWindow: UInt16
+        public init(scanType: UInt8 = 1, scanInterval: UInt16 = 0x0010, scanWindow: UInt16 = 0x0010) {
+            self.scanType = scanType
+            self.scanInterval = scanInterval
+            self.scanWindow = scanWindow
+        }
+        init(_ r: inout ByteReader) throws(DecodeError) {
+            scanType = try r.u8("scanType")
+            scanInterval = try r.u16("scanInterval")
+            scanWindow = try r.u16("scanWindow")
+        }
+        func encode(into w: inout ByteWriter) {
+            w.u8(scanType)
+            w.u16(scanInterval)
+            w.u16(scanWindow)
+        }
+        public var fields: [Field] {
+            [.code("scanType", scanType, note: scanType == 0 ? "passive" : "active"),
+             .interval("scanInterval", scanInterval, unitMicroseconds: 625),
+             .interval("scanWindow", scanWindow, unitMicroseconds: 625)]
+        }
+    }
+
+    public var ownAddressType: AddressType
+    public var scanningFilterPolicy: UInt8
+    public var scanningPHYs: UInt8
+    public var phyParameters: [PHYParameters]
+    public init(ownAddressType: AddressType = .public, scanningFilterPolicy: UInt8 = 0, scanningPHYs: UInt8 = 0x01, phyParameters: [PHYParameters] = [PHYParameters()]) {
+        self.ownAddressType = ownAddressType
+        self.scanningFilterPolicy = scanningFilterPolicy
+        self.scanningPHYs = scanningPHYs
+        self.phyParameters = phyParameters
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        ownAddressType = try r.addressType("ownAddressType")
+        scanningFilterPolicy = try r.u8("scanningFilterPolicy")
+        scanningPHYs = try r.u8("scanningPHYs")
+        phyParameters = try decodePHYBlocks(&r, phys: scanningPHYs) { r throws(DecodeError) in try PHYParameters(&r) }
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(ownAddressType.rawValue)
+        w.u8(scanningFilterPolicy)
+        w.u8(scanningPHYs)
+        for e in phyParameters { e.encode(into: &w) }
+    }
+    public var fields: [Field] {
+        [.addressType("ownAddressType", ownAddressType),
+         .code("scanningFilterPolicy", scanningFilterPolicy),
+         .code("scanningPHYs", scanningPHYs, note: phyMaskNote(scanningPHYs)),
+         Field("phys", .list(phyParameters.enumerated().map { i, e in .object([.text("phy", phyBlockNote(scanningPHYs, i))] + e.fields) }))]
+    }
 }
 
 /// LE Set Extended Scan Enable (0x2042).
@@ -1415,10 +1646,101 @@ public struct LESetExtendedScanEnable: HCICommand, Equatable {
     }
 }
 
-extension LEExtendedCreateConnection {
+/// LE Extended Create Connection [v1] (0x2043): one block of parameters per initiating PHY bit set.
+public struct LEExtendedCreateConnection: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0043)
     public static let name = "LE Extended Create Connection"
     public static var completesWithStatus: Bool { true }
+
+    public struct PHYParameters: Sendable, Equatable {
+        public var scanInterval: UInt16
+        public var scanWindow: UInt16
+        public var connectionIntervalMin: UInt16
+        public var connectionIntervalMax: UInt16
+        public var maxLatency: UInt16
+        public var supervisionTimeout: UInt16
+        public var minCELength: UInt16
+        public var maxCELength: UInt16
+        public init(scanInterval: UInt16 = 0x0060, scanWindow: UInt16 = 0x0060, connectionIntervalMin: UInt16 = 0x0018, connectionIntervalMax: UInt16 = 0x0028, maxLatency: UInt16 = 0, supervisionTimeout: UInt16 = 0x002A, minCELength: UInt16 = 0, maxCELength: UInt16 = 0) {
+            self.scanInterval = scanInterval
+            self.scanWindow = scanWindow
+            self.connectionIntervalMin = connectionIntervalMin
+            self.connectionIntervalMax = connectionIntervalMax
+            self.maxLatency = maxLatency
+            self.supervisionTimeout = supervisionTimeout
+            self.minCELength = minCELength
+            self.maxCELength = maxCELength
+        }
+        init(_ r: inout ByteReader) throws(DecodeError) {
+            scanInterval = try r.u16("scanInterval")
+            scanWindow = try r.u16("scanWindow")
+            connectionIntervalMin = try r.u16("connectionIntervalMin")
+            connectionIntervalMax = try r.u16("connectionIntervalMax")
+            maxLatency = try r.u16("maxLatency")
+            supervisionTimeout = try r.u16("supervisionTimeout")
+            minCELength = try r.u16("minCELength")
+            maxCELength = try r.u16("maxCELength")
+        }
+        func encode(into w: inout ByteWriter) {
+            w.u16(scanInterval)
+            w.u16(scanWindow)
+            w.u16(connectionIntervalMin)
+            w.u16(connectionIntervalMax)
+            w.u16(maxLatency)
+            w.u16(supervisionTimeout)
+            w.u16(minCELength)
+            w.u16(maxCELength)
+        }
+        public var fields: [Field] {
+            [.interval("scanInterval", scanInterval, unitMicroseconds: 625),
+             .interval("scanWindow", scanWindow, unitMicroseconds: 625),
+             .interval("connectionIntervalMin", connectionIntervalMin, unitMicroseconds: 1250),
+             .interval("connectionIntervalMax", connectionIntervalMax, unitMicroseconds: 1250),
+             .int("maxLatency", maxLatency),
+             .interval("supervisionTimeout", supervisionTimeout, unitMicroseconds: 10_000),
+             .interval("minCELength", minCELength, unitMicroseconds: 625),
+             .interval("maxCELength", maxCELength, unitMicroseconds: 625)]
+        }
+    }
+
+    public var initiatorFilterPolicy: UInt8
+    public var ownAddressType: AddressType
+    public var peerAddressType: AddressType
+    public var peerAddress: BDAddress
+    public var initiatingPHYs: UInt8
+    public var phyParameters: [PHYParameters]
+    public init(initiatorFilterPolicy: UInt8 = 0, ownAddressType: AddressType = .public, peerAddressType: AddressType, peerAddress: BDAddress, initiatingPHYs: UInt8 = 0x01, phyParameters: [PHYParameters] = [PHYParameters()]) {
+        self.initiatorFilterPolicy = initiatorFilterPolicy
+        self.ownAddressType = ownAddressType
+        self.peerAddressType = peerAddressType
+        self.peerAddress = peerAddress
+        self.initiatingPHYs = initiatingPHYs
+        self.phyParameters = phyParameters
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        initiatorFilterPolicy = try r.u8("initiatorFilterPolicy")
+        ownAddressType = try r.addressType("ownAddressType")
+        peerAddressType = try r.addressType("peerAddressType")
+        peerAddress = try r.address("peerAddress")
+        initiatingPHYs = try r.u8("initiatingPHYs")
+        phyParameters = try decodePHYBlocks(&r, phys: initiatingPHYs) { r throws(DecodeError) in try PHYParameters(&r) }
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(initiatorFilterPolicy)
+        w.u8(ownAddressType.rawValue)
+        w.u8(peerAddressType.rawValue)
+        w.address(peerAddress)
+        w.u8(initiatingPHYs)
+        for e in phyParameters { e.encode(into: &w) }
+    }
+    public var fields: [Field] {
+        [.code("initiatorFilterPolicy", initiatorFilterPolicy),
+         .addressType("ownAddressType", ownAddressType),
+         .addressType("peerAddressType", peerAddressType),
+         .address("peerAddress", peerAddress, type: peerAddressType),
+         .code("initiatingPHYs", initiatingPHYs, note: phyMaskNote(initiatingPHYs)),
+         Field("phys", .list(phyParameters.enumerated().map { i, e in .object([.text("phy", phyBlockNote(initiatingPHYs, i))] + e.fields) }))]
+    }
 }
 
 extension CommandComplete {
@@ -1688,9 +2010,58 @@ public struct LEConnectionComplete: LEMetaEventParameters, Equatable {
     }
 }
 
-extension LEAdvertisingReport {
+/// LE Advertising Report (subevent 0x02). Each report's parameters are consecutive on the wire (Core 5.x layout).
+public struct LEAdvertisingReport: LEMetaEventParameters, Equatable {
     public static let subeventCode: UInt8 = 0x02
     public static let name = "LE Advertising Report"
+
+    public struct Report: Sendable, Equatable {
+        public var eventType: UInt8
+        public var addressType: AddressType
+        public var address: BDAddress
+        public var data: [UInt8]
+        public var rssi: Int8
+        public init(eventType: UInt8, addressType: AddressType, address: BDAddress, data: [UInt8], rssi: Int8) {
+            self.eventType = eventType
+            self.addressType = addressType
+            self.address = address
+            self.data = Array(data.prefix(255))
+            self.rssi = rssi
+        }
+        init(_ r: inout ByteReader) throws(DecodeError) {
+            eventType = try r.u8("eventType")
+            addressType = try r.addressType("addressType")
+            address = try r.address("address")
+            data = try r.lengthPrefixed(max: 255, "dataLength", "data")
+            rssi = try r.i8("rssi")
+        }
+        func encode(into w: inout ByteWriter) {
+            w.u8(eventType)
+            w.u8(addressType.rawValue)
+            w.address(address)
+            w.lengthPrefixed(data, max: 255)
+            w.i8(rssi)
+        }
+        public var fields: [Field] {
+            [.code("eventType", eventType, note: advertisingReportEventTypeName(eventType)),
+             .addressType("addressType", addressType),
+             .address("address", address, type: addressType),
+             .int("dataLength", data.count), .bytes("data", data),
+             .dBm("rssi", rssi)]
+        }
+    }
+
+    public var reports: [Report]
+    public init(reports: [Report]) { self.reports = reports }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        reports = try decodeList(&r, count: "numReports", minimumSize: 10, "reports") { r throws(DecodeError) in try Report(&r) }
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        encodeList(reports, into: &w) { e, w in e.encode(into: &w) }
+    }
+    public var fields: [Field] {
+        [.int("numReports", reports.count), Field("reports", .list(reports.map { .object($0.fields) }))]
+    }
 }
 
 /// LE Connection Update Complete (subevent 0x03).
