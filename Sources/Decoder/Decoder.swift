@@ -176,7 +176,7 @@ public final class PacketDecoder: @unchecked Sendable {
             if let meta = ev as? LEMetaEvent {
                 let t = type(of: meta.subevent)
                 let subName = meta.subevent is UnknownLESubevent ? "Unknown LE Subevent" : t.name
-                let code = (meta.subevent as? UnknownLESubevent)?.code ?? t.subeventCode
+                let code = meta.subeventCode
                 f.append(.code("subeventCode", code))
                 f.append(.text("subevent", subName))
                 p.summary = summaries.leMeta(code: code, summary, subName)
@@ -184,7 +184,6 @@ public final class PacketDecoder: @unchecked Sendable {
                 if meta.subevent is LEAdvertisingReport || meta.subevent is LEExtendedAdvertisingReport {
                     sub = expandAdvertisingData(sub, keys: Self.reportADKeys)
                 }
-                if let u = meta.subevent as? UnknownLESubevent { sub = [.bytes("parameters", u.parameters)] }
                 f += sub
                 // A new link may reuse a handle: forget what the previous one had discovered.
                 switch meta.subevent {

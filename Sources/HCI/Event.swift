@@ -39,13 +39,18 @@ public struct LEMetaEvent: HCIEventParameters {
         }
     }
 
+    /// The Subevent_Code on the wire: an unknown subevent keeps the code it arrived with.
+    public var subeventCode: UInt8 {
+        (subevent as? UnknownLESubevent)?.code ?? type(of: subevent).subeventCode
+    }
+
     public func encodeParameters(into w: inout ByteWriter) {
-        w.u8(type(of: subevent).subeventCode)
+        w.u8(subeventCode)
         subevent.encodeParameters(into: &w)
     }
 
     public var fields: [Field] {
-        [.code("subeventCode", type(of: subevent).subeventCode, note: type(of: subevent).name)] + subevent.fields
+        [.code("subeventCode", subeventCode, note: type(of: subevent).name)] + subevent.fields
     }
 }
 
@@ -57,7 +62,7 @@ public struct UnknownLESubevent: LEMetaEventParameters {
     public init(code: UInt8, parameters: [UInt8]) { self.code = code; self.parameters = parameters }
     public init(parameters r: inout ByteReader) throws(DecodeError) { code = 0xFF; parameters = r.rest() }
     public func encodeParameters(into w: inout ByteWriter) { w.append(parameters) }
-    public var fields: [Field] { [.code("unknownSubeventCode", code), .bytes("parameters", parameters)] }
+    public var fields: [Field] { [.bytes("parameters", parameters)] }
 }
 
 /// An event the stack has no type for: kept raw, never fails the stream.

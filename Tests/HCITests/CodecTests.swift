@@ -160,5 +160,9 @@ import Testing
         let meta = try #require(try HCIEvents.decode(HCIEventPacket(code: 0x3E, parameters: [0x7F, 1, 2])) as? LEMetaEvent)
         let sub = try #require(meta.subevent as? UnknownLESubevent)
         #expect(sub.code == 0x7F && sub.parameters == [1, 2])
+        // The LE Meta event is Subevent_Code then the subevent's parameters (Core v5.4 Vol 4
+        // Part E 7.7.65): an unknown one encodes back with the code it arrived with.
+        #expect(meta.packet == HCIEventPacket(code: 0x3E, parameters: [0x7F, 1, 2]))
+        #expect(meta.fields.first == .code("subeventCode", UInt8(0x7F), note: "Unknown LE Subevent"))
     }
 }
