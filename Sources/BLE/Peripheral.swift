@@ -162,7 +162,9 @@ public final class Peripheral: Sendable {
             rotation.withLock { $0 = task }
         }
         let serverEvents = server.events
-        Task {
+        // The server yields its events on the stack's executor (two per read answered): the
+        // relay runs there too, so relaying them wakes no other thread.
+        Task(executorPreference: stack.host.executor.taskExecutor) {
             for await e in serverEvents {
                 switch e {
                 case .subscribed(let peer, let uuid, let indications): sink.yield(.subscribed(handle: peer.id, characteristic: uuid, indications: indications))
