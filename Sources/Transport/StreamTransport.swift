@@ -46,6 +46,12 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     /// Default `sendTimeout`: a controller that reads nothing for this long is gone.
     public static let defaultSendTimeout: Double = 5
 
+    /// Octets `send` accepted that the descriptor has not taken yet (diagnostics and tests).
+    public var unsentOctets: Int {
+        lock.lock(); defer { lock.unlock() }
+        return backlog.count - backlogHead
+    }
+
     /// Takes ownership of `fd` and puts it in non-blocking mode: `send` waits for room with
     /// poll, at most `sendTimeout` seconds, so a peer that stops reading never pins the
     /// calling thread (one of the concurrency pool's) for ever.
