@@ -32,20 +32,31 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
     private enum Job {
         /// An actor's job (or a task's isolated to one).
         case serial(UnownedJob)
-        /// A job of a task that prefers `taskExecutor`.
-        case task(UnownedJob)
+        /// A job of a task that prefers `taskExecutor` (the one it was enqueued through).
+        case task(UnownedJob, UnownedTaskExecutor)
         case work(@Sendable () -> Void)
     }
 
     /// This executor's thread as a `TaskExecutor`, for `withTaskExecutorPreference` and
-    /// `Task(executorPreference:)`.
+    /// `Task(executorPreference:)`. It keeps its executor alive (a task preferring it may
+    /// outlive every host of the executor, and its jobs must still run).
     public final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
-        /// Set once by the owner's `init`, before the executor is shared.
-        fileprivate unowned var owner: SerialThreadExecutor?
-        public func enqueue(_ job: consuming ExecutorJob) { owner!.push(.task(UnownedJob(job))) }
+        let owner: SerialThreadExecutor
+        fileprivate init(owner: SerialThreadExecutor) { self.owner = owner }
+        public func enqueue(_ job: consuming ExecutorJob) {
+            owner.push(.task(UnownedJob(job), asUnownedTaskExecutor()))
+        }
     }
-    /// See `ThreadTaskExecutor`.
-    public let taskExecutor = ThreadTaskExecutor()
+    /// The one `ThreadTaskExecutor` in use (weak: it holds the executor). Under `mutex`.
+    private weak var currentTaskExecutor: ThreadTaskExecutor?
+    /// See `ThreadTaskExecutor`: the same object as long as anyone holds it.
+    public var taskExecutor: ThreadTaskExecutor {
+        pthread_mutex_lock(mutex); defer { pthread_mutex_unlock(mutex) }
+        if let t = currentTaskExecutor { return t }
+        let t = ThreadTaskExecutor(owner: self)
+        currentTaskExecutor = t
+        return t
+    }
 
     private struct State {
         var jobs: [Job] = []
@@ -79,7 +90,6 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
         pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
         pthread_cond_init(condition, &attributes)
         pthread_condattr_destroy(&attributes)
-        taskExecutor.owner = self
     }
 
     deinit {
@@ -191,7 +201,6 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
     private func run() {
         runningThread.store(UInt(pthread_self()), ordering: .releasing)
         let serial = asUnownedSerialExecutor()
-        let task = taskExecutor.asUnownedTaskExecutor()
         var batch: [Job] = []
         pthread_mutex_lock(mutex)
         while true {
@@ -203,7 +212,7 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
                     case .serial(let j): j.runSynchronously(on: serial)
                     // On this serial executor too: the task's hops to actors of this executor
                     // then need no switch.
-                    case .task(let j): j.runSynchronously(isolatedTo: serial, taskExecutor: task)
+                    case .task(let j, let task): j.runSynchronously(isolatedTo: serial, taskExecutor: task)
                     case .work(let w): w()
                     }
                 }
