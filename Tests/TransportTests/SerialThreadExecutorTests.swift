@@ -156,6 +156,24 @@ import Transport
         #expect(log.entries == ["second", "continuation body", "submitted job"])
     }
 
+    /// A task that prefers the executor keeps it (through its `taskExecutor`) after every
+    /// other owner dropped it: its jobs still run, on the executor's thread.
+    @Test func taskPreferringTheExecutorOutlivesItsOtherOwners() async {
+        let task: Task<[Bool], Never> = {
+            let executor = SerialThreadExecutor(name: "test owner", idleTimeout: .milliseconds(1))
+            weak let weakExecutor = executor  // the task itself does not keep it
+            return Task(executorPreference: executor.taskExecutor) {
+                var on: [Bool] = []
+                for _ in 0..<3 {
+                    try? await Task.sleep(for: .milliseconds(5))  // the thread exits meanwhile
+                    on.append(weakExecutor?.isCurrent ?? false)
+                }
+                return on
+            }
+        }()
+        #expect(await task.value == [true, true, true])
+    }
+
     /// `PacketInbox.deliver(on:to:)`: packets delivered from another thread arrive on the
     /// executor's thread in order, batched, with the end once after them.
     @Test func inboxHandsBatchesToTheExecutorInOrder() async throws {
