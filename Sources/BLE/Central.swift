@@ -27,6 +27,17 @@ public final class Central: Sendable {
     /// The controller's identity, version and buffers.
     public var controller: ControllerInfo { stack.controller }
 
+    /// The executor the stack runs on (the host, L2CAP, ATT and SMP; on an in-process
+    /// `VirtualLink`, every stack of the link). A task that awaits the stack in a tight loop
+    /// (many reads, a notification consumer) can run on it, so that neither the request nor
+    /// the resume switches threads:
+    /// `try await withTaskExecutorPreference(central.executor.taskExecutor) { ... }` (or
+    /// `Task(executorPreference: central.executor.taskExecutor) { ... }`). Only for code that never blocks
+    /// (no sleeps other than `Task.sleep`, no semaphores, no blocking I/O) and does little work
+    /// per value: everything on the executor waits while it runs. Other tasks need nothing: the
+    /// stack is reached from any executor.
+    public var executor: SerialThreadExecutor { stack.host.executor }
+
     /// Our identity address (with privacy, links are made from resolvable private addresses instead).
     public var identityAddress: DeviceAddress { stack.localIdentity }
 

@@ -107,6 +107,17 @@ public final class Peripheral: Sendable {
 
     public var controller: ControllerInfo { stack.controller }
 
+    /// The executor the stack runs on (the host, L2CAP, ATT and SMP; on an in-process
+    /// `VirtualLink`, every stack of the link). A task that awaits the stack in a tight loop
+    /// (many reads, a notification consumer) can run on it, so that neither the request nor
+    /// the resume switches threads:
+    /// `try await withTaskExecutorPreference(central.executor.taskExecutor) { ... }` (or
+    /// `Task(executorPreference: central.executor.taskExecutor) { ... }`). Only for code that never blocks
+    /// (no sleeps other than `Task.sleep`, no semaphores, no blocking I/O) and does little work
+    /// per value: everything on the executor waits while it runs. Other tasks need nothing: the
+    /// stack is reached from any executor.
+    public var executor: SerialThreadExecutor { stack.host.executor }
+
     /// The address centrals see while advertising (the random static one when the controller
     /// has no public address; the current resolvable private address with privacy).
     public var address: DeviceAddress { get async { await stack.host.advertisingAddress } }
@@ -151,7 +162,9 @@ public final class Peripheral: Sendable {
             rotation.withLock { $0 = task }
         }
         let serverEvents = server.events
-        Task {
+        // The server yields its events on the stack's executor (two per read answered): the
+        // relay runs there too, so relaying them wakes no other thread.
+        Task(executorPreference: stack.host.executor.taskExecutor) {
             for await e in serverEvents {
                 switch e {
                 case .subscribed(let peer, let uuid, let indications): sink.yield(.subscribed(handle: peer.id, characteristic: uuid, indications: indications))

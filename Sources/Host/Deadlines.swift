@@ -125,7 +125,8 @@ extension Host {
         deadlines.sweeper?.cancel()
         deadlines.sweeperWakesAt = earliest
         let clock = configuration.clock
-        deadlines.sweeper = Task { [weak self] in
+        // On the host's thread: the wake-up enqueues the sweep there directly (no pool thread).
+        deadlines.sweeper = Task(executorPreference: executor.taskExecutor) { [weak self] in
             do { try await clock.sleep(until: earliest) } catch { return }
             await self?.sweepDeadlines()
         }

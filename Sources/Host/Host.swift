@@ -121,13 +121,34 @@ public actor Host {
     var localAddressForConnections = DeviceAddress(.zero, type: .public)
 
     // MARK: lifecycle
+    /// Reads `transport.incoming` when the transport has no `PacketInbox` (a wrapper such as
+    /// `CapturingTransport`); nil when the inbox hands packets to the executor.
     var readerTask: Task<Void, Never>?
+    var readerStarted = false
     /// Set when the host can no longer work (transport lost, hardware error, closed).
     var fatal: HostError?
+
+    /// The serial executor the host runs on, with the layers that share it (`L2CAPConnection`,
+    /// `ATTBearer`, `LinkSecurity`) and the transport's deliveries: the transport's
+    /// (`HCITransport.executor`, shared by every host of an in-process virtual link) or one of
+    /// its own. Applications that want no thread switch when they await the stack run their
+    /// task on it (`withTaskExecutorPreference`, see `Central.executor`).
+    public nonisolated let executor: SerialThreadExecutor
+    /// Whether `executor` is the host's own (let its thread go at `close`), not the transport's.
+    private nonisolated let ownsExecutor: Bool
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     public init(transport: any HCITransport, configuration: HostConfiguration = .init()) {
         self.transport = transport
         self.configuration = configuration
+        if let shared = transport.executor {
+            executor = shared
+            ownsExecutor = false
+        } else {
+            executor = SerialThreadExecutor(name: "ble-hci host")
+            ownsExecutor = true
+        }
         let (stream, continuation) = AsyncStream<HostEvent>.makeStream(
             bufferingPolicy: .bufferingOldest(Swift.max(16, configuration.maxQueuedEvents)))
         self.events = stream
@@ -146,30 +167,46 @@ public actor Host {
         readerTask?.cancel()
         readerTask = nil
         transport.close()
+        if ownsExecutor { executor.shutdownWhenIdle() }
     }
 
-    /// Starts reading from the transport if not already done.
+    /// Starts receiving from the transport if not already done: with a `PacketInbox`, each
+    /// batch of packets is a job on the host's executor (one wake per batch from a socket
+    /// reader thread, none on an in-process link whose sender runs here); otherwise a task
+    /// reads `incoming`.
     func startReader() {
-        guard readerTask == nil else { return }
-        readerTask = Task { await self.readLoop() }
+        guard !readerStarted else { return }
+        readerStarted = true
+        if let inbox = transport.inbox {
+            // Holds the host until the transport ends, as a reading task would.
+            inbox.deliver(on: executor) { delivery in
+                self.assumeIsolated { $0.received(delivery) }
+            }
+        } else {
+            readerTask = Task { await self.readLoop() }
+        }
+    }
+
+    /// A batch from the transport's inbox, on the host's executor, in arrival order.
+    private func received(_ delivery: PacketInbox.Delivery) {
+        switch delivery {
+        case .packets(let batch):
+            for packet in batch {
+                if fatal != nil { return }
+                handle(packet)
+            }
+        case .ended(let error?):
+            transportDied(error)
+        case .ended(nil):
+            transportDied(TransportError(.closed, "\(transport.name): the transport was closed"))
+        }
     }
 
     private func readLoop() async {
         do {
-            if let inbox = transport.inbox {
-                // One wake per batch of packets (an ACL packet and the Number Of Completed
-                // Packets that followed it arrive together).
-                while let batch = try await inbox.next() {
-                    for packet in batch {
-                        handle(packet)
-                        if fatal != nil { return }
-                    }
-                }
-            } else {
-                for try await packet in transport.incoming {
-                    handle(packet)
-                    if fatal != nil { return }
-                }
+            for try await packet in transport.incoming {
+                handle(packet)
+                if fatal != nil { return }
             }
             if fatal == nil { transportDied(TransportError(.closed, "\(transport.name): the transport was closed")) }
         } catch let e as TransportError {

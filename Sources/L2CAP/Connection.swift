@@ -336,10 +336,7 @@ public actor L2CAPConnection {
                 return
             }
             decidingParameterUpdate = true
-            Task {
-                await self.decideParameterUpdate(id: id, req)
-                self.parameterUpdateDecided()
-            }
+            Task { await self.decideParameterUpdate(id: id, req) }
         case let .leCreditBasedConnectionRequest(spsm, scid, mtu, mps, credits):
             guard id != 0 else { return }
             creditBasedConnectionRequest(id: id, spsm: spsm, remoteCID: scid, mtu: mtu, mps: mps, credits: credits)
@@ -356,12 +353,14 @@ public actor L2CAPConnection {
         }
     }
 
-    func parameterUpdateDecided() { decidingParameterUpdate = false }
-
+    /// Asks the policy, answers, then (accepted) runs the LE Connection Update. The next
+    /// request is decided as soon as this one is answered: the peer may send it as soon as it
+    /// has the answer, before the update completes (Core v5.4 Vol 3 Part A 4.20, 4.21).
     func decideParameterUpdate(id: UInt8, _ req: ConnectionParameterUpdateRequest) async {
         var accept = req.isValid
         if accept, let policy = parameterPolicy { accept = await policy(req) }
         sendSignal(SignalingCommand(identifier: id, .connectionParameterUpdateResponse(result: accept ? 0 : 1)))
+        decidingParameterUpdate = false
         guard accept else { return }
         do {
             _ = try await host.updateConnection(handle: handle, intervalMin: req.intervalMin, intervalMax: req.intervalMax,

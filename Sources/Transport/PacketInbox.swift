@@ -6,8 +6,10 @@ import Synchronization
 /// generic (an `AsyncThrowingStream<HCIPacket>` looks up its generic metadata on every yield
 /// and `next()`, a measurable share of the time per PDU on the in-process link).
 ///
-/// One reader: the `Host` takes batches with `next()`; anyone else reads `stream`, a view fed
-/// from the inbox by a relay task started on first use. Use one or the other, not both.
+/// One reader, chosen once: the `Host` has the batches handed to it as jobs on its executor
+/// (`deliver(on:to:)`: no task waits, no continuation is resumed); a reader that is not on an
+/// executor takes them with `next()`, or reads `stream`, a view fed from the inbox by a relay
+/// task started on first use. Use one of them, never two.
 /// Unbounded, as the transports' streams were: the reader is the host, which handles each
 /// packet at once.
 public final class PacketInbox: Sendable {
@@ -17,6 +19,17 @@ public final class PacketInbox: Sendable {
         /// Set once by `finish`: nil error for a normal end.
         var ended: TransportError?? = nil
         var stream: AsyncThrowingStream<HCIPacket, any Error>?
+        /// `deliver(on:to:)`: where batches go, and whether a drain job is queued there.
+        var target: (executor: SerialThreadExecutor, receive: @Sendable (Delivery) -> Void)?
+        var drainQueued = false
+        var endDelivered = false
+    }
+
+    /// What `deliver(on:to:)` hands over: packets in arrival order, then the end once.
+    public enum Delivery: Sendable {
+        case packets([HCIPacket])
+        /// No more packets: nil for a normal end (close), else the transport's loss.
+        case ended(TransportError?)
     }
     private let state = Mutex(State())
 
@@ -24,25 +37,74 @@ public final class PacketInbox: Sendable {
 
     /// Producer: queues `packet` for the reader (ignored once finished).
     public func deliver(_ packet: HCIPacket) {
-        let waiter: CheckedContinuation<[HCIPacket]?, any Error>? = state.withLock { s in
-            guard s.ended == nil else { return nil }
+        enum Next { case none, resume(CheckedContinuation<[HCIPacket]?, any Error>), drain(SerialThreadExecutor) }
+        let next: Next = state.withLock { s in
+            guard s.ended == nil else { return .none }
             // A waiting reader has taken everything before it parked.
-            if let w = s.waiter { s.waiter = nil; return w }
+            if let w = s.waiter { s.waiter = nil; return .resume(w) }
             s.packets.append(packet)
-            return nil
+            return drainExecutor(&s).map { .drain($0) } ?? .none
         }
-        waiter?.resume(returning: [packet])
+        switch next {
+        case .none: break
+        case .resume(let w): w.resume(returning: [packet])
+        case .drain(let executor): executor.submit { self.drain() }
+        }
+    }
+
+    /// Hands every batch to `receive` as one job on `executor`, in order, then `.ended` once:
+    /// packets that arrive while a batch waits to run join it (one job, and at most one wake of
+    /// the executor's thread, per burst). Packets queued before the call go first. `receive` is
+    /// released after `.ended`.
+    public func deliver(on executor: SerialThreadExecutor, to receive: @escaping @Sendable (Delivery) -> Void) {
+        let queue: SerialThreadExecutor? = state.withLock { s in
+            precondition(s.target == nil, "PacketInbox.deliver(on:to:): one reader only")
+            s.target = (executor, receive)
+            guard !s.packets.isEmpty || s.ended != nil else { return nil }
+            s.drainQueued = true
+            return executor
+        }
+        queue?.submit { self.drain() }
+    }
+
+    /// The executor to queue a drain job on, unless none is set or one is queued already
+    /// (caller holds the lock and submits the job after releasing it).
+    private func drainExecutor(_ s: inout State) -> SerialThreadExecutor? {
+        guard let target = s.target, !s.drainQueued else { return nil }
+        s.drainQueued = true
+        return target.executor
+    }
+
+    /// On the target's executor: hands over what is queued, then the end if it came.
+    private func drain() {
+        let (batch, end, receive): ([HCIPacket], TransportError??, (@Sendable (Delivery) -> Void)?) = state.withLock { s in
+            s.drainQueued = false
+            let b = s.packets
+            s.packets.removeAll(keepingCapacity: true)
+            var end: TransportError?? = nil
+            let receive = s.target?.receive
+            if let e = s.ended, !s.endDelivered {
+                s.endDelivered = true
+                end = .some(e)
+                s.target = nil  // the receiver is not needed any more (nor kept alive)
+            }
+            return (b, end, receive)
+        }
+        guard let receive else { return }
+        if !batch.isEmpty { receive(.packets(batch)) }
+        if let end { receive(.ended(end)) }
     }
 
     /// Producer: no more packets; the reader gets those queued, then the end (`error` thrown,
     /// or nil returned). Only the first call counts.
     public func finish(throwing error: TransportError? = nil) {
-        let waiter: CheckedContinuation<[HCIPacket]?, any Error>? = state.withLock { s in
-            guard s.ended == nil else { return nil }
+        let (waiter, executor): (CheckedContinuation<[HCIPacket]?, any Error>?, SerialThreadExecutor?) = state.withLock { s in
+            guard s.ended == nil else { return (nil, nil) }
             s.ended = .some(error)
             defer { s.waiter = nil }
-            return s.waiter
+            return (s.waiter, drainExecutor(&s))
         }
+        executor?.submit { self.drain() }
         if let error { waiter?.resume(throwing: error) } else { waiter?.resume(returning: nil) }
     }
 

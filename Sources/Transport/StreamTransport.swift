@@ -7,10 +7,17 @@ import Glibc
 /// An H4 transport over any file descriptor: TCP/UNIX sockets, a UART, an HCI user-channel
 /// socket (which delivers one H4 packet per read, a special case of a stream).
 ///
-/// A reader thread polls the descriptor and a wake pipe, feeds `H4Framer` and yields packets
+/// A reader thread polls the descriptor and a wake pipe, feeds `H4Framer` and hands packets
 /// to `inbox` (`incoming`). Loss (EOF, read error, framing error) is reported once: `incoming`
 /// finishes with that error and every later `send` throws it. The reader thread owns the
 /// descriptor and closes it when it exits.
+///
+/// `send` never waits for the other end in normal operation (it runs on the host's executor,
+/// which must not block): what the descriptor does not take at once is kept, in order, and
+/// written by the reader thread when the descriptor has room. The host is flow controlled by
+/// the controller (command and ACL credits), so this backlog stays small; a controller that
+/// takes nothing for `sendTimeout` is declared lost, and only a sender that outruns the
+/// `maxBacklog` bound (no flow control) waits for room, at most `sendTimeout`.
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let name: String
     private let packets = PacketInbox()
@@ -26,11 +33,24 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     private var wakeWrite: Int32 = -1
 
     private enum State { case open, lost(TransportError), closed }
+    /// Octets `send` accepted that the descriptor has not taken yet (under `lock`), from `backlogHead`.
+    private var backlog: [UInt8] = []
+    private var backlogHead = 0
+    /// When the backlog last stopped shrinking (nil: empty), for the send timeout.
+    private var stalledSince: UInt64?
+    /// The backlog above which `send` waits for room.
+    private let maxBacklog = 1 << 20
     /// How long `send` waits for the other end to take a packet (seconds).
     private let sendTimeout: Double
 
     /// Default `sendTimeout`: a controller that reads nothing for this long is gone.
     public static let defaultSendTimeout: Double = 5
+
+    /// Octets `send` accepted that the descriptor has not taken yet (diagnostics and tests).
+    public var unsentOctets: Int {
+        lock.lock(); defer { lock.unlock() }
+        return backlog.count - backlogHead
+    }
 
     /// Takes ownership of `fd` and puts it in non-blocking mode: `send` waits for room with
     /// poll, at most `sendTimeout` seconds, so a peer that stops reading never pins the
@@ -68,8 +88,28 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         case .lost(let e): throw e
         case .open: break
         }
+        let hadBacklog = backlogHead < backlog.count
         var offset = 0
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(sendTimeout * 1e9)
+        if !hadBacklog { offset = try writeLocked(bytes, from: 0) }
+        guard offset < bytes.count else { return }
+        backlog.append(contentsOf: bytes[offset...])
+        if stalledSince == nil { stalledSince = DispatchTime.now().uptimeNanoseconds }
+        if !hadBacklog { wake() }  // the reader thread now polls for room too
+        // No flow control above us (a controller granting credits it does not honour): wait
+        // for room, at most the send timeout.
+        while backlog.count - backlogHead > maxBacklog {
+            let waited = DispatchTime.now().uptimeNanoseconds - stalledSince!
+            if waited >= UInt64(sendTimeout * 1e9) { throw sendTimedOutLocked() }
+            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&p, 1, Int32(min(1000, max(1, (UInt64(sendTimeout * 1e9) - waited) / 1_000_000))))
+            try flushLocked()
+        }
+    }
+
+    /// Writes `bytes[offset...]` until the descriptor would block; returns the new offset.
+    /// Caller holds `lock`; a write error fails the transport.
+    private func writeLocked(_ bytes: [UInt8], from offset: Int) throws(TransportError) -> Int {
+        var offset = offset
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { buf in
                 isSocket
@@ -79,23 +119,36 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
             if n > 0 { offset += n; continue }
             let e = errno
             if n < 0 && e == EINTR { continue }
-            if n < 0 && (e == EAGAIN || e == EWOULDBLOCK) {
-                // Full: wait for room until the deadline.
-                let now = DispatchTime.now().uptimeNanoseconds
-                if now < deadline {
-                    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&p, 1, Int32(min(1000, max(1, (deadline - now) / 1_000_000))))
-                    continue
-                }
-                // Part of a packet may be out: the stream can no longer be trusted.
-                let error = TransportError(.lost, "\(name): send timeout: the controller took no data for \(sendTimeout) s (\(offset) of \(bytes.count) octets of a packet written); the connection is considered gone")
-                failLocked(error)
-                throw error
-            }
+            if n < 0 && (e == EAGAIN || e == EWOULDBLOCK) { break }
             let error = TransportError(.lost, "\(name): write failed: \(errnoString(e)); the controller connection is gone", errno: e)
             failLocked(error)
             throw error
         }
+        return offset
+    }
+
+    /// Writes what the backlog holds until the descriptor would block. Caller holds `lock`.
+    private func flushLocked() throws(TransportError) {
+        guard backlogHead < backlog.count else { return }
+        let head = try writeLocked(backlog, from: backlogHead)
+        if head > backlogHead { stalledSince = DispatchTime.now().uptimeNanoseconds }
+        backlogHead = head
+        if backlogHead == backlog.count {
+            backlog.removeAll(keepingCapacity: backlog.capacity <= 64 * 1024)
+            backlogHead = 0
+            stalledSince = nil
+        } else if backlogHead >= 64 * 1024 {
+            backlog.removeFirst(backlogHead)
+            backlogHead = 0
+        }
+    }
+
+    /// The controller took nothing for `sendTimeout`: the transport is lost. Caller holds `lock`.
+    private func sendTimedOutLocked() -> TransportError {
+        // Part of a packet may be out: the stream can no longer be trusted.
+        let error = TransportError(.lost, "\(name): send timeout: the controller took no data for \(sendTimeout) s (\(backlog.count - backlogHead) octets waiting); the connection is considered gone")
+        failLocked(error)
+        return error
     }
 
     public func close() {
@@ -103,11 +156,14 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         if case .open = state {
             state = .closed
             packets.finish()
+            wake()  // under the lock: the reader thread closes the pipe under it when it exits
         }
         lock.unlock()
-        wake()
     }
 
+    /// Makes the reader thread look at the state again (the pipe is non-blocking: a full pipe
+    /// already holds a wake).
+    /// Caller holds `lock` (the reader thread closes the pipe under it).
     private func wake() {
         var one: UInt8 = 1
         _ = Glibc.write(wakeWrite, &one, 1)
@@ -118,8 +174,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         guard case .open = state else { return }
         state = .lost(error)
         packets.finish(throwing: error)
-        var one: UInt8 = 1
-        _ = Glibc.write(wakeWrite, &one, 1)
+        wake()
     }
 
     private func fail(_ error: TransportError) {
@@ -135,8 +190,10 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         defer {
             buffer.deallocate()
             // Close under the lock so a concurrent send never writes to a reused descriptor.
+            // What `send` accepted before `close` goes out if the descriptor takes it now.
             lock.lock()
             if case .open = state { state = .closed; packets.finish() }
+            if case .closed = state { try? flushLocked() }
             Glibc.close(fd)
             Glibc.close(wakeRead)
             Glibc.close(wakeWrite)
@@ -144,18 +201,42 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         }
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
                    pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        var drain = [UInt8](repeating: 0, count: 64)
         while true {
+            // Room to write is polled for only while `send` left a backlog.
+            lock.lock()
+            guard case .open = state else { lock.unlock(); return }  // close() or a failure elsewhere
+            let stalled = backlogHead < backlog.count ? stalledSince : nil
+            lock.unlock()
+            var timeout: Int32 = -1
+            if let stalled {
+                let limit = UInt64(sendTimeout * 1e9), waited = DispatchTime.now().uptimeNanoseconds - stalled
+                timeout = waited >= limit ? 0 : Int32(min(1000, max(1, (limit - waited) / 1_000_000)))
+            }
+            fds[0].events = Int16(POLLIN) | (stalled != nil ? Int16(POLLOUT) : 0)
             fds[0].revents = 0
             fds[1].revents = 0
-            let r = poll(&fds, 2, -1)
+            let r = poll(&fds, 2, timeout)
             if r < 0 {
                 let e = errno
                 if e == EINTR { continue }
                 fail(TransportError(.lost, "\(name): poll failed: \(errnoString(e))", errno: e))
                 return
             }
-            if fds[1].revents != 0 { return }  // close() or a failure elsewhere
-            guard fds[0].revents != 0 else { continue }
+            if fds[1].revents != 0 { _ = read(wakeRead, &drain, drain.count) }  // state is looked at above
+            if stalled != nil {
+                lock.lock()
+                if case .open = state, backlogHead < backlog.count {
+                    do {
+                        if fds[0].revents & Int16(POLLOUT) != 0 { try flushLocked() }
+                        if let s = stalledSince, DispatchTime.now().uptimeNanoseconds - s >= UInt64(sendTimeout * 1e9) {
+                            _ = sendTimedOutLocked()
+                        }
+                    } catch {}  // failLocked recorded it
+                }
+                lock.unlock()
+            }
+            guard fds[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 else { continue }
             let n = read(fd, buffer.baseAddress, capacity)
             if n < 0 {
                 let e = errno

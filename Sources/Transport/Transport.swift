@@ -19,10 +19,16 @@ public protocol HCITransport: AnyObject, Sendable {
     /// The same packets in batches (`PacketInbox`), when the transport queues them so; the
     /// `Host` reads this instead of `incoming` then. Read one of the two, never both.
     var inbox: PacketInbox? { get }
+
+    /// The executor the host of this transport should run on, when the transport has one to
+    /// share (every host on one in-process `VirtualLink` gets the link's, so a packet sent by
+    /// one host is received by the other on the same thread). Nil: the host makes its own.
+    var executor: SerialThreadExecutor? { get }
 }
 
 extension HCITransport {
     public var inbox: PacketInbox? { nil }
+    public var executor: SerialThreadExecutor? { nil }
 }
 
 /// Why a transport could not be opened or was lost. The description says what to do.

@@ -1,6 +1,7 @@
 import Foundation
 import HCI
 import Synchronization
+import Transport
 
 /// A simulated LE radio joining any number of `VirtualController`s.
 ///
@@ -22,6 +23,11 @@ public final class VirtualLink: @unchecked Sendable {
     public let advertisingInterval: Double
 
     let queue = DispatchQueue(label: "ble-hci.virtual-link")
+    /// The executor of every host attached through `InProcessTransport`: one thread for all
+    /// the stacks of the link, as Bumble's one asyncio loop. A host sending runs the link's
+    /// work inline on that thread, and the packets the link delivers to the other hosts are
+    /// jobs queued on it (no wake): a request and its answer never leave the thread.
+    public let executor = SerialThreadExecutor(name: "ble-hci vlink")
     private let lock = NSLock()
     // Manual mode: queued work ordered by (due, seq).
     private var pending: [Pending] = []

@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 import Synchronization
 import HCI
@@ -70,6 +71,41 @@ import VirtualController
             if case .disconnected(_, let r) = e { #expect(r == .remoteUserTerminated); sawDisconnect = true; break }
         }
         #expect(sawDisconnect)
+        await central.close()
+        await peripheral.close()
+    }
+
+    /// Issue 14: every stack of one virtual link runs on the link's executor, and a task that
+    /// prefers it (`withTaskExecutorPreference`) does a GATT read's whole round trip (request,
+    /// the peripheral's answer, the resume) without leaving that thread: the thread never
+    /// changes and the executor is not woken once per read from another thread.
+    @Test func readRoundTripStaysOnTheStacksThreadWhenTheCallerPrefersIt() async throws {
+        let (_, central, peripheral) = try await pair()
+        #expect(central.executor === peripheral.executor)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
+        let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(5))
+        let remote = try await central.connect(to: adv.address)
+        let tree = try await remote.discoverAll()
+        let name = try #require(tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.name })
+        let executor = central.executor
+        let reads = 200
+        let (threads, values, wakes) = try await withTaskExecutorPreference(executor.taskExecutor) { () async throws -> (Set<UInt>, Set<[UInt8]>, Int) in
+            var threads: Set<UInt> = [UInt(pthread_self())]
+            var values: Set<[UInt8]> = []
+            #expect(executor.isCurrent)
+            let wakesBefore = executor.wakeCount
+            for _ in 0..<reads {
+                values.insert(try await remote.read(name.characteristic))
+                threads.insert(UInt(pthread_self()))
+                #expect(executor.isCurrent)
+            }
+            return (threads, values, executor.wakeCount - wakesBefore)
+        }
+        #expect(threads.count == 1)
+        #expect(values == [Array("ble-hci".utf8)])
+        // A read that crossed threads would wake the executor at least once (its answer or the
+        // request arriving from another thread): fewer wakes than reads means most did not.
+        #expect(wakes < reads)
         await central.close()
         await peripheral.close()
     }

@@ -40,6 +40,36 @@ import Glibc
         t.close()
     }
 
+    /// `send` runs on the host's executor, which must never wait for the peer: what the socket
+    /// does not take at once is kept and written, in order, by the reader thread when the
+    /// peer reads. With a send timeout far longer than the test, a `send` that waited for
+    /// room would throw "send timeout" instead of returning.
+    @Test func sendToASlowPeerReturnsAndTheBacklogArrivesInOrder() async throws {
+        // A UNIX socket pair with small buffers, so that the kernel holds little of what is sent.
+        var fds: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        var small: Int32 = 4096
+        setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        setsockopt(fds[1], SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        let t = try FileDescriptorTransport(fd: fds[0], name: "socketpair", isSocket: true, sendTimeout: 3600)
+        let peer = fds[1]
+        defer { Glibc.close(peer) }
+        // Packets of 1 004 H4 octets until the socket buffers are full and a backlog is kept
+        // (at most 900: less than the transport's 1 MiB backlog bound), then 50 more.
+        var expected: [UInt8] = []
+        var extra = 50
+        for n in 0..<900 where extra > 0 {
+            let p = HCIPacket.acl(HCIACLPacket(handle: 1, boundary: .first, data: [UInt8](repeating: UInt8(n % 251), count: 1000)))
+            try t.send(p)  // throws if it waited and timed out, or if the transport was lost
+            expected += p.h4
+            if t.unsentOctets > 0 { extra -= 1 }
+        }
+        try #require(t.unsentOctets > 0, "the socket took everything: no backlog was exercised")
+        // The peer starts reading only now: everything arrives, in order.
+        #expect(try readExactly(peer, expected.count, timeout: 20) == expected)
+        t.close()
+    }
+
     /// Both directions over a connected pair, then the peer closes: reported once.
     func exercise(_ t: FileDescriptorTransport, peer: Int32) async throws {
         let inbox = Inbox(t.incoming)

@@ -28,10 +28,15 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0)
 line() { printf '%-34s ours %12s   %-7s %12s   ratio %6s×  (%s)\n' "$1" "$2" "$3" "$4" "$5" "$6"; }
 
 # 1. GATT reads and notifications on an in-process virtual link, ours vs Bumble's LocalLink.
+# Ours twice: the application's task on the global pool (one thread switch each way per
+# exchange), and on the stacks' executor (`-on-stack`: one thread in all, like Bumble's one
+# asyncio thread: the like-for-like comparison).
 for metric in reads notifications; do
     ours=$(timeout 60 "$BIN/ble-hci-bench" "$metric" "$N" 2>&1 | field rate)
+    same=$(timeout 60 "$BIN/ble-hci-bench" "$metric-on-stack" "$N" 2>&1 | field rate)
     peer=$(timeout 120 "$PY" Tools/bench/bumble_bench.py "$metric" "$N" 2>&1 | field rate)
     line "gatt $metric/s (N=$N)" "${ours:-fail}" bumble "${peer:-fail}" "$(ratio "$ours" "$peer")" "target ≥ 50×"
+    line "gatt $metric/s on-stack (N=$N)" "${same:-fail}" bumble "${peer:-fail}" "$(ratio "$same" "$peer")" "one thread, as Bumble; target ≥ 50×"
 done
 
 # 2. dump (tree, to /dev/null) vs tshark -V on a capture of BENCH_PACKETS varied packets (issue

@@ -2,6 +2,9 @@
 //
 //   ble-hci-bench reads N          our Central reads a characteristic N times from our Peripheral
 //   ble-hci-bench notifications N  our Peripheral notifies N values, our Central counts them
+//   ble-hci-bench reads-on-stack N, notifications-on-stack N  the same, the bench's tasks
+//                                  running on the stacks' executor (`withTaskExecutorPreference`,
+//                                  `Central.executor`): one thread in all, as Bumble's asyncio loop
 //   ble-hci-bench capture IN OUT N a btsnoop of N packets: IN's records repeated, times increasing
 //   ble-hci-bench varied OUT N [SEED] a btsnoop of N packets, no exchange repeated (VariedCapture.swift)
 //   ble-hci-bench links L [RATE S [LEN]]  one Central connected to L Peripherals (one virtual link),
@@ -48,25 +51,33 @@ func characteristic(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> G
     tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == uuid }!.characteristic
 }
 
-func benchReads(_ n: Int) async throws {
+/// Runs `body` in the calling task, or with the stack's executor preferred (`onStack`).
+func run(onStack: Bool, _ central: Central, _ body: () async throws -> Void) async throws {
+    if onStack { try await withTaskExecutorPreference(central.executor.taskExecutor) { try await body() } }
+    else { try await body() }
+}
+
+func benchReads(_ n: Int, onStack: Bool) async throws {
     let (peripheral, central, remote, tree) = try await connectedPair()
     let c = characteristic(tree, DemoProfile.name)
-    for _ in 0..<min(100, n) { _ = try await remote.read(c) }  // warm-up
-    let t0 = now()
-    for _ in 0..<n { _ = try await remote.read(c) }
-    report("gatt-reads", count: n, seconds: now() - t0)
+    try await run(onStack: onStack, central) {
+        for _ in 0..<min(100, n) { _ = try await remote.read(c) }  // warm-up
+        let t0 = now()
+        for _ in 0..<n { _ = try await remote.read(c) }
+        report(onStack ? "gatt-reads-on-stack" : "gatt-reads", count: n, seconds: now() - t0)
+    }
     await central.close()
     await peripheral.close()
 }
 
-func benchNotifications(_ n: Int) async throws {
+func benchNotifications(_ n: Int, onStack: Bool) async throws {
     let (peripheral, central, remote, tree) = try await connectedPair()
     let c = characteristic(tree, DemoProfile.ticker)
     // The sender is not flow controlled by the receiving application (notifications have no
     // flow control; Bumble's LocalLink queue is unbounded too): the stream holds up to N values
     // so that a receiver descheduled by the machine's load loses none. Lost values are counted.
     let values = try await remote.notifications(for: c, bufferLimit: n)
-    let counter = Task { () -> (Int, Double) in
+    let counter = Task(executorPreference: onStack ? central.executor.taskExecutor : nil) { () -> (Int, Double) in
         var count = 0
         var last = now()
         do {
@@ -80,12 +91,14 @@ func benchNotifications(_ n: Int) async throws {
     }
     let value: [UInt8] = Array("12345678".utf8)
     let t0 = now()
-    for _ in 0..<n { await peripheral.notify(value, for: DemoProfile.ticker) }
+    try await run(onStack: onStack, central) {
+        for _ in 0..<n { await peripheral.notify(value, for: DemoProfile.ticker) }
+    }
     // Whatever the central's stream dropped (it buffers 1024) is not counted: give it 2 s.
     let timeout = Task { try? await Task.sleep(for: .seconds(2)); counter.cancel() }
     let (count, last) = await counter.value
     timeout.cancel()
-    report("notifications", count: count, seconds: last - t0,
+    report(onStack ? "notifications-on-stack" : "notifications", count: count, seconds: last - t0,
            extra: "sent=\(n) lost=\(n - count) dropped_by_stream=\(values.droppedCount) dropped_by_bearer=\(remote.droppedNotifications)")
     await central.close()
     await peripheral.close()
@@ -311,14 +324,15 @@ func makeCapture(input: String, output: String, count: Int) throws {
 
 let args = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]]\n".utf8))
+    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | reads-on-stack N | notifications-on-stack N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]]\n".utf8))
     exit(2)
 }
 guard args.count >= 3 else { usage() }
 do {
     switch args[1] {
-    case "reads": try await benchReads(Int(args[2]) ?? 10_000)
-    case "notifications": try await benchNotifications(Int(args[2]) ?? 10_000)
+    case "reads", "reads-on-stack": try await benchReads(Int(args[2]) ?? 10_000, onStack: args[1] == "reads-on-stack")
+    case "notifications", "notifications-on-stack":
+        try await benchNotifications(Int(args[2]) ?? 10_000, onStack: args[1] == "notifications-on-stack")
     case "links", "links-split":
         // links L [RATE SECONDS [ACL_DATA_LENGTH]]: 27-octet ACL buffers by default, 251 with
         // Data Length Extension (the "251-octet PDUs").
