@@ -1,6 +1,6 @@
 // LE Controller commands (OGF 0x08) for controller set-up, connections, encryption, data
-// length and PHY. Core Vol 4 Part E 7.8. The extended advertising data fragments are in
-// Commands+LEExtended.swift; the other commands are described in Tools/pdl/hci.pdl.
+// length and PHY. Core Vol 4 Part E 7.8. The commands themselves are described in
+// Tools/pdl/hci.pdl; this file adds what a description does not say (typed masks, shared return parameters).
 
 extension LESetEventMask {
     /// The bits: Tools/pdl/hci-codes.pdl (Generated/Codes.swift).

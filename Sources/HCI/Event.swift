@@ -54,27 +54,37 @@ public struct LEMetaEvent: HCIEventParameters {
     }
 }
 
-public struct UnknownLESubevent: LEMetaEventParameters {
+/// An event or LE subevent the stack has no type for: its code and parameters kept raw, so it
+/// never fails the stream and encodes back to the octets it came as. One codec for both.
+public protocol UnknownCodeParameters: HCIParameters {
+    /// The code it arrived with (the type's own static code is the placeholder 0xFF).
+    var code: UInt8 { get }
+    var parameters: [UInt8] { get }
+    init(code: UInt8, parameters: [UInt8])
+}
+
+extension UnknownCodeParameters {
+    public init(parameters r: inout ByteReader) throws(DecodeError) { self.init(code: 0xFF, parameters: r.rest()) }
+    public func encodeParameters(into w: inout ByteWriter) { w.append(parameters) }
+    public var fields: [Field] { [.bytes("parameters", parameters)] }
+}
+
+public struct UnknownLESubevent: LEMetaEventParameters, UnknownCodeParameters {
     public static let subeventCode: UInt8 = 0xFF
     public static let name = "Unknown LE Subevent"
     public var code: UInt8
     public var parameters: [UInt8]
     public init(code: UInt8, parameters: [UInt8]) { self.code = code; self.parameters = parameters }
-    public init(parameters r: inout ByteReader) throws(DecodeError) { code = 0xFF; parameters = r.rest() }
-    public func encodeParameters(into w: inout ByteWriter) { w.append(parameters) }
-    public var fields: [Field] { [.bytes("parameters", parameters)] }
 }
 
 /// An event the stack has no type for: kept raw, never fails the stream.
-public struct UnknownEvent: HCIEventParameters {
+public struct UnknownEvent: HCIEventParameters, UnknownCodeParameters {
     public static let eventCode: UInt8 = 0xFF
     public static let name = "Unknown Event"
     public var code: UInt8
     public var parameters: [UInt8]
     public init(code: UInt8, parameters: [UInt8]) { self.code = code; self.parameters = parameters }
-    public init(parameters r: inout ByteReader) throws(DecodeError) { code = 0xFF; parameters = r.rest() }
-    public func encodeParameters(into w: inout ByteWriter) { w.append(parameters) }
-    public var fields: [Field] { [.bytes("parameters", parameters)] }
+    /// The packet with the code it arrived with (`HCIEventParameters.packet` would use 0xFF).
     public var packet: HCIEventPacket { HCIEventPacket(code: code, parameters: parameters) }
 }
 

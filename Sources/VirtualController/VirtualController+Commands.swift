@@ -351,12 +351,14 @@ extension VirtualController: HCICommandHandler {
     }
 
     package func handle(_ c: LESetExtendedAdvertisingData) {
-        guard let status = setData(c.parameters, scanResponse: false) else { return complete(LESetExtendedAdvertisingData.self) }
+        guard let status = setData(handle: c.advertisingHandle, operation: c.operation, fragment: c.advertisingData,
+                                   scanResponse: false) else { return complete(LESetExtendedAdvertisingData.self) }
         reject(LESetExtendedAdvertisingData.self, status)
     }
 
     package func handle(_ c: LESetExtendedScanResponseData) {
-        guard let status = setData(c.parameters, scanResponse: true) else { return complete(LESetExtendedScanResponseData.self) }
+        guard let status = setData(handle: c.advertisingHandle, operation: c.operation, fragment: c.scanResponseData,
+                                   scanResponse: true) else { return complete(LESetExtendedScanResponseData.self) }
         reject(LESetExtendedScanResponseData.self, status)
     }
 
@@ -557,22 +559,24 @@ extension VirtualController: HCICommandHandler {
         (6...3200).contains(min) && (6...3200).contains(max) && min <= max && latency <= 499 && (10...3200).contains(timeout)
     }
 
-    /// Applies an extended (scan response) data fragment; nil on success, else the error status.
-    private func setData(_ p: ExtendedDataParameters, scanResponse: Bool) -> HCIStatus? {
-        guard var set = sets[p.advertisingHandle] else { return .unknownAdvertisingIdentifier }
-        guard p.operation <= 4 else { return .invalidParameters }
+    /// Applies an extended (scan response) data fragment (LE Set Extended Advertising Data and
+    /// LE Set Extended Scan Response Data have the same parameters; Fragment_Preference is only
+    /// a hint); nil on success, else the error status.
+    private func setData(handle: UInt8, operation: UInt8, fragment: [UInt8], scanResponse: Bool) -> HCIStatus? {
+        guard var set = sets[handle] else { return .unknownAdvertisingIdentifier }
+        guard operation <= 4 else { return .invalidParameters }
         let props = set.params.advertisingEventProperties
-        if props.contains(.legacy) && (p.operation != 3 || p.data.count > 31) { return .invalidParameters }
-        if scanResponse && !props.contains(.scannable) && !p.data.isEmpty { return .invalidParameters }
+        if props.contains(.legacy) && (operation != 3 || fragment.count > 31) { return .invalidParameters }
+        if scanResponse && !props.contains(.scannable) && !fragment.isEmpty { return .invalidParameters }
         var current = scanResponse ? set.scanResponse : set.data
-        switch p.operation {
-        case 0x00, 0x02: current += p.data  // intermediate, last
-        case 0x01, 0x03: current = p.data   // first, complete
-        default: break                       // unchanged data
+        switch operation {
+        case 0x00, 0x02: current += fragment  // intermediate, last
+        case 0x01, 0x03: current = fragment   // first, complete
+        default: break                         // unchanged data
         }
         guard current.count <= 1650 else { return .memoryCapacityExceeded }
         if scanResponse { set.scanResponse = current } else { set.data = current }
-        sets[p.advertisingHandle] = set
+        sets[handle] = set
         return nil
     }
 

@@ -83,10 +83,24 @@ import Testing
         }
         let report = LEAdvertisingReport.Report(eventType: 0, addressType: .random, address: .zero, data: Array(repeating: 1, count: 300), rssi: -60)
         #expect(report.data.count == 255)
-        #expect(throws: DecodeError.invalid("dataLength 252 exceeds 251")) {
+        // The error names the parameter as 7.8.54 does (Advertising_Data_Length).
+        #expect(throws: DecodeError.invalid("advertisingDataLength 252 exceeds 251")) {
             try LESetExtendedAdvertisingData.decode([0x01, 0x03, 0x01, 252] + Array(repeating: 0, count: 252))
         }
         let fragment = LESetExtendedAdvertisingData(advertisingHandle: 1, advertisingData: Array(repeating: 2, count: 260))
         #expect(fragment.packet.parameters.count == 4 + 251 && fragment.packet.parameters[3] == 251)
+    }
+
+    // Core v5.4 Vol 4 Part E 7.8.55: Advertising_Handle, Operation, Fragment_Preference,
+    // Scan_Response_Data_Length, Scan_Response_Data (the layout of 7.8.54 under its own names).
+    @Test func extendedScanResponseFragmentNamesItsData() throws {
+        let c = LESetExtendedScanResponseData(advertisingHandle: 2, operation: 0x01, scanResponseData: [0x03, 0x09, 0x41, 0x42])
+        #expect(c.packet.parameters == [0x02, 0x01, 0x01, 0x04, 0x03, 0x09, 0x41, 0x42])
+        #expect(try LESetExtendedScanResponseData.decode(c.packet.parameters) == c)
+        #expect(c.fields.map(\.name) == ["advertisingHandle", "operation", "fragmentPreference",
+                                         "scanResponseDataLength", "scanResponseData"])
+        #expect(throws: DecodeError.invalid("scanResponseDataLength 252 exceeds 251")) {
+            try LESetExtendedScanResponseData.decode([0x01, 0x03, 0x01, 252] + Array(repeating: 0, count: 252))
+        }
     }
 }

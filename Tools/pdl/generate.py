@@ -30,7 +30,7 @@ the field model are Tools/pdl/description.py's, shared by every generator here):
     item ...                                         an Element's fields, in wire order (as param)
 
 `handwritten` declares a command whose struct is written by hand (irregular layout: elements
-with optional or variable-length fields, parameters shared with another command); it still
+with optional or variable-length fields, return parameters normalised); it still
 gets its table entries from here. `status`: the controller answers with Command Status (the
 result comes in a later event). TYPE and SHOW: see description.py.
 """

@@ -1417,14 +1417,72 @@ public struct LESetExtendedAdvertisingParameters: HCICommand, Equatable {
     }
 }
 
-extension LESetExtendedAdvertisingData {
+/// LE Set Extended Advertising Data (0x2037).
+public struct LESetExtendedAdvertisingData: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0037)
     public static let name = "LE Set Extended Advertising Data"
+    public var advertisingHandle: UInt8
+    public var operation: UInt8
+    public var fragmentPreference: UInt8
+    public var advertisingData: [UInt8]
+    public init(advertisingHandle: UInt8, operation: UInt8 = 0x03, fragmentPreference: UInt8 = 0x01, advertisingData: [UInt8]) {
+        self.advertisingHandle = advertisingHandle
+        self.operation = operation
+        self.fragmentPreference = fragmentPreference
+        self.advertisingData = Array(advertisingData.prefix(251))
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        advertisingHandle = try r.u8("advertisingHandle")
+        operation = try r.u8("operation")
+        fragmentPreference = try r.u8("fragmentPreference")
+        advertisingData = try r.lengthPrefixed(max: 251, "advertisingDataLength", "advertisingData")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(advertisingHandle)
+        w.u8(operation)
+        w.u8(fragmentPreference)
+        w.lengthPrefixed(advertisingData, max: 251)
+    }
+    public var fields: [Field] {
+        [.int("advertisingHandle", advertisingHandle),
+         .code("operation", operation, note: extendedDataOperationName(operation)),
+         .code("fragmentPreference", fragmentPreference),
+         .int("advertisingDataLength", advertisingData.count), .bytes("advertisingData", advertisingData)]
+    }
 }
 
-extension LESetExtendedScanResponseData {
+/// LE Set Extended Scan Response Data (0x2038).
+public struct LESetExtendedScanResponseData: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0038)
     public static let name = "LE Set Extended Scan Response Data"
+    public var advertisingHandle: UInt8
+    public var operation: UInt8
+    public var fragmentPreference: UInt8
+    public var scanResponseData: [UInt8]
+    public init(advertisingHandle: UInt8, operation: UInt8 = 0x03, fragmentPreference: UInt8 = 0x01, scanResponseData: [UInt8]) {
+        self.advertisingHandle = advertisingHandle
+        self.operation = operation
+        self.fragmentPreference = fragmentPreference
+        self.scanResponseData = Array(scanResponseData.prefix(251))
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        advertisingHandle = try r.u8("advertisingHandle")
+        operation = try r.u8("operation")
+        fragmentPreference = try r.u8("fragmentPreference")
+        scanResponseData = try r.lengthPrefixed(max: 251, "scanResponseDataLength", "scanResponseData")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(advertisingHandle)
+        w.u8(operation)
+        w.u8(fragmentPreference)
+        w.lengthPrefixed(scanResponseData, max: 251)
+    }
+    public var fields: [Field] {
+        [.int("advertisingHandle", advertisingHandle),
+         .code("operation", operation, note: extendedDataOperationName(operation)),
+         .code("fragmentPreference", fragmentPreference),
+         .int("scanResponseDataLength", scanResponseData.count), .bytes("scanResponseData", scanResponseData)]
+    }
 }
 
 /// LE Set Extended Advertising Enable (0x2039). Each set's parameters are consecutive on the wire;
