@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "Host", dependencies: ["HCI", "Transport"]),
         .target(name: "L2CAP", dependencies: ["HCI", "Host"]),
         .target(name: "ATT", dependencies: ["HCI", "Host", "L2CAP"]),
-        .target(name: "GATT", dependencies: ["HCI", "ATT", "OpenSSLCrypto"]),
+        .target(name: "GATT", dependencies: ["HCI", "Transport", "ATT", "OpenSSLCrypto"]),
         .target(name: "SMP", dependencies: ["HCI", "COpenSSL", "OpenSSLCrypto"]),
         .target(name: "Decoder", dependencies: ["HCI", "Capture", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
         .target(name: "BLE", dependencies: ["HCI", "Transport", "Host", "L2CAP", "ATT", "GATT", "SMP"]),

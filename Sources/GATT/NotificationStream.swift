@@ -1,4 +1,5 @@
 import Synchronization
+import Transport
 
 /// The values one subscription receives (Handle Value Notifications and Indications), in
 /// arrival order, for the application to iterate.
@@ -164,8 +165,7 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
         /// Every value waiting, in order; waits when there is none. Empty at the end; throws the
         /// `finish` error after the values queued before it.
         func nextBatch() async throws -> [Item] {
-            enum Now { case batch([Item]), end((any Error)?), wait }
-            @Sendable func take(_ s: inout State) -> Now {
+            try await state.takeBatch(ended: [], take: { s in
                 if s.waiting > 0 {
                     let b = Array(s.items[s.head...])
                     s.items.removeAll(keepingCapacity: true)
@@ -177,33 +177,11 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
                     return .end(s.error)
                 }
                 return .wait
-            }
-            switch state.withLock({ take(&$0) }) {
-            case .batch(let b): return b
-            case .end(let e?): throw e
-            case .end(nil): return []
-            case .wait: break
-            }
-            return try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (c: CheckedContinuation<[Item], any Error>) in
-                    let now: Now = state.withLock { s in
-                        let n = take(&s)
-                        if case .wait = n {
-                            if Task.isCancelled { return .end(nil) }
-                            s.consumer = c
-                        }
-                        return n
-                    }
-                    switch now {
-                    case .batch(let b): c.resume(returning: b)
-                    case .end(let e?): c.resume(throwing: e)
-                    case .end(nil): c.resume(returning: [])
-                    case .wait: break
-                    }
-                }
-            } onCancel: {
+            }, park: { s, c in
+                s.consumer = c
+            }, onCancel: {
                 finish(nil, cancelled: true)
-            }
+            })
         }
 
         /// Ends the stream: the parked consumer gets the end, indications waiting get false,

@@ -112,8 +112,7 @@ public final class PacketInbox: Sendable {
     /// when there is none. Nil at the end (or when the reading task is cancelled); throws the
     /// transport's error after the packets queued before it.
     public func next() async throws -> [HCIPacket]? {
-        enum Now { case batch([HCIPacket]), end(TransportError?), wait }
-        func take(_ s: inout State) -> Now {
+        try await state.takeBatch(ended: nil, take: { s in
             if !s.packets.isEmpty {
                 let b = s.packets
                 s.packets.removeAll(keepingCapacity: true)
@@ -121,37 +120,15 @@ public final class PacketInbox: Sendable {
             }
             if let e = s.ended { return .end(e) }
             return .wait
-        }
-        switch state.withLock({ take(&$0) }) {
-        case .batch(let b): return b
-        case .end(let e?): throw e
-        case .end(nil): return nil
-        case .wait: break
-        }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<[HCIPacket]?, any Error>) in
-                let now: Now = state.withLock { s in
-                    let n = take(&s)
-                    if case .wait = n {
-                        if Task.isCancelled { return .end(nil) }
-                        s.waiter = c
-                    }
-                    return n
-                }
-                switch now {
-                case .batch(let b): c.resume(returning: b)
-                case .end(let e?): c.resume(throwing: e)
-                case .end(nil): c.resume(returning: nil)
-                case .wait: break
-                }
-            }
-        } onCancel: {
+        }, park: { s, c in
+            s.waiter = c
+        }, onCancel: {
             let w = state.withLock { s -> CheckedContinuation<[HCIPacket]?, any Error>? in
                 defer { s.waiter = nil }
                 return s.waiter
             }
             w?.resume(returning: nil)
-        }
+        })
     }
 
     /// The packets as an `AsyncThrowingStream`, for a reader other than the host (tests,
