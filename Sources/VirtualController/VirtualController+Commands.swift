@@ -430,30 +430,22 @@ extension VirtualController: HCICommandHandler {
 
     // MARK: Connections
     package func handle(_ c: LECreateConnection) {
-        guard initiating == nil else { return reject(LECreateConnection.self, .commandDisallowed) }
-        guard c.initiatorFilterPolicy == 0 || c.initiatorFilterPolicy == 1,
-              connectionParametersValid(min: c.connectionIntervalMin, max: c.connectionIntervalMax,
-                                        latency: c.maxLatency, timeout: c.supervisionTimeout) else {
-            return reject(LECreateConnection.self, .invalidParameters)
-        }
-        accepted(LECreateConnection.self)
-        startInitiating(Initiating(address: c.peerAddress, type: c.peerAddressType, ownAddress: ownAddress(c.ownAddressType),
-                                   interval: c.connectionIntervalMin, latency: c.maxLatency, timeout: c.supervisionTimeout,
-                                   extended: false, useFilterAcceptList: c.initiatorFilterPolicy == 1))
+        createConnection(LECreateConnection.self, to: c.peerAddress, type: c.peerAddressType, own: c.ownAddressType,
+                         filterPolicy: c.initiatorFilterPolicy, intervalMin: c.connectionIntervalMin,
+                         intervalMax: c.connectionIntervalMax, latency: c.maxLatency, timeout: c.supervisionTimeout,
+                         extended: false)
     }
 
     package func handle(_ c: LEExtendedCreateConnection) {
-        guard initiating == nil else { return reject(LEExtendedCreateConnection.self, .commandDisallowed) }
-        guard let p = c.phyParameters.first, c.initiatingPHYs & ~0x07 == 0, c.initiatingPHYs & 0x01 != 0,
-              c.initiatorFilterPolicy <= 1,
-              connectionParametersValid(min: p.connectionIntervalMin, max: p.connectionIntervalMax,
-                                        latency: p.maxLatency, timeout: p.supervisionTimeout) else {
-            return reject(LEExtendedCreateConnection.self, .invalidParameters)
+        // Initiates on LE 1M (bit 0, required here; LE 2M and Coded may be set too) with its
+        // block of parameters, the first.
+        guard let p = c.phyParameters.first, c.initiatingPHYs & ~0x07 == 0, c.initiatingPHYs & 0x01 != 0 else {
+            return reject(LEExtendedCreateConnection.self, initiating == nil ? .invalidParameters : .commandDisallowed)
         }
-        accepted(LEExtendedCreateConnection.self)
-        startInitiating(Initiating(address: c.peerAddress, type: c.peerAddressType, ownAddress: ownAddress(c.ownAddressType),
-                                   interval: p.connectionIntervalMin, latency: p.maxLatency, timeout: p.supervisionTimeout,
-                                   extended: true, useFilterAcceptList: c.initiatorFilterPolicy == 1))
+        createConnection(LEExtendedCreateConnection.self, to: c.peerAddress, type: c.peerAddressType, own: c.ownAddressType,
+                         filterPolicy: c.initiatorFilterPolicy, intervalMin: p.connectionIntervalMin,
+                         intervalMax: p.connectionIntervalMax, latency: p.maxLatency, timeout: p.supervisionTimeout,
+                         extended: true)
     }
 
     package func handle(_ _: LECreateConnectionCancel) {
@@ -592,8 +584,21 @@ extension VirtualController: HCICommandHandler {
         }
     }
 
-    private func startInitiating(_ i: Initiating) {
-        initiating = i
+    /// LE Create Connection and LE Extended Create Connection (after its PHY checks): one
+    /// initiator at a time (Command Disallowed), filter policy 0 or 1 and valid connection
+    /// parameters (Invalid HCI Command Parameters), then Command Status and initiating at
+    /// Connection_Interval_Min.
+    private func createConnection<C: HCICommand>(_ command: C.Type, to peer: BDAddress, type: AddressType, own: AddressType,
+                                                 filterPolicy: UInt8, intervalMin: UInt16, intervalMax: UInt16,
+                                                 latency: UInt16, timeout: UInt16, extended: Bool) {
+        guard initiating == nil else { return reject(C.self, .commandDisallowed) }
+        guard filterPolicy <= 1,
+              connectionParametersValid(min: intervalMin, max: intervalMax, latency: latency, timeout: timeout) else {
+            return reject(C.self, .invalidParameters)
+        }
+        accepted(C.self)
+        initiating = Initiating(address: peer, type: type, ownAddress: ownAddress(own), interval: intervalMin,
+                                latency: latency, timeout: timeout, extended: extended, useFilterAcceptList: filterPolicy == 1)
         link.perform { [self] in link.tryConnect(self) }
     }
 

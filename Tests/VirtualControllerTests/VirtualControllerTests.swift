@@ -275,6 +275,29 @@ func DataHex(_ s: String) -> [UInt8] {
         #expect(p.a.le(e, LEEnhancedConnectionComplete.self).first?.status == .unknownConnectionIdentifier)
     }
 
+    // Core v5.4 Vol 4 Part E 7.8.12 and 7.8.66: Connection_Interval_Min above Connection_Interval_Max,
+    // or Initiating_PHYs with no PHY the primary advertising channel is scanned on, is refused with
+    // Invalid HCI Command Parameters (0x12); either command while a create connection is pending
+    // with Command Disallowed (0x0C). Both commands answer with Command Status.
+    @Test func createConnectionChecks() {
+        let p = Pair()
+        let peer = p.b.controller.publicAddress
+        func status<C: HCICommand>(_ c: C) -> HCIStatus? {
+            p.a.send(c)
+            p.link.runUntilIdle()
+            return (p.a.events().first as? CommandStatus)?.status
+        }
+        #expect(status(LECreateConnection(peerAddressType: .public, peerAddress: peer,
+                                          connectionIntervalMin: 0x30, connectionIntervalMax: 0x20)) == .invalidParameters)
+        #expect(status(LEExtendedCreateConnection(peerAddressType: .public, peerAddress: peer, initiatingPHYs: 0x00,
+                                                  phyParameters: [])) == .invalidParameters)
+        #expect(status(LEExtendedCreateConnection(peerAddressType: .public, peerAddress: peer, phyParameters: [
+            .init(connectionIntervalMin: 0x30, connectionIntervalMax: 0x20)])) == .invalidParameters)
+        #expect(status(LECreateConnection(peerAddressType: .public, peerAddress: peer)) == .success)
+        #expect(status(LECreateConnection(peerAddressType: .public, peerAddress: peer)) == .commandDisallowed)
+        #expect(status(LEExtendedCreateConnection(peerAddressType: .public, peerAddress: peer)) == .commandDisallowed)
+    }
+
     @Test func updateDataLengthPHYFeaturesRSSI() throws {
         let p = Pair()
         let (ha, hb) = p.connect()
