@@ -302,15 +302,10 @@ extension VirtualController: HCICommandHandler {
 
     // MARK: Legacy scanning
     package func handle(_ c: LESetScanParameters) {
-        guard !scanEnabled else { return reject(LESetScanParameters.self, .commandDisallowed) }
-        guard c.leScanType <= 1, (4...0x4000).contains(c.leScanInterval), (4...0x4000).contains(c.leScanWindow),
-              c.leScanWindow <= c.leScanInterval, c.scanningFilterPolicy <= 3 else {
-            return reject(LESetScanParameters.self, .invalidParameters)
-        }
-        scanActive = c.leScanType == 1
-        scanFilterPolicy = c.scanningFilterPolicy
-        scanOwnAddressType = c.ownAddressType
-        complete(LESetScanParameters.self)
+        let valid = c.leScanType <= 1 && (4...0x4000).contains(c.leScanInterval) && (4...0x4000).contains(c.leScanWindow)
+            && c.leScanWindow <= c.leScanInterval && c.scanningFilterPolicy <= 3
+        setScanParameters(LESetScanParameters.self, valid: valid, active: c.leScanType == 1,
+                          filterPolicy: c.scanningFilterPolicy, ownAddressType: c.ownAddressType)
     }
 
     package func handle(_ c: LESetScanEnable) {
@@ -410,16 +405,12 @@ extension VirtualController: HCICommandHandler {
 
     // MARK: Extended scanning
     package func handle(_ c: LESetExtendedScanParameters) {
-        guard !scanEnabled else { return reject(LESetExtendedScanParameters.self, .commandDisallowed) }
-        guard c.scanningPHYs != 0, c.scanningPHYs & ~0x05 == 0, c.scanningFilterPolicy <= 3,
-              let first = c.phyParameters.first,
-              c.phyParameters.allSatisfy({ $0.scanType <= 1 && $0.scanInterval >= 4 && $0.scanWindow >= 4 && $0.scanWindow <= $0.scanInterval }) else {
-            return reject(LESetExtendedScanParameters.self, .invalidParameters)
-        }
-        scanActive = first.scanType == 1
-        scanFilterPolicy = c.scanningFilterPolicy
-        scanOwnAddressType = c.ownAddressType
-        complete(LESetExtendedScanParameters.self)
+        // Scans as the first PHY's block says (LE 1M, or LE Coded alone).
+        let valid = c.scanningPHYs != 0 && c.scanningPHYs & ~0x05 == 0 && c.scanningFilterPolicy <= 3
+            && !c.phyParameters.isEmpty
+            && c.phyParameters.allSatisfy { $0.scanType <= 1 && $0.scanInterval >= 4 && $0.scanWindow >= 4 && $0.scanWindow <= $0.scanInterval }
+        setScanParameters(LESetExtendedScanParameters.self, valid: valid, active: c.phyParameters.first?.scanType == 1,
+                          filterPolicy: c.scanningFilterPolicy, ownAddressType: c.ownAddressType)
     }
 
     package func handle(_ c: LESetExtendedScanEnable) {
@@ -570,6 +561,19 @@ extension VirtualController: HCICommandHandler {
         if scanResponse { set.scanResponse = current } else { set.data = current }
         sets[handle] = set
         return nil
+    }
+
+    /// LE Set Scan Parameters and LE Set Extended Scan Parameters: refused while scanning
+    /// (Command Disallowed, Core Vol 4 Part E 7.8.10, 7.8.64) or out of range (Invalid HCI
+    /// Command Parameters); else kept for the next scan.
+    private func setScanParameters<C: HCICommand>(_ command: C.Type, valid: Bool, active: Bool, filterPolicy: UInt8,
+                                                  ownAddressType: AddressType) where C.ReturnParameters == NoReturnParameters {
+        guard !scanEnabled else { return reject(C.self, .commandDisallowed) }
+        guard valid else { return reject(C.self, .invalidParameters) }
+        scanActive = active
+        scanFilterPolicy = filterPolicy
+        scanOwnAddressType = ownAddressType
+        complete(C.self)
     }
 
     private func startScan(_ enable: Bool, filterDuplicates: Bool, extended: Bool) {

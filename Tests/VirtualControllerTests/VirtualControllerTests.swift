@@ -279,6 +279,20 @@ func DataHex(_ s: String) -> [UInt8] {
     // or Initiating_PHYs with no PHY the primary advertising channel is scanned on, is refused with
     // Invalid HCI Command Parameters (0x12); either command while a create connection is pending
     // with Command Disallowed (0x0C). Both commands answer with Command Status.
+    // Core v5.4 Vol 4 Part E 7.8.10 and 7.8.64: a scan window longer than the scan interval is
+    // refused with Invalid HCI Command Parameters (0x12); either command while scanning is enabled
+    // with Command Disallowed (0x0C). Both answer with Command Complete.
+    @Test func scanParametersChecks() {
+        let p = Pair()
+        #expect(p.run(p.a, LESetScanParameters(leScanInterval: 0x10, leScanWindow: 0x20))?.status == .invalidParameters)
+        #expect(p.run(p.a, LESetExtendedScanParameters(phyParameters: [.init(scanInterval: 0x10, scanWindow: 0x20)]))?.status
+                == .invalidParameters)
+        #expect(p.run(p.a, LESetScanParameters())?.status == .success)
+        #expect(p.run(p.a, LESetScanEnable(leScanEnable: true))?.status == .success)
+        #expect(p.run(p.a, LESetScanParameters())?.status == .commandDisallowed)
+        #expect(p.run(p.a, LESetExtendedScanParameters())?.status == .commandDisallowed)
+    }
+
     @Test func createConnectionChecks() {
         let p = Pair()
         let peer = p.b.controller.publicAddress
