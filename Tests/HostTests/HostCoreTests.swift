@@ -177,15 +177,16 @@ import Transport
         // Use up both credits on 0x40, then queue two frames on each link.
         try await host.sendL2CAP(l2capFrame(50), on: 0x40)  // 54 octets → 2 fragments, fast path
         #expect(t.sentACL.count == 2)
+        // Each send is queued before the next starts: unstructured tasks have no start order,
+        // and the per-link order checked below is the order the frames were handed over.
         var tasks: [Task<Void, any Error>] = []
-        for i in 0..<2 {
-            tasks.append(Task { try await host.sendL2CAP(l2capFrame(50, seed: UInt8(i)), on: 0x40) })
-            tasks.append(Task { try await host.sendL2CAP(l2capFrame(50, seed: UInt8(10 + i)), on: 0x41) })
-        }
-        try await eventually("all queued") {
-            let a = await host.queuedFrameCount(0x40)
-            let b = await host.queuedFrameCount(0x41)
-            return a == 2 && b == 2
+        for (i, (seed, handle)) in [(0, 0x40), (10, 0x41), (1, 0x40), (11, 0x41)].enumerated() {
+            tasks.append(Task { try await host.sendL2CAP(l2capFrame(50, seed: UInt8(seed)), on: UInt16(handle)) })
+            try await eventually("send \(i + 1) queued") {
+                let a = await host.queuedFrameCount(0x40)
+                let b = await host.queuedFrameCount(0x41)
+                return a + b == i + 1
+            }
         }
         var inFlight: [UInt16: Int] = [0x40: 2]
         while t.sentACL.count < 10 {
