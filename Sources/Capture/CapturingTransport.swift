@@ -9,25 +9,38 @@ public final class CapturingTransport: HCITransport, @unchecked Sendable {
 
     public let inner: any HCITransport
     public let writers: [CaptureWriter]
-    public let incoming: AsyncThrowingStream<HCIPacket, any Error>
     private let observer: Observer?
-    private let relay: Task<Void, Never>
+    /// Only for an inner transport without an inbox: a task that records and passes on `incoming`.
+    private let relayed: AsyncThrowingStream<HCIPacket, any Error>?
 
     public var name: String { inner.name }
+    /// The inner transport's inbox, tapped: received packets are recorded where they arrive and
+    /// the host reads them as it would without a capture (same batches, same executor).
+    public var inbox: PacketInbox? { inner.inbox }
+    public var executor: SerialThreadExecutor? { inner.executor }
+    public var incoming: AsyncThrowingStream<HCIPacket, any Error> { relayed ?? inner.incoming }
 
     public init(_ inner: any HCITransport, writers: [CaptureWriter] = [], observer: Observer? = nil) {
         self.inner = inner
         self.writers = writers
         self.observer = observer
+        let record: @Sendable (HCIPacket) -> Void = { packet in
+            let now = Date()
+            for w in writers { w.write(packet, direction: .received, time: now) }
+            observer?(.received, packet, now)
+        }
+        if let inbox = inner.inbox {
+            relayed = nil
+            inbox.tap(record)
+            return
+        }
         let (stream, continuation) = AsyncThrowingStream<HCIPacket, any Error>.makeStream()
-        incoming = stream
+        relayed = stream
         let source = inner.incoming
-        relay = Task {
+        let relay = Task {
             do {
                 for try await packet in source {
-                    let now = Date()
-                    for w in writers { w.write(packet, direction: .received, time: now) }
-                    observer?(.received, packet, now)
+                    record(packet)
                     continuation.yield(packet)
                 }
                 continuation.finish()
@@ -35,7 +48,7 @@ public final class CapturingTransport: HCITransport, @unchecked Sendable {
                 continuation.finish(throwing: error)
             }
         }
-        continuation.onTermination = { @Sendable [relay] _ in relay.cancel() }
+        continuation.onTermination = { @Sendable _ in relay.cancel() }
     }
 
     public func send(_ packet: HCIPacket) throws(TransportError) {

@@ -23,6 +23,8 @@ public final class PacketInbox: Sendable {
         var target: (executor: SerialThreadExecutor, receive: @Sendable (Delivery) -> Void)?
         var drainQueued = false
         var endDelivered = false
+        /// `tap(_:)`: sees every packet as it is delivered.
+        var tap: (@Sendable (HCIPacket) -> Void)?
     }
 
     /// What `deliver(on:to:)` hands over: packets in arrival order, then the end once.
@@ -38,17 +40,28 @@ public final class PacketInbox: Sendable {
     /// Producer: queues `packet` for the reader (ignored once finished).
     public func deliver(_ packet: HCIPacket) {
         enum Next { case none, resume(CheckedContinuation<[HCIPacket]?, any Error>), drain(SerialThreadExecutor) }
-        let next: Next = state.withLock { s in
-            guard s.ended == nil else { return .none }
+        let (next, tap): (Next, (@Sendable (HCIPacket) -> Void)?) = state.withLock { s in
+            guard s.ended == nil else { return (.none, nil) }
             // A waiting reader has taken everything before it parked.
-            if let w = s.waiter { s.waiter = nil; return .resume(w) }
+            if let w = s.waiter { s.waiter = nil; return (.resume(w), s.tap) }
             s.packets.append(packet)
-            return drainExecutor(&s).map { .drain($0) } ?? .none
+            return (drainExecutor(&s).map { .drain($0) } ?? .none, s.tap)
         }
+        tap?(packet)
         switch next {
         case .none: break
         case .resume(let w): w.resume(returning: [packet])
         case .drain(let executor): executor.submit { self.drain() }
+        }
+    }
+
+    /// Shows every packet delivered from now on to `observe`, on the producer's thread, in
+    /// arrival order, whichever reader then takes it (a capture of what was received, taken
+    /// where the packet arrives, without a relay in front of the reader). One tap.
+    public func tap(_ observe: @escaping @Sendable (HCIPacket) -> Void) {
+        state.withLock { s in
+            precondition(s.tap == nil, "PacketInbox.tap: one tap only")
+            s.tap = observe
         }
     }
 

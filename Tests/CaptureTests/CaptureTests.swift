@@ -283,6 +283,43 @@ final class ManagedAtomicFlag: @unchecked Sendable {
     }
 }
 
+extension CapturingTransportTests {
+    /// A transport that queues received packets in a `PacketInbox`, as the socket and
+    /// in-process transports do.
+    final class InboxTransport: HCITransport, @unchecked Sendable {
+        let packets = PacketInbox()
+        var inbox: PacketInbox? { packets }
+        var incoming: AsyncThrowingStream<HCIPacket, any Error> { packets.stream }
+        var name: String { "inbox" }
+        func send(_ packet: HCIPacket) throws(TransportError) {}
+        func close() { packets.finish() }
+    }
+
+    /// The host reads a capturing transport's inbox as it would the inner one's (same batches,
+    /// no relay task in front), and every packet delivered is recorded once, in order.
+    @Test func inboxIsTappedNotRelayed() async throws {
+        let path = tempPath(".btsnoop")
+        defer { unlink(path) }
+        let inner = InboxTransport()
+        let writer = try CaptureWriter.open(path: path)
+        let seen = ManagedList()
+        let t = CapturingTransport(inner, writers: [writer], observer: { d, p, _ in seen.append((d, p)) })
+        #expect(t.inbox === inner.packets)
+        let fed = samplePackets.map(\.0)
+        for p in fed { inner.packets.deliver(p) }
+        inner.packets.finish()
+        var got: [HCIPacket] = []
+        while let batch = try await t.inbox?.next() { got += batch }
+        #expect(got == fed)
+        #expect(seen.items.map(\.1) == fed && seen.items.allSatisfy { $0.0 == .received })
+        writer.close()
+        var reader = try CaptureReader(path: path)
+        let (records, error) = reader.readAll()
+        #expect(error == nil)
+        #expect(records.map { try? $0.packet?.get() } == fed)
+    }
+}
+
 final class ManagedList: @unchecked Sendable {
     private let lock = NSLock()
     private var list: [(Direction, HCIPacket)] = []
