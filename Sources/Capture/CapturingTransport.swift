@@ -10,45 +10,22 @@ public final class CapturingTransport: HCITransport, @unchecked Sendable {
     public let inner: any HCITransport
     public let writers: [CaptureWriter]
     private let observer: Observer?
-    /// Only for an inner transport without an inbox: a task that records and passes on `incoming`.
-    private let relayed: AsyncThrowingStream<HCIPacket, any Error>?
 
     public var name: String { inner.name }
     /// The inner transport's inbox, tapped: received packets are recorded where they arrive and
     /// the host reads them as it would without a capture (same batches, same executor).
-    public var inbox: PacketInbox? { inner.inbox }
+    public var inbox: PacketInbox { inner.inbox }
     public var executor: SerialThreadExecutor? { inner.executor }
-    public var incoming: AsyncThrowingStream<HCIPacket, any Error> { relayed ?? inner.incoming }
 
     public init(_ inner: any HCITransport, writers: [CaptureWriter] = [], observer: Observer? = nil) {
         self.inner = inner
         self.writers = writers
         self.observer = observer
-        let record: @Sendable (HCIPacket) -> Void = { packet in
+        inner.inbox.tap { packet in
             let now = Date()
             for w in writers { w.write(packet, direction: .received, time: now) }
             observer?(.received, packet, now)
         }
-        if let inbox = inner.inbox {
-            relayed = nil
-            inbox.tap(record)
-            return
-        }
-        let (stream, continuation) = AsyncThrowingStream<HCIPacket, any Error>.makeStream()
-        relayed = stream
-        let source = inner.incoming
-        let relay = Task {
-            do {
-                for try await packet in source {
-                    record(packet)
-                    continuation.yield(packet)
-                }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
-        }
-        continuation.onTermination = { @Sendable _ in relay.cancel() }
     }
 
     public func send(_ packet: HCIPacket) throws(TransportError) {

@@ -121,9 +121,6 @@ public actor Host {
     var localAddressForConnections = DeviceAddress(.zero, type: .public)
 
     // MARK: lifecycle
-    /// Reads `transport.incoming` when the transport has no `PacketInbox` (a wrapper such as
-    /// `CapturingTransport`); nil when the inbox hands packets to the executor.
-    var readerTask: Task<Void, Never>?
     var readerStarted = false
     /// Set when the host can no longer work (transport lost, hardware error, closed).
     var fatal: HostError?
@@ -155,35 +152,24 @@ public actor Host {
         self.eventsContinuation = continuation
     }
 
-    deinit {
-        readerTask?.cancel()
-    }
-
     /// Stops reading, fails everything pending and closes the transport. Idempotent.
     public func close() {
         if fatal == nil {
             failEverything(.transportLost(TransportError(.closed, "the host was closed")))
         }
-        readerTask?.cancel()
-        readerTask = nil
         transport.close()
         if ownsExecutor { executor.shutdownWhenIdle() }
     }
 
-    /// Starts receiving from the transport if not already done: with a `PacketInbox`, each
-    /// batch of packets is a job on the host's executor (one wake per batch from a socket
-    /// reader thread, none on an in-process link whose sender runs here); otherwise a task
-    /// reads `incoming`.
+    /// Starts receiving from the transport if not already done: each batch of packets in its
+    /// inbox is a job on the host's executor (one wake per batch from a socket reader thread,
+    /// none on an in-process link whose sender runs here).
     func startReader() {
         guard !readerStarted else { return }
         readerStarted = true
-        if let inbox = transport.inbox {
-            // Holds the host until the transport ends, as a reading task would.
-            inbox.deliver(on: executor) { delivery in
-                self.assumeIsolated { $0.received(delivery) }
-            }
-        } else {
-            readerTask = Task { await self.readLoop() }
+        // Holds the host until the transport ends, as a reading task would.
+        transport.inbox.deliver(on: executor) { delivery in
+            self.assumeIsolated { $0.received(delivery) }
         }
     }
 
@@ -199,20 +185,6 @@ public actor Host {
             transportDied(error)
         case .ended(nil):
             transportDied(TransportError(.closed, "\(transport.name): the transport was closed"))
-        }
-    }
-
-    private func readLoop() async {
-        do {
-            for try await packet in transport.incoming {
-                handle(packet)
-                if fatal != nil { return }
-            }
-            if fatal == nil { transportDied(TransportError(.closed, "\(transport.name): the transport was closed")) }
-        } catch let e as TransportError {
-            transportDied(e)
-        } catch {
-            transportDied(TransportError(.lost, "\(transport.name): \(error)"))
         }
     }
 

@@ -145,7 +145,7 @@ public final class PacketInbox: Sendable {
     }
 
     /// The packets as an `AsyncThrowingStream`, for a reader other than the host (tests,
-    /// `CapturingTransport`). The same stream on every call.
+    /// tools: `HCITransport.incoming`). The same stream on every call.
     public var stream: AsyncThrowingStream<HCIPacket, any Error> {
         state.withLock { s in
             if let existing = s.stream { return existing }

@@ -8,8 +8,8 @@ import Glibc
 /// socket (which delivers one H4 packet per read, a special case of a stream).
 ///
 /// A reader thread polls the descriptor and a wake pipe, feeds `H4Framer` and hands packets
-/// to `inbox` (`incoming`). Loss (EOF, read error, framing error) is reported once: `incoming`
-/// finishes with that error and every later `send` throws it. The reader thread owns the
+/// to `inbox`. Loss (EOF, read error, framing error) is reported once: `inbox`
+/// ends with that error and every later `send` throws it. The reader thread owns the
 /// descriptor and closes it when it exits.
 ///
 /// `send` never waits for the other end in normal operation (it runs on the host's executor,
@@ -21,8 +21,7 @@ import Glibc
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let name: String
     private let packets = PacketInbox()
-    public var inbox: PacketInbox? { packets }
-    public var incoming: AsyncThrowingStream<HCIPacket, any Error> { packets.stream }
+    public var inbox: PacketInbox { packets }
 
     private let fd: Int32
     private let isSocket: Bool
@@ -169,7 +168,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         _ = Glibc.write(wakeWrite, &one, 1)
     }
 
-    /// Records the first loss and finishes `incoming` with it. Caller holds `lock`.
+    /// Records the first loss and ends `inbox` with it. Caller holds `lock`.
     private func failLocked(_ error: TransportError) {
         guard case .open = state else { return }
         state = .lost(error)

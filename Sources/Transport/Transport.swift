@@ -6,19 +6,16 @@ public protocol HCITransport: AnyObject, Sendable {
     /// Sends one packet to the controller. Throws `TransportError` once the transport is closed or lost.
     func send(_ packet: HCIPacket) throws(TransportError)
 
-    /// Packets from the controller, in arrival order. Finishes by throwing `TransportError`
-    /// when the transport is lost (reported once), or normally after `close()`.
-    var incoming: AsyncThrowingStream<HCIPacket, any Error> { get }
-
     /// Human description ("tcp:127.0.0.1:9000", "hci0 (user channel)").
     var name: String { get }
 
-    /// Closes the transport; `incoming` finishes. Idempotent.
+    /// Closes the transport; `inbox` ends. Idempotent.
     func close()
 
-    /// The same packets in batches (`PacketInbox`), when the transport queues them so; the
-    /// `Host` reads this instead of `incoming` then. Read one of the two, never both.
-    var inbox: PacketInbox? { get }
+    /// Packets from the controller, in arrival order, in batches: the one receive path (the
+    /// `Host` has them handed to its executor); it ends with the transport's loss (reported
+    /// once), or normally after `close()`. One reader.
+    var inbox: PacketInbox { get }
 
     /// The executor the host of this transport should run on, when the transport has one to
     /// share (every host on one in-process `VirtualLink` gets the link's, so a packet sent by
@@ -27,8 +24,10 @@ public protocol HCITransport: AnyObject, Sendable {
 }
 
 extension HCITransport {
-    public var inbox: PacketInbox? { nil }
     public var executor: SerialThreadExecutor? { nil }
+
+    /// The inbox as an `AsyncThrowingStream`, for a reader other than the host (tests, tools).
+    public var incoming: AsyncThrowingStream<HCIPacket, any Error> { inbox.stream }
 }
 
 /// Why a transport could not be opened or was lost. The description says what to do.

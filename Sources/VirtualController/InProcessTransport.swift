@@ -3,15 +3,14 @@ import HCI
 import Transport
 
 /// The host side of one virtual controller, in-process: `send` feeds the controller,
-/// `inbox` (or `incoming`) gets what the controller sends (queued on the link's context, no
+/// `inbox` gets what the controller sends (queued on the link's context, no
 /// extra hops; the host has it handed over in batches as jobs on `executor`, the link's, which
 /// every host on the link shares).
 public final class InProcessTransport: HCITransport, @unchecked Sendable {
     public let controller: VirtualController
     public let name: String
     private let packets = PacketInbox()
-    public var inbox: PacketInbox? { packets }
-    public var incoming: AsyncThrowingStream<HCIPacket, any Error> { packets.stream }
+    public var inbox: PacketInbox { packets }
     public var executor: SerialThreadExecutor? { controller.link.executor }
     private let lock = NSLock()
     private var closed = false

@@ -243,15 +243,14 @@ final class ManagedAtomicFlag: @unchecked Sendable {
 }
 
 @Suite struct CapturingTransportTests {
+    /// A transport that queues received packets in a `PacketInbox`, as every transport does.
     final class FakeTransport: HCITransport, @unchecked Sendable {
-        let incoming: AsyncThrowingStream<HCIPacket, any Error>
-        let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
+        let inbox = PacketInbox()
         let lock = NSLock()
         var sent: [HCIPacket] = []
         var name: String { "fake" }
-        init() { (incoming, continuation) = AsyncThrowingStream.makeStream() }
         func send(_ packet: HCIPacket) throws(TransportError) { lock.withLock { sent.append(packet) } }
-        func close() { continuation.finish() }
+        func close() { inbox.finish() }
     }
 
     @Test func recordsBothDirectionsAndPassesThrough() async throws {
@@ -262,8 +261,8 @@ final class ManagedAtomicFlag: @unchecked Sendable {
         let seen = ManagedList()
         let t = CapturingTransport(inner, writers: [writer], observer: { d, p, _ in seen.append((d, p)) })
         try t.send(samplePackets[0].0)
-        inner.continuation.yield(samplePackets[1].0)
-        inner.continuation.finish(throwing: TransportError(.lost, "gone"))
+        inner.inbox.deliver(samplePackets[1].0)
+        inner.inbox.finish(throwing: TransportError(.lost, "gone"))
         var got: [HCIPacket] = []
         do {
             for try await p in t.incoming { got.append(p) }
@@ -284,32 +283,21 @@ final class ManagedAtomicFlag: @unchecked Sendable {
 }
 
 extension CapturingTransportTests {
-    /// A transport that queues received packets in a `PacketInbox`, as the socket and
-    /// in-process transports do.
-    final class InboxTransport: HCITransport, @unchecked Sendable {
-        let packets = PacketInbox()
-        var inbox: PacketInbox? { packets }
-        var incoming: AsyncThrowingStream<HCIPacket, any Error> { packets.stream }
-        var name: String { "inbox" }
-        func send(_ packet: HCIPacket) throws(TransportError) {}
-        func close() { packets.finish() }
-    }
-
     /// The host reads a capturing transport's inbox as it would the inner one's (same batches,
     /// no relay task in front), and every packet delivered is recorded once, in order.
     @Test func inboxIsTappedNotRelayed() async throws {
         let path = tempPath(".btsnoop")
         defer { unlink(path) }
-        let inner = InboxTransport()
+        let inner = FakeTransport()
         let writer = try CaptureWriter.open(path: path)
         let seen = ManagedList()
         let t = CapturingTransport(inner, writers: [writer], observer: { d, p, _ in seen.append((d, p)) })
-        #expect(t.inbox === inner.packets)
+        #expect(t.inbox === inner.inbox)
         let fed = samplePackets.map(\.0)
-        for p in fed { inner.packets.deliver(p) }
-        inner.packets.finish()
+        for p in fed { inner.inbox.deliver(p) }
+        inner.inbox.finish()
         var got: [HCIPacket] = []
-        while let batch = try await t.inbox?.next() { got += batch }
+        while let batch = try await t.inbox.next() { got += batch }
         #expect(got == fed)
         #expect(seen.items.map(\.1) == fed && seen.items.allSatisfy { $0.0 == .received })
         writer.close()

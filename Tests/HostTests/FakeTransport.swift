@@ -14,14 +14,12 @@ final class FakeTransport: HCITransport, @unchecked Sendable {
     }
 
     let state = Mutex(State())
-    let incoming: AsyncThrowingStream<HCIPacket, any Error>
-    let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
+    let inbox = PacketInbox()
     let name = "fake"
     /// Answers to a command (packets injected right after it was sent); nil: no answer.
     let responder: (@Sendable (HCICommandPacket) -> [HCIPacket])?
 
     init(responder: (@Sendable (HCICommandPacket) -> [HCIPacket])?) {
-        (incoming, continuation) = AsyncThrowingStream<HCIPacket, any Error>.makeStream()
         self.responder = responder
     }
 
@@ -37,18 +35,18 @@ final class FakeTransport: HCITransport, @unchecked Sendable {
         }
         if closed { throw TransportError(.closed, "fake transport closed") }
         if case .command(let c) = packet, let responder {
-            for p in responder(c) { continuation.yield(p) }
+            for p in responder(c) { inbox.deliver(p) }
         }
     }
 
     func close() {
         state.withLock { $0.closed = true }
-        continuation.finish()
+        inbox.finish()
     }
 
-    func inject(_ packet: HCIPacket) { continuation.yield(packet) }
-    func inject(_ e: some HCIEventParameters) { continuation.yield(.event(e.packet)) }
-    func inject(le e: some LEMetaEventParameters) { continuation.yield(.event(e.packet)) }
+    func inject(_ packet: HCIPacket) { inbox.deliver(packet) }
+    func inject(_ e: some HCIEventParameters) { inbox.deliver(.event(e.packet)) }
+    func inject(le e: some LEMetaEventParameters) { inbox.deliver(.event(e.packet)) }
 
     /// Frees `n` ACL buffers of `handle` with Number Of Completed Packets.
     func complete(_ handle: UInt16, _ n: Int) {

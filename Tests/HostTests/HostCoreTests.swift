@@ -108,7 +108,7 @@ import Transport
         let clock = ContinuousClock()
         let started = clock.now
         let lost = TransportError(.lost, "peer closed the stream")
-        t.continuation.finish(throwing: lost)
+        t.inbox.finish(throwing: lost)
         await #expect(throws: HostError.transportLost(lost)) { try await pending.value }
         // The given 150 ms was used, not the default (5 s): the bound is the default, so a
         // loaded machine's scheduling delay cannot fail it, while a timeout ignored still does.
