@@ -2,13 +2,21 @@
 one-octet bit sets, as Swift types. Used by gen_smp.py for smp.pdl and by generate.py for the
 *-codes.pdl files, which hold nothing else:
 
-  enum NAME [u8|u16] [error] [unknown "TEXT"] "Doc"   a code; `error`: also a Swift Error;
-    value CASE CODE "Spec Name"                       `unknown`: `name` is TEXT for an undeclared
-    value - CODE "Spec Name"                          code (else nil). `-`: named, no Swift constant
-  flags NAME [u8|u16|u64] [RFU_MASK] "Doc"           a bit set (OptionSet); its description names the
-    bit CASE MASK|1<<N "Spec Name"                    bits set, then any RFU_MASK bits, or "none"
+  enum NAME [u8|u16] [error] [unknown "TEXT"] [other "TEXT"] "Doc"   a code; `error`: also a Swift
+    value CASE CODE "Spec Name"                       Error; `unknown`: `name` is TEXT for an undeclared
+    value - CODE "Spec Name"                          code (else nil, and the description "Reserved
+                                                      (CODE)", or "TEXT CODE" with `other`).
+                                                      `-`: named, no Swift constant
+  flags NAME [u8|u16|u64] [RFU_MASK] [cli] "Doc"     a bit set (OptionSet); its description names the
+    bit CASE MASK|1<<N "Spec Name"                    bits set, then any RFU_MASK bits, or "none";
+                                                      `cli`: the bits are named by their constants
+                                                      as CLI.md prints them (`allNames`, `names`),
+                                                      the description lists those, comma-separated
   names FUNC [unknown "TEXT"] "Doc"                   a function naming a one-octet parameter's
     value - CODE "Name"                               values (TEXT, default "reserved", for others)
+  uuids TYPE.FUNC [CONSTANTS] "Doc"                   16-bit UUIDs (Assigned Numbers): TYPE.FUNC names
+    value CASE|- CODE "Name"                          them (nil for others); a CASE is also a
+                                                      BluetoothUUID constant of enum CONSTANTS
 """
 import re
 import sys
@@ -26,8 +34,13 @@ class CodeTable:
         self.kind, self.name, self.spec, self.where = kind, name, spec, where
         self.raw = next((t for t in ("u16", "u64") if t in words.split()), "u8")
         self.error = "error" in words
+        self.cli = "cli" in words.split()
+        # uuids: the enum holding the constants.
+        self.constants = words.split()[0] if kind == "uuids" and words.split() else None
         m = re.search(r'unknown "([^"]*)"', words)
         self.unknown = m.group(1) if m else None
+        m = re.search(r'other "([^"]*)"', words)
+        self.other = m.group(1) if m else None
         m = re.search(r'(0x[0-9A-Fa-f]+)', words.split('"')[0])
         self.rfu = int(m.group(1), 16) if m else 0
         self.members = []
@@ -35,14 +48,14 @@ class CodeTable:
 
 def read_header(line, where):
     """A CodeTable for an `enum`/`flags` header line, else None."""
-    m = re.match(r'(enum|flags|names) (\w+) (.*?)"([^"]+)"$', line)
+    m = re.match(r'(enum|flags|names|uuids) ([\w.]+) (.*?)"([^"]+)"$', line)
     if not m:
         return None
     return CodeTable(m.group(1), m.group(2), m.group(3), m.group(4), where)
 
 
 def read_member(table, key, body, where):
-    if key != {"enum": "value", "flags": "bit", "names": "value"}[table.kind]:
+    if key != {"enum": "value", "flags": "bit", "names": "value", "uuids": "value"}[table.kind]:
         sys.exit(f"{where}: unknown member {key}")
     m = re.match(r'(\w+|-) (0x[0-9A-Fa-f]+|1<<\d+) "([^"]+)"$', body)
     if not m:
@@ -61,9 +74,13 @@ def emit(t):
         out = [f"/// {t.spec}", f"public func {t.name}(_ v: {swift}) -> String {{", "    switch v {"]
         out += [f'    case {hexc(c)}: "{s}"' for _, c, s in t.members]
         return out + [f'    default: "{t.unknown if t.unknown is not None else "reserved"}"', "    }", "}"]
+    if t.kind == "uuids":
+        return emit_uuids(t)
     if t.kind == "flags":
         out = [f"/// {t.spec}", f"public struct {t.name}: OptionSet, Hashable, Sendable, CustomStringConvertible {{",
                f"    public let rawValue: {swift}", f"    public init(rawValue: {swift}) {{ self.rawValue = rawValue }}"]
+        if t.cli:
+            return out + emit_cli_names(t, bitc)
         out += [f"    public static let {n} = Self(rawValue: {bitc(c)})" for n, c, _ in t.members]
         out += ["", "    /// The names of the bits set" + (", then any reserved bits" if t.rfu else "") + "; \"none\" when empty.",
                 "    public var description: String {", "        var parts: [String] = []"]
@@ -84,8 +101,41 @@ def emit(t):
     if t.unknown is not None:
         out.append('    public var description: String { "\\(name) (\\(hexCode(rawValue)))" }')
     else:
-        out.append('    public var description: String { name ?? "Reserved (\\(hexCode(rawValue)))" }')
+        other = f"{t.other} \\(hexCode(rawValue))" if t.other else "Reserved (\\(hexCode(rawValue)))"
+        out.append(f'    public var description: String {{ name ?? "{other}" }}')
     out.append("}")
+    return out
+
+
+def emit_cli_names(t, bitc):
+    """A `cli` bit set's constants (each under its specification name) and CLI.md's names of them."""
+    out = []
+    for n, c, s in t.members:
+        out += [f"    /// {s}", f"    public static let {n} = Self(rawValue: {bitc(c)})"]
+    out += ["", "    /// Each bit under its name in CLI.md (its constant's name), in bit order.",
+            "    public static let allNames: [(Self, String)] = ["]
+    out += [f'        (.{n}, "{n}"),' for n, _, _ in t.members]
+    out += ["    ]", "    /// CLI.md's names of the bits set, in bit order.",
+            "    public var names: [String] { Self.allNames.filter { contains($0.0) }.map(\\.1) }",
+            '    public var description: String { names.joined(separator: ",") }', "}"]
+    return out
+
+
+def emit_uuids(t):
+    """A function naming 16-bit UUIDs, and the constants of the named ones."""
+    owner, func = t.name.split(".")
+    out = [f"extension {owner} {{", f"    /// {t.spec}", f"    static func {func}(_ v: UInt16) -> String? {{",
+           "        switch v {"]
+    out += [f'        case 0x{c:04X}: "{s}"' for _, c, s in t.members]
+    out += ["        default: nil", "        }", "    }", "}"]
+    named = [(n, c, s) for n, c, s in t.members if n]
+    if named:
+        if not t.constants:
+            sys.exit(f"{t.where}: {t.name} declares constants but names no enum for them")
+        out += ["", f"extension {t.constants} {{"]
+        for n, c, s in named:
+            out += [f"    /// {s}", f"    public static let {n}: BluetoothUUID = 0x{c:04X}"]
+        out.append("}")
     return out
 
 
