@@ -246,6 +246,24 @@ import HCI
         #expect(ADType(0x3E).description == "Unknown AD Type 0x3e")
     }
 
+    /// Event_Type bits of LE Extended Advertising Report (Core v5.4 Vol 4 Part E 7.7.65.13):
+    /// bit 0 connectable, 1 scannable, 2 directed, 3 scan response, 4 legacy PDUs; legacy
+    /// Event_Types (7.7.65.2) mapped onto them with the values 7.7.65.13 gives the legacy PDUs
+    /// (ADV_IND 0b0010011, ADV_DIRECT_IND 0b0010101, ADV_SCAN_IND 0b0010010, ADV_NONCONN_IND 0b0010000).
+    @Test func advertisingEventKindBits() {
+        #expect(AdvertisingEventKind.connectable.rawValue == 0x01)
+        #expect(AdvertisingEventKind.scannable.rawValue == 0x02)
+        #expect(AdvertisingEventKind.directed.rawValue == 0x04)
+        #expect(AdvertisingEventKind.scanResponse.rawValue == 0x08)
+        #expect(AdvertisingEventKind.legacy.rawValue == 0x10)
+        #expect(AdvertisingEventKind(legacyEventType: 0).rawValue == 0b0010011)
+        #expect(AdvertisingEventKind(legacyEventType: 1).rawValue == 0b0010101)
+        #expect(AdvertisingEventKind(legacyEventType: 2).rawValue == 0b0010010)
+        #expect(AdvertisingEventKind(legacyEventType: 3).rawValue == 0b0010000)
+        #expect(AdvertisingEventKind(legacyEventType: 0).description == "connectable, scannable, legacy")
+        #expect(AdvertisingEventKind().description == "non-connectable")
+    }
+
     @Test func oversizedDataIsTruncatedOnEncode() {
         let ad = AdvertisingData([ADStructure(type: ADType(0x3e), data: Array(repeating: 7, count: 300))])
         let b = ad.bytes

@@ -115,3 +115,25 @@ public struct ADFlags: OptionSet, Hashable, Sendable, CustomStringConvertible {
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }
 }
+
+/// Kind of an advertising report, legacy and extended normalised (Core Vol 4 Part E 7.7.65.13).
+public struct AdvertisingEventKind: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public static let connectable = Self(rawValue: 0x0001)
+    public static let scannable = Self(rawValue: 0x0002)
+    public static let directed = Self(rawValue: 0x0004)
+    public static let scanResponse = Self(rawValue: 0x0008)
+    public static let legacy = Self(rawValue: 0x0010)
+
+    /// The names of the bits set; "non-connectable" when empty.
+    public var description: String {
+        var parts: [String] = []
+        if contains(.connectable) { parts.append("connectable") }
+        if contains(.scannable) { parts.append("scannable") }
+        if contains(.directed) { parts.append("directed") }
+        if contains(.scanResponse) { parts.append("scan response") }
+        if contains(.legacy) { parts.append("legacy") }
+        return parts.isEmpty ? "non-connectable" : parts.joined(separator: ", ")
+    }
+}
