@@ -1,5 +1,5 @@
-"""Code tables (status, error, reason and result codes with their specification names) and
-one-octet bit sets, as Swift types. Used by gen_smp.py for smp.pdl and by generate.py for the
+"""Code tables (status, error, reason and result codes with their specification names), bit
+sets, closed sets of values and Assigned Numbers UUID names, as Swift types. Used by gen_smp.py for smp.pdl and by generate.py for the
 *-codes.pdl files, which hold nothing else:
 
   enum NAME [u8|u16] [error] [unknown "TEXT"] [other "TEXT"] "Doc"   a code; `error`: also a Swift
@@ -55,7 +55,7 @@ class CodeTable:
 
 
 def read_header(line, where):
-    """A CodeTable for an `enum`/`flags` header line, else None."""
+    """A CodeTable for an `enum`/`flags`/`names`/`cases`/`uuids` header line, else None."""
     m = re.match(r'(enum|flags|names|uuids|cases) ([\w.]+) (.*?)"([^"]+)"$', line)
     if not m:
         return None
