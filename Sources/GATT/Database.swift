@@ -1,29 +1,7 @@
 import HCI
 import ATT
 
-/// Characteristic Properties (Core Vol 3 Part G 3.3.1.1), named as CLI.md prints them.
-public struct GATTCharacteristicProperties: OptionSet, Sendable, Hashable, CustomStringConvertible {
-    public var rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-
-    public static let broadcast = GATTCharacteristicProperties(rawValue: 0x01)
-    public static let read = GATTCharacteristicProperties(rawValue: 0x02)
-    public static let writeWithoutResponse = GATTCharacteristicProperties(rawValue: 0x04)
-    public static let write = GATTCharacteristicProperties(rawValue: 0x08)
-    public static let notify = GATTCharacteristicProperties(rawValue: 0x10)
-    public static let indicate = GATTCharacteristicProperties(rawValue: 0x20)
-    public static let authenticatedSignedWrites = GATTCharacteristicProperties(rawValue: 0x40)
-    public static let extendedProperties = GATTCharacteristicProperties(rawValue: 0x80)
-
-    public static let allNames: [(GATTCharacteristicProperties, String)] = [
-        (.broadcast, "broadcast"), (.read, "read"), (.writeWithoutResponse, "writeWithoutResponse"),
-        (.write, "write"), (.notify, "notify"), (.indicate, "indicate"),
-        (.authenticatedSignedWrites, "authenticatedSignedWrites"), (.extendedProperties, "extendedProperties"),
-    ]
-    /// CLI.md's names of the set bits, in bit order.
-    public var names: [String] { Self.allNames.filter { contains($0.0) }.map(\.1) }
-    public var description: String { names.joined(separator: ",") }
-}
+// GATTCharacteristicProperties (Core Vol 3 Part G 3.3.1.1) is generated from Tools/pdl/gatt-codes.pdl.
 
 /// Attribute permissions (Core Vol 3 Part F 3.2.5): access plus the security each access needs.
 public struct GATTPermissions: OptionSet, Sendable, Hashable {
@@ -194,23 +172,9 @@ public struct GATTService: Sendable {
     }
 }
 
-/// 16-bit UUIDs GATT itself uses (Assigned Numbers 3.5–3.8).
-public enum GATTUUID {
-    public static let primaryService: BluetoothUUID = 0x2800
-    public static let secondaryService: BluetoothUUID = 0x2801
-    public static let include: BluetoothUUID = 0x2802
-    public static let characteristic: BluetoothUUID = 0x2803
-    public static let characteristicExtendedProperties: BluetoothUUID = 0x2900
-    public static let characteristicUserDescription: BluetoothUUID = 0x2901
-    public static let clientCharacteristicConfiguration: BluetoothUUID = 0x2902
-    public static let genericAccess: BluetoothUUID = 0x1800
-    public static let genericAttribute: BluetoothUUID = 0x1801
-    public static let deviceName: BluetoothUUID = 0x2A00
-    public static let appearance: BluetoothUUID = 0x2A01
-    public static let serviceChanged: BluetoothUUID = 0x2A05
-    public static let clientSupportedFeatures: BluetoothUUID = 0x2B29
-    public static let databaseHash: BluetoothUUID = 0x2B2A
-}
+/// 16-bit UUIDs GATT itself uses (Assigned Numbers 3.4–3.8); the constants are generated with
+/// their names from Tools/pdl/gatt-codes.pdl.
+public enum GATTUUID {}
 
 // MARK: - The attribute table
 

@@ -42,22 +42,8 @@ public struct BDAddress: Hashable, Sendable, Comparable, CustomStringConvertible
     public var isRandomStatic: Bool { bytes[0] & 0xC0 == 0xC0 }
 }
 
-/// Address type as carried in LE HCI commands and events (Peer_Address_Type and friends).
-public enum AddressType: UInt8, Sendable, Hashable, CustomStringConvertible {
-    case `public` = 0x00
-    case random = 0x01
-    case publicIdentity = 0x02
-    case randomIdentity = 0x03
-
-    public var description: String {
-        switch self {
-        case .public: "public"
-        case .random: "random"
-        case .publicIdentity: "public identity"
-        case .randomIdentity: "random identity"
-        }
-    }
-
+// AddressType (Core Vol 4 Part E 7.8.12) is generated from Tools/pdl/hci-codes.pdl.
+extension AddressType {
     /// The type as CLI.md prints it: only "public" or "random".
     public var simple: String { (self == .public || self == .publicIdentity) ? "public" : "random" }
 }

@@ -1,23 +1,7 @@
-/// H4 packet indicator (Core Vol 4 Part A 2): the first byte of each packet on a UART,
-/// a TCP/UNIX H4 stream, a user-channel socket and in btsnoop 1002 / pcap 201 records.
-public enum HCIPacketType: UInt8, Sendable, CustomStringConvertible {
-    case command = 0x01
-    case acl = 0x02
-    case sco = 0x03
-    case event = 0x04
-    case iso = 0x05
+// HCIPacketType (the H4 packet indicator, Core Vol 4 Part A 2) and PacketBoundary (Core Vol 4
+// Part E 5.4.2) are generated from Tools/pdl/hci-codes.pdl.
 
-    /// CLI.md's `type` field.
-    public var description: String {
-        switch self {
-        case .command: "command"
-        case .acl: "acl"
-        case .sco: "sco"
-        case .event: "event"
-        case .iso: "iso"
-        }
-    }
-
+extension HCIPacketType {
     /// Length of the header that precedes the payload, and where its length field is.
     public var headerLength: Int {
         switch self {
@@ -72,24 +56,8 @@ public struct HCIEventPacket: Sendable, Equatable {
     }
 }
 
-/// Packet_Boundary_Flag of an ACL data packet (Core Vol 4 Part E 5.4.2).
-public enum PacketBoundary: UInt8, Sendable, CustomStringConvertible {
-    /// First non-automatically-flushable packet (host → controller start of an L2CAP frame).
-    case firstNonFlushable = 0b00
-    case continuing = 0b01
-    /// First automatically-flushable packet (how controllers deliver a frame's start on LE).
-    case first = 0b10
-    case complete = 0b11
-
-    public var description: String {
-        switch self {
-        case .firstNonFlushable: "firstNonFlushable"
-        case .continuing: "continuing"
-        case .first: "first"
-        case .complete: "complete"
-        }
-    }
-
+extension PacketBoundary {
+    /// A first packet (either kind) or a complete one: the start of an L2CAP frame.
     public var isStart: Bool { self != .continuing }
 }
 

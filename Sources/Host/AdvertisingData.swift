@@ -3,99 +3,9 @@ import HCI
 // Advertising and scan response data: Core Vol 3 Part C 11 (format) and the Core
 // Specification Supplement Part A (data types); AD type numbers from Assigned Numbers 2.3.
 
-/// An AD type (Assigned Numbers, "Common Data Types").
-public struct ADType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-    public init(_ v: UInt8) { rawValue = v }
+// ADType (its constants and names) and ADFlags are generated from Tools/pdl/gap-codes.pdl.
 
-    public static let flags = ADType(0x01)
-    public static let incompleteServiceUUIDs16 = ADType(0x02)
-    public static let completeServiceUUIDs16 = ADType(0x03)
-    public static let incompleteServiceUUIDs32 = ADType(0x04)
-    public static let completeServiceUUIDs32 = ADType(0x05)
-    public static let incompleteServiceUUIDs128 = ADType(0x06)
-    public static let completeServiceUUIDs128 = ADType(0x07)
-    public static let shortenedLocalName = ADType(0x08)
-    public static let completeLocalName = ADType(0x09)
-    public static let txPowerLevel = ADType(0x0A)
-    public static let classOfDevice = ADType(0x0D)
-    public static let peripheralConnectionIntervalRange = ADType(0x12)
-    public static let serviceSolicitationUUIDs16 = ADType(0x14)
-    public static let serviceSolicitationUUIDs128 = ADType(0x15)
-    public static let serviceData16 = ADType(0x16)
-    public static let publicTargetAddress = ADType(0x17)
-    public static let randomTargetAddress = ADType(0x18)
-    public static let appearance = ADType(0x19)
-    public static let advertisingInterval = ADType(0x1A)
-    public static let leBluetoothDeviceAddress = ADType(0x1B)
-    public static let leRole = ADType(0x1C)
-    public static let serviceSolicitationUUIDs32 = ADType(0x1F)
-    public static let serviceData32 = ADType(0x20)
-    public static let serviceData128 = ADType(0x21)
-    public static let uri = ADType(0x24)
-    public static let leSupportedFeatures = ADType(0x27)
-    public static let manufacturerSpecificData = ADType(0xFF)
-
-    /// The Assigned Numbers name, nil for an unassigned value.
-    public var name: String? {
-        switch rawValue {
-        case 0x01: return "Flags"
-        case 0x02: return "Incomplete List of 16-bit Service or Service Class UUIDs"
-        case 0x03: return "Complete List of 16-bit Service or Service Class UUIDs"
-        case 0x04: return "Incomplete List of 32-bit Service or Service Class UUIDs"
-        case 0x05: return "Complete List of 32-bit Service or Service Class UUIDs"
-        case 0x06: return "Incomplete List of 128-bit Service or Service Class UUIDs"
-        case 0x07: return "Complete List of 128-bit Service or Service Class UUIDs"
-        case 0x08: return "Shortened Local Name"
-        case 0x09: return "Complete Local Name"
-        case 0x0A: return "Tx Power Level"
-        case 0x0D: return "Class of Device"
-        case 0x0E: return "Simple Pairing Hash C-192"
-        case 0x0F: return "Simple Pairing Randomizer R-192"
-        case 0x10: return "Device ID"
-        case 0x11: return "Security Manager Out of Band Flags"
-        case 0x12: return "Peripheral Connection Interval Range"
-        case 0x14: return "List of 16-bit Service Solicitation UUIDs"
-        case 0x15: return "List of 128-bit Service Solicitation UUIDs"
-        case 0x16: return "Service Data - 16-bit UUID"
-        case 0x17: return "Public Target Address"
-        case 0x18: return "Random Target Address"
-        case 0x19: return "Appearance"
-        case 0x1A: return "Advertising Interval"
-        case 0x1B: return "LE Bluetooth Device Address"
-        case 0x1C: return "LE Role"
-        case 0x1D: return "Simple Pairing Hash C-256"
-        case 0x1E: return "Simple Pairing Randomizer R-256"
-        case 0x1F: return "List of 32-bit Service Solicitation UUIDs"
-        case 0x20: return "Service Data - 32-bit UUID"
-        case 0x21: return "Service Data - 128-bit UUID"
-        case 0x22: return "LE Secure Connections Confirmation Value"
-        case 0x23: return "LE Secure Connections Random Value"
-        case 0x24: return "URI"
-        case 0x25: return "Indoor Positioning"
-        case 0x26: return "Transport Discovery Data"
-        case 0x27: return "LE Supported Features"
-        case 0x28: return "Channel Map Update Indication"
-        case 0x29: return "PB-ADV"
-        case 0x2A: return "Mesh Message"
-        case 0x2B: return "Mesh Beacon"
-        case 0x2C: return "BIGInfo"
-        case 0x2D: return "Broadcast_Code"
-        case 0x2E: return "Resolvable Set Identifier"
-        case 0x2F: return "Advertising Interval - long"
-        case 0x30: return "Broadcast_Name"
-        case 0x31: return "Encrypted Advertising Data"
-        case 0x32: return "Periodic Advertising Response Timing Information"
-        case 0x34: return "Electronic Shelf Label"
-        case 0x3D: return "3D Information Data"
-        case 0xFF: return "Manufacturer Specific Data"
-        default: return nil
-        }
-    }
-
-    public var description: String { name ?? "Unknown AD Type \(hexCode(rawValue))" }
-
+extension ADType {
     /// Width in octets of the UUIDs a service UUID list / solicitation list carries, or nil.
     var uuidListWidth: Int? {
         switch rawValue {
@@ -126,26 +36,6 @@ public struct ADStructure: Sendable, Equatable {
     public init(type: ADType, data: [UInt8]) {
         self.type = type
         self.data = data
-    }
-}
-
-/// Flags AD type bits (Supplement Part A 1.3).
-public struct ADFlags: OptionSet, Sendable, Hashable {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-    public static let leLimitedDiscoverableMode = ADFlags(rawValue: 0x01)
-    public static let leGeneralDiscoverableMode = ADFlags(rawValue: 0x02)
-    public static let brEdrNotSupported = ADFlags(rawValue: 0x04)
-    public static let simultaneousLEAndBREDR = ADFlags(rawValue: 0x08)
-
-    public var names: [String] {
-        var out: [String] = []
-        if contains(.leLimitedDiscoverableMode) { out.append("LE Limited Discoverable Mode") }
-        if contains(.leGeneralDiscoverableMode) { out.append("LE General Discoverable Mode") }
-        if contains(.brEdrNotSupported) { out.append("BR/EDR Not Supported") }
-        if contains(.simultaneousLEAndBREDR) { out.append("Simultaneous LE and BR/EDR (Controller)") }
-        if rawValue & 0xF0 != 0 { out.append("reserved bits \(hexCode(rawValue & 0xF0))") }
-        return out
     }
 }
 
@@ -441,7 +331,7 @@ public struct AdvertisingData: Sendable, Equatable, FieldDescribable {
             }
             switch s.type.rawValue {
             case 0x01:
-                f.append(.code("flags", s.data[0], note: ADFlags(rawValue: s.data[0]).names.joined(separator: ", ")))
+                f.append(.code("flags", s.data[0], note: ADFlags(rawValue: s.data[0]).description))
             case 0x02...0x07, 0x14, 0x15, 0x1F:
                 let us = Self.uuidList(s.data, width: s.type.uuidListWidth ?? 2)
                 let names = us.map { uuidName($0) ?? "" }

@@ -199,16 +199,9 @@ public struct LEConnection: Sendable {
     }
 }
 
-/// Kind of an advertising report, legacy and extended normalised (Core Vol 4 Part E 7.7.65.13).
-public struct AdvertisingEventKind: OptionSet, Sendable, Hashable, CustomStringConvertible {
-    public var rawValue: UInt16
-    public init(rawValue: UInt16) { self.rawValue = rawValue }
-    public static let connectable = AdvertisingEventKind(rawValue: 1 << 0)
-    public static let scannable = AdvertisingEventKind(rawValue: 1 << 1)
-    public static let directed = AdvertisingEventKind(rawValue: 1 << 2)
-    public static let scanResponse = AdvertisingEventKind(rawValue: 1 << 3)
-    public static let legacy = AdvertisingEventKind(rawValue: 1 << 4)
-
+// AdvertisingEventKind (Event_Type bits, Core Vol 4 Part E 7.7.65.13) is generated from
+// Tools/pdl/gap-codes.pdl.
+extension AdvertisingEventKind {
     /// Maps a legacy Event_Type (ADV_IND 0, ADV_DIRECT_IND 1, ADV_SCAN_IND 2, ADV_NONCONN_IND 3, SCAN_RSP 4).
     public init(legacyEventType t: UInt8) {
         switch t {
@@ -219,16 +212,6 @@ public struct AdvertisingEventKind: OptionSet, Sendable, Hashable, CustomStringC
         case 4: self = [.legacy, .scanResponse]
         default: self = [.legacy]
         }
-    }
-
-    public var description: String {
-        var parts: [String] = []
-        if contains(.connectable) { parts.append("connectable") }
-        if contains(.scannable) { parts.append("scannable") }
-        if contains(.directed) { parts.append("directed") }
-        if contains(.scanResponse) { parts.append("scan response") }
-        if contains(.legacy) { parts.append("legacy") }
-        return parts.isEmpty ? "non-connectable" : parts.joined(separator: ", ")
     }
 }
 

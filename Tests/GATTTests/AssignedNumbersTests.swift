@@ -46,6 +46,45 @@ import HCI
         #expect(AssignedNumbers.kind(of: BluetoothUUID(0xFFF1)) == nil)
     }
 
+    /// GATTUUID's constants, generated from Tools/pdl/gatt-codes.pdl, carry the Assigned Numbers
+    /// values (3.4 GATT Services, 3.6 Declarations, 3.7 Descriptors, 3.8 Characteristics) and
+    /// are named by the same lines.
+    @Test func gattUUIDConstantsAreTheAssignedNumbers() {
+        let expected: [(BluetoothUUID, UInt16, String)] = [
+            (GATTUUID.genericAccess, 0x1800, "Generic Access"), (GATTUUID.genericAttribute, 0x1801, "Generic Attribute"),
+            (GATTUUID.primaryService, 0x2800, "Primary Service"), (GATTUUID.secondaryService, 0x2801, "Secondary Service"),
+            (GATTUUID.include, 0x2802, "Include"), (GATTUUID.characteristic, 0x2803, "Characteristic"),
+            (GATTUUID.characteristicExtendedProperties, 0x2900, "Characteristic Extended Properties"),
+            (GATTUUID.characteristicUserDescription, 0x2901, "Characteristic User Description"),
+            (GATTUUID.clientCharacteristicConfiguration, 0x2902, "Client Characteristic Configuration"),
+            (GATTUUID.deviceName, 0x2A00, "Device Name"), (GATTUUID.appearance, 0x2A01, "Appearance"),
+            (GATTUUID.serviceChanged, 0x2A05, "Service Changed"),
+            (GATTUUID.clientSupportedFeatures, 0x2B29, "Client Supported Features"),
+            (GATTUUID.databaseHash, 0x2B2A, "Database Hash"),
+        ]
+        for (uuid, value, name) in expected {
+            #expect(uuid == BluetoothUUID(value), "\(name)")
+            #expect(AssignedNumbers.name(of: uuid) == name)
+        }
+    }
+
+    /// Characteristic Properties bits (Core v5.4 Vol 3 Part G 3.3.1.1, Table 3.5), generated from
+    /// Tools/pdl/gatt-codes.pdl, under the names CLI.md lists ("Property names").
+    @Test func characteristicPropertiesBitsAndCLINames() {
+        let table: [(GATTCharacteristicProperties, UInt8, String)] = [
+            (.broadcast, 0x01, "broadcast"), (.read, 0x02, "read"), (.writeWithoutResponse, 0x04, "writeWithoutResponse"),
+            (.write, 0x08, "write"), (.notify, 0x10, "notify"), (.indicate, 0x20, "indicate"),
+            (.authenticatedSignedWrites, 0x40, "authenticatedSignedWrites"), (.extendedProperties, 0x80, "extendedProperties"),
+        ]
+        for (bit, value, name) in table { #expect(bit.rawValue == value, "\(name)") }
+        #expect(GATTCharacteristicProperties.allNames.map(\.0.rawValue) == table.map(\.1))
+        #expect(GATTCharacteristicProperties.allNames.map(\.1) == table.map(\.2))
+        let p = GATTCharacteristicProperties(rawValue: 0x0A)
+        #expect(p.names == ["read", "write"])
+        #expect(p.description == "read,write")
+        #expect(GATTCharacteristicProperties().names.isEmpty)
+    }
+
     @Test func companyNames() {
         #expect(AssignedNumbers.companyName(0x004C) == "Apple, Inc.")
         #expect(AssignedNumbers.companyName(0x0006) == "Microsoft")

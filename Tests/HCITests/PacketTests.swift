@@ -19,6 +19,37 @@ import Testing
         let cc = try #require(try HCIEvents.decode(e) as? CommandComplete)
         #expect(try cc.result(ReadBDADDR.self).address.description == "00:11:22:33:44:55")
     }
+
+    /// The closed value sets generated from Tools/pdl/hci-codes.pdl (`cases`), their codes from
+    /// the specification and their descriptions the words CLI.md prints.
+    @Test func codesOfTheGeneratedEnums() {
+        // H4 packet indicators, Core v5.4 Vol 4 Part A 2 (Table 2.1); CLI.md's `type` field.
+        let types: [(HCIPacketType, UInt8, String)] = [(.command, 0x01, "command"), (.acl, 0x02, "acl"), (.sco, 0x03, "sco"),
+                                                       (.event, 0x04, "event"), (.iso, 0x05, "iso")]
+        for (t, code, word) in types {
+            #expect(t.rawValue == code && t.description == word)
+            #expect(HCIPacketType(rawValue: code) == t)
+        }
+        #expect(HCIPacketType(rawValue: 0x00) == nil && HCIPacketType(rawValue: 0x06) == nil)
+        // Packet_Boundary_Flag, Core v5.4 Vol 4 Part E 5.4.2: 0b00 first non-automatically-flushable,
+        // 0b01 continuing fragment, 0b10 first automatically-flushable, 0b11 complete L2CAP PDU.
+        let boundaries: [(PacketBoundary, UInt8, String, Bool)] = [
+            (.firstNonFlushable, 0b00, "firstNonFlushable", true), (.continuing, 0b01, "continuing", false),
+            (.first, 0b10, "first", true), (.complete, 0b11, "complete", true),
+        ]
+        for (b, code, word, start) in boundaries {
+            #expect(b.rawValue == code && b.description == word && b.isStart == start)
+        }
+        // Peer_Address_Type, Core v5.4 Vol 4 Part E 7.8.12: public, random, public identity, random (static) identity.
+        let addressTypes: [(AddressType, UInt8, String, String)] = [
+            (.public, 0x00, "public", "public"), (.random, 0x01, "random", "random"),
+            (.publicIdentity, 0x02, "public identity", "public"), (.randomIdentity, 0x03, "random identity", "random"),
+        ]
+        for (t, code, word, simple) in addressTypes {
+            #expect(t.rawValue == code && t.description == word && t.simple == simple)
+        }
+        #expect(AddressType(rawValue: 0x04) == nil)
+    }
 }
 
 @Suite struct HexCodeTests {

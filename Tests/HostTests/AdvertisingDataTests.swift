@@ -217,6 +217,53 @@ import HCI
         #expect(jsonObject(fields).hasPrefix("{\"adStructures\":[{\"length\":2,\"adType\":\"0x01\",\"flags\":\"0x06\"}"))
     }
 
+    /// Flags bits (Core Specification Supplement Part A 1.3; generated from Tools/pdl/gap-codes.pdl):
+    /// bit 0 LE Limited Discoverable Mode, 1 LE General Discoverable Mode, 2 BR/EDR Not Supported,
+    /// 3 Simultaneous LE and BR/EDR to Same Device Capable (Controller); 4 previously used, 5-7 reserved.
+    @Test func flagsBitsAndNotes() {
+        #expect(ADFlags.leLimitedDiscoverableMode.rawValue == 0x01)
+        #expect(ADFlags.leGeneralDiscoverableMode.rawValue == 0x02)
+        #expect(ADFlags.brEdrNotSupported.rawValue == 0x04)
+        #expect(ADFlags.simultaneousLEAndBREDR.rawValue == 0x08)
+        #expect(ADFlags(rawValue: 0x05).description == "LE Limited Discoverable Mode, BR/EDR Not Supported")
+        #expect(ADFlags(rawValue: 0x1A).description == "LE General Discoverable Mode, Simultaneous LE and BR/EDR (Controller), RFU bits 0x10")
+        #expect(ADFlags(rawValue: 0).description == "none")
+    }
+
+    /// AD type codes (Assigned Numbers 2.3, Common Data Types; generated from Tools/pdl/gap-codes.pdl).
+    @Test func adTypeCodesAndNames() {
+        let table: [(ADType, UInt8, String)] = [
+            (.flags, 0x01, "Flags"), (.completeServiceUUIDs16, 0x03, "Complete List of 16-bit Service or Service Class UUIDs"),
+            (.completeServiceUUIDs128, 0x07, "Complete List of 128-bit Service or Service Class UUIDs"),
+            (.shortenedLocalName, 0x08, "Shortened Local Name"), (.completeLocalName, 0x09, "Complete Local Name"),
+            (.txPowerLevel, 0x0A, "Tx Power Level"), (.serviceData16, 0x16, "Service Data - 16-bit UUID"),
+            (.appearance, 0x19, "Appearance"), (.uri, 0x24, "URI"), (.manufacturerSpecificData, 0xFF, "Manufacturer Specific Data"),
+        ]
+        for (type, code, name) in table {
+            #expect(type.rawValue == code, "\(name)")
+            #expect(type.name == name)
+        }
+        #expect(ADType(0x3E).description == "Unknown AD Type 0x3e")
+    }
+
+    /// Event_Type bits of LE Extended Advertising Report (Core v5.4 Vol 4 Part E 7.7.65.13):
+    /// bit 0 connectable, 1 scannable, 2 directed, 3 scan response, 4 legacy PDUs; legacy
+    /// Event_Types (7.7.65.2) mapped onto them with the values 7.7.65.13 gives the legacy PDUs
+    /// (ADV_IND 0b0010011, ADV_DIRECT_IND 0b0010101, ADV_SCAN_IND 0b0010010, ADV_NONCONN_IND 0b0010000).
+    @Test func advertisingEventKindBits() {
+        #expect(AdvertisingEventKind.connectable.rawValue == 0x01)
+        #expect(AdvertisingEventKind.scannable.rawValue == 0x02)
+        #expect(AdvertisingEventKind.directed.rawValue == 0x04)
+        #expect(AdvertisingEventKind.scanResponse.rawValue == 0x08)
+        #expect(AdvertisingEventKind.legacy.rawValue == 0x10)
+        #expect(AdvertisingEventKind(legacyEventType: 0).rawValue == 0b0010011)
+        #expect(AdvertisingEventKind(legacyEventType: 1).rawValue == 0b0010101)
+        #expect(AdvertisingEventKind(legacyEventType: 2).rawValue == 0b0010010)
+        #expect(AdvertisingEventKind(legacyEventType: 3).rawValue == 0b0010000)
+        #expect(AdvertisingEventKind(legacyEventType: 0).description == "connectable, scannable, legacy")
+        #expect(AdvertisingEventKind().description == "non-connectable")
+    }
+
     @Test func oversizedDataIsTruncatedOnEncode() {
         let ad = AdvertisingData([ADStructure(type: ADType(0x3e), data: Array(repeating: 7, count: 300))])
         let b = ad.bytes

@@ -1,14 +1,27 @@
-"""Code tables (status, error, reason and result codes with their specification names) and
-one-octet bit sets, as Swift types. Used by gen_smp.py for smp.pdl and by generate.py for the
+"""Code tables (status, error, reason and result codes with their specification names), bit
+sets, closed sets of values and Assigned Numbers UUID names, as Swift types. Used by gen_smp.py for smp.pdl and by generate.py for the
 *-codes.pdl files, which hold nothing else:
 
-  enum NAME [u8|u16] [error] [unknown "TEXT"] "Doc"   a code; `error`: also a Swift Error;
-    value CASE CODE "Spec Name"                       `unknown`: `name` is TEXT for an undeclared
-    value - CODE "Spec Name"                          code (else nil). `-`: named, no Swift constant
-  flags NAME [u8|u16|u64] [RFU_MASK] "Doc"           a bit set (OptionSet); its description names the
-    bit CASE MASK|1<<N "Spec Name"                    bits set, then any RFU_MASK bits, or "none"
+  enum NAME [u8|u16] [error] [unknown "TEXT"] [other "TEXT"] "Doc"   a code; `error`: also a Swift
+    value CASE CODE "Spec Name"                       Error; `unknown`: `name` is TEXT for an undeclared
+    value - CODE "Spec Name"                          code (else nil, and the description "Reserved
+                                                      (CODE)", or "TEXT CODE" with `other`).
+                                                      `-`: named, no Swift constant
+  flags NAME [u8|u16|u64] [RFU_MASK] [cli] [empty "TEXT"] "Doc"   a bit set (OptionSet); its
+    bit CASE MASK|1<<N "Spec Name"                    description names the bits set, then any
+                                                      RFU_MASK bits, or TEXT (default "none");
+                                                      `cli`: the bits are named by their constants
+                                                      as CLI.md prints them (`allNames`, `names`),
+                                                      the description lists those, comma-separated
   names FUNC [unknown "TEXT"] "Doc"                   a function naming a one-octet parameter's
     value - CODE "Name"                               values (TEXT, default "reserved", for others)
+  cases NAME [u8] "Doc"                               a closed set of values: a Swift enum (switches
+    value CASE CODE "Name"                            over it are exhaustive), described by Name,
+    doc TEXT                                          CLI.md's word; `doc`: the previous case's
+                                                      documentation (repeatable)
+  uuids TYPE.FUNC [CONSTANTS] "Doc"                   16-bit UUIDs (Assigned Numbers): TYPE.FUNC names
+    value CASE|- CODE "Name"                          them (nil for others); a CASE is also a
+                                                      BluetoothUUID constant of enum CONSTANTS
 """
 import re
 import sys
@@ -26,23 +39,36 @@ class CodeTable:
         self.kind, self.name, self.spec, self.where = kind, name, spec, where
         self.raw = next((t for t in ("u16", "u64") if t in words.split()), "u8")
         self.error = "error" in words
+        self.cli = "cli" in words.split()
+        # uuids: the enum holding the constants.
+        self.constants = words.split()[0] if kind == "uuids" and words.split() else None
         m = re.search(r'unknown "([^"]*)"', words)
         self.unknown = m.group(1) if m else None
+        m = re.search(r'empty "([^"]*)"', words)
+        self.empty = m.group(1) if m else "none"
+        m = re.search(r'other "([^"]*)"', words)
+        self.other = m.group(1) if m else None
         m = re.search(r'(0x[0-9A-Fa-f]+)', words.split('"')[0])
         self.rfu = int(m.group(1), 16) if m else 0
         self.members = []
+        self.docs = {}  # cases: documentation lines per case
 
 
 def read_header(line, where):
-    """A CodeTable for an `enum`/`flags` header line, else None."""
-    m = re.match(r'(enum|flags|names) (\w+) (.*?)"([^"]+)"$', line)
+    """A CodeTable for an `enum`/`flags`/`names`/`cases`/`uuids` header line, else None."""
+    m = re.match(r'(enum|flags|names|uuids|cases) ([\w.]+) (.*?)"([^"]+)"$', line)
     if not m:
         return None
     return CodeTable(m.group(1), m.group(2), m.group(3), m.group(4), where)
 
 
 def read_member(table, key, body, where):
-    if key != {"enum": "value", "flags": "bit", "names": "value"}[table.kind]:
+    if table.kind == "cases" and key == "doc":
+        if not table.members:
+            sys.exit(f"{where}: doc before any value")
+        table.docs.setdefault(table.members[-1][0], []).append(body)
+        return
+    if key != {"enum": "value", "flags": "bit", "names": "value", "uuids": "value", "cases": "value"}[table.kind]:
         sys.exit(f"{where}: unknown member {key}")
     m = re.match(r'(\w+|-) (0x[0-9A-Fa-f]+|1<<\d+) "([^"]+)"$', body)
     if not m:
@@ -61,16 +87,22 @@ def emit(t):
         out = [f"/// {t.spec}", f"public func {t.name}(_ v: {swift}) -> String {{", "    switch v {"]
         out += [f'    case {hexc(c)}: "{s}"' for _, c, s in t.members]
         return out + [f'    default: "{t.unknown if t.unknown is not None else "reserved"}"', "    }", "}"]
+    if t.kind == "uuids":
+        return emit_uuids(t)
+    if t.kind == "cases":
+        return emit_cases(t, swift, hexc)
     if t.kind == "flags":
         out = [f"/// {t.spec}", f"public struct {t.name}: OptionSet, Hashable, Sendable, CustomStringConvertible {{",
                f"    public let rawValue: {swift}", f"    public init(rawValue: {swift}) {{ self.rawValue = rawValue }}"]
+        if t.cli:
+            return out + emit_cli_names(t, bitc)
         out += [f"    public static let {n} = Self(rawValue: {bitc(c)})" for n, c, _ in t.members]
-        out += ["", "    /// The names of the bits set" + (", then any reserved bits" if t.rfu else "") + "; \"none\" when empty.",
+        out += ["", "    /// The names of the bits set" + (", then any reserved bits" if t.rfu else "") + f"; \"{t.empty}\" when empty.",
                 "    public var description: String {", "        var parts: [String] = []"]
         out += [f'        if contains(.{n}) {{ parts.append("{s}") }}' for n, _, s in t.members]
         if t.rfu:
             out.append(f'        if rawValue & {hexc(t.rfu)} != 0 {{ parts.append("RFU bits \\(hexCode(rawValue & {hexc(t.rfu)}))") }}')
-        out += ['        return parts.isEmpty ? "none" : parts.joined(separator: ", ")', "    }", "}"]
+        out += [f'        return parts.isEmpty ? "{t.empty}" : parts.joined(separator: ", ")', "    }", "}"]
         return out
     conform = "RawRepresentable, Hashable, Sendable, CustomStringConvertible" + (", Error" if t.error else "")
     out = [f"/// {t.spec}", f"public struct {t.name}: {conform} {{",
@@ -84,8 +116,53 @@ def emit(t):
     if t.unknown is not None:
         out.append('    public var description: String { "\\(name) (\\(hexCode(rawValue)))" }')
     else:
-        out.append('    public var description: String { name ?? "Reserved (\\(hexCode(rawValue)))" }')
+        other = f"{t.other} \\(hexCode(rawValue))" if t.other else "Reserved (\\(hexCode(rawValue)))"
+        out.append(f'    public var description: String {{ name ?? "{other}" }}')
     out.append("}")
+    return out
+
+
+def emit_cli_names(t, bitc):
+    """A `cli` bit set's constants (each under its specification name) and CLI.md's names of them."""
+    out = []
+    for n, c, s in t.members:
+        out += [f"    /// {s}", f"    public static let {n} = Self(rawValue: {bitc(c)})"]
+    out += ["", "    /// Each bit under its name in CLI.md (its constant's name), in bit order.",
+            "    public static let allNames: [(Self, String)] = ["]
+    out += [f'        (.{n}, "{n}"),' for n, _, _ in t.members]
+    out += ["    ]", "    /// CLI.md's names of the bits set, in bit order.",
+            "    public var names: [String] { Self.allNames.filter { contains($0.0) }.map(\\.1) }",
+            '    public var description: String { names.joined(separator: ",") }', "}"]
+    return out
+
+
+def emit_cases(t, swift, hexc):
+    """A Swift enum of the values, described by their names."""
+    if any(n is None for n, _, _ in t.members):
+        sys.exit(f"{t.where}: every value of {t.name} needs a case name")
+    out = [f"/// {t.spec}", f"public enum {t.name}: {swift}, Sendable, Hashable, CustomStringConvertible {{"]
+    for n, c, _ in t.members:
+        out += [f"    /// {d}" for d in t.docs.get(n, [])] + [f"    case {'`public`' if n == 'public' else n} = {hexc(c)}"]
+    out += ["", "    /// The name `dump` and the CLI print (CLI.md).", "    public var description: String {", "        switch self {"]
+    out += [f'        case .{n}: "{s}"' for n, _, s in t.members]
+    return out + ["        }", "    }", "}"]
+
+
+def emit_uuids(t):
+    """A function naming 16-bit UUIDs, and the constants of the named ones."""
+    owner, func = t.name.split(".")
+    out = [f"extension {owner} {{", f"    /// {t.spec}", f"    static func {func}(_ v: UInt16) -> String? {{",
+           "        switch v {"]
+    out += [f'        case 0x{c:04X}: "{s}"' for _, c, s in t.members]
+    out += ["        default: nil", "        }", "    }", "}"]
+    named = [(n, c, s) for n, c, s in t.members if n]
+    if named:
+        if not t.constants:
+            sys.exit(f"{t.where}: {t.name} declares constants but names no enum for them")
+        out += ["", f"extension {t.constants} {{"]
+        for n, c, s in named:
+            out += [f"    /// {s}", f"    public static let {n}: BluetoothUUID = 0x{c:04X}"]
+        out.append("}")
     return out
 
 

@@ -49,6 +49,8 @@ TARGETS = {
     "smp.pdl": ROOT / "Sources/SMP/Generated/SMP.swift",
     "hci-codes.pdl": ROOT / "Sources/HCI/Generated/Codes.swift",
     "l2cap-codes.pdl": ROOT / "Sources/L2CAP/Generated/Codes.swift",
+    "gatt-codes.pdl": ROOT / "Sources/GATT/Generated/Codes.swift",
+    "gap-codes.pdl": ROOT / "Sources/Host/Generated/Codes.swift",
 }
 
 class Command:

@@ -302,3 +302,61 @@ public func extendedDataOperationName(_ v: UInt8) -> String {
     default: "reserved"
     }
 }
+
+/// H4 packet indicator (Core Vol 4 Part A 2).
+public enum HCIPacketType: UInt8, Sendable, Hashable, CustomStringConvertible {
+    case command = 0x01
+    case acl = 0x02
+    case sco = 0x03
+    case event = 0x04
+    case iso = 0x05
+
+    /// The name `dump` and the CLI print (CLI.md).
+    public var description: String {
+        switch self {
+        case .command: "command"
+        case .acl: "acl"
+        case .sco: "sco"
+        case .event: "event"
+        case .iso: "iso"
+        }
+    }
+}
+
+/// Packet_Boundary_Flag of an ACL data packet (Core Vol 4 Part E 5.4.2).
+public enum PacketBoundary: UInt8, Sendable, Hashable, CustomStringConvertible {
+    /// First non-automatically-flushable packet (host → controller start of an L2CAP frame).
+    case firstNonFlushable = 0x00
+    case continuing = 0x01
+    /// First automatically-flushable packet (how controllers deliver a frame's start on LE).
+    case first = 0x02
+    case complete = 0x03
+
+    /// The name `dump` and the CLI print (CLI.md).
+    public var description: String {
+        switch self {
+        case .firstNonFlushable: "firstNonFlushable"
+        case .continuing: "continuing"
+        case .first: "first"
+        case .complete: "complete"
+        }
+    }
+}
+
+/// Address type as carried in LE HCI commands and events (Peer_Address_Type and friends, Core Vol 4 Part E 7.8.12).
+public enum AddressType: UInt8, Sendable, Hashable, CustomStringConvertible {
+    case `public` = 0x00
+    case random = 0x01
+    case publicIdentity = 0x02
+    case randomIdentity = 0x03
+
+    /// The name `dump` and the CLI print (CLI.md).
+    public var description: String {
+        switch self {
+        case .public: "public"
+        case .random: "random"
+        case .publicIdentity: "public identity"
+        case .randomIdentity: "random identity"
+        }
+    }
+}
