@@ -96,8 +96,16 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// A request (or indication) waiting for its answer; resolved once, from any context.
     final class Transaction: Sendable {
         let opcode: ATTOpcode
-        private let state = Mutex<(CheckedContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>((nil, nil))
-        init(opcode: ATTOpcode) { self.opcode = opcode }
+        private let state: Mutex<(CheckedContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>
+        init(opcode: ATTOpcode) {
+            self.opcode = opcode
+            state = Mutex((nil, nil))
+        }
+        /// A transaction whose waiter is known already (`request`): `resolve` resumes it.
+        init(opcode: ATTOpcode, waiter: CheckedContinuation<ATTPDU, any Error>) {
+            self.opcode = opcode
+            state = Mutex((waiter, nil))
+        }
         func resolve(_ r: Result<ATTPDU, any Error>) {
             let c: CheckedContinuation<ATTPDU, any Error>? = state.withLock { s in
                 if let c = s.0 { s.0 = nil; return c }
@@ -118,15 +126,16 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         }
     }
 
-    // Client: the pending request, the single outstanding-request slot and its waiters (FIFO).
+    // Client: the one outstanding request (Core Vol 3 Part F 3.3.2) and the requests waiting
+    // for it to be answered, first come first served (`queuedHead` is the next).
     var transaction: Transaction? {
         didSet { if transaction !== oldValue { rearm(&transactionDeadline, for: transaction) } }
     }
     /// The transaction timeouts (Core Vol 3 Part F 3.3.3), in the host's deadline table.
     var transactionDeadline: DeadlineID?
     var indicationDeadline: DeadlineID?
-    var clientBusy = false
-    var clientWaiters: [CheckedContinuation<Void, any Error>] = []
+    var queuedRequests: [(pdu: [UInt8], transaction: Transaction)] = []
+    var queuedHead = 0
 
     // Server indication.
     var indication: Transaction? {
@@ -218,55 +227,118 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     // MARK: - Client
 
     /// Sends `pdu` (a request) and returns its response; an Error Response throws `ATTError`.
-    /// Requests wait their turn for the single outstanding-request slot, first come first served.
-    public func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    /// Requests wait their turn for the single outstanding request, first come first served.
+    ///
+    /// Nonisolated, so that a caller on the host's executor (a task preferring it, as
+    /// `Central.executor` suggests) sends its request and suspends once, until the answer
+    /// resumes it, with no hop in and out of the actor; from elsewhere the request is handed to
+    /// the executor as a job.
+    public nonisolated func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
-        let bytes = pdu.bytes
-        try await claimClientSlot(size: bytes.count)
-        defer { releaseClientSlot() }
-        if let closedReason { throw closedReason }
-        let t = Transaction(opcode: pdu.opcode)
+        let bytes = pdu.bytes, opcode = pdu.opcode
+        return try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
+            let t = Transaction(opcode: opcode, waiter: c)
+            onExecutor { $0.submitRequest(bytes, t) }
+        }
+    }
+
+    /// Runs `body` on the bearer's executor: at once when the caller is running there, else as
+    /// the executor's next job.
+    nonisolated func onExecutor(_ body: @escaping @Sendable (isolated ATTBearer) -> Void) {
+        let executor = l2cap.host.executor
+        if executor.isCurrent { assumeIsolated(body) } else { executor.submit { self.assumeIsolated(body) } }
+    }
+
+    /// A request to send: sent now if none is outstanding, else queued (FIFO). Fails `t` if the
+    /// bearer is closed or `pdu` exceeds ATT_MTU.
+    func submitRequest(_ pdu: [UInt8], _ t: Transaction) {
+        if let closedReason { return t.resolve(.failure(closedReason)) }
+        if pdu.count > mtu { return t.resolve(.failure(ATTBearerError.pduTooLarge(size: pdu.count, mtu: mtu))) }
+        if transaction == nil && queuedHead == queuedRequests.count {
+            startRequest(pdu, t)
+        } else {
+            queuedRequests.append((pdu, t))
+        }
+    }
+
+    /// Makes `t` the outstanding transaction and sends its PDU (queued behind earlier frames
+    /// when ACL credits are short).
+    func startRequest(_ pdu: [UInt8], _ t: Transaction) {
         transaction = t
+        let frame = L2CAPFrame(cid: .att, payload: pdu).bytes
+        let handle = peer.id
         do {
-            try await l2cap.host.sendL2CAP(L2CAPFrame(cid: .att, payload: bytes).bytes, on: peer.id)
+            try l2cap.host.assumeIsolated { try $0.enqueueL2CAP(frame, on: handle, kind: .request) }
         } catch {
             if transaction === t { transaction = nil }
-            throw error
+            t.resolve(.failure(error))
+            startQueuedRequest()
         }
-        return try await t.wait()
     }
 
-    /// Waits for the client's outstanding-request slot (FIFO); throws if the bearer is or gets
-    /// closed, or if `size` exceeds ATT_MTU.
-    func claimClientSlot(size: Int) async throws {
-        if let closedReason { throw closedReason }
-        if size > mtu { throw ATTBearerError.pduTooLarge(size: size, mtu: mtu) }
-        if !clientBusy {
-            clientBusy = true
-            return
+    /// The outstanding transaction was answered (or failed): sends the next queued request.
+    func startQueuedRequest() {
+        while transaction == nil, queuedHead < queuedRequests.count {
+            let (pdu, t) = queuedRequests[queuedHead]
+            queuedHead += 1
+            if queuedHead == queuedRequests.count {
+                queuedRequests.removeAll(keepingCapacity: true)
+                queuedHead = 0
+            }
+            if let closedReason { t.resolve(.failure(closedReason)); continue }
+            startRequest(pdu, t)
         }
-        try await withCheckedThrowingContinuation { clientWaiters.append($0) }
     }
 
-    /// Hands the slot to the next waiting request, or frees it.
-    func releaseClientSlot() {
-        if clientWaiters.isEmpty { clientBusy = false } else { clientWaiters.removeFirst().resume() }
-    }
-
-    /// Removes and returns the pending transaction if `match` accepts it.
+    /// Removes and returns the pending transaction if `match` accepts it; the next queued
+    /// request is sent.
     func takeTransaction(where match: (Transaction) -> Bool) -> Transaction? {
         guard let t = transaction, match(t) else { return nil }
         transaction = nil
+        startQueuedRequest()
         return t
     }
 
     /// Sends a command (Write Command, Signed Write Command); returns once handed to the link.
-    public func command(_ pdu: ATTPDU) async throws {
+    public nonisolated func command(_ pdu: ATTPDU) async throws {
         guard pdu.opcode.isCommand else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a command") }
-        if let closedReason { throw closedReason }
         let bytes = pdu.bytes
-        guard bytes.count <= mtu else { throw ATTBearerError.pduTooLarge(size: bytes.count, mtu: mtu) }
-        try await l2cap.send(bytes, on: .att)
+        try await push(L2CAPFrame(cid: .att, payload: bytes).bytes, checkingSize: bytes.count)
+    }
+
+    /// Sends a frame of ours that needs no answer (a command, a notification) and returns once
+    /// the link has taken it: at once, without entering the actor, when the caller runs on
+    /// the host's executor and the link has room; else it waits its turn (flow control) on one
+    /// continuation, resumed where the frame goes out.
+    /// Throws if the bearer is closed, or if `size` (the ATT PDU's, when given) exceeds ATT_MTU.
+    nonisolated func push(_ frame: [UInt8], checkingSize size: Int? = nil) async throws {
+        if try sendNow(frame, checkingSize: size) { return }
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            onExecutor { $0.send(frame, checkingSize: size, resuming: c) }
+        }
+    }
+
+    /// `push` without suspending: true when the caller runs on the host's executor and the
+    /// frame went out now.
+    nonisolated func sendNow(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
+        guard l2cap.host.executor.isCurrent else { return false }
+        return try assumeIsolated { bearer in
+            try bearer.checkSendable(size)
+            let handle = bearer.peer.id
+            return try bearer.l2cap.host.assumeIsolated { try $0.sendL2CAPIfReady(frame, on: handle) }
+        }
+    }
+
+    /// `push` when the link has no room now: `done` is resumed when the frame is sent.
+    func send(_ frame: [UInt8], checkingSize size: Int?, resuming done: CheckedContinuation<Void, any Error>) {
+        do { try checkSendable(size) } catch { return done.resume(throwing: error) }
+        let handle = peer.id
+        l2cap.host.assumeIsolated { $0.sendL2CAP(frame, on: handle, resuming: done) }
+    }
+
+    func checkSendable(_ size: Int?) throws {
+        if let closedReason { throw closedReason }
+        if let size, size > mtu { throw ATTBearerError.pduTooLarge(size: size, mtu: mtu) }
     }
 
     /// Exchange MTU as client: returns the new ATT_MTU, min(our Rx MTU, the server's), where a
@@ -298,12 +370,10 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     // MARK: - Server push
 
     /// Sends a Handle Value Notification (value truncated to ATT_MTU − 3, Core Vol 3 Part F 3.4.7.1).
-    public func notify(handle: UInt16, value: [UInt8]) async throws {
-        if let closedReason { throw closedReason }
+    public nonisolated func notify(handle: UInt16, value: [UInt8]) async throws {
         let mtu = self.mtu
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
-        try await l2cap.host.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: handle, value: v).bytes).bytes,
-                                       on: peer.id)
+        try await push(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: handle, value: v).bytes).bytes)
     }
 
     /// Sends a Handle Value Indication and waits for the confirmation (transaction timeout);
@@ -528,11 +598,10 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         guard closedReason == nil else { return }
         closedReason = reason
         log("closed: \(reason)")
+        // The outstanding request, then the queued ones (takeTransaction fails them, closed).
         if let t = takeTransaction(where: { _ in true }) { t.resolve(.failure(reason)) }
+        startQueuedRequest()
         if let i = indication { indication = nil; i.resolve(.failure(reason)) }
-        let waiters = clientWaiters
-        clientWaiters.removeAll()
-        for w in waiters { w.resume(throwing: reason) }
         for w in indicationWaiters { w.resume(throwing: reason) }
         indicationWaiters.removeAll()
         notificationsContinuation.finish()

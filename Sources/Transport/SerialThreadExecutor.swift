@@ -210,9 +210,13 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
                 for job in batch {
                     switch job {
                     case .serial(let j): j.runSynchronously(on: serial)
-                    // On this serial executor too: the task's hops to actors of this executor
-                    // then need no switch.
-                    case .task(let j, let task): j.runSynchronously(isolatedTo: serial, taskExecutor: task)
+                    // A job enqueued through the task executor is nonisolated code of a task
+                    // preferring it (the runtime sends a task's actor-isolated jobs to the
+                    // actor's executor): run it as that, on the generic executor with the task
+                    // executor, so the hops between its nonisolated functions (one at each
+                    // entry and after each await) need no switch. Run as isolated to `serial`,
+                    // each of those hops was re-enqueued (14 per notification sent and received).
+                    case .task(let j, let task): j.runSynchronously(on: task)
                     case .work(let w): w()
                     }
                 }
