@@ -128,10 +128,13 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     // Client: the one outstanding request (Core Vol 3 Part F 3.3.2) and the requests waiting
     // for it to be answered, first come first served (`queuedHead` is the next).
-    var transaction: Transaction? {
-        didSet { if transaction !== oldValue { rearm(&transactionDeadline, for: transaction) } }
-    }
-    /// The transaction timeouts (Core Vol 3 Part F 3.3.3), in the host's deadline table.
+    var transaction: Transaction?
+    /// When the outstanding `transaction` was sent (the host's deadline clock).
+    var transactionStart: ContinuousClock.Instant?
+    /// The transaction timeouts (Core Vol 3 Part F 3.3.3), in the host's deadline table. The
+    /// requests' one stays armed from request to request (`transactionDeadlineFired` checks
+    /// the transaction outstanding then and re-arms for it): a request costs a clock reading,
+    /// not an entry added to and removed from the table.
     var transactionDeadline: DeadlineID?
     var indicationDeadline: DeadlineID?
     var queuedRequests: [(pdu: [UInt8], transaction: Transaction)] = []
@@ -265,6 +268,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// when ACL credits are short).
     func startRequest(_ pdu: [UInt8], _ t: Transaction) {
         transaction = t
+        transactionStart = l2cap.host.assumeIsolated { $0.configuration.clock.now }
+        if transactionDeadline == nil { armTransactionDeadline(after: configuration.transactionTimeout) }
         let frame = L2CAPFrame(cid: .att, payload: pdu).bytes
         let handle = peer.id
         do {
@@ -583,6 +588,21 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         }
     }
 
+    func armTransactionDeadline(after d: Duration) {
+        transactionDeadline = l2cap.host.assumeIsolated { host in
+            host.arm(after: d) { [weak self] in self?.assumeIsolated { $0.transactionDeadlineFired() } }
+        }
+    }
+
+    /// The requests' deadline: the outstanding transaction times out if it was sent a
+    /// transaction timeout ago, else the deadline is armed again for when it will be.
+    func transactionDeadlineFired() {
+        transactionDeadline = nil
+        guard let t = transaction, let start = transactionStart else { return }
+        let elapsed = start.duration(to: l2cap.host.assumeIsolated { $0.configuration.clock.now })
+        if elapsed >= configuration.transactionTimeout { timedOut(t) } else { armTransactionDeadline(after: configuration.transactionTimeout - elapsed) }
+    }
+
     /// No answer to `t` within the transaction timeout: the bearer closes (Core Vol 3 Part F 3.3.3).
     func timedOut(_ t: Transaction) {
         if t === transaction {
@@ -598,6 +618,9 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         guard closedReason == nil else { return }
         closedReason = reason
         log("closed: \(reason)")
+        let (host, deadline) = (l2cap.host, transactionDeadline)
+        host.assumeIsolated { $0.disarm(deadline) }
+        transactionDeadline = nil
         // The outstanding request, then the queued ones (takeTransaction fails them, closed).
         if let t = takeTransaction(where: { _ in true }) { t.resolve(.failure(reason)) }
         startQueuedRequest()
