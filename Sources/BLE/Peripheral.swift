@@ -82,8 +82,8 @@ public final class Peripheral: Sendable {
     /// The attribute database and its server.
     public let server: GATTServer
     /// Connections, subscriptions, reads and writes, in order. One consumer.
-    public let events: AsyncStream<PeripheralEvent>
-    private let sink: AsyncStream<PeripheralEvent>.Continuation
+    public let events: PeripheralEvents
+    private let sink: PeripheralEvents.Storage
     private let advertising = AdvertisingState()
     /// Moves advertising to a new RPA when the current one has lived its time (privacy only).
     private let rotation = Mutex<Task<Void, Never>?>(nil)
@@ -91,7 +91,8 @@ public final class Peripheral: Sendable {
     private init(stack: Stack, server: GATTServer) {
         self.stack = stack
         self.server = server
-        (events, sink) = AsyncStream.makeStream(of: PeripheralEvent.self, bufferingPolicy: .bufferingNewest(4096))
+        sink = PeripheralEvents.Storage(limit: 4096)
+        events = PeripheralEvents(storage: sink)
     }
 
     /// Brings up the controller and installs `services` (plus Generic Access and Generic Attribute).
