@@ -84,7 +84,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     var answeredMTURequest = false
     /// The largest PDU accepted from the peer: ATT_MTU, or the MTU being negotiated.
     var inboundMTU = 23
-    var delegate: (any ATTServerDelegate)?
+    var delegate: (any ATTServerDelegate)? {
+        didSet { synchronousDelegate = delegate as? any ATTSynchronousServerDelegate }
+    }
+    /// `delegate` when it answers synchronously (cast once, not per request).
+    var synchronousDelegate: (any ATTSynchronousServerDelegate)?
     /// Serialises the answers of an asynchronous (not `ATTSynchronousServerDelegate`) delegate.
     var delegateTask: Task<Void, Never>?
     var notificationHandler: (@Sendable (ATTPDU) async -> Void)?
@@ -527,7 +531,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             return
         }
         let (peer, mtu, security) = (self.peer, self.mtu, self.security)
-        if let server = delegate as? any ATTSynchronousServerDelegate {
+        if let server = synchronousDelegate {
             let response = server.response(to: pdu, from: peer, mtu: mtu, security: security)
             if op.isRequest { enqueue(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)) }
             return

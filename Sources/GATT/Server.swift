@@ -241,7 +241,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
                   let cccd = c.cccdHandle, let i = s.table.index(c.valueHandle) else { return [] }
             let valueAttribute = s.table.attributes[i]
             let wanted = peers.map { Set($0.map(\.id)) }
-            return s.peers.compactMap { id, p in
+            var targets: [(ATTPeer, any ATTServerPush, UInt16)] = s.peers.compactMap { id, p in
                 guard (p.cccd[cccd] ?? 0) & bit != 0, wanted?.contains(id) ?? true else { return nil }
                 // A notification or indication carries the value as a read does: not to a link
                 // without the encryption, authentication, key size or authorization a read of it
@@ -250,7 +250,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
                 // never read.
                 guard Self.securityDenial(valueAttribute, write: false, p.push.security) == nil else { return nil }
                 return (ATTPeer(id: id), p.push, c.valueHandle)
-            }.sorted { $0.0.id < $1.0.id }
+            }
+            if targets.count > 1 { targets.sort { $0.0.id < $1.0.id } }
+            return targets
         }
         if !indicate {
             var sent: [ATTPeer] = []

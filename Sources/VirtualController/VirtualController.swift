@@ -83,6 +83,8 @@ public final class VirtualController: @unchecked Sendable {
     var initiating: Initiating?
     // ACL buffers: packets accepted and not yet completed.
     var aclQueue: [HCIACLPacket] = []
+    /// `flushACL`'s spare buffer: the queue and it swap, so a connection event allocates none.
+    private var aclSpare: [HCIACLPacket] = []
     /// Fault: Number Of Completed Packets withheld (`setCompletingPackets(false)`), per handle.
     var withholdingCompletions = false
     var withheldCompletions: [UInt16: UInt16] = [:]
@@ -397,20 +399,27 @@ public final class VirtualController: @unchecked Sendable {
     /// A connection event: sends every buffered packet to its peer, frees the buffers.
     private func flushACL() {
         guard !aclQueue.isEmpty else { return }
-        let packets = aclQueue
-        aclQueue.removeAll(keepingCapacity: true)
+        var packets: [HCIACLPacket] = []
+        swap(&packets, &aclQueue)
+        swap(&aclQueue, &aclSpare)
+        defer {
+            packets.removeAll(keepingCapacity: true)
+            aclSpare = packets
+        }
         var completed: [(UInt16, UInt16)] = []
+        completed.reserveCapacity(packets.count)
         for p in packets {
             if let i = completed.firstIndex(where: { $0.0 == p.handle }) { completed[i].1 += 1 } else { completed.append((p.handle, 1)) }
             guard let conn = connections[p.handle] else { continue }
             let n = link.countACLPacket()
             let peer = conn.peer(of: self)
             let out = HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first, data: p.data)
-            if link.dropACL.remove(n) != nil {
+            // (Faults are rare: no hashing per packet when none is set.)
+            if !link.dropACL.isEmpty, link.dropACL.remove(n) != nil {
                 link.note("fault: dropped ACL packet #\(n)")
                 continue
             }
-            if let delay = link.delayACL.removeValue(forKey: n) {
+            if !link.delayACL.isEmpty, let delay = link.delayACL.removeValue(forKey: n) {
                 link.note("fault: delayed ACL packet #\(n) by \(delay) s")
                 link.schedule(after: delay) { if conn.alive { peer.deliver(.acl(out)) } }
                 continue
