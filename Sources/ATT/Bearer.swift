@@ -272,12 +272,16 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// when ACL credits are short).
     func startRequest(_ pdu: [UInt8], _ t: Transaction) {
         transaction = t
-        transactionStart = l2cap.host.assumeIsolated { $0.configuration.clock.now }
         if transactionDeadline == nil { armTransactionDeadline(after: configuration.transactionTimeout) }
         let frame = L2CAPFrame(cid: .att, payload: pdu).bytes
         let handle = peer.id
         do {
-            try l2cap.host.assumeIsolated { try $0.enqueueL2CAP(frame, on: handle, kind: .request) }
+            // One entry into the host for both (each `assumeIsolated` allocates).
+            transactionStart = try l2cap.host.assumeIsolated { host in
+                let now = host.configuration.clock.now
+                try host.enqueueL2CAP(frame, on: handle, kind: .request)
+                return now
+            }
         } catch {
             if transaction === t { transaction = nil }
             t.resolve(.failure(error))

@@ -15,6 +15,8 @@ import Synchronization
 public final class PacketInbox: Sendable {
     private struct State {
         var packets: [HCIPacket] = []
+        /// `drain`'s spare buffer, swapped with `packets` (no allocation per batch).
+        var spare: [HCIPacket] = []
         var waiter: CheckedContinuation<[HCIPacket]?, any Error>?
         /// Set once by `finish`: nil error for a normal end.
         var ended: TransportError?? = nil
@@ -90,10 +92,11 @@ public final class PacketInbox: Sendable {
 
     /// On the target's executor: hands over what is queued, then the end if it came.
     private func drain() {
-        let (batch, end, receive): ([HCIPacket], TransportError??, (@Sendable (Delivery) -> Void)?) = state.withLock { s in
+        var batch: [HCIPacket] = []
+        let (end, receive): (TransportError??, (@Sendable (Delivery) -> Void)?) = state.withLock { s in
             s.drainQueued = false
-            let b = s.packets
-            s.packets.removeAll(keepingCapacity: true)
+            swap(&batch, &s.spare)
+            swap(&batch, &s.packets)
             var end: TransportError?? = nil
             let receive = s.target?.receive
             if let e = s.ended, !s.endDelivered {
@@ -101,10 +104,15 @@ public final class PacketInbox: Sendable {
                 end = .some(e)
                 s.target = nil  // the receiver is not needed any more (nor kept alive)
             }
-            return (b, end, receive)
+            return (end, receive)
         }
         guard let receive else { return }
-        if !batch.isEmpty { receive(.packets(batch)) }
+        if !batch.isEmpty {
+            receive(.packets(batch))
+            // The buffer back as the spare (unless a newer batch's took its place).
+            batch.removeAll(keepingCapacity: true)
+            state.withLock { s in if s.spare.capacity == 0 { s.spare = batch } }
+        }
         if let end { receive(.ended(end)) }
     }
 

@@ -31,6 +31,11 @@ public final class VirtualController: @unchecked Sendable {
         var drainScheduled = false
     }
     private let inbox = Mutex(Inbox())
+    /// Link context: `drainInbox`'s spare buffer (it and the inbox's swap: no allocation per drain).
+    private var inboxSpare: [Inbound] = []
+    /// The drain job, made once (not a closure allocated per burst). Unowned: the controller
+    /// holds it; the link runs it only while the controller is alive (the link holds them).
+    private var drainWork: (@Sendable () -> Void)!
 
     // Link-context state.
     var eventMask: UInt64 = VirtualController.defaultEventMask
@@ -100,6 +105,7 @@ public final class VirtualController: @unchecked Sendable {
         self.aclBuffers = max(1, aclBuffers)
         self.aclDataLength = max(27, aclDataLength)
         publicAddress = BDAddress([0xF0, 0xF1, 0xF2, 0xF3, 0xF4, UInt8(truncatingIfNeeded: index + 1)])
+        drainWork = { [unowned self] in drainInbox() }
     }
 
     // MARK: - Host side
@@ -134,20 +140,16 @@ public final class VirtualController: @unchecked Sendable {
             box.drainScheduled = true
             return true
         }
-        if schedule { link.perform { [self] in drainInbox() } }
+        if schedule { link.perform(drainWork) }
     }
 
     /// Link context: runs every queued host request in order, then the connection event.
     private func drainInbox() {
+        var items: [Inbound] = []
+        swap(&items, &inboxSpare)
         while true {
-            let items = inbox.withLock { box -> [Inbound] in
-                if box.items.isEmpty {
-                    box.drainScheduled = false
-                    return []
-                }
-                let items = box.items
-                box.items.removeAll(keepingCapacity: true)
-                return items
+            inbox.withLock { box in
+                if box.items.isEmpty { box.drainScheduled = false } else { swap(&items, &box.items) }
             }
             if items.isEmpty { break }
             for item in items {
@@ -156,7 +158,9 @@ public final class VirtualController: @unchecked Sendable {
                 case .control(let work): work()
                 }
             }
+            items.removeAll(keepingCapacity: true)
         }
+        inboxSpare = items
         flushACL()
     }
 

@@ -37,6 +37,8 @@ public final class VirtualLink: @unchecked Sendable {
     // Live mode: work waiting for the running thread, and whether a thread is running it.
     private var liveWork: [@Sendable () -> Void] = []
     private var liveRunning = false
+    /// The running thread's spare buffer: it and `liveWork` swap, so a batch allocates nothing.
+    private var liveSpare: [@Sendable () -> Void] = []
 
     private struct Pending {
         var due: Double
@@ -118,14 +120,17 @@ public final class VirtualLink: @unchecked Sendable {
         liveWork.append(work)
         if liveRunning { lock.unlock(); return }
         liveRunning = true
+        var batch: [@Sendable () -> Void] = []
+        swap(&batch, &liveSpare)
         while true {
-            let batch = liveWork
-            liveWork.removeAll(keepingCapacity: true)
+            swap(&batch, &liveWork)
             lock.unlock()
             for w in batch { w() }
+            batch.removeAll(keepingCapacity: true)
             lock.lock()
             if liveWork.isEmpty { break }
         }
+        liveSpare = batch
         liveRunning = false
         lock.unlock()
     }
