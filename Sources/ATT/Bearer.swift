@@ -3,6 +3,7 @@ import HCI
 import Host
 import L2CAP
 import Synchronization
+import Transport
 
 /// An `ATTServerDelegate` that can answer synchronously (`GATTServer` does): the bearer then
 /// answers requests on the host's executor as frames arrive, with no task hop.
@@ -170,8 +171,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public func start() async {
         guard !started else { return }
         started = true
+        let entry = ExecutorEntry(self, on: l2cap.host.executor) { (bearer: isolated ATTBearer, pdu: [UInt8]) in
+            bearer.received(pdu)
+        }
         await l2cap.setFixedChannelHandler(.att, FixedChannelHandler(
-            received: { bytes in self.assumeIsolated { $0.received(bytes) } },
+            received: { entry($0) },
             closed: { _ in self.assumeIsolated { $0.linkClosed() } }))
         tasks.append(Task { await self.notificationLoop() })
     }

@@ -179,9 +179,10 @@ public actor Host {
         readerStarted = true
         if let inbox = transport.inbox {
             // Holds the host until the transport ends, as a reading task would.
-            inbox.deliver(on: executor) { delivery in
-                self.assumeIsolated { $0.received(delivery) }
+            let entry = ExecutorEntry(self, on: executor) { (host: isolated Host, delivery: PacketInbox.Delivery) in
+                host.received(delivery)
             }
+            inbox.deliver(on: executor) { entry($0) }
         } else {
             readerTask = Task { await self.readLoop() }
         }

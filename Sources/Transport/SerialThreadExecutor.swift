@@ -242,3 +242,36 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 }
+
+/// A synchronous entry into an actor that runs on a `SerialThreadExecutor`, made once and then
+/// called for every packet, frame or PDU that the layer below hands it on that executor (the
+/// host's receive path: transport → host → L2CAP → ATT).
+///
+/// What `actor.assumeIsolated { $0.f(x) }` does, without its cost per call: `assumeIsolated`
+/// wraps its closure with `withoutActuallyEscaping`, which allocates a context (two with a
+/// capture) on every call, and its check of the current executor goes through the runtime.
+/// Here the closure is made once, and the check is the executor's thread identity
+/// (`isCurrent`), which is what isolation to an actor on this executor means. The call traps,
+/// as `assumeIsolated` does, when made from any other thread.
+///
+/// `executor` must be the actor's own (`actor.unownedExecutor` is its executor).
+public struct ExecutorEntry<A: Actor, Argument>: Sendable {
+    @usableFromInline let actor: A
+    @usableFromInline let executor: SerialThreadExecutor
+    @usableFromInline let body: @Sendable (A, Argument) -> Void
+
+    public init(_ actor: A, on executor: SerialThreadExecutor, _ body: @escaping @Sendable (isolated A, Argument) -> Void) {
+        self.actor = actor
+        self.executor = executor
+        // The same function without the `isolated` annotation (which changes no calling
+        // convention), as `Actor.assumeIsolated` does; `callAsFunction` checks the isolation.
+        self.body = unsafeBitCast(body, to: (@Sendable (A, Argument) -> Void).self)
+    }
+
+    /// Runs the entry with `argument`; the caller must be running on `executor`.
+    @inlinable
+    public func callAsFunction(_ argument: Argument) {
+        precondition(executor.isCurrent, "ExecutorEntry called off the \(executor.name) executor's thread")
+        body(actor, argument)
+    }
+}
