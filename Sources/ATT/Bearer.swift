@@ -228,11 +228,24 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     func enqueue(_ pdu: ATTPDU) {
         let frame = L2CAPFrame(cid: .att, payload: pdu.bytes).bytes
         let handle = peer.id
-        do {
-            try l2cap.host.assumeIsolated { try $0.enqueueL2CAP(frame, on: handle) }
-        } catch {
+        if let error = Self.hostEnqueue(l2cap.host, (frame, handle, .answer), on: l2cap.host.executor) {
             log("could not send \(pdu.opcode): \(error)")
         }
+    }
+
+    // The host's functions on the bearer's hot paths, made once (`IsolatedFunction`: an
+    // `assumeIsolated` per PDU allocates).
+    static let hostEnqueue = IsolatedFunction<Host, ([UInt8], UInt16, EnqueuedFrameKind), (any Error)?> { host, a in
+        do { try host.enqueueL2CAP(a.0, on: a.1, kind: a.2); return nil } catch { return error }
+    }
+    static let hostCanEnqueue = IsolatedFunction<Host, UInt16, Bool> { $0.canEnqueueL2CAP(on: $1) }
+    static let hostSendIfReady = IsolatedFunction<Host, ([UInt8], UInt16), Result<Bool, any Error>> { host, a in
+        Result { try host.sendL2CAPIfReady(a.0, on: a.1) }
+    }
+    static let hostNow = IsolatedFunction<Host, Void, ContinuousClock.Instant> { host, _ in host.configuration.clock.now }
+    static let submitRequest = IsolatedFunction<ATTBearer, ([UInt8], Transaction), Void> { $0.submitRequest($1.0, $1.1) }
+    static let sendIfReady = IsolatedFunction<ATTBearer, ([UInt8], Int?), Result<Bool, any Error>> { bearer, a in
+        Result { try bearer.sendIfReady(a.0, checkingSize: a.1) }
     }
 
     // MARK: - Client
@@ -249,7 +262,12 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         let bytes = pdu.bytes, opcode = pdu.opcode
         return try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
             let t = Transaction(opcode: opcode, waiter: c)
-            onExecutor { $0.submitRequest(bytes, t) }
+            let executor = l2cap.host.executor
+            if executor.isCurrent {
+                Self.submitRequest(self, (bytes, t), on: executor)
+            } else {
+                executor.submit { Self.submitRequest(self, (bytes, t), on: executor) }
+            }
         }
     }
 
@@ -279,14 +297,9 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         if transactionDeadline == nil { armTransactionDeadline(after: configuration.transactionTimeout) }
         let frame = L2CAPFrame(cid: .att, payload: pdu).bytes
         let handle = peer.id
-        do {
-            // One entry into the host for both (each `assumeIsolated` allocates).
-            transactionStart = try l2cap.host.assumeIsolated { host in
-                let now = host.configuration.clock.now
-                try host.enqueueL2CAP(frame, on: handle, kind: .request)
-                return now
-            }
-        } catch {
+        let host = l2cap.host
+        transactionStart = Self.hostNow(host, (), on: host.executor)
+        if let error = Self.hostEnqueue(host, (frame, handle, .request), on: host.executor) {
             if transaction === t { transaction = nil }
             t.resolve(.failure(error))
             startQueuedRequest()
@@ -338,12 +351,15 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// `push` without suspending: true when the caller runs on the host's executor and the
     /// frame went out now.
     nonisolated func sendNow(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
-        guard l2cap.host.executor.isCurrent else { return false }
-        return try assumeIsolated { bearer in
-            try bearer.checkSendable(size)
-            let handle = bearer.peer.id
-            return try bearer.l2cap.host.assumeIsolated { try $0.sendL2CAPIfReady(frame, on: handle) }
-        }
+        let executor = l2cap.host.executor
+        guard executor.isCurrent else { return false }
+        return try Self.sendIfReady(self, (frame, size), on: executor).get()
+    }
+
+    /// `sendNow` on the bearer: true when the frame went out now.
+    func sendIfReady(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
+        try checkSendable(size)
+        return try Self.hostSendIfReady(l2cap.host, (frame, peer.id), on: l2cap.host.executor).get()
     }
 
     /// `push` when the link has no room now: `done` is resumed when the frame is sent.
@@ -534,7 +550,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         // that keeps sending while our answers wait for ACL buffers is not served (neither
         // acted on nor answered) until they drain, so the queue stays bounded.
         let handle = peer.id
-        if op.isRequest, !l2cap.host.assumeIsolated({ $0.canEnqueueL2CAP(on: handle) }) {
+        if op.isRequest, !Self.hostCanEnqueue(l2cap.host, handle, on: l2cap.host.executor) {
             log("\(op) ignored: the client sends requests without waiting for the answers (Core Vol 3 Part F 3.3.2)")
             return
         }

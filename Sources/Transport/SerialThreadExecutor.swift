@@ -243,35 +243,51 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
     }
 }
 
-/// A synchronous entry into an actor that runs on a `SerialThreadExecutor`, made once and then
-/// called for every packet, frame or PDU that the layer below hands it on that executor (the
-/// host's receive path: transport → host → L2CAP → ATT).
+/// A synchronous function of an actor that runs on a `SerialThreadExecutor`, made once (a
+/// `static let`, or stored) and called for every packet, frame or PDU on that executor (the
+/// stack's receive and send paths: transport → host → L2CAP → ATT and back).
 ///
 /// What `actor.assumeIsolated { $0.f(x) }` does, without its cost per call: `assumeIsolated`
 /// wraps its closure with `withoutActuallyEscaping`, which allocates a context (two with a
 /// capture) on every call, and its check of the current executor goes through the runtime.
-/// Here the closure is made once, and the check is the executor's thread identity
-/// (`isCurrent`), which is what isolation to an actor on this executor means. The call traps,
-/// as `assumeIsolated` does, when made from any other thread.
-///
-/// `executor` must be the actor's own (`actor.unownedExecutor` is its executor).
+/// Here the function is made once, and the check is the executor's thread identity
+/// (`isCurrent`), which is what isolation to an actor on this executor means. A call traps, as
+/// `assumeIsolated` does, when made from any other thread.
+public struct IsolatedFunction<A: Actor, Argument, Result>: Sendable {
+    @usableFromInline let body: @Sendable (A, Argument) -> Result
+
+    public init(_ body: @escaping @Sendable (isolated A, Argument) -> Result) {
+        // The same function without the `isolated` annotation (which changes no calling
+        // convention), as `Actor.assumeIsolated` does; `callAsFunction` checks the isolation.
+        self.body = unsafeBitCast(body, to: (@Sendable (A, Argument) -> Result).self)
+    }
+
+    /// Runs the function on `actor` with `argument`. `executor` is the actor's own
+    /// (`actor.unownedExecutor` is its executor), and the caller must be running on it.
+    @inlinable
+    public func callAsFunction(_ actor: A, _ argument: Argument, on executor: SerialThreadExecutor) -> Result {
+        precondition(executor.isCurrent, "an isolated function of \(A.self) called off the \(executor.name) executor's thread")
+        return body(actor, argument)
+    }
+}
+
+/// An `IsolatedFunction` bound to its actor and executor: the entry a layer hands to the one
+/// below it (`entry(frame)`).
 public struct ExecutorEntry<A: Actor, Argument>: Sendable {
     @usableFromInline let actor: A
     @usableFromInline let executor: SerialThreadExecutor
-    @usableFromInline let body: @Sendable (A, Argument) -> Void
+    @usableFromInline let function: IsolatedFunction<A, Argument, Void>
 
+    /// `executor` must be the actor's own (`actor.unownedExecutor` is its executor).
     public init(_ actor: A, on executor: SerialThreadExecutor, _ body: @escaping @Sendable (isolated A, Argument) -> Void) {
         self.actor = actor
         self.executor = executor
-        // The same function without the `isolated` annotation (which changes no calling
-        // convention), as `Actor.assumeIsolated` does; `callAsFunction` checks the isolation.
-        self.body = unsafeBitCast(body, to: (@Sendable (A, Argument) -> Void).self)
+        self.function = IsolatedFunction(body)
     }
 
     /// Runs the entry with `argument`; the caller must be running on `executor`.
     @inlinable
     public func callAsFunction(_ argument: Argument) {
-        precondition(executor.isCurrent, "ExecutorEntry called off the \(executor.name) executor's thread")
-        body(actor, argument)
+        function(actor, argument, on: executor)
     }
 }
