@@ -13,6 +13,12 @@ import Synchronization
 /// Unbounded, as the transports' streams were: the reader is the host, which handles each
 /// packet at once.
 public final class PacketInbox: Sendable {
+    /// Where `deliver(on:to:)` hands batches. (A struct: a closure returned out of the lock
+    /// inside a tuple is re-wrapped, an allocation per batch.)
+    private struct Target {
+        let executor: SerialThreadExecutor
+        let receive: @Sendable (Delivery) -> Void
+    }
     private struct State {
         var packets: [HCIPacket] = []
         /// `drain`'s spare buffer, swapped with `packets` (no allocation per batch).
@@ -22,7 +28,7 @@ public final class PacketInbox: Sendable {
         var ended: TransportError?? = nil
         var stream: AsyncThrowingStream<HCIPacket, any Error>?
         /// `deliver(on:to:)`: where batches go, and whether a drain job is queued there.
-        var target: (executor: SerialThreadExecutor, receive: @Sendable (Delivery) -> Void)?
+        var target: Target?
         var drainQueued = false
         var endDelivered = false
         /// `tap(_:)`: sees every packet as it is delivered.
@@ -74,7 +80,7 @@ public final class PacketInbox: Sendable {
     public func deliver(on executor: SerialThreadExecutor, to receive: @escaping @Sendable (Delivery) -> Void) {
         let queue: SerialThreadExecutor? = state.withLock { s in
             precondition(s.target == nil, "PacketInbox.deliver(on:to:): one reader only")
-            s.target = (executor, receive)
+            s.target = Target(executor: executor, receive: receive)
             guard !s.packets.isEmpty || s.ended != nil else { return nil }
             s.drainQueued = true
             return executor
@@ -93,20 +99,20 @@ public final class PacketInbox: Sendable {
     /// On the target's executor: hands over what is queued, then the end if it came.
     private func drain() {
         var batch: [HCIPacket] = []
-        let (end, receive): (TransportError??, (@Sendable (Delivery) -> Void)?) = state.withLock { s in
+        let (end, target): (TransportError??, Target?) = state.withLock { s in
             s.drainQueued = false
             swap(&batch, &s.spare)
             swap(&batch, &s.packets)
             var end: TransportError?? = nil
-            let receive = s.target?.receive
+            let target = s.target
             if let e = s.ended, !s.endDelivered {
                 s.endDelivered = true
                 end = .some(e)
                 s.target = nil  // the receiver is not needed any more (nor kept alive)
             }
-            return (end, receive)
+            return (end, target)
         }
-        guard let receive else { return }
+        guard let receive = target?.receive else { return }
         if !batch.isEmpty {
             receive(.packets(batch))
             // The buffer back as the spare (unless a newer batch's took its place).

@@ -90,6 +90,8 @@ public final class VirtualController: @unchecked Sendable {
     var aclQueue: [HCIACLPacket] = []
     /// `flushACL`'s spare buffer: the queue and it swap, so a connection event allocates none.
     private var aclSpare: [HCIACLPacket] = []
+    /// `flushACL`'s count of packets per connection handle, reused.
+    private var completedScratch: [(handle: UInt16, count: UInt16)] = []
     /// Fault: Number Of Completed Packets withheld (`setCompletingPackets(false)`), per handle.
     var withholdingCompletions = false
     var withheldCompletions: [UInt16: UInt16] = [:]
@@ -410,8 +412,12 @@ public final class VirtualController: @unchecked Sendable {
             packets.removeAll(keepingCapacity: true)
             aclSpare = packets
         }
-        var completed: [(UInt16, UInt16)] = []
-        completed.reserveCapacity(packets.count)
+        var completed: [(handle: UInt16, count: UInt16)] = []
+        swap(&completed, &completedScratch)
+        defer {
+            completed.removeAll(keepingCapacity: true)
+            completedScratch = completed
+        }
         for p in packets {
             if let i = completed.firstIndex(where: { $0.0 == p.handle }) { completed[i].1 += 1 } else { completed.append((p.handle, 1)) }
             guard let conn = connections[p.handle] else { continue }

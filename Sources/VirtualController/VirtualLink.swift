@@ -35,10 +35,12 @@ public final class VirtualLink: @unchecked Sendable {
     private var clock: Double = 0
     private var _controllers: [VirtualController] = []
     // Live mode: work waiting for the running thread, and whether a thread is running it.
-    private var liveWork: [@Sendable () -> Void] = []
+    /// (Closures in a struct: an array of bare closures re-wraps each one appended, an allocation.)
+    private struct Work { let run: @Sendable () -> Void }
+    private var liveWork: [Work] = []
     private var liveRunning = false
     /// The running thread's spare buffer: it and `liveWork` swap, so a batch allocates nothing.
-    private var liveSpare: [@Sendable () -> Void] = []
+    private var liveSpare: [Work] = []
 
     private struct Pending {
         var due: Double
@@ -117,15 +119,15 @@ public final class VirtualLink: @unchecked Sendable {
     /// whatever is queued meanwhile, in order), else queues it for that thread.
     private func runLive(_ work: @escaping @Sendable () -> Void) {
         lock.lock()
-        liveWork.append(work)
+        liveWork.append(Work(run: work))
         if liveRunning { lock.unlock(); return }
         liveRunning = true
-        var batch: [@Sendable () -> Void] = []
+        var batch: [Work] = []
         swap(&batch, &liveSpare)
         while true {
             swap(&batch, &liveWork)
             lock.unlock()
-            for w in batch { w() }
+            for w in batch { w.run() }
             batch.removeAll(keepingCapacity: true)
             lock.lock()
             if liveWork.isEmpty { break }
