@@ -47,20 +47,22 @@ public final class PacketInbox: Sendable {
 
     /// Producer: queues `packet` for the reader (ignored once finished).
     public func deliver(_ packet: HCIPacket) {
-        enum Next { case none, resume(CheckedContinuation<[HCIPacket]?, any Error>), drain(SerialThreadExecutor) }
-        let (next, tap): (Next, (@Sendable (HCIPacket) -> Void)?) = state.withLock { s in
-            guard s.ended == nil else { return (.none, nil) }
+        // What to do after the lock, in locals the closure sets (no enum or tuple carrying a
+        // closure out of `withLock`: this runs for every packet).
+        var waiter: CheckedContinuation<[HCIPacket]?, any Error>?
+        var drainOn: SerialThreadExecutor?
+        var tap: (@Sendable (HCIPacket) -> Void)?
+        state.withLock { s in
+            guard s.ended == nil else { return }
+            tap = s.tap
             // A waiting reader has taken everything before it parked.
-            if let w = s.waiter { s.waiter = nil; return (.resume(w), s.tap) }
+            if let w = s.waiter { s.waiter = nil; waiter = w; return }
             s.packets.append(packet)
-            return (drainExecutor(&s).map { .drain($0) } ?? .none, s.tap)
+            drainOn = drainExecutor(&s)
         }
         tap?(packet)
-        switch next {
-        case .none: break
-        case .resume(let w): w.resume(returning: [packet])
-        case .drain(let executor): executor.submit { self.drain() }
-        }
+        if let waiter { waiter.resume(returning: [packet]) }
+        if let drainOn { drainOn.submit { self.drain() } }
     }
 
     /// Shows every packet delivered from now on to `observe`, on the producer's thread, in
