@@ -15,8 +15,10 @@ public final class VirtualController: @unchecked Sendable {
     public let aclBuffers: Int
     public let aclDataLength: Int
 
-    private let sinkLock = NSLock()
-    private var sink: (@Sendable (HCIPacket) -> Void)?
+    /// Where packets for the host go (a struct: a bare closure as a `Mutex`'s value is
+    /// re-wrapped at every access).
+    private struct HostSink { let deliver: @Sendable (HCIPacket) -> Void }
+    private let sink = Mutex<HostSink?>(nil)
 
     /// Host → controller work not yet run on the link context, in arrival order. One
     /// `link.perform` drains everything queued here (packets and control requests alike), then
@@ -114,9 +116,7 @@ public final class VirtualController: @unchecked Sendable {
 
     /// Sets (or clears) where packets for the host go. Called from any thread.
     public func attachHost(_ sink: (@Sendable (HCIPacket) -> Void)?) {
-        sinkLock.lock()
-        self.sink = sink
-        sinkLock.unlock()
+        self.sink.withLock { $0 = sink.map(HostSink.init) }
     }
 
     /// A packet from the host. Processed on the link's context, in order.
@@ -167,10 +167,7 @@ public final class VirtualController: @unchecked Sendable {
     }
 
     func deliver(_ packet: HCIPacket) {
-        sinkLock.lock()
-        let s = sink
-        sinkLock.unlock()
-        s?(packet)
+        sink.withLock { $0 }?.deliver(packet)
     }
 
     private func handle(_ packet: HCIPacket) {
