@@ -3,6 +3,7 @@ import HCI
 import Host
 import L2CAP
 import Synchronization
+import Transport
 
 /// An `ATTServerDelegate` that can answer synchronously (`GATTServer` does): the bearer then
 /// answers requests on the host's executor as frames arrive, with no task hop.
@@ -84,7 +85,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     var answeredMTURequest = false
     /// The largest PDU accepted from the peer: ATT_MTU, or the MTU being negotiated.
     var inboundMTU = 23
-    var delegate: (any ATTServerDelegate)?
+    var delegate: (any ATTServerDelegate)? {
+        didSet { synchronousDelegate = delegate as? any ATTSynchronousServerDelegate }
+    }
+    /// `delegate` when it answers synchronously (cast once, not per request).
+    var synchronousDelegate: (any ATTSynchronousServerDelegate)?
     /// Serialises the answers of an asynchronous (not `ATTSynchronousServerDelegate`) delegate.
     var delegateTask: Task<Void, Never>?
     var notificationHandler: (@Sendable (ATTPDU) async -> Void)?
@@ -96,8 +101,16 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// A request (or indication) waiting for its answer; resolved once, from any context.
     final class Transaction: Sendable {
         let opcode: ATTOpcode
-        private let state = Mutex<(CheckedContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>((nil, nil))
-        init(opcode: ATTOpcode) { self.opcode = opcode }
+        private let state: Mutex<(CheckedContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>
+        init(opcode: ATTOpcode) {
+            self.opcode = opcode
+            state = Mutex((nil, nil))
+        }
+        /// A transaction whose waiter is known already (`request`): `resolve` resumes it.
+        init(opcode: ATTOpcode, waiter: CheckedContinuation<ATTPDU, any Error>) {
+            self.opcode = opcode
+            state = Mutex((waiter, nil))
+        }
         func resolve(_ r: Result<ATTPDU, any Error>) {
             let c: CheckedContinuation<ATTPDU, any Error>? = state.withLock { s in
                 if let c = s.0 { s.0 = nil; return c }
@@ -118,15 +131,19 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         }
     }
 
-    // Client: the pending request, the single outstanding-request slot and its waiters (FIFO).
-    var transaction: Transaction? {
-        didSet { if transaction !== oldValue { rearm(&transactionDeadline, for: transaction) } }
-    }
-    /// The transaction timeouts (Core Vol 3 Part F 3.3.3), in the host's deadline table.
+    // Client: the one outstanding request (Core Vol 3 Part F 3.3.2) and the requests waiting
+    // for it to be answered, first come first served (`queuedHead` is the next).
+    var transaction: Transaction?
+    /// When the outstanding `transaction` was sent (the host's deadline clock).
+    var transactionStart: ContinuousClock.Instant?
+    /// The transaction timeouts (Core Vol 3 Part F 3.3.3), in the host's deadline table. The
+    /// requests' one stays armed from request to request (`transactionDeadlineFired` checks
+    /// the transaction outstanding then and re-arms for it): a request costs a clock reading,
+    /// not an entry added to and removed from the table.
     var transactionDeadline: DeadlineID?
     var indicationDeadline: DeadlineID?
-    var clientBusy = false
-    var clientWaiters: [CheckedContinuation<Void, any Error>] = []
+    var queuedRequests: [(pdu: [UInt8], transaction: Transaction)] = []
+    var queuedHead = 0
 
     // Server indication.
     var indication: Transaction? {
@@ -154,8 +171,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public func start() async {
         guard !started else { return }
         started = true
+        let entry = ExecutorEntry(self, on: l2cap.host.executor) { (bearer: isolated ATTBearer, pdu: [UInt8]) in
+            bearer.received(pdu)
+        }
         await l2cap.setFixedChannelHandler(.att, FixedChannelHandler(
-            received: { bytes in self.assumeIsolated { $0.received(bytes) } },
+            received: { entry($0) },
             closed: { _ in self.assumeIsolated { $0.linkClosed() } }))
         tasks.append(Task { await self.notificationLoop() })
     }
@@ -208,65 +228,150 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     func enqueue(_ pdu: ATTPDU) {
         let frame = L2CAPFrame(cid: .att, payload: pdu.bytes).bytes
         let handle = peer.id
-        do {
-            try l2cap.host.assumeIsolated { try $0.enqueueL2CAP(frame, on: handle) }
-        } catch {
+        if let error = Self.hostEnqueue(l2cap.host, (frame, handle, .answer), on: l2cap.host.executor) {
             log("could not send \(pdu.opcode): \(error)")
         }
+    }
+
+    // The host's functions on the bearer's hot paths, made once (`IsolatedFunction`: an
+    // `assumeIsolated` per PDU allocates).
+    static let hostEnqueue = IsolatedFunction<Host, ([UInt8], UInt16, EnqueuedFrameKind), (any Error)?> { host, a in
+        do { try host.enqueueL2CAP(a.0, on: a.1, kind: a.2); return nil } catch { return error }
+    }
+    static let hostCanEnqueue = IsolatedFunction<Host, UInt16, Bool> { $0.canEnqueueL2CAP(on: $1) }
+    static let hostSendIfReady = IsolatedFunction<Host, ([UInt8], UInt16), Result<Bool, any Error>> { host, a in
+        Result { try host.sendL2CAPIfReady(a.0, on: a.1) }
+    }
+    static let hostNow = IsolatedFunction<Host, Void, ContinuousClock.Instant> { host, _ in host.configuration.clock.now }
+    static let submitRequest = IsolatedFunction<ATTBearer, ([UInt8], Transaction), Void> { $0.submitRequest($1.0, $1.1) }
+    static let sendIfReady = IsolatedFunction<ATTBearer, ([UInt8], Int?), Result<Bool, any Error>> { bearer, a in
+        Result { try bearer.sendIfReady(a.0, checkingSize: a.1) }
     }
 
     // MARK: - Client
 
     /// Sends `pdu` (a request) and returns its response; an Error Response throws `ATTError`.
-    /// Requests wait their turn for the single outstanding-request slot, first come first served.
-    public func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    /// Requests wait their turn for the single outstanding request, first come first served.
+    ///
+    /// Nonisolated, so that a caller on the host's executor (a task preferring it, as
+    /// `Central.executor` suggests) sends its request and suspends once, until the answer
+    /// resumes it, with no hop in and out of the actor; from elsewhere the request is handed to
+    /// the executor as a job.
+    public nonisolated func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
-        let bytes = pdu.bytes
-        try await claimClientSlot(size: bytes.count)
-        defer { releaseClientSlot() }
-        if let closedReason { throw closedReason }
-        let t = Transaction(opcode: pdu.opcode)
+        let bytes = pdu.bytes, opcode = pdu.opcode
+        return try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
+            let t = Transaction(opcode: opcode, waiter: c)
+            let executor = l2cap.host.executor
+            if executor.isCurrent {
+                Self.submitRequest(self, (bytes, t), on: executor)
+            } else {
+                executor.submit { Self.submitRequest(self, (bytes, t), on: executor) }
+            }
+        }
+    }
+
+    /// Runs `body` on the bearer's executor: at once when the caller is running there, else as
+    /// the executor's next job.
+    nonisolated func onExecutor(_ body: @escaping @Sendable (isolated ATTBearer) -> Void) {
+        let executor = l2cap.host.executor
+        if executor.isCurrent { assumeIsolated(body) } else { executor.submit { self.assumeIsolated(body) } }
+    }
+
+    /// A request to send: sent now if none is outstanding, else queued (FIFO). Fails `t` if the
+    /// bearer is closed or `pdu` exceeds ATT_MTU.
+    func submitRequest(_ pdu: [UInt8], _ t: Transaction) {
+        if let closedReason { return t.resolve(.failure(closedReason)) }
+        if pdu.count > mtu { return t.resolve(.failure(ATTBearerError.pduTooLarge(size: pdu.count, mtu: mtu))) }
+        if transaction == nil && queuedHead == queuedRequests.count {
+            startRequest(pdu, t)
+        } else {
+            queuedRequests.append((pdu, t))
+        }
+    }
+
+    /// Makes `t` the outstanding transaction and sends its PDU (queued behind earlier frames
+    /// when ACL credits are short).
+    func startRequest(_ pdu: [UInt8], _ t: Transaction) {
         transaction = t
-        do {
-            try await l2cap.host.sendL2CAP(L2CAPFrame(cid: .att, payload: bytes).bytes, on: peer.id)
-        } catch {
+        if transactionDeadline == nil { armTransactionDeadline(after: configuration.transactionTimeout) }
+        let frame = L2CAPFrame(cid: .att, payload: pdu).bytes
+        let handle = peer.id
+        let host = l2cap.host
+        transactionStart = Self.hostNow(host, (), on: host.executor)
+        if let error = Self.hostEnqueue(host, (frame, handle, .request), on: host.executor) {
             if transaction === t { transaction = nil }
-            throw error
+            t.resolve(.failure(error))
+            startQueuedRequest()
         }
-        return try await t.wait()
     }
 
-    /// Waits for the client's outstanding-request slot (FIFO); throws if the bearer is or gets
-    /// closed, or if `size` exceeds ATT_MTU.
-    func claimClientSlot(size: Int) async throws {
-        if let closedReason { throw closedReason }
-        if size > mtu { throw ATTBearerError.pduTooLarge(size: size, mtu: mtu) }
-        if !clientBusy {
-            clientBusy = true
-            return
+    /// The outstanding transaction was answered (or failed): sends the next queued request.
+    func startQueuedRequest() {
+        while transaction == nil, queuedHead < queuedRequests.count {
+            let (pdu, t) = queuedRequests[queuedHead]
+            queuedHead += 1
+            if queuedHead == queuedRequests.count {
+                queuedRequests.removeAll(keepingCapacity: true)
+                queuedHead = 0
+            }
+            if let closedReason { t.resolve(.failure(closedReason)); continue }
+            startRequest(pdu, t)
         }
-        try await withCheckedThrowingContinuation { clientWaiters.append($0) }
     }
 
-    /// Hands the slot to the next waiting request, or frees it.
-    func releaseClientSlot() {
-        if clientWaiters.isEmpty { clientBusy = false } else { clientWaiters.removeFirst().resume() }
-    }
-
-    /// Removes and returns the pending transaction if `match` accepts it.
+    /// Removes and returns the pending transaction if `match` accepts it; the next queued
+    /// request is sent.
     func takeTransaction(where match: (Transaction) -> Bool) -> Transaction? {
         guard let t = transaction, match(t) else { return nil }
         transaction = nil
+        startQueuedRequest()
         return t
     }
 
     /// Sends a command (Write Command, Signed Write Command); returns once handed to the link.
-    public func command(_ pdu: ATTPDU) async throws {
+    public nonisolated func command(_ pdu: ATTPDU) async throws {
         guard pdu.opcode.isCommand else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a command") }
-        if let closedReason { throw closedReason }
         let bytes = pdu.bytes
-        guard bytes.count <= mtu else { throw ATTBearerError.pduTooLarge(size: bytes.count, mtu: mtu) }
-        try await l2cap.send(bytes, on: .att)
+        try await push(L2CAPFrame(cid: .att, payload: bytes).bytes, checkingSize: bytes.count)
+    }
+
+    /// Sends a frame of ours that needs no answer (a command, a notification) and returns once
+    /// the link has taken it: at once, without entering the actor, when the caller runs on
+    /// the host's executor and the link has room; else it waits its turn (flow control) on one
+    /// continuation, resumed where the frame goes out.
+    /// Throws if the bearer is closed, or if `size` (the ATT PDU's, when given) exceeds ATT_MTU.
+    nonisolated func push(_ frame: [UInt8], checkingSize size: Int? = nil) async throws {
+        if try sendNow(frame, checkingSize: size) { return }
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            onExecutor { $0.send(frame, checkingSize: size, resuming: c) }
+        }
+    }
+
+    /// `push` without suspending: true when the caller runs on the host's executor and the
+    /// frame went out now.
+    nonisolated func sendNow(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
+        let executor = l2cap.host.executor
+        guard executor.isCurrent else { return false }
+        return try Self.sendIfReady(self, (frame, size), on: executor).get()
+    }
+
+    /// `sendNow` on the bearer: true when the frame went out now.
+    func sendIfReady(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
+        try checkSendable(size)
+        return try Self.hostSendIfReady(l2cap.host, (frame, peer.id), on: l2cap.host.executor).get()
+    }
+
+    /// `push` when the link has no room now: `done` is resumed when the frame is sent.
+    func send(_ frame: [UInt8], checkingSize size: Int?, resuming done: CheckedContinuation<Void, any Error>) {
+        do { try checkSendable(size) } catch { return done.resume(throwing: error) }
+        let handle = peer.id
+        l2cap.host.assumeIsolated { $0.sendL2CAP(frame, on: handle, resuming: done) }
+    }
+
+    func checkSendable(_ size: Int?) throws {
+        if let closedReason { throw closedReason }
+        if let size, size > mtu { throw ATTBearerError.pduTooLarge(size: size, mtu: mtu) }
     }
 
     /// Exchange MTU as client: returns the new ATT_MTU, min(our Rx MTU, the server's), where a
@@ -298,12 +403,10 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     // MARK: - Server push
 
     /// Sends a Handle Value Notification (value truncated to ATT_MTU − 3, Core Vol 3 Part F 3.4.7.1).
-    public func notify(handle: UInt16, value: [UInt8]) async throws {
-        if let closedReason { throw closedReason }
+    public nonisolated func notify(handle: UInt16, value: [UInt8]) async throws {
         let mtu = self.mtu
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
-        try await l2cap.host.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: handle, value: v).bytes).bytes,
-                                       on: peer.id)
+        try await push(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: handle, value: v).bytes).bytes)
     }
 
     /// Sends a Handle Value Indication and waits for the confirmation (transaction timeout);
@@ -447,12 +550,12 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         // that keeps sending while our answers wait for ACL buffers is not served (neither
         // acted on nor answered) until they drain, so the queue stays bounded.
         let handle = peer.id
-        if op.isRequest, !l2cap.host.assumeIsolated({ $0.canEnqueueL2CAP(on: handle) }) {
+        if op.isRequest, !Self.hostCanEnqueue(l2cap.host, handle, on: l2cap.host.executor) {
             log("\(op) ignored: the client sends requests without waiting for the answers (Core Vol 3 Part F 3.3.2)")
             return
         }
         let (peer, mtu, security) = (self.peer, self.mtu, self.security)
-        if let server = delegate as? any ATTSynchronousServerDelegate {
+        if let server = synchronousDelegate {
             let response = server.response(to: pdu, from: peer, mtu: mtu, security: security)
             if op.isRequest { enqueue(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)) }
             return
@@ -513,6 +616,21 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         }
     }
 
+    func armTransactionDeadline(after d: Duration) {
+        transactionDeadline = l2cap.host.assumeIsolated { host in
+            host.arm(after: d) { [weak self] in self?.assumeIsolated { $0.transactionDeadlineFired() } }
+        }
+    }
+
+    /// The requests' deadline: the outstanding transaction times out if it was sent a
+    /// transaction timeout ago, else the deadline is armed again for when it will be.
+    func transactionDeadlineFired() {
+        transactionDeadline = nil
+        guard let t = transaction, let start = transactionStart else { return }
+        let elapsed = start.duration(to: l2cap.host.assumeIsolated { $0.configuration.clock.now })
+        if elapsed >= configuration.transactionTimeout { timedOut(t) } else { armTransactionDeadline(after: configuration.transactionTimeout - elapsed) }
+    }
+
     /// No answer to `t` within the transaction timeout: the bearer closes (Core Vol 3 Part F 3.3.3).
     func timedOut(_ t: Transaction) {
         if t === transaction {
@@ -528,11 +646,13 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         guard closedReason == nil else { return }
         closedReason = reason
         log("closed: \(reason)")
+        let (host, deadline) = (l2cap.host, transactionDeadline)
+        host.assumeIsolated { $0.disarm(deadline) }
+        transactionDeadline = nil
+        // The outstanding request, then the queued ones (takeTransaction fails them, closed).
         if let t = takeTransaction(where: { _ in true }) { t.resolve(.failure(reason)) }
+        startQueuedRequest()
         if let i = indication { indication = nil; i.resolve(.failure(reason)) }
-        let waiters = clientWaiters
-        clientWaiters.removeAll()
-        for w in waiters { w.resume(throwing: reason) }
         for w in indicationWaiters { w.resume(throwing: reason) }
         indicationWaiters.removeAll()
         notificationsContinuation.finish()

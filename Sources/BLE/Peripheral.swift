@@ -82,8 +82,8 @@ public final class Peripheral: Sendable {
     /// The attribute database and its server.
     public let server: GATTServer
     /// Connections, subscriptions, reads and writes, in order. One consumer.
-    public let events: AsyncStream<PeripheralEvent>
-    private let sink: AsyncStream<PeripheralEvent>.Continuation
+    public let events: PeripheralEvents
+    private let sink: PeripheralEvents.Storage
     private let advertising = AdvertisingState()
     /// Moves advertising to a new RPA when the current one has lived its time (privacy only).
     private let rotation = Mutex<Task<Void, Never>?>(nil)
@@ -91,7 +91,8 @@ public final class Peripheral: Sendable {
     private init(stack: Stack, server: GATTServer) {
         self.stack = stack
         self.server = server
-        (events, sink) = AsyncStream.makeStream(of: PeripheralEvent.self, bufferingPolicy: .bufferingNewest(4096))
+        sink = PeripheralEvents.Storage(limit: 4096)
+        events = PeripheralEvents(storage: sink)
     }
 
     /// Brings up the controller and installs `services` (plus Generic Access and Generic Attribute).
@@ -161,19 +162,16 @@ public final class Peripheral: Sendable {
             }
             rotation.withLock { $0 = task }
         }
-        let serverEvents = server.events
-        // The server yields its events on the stack's executor (two per read answered): the
-        // relay runs there too, so relaying them wakes no other thread.
-        Task(executorPreference: stack.host.executor.taskExecutor) {
-            for await e in serverEvents {
-                switch e {
-                case .subscribed(let peer, let uuid, let indications): sink.yield(.subscribed(handle: peer.id, characteristic: uuid, indications: indications))
-                case .unsubscribed(let peer, let uuid): sink.yield(.unsubscribed(handle: peer.id, characteristic: uuid))
-                case .wrote(let peer, let uuid, let value): sink.yield(.wrote(handle: peer.id, characteristic: uuid, value: value))
-                case .read(let peer, let uuid): sink.yield(.read(handle: peer.id, characteristic: uuid))
-                case .answered(let peer, let request, let response): sink.yield(.answered(handle: peer.id, request: request, response: response))
-                case .connected, .disconnected: break  // reported from the link, with the address and reason
-                }
+        // The server's events (two per read answered) go straight into `events`, where they
+        // happen (on the stack's executor for those a request causes): no relay task.
+        server.setEventHandler { e in
+            switch e {
+            case .subscribed(let peer, let uuid, let indications): sink.yield(.subscribed(handle: peer.id, characteristic: uuid, indications: indications))
+            case .unsubscribed(let peer, let uuid): sink.yield(.unsubscribed(handle: peer.id, characteristic: uuid))
+            case .wrote(let peer, let uuid, let value): sink.yield(.wrote(handle: peer.id, characteristic: uuid, value: value))
+            case .read(let peer, let uuid): sink.yield(.read(handle: peer.id, characteristic: uuid))
+            case .answered(let peer, let request, let response): sink.yield(.answered(handle: peer.id, request: request, response: response))
+            case .connected, .disconnected: break  // reported from the link, with the address and reason
             }
         }
     }

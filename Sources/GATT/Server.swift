@@ -74,9 +74,13 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     private let hashReady = Atomic<Bool>(false)
     /// Checks Signed Write Commands; none: they are ignored (GATT holds no keys).
     private let signedWrites = Mutex<(any GATTSignedWriteVerifier)?>(nil)
-    /// Application events; one consumer.
+    /// Application events; one consumer. Empty while an event handler is set (`setEventHandler`).
     public let events: AsyncStream<GATTServerEvent>
     private let sink: AsyncStream<GATTServerEvent>.Continuation
+    /// Receives the events instead of `events` when set. (In a struct: a closure held directly
+    /// as a `Mutex`'s generic value gains a reabstraction thunk at every `withLock` access.)
+    private struct EventHandler { let handle: @Sendable (GATTServerEvent) -> Void }
+    private let eventHandler = Mutex<EventHandler?>(nil)
 
     public convenience init(services: [GATTService], configuration: Configuration = Configuration()) {
         self.init(table: AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
@@ -99,6 +103,18 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     }
 
     deinit { sink.finish() }
+
+    /// Hands every later event to `handler`, synchronously, where it happens (an event caused
+    /// by a request: on the host's executor, while the request is answered), instead of to
+    /// `events`; nil goes back to `events`. For a layer that relays the events (`Peripheral`):
+    /// no stream, task or hop per event in between.
+    public func setEventHandler(_ handler: (@Sendable (GATTServerEvent) -> Void)?) {
+        eventHandler.withLock { $0 = handler.map(EventHandler.init) }
+    }
+
+    private func emit(_ event: GATTServerEvent) {
+        if let handler = eventHandler.withLock({ $0 }) { handler.handle(event) } else { sink.yield(event) }
+    }
 
     /// Installs what checks the signature of Signed Write Commands (the stack, which holds the
     /// bonds' CSRKs: GATT sits below SMP in the module graph).
@@ -225,7 +241,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
                   let cccd = c.cccdHandle, let i = s.table.index(c.valueHandle) else { return [] }
             let valueAttribute = s.table.attributes[i]
             let wanted = peers.map { Set($0.map(\.id)) }
-            return s.peers.compactMap { id, p in
+            var targets: [(ATTPeer, any ATTServerPush, UInt16)] = s.peers.compactMap { id, p in
                 guard (p.cccd[cccd] ?? 0) & bit != 0, wanted?.contains(id) ?? true else { return nil }
                 // A notification or indication carries the value as a read does: not to a link
                 // without the encryption, authentication, key size or authorization a read of it
@@ -234,7 +250,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
                 // never read.
                 guard Self.securityDenial(valueAttribute, write: false, p.push.security) == nil else { return nil }
                 return (ATTPeer(id: id), p.push, c.valueHandle)
-            }.sorted { $0.0.id < $1.0.id }
+            }
+            if targets.count > 1 { targets.sort { $0.0.id < $1.0.id } }
+            return targets
         }
         if !indicate {
             var sent: [ATTPeer] = []
@@ -263,12 +281,12 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     public func peerConnected(_ peer: ATTPeer, push: any ATTServerPush) async {
         state.withLock { $0.peers[peer.id] = PeerState(push: push) }
-        sink.yield(.connected(peer))
+        emit(.connected(peer))
     }
 
     public func peerDisconnected(_ peer: ATTPeer) async {
         let known = state.withLock { $0.peers.removeValue(forKey: peer.id) != nil }
-        if known { sink.yield(.disconnected(peer)) }
+        if known { emit(.disconnected(peer)) }
     }
 
     public func respond(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) async -> ATTPDU? {
@@ -279,7 +297,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// for a command or anything a server does not answer. Reports each answered request.
     public func response(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTPDU? {
         let answer = answer(to: pdu, from: peer, mtu: mtu, security: security)
-        if let answer, configuration.reportsAnswers { sink.yield(.answered(peer, request: pdu, response: answer)) }
+        if let answer, configuration.reportsAnswers { emit(.answered(peer, request: pdu, response: answer)) }
         return answer
     }
 
@@ -431,13 +449,13 @@ extension GATTServer: ATTServerHandler {
         switch step {
         case .error(let c): return .failure(ATTError(c, requestOpcode: op, handle: handle))
         case let .value(v, event):
-            if let event { sink.yield(.read(peer, event)) }
+            if let event { emit(.read(peer, event)) }
             return .success(v)
         case let .handler(r, event):
             guard let r else { return .failure(ATTError(.readNotPermitted, requestOpcode: op, handle: handle)) }
             do {
                 let v = try r(GATTRequestContext(peer: peer, security: security, offset: offset))
-                if let event { sink.yield(.read(peer, event)) }
+                if let event { emit(.read(peer, event)) }
                 return .success(v)
             } catch {
                 return .failure(ATTError(Self.code(of: error), requestOpcode: op, handle: handle))
@@ -487,13 +505,13 @@ extension GATTServer: ATTServerHandler {
         switch step {
         case .error(let c): return ATTError(c, requestOpcode: op, handle: handle)
         case .done(let events):
-            for e in events { sink.yield(e) }
+            for e in events { emit(e) }
             return nil
         case let .handler(w, event):
             guard let w else { return ATTError(.writeNotPermitted, requestOpcode: op, handle: handle) }
             do {
                 try w(GATTRequestContext(peer: peer, security: security, offset: offset), value)
-                if let event { sink.yield(.wrote(peer, event, value)) }
+                if let event { emit(.wrote(peer, event, value)) }
                 return nil
             } catch {
                 return ATTError(Self.code(of: error), requestOpcode: op, handle: handle)

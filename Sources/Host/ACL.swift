@@ -147,6 +147,10 @@ public enum EnqueuedFrameKind: Sendable {
     /// A PDU of a protocol with one outstanding per exchange (SMP, L2CAP signaling):
     /// `HostConfiguration.maxEnqueuedControlFramesPerLink`, never taken by answers.
     case control
+    /// A request of ours that the layer sending it keeps to one outstanding per link (the ATT
+    /// client, Core v5.4 Vol 3 Part F 3.3.2: the next is sent after the answer): not bounded
+    /// here, the layer's own rule bounds it.
+    case request
 }
 
 /// Per-link state of the ACL path (actor-isolated inside `Host`).
@@ -174,7 +178,11 @@ final class LinkState {
     var hasQueued: Bool { queueHead < queue.count }
 
     func enqueuedCount(_ kind: EnqueuedFrameKind) -> Int {
-        kind == .answer ? enqueuedAnswerCount : enqueuedControlCount
+        switch kind {
+        case .answer: return enqueuedAnswerCount
+        case .control: return enqueuedControlCount
+        case .request: return 0
+        }
     }
 
     /// Counts `f` out of its `enqueueL2CAP` bound (it left the queue).
@@ -182,7 +190,7 @@ final class LinkState {
         switch f.enqueued {
         case .answer?: enqueuedAnswerCount -= 1
         case .control?: enqueuedControlCount -= 1
-        case nil: break
+        case .request?, nil: break
         }
     }
 

@@ -168,9 +168,10 @@ public actor Host {
         guard !readerStarted else { return }
         readerStarted = true
         // Holds the host until the transport ends, as a reading task would.
-        transport.inbox.deliver(on: executor) { delivery in
-            self.assumeIsolated { $0.received(delivery) }
+        let entry = ExecutorEntry(self, on: executor) { (host: isolated Host, delivery: PacketInbox.Delivery) in
+            host.received(delivery)
         }
+        transport.inbox.deliver(on: executor) { entry($0) }
     }
 
     /// A batch from the transport's inbox, on the host's executor, in arrival order.
@@ -442,11 +443,26 @@ public actor Host {
     public func sendL2CAP(_ frame: [UInt8], on handle: UInt16) async throws {
         let link = try outgoingLink(handle, frame)
         if try sendAtOnce(frame, on: link) { return }
-        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<Void, any Error>) in
-            link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: cont))
-            schedule(link)
-            pumpACL()
+        try await withCheckedThrowingContinuation { queue(frame, on: link, resuming: $0) }
+    }
+
+    /// `sendL2CAP` for a caller that waits on a continuation of its own (no hop into the host
+    /// and back out for a task that is not isolated to it): `done` is resumed once the whole
+    /// frame is handed to the controller (at once when it can go now), or with the error.
+    public func sendL2CAP(_ frame: [UInt8], on handle: UInt16, resuming done: CheckedContinuation<Void, any Error>) {
+        do {
+            let link = try outgoingLink(handle, frame)
+            if try sendAtOnce(frame, on: link) { return done.resume() }
+            queue(frame, on: link, resuming: done)
+        } catch {
+            done.resume(throwing: error)
         }
+    }
+
+    private func queue(_ frame: [UInt8], on link: LinkState, resuming done: CheckedContinuation<Void, any Error>) {
+        link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: done))
+        schedule(link)
+        pumpACL()
     }
 
     /// Sends one complete L2CAP frame without waiting: like `sendL2CAP`, but it returns at once
@@ -460,14 +476,27 @@ public actor Host {
     public func enqueueL2CAP(_ frame: [UInt8], on handle: UInt16, kind: EnqueuedFrameKind = .answer) throws {
         let link = try outgoingLink(handle, frame)
         if try sendAtOnce(frame, on: link) { return }
-        let bound = kind == .answer ? configuration.maxEnqueuedFramesPerLink : configuration.maxEnqueuedControlFramesPerLink
-        guard link.enqueuedCount(kind) < bound else {
-            throw HostError.busy("connection \(hexCode(handle, digits: 4)): \(link.enqueuedCount(kind)) \(kind == .answer ? "answers" : "SMP/signaling PDUs") already wait for ACL buffers")
+        switch kind {
+        case .answer, .control:
+            let bound = kind == .answer ? configuration.maxEnqueuedFramesPerLink : configuration.maxEnqueuedControlFramesPerLink
+            guard link.enqueuedCount(kind) < bound else {
+                throw HostError.busy("connection \(hexCode(handle, digits: 4)): \(link.enqueuedCount(kind)) \(kind == .answer ? "answers" : "SMP/signaling PDUs") already wait for ACL buffers")
+            }
+            if kind == .answer { link.enqueuedAnswerCount += 1 } else { link.enqueuedControlCount += 1 }
+        case .request:
+            break
         }
         link.queue.append(OutgoingFrame(frame: frame, offset: 0, continuation: nil, enqueued: kind))
-        if kind == .answer { link.enqueuedAnswerCount += 1 } else { link.enqueuedControlCount += 1 }
         schedule(link)
         pumpACL()
+    }
+
+    /// Sends one complete L2CAP frame if it can go out now without waiting (ACL credits for all
+    /// of it, nothing queued ahead): true when sent, false when nothing was sent (the caller
+    /// then waits its turn with `sendL2CAP`). Throws what `sendL2CAP` throws. For callers on
+    /// the host's executor that want no suspension when the link has room (a notification).
+    public func sendL2CAPIfReady(_ frame: [UInt8], on handle: UInt16) throws -> Bool {
+        try sendAtOnce(frame, on: outgoingLink(handle, frame))
     }
 
     /// Whether `enqueueL2CAP` would accept an answer on `handle` now (a layer answering a

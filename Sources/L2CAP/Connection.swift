@@ -2,6 +2,7 @@
 // signaling channel, and LE credit-based connection-oriented channels (CreditBasedChannel.swift).
 import HCI
 import Host
+import Transport
 
 /// Tunables of an `L2CAPConnection`.
 public struct L2CAPConfiguration: Sendable {
@@ -158,7 +159,10 @@ public actor L2CAPConnection {
     public func start() {
         guard !started, !isDisconnected else { return }
         started = true
-        connection.route.install({ frame in self.assumeIsolated { $0.received(frame) } },
+        let entry = ExecutorEntry(self, on: host.executor) { (l2cap: isolated L2CAPConnection, frame: [UInt8]) in
+            l2cap.received(frame)
+        }
+        connection.route.install({ entry($0) },
                                  closed: { self.assumeIsolated { $0.linkClosed() } }, on: host)
     }
 

@@ -13,14 +13,22 @@ import Synchronization
 /// Unbounded, as the transports' streams were: the reader is the host, which handles each
 /// packet at once.
 public final class PacketInbox: Sendable {
+    /// Where `deliver(on:to:)` hands batches. (A struct: a closure returned out of the lock
+    /// inside a tuple is re-wrapped, an allocation per batch.)
+    private struct Target {
+        let executor: SerialThreadExecutor
+        let receive: @Sendable (Delivery) -> Void
+    }
     private struct State {
         var packets: [HCIPacket] = []
+        /// `drain`'s spare buffer, swapped with `packets` (no allocation per batch).
+        var spare: [HCIPacket] = []
         var waiter: CheckedContinuation<[HCIPacket]?, any Error>?
         /// Set once by `finish`: nil error for a normal end.
         var ended: TransportError?? = nil
         var stream: AsyncThrowingStream<HCIPacket, any Error>?
         /// `deliver(on:to:)`: where batches go, and whether a drain job is queued there.
-        var target: (executor: SerialThreadExecutor, receive: @Sendable (Delivery) -> Void)?
+        var target: Target?
         var drainQueued = false
         var endDelivered = false
         /// `tap(_:)`: sees every packet as it is delivered.
@@ -39,20 +47,22 @@ public final class PacketInbox: Sendable {
 
     /// Producer: queues `packet` for the reader (ignored once finished).
     public func deliver(_ packet: HCIPacket) {
-        enum Next { case none, resume(CheckedContinuation<[HCIPacket]?, any Error>), drain(SerialThreadExecutor) }
-        let (next, tap): (Next, (@Sendable (HCIPacket) -> Void)?) = state.withLock { s in
-            guard s.ended == nil else { return (.none, nil) }
+        // What to do after the lock, in locals the closure sets (no enum or tuple carrying a
+        // closure out of `withLock`: this runs for every packet).
+        var waiter: CheckedContinuation<[HCIPacket]?, any Error>?
+        var drainOn: SerialThreadExecutor?
+        var tap: (@Sendable (HCIPacket) -> Void)?
+        state.withLock { s in
+            guard s.ended == nil else { return }
+            tap = s.tap
             // A waiting reader has taken everything before it parked.
-            if let w = s.waiter { s.waiter = nil; return (.resume(w), s.tap) }
+            if let w = s.waiter { s.waiter = nil; waiter = w; return }
             s.packets.append(packet)
-            return (drainExecutor(&s).map { .drain($0) } ?? .none, s.tap)
+            drainOn = drainExecutor(&s)
         }
         tap?(packet)
-        switch next {
-        case .none: break
-        case .resume(let w): w.resume(returning: [packet])
-        case .drain(let executor): executor.submit { self.drain() }
-        }
+        if let waiter { waiter.resume(returning: [packet]) }
+        if let drainOn { drainOn.submit { self.drain() } }
     }
 
     /// Shows every packet delivered from now on to `observe`, on the producer's thread, in
@@ -72,7 +82,7 @@ public final class PacketInbox: Sendable {
     public func deliver(on executor: SerialThreadExecutor, to receive: @escaping @Sendable (Delivery) -> Void) {
         let queue: SerialThreadExecutor? = state.withLock { s in
             precondition(s.target == nil, "PacketInbox.deliver(on:to:): one reader only")
-            s.target = (executor, receive)
+            s.target = Target(executor: executor, receive: receive)
             guard !s.packets.isEmpty || s.ended != nil else { return nil }
             s.drainQueued = true
             return executor
@@ -90,21 +100,27 @@ public final class PacketInbox: Sendable {
 
     /// On the target's executor: hands over what is queued, then the end if it came.
     private func drain() {
-        let (batch, end, receive): ([HCIPacket], TransportError??, (@Sendable (Delivery) -> Void)?) = state.withLock { s in
+        var batch: [HCIPacket] = []
+        let (end, target): (TransportError??, Target?) = state.withLock { s in
             s.drainQueued = false
-            let b = s.packets
-            s.packets.removeAll(keepingCapacity: true)
+            swap(&batch, &s.spare)
+            swap(&batch, &s.packets)
             var end: TransportError?? = nil
-            let receive = s.target?.receive
+            let target = s.target
             if let e = s.ended, !s.endDelivered {
                 s.endDelivered = true
                 end = .some(e)
                 s.target = nil  // the receiver is not needed any more (nor kept alive)
             }
-            return (b, end, receive)
+            return (end, target)
         }
-        guard let receive else { return }
-        if !batch.isEmpty { receive(.packets(batch)) }
+        guard let receive = target?.receive else { return }
+        if !batch.isEmpty {
+            receive(.packets(batch))
+            // The buffer back as the spare (unless a newer batch's took its place).
+            batch.removeAll(keepingCapacity: true)
+            state.withLock { s in if s.spare.capacity == 0 { s.spare = batch } }
+        }
         if let end { receive(.ended(end)) }
     }
 

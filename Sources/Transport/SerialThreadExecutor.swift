@@ -210,9 +210,13 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
                 for job in batch {
                     switch job {
                     case .serial(let j): j.runSynchronously(on: serial)
-                    // On this serial executor too: the task's hops to actors of this executor
-                    // then need no switch.
-                    case .task(let j, let task): j.runSynchronously(isolatedTo: serial, taskExecutor: task)
+                    // A job enqueued through the task executor is nonisolated code of a task
+                    // preferring it (the runtime sends a task's actor-isolated jobs to the
+                    // actor's executor): run it as that, on the generic executor with the task
+                    // executor, so the hops between its nonisolated functions (one at each
+                    // entry and after each await) need no switch. Run as isolated to `serial`,
+                    // each of those hops was re-enqueued (14 per notification sent and received).
+                    case .task(let j, let task): j.runSynchronously(on: task)
                     case .work(let w): w()
                     }
                 }
@@ -236,5 +240,54 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
         state.threadRunning = false
         runningThread.store(0, ordering: .releasing)
         pthread_mutex_unlock(mutex)
+    }
+}
+
+/// A synchronous function of an actor that runs on a `SerialThreadExecutor`, made once (a
+/// `static let`, or stored) and called for every packet, frame or PDU on that executor (the
+/// stack's receive and send paths: transport → host → L2CAP → ATT and back).
+///
+/// What `actor.assumeIsolated { $0.f(x) }` does, without its cost per call: `assumeIsolated`
+/// wraps its closure with `withoutActuallyEscaping`, which allocates a context (two with a
+/// capture) on every call, and its check of the current executor goes through the runtime.
+/// Here the function is made once, and the check is the executor's thread identity
+/// (`isCurrent`), which is what isolation to an actor on this executor means. A call traps, as
+/// `assumeIsolated` does, when made from any other thread.
+public struct IsolatedFunction<A: Actor, Argument, Result>: Sendable {
+    @usableFromInline let body: @Sendable (A, Argument) -> Result
+
+    public init(_ body: @escaping @Sendable (isolated A, Argument) -> Result) {
+        // The same function without the `isolated` annotation (which changes no calling
+        // convention), as `Actor.assumeIsolated` does; `callAsFunction` checks the isolation.
+        self.body = unsafeBitCast(body, to: (@Sendable (A, Argument) -> Result).self)
+    }
+
+    /// Runs the function on `actor` with `argument`. `executor` is the actor's own
+    /// (`actor.unownedExecutor` is its executor), and the caller must be running on it.
+    @inlinable
+    public func callAsFunction(_ actor: A, _ argument: Argument, on executor: SerialThreadExecutor) -> Result {
+        precondition(executor.isCurrent, "an isolated function of \(A.self) called off the \(executor.name) executor's thread")
+        return body(actor, argument)
+    }
+}
+
+/// An `IsolatedFunction` bound to its actor and executor: the entry a layer hands to the one
+/// below it (`entry(frame)`).
+public struct ExecutorEntry<A: Actor, Argument>: Sendable {
+    @usableFromInline let actor: A
+    @usableFromInline let executor: SerialThreadExecutor
+    @usableFromInline let function: IsolatedFunction<A, Argument, Void>
+
+    /// `executor` must be the actor's own (`actor.unownedExecutor` is its executor).
+    public init(_ actor: A, on executor: SerialThreadExecutor, _ body: @escaping @Sendable (isolated A, Argument) -> Void) {
+        self.actor = actor
+        self.executor = executor
+        self.function = IsolatedFunction(body)
+    }
+
+    /// Runs the entry with `argument`; the caller must be running on `executor`.
+    @inlinable
+    public func callAsFunction(_ argument: Argument) {
+        function(actor, argument, on: executor)
     }
 }

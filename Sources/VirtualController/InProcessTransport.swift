@@ -1,5 +1,6 @@
 import Foundation
 import HCI
+import Synchronization
 import Transport
 
 /// The host side of one virtual controller, in-process: `send` feeds the controller,
@@ -12,8 +13,8 @@ public final class InProcessTransport: HCITransport, @unchecked Sendable {
     private let packets = PacketInbox()
     public var inbox: PacketInbox { packets }
     public var executor: SerialThreadExecutor? { controller.link.executor }
-    private let lock = NSLock()
-    private var closed = false
+    /// Set once by `close` (read on every send).
+    private let closed = Atomic<Bool>(false)
 
     /// Attaches to `controller` (replacing any previous host) from its power-on state.
     public init(controller: VirtualController, name: String? = nil) {
@@ -25,19 +26,12 @@ public final class InProcessTransport: HCITransport, @unchecked Sendable {
     }
 
     public func send(_ packet: HCIPacket) throws(TransportError) {
-        lock.lock()
-        let isClosed = closed
-        lock.unlock()
-        if isClosed { throw TransportError(.closed, "\(name): transport is closed") }
+        if closed.load(ordering: .acquiring) { throw TransportError(.closed, "\(name): transport is closed") }
         controller.receive(fromHost: packet)
     }
 
     public func close() {
-        lock.lock()
-        let was = closed
-        closed = true
-        lock.unlock()
-        guard !was else { return }
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         controller.attachHost(nil)
         controller.powerCycle()
         packets.finish()

@@ -15,8 +15,10 @@ public final class VirtualController: @unchecked Sendable {
     public let aclBuffers: Int
     public let aclDataLength: Int
 
-    private let sinkLock = NSLock()
-    private var sink: (@Sendable (HCIPacket) -> Void)?
+    /// Where packets for the host go (a struct: a bare closure as a `Mutex`'s value is
+    /// re-wrapped at every access).
+    private struct HostSink { let deliver: @Sendable (HCIPacket) -> Void }
+    private let sink = Mutex<HostSink?>(nil)
 
     /// Host → controller work not yet run on the link context, in arrival order. One
     /// `link.perform` drains everything queued here (packets and control requests alike), then
@@ -31,6 +33,11 @@ public final class VirtualController: @unchecked Sendable {
         var drainScheduled = false
     }
     private let inbox = Mutex(Inbox())
+    /// Link context: `drainInbox`'s spare buffer (it and the inbox's swap: no allocation per drain).
+    private var inboxSpare: [Inbound] = []
+    /// The drain job, made once (not a closure allocated per burst). Unowned: the controller
+    /// holds it; the link runs it only while the controller is alive (the link holds them).
+    private var drainWork: (@Sendable () -> Void)!
 
     // Link-context state.
     var eventMask: UInt64 = VirtualController.defaultEventMask
@@ -83,6 +90,10 @@ public final class VirtualController: @unchecked Sendable {
     var initiating: Initiating?
     // ACL buffers: packets accepted and not yet completed.
     var aclQueue: [HCIACLPacket] = []
+    /// `flushACL`'s spare buffer: the queue and it swap, so a connection event allocates none.
+    private var aclSpare: [HCIACLPacket] = []
+    /// `flushACL`'s count of packets per connection handle, reused.
+    private var completedScratch: [(handle: UInt16, count: UInt16)] = []
     /// Fault: Number Of Completed Packets withheld (`setCompletingPackets(false)`), per handle.
     var withholdingCompletions = false
     var withheldCompletions: [UInt16: UInt16] = [:]
@@ -98,15 +109,14 @@ public final class VirtualController: @unchecked Sendable {
         self.aclBuffers = max(1, aclBuffers)
         self.aclDataLength = max(27, aclDataLength)
         publicAddress = BDAddress([0xF0, 0xF1, 0xF2, 0xF3, 0xF4, UInt8(truncatingIfNeeded: index + 1)])
+        drainWork = { [unowned self] in drainInbox() }
     }
 
     // MARK: - Host side
 
     /// Sets (or clears) where packets for the host go. Called from any thread.
     public func attachHost(_ sink: (@Sendable (HCIPacket) -> Void)?) {
-        sinkLock.lock()
-        self.sink = sink
-        sinkLock.unlock()
+        self.sink.withLock { $0 = sink.map(HostSink.init) }
     }
 
     /// A packet from the host. Processed on the link's context, in order.
@@ -132,20 +142,16 @@ public final class VirtualController: @unchecked Sendable {
             box.drainScheduled = true
             return true
         }
-        if schedule { link.perform { [self] in drainInbox() } }
+        if schedule { link.perform(drainWork) }
     }
 
     /// Link context: runs every queued host request in order, then the connection event.
     private func drainInbox() {
+        var items: [Inbound] = []
+        swap(&items, &inboxSpare)
         while true {
-            let items = inbox.withLock { box -> [Inbound] in
-                if box.items.isEmpty {
-                    box.drainScheduled = false
-                    return []
-                }
-                let items = box.items
-                box.items.removeAll(keepingCapacity: true)
-                return items
+            inbox.withLock { box in
+                if box.items.isEmpty { box.drainScheduled = false } else { swap(&items, &box.items) }
             }
             if items.isEmpty { break }
             for item in items {
@@ -154,15 +160,14 @@ public final class VirtualController: @unchecked Sendable {
                 case .control(let work): work()
                 }
             }
+            items.removeAll(keepingCapacity: true)
         }
+        inboxSpare = items
         flushACL()
     }
 
     func deliver(_ packet: HCIPacket) {
-        sinkLock.lock()
-        let s = sink
-        sinkLock.unlock()
-        s?(packet)
+        sink.withLock { $0 }?.deliver(packet)
     }
 
     private func handle(_ packet: HCIPacket) {
@@ -397,20 +402,31 @@ public final class VirtualController: @unchecked Sendable {
     /// A connection event: sends every buffered packet to its peer, frees the buffers.
     private func flushACL() {
         guard !aclQueue.isEmpty else { return }
-        let packets = aclQueue
-        aclQueue.removeAll(keepingCapacity: true)
-        var completed: [(UInt16, UInt16)] = []
+        var packets: [HCIACLPacket] = []
+        swap(&packets, &aclQueue)
+        swap(&aclQueue, &aclSpare)
+        defer {
+            packets.removeAll(keepingCapacity: true)
+            aclSpare = packets
+        }
+        var completed: [(handle: UInt16, count: UInt16)] = []
+        swap(&completed, &completedScratch)
+        defer {
+            completed.removeAll(keepingCapacity: true)
+            completedScratch = completed
+        }
         for p in packets {
             if let i = completed.firstIndex(where: { $0.0 == p.handle }) { completed[i].1 += 1 } else { completed.append((p.handle, 1)) }
             guard let conn = connections[p.handle] else { continue }
             let n = link.countACLPacket()
             let peer = conn.peer(of: self)
             let out = HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first, data: p.data)
-            if link.dropACL.remove(n) != nil {
+            // (Faults are rare: no hashing per packet when none is set.)
+            if !link.dropACL.isEmpty, link.dropACL.remove(n) != nil {
                 link.note("fault: dropped ACL packet #\(n)")
                 continue
             }
-            if let delay = link.delayACL.removeValue(forKey: n) {
+            if !link.delayACL.isEmpty, let delay = link.delayACL.removeValue(forKey: n) {
                 link.note("fault: delayed ACL packet #\(n) by \(delay) s")
                 link.schedule(after: delay) { if conn.alive { peer.deliver(.acl(out)) } }
                 continue

@@ -35,8 +35,16 @@ public final class VirtualLink: @unchecked Sendable {
     private var clock: Double = 0
     private var _controllers: [VirtualController] = []
     // Live mode: work waiting for the running thread, and whether a thread is running it.
-    private var liveWork: [@Sendable () -> Void] = []
-    private var liveRunning = false
+    /// (Closures in a struct: an array of bare closures re-wraps each one appended, an allocation.)
+    private struct Work { let run: @Sendable () -> Void }
+    private struct LiveQueue {
+        var work: [Work] = []
+        var running = false
+        /// The running thread's spare buffer: it and `work` swap, so a batch allocates nothing.
+        var spare: [Work] = []
+    }
+    /// Its own lock (not `lock`): taken twice per packet a host sends.
+    private let live = Mutex(LiveQueue())
 
     private struct Pending {
         var due: Double
@@ -114,20 +122,29 @@ public final class VirtualLink: @unchecked Sendable {
     /// Live mode: runs `work` on this thread if no thread is running link work (then also
     /// whatever is queued meanwhile, in order), else queues it for that thread.
     private func runLive(_ work: @escaping @Sendable () -> Void) {
-        lock.lock()
-        liveWork.append(work)
-        if liveRunning { lock.unlock(); return }
-        liveRunning = true
-        while true {
-            let batch = liveWork
-            liveWork.removeAll(keepingCapacity: true)
-            lock.unlock()
-            for w in batch { w() }
-            lock.lock()
-            if liveWork.isEmpty { break }
+        var batch: [Work] = []
+        let runHere = live.withLock { q -> Bool in
+            q.work.append(Work(run: work))
+            if q.running { return false }
+            q.running = true
+            swap(&batch, &q.spare)
+            return true
         }
-        liveRunning = false
-        lock.unlock()
+        guard runHere else { return }
+        while true {
+            let more = live.withLock { q -> Bool in
+                if q.work.isEmpty {
+                    q.running = false
+                    swap(&q.spare, &batch)
+                    return false
+                }
+                swap(&batch, &q.work)
+                return true
+            }
+            guard more else { return }
+            for w in batch { w.run() }
+            batch.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Runs `work` on the link's context after `seconds`.

@@ -108,6 +108,62 @@ extension ProcedureTimeoutTests {
     }
 }
 
+extension ProcedureTimeoutTests {
+    /// The ATT transaction timeout counts from each request (Core v5.4 Vol 3 Part F 3.3.3: a
+    /// transaction not completed within 30 s times out), also when the requests' deadline was
+    /// armed for an earlier request and kept armed after its answer: a request sent 20 s into
+    /// the first one's deadline is still waiting when that deadline comes (10 s later), and
+    /// times out 30 s after it was sent, not before.
+    @Test func attTransactionTimeoutCountsFromEachRequest() async throws {
+        let clock = ManualDeadlineClock()
+        let (central, peer, link) = try await linkToASilentPeer(clock: clock)
+        var peerConnection = await peer.connections.first
+        for _ in 0..<300 where peerConnection == nil {
+            try await Task.sleep(for: .milliseconds(10))
+            peerConnection = await peer.connections.first
+        }
+        let peerLink = try #require(peerConnection)
+        let c = L2CAPConnection(host: central, connection: link)
+        let p = L2CAPConnection(host: peer, connection: peerLink)
+        let bearer = ATTBearer(l2cap: c)
+        await bearer.start()
+        // The peer speaks raw ATT: the test answers the first request by hand.
+        let received = Mutex<[[UInt8]]>([])
+        await p.setFixedChannelHandler(.att, FixedChannelHandler(received: { pdu in received.withLock { $0.append(pdu) } }))
+        await c.start()
+        await p.start()
+        func requestsReceived(_ n: Int) async throws {
+            for _ in 0..<500 where received.withLock({ $0.count }) < n { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(received.withLock { $0.count } == n)
+        }
+        let first = Task { try await bearer.request(.readRequest(handle: 0x0001)) }
+        try await requestsReceived(1)
+        clock.advance(by: .seconds(20))
+        try await p.send([0x0B, 0x2A], on: .att)  // Read Response (opcode 0x0B, Core v5.4 Vol 3 Part F 3.4.4.4)
+        #expect(try await first.value == .readResponse(value: [0x2A]))
+        let second = Task { try await bearer.request(.readRequest(handle: 0x0002)) }
+        try await requestsReceived(2)
+        // 30 s after the first request: its deadline comes; the second has waited 10 s.
+        clock.advance(by: .seconds(10))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(await bearer.closedReason == nil)
+        // 29 s after the second request: still waiting.
+        clock.advance(by: .seconds(19))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(await bearer.closedReason == nil)
+        // 30 s after it: it times out, and the bearer closes.
+        clock.advance(by: .seconds(1))
+        await #expect {
+            _ = try await second.value
+        } throws: { error in
+            if case ATTBearerError.transactionTimeout = error { return true }
+            return false
+        }
+        await central.close()
+        await peer.close()
+    }
+}
+
 /// The one receive path keeps a link's PDUs in arrival order (issue 14), also when one of them
 /// is still being handled by the application while later ones arrive.
 @Suite(.timeLimit(.minutes(1))) struct ReceiveOrderTests {

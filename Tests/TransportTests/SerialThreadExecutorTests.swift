@@ -156,6 +156,39 @@ import Transport
         #expect(log.entries == ["second", "continuation body", "submitted job"])
     }
 
+    /// `ExecutorEntry`: called from jobs on the executor, it runs the actor's isolated code
+    /// synchronously, in the order of the calls, on the executor's thread.
+    @Test func executorEntryRunsTheActorsCodeInOrderOnItsThread() async throws {
+        let executor = SerialThreadExecutor(name: "test entry")
+        let actor = OnExecutor(executor)
+        let entry = ExecutorEntry(actor, on: executor) { (a: isolated OnExecutor, n: Int) in a.append(n) }
+        let offThread = Mutex(0)
+        for n in 0..<100 {
+            executor.submit {
+                if !executor.isCurrent { offThread.withLock { $0 += 1 } }
+                entry(n)
+            }
+        }
+        var log: [Int] = []
+        for _ in 0..<5000 {
+            log = await actor.log
+            if log.count == 100 { break }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(log == Array(0..<100))
+        #expect(offThread.withLock { $0 } == 0)
+    }
+
+    /// Off the executor's thread, an `ExecutorEntry` traps (as `assumeIsolated` does) rather than
+    /// run the actor's code without its isolation.
+    @Test func executorEntryTrapsOffItsExecutor() async {
+        await #expect(processExitsWith: .failure) {
+            let executor = SerialThreadExecutor(name: "test entry trap")
+            let entry = ExecutorEntry(OnExecutor(executor), on: executor) { (a: isolated OnExecutor, n: Int) in a.append(n) }
+            entry(1)
+        }
+    }
+
     /// A task that prefers the executor keeps it (through its `taskExecutor`) after every
     /// other owner dropped it: its jobs still run, on the executor's thread.
     @Test func taskPreferringTheExecutorOutlivesItsOtherOwners() async {

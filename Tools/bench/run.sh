@@ -33,10 +33,11 @@ line() { printf '%-34s ours %12s   %-7s %12s   ratio %6s×  (%s)\n' "$1" "$2" "$
 # asyncio thread: the like-for-like comparison).
 for metric in reads notifications; do
     ours=$(timeout 60 "$BIN/ble-hci-bench" "$metric" "$N" 2>&1 | field rate)
-    same=$(timeout 60 "$BIN/ble-hci-bench" "$metric-on-stack" "$N" 2>&1 | field rate)
+    sameout=$(timeout 60 "$BIN/ble-hci-bench" "$metric-on-stack" "$N" 2>&1)
+    same=$(field rate <<<"$sameout"); samecpu=$(field cpu_us_per_exchange <<<"$sameout")
     peer=$(timeout 120 "$PY" Tools/bench/bumble_bench.py "$metric" "$N" 2>&1 | field rate)
     line "gatt $metric/s (N=$N)" "${ours:-fail}" bumble "${peer:-fail}" "$(ratio "$ours" "$peer")" "target ≥ 50×"
-    line "gatt $metric/s on-stack (N=$N)" "${same:-fail}" bumble "${peer:-fail}" "$(ratio "$same" "$peer")" "one thread, as Bumble; target ≥ 50×"
+    line "gatt $metric/s on-stack (N=$N)" "${same:-fail}" bumble "${peer:-fail}" "$(ratio "$same" "$peer")" "one thread, as Bumble; ${samecpu:-?} µs CPU per exchange; target ≥ 50×"
 done
 
 # 2. dump (tree, to /dev/null) vs tshark -V on a capture of BENCH_PACKETS varied packets (issue

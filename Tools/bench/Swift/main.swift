@@ -14,7 +14,8 @@
 //                                  H4/TCP (`links-central SPEC L RATE S`): the Central's own CPU
 //
 // Each link runs on VirtualLink.inProcess (two virtual controllers, in-process transports).
-// Output: one line "metric=<name> count=<n> seconds=<s> rate=<n/s>" on stdout.
+// Output: one line "metric=<name> count=<n> seconds=<s> rate=<n/s>" on stdout; reads and
+// notifications add cpu_us_per_exchange (process CPU, getrusage, over the timed loop / N).
 import Foundation
 import HCI
 import Capture
@@ -62,9 +63,11 @@ func benchReads(_ n: Int, onStack: Bool) async throws {
     let c = characteristic(tree, DemoProfile.name)
     try await run(onStack: onStack, central) {
         for _ in 0..<min(100, n) { _ = try await remote.read(c) }  // warm-up
-        let t0 = now()
+        let (t0, cpu0) = (now(), cpuSeconds())
         for _ in 0..<n { _ = try await remote.read(c) }
-        report(onStack ? "gatt-reads-on-stack" : "gatt-reads", count: n, seconds: now() - t0)
+        let (t1, cpu1) = (now(), cpuSeconds())
+        report(onStack ? "gatt-reads-on-stack" : "gatt-reads", count: n, seconds: t1 - t0,
+               extra: "cpu_us_per_exchange=\(String(format: "%.2f", (cpu1 - cpu0) / Double(n) * 1e6))")
     }
     await central.close()
     await peripheral.close()
@@ -90,16 +93,19 @@ func benchNotifications(_ n: Int, onStack: Bool) async throws {
         return (count, last)
     }
     let value: [UInt8] = Array("12345678".utf8)
-    let t0 = now()
+    let (t0, cpu0) = (now(), cpuSeconds())
     try await run(onStack: onStack, central) {
         for _ in 0..<n { await peripheral.notify(value, for: DemoProfile.ticker) }
     }
     // Whatever the central's stream dropped (it buffers 1024) is not counted: give it 2 s.
     let timeout = Task { try? await Task.sleep(for: .seconds(2)); counter.cancel() }
     let (count, last) = await counter.value
+    let cpu1 = cpuSeconds()
     timeout.cancel()
+    // (CPU until the counter ended: a run that lost values includes the 2 s wait, idle.)
     report(onStack ? "notifications-on-stack" : "notifications", count: count, seconds: last - t0,
-           extra: "sent=\(n) lost=\(n - count) dropped_by_stream=\(values.droppedCount) dropped_by_bearer=\(remote.droppedNotifications)")
+           extra: "sent=\(n) lost=\(n - count) dropped_by_stream=\(values.droppedCount) dropped_by_bearer=\(remote.droppedNotifications)"
+               + " cpu_us_per_exchange=\(String(format: "%.2f", (cpu1 - cpu0) / Double(n) * 1e6))")
     await central.close()
     await peripheral.close()
 }
