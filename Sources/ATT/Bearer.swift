@@ -314,6 +314,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             if queuedHead == queuedRequests.count {
                 queuedRequests.removeAll(keepingCapacity: true)
                 queuedHead = 0
+            } else if queuedHead >= 16 && queuedHead * 2 >= queuedRequests.count {
+                // Requests keep coming while some wait (three or more tasks requesting at
+                // once): drop the taken ones, or the array would grow with every request.
+                queuedRequests.removeFirst(queuedHead)
+                queuedHead = 0
             }
             if let closedReason { t.resolve(.failure(closedReason)); continue }
             startRequest(pdu, t)

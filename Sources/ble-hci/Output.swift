@@ -19,10 +19,10 @@ final class Output: @unchecked Sendable {
         write(jsonObject(fields) + "\n")
     }
 
-    /// A human line (not in --json mode).
-    func line(_ text: String) {
+    /// A human line (not in --json mode, where the text is not even built).
+    func line(_ text: @autoclosure () -> String) {
         guard !json else { return }
-        write(text + "\n")
+        write(text() + "\n")
     }
 
     func error(_ message: String) {

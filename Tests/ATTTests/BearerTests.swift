@@ -5,7 +5,7 @@ import Testing
 import HCI
 import Host
 import L2CAP
-import ATT
+@testable import ATT
 import TestSupport
 import StackTestSupport
 import Transport
@@ -204,6 +204,34 @@ struct BearerTests {
         try await lc.send([0x0A, 0x05, 0x00], on: .att)
         #expect(try await inbox.next("Read Response") == [0x0B] + value(5).prefix(22))
         #expect(delegate.commands.withLock { $0 } == [.writeCommand(handle: 5, value: [UInt8](repeating: 0xEF, count: 20))])
+    }
+
+    /// Core Vol 3 Part F 3.3.2: one request outstanding at a time, the others wait their turn.
+    /// Four tasks keep requesting, so some always wait: every one is answered with its own
+    /// handle's value, and the waiting list does not grow with the number of requests made.
+    @Test func concurrentRequestersAreServedInTurnWithABoundedQueue() async throws {
+        let b = try await BearerPair.make()
+        defer { Task { await b.pair.close() } }
+        let perTask = 25
+        let wrong = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<4 {
+                group.addTask {
+                    var wrong = 0
+                    for i in 0..<perTask {
+                        let handle = UInt16(1 + task * perTask + i)
+                        let r = try await b.client.request(.readRequest(handle: handle))
+                        if r != .readResponse(value: Array(value(handle).prefix(22))) { wrong += 1 }
+                    }
+                    return wrong
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+        // The array keeps its capacity when emptied: it shows the most it ever held (100
+        // requests were made; at most 3 wait at once).
+        let held = await b.client.queuedRequests.capacity
+        #expect(held < 64, "the waiting list grew to \(held) entries")
     }
 
     @Test func disconnectionFailsWaitingCalls() async throws {

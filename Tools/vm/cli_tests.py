@@ -408,7 +408,8 @@ def section2():
     rd = [x for x in evs if x.get("event") == "read" and x.get("uuid") == "fff2"]
     check("central --write fff2 --read fff2: exit 0, the value written is read back (%s)" % (rd[0].get("value") if rd else None),
           r.rc == 0 and bool(w) and bool(rd) and rd[0].get("value") == value, show=r)
-    pw = [x for x in per.events() if x.get("event") == "write" and x.get("uuid") == "fff2"]
+    # The peripheral prints on its own schedule: wait for the line rather than race the central's exit.
+    pw = per.wait_for(lambda e: [x for x in e if x.get("event") == "write" and x.get("uuid") == "fff2"], 5) or []
     check("peripheral: printed the write (%s)" % (pw[-1] if pw else None), bool(pw) and pw[-1].get("value") == value)
 
     r = run([BIN, "-t", h1, "central", "name:ble-hci", "--json", "--write", "ffe1=00"], timeout=60)
