@@ -32,6 +32,17 @@ import VirtualController
         return (central, silent, link)
     }
 
+    /// The peer's side of the link: it learns of it from its own LE Connection Complete, which
+    /// may come after the central's, so wait for it (bounded) rather than race it.
+    func connection(of peer: Host) async throws -> LEConnection {
+        var found = await peer.connections.first
+        for _ in 0..<300 where found == nil {
+            try await Task.sleep(for: .milliseconds(10))
+            found = await peer.connections.first
+        }
+        return try #require(found)
+    }
+
     @Test func attTransactionAndSignalingRequestTimeOutThroughTheDeadlineTable() async throws {
         let clock = ManualDeadlineClock()
         let (central, silent, link) = try await linkToASilentPeer(clock: clock)
@@ -77,14 +88,7 @@ extension ProcedureTimeoutTests {
     @Test func creditWaitTimesOutThroughTheDeadlineTable() async throws {
         let clock = ManualDeadlineClock()
         let (central, peer, link) = try await linkToASilentPeer(clock: clock)
-        // The peer learns of the link from its own LE Connection Complete, which may come after
-        // the central's: wait for it (bounded) rather than race it.
-        var peerConnection = await peer.connections.first
-        for _ in 0..<300 where peerConnection == nil {
-            try await Task.sleep(for: .milliseconds(10))
-            peerConnection = await peer.connections.first
-        }
-        let peerLink = try #require(peerConnection)
+        let peerLink = try await connection(of: peer)
         let c = L2CAPConnection(host: central, connection: link)
         let p = L2CAPConnection(host: peer, connection: peerLink)
         await c.start()
@@ -117,12 +121,7 @@ extension ProcedureTimeoutTests {
     @Test func attTransactionTimeoutCountsFromEachRequest() async throws {
         let clock = ManualDeadlineClock()
         let (central, peer, link) = try await linkToASilentPeer(clock: clock)
-        var peerConnection = await peer.connections.first
-        for _ in 0..<300 where peerConnection == nil {
-            try await Task.sleep(for: .milliseconds(10))
-            peerConnection = await peer.connections.first
-        }
-        let peerLink = try #require(peerConnection)
+        let peerLink = try await connection(of: peer)
         let c = L2CAPConnection(host: central, connection: link)
         let p = L2CAPConnection(host: peer, connection: peerLink)
         let bearer = ATTBearer(l2cap: c)
