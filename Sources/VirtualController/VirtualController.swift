@@ -94,14 +94,12 @@ public final class VirtualController: @unchecked Sendable {
     private var aclSpare: [HCIACLPacket] = []
     /// Packets sent to the peer and not yet reported to the host (Number Of Completed Packets),
     /// per connection handle, and their total. Reported once half the buffers are in it (so
-    /// the host always has at least half its buffers: it never waits on the report), else
-    /// `completionReportInterval` after the first, as a real controller reports at its own
-    /// rate (Core v5.4 Vol 4 Part E 4.3, 7.7.19: one event may carry several packets and handles).
+    /// the host always has at least half its buffers: it never waits on the report), else by
+    /// the link's report tick at most `completionReportInterval` later, as a real controller
+    /// reports at its own rate (Core v5.4 Vol 4 Part E 4.3, 7.7.19: one event may carry
+    /// several packets and handles).
     private var unreported: [(handle: UInt16, count: UInt16)] = []
     private var unreportedTotal = 0
-    private var completionReportScheduled = false
-    /// The delayed report, made once (as `drainWork`).
-    private var reportWork: (@Sendable () -> Void)!
     /// Longest a completed packet waits to be reported when fewer than half the buffers are.
     public static let completionReportInterval = 0.005
     /// Fault: Number Of Completed Packets withheld (`setCompletingPackets(false)`), per handle.
@@ -120,10 +118,6 @@ public final class VirtualController: @unchecked Sendable {
         self.aclDataLength = max(27, aclDataLength)
         publicAddress = BDAddress([0xF0, 0xF1, 0xF2, 0xF3, 0xF4, UInt8(truncatingIfNeeded: index + 1)])
         drainWork = { [unowned self] in drainInbox() }
-        reportWork = { [unowned self] in
-            completionReportScheduled = false
-            reportCompletions()
-        }
     }
 
     // MARK: - Host side
@@ -455,14 +449,13 @@ public final class VirtualController: @unchecked Sendable {
         }
         if unreportedTotal >= max(1, aclBuffers / 2) {
             reportCompletions()
-        } else if unreportedTotal > 0, !completionReportScheduled {
-            completionReportScheduled = true
-            link.schedule(after: VirtualController.completionReportInterval, reportWork)
+        } else if unreportedTotal > 0 {
+            link.scheduleCompletionReports()
         }
     }
 
     /// Link context: one Number Of Completed Packets for every packet not yet reported.
-    private func reportCompletions() {
+    func reportCompletions() {
         guard unreportedTotal > 0 else { return }
         let entries = unreported.map { NumberOfCompletedPackets.Entry(connectionHandle: $0.handle, numCompletedPackets: $0.count) }
         unreported.removeAll(keepingCapacity: true)
