@@ -142,7 +142,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// not an entry added to and removed from the table.
     var transactionDeadline: DeadlineID?
     var indicationDeadline: DeadlineID?
-    var queuedRequests: [(pdu: [UInt8], transaction: Transaction)] = []
+    var queuedRequests: [(frame: [UInt8], transaction: Transaction)] = []
     var queuedHead = 0
 
     // Server indication.
@@ -224,9 +224,14 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         try await l2cap.send(pdu.bytes, on: .att)
     }
 
+    /// `pdu` in its B-frame on the ATT channel, encoded in one buffer.
+    static func frame(_ pdu: ATTPDU) -> [UInt8] {
+        L2CAPFrame.encode(cid: .att, payloadCapacity: pdu.encodedSize) { pdu.encode(into: &$0) }
+    }
+
     /// Queues an answer without waiting (we are inside the host's handling of a frame).
     func enqueue(_ pdu: ATTPDU) {
-        let frame = L2CAPFrame(cid: .att, payload: pdu.bytes).bytes
+        let frame = Self.frame(pdu)
         let handle = peer.id
         if let error = Self.hostEnqueue(l2cap.host, (frame, handle, .answer), on: l2cap.host.executor) {
             log("could not send \(pdu.opcode): \(error)")
@@ -259,14 +264,14 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// the executor as a job.
     public nonisolated func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
-        let bytes = pdu.bytes, opcode = pdu.opcode
+        let frame = Self.frame(pdu), opcode = pdu.opcode
         return try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
             let t = Transaction(opcode: opcode, waiter: c)
             let executor = l2cap.host.executor
             if executor.isCurrent {
-                Self.submitRequest(self, (bytes, t), on: executor)
+                Self.submitRequest(self, (frame, t), on: executor)
             } else {
-                executor.submit { Self.submitRequest(self, (bytes, t), on: executor) }
+                executor.submit { Self.submitRequest(self, (frame, t), on: executor) }
             }
         }
     }
@@ -278,24 +283,24 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         if executor.isCurrent { assumeIsolated(body) } else { executor.submit { self.assumeIsolated(body) } }
     }
 
-    /// A request to send: sent now if none is outstanding, else queued (FIFO). Fails `t` if the
-    /// bearer is closed or `pdu` exceeds ATT_MTU.
-    func submitRequest(_ pdu: [UInt8], _ t: Transaction) {
+    /// A request to send (its B-frame): sent now if none is outstanding, else queued (FIFO).
+    /// Fails `t` if the bearer is closed or the PDU exceeds ATT_MTU.
+    func submitRequest(_ frame: [UInt8], _ t: Transaction) {
         if let closedReason { return t.resolve(.failure(closedReason)) }
-        if pdu.count > mtu { return t.resolve(.failure(ATTBearerError.pduTooLarge(size: pdu.count, mtu: mtu))) }
+        let size = frame.count - L2CAPFrame.headerLength
+        if size > mtu { return t.resolve(.failure(ATTBearerError.pduTooLarge(size: size, mtu: mtu))) }
         if transaction == nil && queuedHead == queuedRequests.count {
-            startRequest(pdu, t)
+            startRequest(frame, t)
         } else {
-            queuedRequests.append((pdu, t))
+            queuedRequests.append((frame, t))
         }
     }
 
     /// Makes `t` the outstanding transaction and sends its PDU (queued behind earlier frames
     /// when ACL credits are short).
-    func startRequest(_ pdu: [UInt8], _ t: Transaction) {
+    func startRequest(_ frame: [UInt8], _ t: Transaction) {
         transaction = t
         if transactionDeadline == nil { armTransactionDeadline(after: configuration.transactionTimeout) }
-        let frame = L2CAPFrame(cid: .att, payload: pdu).bytes
         let handle = peer.id
         let host = l2cap.host
         transactionStart = Self.hostNow(host, (), on: host.executor)
@@ -309,7 +314,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// The outstanding transaction was answered (or failed): sends the next queued request.
     func startQueuedRequest() {
         while transaction == nil, queuedHead < queuedRequests.count {
-            let (pdu, t) = queuedRequests[queuedHead]
+            let (frame, t) = queuedRequests[queuedHead]
             queuedHead += 1
             if queuedHead == queuedRequests.count {
                 queuedRequests.removeAll(keepingCapacity: true)
@@ -321,7 +326,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
                 queuedHead = 0
             }
             if let closedReason { t.resolve(.failure(closedReason)); continue }
-            startRequest(pdu, t)
+            startRequest(frame, t)
         }
     }
 
@@ -337,8 +342,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// Sends a command (Write Command, Signed Write Command); returns once handed to the link.
     public nonisolated func command(_ pdu: ATTPDU) async throws {
         guard pdu.opcode.isCommand else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a command") }
-        let bytes = pdu.bytes
-        try await push(L2CAPFrame(cid: .att, payload: bytes).bytes, checkingSize: bytes.count)
+        let frame = Self.frame(pdu)
+        try await push(frame, checkingSize: frame.count - L2CAPFrame.headerLength)
     }
 
     /// Sends a frame of ours that needs no answer (a command, a notification) and returns once
@@ -411,7 +416,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public nonisolated func notify(handle: UInt16, value: [UInt8]) async throws {
         let mtu = self.mtu
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
-        try await push(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: handle, value: v).bytes).bytes)
+        try await push(Self.frame(.handleValueNotification(handle: handle, value: v)))
     }
 
     /// Sends a Handle Value Indication and waits for the confirmation (transaction timeout);

@@ -119,8 +119,9 @@ public actor L2CAPConnection {
     /// The host's executor: the link's frames are handled where the host reassembles them.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { host.unownedExecutor }
 
-    /// Fixed-channel handlers by CID.
-    var fixedHandlers: [UInt16: FixedChannelHandler] = [:]
+    /// Fixed-channel handlers with their CIDs: a few (ATT, SMP), searched in order on every
+    /// frame (no hashing per frame, as a dictionary would).
+    var fixedHandlers: [(cid: UInt16, handler: FixedChannelHandler)] = []
     var started = false
     var signalSender: Task<Void, Never>?
     var signalQueue: AsyncStream<(SignalingCode, [UInt8])>.Continuation?
@@ -172,7 +173,8 @@ public actor L2CAPConnection {
             handler.closed(.disconnected(handle: handle))
             return
         }
-        fixedHandlers[cid.rawValue] = handler
+        fixedHandlers.removeAll { $0.cid == cid.rawValue }
+        if let handler { fixedHandlers.append((cid.rawValue, handler)) }
     }
 
     /// The central's policy for Connection Parameter Update Requests; it returns whether to
@@ -209,7 +211,7 @@ public actor L2CAPConnection {
         case L2CAPCID.dynamicRange:
             channelFrame(cid: cid, payload)
         default:
-            if let h = fixedHandlers[cid] {
+            if let h = fixedHandlers.first(where: { $0.cid == cid })?.handler {
                 h.received(payload)
             } else {
                 log("frame for \(L2CAPCID(cid)) with no handler (\(payload.count) octets): dropped")
@@ -241,7 +243,7 @@ public actor L2CAPConnection {
         signalQueue?.finish()
         let handlers = fixedHandlers
         fixedHandlers.removeAll()
-        for h in handlers.values { h.closed(error) }
+        for h in handlers { h.handler.closed(error) }
     }
 
     // MARK: - Signaling

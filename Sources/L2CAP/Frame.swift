@@ -68,6 +68,19 @@ public struct L2CAPFrame: Sendable, Hashable, FieldDescribable {
         return w.bytes
     }
 
+    /// A frame's octets built in one buffer (no payload array copied in): the header, then
+    /// what `writePayload` appends (at most 65535 octets; `payloadCapacity` is what to reserve).
+    public static func encode(cid: L2CAPCID, payloadCapacity: Int, _ writePayload: (inout ByteWriter) -> Void) -> [UInt8] {
+        var w = ByteWriter(capacity: headerLength + payloadCapacity)
+        w.u16(0)  // the length, set below
+        w.u16(cid.rawValue)
+        writePayload(&w)
+        let length = UInt16(truncatingIfNeeded: w.bytes.count - headerLength)
+        w.bytes[0] = UInt8(length & 0xff)
+        w.bytes[1] = UInt8(length >> 8)
+        return w.bytes
+    }
+
     /// CLI.md: `{"cid":4,"length":7,"channel":"ATT"}`.
     public var fields: [Field] {
         var f: [Field] = [.int("cid", cid.rawValue), .int("length", payload.count)]

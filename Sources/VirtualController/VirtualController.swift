@@ -92,8 +92,16 @@ public final class VirtualController: @unchecked Sendable {
     var aclQueue: [HCIACLPacket] = []
     /// `flushACL`'s spare buffer: the queue and it swap, so a connection event allocates none.
     private var aclSpare: [HCIACLPacket] = []
-    /// `flushACL`'s count of packets per connection handle, reused.
-    private var completedScratch: [(handle: UInt16, count: UInt16)] = []
+    /// Packets sent to the peer and not yet reported to the host (Number Of Completed Packets),
+    /// per connection handle, and their total. Reported once half the buffers are in it (so
+    /// the host always has at least half its buffers: it never waits on the report), else by
+    /// the link's report tick at most `completionReportInterval` later, as a real controller
+    /// reports at its own rate (Core v5.4 Vol 4 Part E 4.3, 7.7.19: one event may carry
+    /// several packets and handles).
+    private var unreported: [(handle: UInt16, count: UInt16)] = []
+    private var unreportedTotal = 0
+    /// Longest a completed packet waits to be reported when fewer than half the buffers are.
+    public static let completionReportInterval = 0.005
     /// Fault: Number Of Completed Packets withheld (`setCompletingPackets(false)`), per handle.
     var withholdingCompletions = false
     var withheldCompletions: [UInt16: UInt16] = [:]
@@ -236,6 +244,8 @@ public final class VirtualController: @unchecked Sendable {
         connections = [:]
         withholdingCompletions = false
         withheldCompletions = [:]
+        unreported.removeAll()
+        unreportedTotal = 0
         eventMask = VirtualController.defaultEventMask
         eventMaskPage2 = 0
         filterAcceptList = []
@@ -397,6 +407,11 @@ public final class VirtualController: @unchecked Sendable {
 
     func dropQueuedACL(handle: UInt16) {
         aclQueue.removeAll { $0.handle == handle }
+        // The host counts its packets on a handle as flushed at Disconnection Complete.
+        if let i = unreported.firstIndex(where: { $0.handle == handle }) {
+            unreportedTotal -= Int(unreported[i].count)
+            unreported.remove(at: i)
+        }
     }
 
     /// A connection event: sends every buffered packet to its peer, frees the buffers.
@@ -409,14 +424,13 @@ public final class VirtualController: @unchecked Sendable {
             packets.removeAll(keepingCapacity: true)
             aclSpare = packets
         }
-        var completed: [(handle: UInt16, count: UInt16)] = []
-        swap(&completed, &completedScratch)
-        defer {
-            completed.removeAll(keepingCapacity: true)
-            completedScratch = completed
-        }
         for p in packets {
-            if let i = completed.firstIndex(where: { $0.0 == p.handle }) { completed[i].1 += 1 } else { completed.append((p.handle, 1)) }
+            if withholdingCompletions {
+                withheldCompletions[p.handle, default: 0] += 1
+            } else {
+                if let i = unreported.firstIndex(where: { $0.handle == p.handle }) { unreported[i].count += 1 } else { unreported.append((p.handle, 1)) }
+                unreportedTotal += 1
+            }
             guard let conn = connections[p.handle] else { continue }
             let n = link.countACLPacket()
             let peer = conn.peer(of: self)
@@ -433,11 +447,20 @@ public final class VirtualController: @unchecked Sendable {
             }
             peer.deliver(.acl(out))
         }
-        guard !withholdingCompletions else {
-            for (handle, n) in completed { withheldCompletions[handle, default: 0] += n }
-            return
+        if unreportedTotal >= max(1, aclBuffers / 2) {
+            reportCompletions()
+        } else if unreportedTotal > 0 {
+            link.scheduleCompletionReports()
         }
-        send(NumberOfCompletedPackets(entries: completed.map { .init(connectionHandle: $0.0, numCompletedPackets: $0.1) }))
+    }
+
+    /// Link context: one Number Of Completed Packets for every packet not yet reported.
+    func reportCompletions() {
+        guard unreportedTotal > 0 else { return }
+        let entries = unreported.map { NumberOfCompletedPackets.Entry(connectionHandle: $0.handle, numCompletedPackets: $0.count) }
+        unreported.removeAll(keepingCapacity: true)
+        unreportedTotal = 0
+        send(NumberOfCompletedPackets(entries: entries))
     }
 
     /// Stops (or resumes) sending Number Of Completed Packets, as a stalled controller would:
@@ -445,6 +468,8 @@ public final class VirtualController: @unchecked Sendable {
     /// returns every withheld buffer. For tests of hosts that wait for buffers.
     public func setCompletingPackets(_ completing: Bool) {
         enqueue(.control { [self] in
+            // Packets completed before the stall are still reported.
+            if !completing { reportCompletions() }
             withholdingCompletions = !completing
             guard completing, !withheldCompletions.isEmpty else { return }
             let entries = withheldCompletions.filter { connections[$0.key] != nil }

@@ -54,6 +54,10 @@ public final class VirtualLink: @unchecked Sendable {
 
     // Link-context state: read and written only by work running on the link's context.
     var tickScheduled = false
+    /// One report tick for every controller's completed packets not yet reported (one timer
+    /// per interval for the link, not one per controller: 32 links bursting would otherwise
+    /// wake a thread per controller per burst).
+    private var completionReportScheduled = false
     var dropACL: Set<Int> = []
     var delayACL: [Int: Double] = [:]
     /// Counted on the link context, read from any thread (`aclPacketCount`).
@@ -241,6 +245,17 @@ public final class VirtualLink: @unchecked Sendable {
         perform {
             guard let conn = controller.connections[handle] else { return }
             conn.terminate(reasonForA: reason, reasonForB: reason)
+        }
+    }
+
+    /// Link context: makes sure every controller reports its completed packets within
+    /// `VirtualController.completionReportInterval`.
+    func scheduleCompletionReports() {
+        guard !completionReportScheduled else { return }
+        completionReportScheduled = true
+        schedule(after: VirtualController.completionReportInterval) { [self] in
+            completionReportScheduled = false
+            for c in controllers { c.reportCompletions() }
         }
     }
 

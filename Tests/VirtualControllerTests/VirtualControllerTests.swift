@@ -394,8 +394,51 @@ func DataHex(_ s: String) -> [UInt8] {
         let got = p.b.take()
         #expect(got == [.acl(HCIACLPacket(handle: hb, boundary: .first, data: [1, 1, 1, 1])),
                         .acl(HCIACLPacket(handle: hb, boundary: .continuing, data: [2, 2, 2, 2]))])
+        // 2 of 8 buffers: reported at the controller's own rate, not at once (Core v5.4 Vol 4
+        // Part E 4.3: the rate is the manufacturer's; 7.7.19: one event for several packets).
+        #expect(p.a.events().compactMap { $0 as? NumberOfCompletedPackets }.isEmpty)
+        p.link.advance(by: VirtualController.completionReportInterval)
         let nocp = p.a.events().compactMap { $0 as? NumberOfCompletedPackets }
         #expect(nocp == [NumberOfCompletedPackets(entries: [.init(connectionHandle: ha, numCompletedPackets: 2)])])
+    }
+
+    /// Half the buffers completed are reported at once, so a host never waits for the report
+    /// with fewer than half its buffers free.
+    @Test func halfTheBuffersCompletedAreReportedAtOnce() {
+        let p = Pair(aclBuffers: 8)
+        let (ha, _) = p.connect()
+        for i in 0..<3 { p.a.controller.receive(fromHost: acl(ha, .firstNonFlushable, i)) }
+        p.link.runUntilIdle()
+        #expect(p.a.events().compactMap { $0 as? NumberOfCompletedPackets }.isEmpty)
+        p.a.controller.receive(fromHost: acl(ha, .firstNonFlushable, 3))
+        p.link.runUntilIdle()
+        #expect(p.a.events().compactMap { $0 as? NumberOfCompletedPackets }
+                == [NumberOfCompletedPackets(entries: [.init(connectionHandle: ha, numCompletedPackets: 4)])])
+        #expect(p.b.take().count == 4)
+        // Nothing left to report: the interval passes with no event.
+        p.link.advance(by: VirtualController.completionReportInterval)
+        #expect(p.a.events().compactMap { $0 as? NumberOfCompletedPackets }.isEmpty)
+        // One buffer: every packet reported at once.
+        let q = Pair(aclBuffers: 1)
+        let (qa, _) = q.connect()
+        q.a.controller.receive(fromHost: acl(qa, .firstNonFlushable, 1))
+        q.link.runUntilIdle()
+        #expect(q.a.events().compactMap { $0 as? NumberOfCompletedPackets }
+                == [NumberOfCompletedPackets(entries: [.init(connectionHandle: qa, numCompletedPackets: 1)])])
+    }
+
+    /// Packets not yet reported when the connection ends are not reported: the host counts
+    /// them flushed at Disconnection Complete (Core v5.4 Vol 4 Part E 4.3).
+    @Test func unreportedPacketsOfAnEndedConnectionAreNotReported() {
+        let p = Pair()
+        let (ha, _) = p.connect()
+        p.a.controller.receive(fromHost: acl(ha, .firstNonFlushable, 1))
+        p.link.runUntilIdle()
+        p.link.dropConnection(p.a.controller, handle: ha)
+        p.link.advance(by: VirtualController.completionReportInterval)
+        let e = p.a.events()
+        #expect(e.contains { $0 is DisconnectionComplete })
+        #expect(!e.contains { $0 is NumberOfCompletedPackets })
     }
 
     @Test func overflowAndOversizedFragmentAreErrors() {
@@ -419,6 +462,7 @@ func DataHex(_ s: String) -> [UInt8] {
         for i in 1...3 { p.a.controller.receive(fromHost: acl(ha, .firstNonFlushable, i)) }
         p.link.runUntilIdle()
         #expect(p.b.take() == [acl(hb, .first, 3)])
+        p.link.advance(by: VirtualController.completionReportInterval)
         #expect(p.a.events().compactMap { $0 as? NumberOfCompletedPackets }.first?.entries.first?.numCompletedPackets == 3)
         p.link.advance(by: 0.6)
         #expect(p.b.take() == [acl(hb, .first, 2)])

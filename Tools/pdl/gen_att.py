@@ -189,6 +189,12 @@ def codec(pdus):
             "    /// The PDU's octets: opcode followed by its parameters.",
             "    public var bytes: [UInt8] {",
             "        var w = ByteWriter(capacity: encodedSize)",
+            "        encode(into: &w)",
+            "        return w.bytes",
+            "    }",
+            "",
+            "    /// Appends the PDU's octets to `w` (a frame built in one buffer: `L2CAPFrame.encode`).",
+            "    public func encode(into w: inout ByteWriter) {",
             "        w.u8(opcode.rawValue)",
             "        switch self {"]
     for p in pdus:
@@ -199,7 +205,7 @@ def codec(pdus):
     out += ["        case let .unknown(_, parameters): w.append(parameters)"]
     if any(not p.params for p in pdus):
         out.append("        case " + ", ".join(f".{p.name}" for p in pdus if not p.params) + ": break")
-    out += ["        }", "        return w.bytes", "    }", "",
+    out += ["        }", "    }", "",
             "    /// Octets `bytes` makes (opcode included), so that encoding allocates once.",
             "    public var encodedSize: Int {", "        switch self {"]
     for p in pdus:

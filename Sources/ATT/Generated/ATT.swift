@@ -386,6 +386,12 @@ extension ATTPDU {
     /// The PDU's octets: opcode followed by its parameters.
     public var bytes: [UInt8] {
         var w = ByteWriter(capacity: encodedSize)
+        encode(into: &w)
+        return w.bytes
+    }
+
+    /// Appends the PDU's octets to `w` (a frame built in one buffer: `L2CAPFrame.encode`).
+    public func encode(into w: inout ByteWriter) {
         w.u8(opcode.rawValue)
         switch self {
         case let .errorResponse(requestOpcode, handle, error):
@@ -463,7 +469,6 @@ extension ATTPDU {
         case let .unknown(_, parameters): w.append(parameters)
         case .writeResponse, .executeWriteResponse, .handleValueConfirmation: break
         }
-        return w.bytes
     }
 
     /// Octets `bytes` makes (opcode included), so that encoding allocates once.
