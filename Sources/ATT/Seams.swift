@@ -58,12 +58,13 @@ public struct ATTSecurity: Sendable, Hashable {
 /// How a server pushes to one peer (implemented by the bearer).
 public protocol ATTServerPush: Sendable {
     /// Sends a Handle Value Notification; returns once handed to the link (flow controlled).
-    func notify(handle: UInt16, value: [UInt8]) async throws
+    nonisolated(nonsending) func notify(handle: UInt16, value: [UInt8]) async throws
     /// Sends a Handle Value Indication and returns after the peer's Handle Value Confirmation;
     /// throws when none arrives within the transaction timeout or the link goes away.
     func indicate(handle: UInt16, value: [UInt8]) async throws
-    /// The current ATT_MTU towards this peer.
-    var mtu: Int { get async }
+    /// The current ATT_MTU towards this peer (synchronous: read per notification, and an
+    /// asynchronous getter costs the caller two executor switches).
+    var mtu: Int { get }
     /// The link's current security: a value is pushed only to a peer that could read it.
     var security: ATTSecurity { get }
 }

@@ -202,7 +202,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     /// `notify(characteristic:value:to:)` returning the connection handles reached (for
     /// `Peripheral.notify`, which answers with handles: no array mapped per notification).
-    package func notify(characteristic uuid: BluetoothUUID, value: [UInt8], toHandles handles: [UInt16]?) async -> [UInt16] {
+    package nonisolated(nonsending) func notify(characteristic uuid: BluetoothUUID, value: [UInt8], toHandles handles: [UInt16]?) async -> [UInt16] {
         await pushReaching(uuid: uuid, handle: nil, value: value, to: handles.map { $0.map { ATTPeer(id: $0) } }).handles
     }
 
@@ -286,11 +286,11 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     }
 
     /// Notifies the targets one after the other (each send waits for the link's room).
-    private func pushReaching(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?) async -> Reached {
+    private nonisolated(nonsending) func pushReaching(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?) async -> Reached {
         let (first, more) = pushTargets(uuid: uuid, handle: handle, to: peers, bit: 1)
         guard let first else { return .none }
-        func send(_ t: PushTarget) async -> Bool {
-            let mtu = await t.push.mtu
+        nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
+            let mtu = t.push.mtu
             let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
             do { try await t.push.notify(handle: t.valueHandle, value: v); return true } catch { return false }
         }
@@ -308,7 +308,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         return await withTaskGroup(of: ATTPeer?.self) { group in
             for (peer, push, h, _) in targets {
                 group.addTask {
-                    let mtu = await push.mtu
+                    let mtu = push.mtu
                     let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
                     do { try await push.indicate(handle: h, value: v); return peer } catch { return nil }
                 }

@@ -35,7 +35,7 @@ final class Loopback: ATTRequester, ATTServerPush {
     }
     var confirmations: Int { state.withLock { $0.confirmations } }
     var notifications: Int { state.withLock { $0.notifications } }
-    var mtu: Int { get async { state.withLock { $0.mtu } } }
+    var mtu: Int { state.withLock { $0.mtu } }
 
     /// Sends raw bytes as the bearer would receive them: malformed/unknown → serverRejection.
     func raw(_ bytes: [UInt8]) async -> ATTPDU? {
