@@ -262,7 +262,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// `Central.executor` suggests) sends its request and suspends once, until the answer
     /// resumes it, with no hop in and out of the actor; from elsewhere the request is handed to
     /// the executor as a job.
-    public nonisolated func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
         let frame = Self.frame(pdu), opcode = pdu.opcode
         return try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in

@@ -4,11 +4,13 @@
 /// A client's view of an ATT bearer: the bearer serialises requests (one outstanding per
 /// Core Vol 3 Part F 3.3.2), enforces the 30 s transaction timeout and tracks ATT_MTU.
 public protocol ATTRequester: Sendable {
-    /// The current ATT_MTU of the bearer (23 until an Exchange MTU completes).
-    var mtu: Int { get async }
+    /// The current ATT_MTU of the bearer (23 until an Exchange MTU completes). Synchronous:
+    /// read per request, and an asynchronous getter costs the caller two executor switches.
+    var mtu: Int { get }
     /// Sends a request and returns its response. An Error Response is thrown as `ATTError`;
-    /// no response within the transaction timeout throws (the bearer's timeout error).
-    func request(_ pdu: ATTPDU) async throws -> ATTPDU
+    /// no response within the transaction timeout throws (the bearer's timeout error). Runs
+    /// on the caller's executor (no executor switch per request).
+    nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU
     /// Sends a command (Write Command, Signed Write Command) and returns once it has been
     /// handed to the link: flow controlled, never dropped.
     func command(_ pdu: ATTPDU) async throws

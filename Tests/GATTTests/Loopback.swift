@@ -46,7 +46,7 @@ final class Loopback: ATTRequester, ATTServerPush {
         return await server.respond(to: pdu, from: peer, mtu: mtu, security: security)
     }
 
-    func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         let mtu = state.withLock { $0.mtu }
         let bytes = pdu.bytes
         guard bytes.count <= mtu else { throw PDUTooLong(pdu: pdu, mtu: mtu) }
