@@ -243,27 +243,35 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         return await indicate(handle: scHandle, value: [0x01, 0x00, 0xFF, 0xFF])
     }
 
-    /// The peers a push reached, and their connection handles.
-    struct Reached: Sendable {
+    /// The peers a push reached, and their connection handles. A class: a peer's result made
+    /// once is handed on as one reference, not two arrays.
+    final class Reached: Sendable {
         let peers: [ATTPeer]
         let handles: [UInt16]
         init(peers: [ATTPeer]) { self.peers = peers; handles = peers.map(\.id) }
         static let none = Reached(peers: [])
     }
 
-    /// A peer a push goes to: who, through which bearer, the value handle, and the peer alone
-    /// as a result.
-    typealias PushTarget = (peer: ATTPeer, push: any ATTServerPush, valueHandle: UInt16, alone: Reached)
+    /// A peer a push goes to: its connection handle, its bearer, the value handle, and the peer
+    /// alone as a result.
+    struct PushTarget {
+        let id: UInt16
+        let push: any ATTServerPush
+        let valueHandle: UInt16
+        let alone: Reached
+    }
 
     /// The peers subscribed to the characteristic (by `uuid`, else by value `handle`) for
     /// notifications (`bit` 1) or indications (2), among `peers` when given, ordered by
     /// connection handle. The first is kept apart so that the usual one subscriber needs no
-    /// array.
+    /// array. The characteristic and the value attribute are read in place (by index), not
+    /// copied out per push.
     private func pushTargets(uuid: BluetoothUUID?, handle: UInt16?, to peers: [ATTPeer]?, bit: UInt16) -> (first: PushTarget?, more: [PushTarget]) {
         state.withLock { s in
-            guard let c = s.table.characteristics.first(where: { uuid != nil ? $0.uuid == uuid : $0.valueHandle == handle }),
-                  let cccd = c.cccdHandle, let i = s.table.index(c.valueHandle) else { return (nil, []) }
-            let valueAttribute = s.table.attributes[i]
+            guard let ci = s.table.characteristics.firstIndex(where: { uuid != nil ? $0.uuid == uuid : $0.valueHandle == handle }),
+                  let cccd = s.table.characteristics[ci].cccdHandle else { return (nil, []) }
+            let valueHandle = s.table.characteristics[ci].valueHandle
+            guard let ai = s.table.index(valueHandle) else { return (nil, []) }
             let wanted = peers.map { Set($0.map(\.id)) }
             var first: PushTarget?
             var more: [PushTarget] = []
@@ -274,13 +282,13 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
                 // needs (Core v5.4 Vol 3 Part F 3.2.5: the permissions guard the value, whatever
                 // PDU carries it). The readable bit is not asked: a notify-only value is pushed,
                 // never read.
-                guard Self.securityDenial(valueAttribute, write: false, p.push.security) == nil else { continue }
-                let t: PushTarget = (ATTPeer(id: id), p.push, c.valueHandle, p.alone)
+                guard Self.securityDenial(s.table.attributes[ai], write: false, p.push.security) == nil else { continue }
+                let t = PushTarget(id: id, push: p.push, valueHandle: valueHandle, alone: p.alone)
                 if first == nil { first = t } else { more.append(t) }
             }
             guard let f = first, !more.isEmpty else { return (first, []) }
             more.append(f)
-            more.sort { $0.peer.id < $1.peer.id }
+            more.sort { $0.id < $1.id }
             return (more.removeFirst(), more)
         }
     }
@@ -296,8 +304,8 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         }
         let firstSent = await send(first)
         if more.isEmpty { return firstSent ? first.alone : .none }
-        var sent: [ATTPeer] = firstSent ? [first.peer] : []
-        for t in more { if await send(t) { sent.append(t.peer) } }
+        var sent: [ATTPeer] = firstSent ? [ATTPeer(id: first.id)] : []
+        for t in more { if await send(t) { sent.append(ATTPeer(id: t.id)) } }
         return Reached(peers: sent)
     }
 
@@ -306,7 +314,8 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         let (first, more) = pushTargets(uuid: uuid, handle: handle, to: peers, bit: 2)
         let targets = (first.map { [$0] } ?? []) + more
         return await withTaskGroup(of: ATTPeer?.self) { group in
-            for (peer, push, h, _) in targets {
+            for t in targets {
+                let (peer, push, h) = (ATTPeer(id: t.id), t.push, t.valueHandle)
                 group.addTask {
                     let mtu = push.mtu
                     let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
