@@ -262,7 +262,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// `Central.executor` suggests) sends its request and suspends once, until the answer
     /// resumes it, with no hop in and out of the actor; from elsewhere the request is handed to
     /// the executor as a job.
-    public nonisolated func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
         let frame = Self.frame(pdu), opcode = pdu.opcode
         return try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
@@ -351,7 +351,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// the host's executor and the link has room; else it waits its turn (flow control) on one
     /// continuation, resumed where the frame goes out.
     /// Throws if the bearer is closed, or if `size` (the ATT PDU's, when given) exceeds ATT_MTU.
-    nonisolated func push(_ frame: [UInt8], checkingSize size: Int? = nil) async throws {
+    nonisolated(nonsending) func push(_ frame: [UInt8], checkingSize size: Int? = nil) async throws {
         if try sendNow(frame, checkingSize: size) { return }
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
             onExecutor { $0.send(frame, checkingSize: size, resuming: c) }
@@ -413,7 +413,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     // MARK: - Server push
 
     /// Sends a Handle Value Notification (value truncated to ATT_MTU − 3, Core Vol 3 Part F 3.4.7.1).
-    public nonisolated func notify(handle: UInt16, value: [UInt8]) async throws {
+    public nonisolated(nonsending) func notify(handle: UInt16, value: [UInt8]) async throws {
         let mtu = self.mtu
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
         try await push(Self.frame(.handleValueNotification(handle: handle, value: v)))

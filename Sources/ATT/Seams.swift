@@ -4,11 +4,13 @@
 /// A client's view of an ATT bearer: the bearer serialises requests (one outstanding per
 /// Core Vol 3 Part F 3.3.2), enforces the 30 s transaction timeout and tracks ATT_MTU.
 public protocol ATTRequester: Sendable {
-    /// The current ATT_MTU of the bearer (23 until an Exchange MTU completes).
-    var mtu: Int { get async }
+    /// The current ATT_MTU of the bearer (23 until an Exchange MTU completes). Synchronous:
+    /// read per request, and an asynchronous getter costs the caller two executor switches.
+    var mtu: Int { get }
     /// Sends a request and returns its response. An Error Response is thrown as `ATTError`;
-    /// no response within the transaction timeout throws (the bearer's timeout error).
-    func request(_ pdu: ATTPDU) async throws -> ATTPDU
+    /// no response within the transaction timeout throws (the bearer's timeout error). Runs
+    /// on the caller's executor (no executor switch per request).
+    nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU
     /// Sends a command (Write Command, Signed Write Command) and returns once it has been
     /// handed to the link: flow controlled, never dropped.
     func command(_ pdu: ATTPDU) async throws
@@ -58,12 +60,13 @@ public struct ATTSecurity: Sendable, Hashable {
 /// How a server pushes to one peer (implemented by the bearer).
 public protocol ATTServerPush: Sendable {
     /// Sends a Handle Value Notification; returns once handed to the link (flow controlled).
-    func notify(handle: UInt16, value: [UInt8]) async throws
+    nonisolated(nonsending) func notify(handle: UInt16, value: [UInt8]) async throws
     /// Sends a Handle Value Indication and returns after the peer's Handle Value Confirmation;
     /// throws when none arrives within the transaction timeout or the link goes away.
     func indicate(handle: UInt16, value: [UInt8]) async throws
-    /// The current ATT_MTU towards this peer.
-    var mtu: Int { get async }
+    /// The current ATT_MTU towards this peer (synchronous: read per notification, and an
+    /// asynchronous getter costs the caller two executor switches).
+    var mtu: Int { get }
     /// The link's current security: a value is pushed only to a peer that could read it.
     var security: ATTSecurity { get }
 }

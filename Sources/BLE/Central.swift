@@ -130,7 +130,7 @@ public final class RemotePeripheral: Sendable {
     }
 
     /// Reads a characteristic value in full (Read Blob for long values).
-    public func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
+    public nonisolated(nonsending) func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
         guard characteristic.properties.contains(.read) else {
             throw BLEError.notPermitted("characteristic \(characteristic.uuid) is not readable (properties: \(characteristic.properties))")
         }

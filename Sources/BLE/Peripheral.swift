@@ -197,8 +197,8 @@ public final class Peripheral: Sendable {
     /// Notifies subscribers of `characteristic` (all, or only `handles`); returns the connection
     /// handles reached. Waits while the link is busy (back-pressure).
     @discardableResult
-    public func notify(_ value: [UInt8], for characteristic: BluetoothUUID, to handles: [UInt16]? = nil) async -> [UInt16] {
-        await server.notify(characteristic: characteristic, value: value, to: handles?.map { ATTPeer(id: $0) }).map(\.id)
+    public nonisolated(nonsending) func notify(_ value: [UInt8], for characteristic: BluetoothUUID, to handles: [UInt16]? = nil) async -> [UInt16] {
+        await server.notify(characteristic: characteristic, value: value, toHandles: handles)
     }
 
     /// Indicates to subscribers; returns the handles that confirmed.

@@ -635,9 +635,9 @@ struct SecuringRequester: ATTRequester {
     let bearer: ATTBearer
     let security: LinkSecurity
 
-    var mtu: Int { get async { bearer.mtu } }
+    var mtu: Int { bearer.mtu }
 
-    func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         do {
             return try await bearer.request(pdu)
         } catch let errorResponse as ATTError

@@ -111,7 +111,7 @@ public actor GATTClient {
         for c in routing.withLock({ $0.subscribers.values }) { c.end() }
     }
 
-    private nonisolated func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    private nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         let r = try await requester.request(pdu)
         if case let .errorResponse(op, handle, code) = r { throw ATTError(code, requestOpcode: op, handle: handle) }
         guard r.opcode == pdu.opcode.responseOpcode else { throw GATTClientError.unexpectedResponse(r.opcode) }
@@ -336,11 +336,11 @@ public actor GATTClient {
     /// Reads a value; when it fills ATT_MTU − 1 octets, reads the rest with Read Blob.
     ///
     /// Nonisolated (no cache involved): the request goes straight to the requester.
-    public nonisolated func read(handle: UInt16) async throws -> [UInt8] {
+    public nonisolated(nonsending) func read(handle: UInt16) async throws -> [UInt8] {
         guard case let .readResponse(first) = try await request(.readRequest(handle: handle)) else {
             throw GATTClientError.unexpectedResponse(.readResponse)
         }
-        let mtu = await requester.mtu
+        let mtu = requester.mtu
         guard first.count >= mtu - 1 else { return first }
         return try await readRest(handle: handle, after: first, length: nil)
     }
@@ -348,7 +348,7 @@ public actor GATTClient {
     /// Reads the rest of a value with Read Blob from `value.count` (Core Vol 3 Part G 4.8.3):
     /// up to `length` octets when known, else until a part shorter than ATT_MTU − 1.
     private nonisolated func readRest(handle: UInt16, after first: [UInt8], length: Int?) async throws -> [UInt8] {
-        let mtu = await requester.mtu
+        let mtu = requester.mtu
         var value = first
         while length.map({ value.count < $0 }) ?? true {
             guard value.count < Self.maximumLongValue else {
@@ -371,7 +371,7 @@ public actor GATTClient {
         return value
     }
 
-    public nonisolated func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
+    public nonisolated(nonsending) func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
         try await read(handle: characteristic.valueHandle)
     }
 
@@ -416,7 +416,7 @@ public actor GATTClient {
 
     /// Write with response; a value longer than ATT_MTU − 3 goes as a long write (Prepare/Execute).
     public nonisolated func write(_ value: [UInt8], handle: UInt16) async throws {
-        let mtu = await requester.mtu
+        let mtu = requester.mtu
         if value.count <= mtu - 3 {
             guard case .writeResponse = try await request(.writeRequest(handle: handle, value: value)) else {
                 throw GATTClientError.unexpectedResponse(.writeResponse)
@@ -436,7 +436,7 @@ public actor GATTClient {
         if let long = writes.first(where: { $0.value.count > Self.maximumLongValue }) {
             throw GATTClientError.valueTooLong(length: long.value.count, maximum: Self.maximumLongValue)
         }
-        let chunkSize = await requester.mtu - 5
+        let chunkSize = requester.mtu - 5
         do {
             for w in writes {
                 var offset = 0
@@ -459,7 +459,7 @@ public actor GATTClient {
 
     /// Write Without Response (Write Command); returns once handed to the link.
     public nonisolated func writeWithoutResponse(_ value: [UInt8], handle: UInt16) async throws {
-        let max = await requester.mtu - 3
+        let max = requester.mtu - 3
         guard value.count <= max else { throw GATTClientError.valueTooLong(length: value.count, maximum: max) }
         try await requester.command(.writeCommand(handle: handle, value: value))
     }
@@ -469,7 +469,7 @@ public actor GATTClient {
     /// holds the CSRK and its SignCounter: SMP sits above GATT). Returns once handed to the link.
     public nonisolated func signedWrite(_ value: [UInt8], handle: UInt16,
                                         sign: @Sendable ([UInt8]) async throws -> [UInt8]) async throws {
-        let max = await requester.mtu - 15
+        let max = requester.mtu - 15
         guard value.count <= max else { throw GATTClientError.valueTooLong(length: value.count, maximum: max) }
         let message = [ATTOpcode.signedWriteCommand.rawValue, UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
         try await requester.command(.signedWriteCommand(handle: handle, value: value, signature: try await sign(message)))

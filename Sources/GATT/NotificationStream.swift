@@ -42,7 +42,11 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
         var batch: [Item] = []
         var index = 0
 
-        public mutating func next() async throws -> [UInt8]? {
+        public mutating func next() async throws -> [UInt8]? { try await next(isolation: nil) }
+
+        /// `next()` on the caller's executor (`for try await` passes its isolation): a value
+        /// already in the batch is returned without switching executors, and so is a batch.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
             if index == batch.count {
                 batch = try await storage.nextBatch()
                 index = 0
@@ -164,7 +168,7 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
 
         /// Every value waiting, in order; waits when there is none. Empty at the end; throws the
         /// `finish` error after the values queued before it.
-        func nextBatch() async throws -> [Item] {
+        nonisolated(nonsending) func nextBatch() async throws -> [Item] {
             try await state.takeBatch(ended: [], take: { s in
                 if s.waiting > 0 {
                     let b = Array(s.items[s.head...])

@@ -57,6 +57,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     struct PeerState: Sendable {
         var push: any ATTServerPush
+        /// This peer alone as a push's result, made once: a notification to the one
+        /// subscriber (the usual case) then returns it without allocating an array.
+        let alone: Reached
         var cccd: [UInt16: UInt16] = [:]
         var clientFeatures: [UInt8] = [0]
         var queue: [Prepared] = []
@@ -197,6 +200,12 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         await push(uuid: nil, handle: handle, value: value, to: peers, indicate: false)
     }
 
+    /// `notify(characteristic:value:to:)` returning the connection handles reached (for
+    /// `Peripheral.notify`, which answers with handles: no array mapped per notification).
+    package nonisolated(nonsending) func notify(characteristic uuid: BluetoothUUID, value: [UInt8], toHandles handles: [UInt16]?) async -> [UInt16] {
+        await pushReaching(uuid: uuid, handle: nil, value: value, to: handles.map { $0.map { ATTPeer(id: $0) } }).handles
+    }
+
     /// Indicates the value to every peer that enabled indications (or `peers` among them) and
     /// whose link has the value's read security, all at once; returns the peers that confirmed
     /// (each within the bearer's timeout).
@@ -234,39 +243,81 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         return await indicate(handle: scHandle, value: [0x01, 0x00, 0xFF, 0xFF])
     }
 
-    private func push(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?, indicate: Bool) async -> [ATTPeer] {
-        let bit: UInt16 = indicate ? 2 : 1
-        let targets: [(ATTPeer, any ATTServerPush, UInt16)] = state.withLock { s in
-            guard let c = s.table.characteristics.first(where: { uuid != nil ? $0.uuid == uuid : $0.valueHandle == handle }),
-                  let cccd = c.cccdHandle, let i = s.table.index(c.valueHandle) else { return [] }
-            let valueAttribute = s.table.attributes[i]
+    /// The peers a push reached, and their connection handles. A class: a peer's result made
+    /// once is handed on as one reference, not two arrays.
+    final class Reached: Sendable {
+        let peers: [ATTPeer]
+        let handles: [UInt16]
+        init(peers: [ATTPeer]) { self.peers = peers; handles = peers.map(\.id) }
+        static let none = Reached(peers: [])
+    }
+
+    /// A peer a push goes to: its connection handle, its bearer, the value handle, and the peer
+    /// alone as a result.
+    struct PushTarget {
+        let id: UInt16
+        let push: any ATTServerPush
+        let valueHandle: UInt16
+        let alone: Reached
+    }
+
+    /// The peers subscribed to the characteristic (by `uuid`, else by value `handle`) for
+    /// notifications (`bit` 1) or indications (2), among `peers` when given, ordered by
+    /// connection handle. The first is kept apart so that the usual one subscriber needs no
+    /// array. The characteristic and the value attribute are read in place (by index), not
+    /// copied out per push.
+    private func pushTargets(uuid: BluetoothUUID?, handle: UInt16?, to peers: [ATTPeer]?, bit: UInt16) -> (first: PushTarget?, more: [PushTarget]) {
+        state.withLock { s in
+            guard let ci = s.table.characteristics.firstIndex(where: { uuid != nil ? $0.uuid == uuid : $0.valueHandle == handle }),
+                  let cccd = s.table.characteristics[ci].cccdHandle else { return (nil, []) }
+            let valueHandle = s.table.characteristics[ci].valueHandle
+            guard let ai = s.table.index(valueHandle) else { return (nil, []) }
             let wanted = peers.map { Set($0.map(\.id)) }
-            var targets: [(ATTPeer, any ATTServerPush, UInt16)] = s.peers.compactMap { id, p in
-                guard (p.cccd[cccd] ?? 0) & bit != 0, wanted?.contains(id) ?? true else { return nil }
+            var first: PushTarget?
+            var more: [PushTarget] = []
+            for (id, p) in s.peers {
+                guard (p.cccd[cccd] ?? 0) & bit != 0, wanted?.contains(id) ?? true else { continue }
                 // A notification or indication carries the value as a read does: not to a link
                 // without the encryption, authentication, key size or authorization a read of it
                 // needs (Core v5.4 Vol 3 Part F 3.2.5: the permissions guard the value, whatever
                 // PDU carries it). The readable bit is not asked: a notify-only value is pushed,
                 // never read.
-                guard Self.securityDenial(valueAttribute, write: false, p.push.security) == nil else { return nil }
-                return (ATTPeer(id: id), p.push, c.valueHandle)
+                guard Self.securityDenial(s.table.attributes[ai], write: false, p.push.security) == nil else { continue }
+                let t = PushTarget(id: id, push: p.push, valueHandle: valueHandle, alone: p.alone)
+                if first == nil { first = t } else { more.append(t) }
             }
-            if targets.count > 1 { targets.sort { $0.0.id < $1.0.id } }
-            return targets
+            guard let f = first, !more.isEmpty else { return (first, []) }
+            more.append(f)
+            more.sort { $0.id < $1.id }
+            return (more.removeFirst(), more)
         }
-        if !indicate {
-            var sent: [ATTPeer] = []
-            for (peer, push, h) in targets {
-                let mtu = await push.mtu
-                let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
-                do { try await push.notify(handle: h, value: v); sent.append(peer) } catch {}
-            }
-            return sent
+    }
+
+    /// Notifies the targets one after the other (each send waits for the link's room).
+    private nonisolated(nonsending) func pushReaching(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?) async -> Reached {
+        let (first, more) = pushTargets(uuid: uuid, handle: handle, to: peers, bit: 1)
+        guard let first else { return .none }
+        nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
+            let mtu = t.push.mtu
+            let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
+            do { try await t.push.notify(handle: t.valueHandle, value: v); return true } catch { return false }
         }
+        let firstSent = await send(first)
+        if more.isEmpty { return firstSent ? first.alone : .none }
+        var sent: [ATTPeer] = firstSent ? [ATTPeer(id: first.id)] : []
+        for t in more { if await send(t) { sent.append(ATTPeer(id: t.id)) } }
+        return Reached(peers: sent)
+    }
+
+    private func push(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?, indicate: Bool) async -> [ATTPeer] {
+        if !indicate { return await pushReaching(uuid: uuid, handle: handle, value: value, to: peers).peers }
+        let (first, more) = pushTargets(uuid: uuid, handle: handle, to: peers, bit: 2)
+        let targets = (first.map { [$0] } ?? []) + more
         return await withTaskGroup(of: ATTPeer?.self) { group in
-            for (peer, push, h) in targets {
+            for t in targets {
+                let (peer, push, h) = (ATTPeer(id: t.id), t.push, t.valueHandle)
                 group.addTask {
-                    let mtu = await push.mtu
+                    let mtu = push.mtu
                     let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
                     do { try await push.indicate(handle: h, value: v); return peer } catch { return nil }
                 }
@@ -280,7 +331,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     // MARK: ATTServerDelegate
 
     public func peerConnected(_ peer: ATTPeer, push: any ATTServerPush) async {
-        state.withLock { $0.peers[peer.id] = PeerState(push: push) }
+        state.withLock { $0.peers[peer.id] = PeerState(push: push, alone: Reached(peers: [ATTPeer(id: peer.id)])) }
         emit(.connected(peer))
     }
 

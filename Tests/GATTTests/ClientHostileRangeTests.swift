@@ -7,8 +7,8 @@ import ATT
 private final class ScriptedPeer: ATTRequester, @unchecked Sendable {
     private var answers: [[UInt8]]
     init(_ answers: [[UInt8]]) { self.answers = answers }
-    var mtu: Int { get async { 23 } }
-    func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    var mtu: Int { 23 }
+    nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard !answers.isEmpty else { throw ATTBearerError.transactionTimeout("no more answers") }
         let answer = try ATTPDU.decode(answers.removeFirst())
         if case let .errorResponse(op, handle, code) = answer { throw ATTError(code, requestOpcode: op, handle: handle) }

@@ -17,10 +17,10 @@ final class HostilePeer: ATTRequester {
     let budget: Int
     init(seed: UInt64, budget: Int = 200) { rng = Mutex(SeededGenerator(seed: seed)); self.budget = budget }
 
-    var mtu: Int { get async { 23 } }
+    var mtu: Int { 23 }
     func command(_ pdu: ATTPDU) async throws {}
 
-    func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard requests.withLock({ $0 += 1; return $0 }) <= budget else { throw Exhausted() }
         let bytes = rng.withLock { answer(to: pdu, &$0) }
         // As ATTBearer resolves a transaction: a malformed answer is an invalid response, an

@@ -35,7 +35,7 @@ final class Loopback: ATTRequester, ATTServerPush {
     }
     var confirmations: Int { state.withLock { $0.confirmations } }
     var notifications: Int { state.withLock { $0.notifications } }
-    var mtu: Int { get async { state.withLock { $0.mtu } } }
+    var mtu: Int { state.withLock { $0.mtu } }
 
     /// Sends raw bytes as the bearer would receive them: malformed/unknown → serverRejection.
     func raw(_ bytes: [UInt8]) async -> ATTPDU? {
@@ -46,7 +46,7 @@ final class Loopback: ATTRequester, ATTServerPush {
         return await server.respond(to: pdu, from: peer, mtu: mtu, security: security)
     }
 
-    func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         let mtu = state.withLock { $0.mtu }
         let bytes = pdu.bytes
         guard bytes.count <= mtu else { throw PDUTooLong(pdu: pdu, mtu: mtu) }

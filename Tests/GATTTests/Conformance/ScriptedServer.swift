@@ -21,12 +21,12 @@ final class ScriptedServer: ATTRequester {
         state = Mutex((steps.map { Step(request: [UInt8](hex: $0.0)!, response: [UInt8](hex: $0.1)!) }, 0))
     }
 
-    var mtu: Int { get async { attMTU } }
+    var mtu: Int { attMTU }
 
     /// Steps the client has not asked for yet.
     var unused: Int { state.withLock { $0.steps.count - $0.next } }
 
-    func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         let sent = pdu.bytes
         let step: Step? = state.withLock { s in
             guard s.next < s.steps.count else { return nil }

@@ -339,7 +339,7 @@ final class RecordingPush: ATTServerPush {
     let linkSecurity: ATTSecurity
     init(security: ATTSecurity = .none) { linkSecurity = security }
     var security: ATTSecurity { linkSecurity }
-    var mtu: Int { get async { 23 } }
+    var mtu: Int { 23 }
     func notify(handle: UInt16, value: [UInt8]) async throws {
         sent.withLock { $0.append(ATTPDU.handleValueNotification(handle: handle, value: value).bytes) }
     }
