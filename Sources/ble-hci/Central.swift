@@ -81,7 +81,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     do {
         if c.args.has("pair") {
             // The outcome (paired / encrypted / failed) is printed by TerminalPairing.
-            try await interruptible { try await remote.pair() }
+            _ = try await interruptible { try await remote.pair() }
         }
         if profile == "band" {
             let day = bandDate ?? BandProtocol.Day(today: Date())

@@ -75,17 +75,17 @@ struct BearerTests {
     @Test func mtuExchangeBothWaysAndLongReads() async throws {
         let b = try await BearerPair.make()
         defer { Task { await b.pair.close() } }
-        #expect(await b.client.mtu == 23)
+        #expect(b.client.mtu == 23)
         let r23 = try await b.client.request(.readRequest(handle: 5))
         #expect(r23 == .readResponse(value: Array(value(5).prefix(22))))
         // Client Rx 300 vs server Rx 517: 300 on both ends.
         #expect(try await b.client.exchangeMTU(300) == 300)
-        #expect(await b.server.mtu == 300)
+        #expect(b.server.mtu == 300)
         let r = try await b.client.request(.readRequest(handle: 7))
         #expect(r == .readResponse(value: Array(value(7).prefix(299))))     // 300-octet PDU over 27-octet buffers
         // The other direction: the peripheral is a client too (its Rx 517 vs the central's server Rx 517).
         #expect(try await b.server.exchangeMTU(517) == 517)
-        #expect(await b.client.mtu == 517)
+        #expect(b.client.mtu == 517)
         // Error Responses surface as ATTError with the spec's code.
         await #expect(throws: ATTError(.requestNotSupported, requestOpcode: .findInformationRequest)) {
             _ = try await b.client.request(.findInformationRequest(startHandle: 1, endHandle: 0xFFFF))
@@ -169,7 +169,7 @@ struct BearerTests {
         try await lc.send([0x13], on: .att)                              // a response nobody asked for: dropped
         try await lc.send([0x02, 0x00, 0x01], on: .att)                  // Exchange MTU 256
         #expect(try await inbox.next("Exchange MTU Response") == [0x03, 0x05, 0x02])   // 517
-        #expect(await server.mtu == 256)
+        #expect(server.mtu == 256)
         try await lc.send([0x0A, 0x05, 0x00], on: .att)                  // Read Request handle 5
         let read = try await inbox.next("Read Response")
         #expect(read == [0x0B] + value(5).prefix(255))
@@ -193,7 +193,7 @@ struct BearerTests {
         await lc.start(); await lp.start()
         try await lc.send([0x02, 0x10, 0x00], on: .att)                  // Exchange MTU, Client Rx 16 < 23
         #expect(try await inbox.next("Exchange MTU Response") == [0x03, 0x05, 0x02])   // Server Rx MTU 517
-        #expect(await server.mtu == 23)
+        #expect(server.mtu == 23)
         // A Write Request of 24 octets (> ATT_MTU 23): Invalid PDU, handle 0.
         try await lc.send([0x12, 0x05, 0x00] + [UInt8](repeating: 0xAB, count: 21), on: .att)
         #expect(try await inbox.next("Invalid PDU") == [0x01, 0x12, 0x00, 0x00, 0x04])
