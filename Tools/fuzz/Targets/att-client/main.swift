@@ -16,9 +16,9 @@ final class ScriptedPeer: ATTRequester, @unchecked Sendable {
 
     init(_ script: FuzzInput, mtu: Int) { self.script = script; negotiatedMTU = mtu }
 
-    var mtu: Int { get async { negotiatedMTU } }
+    var mtu: Int { negotiatedMTU }
 
-    func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+    nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         require(pdu.bytes.count <= negotiatedMTU, "client sent \(pdu.opcode) of \(pdu.bytes.count) octets, ATT_MTU \(negotiatedMTU)")
         guard let answer = lock.withLock({ script.message() }) else {
             throw ATTBearerError.transactionTimeout("the script has no more answers")
