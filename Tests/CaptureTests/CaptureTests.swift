@@ -253,13 +253,18 @@ final class ManagedAtomicFlag: @unchecked Sendable {
         func close() { inbox.finish() }
     }
 
-    @Test func recordsBothDirectionsAndPassesThrough() async throws {
+    /// A capturing transport around a fake, writing to a fresh btsnoop file and telling `seen`.
+    func capturing() throws -> (String, FakeTransport, CaptureWriter, ManagedList, CapturingTransport) {
         let path = tempPath(".btsnoop")
-        defer { unlink(path) }
         let inner = FakeTransport()
         let writer = try CaptureWriter.open(path: path)
         let seen = ManagedList()
-        let t = CapturingTransport(inner, writers: [writer], observer: { d, p, _ in seen.append((d, p)) })
+        return (path, inner, writer, seen, CapturingTransport(inner, writers: [writer], observer: { d, p, _ in seen.append((d, p)) }))
+    }
+
+    @Test func recordsBothDirectionsAndPassesThrough() async throws {
+        let (path, inner, writer, seen, t) = try capturing()
+        defer { unlink(path) }
         try t.send(samplePackets[0].0)
         inner.inbox.deliver(samplePackets[1].0)
         inner.inbox.finish(throwing: TransportError(.lost, "gone"))
@@ -286,12 +291,8 @@ extension CapturingTransportTests {
     /// The host reads a capturing transport's inbox as it would the inner one's (same batches,
     /// no relay task in front), and every packet delivered is recorded once, in order.
     @Test func inboxIsTappedNotRelayed() async throws {
-        let path = tempPath(".btsnoop")
+        let (path, inner, writer, seen, t) = try capturing()
         defer { unlink(path) }
-        let inner = FakeTransport()
-        let writer = try CaptureWriter.open(path: path)
-        let seen = ManagedList()
-        let t = CapturingTransport(inner, writers: [writer], observer: { d, p, _ in seen.append((d, p)) })
         #expect(t.inbox === inner.inbox)
         let fed = samplePackets.map(\.0)
         for p in fed { inner.inbox.deliver(p) }
