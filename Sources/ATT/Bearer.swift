@@ -171,11 +171,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public func start() async {
         guard !started else { return }
         started = true
-        let entry = ExecutorEntry(self, on: l2cap.host.executor) { (bearer: isolated ATTBearer, pdu: [UInt8]) in
+        let entry = ExecutorEntry(self, on: l2cap.host.executor) { (bearer: isolated ATTBearer, pdu: ByteReader) in
             bearer.received(pdu)
         }
         await l2cap.setFixedChannelHandler(.att, FixedChannelHandler(
-            received: { entry($0) },
+            receivedPayload: { entry($0) },
             closed: { _ in self.assumeIsolated { $0.linkClosed() } }))
         tasks.append(Task { await self.notificationLoop() })
     }
@@ -447,8 +447,13 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     // MARK: - Incoming (the one receive path: called by the L2CAP demux, on the host's executor)
 
     func received(_ bytes: [UInt8]) {
+        received(ByteReader(bytes))
+    }
+
+    /// An ATT PDU read in place in its L2CAP frame.
+    func received(_ pdu: ByteReader) {
         guard closedReason == nil else { return }
-        switch ATTPDU.decodeResult(bytes, mtu: inboundMTU) {
+        switch ATTPDU.decodeResult(from: pdu, mtu: inboundMTU) {
         case .malformed(let op?, let error):
             if let t = takeTransaction(where: { op == .errorResponse || op == $0.opcode.responseOpcode }) {
                 t.resolve(.failure(ATTBearerError.invalidResponse("\(op): \(error)")))

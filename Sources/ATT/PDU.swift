@@ -78,10 +78,15 @@ public enum ATTDecodeResult: Sendable, Equatable {
 extension ATTPDU {
     /// Decodes without throwing, telling a malformed PDU of a known opcode apart.
     public static func decodeResult(_ bytes: [UInt8]) -> ATTDecodeResult {
+        decodeResult(from: ByteReader(bytes))
+    }
+
+    /// `decodeResult` of the octets `reader` has left (a PDU in place in its frame).
+    public static func decodeResult(from reader: ByteReader) -> ATTDecodeResult {
         do {
-            return .pdu(try decode(bytes))
+            return .pdu(try decode(from: reader))
         } catch {
-            return .malformed(opcode: bytes.first.map(ATTOpcode.init(rawValue:)), error: error)
+            return .malformed(opcode: reader.isAtEnd ? nil : ATTOpcode(reader.bytes[reader.offset]), error: error)
         }
     }
 
@@ -92,17 +97,22 @@ extension ATTPDU {
     /// A PDU shorter than its opcode's minimum length (the table by opcode, Tools/pdl/att.pdl)
     /// is refused the same way before any field is read, like Zephyr's `handlers[]`.
     public static func decodeResult(_ bytes: [UInt8], mtu: Int) -> ATTDecodeResult {
-        guard let first = bytes.first else { return decodeResult(bytes) }
-        let op = ATTOpcode(first)
-        let info = op.info
-        if bytes.count > mtu, op.isRequest || (op.isCommand && info != nil) {
-            return .malformed(opcode: op, error: .invalid("\(op): \(bytes.count) octets exceed ATT_MTU \(mtu)"))
+        decodeResult(from: ByteReader(bytes), mtu: mtu)
+    }
+
+    /// `decodeResult(_:mtu:)` of the octets `reader` has left (a PDU in place in its frame).
+    public static func decodeResult(from reader: ByteReader, mtu: Int) -> ATTDecodeResult {
+        guard !reader.isAtEnd else { return decodeResult(from: reader) }
+        let op = ATTOpcode(reader.bytes[reader.offset])
+        let info = op.info, count = reader.remaining
+        if count > mtu, op.isRequest || (op.isCommand && info != nil) {
+            return .malformed(opcode: op, error: .invalid("\(op): \(count) octets exceed ATT_MTU \(mtu)"))
         }
-        if let info, bytes.count < info.minimumLength {
+        if let info, count < info.minimumLength {
             return .malformed(opcode: op, error: .truncated(field: "\(info.name) parameters",
-                                                            needed: info.minimumLength - 1, available: bytes.count - 1))
+                                                            needed: info.minimumLength - 1, available: count - 1))
         }
-        return decodeResult(bytes)
+        return decodeResult(from: reader)
     }
 
     /// What a server sends back for bytes it could not decode or does not support, per Core

@@ -16,6 +16,14 @@ public struct ByteReader: Sendable {
         self.init(Array(slice))
     }
 
+    /// Reads `bytes[range]` in place (the range clamped to the array): a payload inside a
+    /// larger frame, read without copying it out.
+    public init(_ bytes: [UInt8], in range: Range<Int>) {
+        self.bytes = bytes
+        self.offset = Swift.min(Swift.max(0, range.lowerBound), bytes.count)
+        self.end = Swift.max(offset, Swift.min(range.upperBound, bytes.count))
+    }
+
     public var remaining: Int { end - offset }
     public var isAtEnd: Bool { offset >= end }
 
@@ -85,6 +93,13 @@ public struct ByteReader: Sendable {
         try need(n, field)
         defer { offset += n }
         return Array(bytes[offset..<offset + n])
+    }
+
+    /// A reader of the next `n` octets, in place (no copy); this reader moves past them.
+    public mutating func window(_ n: Int, _ field: StaticString = "bytes") throws(DecodeError) -> ByteReader {
+        try need(n, field)
+        defer { offset += n }
+        return ByteReader(bytes, in: offset..<offset + n)
     }
 
     /// Everything not read yet.

@@ -85,11 +85,16 @@ public struct ConnectionParameterUpdateRequest: Sendable, Equatable {
 /// (`FrameRoute` sink → `L2CAPConnection.received` → here): keep it short. `closed` is called
 /// once, when the link goes away.
 public struct FixedChannelHandler: Sendable {
-    public var received: @Sendable ([UInt8]) -> Void
+    /// The information payload, read in place in the received frame (no copy).
+    public var receivedPayload: @Sendable (ByteReader) -> Void
     public var closed: @Sendable (L2CAPError) -> Void
-    public init(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
-        self.received = received
+    public init(receivedPayload: @escaping @Sendable (ByteReader) -> Void, closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
+        self.receivedPayload = receivedPayload
         self.closed = closed
+    }
+    /// A handler that takes each payload as its own array.
+    public init(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
+        self.init(receivedPayload: { var r = $0; received(r.rest()) }, closed: closed)
     }
 }
 
@@ -197,24 +202,25 @@ public actor L2CAPConnection {
     /// Demultiplexes one frame (the host's executor, in arrival order) and handles it to
     /// completion: signaling, a credit-based channel, or a fixed channel's handler.
     func received(_ bytes: [UInt8]) {
-        let frame: L2CAPFrame
+        let cid: UInt16
+        var payload: ByteReader
         do {
-            frame = try L2CAPFrame.decode(bytes)
+            let frame = try L2CAPFrame.decodeInPlace(bytes)
+            (cid, payload) = (frame.cid.rawValue, frame.payload)
         } catch {
             log("malformed frame (\(bytes.count) octets): \(error): dropped")
             return
         }
-        let cid = frame.cid.rawValue, payload = frame.payload
         switch cid {
         case L2CAPCID.leSignaling.rawValue:
-            signaling(payload)
+            signaling(payload.rest())
         case L2CAPCID.dynamicRange:
-            channelFrame(cid: cid, payload)
+            channelFrame(cid: cid, payload.rest())
         default:
             if let h = fixedHandlers.first(where: { $0.cid == cid })?.handler {
-                h.received(payload)
+                h.receivedPayload(payload)
             } else {
-                log("frame for \(L2CAPCID(cid)) with no handler (\(payload.count) octets): dropped")
+                log("frame for \(L2CAPCID(cid)) with no handler (\(payload.remaining) octets): dropped")
             }
         }
     }

@@ -51,12 +51,20 @@ public struct L2CAPFrame: Sendable, Hashable, FieldDescribable {
     /// Decodes one complete frame. Fewer payload octets than the length field says →
     /// `DecodeError.truncated` (incomplete); more → `DecodeError.trailingBytes` (malformed).
     public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> L2CAPFrame {
+        var (cid, payload) = try decodeInPlace(bytes)
+        return L2CAPFrame(cid: cid, payload: payload.rest())
+    }
+
+    /// `decode` without copying the payload out: the channel, and a reader of the information
+    /// payload in place in `bytes` (a received frame is demultiplexed and its PDU decoded
+    /// from the octets the link delivered).
+    public static func decodeInPlace(_ bytes: [UInt8]) throws(DecodeError) -> (cid: L2CAPCID, payload: ByteReader) {
         var r = ByteReader(bytes)
         let length = Int(try r.u16("length"))
         let cid = L2CAPCID(try r.u16("channelId"))
-        let payload = try r.bytes(length, "information payload")
+        let payload = try r.window(length, "information payload")
         try r.expectEnd("L2CAP frame")
-        return L2CAPFrame(cid: cid, payload: payload)
+        return (cid, payload)
     }
 
     /// Header + payload. The payload must be at most 65535 octets.

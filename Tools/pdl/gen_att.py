@@ -172,7 +172,12 @@ def codec(pdus):
            "    /// a known opcode whose parameters are truncated, too long or inconsistent throws,",
            "    /// naming the field.",
            "    public static func decode(_ bytes: [UInt8]) throws(DecodeError) -> ATTPDU {",
-           "        var r = ByteReader(bytes)",
+           "        try decode(from: ByteReader(bytes))",
+           "    }",
+           "",
+           "    /// `decode` of the octets `reader` has left (a PDU read in place in its L2CAP frame).",
+           "    public static func decode(from reader: ByteReader) throws(DecodeError) -> ATTPDU {",
+           "        var r = reader",
            "        let op = ATTOpcode(try r.u8(\"opcode\"))",
            "        let pdu: ATTPDU",
            "        switch op.rawValue {"]
