@@ -6,8 +6,10 @@ import Synchronization
 import Transport
 
 /// An `ATTServerDelegate` that can answer synchronously (`GATTServer` does): the bearer then
-/// answers requests on the host's executor as frames arrive, with no task hop.
-public protocol ATTSynchronousServerDelegate: ATTServerDelegate {
+/// answers requests on the host's executor as frames arrive, with no task hop. A class (held
+/// by reference: the bearer reads it per request, and a class-bound existential is copied with
+/// one retain).
+public protocol ATTSynchronousServerDelegate: ATTServerDelegate, AnyObject {
     func response(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTPDU?
 }
 
@@ -99,20 +101,22 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     var notificationBacklog = 0
 
     /// A request (or indication) waiting for its answer; resolved once, from any context.
+    /// The waiter is resumed exactly once: `resolve` takes it out under the lock (so an
+    /// unchecked continuation: a checked one allocates per request).
     final class Transaction: Sendable {
         let opcode: ATTOpcode
-        private let state: Mutex<(CheckedContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>
+        private let state: Mutex<(UnsafeContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>
         init(opcode: ATTOpcode) {
             self.opcode = opcode
             state = Mutex((nil, nil))
         }
         /// A transaction whose waiter is known already (`request`): `resolve` resumes it.
-        init(opcode: ATTOpcode, waiter: CheckedContinuation<ATTPDU, any Error>) {
+        init(opcode: ATTOpcode, waiter: UnsafeContinuation<ATTPDU, any Error>) {
             self.opcode = opcode
             state = Mutex((waiter, nil))
         }
         func resolve(_ r: Result<ATTPDU, any Error>) {
-            let c: CheckedContinuation<ATTPDU, any Error>? = state.withLock { s in
+            let c: UnsafeContinuation<ATTPDU, any Error>? = state.withLock { s in
                 if let c = s.0 { s.0 = nil; return c }
                 if s.1 == nil { s.1 = r }
                 return nil
@@ -120,7 +124,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             c?.resume(with: r)
         }
         func wait() async throws -> ATTPDU {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
+            try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<ATTPDU, any Error>) in
                 let r: Result<ATTPDU, any Error>? = state.withLock { s in
                     if let r = s.1 { return r }
                     s.0 = c
@@ -265,7 +269,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
         let frame = Self.frame(pdu), opcode = pdu.opcode
-        return try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
+        return try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<ATTPDU, any Error>) in
             let t = Transaction(opcode: opcode, waiter: c)
             let executor = l2cap.host.executor
             if executor.isCurrent {
@@ -557,7 +561,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// A request or command from the peer: answered by the server delegate.
     func serve(_ pdu: ATTPDU) {
         let op = pdu.opcode
-        guard let delegate else {
+        guard synchronousDelegate != nil || delegate != nil else {
             if op.isRequest { enqueue(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported)) }
             return
         }
@@ -569,13 +573,15 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
             log("\(op) ignored: the client sends requests without waiting for the answers (Core Vol 3 Part F 3.3.2)")
             return
         }
-        let (peer, mtu, security) = (self.peer, self.mtu, self.security)
+        let (mtu, security) = shared.withLock { ($0.mtu, $0.security) }
         if let server = synchronousDelegate {
             let response = server.response(to: pdu, from: peer, mtu: mtu, security: security)
             if op.isRequest { enqueue(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)) }
             return
         }
         // An asynchronous delegate is application code: it answers in a task, one PDU after the other.
+        guard let delegate else { return }
+        let peer = self.peer
         let previous = delegateTask
         delegateTask = Task {
             await previous?.value
