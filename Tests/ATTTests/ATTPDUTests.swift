@@ -1,5 +1,6 @@
 import Testing
 import HCI
+import L2CAP
 @testable import ATT
 
 /// A PDU as the Core specification lays it out, and the shortest valid prefix length.
@@ -101,6 +102,34 @@ let vectors: [Vector] = [
         let bytes = v.bytes
         for n in 0..<v.minimum {
             #expect(throws: DecodeError.self, "prefix of \(n) octets") { try ATTPDU.decode(Array(bytes.prefix(n))) }
+        }
+    }
+
+    /// The receive path decodes a PDU in place in its B-frame (Core Vol 3 Part A 3.1: Length,
+    /// CID, then the information payload): the same PDU as from the payload alone, and the
+    /// window's bounds are the payload's. The octet after the window (here the frame's next
+    /// bytes in the same array) is not read: a fixed-length PDU with an octet after its
+    /// window still decodes, and one whose window is cut short is malformed, naming the
+    /// PDU's own opcode (what an Invalid PDU answer carries, Part F 3.4.1.1), not the frame's.
+    @Test(arguments: vectors) func decodesInPlaceInItsFrame(_ v: Vector) throws {
+        let frame = L2CAPFrame(cid: .att, payload: v.bytes).bytes
+        let (cid, payload) = try L2CAPFrame.decodeInPlace(frame)
+        #expect(cid == .att)
+        #expect(payload.remaining == v.bytes.count)
+        #expect(try ATTPDU.decode(from: payload) == v.pdu)
+        #expect(ATTPDU.decodeResult(from: payload, mtu: 517) == .pdu(v.pdu))
+        // A window inside a longer array: whatever follows it is not the PDU's.
+        let padded = frame + [0xEE]
+        #expect(try ATTPDU.decode(from: ByteReader(padded, in: 4..<frame.count)) == v.pdu)
+        for n in 0..<v.minimum where n > 0 {
+            let cut = ByteReader(padded, in: 4..<4 + n)
+            guard case .malformed(let op, _) = ATTPDU.decodeResult(from: cut, mtu: 517) else {
+                Issue.record("prefix of \(n) octets decoded"); continue
+            }
+            #expect(op == v.pdu.opcode)
+        }
+        guard case .malformed(nil, _) = ATTPDU.decodeResult(from: ByteReader(padded, in: 4..<4), mtu: 517) else {
+            Issue.record("an empty window is an empty PDU"); return
         }
     }
 

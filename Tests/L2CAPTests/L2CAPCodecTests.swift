@@ -24,6 +24,36 @@ import HCI
         #expect(throws: DecodeError.trailingBytes(pdu: "L2CAP frame", count: 1)) { try L2CAPFrame.decode(bytes + [0]) }
     }
 
+    /// `decodeInPlace` reads the same frame as `decode` (Core Vol 3 Part A 3.1) and fails the
+    /// same way; its payload is a window on the frame's octets.
+    @Test func decodesInPlaceAsDecodeDoes() throws {
+        var (cid, payload) = try L2CAPFrame.decodeInPlace(bytes)
+        #expect(cid == .att)
+        #expect(payload.offset == 4 && payload.remaining == 7)
+        #expect(payload.rest() == [0x10, 0x01, 0x00, 0xff, 0xff, 0x00, 0x28])
+        #expect(throws: DecodeError.truncated(field: "information payload", needed: 7, available: 6)) {
+            try L2CAPFrame.decodeInPlace(Array(bytes.dropLast()))
+        }
+        #expect(throws: DecodeError.trailingBytes(pdu: "L2CAP frame", count: 1)) { try L2CAPFrame.decodeInPlace(bytes + [0]) }
+        for n in 0..<4 { #expect(throws: DecodeError.self) { try L2CAPFrame.decodeInPlace(Array(bytes.prefix(n))) } }
+    }
+
+    /// A window never reaches outside its array, whatever range it is given (hostile lengths).
+    @Test func readerWindowIsClampedAndBounded() throws {
+        let octets: [UInt8] = [1, 2, 3, 4, 5]
+        var r = ByteReader(octets, in: 1..<3)
+        #expect(try r.u8() == 2)
+        var inner = try r.window(1)
+        #expect(try inner.u8() == 3)
+        #expect(throws: DecodeError.self) { try inner.u8() }
+        #expect(r.isAtEnd)
+        #expect(throws: DecodeError.truncated(field: "bytes", needed: 1, available: 0)) { try r.window(1) }
+        #expect(ByteReader(octets, in: 3..<99).remaining == 2)
+        #expect(ByteReader(octets, in: 7..<9).remaining == 0)
+        var negative = ByteReader(octets, in: -4..<2)
+        #expect(negative.rest() == [1, 2])
+    }
+
     @Test func totalLengthFromHeader() {
         #expect(L2CAPFrame.totalLength(header: bytes.prefix(4)) == 11)
         #expect(L2CAPFrame.totalLength(header: bytes.prefix(3)) == nil)
