@@ -248,13 +248,15 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         do { try host.enqueueL2CAP(a.0, on: a.1, kind: a.2); return nil } catch { return error }
     }
     static let hostCanEnqueue = IsolatedFunction<Host, UInt16, Bool> { $0.canEnqueueL2CAP(on: $1) }
+    // (do/catch, not `Result { }`: an isolated method called in that closure costs a look-up
+    // of the actor's executor per call.)
     static let hostSendIfReady = IsolatedFunction<Host, ([UInt8], UInt16), Result<Bool, any Error>> { host, a in
-        Result { try host.sendL2CAPIfReady(a.0, on: a.1) }
+        do { return .success(try host.sendL2CAPIfReady(a.0, on: a.1)) } catch { return .failure(error) }
     }
     static let hostNow = IsolatedFunction<Host, Void, ContinuousClock.Instant> { host, _ in host.configuration.clock.now }
     static let submitRequest = IsolatedFunction<ATTBearer, ([UInt8], Transaction), Void> { $0.submitRequest($1.0, $1.1) }
     static let sendIfReady = IsolatedFunction<ATTBearer, ([UInt8], Int?), Result<Bool, any Error>> { bearer, a in
-        Result { try bearer.sendIfReady(a.0, checkingSize: a.1) }
+        do { return .success(try bearer.sendIfReady(a.0, checkingSize: a.1)) } catch { return .failure(error) }
     }
 
     // MARK: - Client

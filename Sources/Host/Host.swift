@@ -61,7 +61,7 @@ public actor Host {
     var aclCredits = 1
     var aclBufferCount = 1
     var aclDataLength = 27
-    var links: [UInt16: LinkState] = [:]
+    var links = LinkTable()
     /// Links with queued frames, in service order (round-robin).
     var readyLinks: [UInt16] = []
     var readyHead = 0
