@@ -64,11 +64,15 @@ public enum ATTBearerError: Error, Sendable, Equatable, CustomStringConvertible 
 /// Create it and `start()` it before `l2cap.start()`, so no PDU is missed.
 public actor ATTBearer: ATTRequester, ATTServerPush {
     public nonisolated let l2cap: L2CAPConnection
+    /// `l2cap.host` and its executor, held here: read on every PDU (one reference, not a
+    /// chain of two retained in turn).
+    nonisolated let host: Host
+    nonisolated let executor: SerialThreadExecutor
     public nonisolated let peer: ATTPeer
     public nonisolated let configuration: ATTBearerConfiguration
 
     /// The host's executor: PDUs are handled where the host reassembles their frames.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { l2cap.host.unownedExecutor }
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { host.unownedExecutor }
 
     /// What is read without the actor (ATT_MTU, security, counters).
     struct Shared {
@@ -165,6 +169,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     public init(l2cap: L2CAPConnection, configuration: ATTBearerConfiguration = .init()) {
         self.l2cap = l2cap
+        self.host = l2cap.host
+        self.executor = l2cap.host.executor
         self.configuration = configuration
         self.peer = ATTPeer(id: l2cap.connection.handle, address: "\(l2cap.connection.peer.address)")
         (notifications, notificationsContinuation) = AsyncStream.makeStream(of: ATTPDU.self,
@@ -175,7 +181,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public func start() async {
         guard !started else { return }
         started = true
-        let entry = ExecutorEntry(self, on: l2cap.host.executor) { (bearer: isolated ATTBearer, pdu: ByteReader) in
+        let entry = ExecutorEntry(self, on: executor) { (bearer: isolated ATTBearer, pdu: ByteReader) in
             bearer.received(pdu)
         }
         await l2cap.setFixedChannelHandler(.att, FixedChannelHandler(
@@ -237,7 +243,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     func enqueue(_ pdu: ATTPDU) {
         let frame = Self.frame(pdu)
         let handle = peer.id
-        if let error = Self.hostEnqueue(l2cap.host, (frame, handle, .answer), on: l2cap.host.executor) {
+        if let error = Self.hostEnqueue(host, (frame, handle, .answer), on: executor) {
             log("could not send \(pdu.opcode): \(error)")
         }
     }
@@ -273,7 +279,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         let frame = Self.frame(pdu), opcode = pdu.opcode
         return try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<ATTPDU, any Error>) in
             let t = Transaction(opcode: opcode, waiter: c)
-            let executor = l2cap.host.executor
+            let executor = self.executor
             if executor.isCurrent {
                 Self.submitRequest(self, (frame, t), on: executor)
             } else {
@@ -285,7 +291,6 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// Runs `body` on the bearer's executor: at once when the caller is running there, else as
     /// the executor's next job.
     nonisolated func onExecutor(_ body: @escaping @Sendable (isolated ATTBearer) -> Void) {
-        let executor = l2cap.host.executor
         if executor.isCurrent { assumeIsolated(body) } else { executor.submit { self.assumeIsolated(body) } }
     }
 
@@ -308,9 +313,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         transaction = t
         if transactionDeadline == nil { armTransactionDeadline(after: configuration.transactionTimeout) }
         let handle = peer.id
-        let host = l2cap.host
-        transactionStart = Self.hostNow(host, (), on: host.executor)
-        if let error = Self.hostEnqueue(host, (frame, handle, .request), on: host.executor) {
+        transactionStart = Self.hostNow(host, (), on: executor)
+        if let error = Self.hostEnqueue(host, (frame, handle, .request), on: executor) {
             if transaction === t { transaction = nil }
             t.resolve(.failure(error))
             startQueuedRequest()
@@ -367,7 +371,6 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// `push` without suspending: true when the caller runs on the host's executor and the
     /// frame went out now.
     nonisolated func sendNow(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
-        let executor = l2cap.host.executor
         guard executor.isCurrent else { return false }
         return try Self.sendIfReady(self, (frame, size), on: executor).get()
     }
@@ -375,14 +378,14 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// `sendNow` on the bearer: true when the frame went out now.
     func sendIfReady(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
         try checkSendable(size)
-        return try Self.hostSendIfReady(l2cap.host, (frame, peer.id), on: l2cap.host.executor).get()
+        return try Self.hostSendIfReady(host, (frame, peer.id), on: executor).get()
     }
 
     /// `push` when the link has no room now: `done` is resumed when the frame is sent.
     func send(_ frame: [UInt8], checkingSize size: Int?, resuming done: CheckedContinuation<Void, any Error>) {
         do { try checkSendable(size) } catch { return done.resume(throwing: error) }
         let handle = peer.id
-        l2cap.host.assumeIsolated { $0.sendL2CAP(frame, on: handle, resuming: done) }
+        host.assumeIsolated { $0.sendL2CAP(frame, on: handle, resuming: done) }
     }
 
     func checkSendable(_ size: Int?) throws {
@@ -571,7 +574,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         // that keeps sending while our answers wait for ACL buffers is not served (neither
         // acted on nor answered) until they drain, so the queue stays bounded.
         let handle = peer.id
-        if op.isRequest, !Self.hostCanEnqueue(l2cap.host, handle, on: l2cap.host.executor) {
+        if op.isRequest, !Self.hostCanEnqueue(host, handle, on: executor) {
             log("\(op) ignored: the client sends requests without waiting for the answers (Core Vol 3 Part F 3.3.2)")
             return
         }
@@ -629,7 +632,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// Arms the transaction timeout of `t` in the host's deadline table (disarming the
     /// previous one), or only disarms when `t` is nil.
     func rearm(_ deadline: inout DeadlineID?, for t: Transaction?) {
-        let host = l2cap.host, old = deadline
+        let old = deadline
         deadline = host.assumeIsolated { host in
             host.disarm(old)
             guard let t else { return nil }
@@ -640,7 +643,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     }
 
     func armTransactionDeadline(after d: Duration) {
-        transactionDeadline = l2cap.host.assumeIsolated { host in
+        transactionDeadline = host.assumeIsolated { host in
             host.arm(after: d) { [weak self] in self?.assumeIsolated { $0.transactionDeadlineFired() } }
         }
     }
@@ -650,7 +653,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     func transactionDeadlineFired() {
         transactionDeadline = nil
         guard let t = transaction, let start = transactionStart else { return }
-        let elapsed = start.duration(to: l2cap.host.assumeIsolated { $0.configuration.clock.now })
+        let elapsed = start.duration(to: host.assumeIsolated { $0.configuration.clock.now })
         if elapsed >= configuration.transactionTimeout { timedOut(t) } else { armTransactionDeadline(after: configuration.transactionTimeout - elapsed) }
     }
 
@@ -669,7 +672,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         guard closedReason == nil else { return }
         closedReason = reason
         log("closed: \(reason)")
-        let (host, deadline) = (l2cap.host, transactionDeadline)
+        let deadline = transactionDeadline
         host.assumeIsolated { $0.disarm(deadline) }
         transactionDeadline = nil
         // The outstanding request, then the queued ones (takeTransaction fails them, closed).
