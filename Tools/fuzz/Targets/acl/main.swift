@@ -24,8 +24,11 @@ runFuzzer { data in
         case .frame(let f), .replaced(_, let f?):
             require(f.count <= host.maxFrame, "frame of \(f.count) octets above maxFrame \(host.maxFrame)")
             require(L2CAPFrame.totalLength(header: f) == f.count, "frame length disagrees with its basic header")
-            if let frame = try? L2CAPFrame.decode(f) {
+            let inPlace = try? L2CAPFrame.decodeInPlace(f)
+            require((inPlace == nil) == ((try? L2CAPFrame.decode(f)) == nil), "decodeInPlace and decode disagree on \(f)")
+            if let frame = try? L2CAPFrame.decode(f), var (cid, payload) = inPlace {
                 require(frame.bytes == f, "L2CAP frame does not encode back to its bytes")
+                require(cid == frame.cid && payload.rest() == frame.payload, "the payload read in place differs")
                 if case .success(let s?) = Result(catching: { () throws(SDUError) in try sdu.push(frame.payload) }) {
                     require(s.count <= mtu, "SDU of \(s.count) octets above MTU \(mtu)")
                 }

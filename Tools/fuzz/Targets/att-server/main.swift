@@ -34,7 +34,12 @@ runFuzzer { data in
     while let pdu = input.message() {
         // The bearer drops PDUs longer than ATT_MTU before the server sees them.
         guard pdu.count <= mtu else { continue }
-        switch ATTPDU.decodeResult(pdu) {
+        // As the bearer reads it: in place after a B-frame header, other octets after it in
+        // the same array; the same result as the PDU decoded alone.
+        let framed: [UInt8] = [0x00, 0x00, 0x04, 0x00] + pdu + [0x0A, 0xFF]
+        let decoded = ATTPDU.decodeResult(from: ByteReader(framed, in: 4..<4 + pdu.count), mtu: mtu)
+        require(decoded == ATTPDU.decodeResult(pdu, mtu: mtu), "\(pdu) decodes differently in place")
+        switch decoded {
         case .malformed(let op, let error):
             if let reply = ATTPDU.serverRejection(for: .malformed(opcode: op, error: error)), let op {
                 check(reply, to: op)
