@@ -112,6 +112,10 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
             var items: [Item] = []
             var head = 0
             var consumer: CheckedContinuation<[Item], any Error>?
+            /// The consumer is parked in `consumer` with nothing queued. Asked first, so that a
+            /// value queued while nobody waits leaves the continuation alone (an optional
+            /// `CheckedContinuation` is copied and destroyed through its value witnesses).
+            var parked = false
             var issued: UInt64 = 0
             /// Every indication up to this sequence number has been returned by `next()`.
             var taken: UInt64 = 0
@@ -126,6 +130,12 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
             /// Indications dropped (queue full) before their deliverer began to wait.
             var droppedIndications: Set<UInt64> = []
             var waiting: Int { items.count - head }
+
+            /// Every value waiting, in order; the queue is left empty.
+            mutating func takeAll() -> [Item] {
+                defer { items.removeAll(keepingCapacity: true); head = 0 }
+                return head == 0 ? items : Array(items[head...])
+            }
         }
         let state: Mutex<State>
 
@@ -133,49 +143,60 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
 
         /// Queues a value; nil once finished. Returns its sequence number.
         func push(_ value: [UInt8], indication: Bool) -> UInt64? {
-            enum Then { case none, resume(CheckedContinuation<[Item], any Error>, Item), dropped(CheckedContinuation<Bool, Never>?) }
+            // What else to do, outside the lock (kept trivial: no continuation in it).
+            enum Then { case none, wake, droppedIndication(UInt64) }
             var sequence: UInt64?
             let then: Then = state.withLock { s in
                 guard !s.finished else { return .none }
                 s.issued += 1
                 sequence = s.issued
-                let item = Item(sequence: s.issued, value: value, indication: indication)
-                // A parked consumer has taken everything before it parked: hand it this one.
-                if let c = s.consumer { s.consumer = nil; return .resume(c, item) }
-                var droppedWaiter: CheckedContinuation<Bool, Never>?
-                var dropped = false
+                var then = Then.none
                 if s.waiting >= s.limit {
-                    let oldest = s.items[s.head]
+                    // Full (so no consumer is parked): the oldest waiting value makes room.
+                    if s.items[s.head].indication {
+                        // Its deliverer gets false: now if it waits already, else when it does.
+                        s.droppedIndications.insert(s.items[s.head].sequence)
+                        then = .droppedIndication(s.items[s.head].sequence)
+                    }
                     s.head += 1
                     s.dropped += 1
-                    dropped = true
-                    if oldest.indication {
-                        droppedWaiter = s.waiters.removeValue(forKey: oldest.sequence)
-                        if droppedWaiter == nil { s.droppedIndications.insert(oldest.sequence) }
-                    }
                 }
                 if s.head > 0, s.head * 2 >= s.items.count { s.items.removeFirst(s.head); s.head = 0 }
-                s.items.append(item)
-                return dropped ? .dropped(droppedWaiter) : .none
+                s.items.append(Item(sequence: s.issued, value: value, indication: indication))
+                if s.parked { s.parked = false; then = .wake }
+                return then
             }
             switch then {
             case .none: break
-            case .resume(let c, let item): c.resume(returning: [item])
-            case .dropped(let w): w?.resume(returning: false)
+            case .wake: handOff()
+            case .droppedIndication(let dropped):
+                let waiter: CheckedContinuation<Bool, Never>? = state.withLock { s in
+                    guard let w = s.waiters.removeValue(forKey: dropped) else { return nil }
+                    s.droppedIndications.remove(dropped)
+                    return w
+                }
+                waiter?.resume(returning: false)
             }
             return sequence
+        }
+
+        /// Resumes the consumer that was parked with what is queued by now (this value and any
+        /// queued since, in order). A `finish` in between leaves the consumer to this (the
+        /// queued values come before the end); a cancellation takes it (they are dropped).
+        private func handOff() {
+            let handOff: (CheckedContinuation<[Item], any Error>, [Item])? = state.withLock { s in
+                guard let c = s.consumer else { return nil }
+                s.consumer = nil
+                return (c, s.takeAll())
+            }
+            if let (consumer, batch) = handOff { consumer.resume(returning: batch) }
         }
 
         /// Every value waiting, in order; waits when there is none. Empty at the end; throws the
         /// `finish` error after the values queued before it.
         nonisolated(nonsending) func nextBatch() async throws -> [Item] {
             try await state.takeBatch(ended: [], take: { s in
-                if s.waiting > 0 {
-                    let b = Array(s.items[s.head...])
-                    s.items.removeAll(keepingCapacity: true)
-                    s.head = 0
-                    return .batch(b)
-                }
+                if s.waiting > 0 { return .batch(s.takeAll()) }
                 if s.finished {
                     defer { s.error = nil }
                     return .end(s.error)
@@ -183,6 +204,7 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
                 return .wait
             }, park: { s, c in
                 s.consumer = c
+                s.parked = true
             }, onCancel: {
                 finish(nil, cancelled: true)
             })
@@ -196,12 +218,14 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
                 if cancelled { s.items.removeAll(); s.head = 0 }
                 guard !s.finished else {
                     // Finished already: a cancellation still wakes a parked consumer.
-                    defer { if cancelled { s.consumer = nil } }
+                    defer { if cancelled { s.consumer = nil; s.parked = false } }
                     return (cancelled ? s.consumer : nil, [], nil)
                 }
                 s.finished = true
+                // (A consumer with values waiting is being handed them: `handOff` resumes it, and
+                // the end follows them.)
                 let consumer = s.waiting == 0 ? s.consumer : nil
-                if consumer != nil { s.consumer = nil } else if !cancelled { s.error = error }
+                if consumer != nil { s.consumer = nil; s.parked = false } else if !cancelled { s.error = error }
                 let w = Array(s.waiters.values)
                 s.waiters.removeAll()
                 let t = s.onTermination
