@@ -341,10 +341,12 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     }
 
     /// Notifies the targets one after the other (each send waits for the link's room).
+    /// Inlined, and its send too: each async call level is a task-allocator frame per push.
+    @inline(__always)
     private nonisolated(nonsending) func pushReaching(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?) async -> Reached {
         let (first, more) = pushTargets(uuid: uuid, handle: handle, to: peers, bit: 1)
         guard let first else { return .none }
-        nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
+        @inline(__always) nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
             let push = t.pusher.push
             let mtu = push.mtu
             let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
