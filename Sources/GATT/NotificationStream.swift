@@ -52,10 +52,10 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
                 index = 0
                 if batch.isEmpty { return nil }
             }
-            let item = batch[index]
+            let i = index
             index += 1
-            if item.indication { storage.taken(item.sequence) }
-            return item.value
+            if batch[i].indication { storage.taken(batch[i].sequence) }
+            return batch[i].value
         }
     }
 

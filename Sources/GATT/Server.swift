@@ -347,10 +347,10 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         let (first, more) = pushTargets(uuid: uuid, handle: handle, to: peers, bit: 1)
         guard let first else { return .none }
         @inline(__always) nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
-            let push = t.pusher.push
-            let mtu = push.mtu
+            // The bearer used in place (a copy of the existential goes through its value witnesses).
+            let mtu = t.pusher.push.mtu
             let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
-            do { try await push.notify(handle: t.valueHandle, value: v); return true } catch { return false }
+            do { try await t.pusher.push.notify(handle: t.valueHandle, value: v); return true } catch { return false }
         }
         let firstSent = await send(first)
         if more.isEmpty { return firstSent ? first.pusher.alone : .none }
