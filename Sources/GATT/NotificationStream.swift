@@ -253,9 +253,12 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
         }
 
         func wait(for sequence: UInt64, timeout: Duration) async -> Bool {
-            let timer = Task { [weak self] in
+            // Strong: the timer is cancelled as soon as this wait returns (so it holds the
+            // storage no longer than the wait does), and a weak reference would give the
+            // storage a side table, the slow path for every later retain and release of it.
+            let timer = Task {
                 guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                self?.expire(sequence)
+                self.expire(sequence)
             }
             defer { timer.cancel() }
             return await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
