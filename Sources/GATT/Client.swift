@@ -82,16 +82,55 @@ public actor GATTClient {
     /// notifications on the host's executor (`deliverNotification`); written by this actor.
     private let routing = Mutex(Routing())
     private struct Routing {
-        var subscribers: [UInt16: Subscriber] = [:]
+        var subscribers = Subscribers()
         var serviceChangedHandle: UInt16?
     }
     /// One subscription's receiver: `value` for each notified value, in order; `indication`
     /// for each indicated one (the confirmation waits for it); `end` once when the
-    /// subscription is replaced, removed or the client goes away.
-    private struct Subscriber: Sendable {
+    /// subscription is replaced, removed or the client goes away. A class: a notification
+    /// takes it out of the lock as one reference, not three closures.
+    private final class Subscriber: Sendable {
         let value: @Sendable ([UInt8]) -> Void
         let indication: @Sendable ([UInt8]) async -> Void
         let end: @Sendable () -> Void
+        init(value: @escaping @Sendable ([UInt8]) -> Void, indication: @escaping @Sendable ([UInt8]) async -> Void,
+             end: @escaping @Sendable () -> Void) {
+            self.value = value; self.indication = indication; self.end = end
+        }
+    }
+    /// The subscribers by value handle: a short array in handle order, searched by halves
+    /// (a notification looks its subscriber up without hashing its handle).
+    private struct Subscribers {
+        private var entries: [(handle: UInt16, subscriber: Subscriber)] = []
+        /// Where `handle` is, or would go.
+        private func position(_ handle: UInt16) -> Int {
+            var low = 0, high = entries.count
+            while low < high {
+                let mid = (low + high) / 2
+                if entries[mid].handle < handle { low = mid + 1 } else { high = mid }
+            }
+            return low
+        }
+        subscript(handle: UInt16) -> Subscriber? {
+            let i = position(handle)
+            return i < entries.count && entries[i].handle == handle ? entries[i].subscriber : nil
+        }
+        /// Sets the subscriber of `handle`; returns the one it replaces.
+        mutating func replace(_ handle: UInt16, with subscriber: Subscriber) -> Subscriber? {
+            let i = position(handle)
+            guard i < entries.count, entries[i].handle == handle else {
+                entries.insert((handle, subscriber), at: i)
+                return nil
+            }
+            defer { entries[i].subscriber = subscriber }
+            return entries[i].subscriber
+        }
+        mutating func remove(_ handle: UInt16) -> Subscriber? {
+            let i = position(handle)
+            guard i < entries.count, entries[i].handle == handle else { return nil }
+            return entries.remove(at: i).subscriber
+        }
+        var all: [Subscriber] { entries.map(\.subscriber) }
     }
     private var serviceChangedHandle: UInt16? {
         get { routing.withLock { $0.serviceChangedHandle } }
@@ -108,7 +147,7 @@ public actor GATTClient {
 
     deinit {
         changes.finish()
-        for c in routing.withLock({ $0.subscribers.values }) { c.end() }
+        for c in routing.withLock({ $0.subscribers.all }) { c.end() }
     }
 
     private nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
@@ -507,10 +546,8 @@ public actor GATTClient {
         guard p.contains(.notify) || p.contains(.indicate) else { throw GATTClientError.notSubscribable(characteristic.uuid) }
         let handle = try await cccd(of: characteristic, given: cccdHandle)
         let key = characteristic.valueHandle
-        let previous = routing.withLock { r in
-            defer { r.subscribers[key] = Subscriber(value: onValue, indication: onIndication ?? { onValue($0) }, end: onEnd) }
-            return r.subscribers[key]
-        }
+        let subscriber = Subscriber(value: onValue, indication: onIndication ?? { onValue($0) }, end: onEnd)
+        let previous = routing.withLock { $0.subscribers.replace(key, with: subscriber) }
         previous?.end()
         do {
             try await write(useIndications ? [0x02, 0x00] : [0x01, 0x00], handle: handle)
@@ -528,7 +565,7 @@ public actor GATTClient {
     }
 
     private func removeSubscriber(_ key: UInt16) {
-        routing.withLock { $0.subscribers.removeValue(forKey: key) }?.end()
+        routing.withLock { $0.subscribers.remove(key) }?.end()
     }
 
     private func cccd(of c: GATTRemoteCharacteristic, given: UInt16?) async throws -> UInt16 {

@@ -22,11 +22,11 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
     /// Values waiting for the application before the oldest is dropped.
     public static let defaultBufferLimit = 1024
 
-    struct Item: Sendable {
-        let sequence: UInt64
-        let value: [UInt8]
+    @usableFromInline struct Item: Sendable {
+        @usableFromInline let sequence: UInt64
+        @usableFromInline let value: [UInt8]
         /// An indication: its deliverer waits until `next()` has returned it.
-        let indication: Bool
+        @usableFromInline let indication: Bool
     }
     let storage: Storage
     /// Ends the stream as cancelled when the application lets go of it and its iterators.
@@ -36,26 +36,29 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
     public var droppedCount: Int { storage.state.withLock { $0.dropped } }
 
     public struct Iterator: AsyncIteratorProtocol {
-        let storage: Storage
+        @usableFromInline let storage: Storage
         let owner: Owner
         /// The batch being handed out, and the next index in it.
-        var batch: [Item] = []
-        var index = 0
+        @usableFromInline var batch: [Item] = []
+        @usableFromInline var index = 0
 
         public mutating func next() async throws -> [UInt8]? { try await next(isolation: nil) }
 
         /// `next()` on the caller's executor (`for try await` passes its isolation): a value
         /// already in the batch is returned without switching executors, and so is a batch.
+        /// Inlinable: inlined into the caller's loop, its hop to the caller's isolation on entry
+        /// (an executor switch per value) goes with the caller's own.
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
             if index == batch.count {
                 batch = try await storage.nextBatch()
                 index = 0
                 if batch.isEmpty { return nil }
             }
-            let item = batch[index]
+            let i = index
             index += 1
-            if item.indication { storage.taken(item.sequence) }
-            return item.value
+            if batch[i].indication { storage.taken(batch[i].sequence) }
+            return batch[i].value
         }
     }
 
@@ -106,12 +109,16 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
     }
 
     /// The queue, the application's parked task, and the indications waiting to be taken.
-    final class Storage: Sendable {
+    @usableFromInline final class Storage: Sendable {
         struct State {
             var limit: Int
             var items: [Item] = []
             var head = 0
             var consumer: CheckedContinuation<[Item], any Error>?
+            /// The consumer is parked in `consumer` with nothing queued. Asked first, so that a
+            /// value queued while nobody waits leaves the continuation alone (an optional
+            /// `CheckedContinuation` is copied and destroyed through its value witnesses).
+            var parked = false
             var issued: UInt64 = 0
             /// Every indication up to this sequence number has been returned by `next()`.
             var taken: UInt64 = 0
@@ -126,6 +133,12 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
             /// Indications dropped (queue full) before their deliverer began to wait.
             var droppedIndications: Set<UInt64> = []
             var waiting: Int { items.count - head }
+
+            /// Every value waiting, in order; the queue is left empty.
+            mutating func takeAll() -> [Item] {
+                defer { items.removeAll(keepingCapacity: true); head = 0 }
+                return head == 0 ? items : Array(items[head...])
+            }
         }
         let state: Mutex<State>
 
@@ -133,49 +146,60 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
 
         /// Queues a value; nil once finished. Returns its sequence number.
         func push(_ value: [UInt8], indication: Bool) -> UInt64? {
-            enum Then { case none, resume(CheckedContinuation<[Item], any Error>, Item), dropped(CheckedContinuation<Bool, Never>?) }
+            // What else to do, outside the lock (kept trivial: no continuation in it).
+            enum Then { case none, wake, droppedIndication(UInt64) }
             var sequence: UInt64?
             let then: Then = state.withLock { s in
                 guard !s.finished else { return .none }
                 s.issued += 1
                 sequence = s.issued
-                let item = Item(sequence: s.issued, value: value, indication: indication)
-                // A parked consumer has taken everything before it parked: hand it this one.
-                if let c = s.consumer { s.consumer = nil; return .resume(c, item) }
-                var droppedWaiter: CheckedContinuation<Bool, Never>?
-                var dropped = false
+                var then = Then.none
                 if s.waiting >= s.limit {
-                    let oldest = s.items[s.head]
+                    // Full (so no consumer is parked): the oldest waiting value makes room.
+                    if s.items[s.head].indication {
+                        // Its deliverer gets false: now if it waits already, else when it does.
+                        s.droppedIndications.insert(s.items[s.head].sequence)
+                        then = .droppedIndication(s.items[s.head].sequence)
+                    }
                     s.head += 1
                     s.dropped += 1
-                    dropped = true
-                    if oldest.indication {
-                        droppedWaiter = s.waiters.removeValue(forKey: oldest.sequence)
-                        if droppedWaiter == nil { s.droppedIndications.insert(oldest.sequence) }
-                    }
                 }
                 if s.head > 0, s.head * 2 >= s.items.count { s.items.removeFirst(s.head); s.head = 0 }
-                s.items.append(item)
-                return dropped ? .dropped(droppedWaiter) : .none
+                s.items.append(Item(sequence: s.issued, value: value, indication: indication))
+                if s.parked { s.parked = false; then = .wake }
+                return then
             }
             switch then {
             case .none: break
-            case .resume(let c, let item): c.resume(returning: [item])
-            case .dropped(let w): w?.resume(returning: false)
+            case .wake: handOff()
+            case .droppedIndication(let dropped):
+                let waiter: CheckedContinuation<Bool, Never>? = state.withLock { s in
+                    guard let w = s.waiters.removeValue(forKey: dropped) else { return nil }
+                    s.droppedIndications.remove(dropped)
+                    return w
+                }
+                waiter?.resume(returning: false)
             }
             return sequence
         }
 
+        /// Resumes the consumer that was parked with what is queued by now (this value and any
+        /// queued since, in order). A `finish` in between leaves the consumer to this (the
+        /// queued values come before the end); a cancellation takes it (they are dropped).
+        private func handOff() {
+            let handOff: (CheckedContinuation<[Item], any Error>, [Item])? = state.withLock { s in
+                guard let c = s.consumer else { return nil }
+                s.consumer = nil
+                return (c, s.takeAll())
+            }
+            if let (consumer, batch) = handOff { consumer.resume(returning: batch) }
+        }
+
         /// Every value waiting, in order; waits when there is none. Empty at the end; throws the
         /// `finish` error after the values queued before it.
-        nonisolated(nonsending) func nextBatch() async throws -> [Item] {
+        @usableFromInline nonisolated(nonsending) func nextBatch() async throws -> [Item] {
             try await state.takeBatch(ended: [], take: { s in
-                if s.waiting > 0 {
-                    let b = Array(s.items[s.head...])
-                    s.items.removeAll(keepingCapacity: true)
-                    s.head = 0
-                    return .batch(b)
-                }
+                if s.waiting > 0 { return .batch(s.takeAll()) }
                 if s.finished {
                     defer { s.error = nil }
                     return .end(s.error)
@@ -183,6 +207,7 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
                 return .wait
             }, park: { s, c in
                 s.consumer = c
+                s.parked = true
             }, onCancel: {
                 finish(nil, cancelled: true)
             })
@@ -196,12 +221,14 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
                 if cancelled { s.items.removeAll(); s.head = 0 }
                 guard !s.finished else {
                     // Finished already: a cancellation still wakes a parked consumer.
-                    defer { if cancelled { s.consumer = nil } }
+                    defer { if cancelled { s.consumer = nil; s.parked = false } }
                     return (cancelled ? s.consumer : nil, [], nil)
                 }
                 s.finished = true
+                // (A consumer with values waiting is being handed them: `handOff` resumes it, and
+                // the end follows them.)
                 let consumer = s.waiting == 0 ? s.consumer : nil
-                if consumer != nil { s.consumer = nil } else if !cancelled { s.error = error }
+                if consumer != nil { s.consumer = nil; s.parked = false } else if !cancelled { s.error = error }
                 let w = Array(s.waiters.values)
                 s.waiters.removeAll()
                 let t = s.onTermination
@@ -216,7 +243,7 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
         }
 
         /// `next()` returned the indication `sequence`: its deliverer may confirm it.
-        func taken(_ sequence: UInt64) {
+        @usableFromInline func taken(_ sequence: UInt64) {
             let ready: [CheckedContinuation<Bool, Never>] = state.withLock { s in
                 s.taken = Swift.max(s.taken, sequence)
                 let due = s.waiters.keys.filter { $0 <= sequence }
@@ -226,9 +253,12 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
         }
 
         func wait(for sequence: UInt64, timeout: Duration) async -> Bool {
-            let timer = Task { [weak self] in
+            // Strong: the timer is cancelled as soon as this wait returns (so it holds the
+            // storage no longer than the wait does), and a weak reference would give the
+            // storage a side table, the slow path for every later retain and release of it.
+            let timer = Task {
                 guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                self?.expire(sequence)
+                self.expire(sequence)
             }
             defer { timer.cancel() }
             return await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in

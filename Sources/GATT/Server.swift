@@ -55,19 +55,69 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     struct Prepared: Sendable { let handle: UInt16; let offset: Int; let value: [UInt8] }
 
+    /// A connected peer as a push needs it, made once when it connects: a push takes it out of
+    /// the lock as one reference (not an existential, copied through its value witnesses).
+    @usableFromInline final class Pusher: Sendable {
+        @usableFromInline let id: UInt16
+        @usableFromInline let push: any ATTServerPush
+        /// This peer alone as a push's result: a notification to the one subscriber (the
+        /// usual case) returns it without allocating an array.
+        @usableFromInline let alone: Reached
+        init(id: UInt16, push: any ATTServerPush) {
+            self.id = id; self.push = push; alone = Reached(peers: [ATTPeer(id: id)])
+        }
+    }
+
     struct PeerState: Sendable {
-        var push: any ATTServerPush
-        /// This peer alone as a push's result, made once: a notification to the one
-        /// subscriber (the usual case) then returns it without allocating an array.
-        let alone: Reached
+        let pusher: Pusher
         var cccd: [UInt16: UInt16] = [:]
         var clientFeatures: [UInt8] = [0]
         var queue: [Prepared] = []
     }
 
+    /// A peer whose CCCD of a characteristic is not zero: what a push to it needs.
+    struct Subscription: Sendable {
+        let pusher: Pusher
+        /// The CCCD's value: bit 0 notifications, bit 1 indications.
+        let bits: UInt16
+    }
+
     struct State: Sendable {
         var table: AttributeTable
         var peers: [UInt16: PeerState] = [:]
+        /// The subscribers of each characteristic (indexed as `table.characteristics`), by
+        /// connection handle: made again (`reindex`) whenever a CCCD, a peer or the table
+        /// changes, so that a push reads its targets in place instead of hashing into every
+        /// peer's CCCDs.
+        private(set) var subscriptions: [[Subscription]] = []
+        /// The characteristic last pushed by UUID: a stream of pushes of one characteristic
+        /// (the usual case) skips the search by UUID. Cleared by `reindex`.
+        private var lastPushed: (uuid: BluetoothUUID, index: Int)?
+
+        init(table: AttributeTable) {
+            self.table = table
+            reindex()
+        }
+
+        mutating func reindex() {
+            lastPushed = nil
+            subscriptions = table.characteristics.map { c in
+                guard let cccd = c.cccdHandle else { return [] }
+                return peers.compactMap { id, p -> Subscription? in
+                    guard let bits = p.cccd[cccd], bits != 0 else { return nil }
+                    return Subscription(pusher: p.pusher, bits: bits)
+                }.sorted { $0.pusher.id < $1.pusher.id }
+            }
+        }
+
+        /// The index of the first characteristic with `uuid` (when given), else with value `handle`.
+        mutating func characteristicIndex(uuid: BluetoothUUID?, handle: UInt16?) -> Int? {
+            guard let uuid else { return table.characteristics.firstIndex { $0.valueHandle == handle } }
+            if let last = lastPushed, last.uuid == uuid { return last.index }
+            guard let i = table.characteristics.firstIndex(where: { $0.uuid == uuid }) else { return nil }
+            lastPushed = (uuid, i)
+            return i
+        }
     }
 
     public let configuration: Configuration
@@ -179,9 +229,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// Peers whose CCCD of the characteristic has `bit` (1 notifications, 2 indications) set.
     public func subscribers(of uuid: BluetoothUUID, indications: Bool = false) -> [ATTPeer] {
         state.withLock { s in
-            guard let c = s.table.characteristics.first(where: { $0.uuid == uuid }), let cccd = c.cccdHandle else { return [] }
+            guard let ci = s.table.characteristics.firstIndex(where: { $0.uuid == uuid }) else { return [] }
             let bit: UInt16 = indications ? 2 : 1
-            return s.peers.filter { ($0.value.cccd[cccd] ?? 0) & bit != 0 }.map { ATTPeer(id: $0.key) }.sorted { $0.id < $1.id }
+            return s.subscriptions[ci].filter { $0.bits & bit != 0 }.map { ATTPeer(id: $0.pusher.id) }
         }
     }
 
@@ -202,6 +252,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     /// `notify(characteristic:value:to:)` returning the connection handles reached (for
     /// `Peripheral.notify`, which answers with handles: no array mapped per notification).
+    /// Inlinable, with the push: inlined into the caller, the executor switch back to the
+    /// caller's isolation after the send is the caller's own (one switch per notification).
+    @inlinable @inline(__always)
     package nonisolated(nonsending) func notify(characteristic uuid: BluetoothUUID, value: [UInt8], toHandles handles: [UInt16]?) async -> [UInt16] {
         await pushReaching(uuid: uuid, handle: nil, value: value, to: handles.map { $0.map { ATTPeer(id: $0) } }).handles
     }
@@ -238,6 +291,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
                 if let sc, let kept { s.peers[id]?.cccd[sc] = kept }
                 s.peers[id]?.queue = []
             }
+            s.reindex()
             return table.serviceChangedHandle
         }
         return await indicate(handle: scHandle, value: [0x01, 0x00, 0xFF, 0xFF])
@@ -245,67 +299,66 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     /// The peers a push reached, and their connection handles. A class: a peer's result made
     /// once is handed on as one reference, not two arrays.
-    final class Reached: Sendable {
-        let peers: [ATTPeer]
-        let handles: [UInt16]
-        init(peers: [ATTPeer]) { self.peers = peers; handles = peers.map(\.id) }
-        static let none = Reached(peers: [])
+    @usableFromInline final class Reached: Sendable {
+        @usableFromInline let peers: [ATTPeer]
+        @usableFromInline let handles: [UInt16]
+        @usableFromInline init(peers: [ATTPeer]) { self.peers = peers; handles = peers.map(\.id) }
+        @usableFromInline static let none = Reached(peers: [])
     }
 
-    /// A peer a push goes to: its connection handle, its bearer, the value handle, and the peer
-    /// alone as a result.
-    struct PushTarget {
-        let id: UInt16
-        let push: any ATTServerPush
-        let valueHandle: UInt16
-        let alone: Reached
+    /// A peer a push goes to, and the value handle.
+    @usableFromInline struct PushTarget {
+        @usableFromInline let pusher: Pusher
+        @usableFromInline let valueHandle: UInt16
     }
 
     /// The peers subscribed to the characteristic (by `uuid`, else by value `handle`) for
     /// notifications (`bit` 1) or indications (2), among `peers` when given, ordered by
     /// connection handle. The first is kept apart so that the usual one subscriber needs no
-    /// array. The characteristic and the value attribute are read in place (by index), not
-    /// copied out per push.
-    private func pushTargets(uuid: BluetoothUUID?, handle: UInt16?, to peers: [ATTPeer]?, bit: UInt16) -> (first: PushTarget?, more: [PushTarget]) {
+    /// array. The subscribers come from the index kept with the CCCDs (`State.subscriptions`),
+    /// read in place; the characteristic and the value attribute are read by index.
+    @usableFromInline func pushTargets(uuid: BluetoothUUID?, handle: UInt16?, to peers: [ATTPeer]?, bit: UInt16) -> (first: PushTarget?, more: [PushTarget]) {
         state.withLock { s in
-            guard let ci = s.table.characteristics.firstIndex(where: { uuid != nil ? $0.uuid == uuid : $0.valueHandle == handle }),
-                  let cccd = s.table.characteristics[ci].cccdHandle else { return (nil, []) }
+            guard let ci = s.characteristicIndex(uuid: uuid, handle: handle), !s.subscriptions[ci].isEmpty else { return (nil, []) }
             let valueHandle = s.table.characteristics[ci].valueHandle
             guard let ai = s.table.index(valueHandle) else { return (nil, []) }
+            let permissions = s.table.attributes[ai].permissions, keySize = s.table.attributes[ai].minimumKeySize
             let wanted = peers.map { Set($0.map(\.id)) }
             var first: PushTarget?
             var more: [PushTarget] = []
-            for (id, p) in s.peers {
-                guard (p.cccd[cccd] ?? 0) & bit != 0, wanted?.contains(id) ?? true else { continue }
+            for k in s.subscriptions[ci].indices {
+                guard s.subscriptions[ci][k].bits & bit != 0 else { continue }
+                let p = s.subscriptions[ci][k].pusher
+                guard wanted?.contains(p.id) ?? true else { continue }
                 // A notification or indication carries the value as a read does: not to a link
                 // without the encryption, authentication, key size or authorization a read of it
                 // needs (Core v5.4 Vol 3 Part F 3.2.5: the permissions guard the value, whatever
-                // PDU carries it). The readable bit is not asked: a notify-only value is pushed,
-                // never read.
-                guard Self.securityDenial(s.table.attributes[ai], write: false, p.push.security) == nil else { continue }
-                let t = PushTarget(id: id, push: p.push, valueHandle: valueHandle, alone: p.alone)
+                // PDU carries it), asked per push: a link's security changes. The readable bit
+                // is not asked: a notify-only value is pushed, never read.
+                guard Self.securityDenial(permissions, minimumKeySize: keySize, write: false, p.push.security) == nil else { continue }
+                let t = PushTarget(pusher: p, valueHandle: valueHandle)
                 if first == nil { first = t } else { more.append(t) }
             }
-            guard let f = first, !more.isEmpty else { return (first, []) }
-            more.append(f)
-            more.sort { $0.id < $1.id }
-            return (more.removeFirst(), more)
+            return (first, more)
         }
     }
 
     /// Notifies the targets one after the other (each send waits for the link's room).
-    private nonisolated(nonsending) func pushReaching(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?) async -> Reached {
+    /// Inlined, and its send too: each async call level is a task-allocator frame per push.
+    @inlinable @inline(__always)
+    nonisolated(nonsending) func pushReaching(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?) async -> Reached {
         let (first, more) = pushTargets(uuid: uuid, handle: handle, to: peers, bit: 1)
         guard let first else { return .none }
-        nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
-            let mtu = t.push.mtu
+        @inline(__always) nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
+            // The bearer used in place (a copy of the existential goes through its value witnesses).
+            let mtu = t.pusher.push.mtu
             let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
-            do { try await t.push.notify(handle: t.valueHandle, value: v); return true } catch { return false }
+            do { try await t.pusher.push.notify(handle: t.valueHandle, value: v); return true } catch { return false }
         }
         let firstSent = await send(first)
-        if more.isEmpty { return firstSent ? first.alone : .none }
-        var sent: [ATTPeer] = firstSent ? [ATTPeer(id: first.id)] : []
-        for t in more { if await send(t) { sent.append(ATTPeer(id: t.id)) } }
+        if more.isEmpty { return firstSent ? first.pusher.alone : .none }
+        var sent: [ATTPeer] = firstSent ? [ATTPeer(id: first.pusher.id)] : []
+        for t in more { if await send(t) { sent.append(ATTPeer(id: t.pusher.id)) } }
         return Reached(peers: sent)
     }
 
@@ -315,7 +368,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         let targets = (first.map { [$0] } ?? []) + more
         return await withTaskGroup(of: ATTPeer?.self) { group in
             for t in targets {
-                let (peer, push, h) = (ATTPeer(id: t.id), t.push, t.valueHandle)
+                let (peer, push, h) = (ATTPeer(id: t.pusher.id), t.pusher.push, t.valueHandle)
                 group.addTask {
                     let mtu = push.mtu
                     let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
@@ -331,12 +384,19 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     // MARK: ATTServerDelegate
 
     public func peerConnected(_ peer: ATTPeer, push: any ATTServerPush) async {
-        state.withLock { $0.peers[peer.id] = PeerState(push: push, alone: Reached(peers: [ATTPeer(id: peer.id)])) }
+        state.withLock { s in
+            s.peers[peer.id] = PeerState(pusher: Pusher(id: peer.id, push: push))
+            s.reindex()
+        }
         emit(.connected(peer))
     }
 
     public func peerDisconnected(_ peer: ATTPeer) async {
-        let known = state.withLock { $0.peers.removeValue(forKey: peer.id) != nil }
+        let known = state.withLock { s in
+            guard s.peers.removeValue(forKey: peer.id) != nil else { return false }
+            s.reindex()
+            return true
+        }
         if known { emit(.disconnected(peer)) }
     }
 
@@ -454,13 +514,22 @@ extension GATTServer: ATTServerHandler {
     /// Why `s` may not read (or write) `a`, as the Error Response's code (Core Vol 3 Part F
     /// 3.4.1.1 Table 3.4), or nil. Every path that exposes or compares a value asks this.
     static func denial(_ a: Attribute, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
-        if !a.permissions.contains(write ? .writable : .readable) { return write ? .writeNotPermitted : .readNotPermitted }
-        return securityDenial(a, write: write, s)
+        denial(a.permissions, minimumKeySize: a.minimumKeySize, write: write, s)
+    }
+
+    /// `denial` of an attribute with permissions `p` and `minimumKeySize`.
+    static func denial(_ p: GATTPermissions, minimumKeySize: Int, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
+        if !p.contains(write ? .writable : .readable) { return write ? .writeNotPermitted : .readNotPermitted }
+        return securityDenial(p, minimumKeySize: minimumKeySize, write: write, s)
     }
 
     /// The security part of `denial`: encryption, authentication, key size, authorization.
     static func securityDenial(_ a: Attribute, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
-        let p = a.permissions
+        securityDenial(a.permissions, minimumKeySize: a.minimumKeySize, write: write, s)
+    }
+
+    /// `securityDenial` of an attribute with permissions `p` and `minimumKeySize`.
+    static func securityDenial(_ p: GATTPermissions, minimumKeySize: Int, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
         let (enc, auth, authz): (GATTPermissions, GATTPermissions, GATTPermissions) = write
             ? (.writeEncryptionRequired, .writeAuthenticationRequired, .writeAuthorizationRequired)
             : (.readEncryptionRequired, .readAuthenticationRequired, .readAuthorizationRequired)
@@ -469,7 +538,7 @@ extension GATTServer: ATTServerHandler {
             // Core Vol 3 Part C 10.3.1: on an unencrypted link, Insufficient Encryption when a
             // key (bond) with this peer exists, Insufficient Authentication when it must pair.
             if !s.encrypted { return s.keyAvailable ? .insufficientEncryption : .insufficientAuthentication }
-            if s.keySize < a.minimumKeySize { return .encryptionKeySizeTooShort }
+            if s.keySize < minimumKeySize { return .encryptionKeySizeTooShort }
         }
         if p.contains(authz) && !s.authorized { return .insufficientAuthorization }
         return nil
@@ -485,11 +554,12 @@ extension GATTServer: ATTServerHandler {
         enum Step { case value([UInt8], BluetoothUUID?), handler(GATTReadHandler?, BluetoothUUID?), error(ATTErrorCode) }
         let step: Step = state.withLock { s in
             guard let i = s.table.index(handle) else { return .error(.invalidHandle) }
-            let a = s.table.attributes[i]
-            if let d = Self.denial(a, write: false, security) { return .error(d) }
-            let event = a.isCharacteristicValue ? a.characteristicUUID : nil
-            switch a.kind {
-            case .constant, .stored: return .value(a.value, event)
+            // The attribute's fields read in place (a copy of it is a retain per field).
+            if let d = Self.denial(s.table.attributes[i].permissions, minimumKeySize: s.table.attributes[i].minimumKeySize,
+                                   write: false, security) { return .error(d) }
+            let event = s.table.attributes[i].isCharacteristicValue ? s.table.attributes[i].characteristicUUID : nil
+            switch s.table.attributes[i].kind {
+            case .constant, .stored: return .value(s.table.attributes[i].value, event)
             case .handlers(let r, _): return .handler(r, event)
             case .cccd:
                 let v = s.peers[peer.id]?.cccd[handle] ?? 0
@@ -539,6 +609,7 @@ extension GATTServer: ATTServerHandler {
                 let new = (UInt16(value[0]) | UInt16(value[1]) << 8) & allowed
                 let old = s.peers[peer.id]?.cccd[handle] ?? 0
                 s.peers[peer.id]?.cccd[handle] = new
+                if old != new { s.reindex() }
                 guard let uuid = a.characteristicUUID, old != new else { return .done([]) }
                 if new == 0 { return .done([.unsubscribed(peer, uuid)]) }
                 return .done([.subscribed(peer, uuid, indications: new & 2 != 0)])

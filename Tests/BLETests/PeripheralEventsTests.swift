@@ -18,6 +18,15 @@ import HCI
         #expect(seen == (UInt16(3)...6).map(read))
     }
 
+    @Test func keepsTheNewestInOrderAfterManyDrops() async {
+        let storage = PeripheralEvents.Storage(limit: 3)
+        for h in UInt16(1)...10 { storage.yield(read(h)) }  // the oldest dropped seven times
+        storage.finish()
+        var seen: [PeripheralEvent] = []
+        for await e in PeripheralEvents(storage: storage) { seen.append(e) }
+        #expect(seen == (UInt16(8)...10).map(read))
+    }
+
     @Test func aWaitingConsumerGetsEachEventThenTheEnd() async throws {
         let storage = PeripheralEvents.Storage(limit: 4)
         let consumer = Task { () -> [PeripheralEvent] in

@@ -54,6 +54,64 @@ import ATT
         #expect(server.subscribers(of: 0xFFF1).isEmpty)
     }
 
+    /// The peers a push reaches follow the CCCDs through reconnections and a new table: a
+    /// non-bonded peer's CCCD is 0x0000 again on a new connection (Core v5.4 Vol 3 Part G
+    /// 3.3.3.3), and `update(services:)` clears every CCCD but Service Changed's.
+    @Test func pushTargetsFollowConnectionsAndTableUpdates() async throws {
+        let server = GATTServer(services: demoServices())
+        let (c9, l9) = await Loopback.connect(server, id: 9)
+        let (c3, l3) = await Loopback.connect(server, id: 3)
+        let t9 = try await c9.discoverDatabase(), t3 = try await c3.discoverDatabase()
+        let s9 = try await c9.subscribe(try #require(findChar(t9, 0xFFF1)).characteristic)
+        let s3 = try await c3.subscribe(try #require(findChar(t3, 0xFFF1)).characteristic)
+        // In connection-handle order, whatever the order the peers subscribed in.
+        #expect(await server.notify(characteristic: 0xFFF1, value: [1]) == [l3.peer, l9.peer])
+        #expect(try await next(s3) == [1])
+        #expect(try await next(s9) == [1])
+        // Peer 9 goes; a new connection with the same handle has not subscribed.
+        await server.peerDisconnected(l9.peer)
+        let (_, l9again) = await Loopback.connect(server, id: 9)
+        #expect(await server.notify(characteristic: 0xFFF1, value: [2]) == [l3.peer])
+        #expect(try await next(s3) == [2])
+        #expect(l9again.notifications == 0)
+        // A new table with a service before FFF0: FFF1 moves; its old subscription is gone.
+        let oldHandle = try #require(server.valueHandle(of: 0xFFF1))
+        var services = demoServices()
+        services.insert(GATTService(uuid: 0xFFC0, characteristics: [GATTCharacteristic(uuid: 0xFFC1, properties: .read, value: [0xC1])]), at: 0)
+        _ = await server.update(services: services)
+        #expect(try #require(server.valueHandle(of: 0xFFF1)) != oldHandle)
+        #expect(await server.notify(characteristic: 0xFFF1, value: [3]).isEmpty)
+        #expect(server.subscribers(of: 0xFFF1).isEmpty)
+        // A peer subscribing in the new table gets the value at the new value handle.
+        let (c5, l5) = await Loopback.connect(server, id: 5)
+        let s5 = try await c5.subscribe(try #require(findChar(try await c5.discoverDatabase(), 0xFFF1)).characteristic)
+        #expect(await server.notify(characteristic: 0xFFF1, value: [4]) == [l5.peer])
+        #expect(try await next(s5) == [4])
+    }
+
+    /// The client routes each notification by its attribute handle (Core v5.4 Vol 3 Part F
+    /// 3.4.7.1) to that characteristic's subscription, however many there are and in whatever
+    /// order they were made.
+    @Test func clientRoutesEachSubscriptionByHandle() async throws {
+        let server = GATTServer(services: demoServices())
+        let (client, _) = await Loopback.connect(server)
+        let tree = try await client.discoverDatabase()
+        let ffe3 = try #require(findChar(tree, 0xFFE3)).characteristic
+        let fff1 = try #require(findChar(tree, 0xFFF1)).characteristic
+        #expect(ffe3.valueHandle > fff1.valueHandle)
+        let sHigh = try await client.subscribe(ffe3)  // the higher handle first
+        let sLow = try await client.subscribe(fff1)
+        #expect(await server.notify(characteristic: 0xFFF1, value: [0x11]).count == 1)
+        #expect(await server.notify(characteristic: 0xFFE3, value: [0xE3]).count == 1)
+        #expect(try await next(sLow) == [0x11])
+        #expect(try await next(sHigh) == [0xE3])
+        try await client.unsubscribe(ffe3)
+        #expect(await server.notify(characteristic: 0xFFF1, value: [0x12]).count == 1)
+        #expect(try await next(sLow) == [0x12])
+        var ended = sHigh.makeAsyncIterator()
+        #expect(try await ended.next() == nil)
+    }
+
     @Test func subscriptionEvents() async throws {
         let server = GATTServer(services: demoServices())
         let (client, link) = await Loopback.connect(server)
