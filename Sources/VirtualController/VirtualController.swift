@@ -127,9 +127,26 @@ public final class VirtualController: @unchecked Sendable {
         self.sink.withLock { $0 = sink.map(HostSink.init) }
     }
 
-    /// A packet from the host. Processed on the link's context, in order.
+    /// A packet from the host. Processed on the link's context, in order: at once on the calling
+    /// thread when the link is idle (a live link's usual case: the host sends from the thread
+    /// that runs the link's work), else queued for the thread running it.
     public func receive(fromHost packet: HCIPacket) {
-        enqueue(.packet(packet))
+        guard link.enterContextIfIdle() else { enqueue(.packet(packet)); return }
+        // On the link's context. Requests queued before this packet go first: another thread
+        // may be between its `enqueue` and its `link.perform`.
+        let queuedBefore = inbox.withLock { box -> Bool in
+            guard box.drainScheduled else { return false }
+            box.items.append(.packet(packet))
+            return true
+        }
+        if queuedBefore {
+            drainInbox()
+        } else {
+            // What `drainInbox` does for a burst of one packet, without queueing it.
+            handle(packet)
+            flushACL()
+        }
+        link.leaveContext()
     }
 
     /// Stops (or resumes) answering commands: a hung controller, for tests.

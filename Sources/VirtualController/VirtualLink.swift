@@ -126,22 +126,41 @@ public final class VirtualLink: @unchecked Sendable {
     /// Live mode: runs `work` on this thread if no thread is running link work (then also
     /// whatever is queued meanwhile, in order), else queues it for that thread.
     private func runLive(_ work: @escaping @Sendable () -> Void) {
-        var batch: [Work] = []
         let runHere = live.withLock { q -> Bool in
             q.work.append(Work(run: work))
             if q.running { return false }
             q.running = true
-            swap(&batch, &q.spare)
             return true
         }
-        guard runHere else { return }
+        if runHere { leaveContext() }
+    }
+
+    /// Live mode: makes the calling thread the one running link work, if none is (so nothing is
+    /// queued either: the running thread runs the queue empty before it lets go). The caller
+    /// then runs its work inline, with no closure queued, and calls `leaveContext()`.
+    /// False in manual mode, or when another thread is running link work.
+    func enterContextIfIdle() -> Bool {
+        guard mode == .live else { return false }
+        return live.withLock { q -> Bool in
+            if q.running { return false }
+            q.running = true
+            return true
+        }
+    }
+
+    /// Live mode, on the link's context: runs the work queued meanwhile (in order, what it
+    /// queues included), then lets the context go.
+    func leaveContext() {
+        var batch: [Work] = []
         while true {
             let more = live.withLock { q -> Bool in
                 if q.work.isEmpty {
                     q.running = false
-                    swap(&q.spare, &batch)
+                    // The buffer back as the spare (it and `work` swap: no allocation per batch).
+                    if batch.capacity > q.spare.capacity { swap(&q.spare, &batch) }
                     return false
                 }
+                if batch.capacity == 0 { swap(&batch, &q.spare) }
                 swap(&batch, &q.work)
                 return true
             }
