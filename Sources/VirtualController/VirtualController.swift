@@ -148,8 +148,14 @@ public final class VirtualController: @unchecked Sendable {
         if drainScheduled.load(ordering: .acquiring) {
             inbox.withLock { $0.append(.packet(packet)) }
             drainInbox()
+        } else if case .acl(let acl) = packet {
+            // What `drainInbox` does for a burst of one ACL packet, without queueing it: the
+            // controller's buffers are empty (every drain ends with a connection event).
+            if let connection = accept(acl) {
+                transmit(acl, on: connection)
+                completedPacketsSent()
+            }
         } else {
-            // What `drainInbox` does for a burst of one packet, without queueing it.
             handle(packet)
             flushACL()
         }
@@ -410,21 +416,29 @@ public final class VirtualController: @unchecked Sendable {
     // MARK: - ACL
 
     private func handleACL(_ packet: HCIACLPacket) {
+        guard let connection = accept(packet) else { return }
+        aclQueue.append(QueuedACL(packet: packet, connection: connection))  // sent by flushACL at the end of this drain
+    }
+
+    /// The checks a packet from the host passes before it takes a buffer: its connection, or
+    /// nil when it is refused (unknown handle; Data Buffer Overflow, Core v5.4 Vol 4 Part E
+    /// 7.7.26: too long, or no buffer free).
+    private func accept(_ packet: HCIACLPacket) -> VirtualConnection? {
         guard let connection = connections[packet.handle] else {
             link.note("controller \(index): ACL packet for unknown connection handle \(hexCode(packet.handle)) dropped")
-            return
+            return nil
         }
         if packet.data.count > aclDataLength {
             link.note("controller \(index): host sent an ACL fragment of \(packet.data.count) octets, over the LE ACL data length \(aclDataLength): Data Buffer Overflow")
             send(DataBufferOverflow(linkType: 1))
-            return
+            return nil
         }
         if aclQueue.count >= aclBuffers {
             link.note("controller \(index): host sent an ACL packet with all \(aclBuffers) buffers in use: Data Buffer Overflow")
             send(DataBufferOverflow(linkType: 1))
-            return
+            return nil
         }
-        aclQueue.append(QueuedACL(packet: packet, connection: connection))  // sent by flushACL at the end of this drain
+        return connection
     }
 
     func dropQueuedACL(handle: UInt16) {
@@ -446,31 +460,40 @@ public final class VirtualController: @unchecked Sendable {
             packets.removeAll(keepingCapacity: true)
             aclSpare = packets
         }
-        for queued in packets {
-            let p = queued.packet, conn = queued.connection
-            if withholdingCompletions {
-                withheldCompletions[p.handle, default: 0] += 1
-            } else {
-                if let i = unreported.firstIndex(where: { $0.handle == p.handle }) { unreported[i].count += 1 } else { unreported.append((p.handle, 1)) }
-                unreportedTotal += 1
-            }
-            // (A connection that ended took its packets out of the queue: `dropQueuedACL`.)
-            guard conn.alive else { continue }
-            let n = link.countACLPacket()
-            let peer = conn.peer(of: self)
-            let out = HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first, data: p.data)
-            // (Faults are rare: no hashing per packet when none is set.)
-            if !link.dropACL.isEmpty, link.dropACL.remove(n) != nil {
-                link.note("fault: dropped ACL packet #\(n)")
-                continue
-            }
-            if !link.delayACL.isEmpty, let delay = link.delayACL.removeValue(forKey: n) {
-                link.note("fault: delayed ACL packet #\(n) by \(delay) s")
-                link.schedule(after: delay) { if conn.alive { peer.deliver(.acl(out)) } }
-                continue
-            }
-            peer.deliver(.acl(out))
+        for queued in packets { transmit(queued.packet, on: queued.connection) }
+        completedPacketsSent()
+    }
+
+    /// Sends one accepted packet to the peer on `conn` and frees its buffer (counted for
+    /// Number Of Completed Packets), unless a fault drops or delays it.
+    private func transmit(_ p: HCIACLPacket, on conn: VirtualConnection) {
+        if withholdingCompletions {
+            withheldCompletions[p.handle, default: 0] += 1
+        } else {
+            if let i = unreported.firstIndex(where: { $0.handle == p.handle }) { unreported[i].count += 1 } else { unreported.append((p.handle, 1)) }
+            unreportedTotal += 1
         }
+        // (A connection that ended took its packets out of the queue, `dropQueuedACL`: none here.)
+        guard conn.alive else { return }
+        let n = link.countACLPacket()
+        let peer = conn.peer(of: self)
+        let out = HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first, data: p.data)
+        // (Faults are rare: no hashing per packet when none is set.)
+        if !link.dropACL.isEmpty, link.dropACL.remove(n) != nil {
+            link.note("fault: dropped ACL packet #\(n)")
+            return
+        }
+        if !link.delayACL.isEmpty, let delay = link.delayACL.removeValue(forKey: n) {
+            link.note("fault: delayed ACL packet #\(n) by \(delay) s")
+            link.schedule(after: delay) { if conn.alive { peer.deliver(.acl(out)) } }
+            return
+        }
+        peer.deliver(.acl(out))
+    }
+
+    /// After a connection event: reports the completed packets at once when half the buffers
+    /// are, else makes sure the link's report tick will (Core v5.4 Vol 4 Part E 4.3).
+    private func completedPacketsSent() {
         if unreportedTotal >= max(1, aclBuffers / 2) {
             reportCompletions()
         } else if unreportedTotal > 0 {
