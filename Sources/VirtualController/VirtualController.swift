@@ -47,6 +47,9 @@ public final class VirtualController: @unchecked Sendable {
     var silent = false
     var nextHandle: UInt16 = 0x0040
     @exclusivity(unchecked) var connections: [UInt16: VirtualConnection] = [:]
+    /// The connection the last ACL packet from the host went on: the next one usually goes on
+    /// it too, found without hashing its handle. (A connection that ends is not `alive`.)
+    @exclusivity(unchecked) private var lastACLConnection: VirtualConnection?
     var suggestedTxOctets: UInt16 = 27
     var suggestedTxTime: UInt16 = 328
     var defaultPHYs: (tx: UInt8, rx: UInt8) = (0x03, 0x03)
@@ -109,7 +112,8 @@ public final class VirtualController: @unchecked Sendable {
     /// the link's report tick at most `completionReportInterval` later, as a real controller
     /// reports at its own rate (Core v5.4 Vol 4 Part E 4.3, 7.7.19: one event may carry
     /// several packets and handles).
-    @exclusivity(unchecked) private var unreported: [(handle: UInt16, count: UInt16)] = []
+    /// (The event's own entries: the report hands this array over, no copy made per report.)
+    @exclusivity(unchecked) private var unreported: [NumberOfCompletedPackets.Entry] = []
     @exclusivity(unchecked) private var unreportedTotal = 0
     /// Longest a completed packet waits to be reported when fewer than half the buffers are.
     public static let completionReportInterval = 0.005
@@ -270,6 +274,7 @@ public final class VirtualController: @unchecked Sendable {
     func resetState() {
         for conn in Array(connections.values) { conn.drop(silentlyFor: self, reason: .connectionTimeout) }
         connections = [:]
+        lastACLConnection = nil
         withholdingCompletions = false
         withheldCompletions = [:]
         unreported.removeAll()
@@ -424,7 +429,13 @@ public final class VirtualController: @unchecked Sendable {
     /// nil when it is refused (unknown handle; Data Buffer Overflow, Core v5.4 Vol 4 Part E
     /// 7.7.26: too long, or no buffer free).
     private func accept(_ packet: HCIACLPacket) -> VirtualConnection? {
-        guard let connection = connections[packet.handle] else {
+        let connection: VirtualConnection
+        if let last = lastACLConnection, last.alive, last.handle(of: self) == packet.handle {
+            connection = last
+        } else if let found = connections[packet.handle] {
+            connection = found
+            lastACLConnection = found
+        } else {
             link.note("controller \(index): ACL packet for unknown connection handle \(hexCode(packet.handle)) dropped")
             return nil
         }
@@ -444,8 +455,8 @@ public final class VirtualController: @unchecked Sendable {
     func dropQueuedACL(handle: UInt16) {
         aclQueue.removeAll { $0.packet.handle == handle }
         // The host counts its packets on a handle as flushed at Disconnection Complete.
-        if let i = unreported.firstIndex(where: { $0.handle == handle }) {
-            unreportedTotal -= Int(unreported[i].count)
+        if let i = unreported.firstIndex(where: { $0.connectionHandle == handle }) {
+            unreportedTotal -= Int(unreported[i].numCompletedPackets)
             unreported.remove(at: i)
         }
     }
@@ -470,7 +481,11 @@ public final class VirtualController: @unchecked Sendable {
         if withholdingCompletions {
             withheldCompletions[p.handle, default: 0] += 1
         } else {
-            if let i = unreported.firstIndex(where: { $0.handle == p.handle }) { unreported[i].count += 1 } else { unreported.append((p.handle, 1)) }
+            if let i = unreported.firstIndex(where: { $0.connectionHandle == p.handle }) {
+                unreported[i].numCompletedPackets += 1
+            } else {
+                unreported.append(NumberOfCompletedPackets.Entry(connectionHandle: p.handle, numCompletedPackets: 1))
+            }
             unreportedTotal += 1
         }
         // (A connection that ended took its packets out of the queue, `dropQueuedACL`: none here.)
@@ -504,10 +519,10 @@ public final class VirtualController: @unchecked Sendable {
     /// Link context: one Number Of Completed Packets for every packet not yet reported.
     func reportCompletions() {
         guard unreportedTotal > 0 else { return }
-        let entries = unreported.map { NumberOfCompletedPackets.Entry(connectionHandle: $0.handle, numCompletedPackets: $0.count) }
-        unreported.removeAll(keepingCapacity: true)
         unreportedTotal = 0
-        send(NumberOfCompletedPackets(entries: entries))
+        send(NumberOfCompletedPackets(entries: unreported))
+        // (The event is encoded and gone: the array is ours alone again, emptied in place.)
+        unreported.removeAll(keepingCapacity: true)
     }
 
     /// Stops (or resumes) sending Number Of Completed Packets, as a stalled controller would:
