@@ -39,12 +39,19 @@ public final class VirtualLink: @unchecked Sendable {
     private struct Work { let run: @Sendable () -> Void }
     private struct LiveQueue {
         var work: [Work] = []
-        var running = false
         /// The running thread's spare buffer: it and `work` swap, so a batch allocates nothing.
         var spare: [Work] = []
     }
     /// Its own lock (not `lock`): taken twice per packet a host sends.
     private let live = Mutex(LiveQueue())
+    /// Whether a thread is running link work. Taken by a compare-exchange, after the taker's
+    /// work (if any) is queued; given back under `live`'s lock, only with the queue empty. So
+    /// queued work always has a thread to run it: a thread that queued work and failed to take
+    /// the flag leaves it to the holder, who looks at the queue again before giving the flag
+    /// back (and a holder that already gave it back did so before the work was queued, so the
+    /// compare-exchange succeeds). The exchange also orders one holder's link-context accesses
+    /// before the next holder's.
+    private let running = Atomic<Bool>(false)
 
     private struct Pending {
         var due: Double
@@ -128,13 +135,8 @@ public final class VirtualLink: @unchecked Sendable {
     /// Live mode: runs `work` on this thread if no thread is running link work (then also
     /// whatever is queued meanwhile, in order), else queues it for that thread.
     private func runLive(_ work: @escaping @Sendable () -> Void) {
-        let runHere = live.withLock { q -> Bool in
-            q.work.append(Work(run: work))
-            if q.running { return false }
-            q.running = true
-            return true
-        }
-        if runHere { leaveContext() }
+        live.withLock { $0.work.append(Work(run: work)) }
+        if takeRunning() { leaveContext() }
     }
 
     /// Live mode: makes the calling thread the one running link work, if none is (so nothing is
@@ -143,11 +145,11 @@ public final class VirtualLink: @unchecked Sendable {
     /// False in manual mode, or when another thread is running link work.
     func enterContextIfIdle() -> Bool {
         guard mode == .live else { return false }
-        return live.withLock { q -> Bool in
-            if q.running { return false }
-            q.running = true
-            return true
-        }
+        return takeRunning()
+    }
+
+    private func takeRunning() -> Bool {
+        running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
     }
 
     /// Live mode, on the link's context: runs the work queued meanwhile (in order, what it
@@ -157,7 +159,7 @@ public final class VirtualLink: @unchecked Sendable {
         while true {
             let more = live.withLock { q -> Bool in
                 if q.work.isEmpty {
-                    q.running = false
+                    running.store(false, ordering: .releasing)
                     // The buffer back as the spare (it and `work` swap: no allocation per batch).
                     if batch.capacity > q.spare.capacity { swap(&q.spare, &batch) }
                     return false
