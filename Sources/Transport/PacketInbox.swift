@@ -151,8 +151,10 @@ public final class PacketInbox: Sendable {
         guard let receive else { return }
         if !batch.isEmpty {
             receive(.packets(batch))
-            // (The buffer is ours again: the delivery that held it has ended.)
-            batch.removeAll(keepingCapacity: true)
+            // The buffer is ours again (the delivery that held it has ended): emptied in place,
+            // one packet at a time (`removeAll(keepingCapacity:)` destroys them through the
+            // runtime's generic array destroy, which costs more for the usual one to eight).
+            while batch.popLast() != nil {}
         }
         drainBuffer = batch
         if endCame { deliverEnd() }
