@@ -19,14 +19,22 @@ public final class PacketInbox: Sendable {
         let executor: SerialThreadExecutor
         let receive: @Sendable (Delivery) -> Void
     }
+    /// The `next()` reader's parked continuation and the `stream` view. In a box of their own:
+    /// their types are the Concurrency library's, whose layout is known only at run time, and
+    /// kept in `State` they made every access to it (one per packet delivered) go through
+    /// value witnesses.
+    private final class Waiting {
+        var waiter: CheckedContinuation<[HCIPacket]?, any Error>?
+        var stream: AsyncThrowingStream<HCIPacket, any Error>?
+    }
     private struct State {
         var packets: [HCIPacket] = []
-        /// `drain`'s spare buffer, swapped with `packets` (no allocation per batch).
-        var spare: [HCIPacket] = []
-        var waiter: CheckedContinuation<[HCIPacket]?, any Error>?
         /// Set once by `finish`: nil error for a normal end.
         var ended: TransportError?? = nil
-        var stream: AsyncThrowingStream<HCIPacket, any Error>?
+        /// Whether a `next()` reader is parked (its continuation is in `waiting`): a packet then
+        /// goes to it (`deliverSlowly`).
+        var readerParked = false
+        let waiting = Waiting()
         /// `deliver(on:to:)`: where batches go, and whether a drain job is queued there.
         var target: Target?
         var drainQueued = false
@@ -42,6 +50,11 @@ public final class PacketInbox: Sendable {
         case ended(TransportError?)
     }
     private let state = Mutex(State())
+    /// `drain`'s buffer between batches: it and `packets` swap, so a batch allocates nothing.
+    /// Touched only by `drain` outside the lock: its jobs run one at a time, on the target's
+    /// serial executor (one job queued at a time, `drainQueued`), and the last one writes it
+    /// before it lets the target go (`deliverEnd`), so a later reader's drain comes after.
+    nonisolated(unsafe) private var drainBuffer: [HCIPacket] = []
 
     public init() {}
 
@@ -49,6 +62,26 @@ public final class PacketInbox: Sendable {
     public func deliver(_ packet: HCIPacket) {
         // What to do after the lock, in locals the closure sets (no enum or tuple carrying a
         // closure out of `withLock`: this runs for every packet).
+        var drainOn: SerialThreadExecutor?
+        var tap: (@Sendable (HCIPacket) -> Void)?
+        let queued = state.withLock { s -> Bool in
+            guard !s.readerParked, s.ended == nil else { return false }
+            tap = s.tap
+            s.packets.append(packet)
+            if !s.drainQueued, let executor = s.target?.executor {
+                s.drainQueued = true
+                drainOn = executor
+            }
+            return true
+        }
+        guard queued else { deliverSlowly(packet); return }
+        tap?(packet)
+        if let drainOn { drainOn.submit { self.drain() } }
+    }
+
+    /// `deliver` when a `next()` reader is parked, or after the end (the lock taken again:
+    /// the state may have changed in between, it is looked at afresh).
+    private func deliverSlowly(_ packet: HCIPacket) {
         var waiter: CheckedContinuation<[HCIPacket]?, any Error>?
         var drainOn: SerialThreadExecutor?
         var tap: (@Sendable (HCIPacket) -> Void)?
@@ -56,7 +89,12 @@ public final class PacketInbox: Sendable {
             guard s.ended == nil else { return }
             tap = s.tap
             // A waiting reader has taken everything before it parked.
-            if let w = s.waiter { s.waiter = nil; waiter = w; return }
+            if s.readerParked {
+                s.readerParked = false
+                waiter = s.waiting.waiter
+                s.waiting.waiter = nil
+                return
+            }
             s.packets.append(packet)
             drainOn = drainExecutor(&s)
         }
@@ -93,45 +131,63 @@ public final class PacketInbox: Sendable {
     /// The executor to queue a drain job on, unless none is set or one is queued already
     /// (caller holds the lock and submits the job after releasing it).
     private func drainExecutor(_ s: inout State) -> SerialThreadExecutor? {
-        guard let target = s.target, !s.drainQueued else { return nil }
+        guard !s.drainQueued, let executor = s.target?.executor else { return nil }
         s.drainQueued = true
-        return target.executor
+        return executor
     }
 
     /// On the target's executor: hands over what is queued, then the end if it came.
     private func drain() {
         var batch: [HCIPacket] = []
-        let (end, target): (TransportError??, Target?) = state.withLock { s in
+        swap(&batch, &drainBuffer)
+        var receive: (@Sendable (Delivery) -> Void)?
+        var endCame = false
+        state.withLock { s in
             s.drainQueued = false
-            swap(&batch, &s.spare)
             swap(&batch, &s.packets)
-            var end: TransportError?? = nil
-            let target = s.target
-            if let e = s.ended, !s.endDelivered {
-                s.endDelivered = true
-                end = .some(e)
-                s.target = nil  // the receiver is not needed any more (nor kept alive)
-            }
-            return (end, target)
+            receive = s.target?.receive
+            endCame = s.ended != nil && !s.endDelivered
         }
-        guard let receive = target?.receive else { return }
+        guard let receive else { return }
         if !batch.isEmpty {
             receive(.packets(batch))
-            // The buffer back as the spare (unless a newer batch's took its place).
-            batch.removeAll(keepingCapacity: true)
-            state.withLock { s in if s.spare.capacity == 0 { s.spare = batch } }
+            // The buffer is ours again (the delivery that held it has ended): emptied in place,
+            // one packet at a time (`removeAll(keepingCapacity:)` destroys them through the
+            // runtime's generic array destroy, which costs more for the usual one to eight).
+            while batch.popLast() != nil {}
         }
-        if let end { receive(.ended(end)) }
+        drainBuffer = batch
+        if endCame { deliverEnd() }
+    }
+
+    /// On the target's executor, after the packets queued before the end: the end, once; the
+    /// receiver is not needed any more (nor kept alive).
+    private func deliverEnd() {
+        var receive: (@Sendable (Delivery) -> Void)?
+        var end: TransportError?
+        state.withLock { s in
+            guard let e = s.ended, !s.endDelivered else { return }
+            s.endDelivered = true
+            end = e
+            receive = s.target?.receive
+            s.target = nil
+        }
+        receive?(.ended(end))
     }
 
     /// Producer: no more packets; the reader gets those queued, then the end (`error` thrown,
     /// or nil returned). Only the first call counts.
     public func finish(throwing error: TransportError? = nil) {
-        let (waiter, executor): (CheckedContinuation<[HCIPacket]?, any Error>?, SerialThreadExecutor?) = state.withLock { s in
-            guard s.ended == nil else { return (nil, nil) }
+        var waiter: CheckedContinuation<[HCIPacket]?, any Error>?
+        let executor: SerialThreadExecutor? = state.withLock { s in
+            guard s.ended == nil else { return nil }
             s.ended = .some(error)
-            defer { s.waiter = nil }
-            return (s.waiter, drainExecutor(&s))
+            if s.readerParked {
+                s.readerParked = false
+                waiter = s.waiting.waiter
+                s.waiting.waiter = nil
+            }
+            return drainExecutor(&s)
         }
         executor?.submit { self.drain() }
         if let error { waiter?.resume(throwing: error) } else { waiter?.resume(returning: nil) }
@@ -150,11 +206,13 @@ public final class PacketInbox: Sendable {
             if let e = s.ended { return .end(e) }
             return .wait
         }, park: { s, c in
-            s.waiter = c
+            s.waiting.waiter = c
+            s.readerParked = true
         }, onCancel: {
             let w = state.withLock { s -> CheckedContinuation<[HCIPacket]?, any Error>? in
-                defer { s.waiter = nil }
-                return s.waiter
+                s.readerParked = false
+                defer { s.waiting.waiter = nil }
+                return s.waiting.waiter
             }
             w?.resume(returning: nil)
         })
@@ -164,7 +222,7 @@ public final class PacketInbox: Sendable {
     /// tools: `HCITransport.incoming`). The same stream on every call.
     public var stream: AsyncThrowingStream<HCIPacket, any Error> {
         state.withLock { s in
-            if let existing = s.stream { return existing }
+            if let existing = s.waiting.stream { return existing }
             let (stream, c) = AsyncThrowingStream<HCIPacket, any Error>.makeStream()
             let relay = Task { [self] in
                 do {
@@ -175,7 +233,7 @@ public final class PacketInbox: Sendable {
                 }
             }
             c.onTermination = { _ in relay.cancel() }
-            s.stream = stream
+            s.waiting.stream = stream
             return stream
         }
     }

@@ -28,13 +28,13 @@ public final class VirtualController: @unchecked Sendable {
         case packet(HCIPacket)
         case control(@Sendable () -> Void)
     }
-    private struct Inbox: ~Copyable {
-        var items: [Inbound] = []
-        var drainScheduled = false
-    }
-    private let inbox = Mutex(Inbox())
+    private let inbox = Mutex<[Inbound]>([])
+    /// Whether a drain of `inbox` is scheduled (items are queued, or a drain is about to find
+    /// none). Written under the inbox's lock; read without it by `receive(fromHost:)`, which
+    /// runs a packet inline only when nothing is queued before it.
+    private let drainScheduled = Atomic<Bool>(false)
     /// Link context: `drainInbox`'s spare buffer (it and the inbox's swap: no allocation per drain).
-    private var inboxSpare: [Inbound] = []
+    @exclusivity(unchecked) private var inboxSpare: [Inbound] = []
     /// The drain job, made once (not a closure allocated per burst). Unowned: the controller
     /// holds it; the link runs it only while the controller is alive (the link holds them).
     private var drainWork: (@Sendable () -> Void)!
@@ -46,7 +46,10 @@ public final class VirtualController: @unchecked Sendable {
     var randomAddress: BDAddress?
     var silent = false
     var nextHandle: UInt16 = 0x0040
-    var connections: [UInt16: VirtualConnection] = [:]
+    @exclusivity(unchecked) var connections: [UInt16: VirtualConnection] = [:]
+    /// The connection the last ACL packet from the host went on: the next one usually goes on
+    /// it too, found without hashing its handle. (A connection that ends is not `alive`.)
+    @exclusivity(unchecked) private var lastACLConnection: VirtualConnection?
     var suggestedTxOctets: UInt16 = 27
     var suggestedTxTime: UInt16 = 328
     var defaultPHYs: (tx: UInt8, rx: UInt8) = (0x03, 0x03)
@@ -88,22 +91,34 @@ public final class VirtualController: @unchecked Sendable {
         var useFilterAcceptList = false
     }
     var initiating: Initiating?
-    // ACL buffers: packets accepted and not yet completed.
-    var aclQueue: [HCIACLPacket] = []
+    // The state `receive(fromHost:)` touches for every ACL packet is read and written only on
+    // the link's serial context, never while another access to it is under way (the queues are
+    // swapped out before they are walked): its dynamic exclusivity checks (a runtime call and
+    // a thread-local access set per access) cost ≈ 3 % of a notification on the in-process
+    // link, for nothing.
+    /// An accepted ACL packet with its connection (looked up once, when the packet is accepted).
+    /// (A struct: an array of tuples is destroyed element by element through the runtime.)
+    struct QueuedACL {
+        let packet: HCIACLPacket
+        let connection: VirtualConnection
+    }
+    /// ACL buffers: packets accepted and not yet completed.
+    @exclusivity(unchecked) var aclQueue: [QueuedACL] = []
     /// `flushACL`'s spare buffer: the queue and it swap, so a connection event allocates none.
-    private var aclSpare: [HCIACLPacket] = []
+    @exclusivity(unchecked) private var aclSpare: [QueuedACL] = []
     /// Packets sent to the peer and not yet reported to the host (Number Of Completed Packets),
     /// per connection handle, and their total. Reported once half the buffers are in it (so
     /// the host always has at least half its buffers: it never waits on the report), else by
     /// the link's report tick at most `completionReportInterval` later, as a real controller
     /// reports at its own rate (Core v5.4 Vol 4 Part E 4.3, 7.7.19: one event may carry
     /// several packets and handles).
-    private var unreported: [(handle: UInt16, count: UInt16)] = []
-    private var unreportedTotal = 0
+    /// (The event's own entries: the report hands this array over, no copy made per report.)
+    @exclusivity(unchecked) private var unreported: [NumberOfCompletedPackets.Entry] = []
+    @exclusivity(unchecked) private var unreportedTotal = 0
     /// Longest a completed packet waits to be reported when fewer than half the buffers are.
     public static let completionReportInterval = 0.005
     /// Fault: Number Of Completed Packets withheld (`setCompletingPackets(false)`), per handle.
-    var withholdingCompletions = false
+    @exclusivity(unchecked) var withholdingCompletions = false
     var withheldCompletions: [UInt16: UInt16] = [:]
 
     public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
@@ -127,9 +142,28 @@ public final class VirtualController: @unchecked Sendable {
         self.sink.withLock { $0 = sink.map(HostSink.init) }
     }
 
-    /// A packet from the host. Processed on the link's context, in order.
+    /// A packet from the host. Processed on the link's context, in order: at once on the calling
+    /// thread when the link is idle (a live link's usual case: the host sends from the thread
+    /// that runs the link's work), else queued for the thread running it.
     public func receive(fromHost packet: HCIPacket) {
-        enqueue(.packet(packet))
+        guard link.enterContextIfIdle() else { enqueue(.packet(packet)); return }
+        // On the link's context. Requests queued before this packet go first: another thread
+        // may be between its `enqueue` and its `link.perform`.
+        if drainScheduled.load(ordering: .acquiring) {
+            inbox.withLock { $0.append(.packet(packet)) }
+            drainInbox()
+        } else if case .acl(let acl) = packet {
+            // What `drainInbox` does for a burst of one ACL packet, without queueing it: the
+            // controller's buffers are empty (every drain ends with a connection event).
+            if let connection = accept(acl) {
+                transmit(acl, on: connection)
+                completedPacketsSent()
+            }
+        } else {
+            handle(packet)
+            flushACL()
+        }
+        link.leaveContext()
     }
 
     /// Stops (or resumes) answering commands: a hung controller, for tests.
@@ -144,11 +178,9 @@ public final class VirtualController: @unchecked Sendable {
     }
 
     private func enqueue(_ item: Inbound) {
-        let schedule = inbox.withLock { box -> Bool in
-            box.items.append(item)
-            if box.drainScheduled { return false }
-            box.drainScheduled = true
-            return true
+        let schedule = inbox.withLock { items -> Bool in
+            items.append(item)
+            return !drainScheduled.exchange(true, ordering: .acquiringAndReleasing)
         }
         if schedule { link.perform(drainWork) }
     }
@@ -158,8 +190,8 @@ public final class VirtualController: @unchecked Sendable {
         var items: [Inbound] = []
         swap(&items, &inboxSpare)
         while true {
-            inbox.withLock { box in
-                if box.items.isEmpty { box.drainScheduled = false } else { swap(&items, &box.items) }
+            inbox.withLock { queued in
+                if queued.isEmpty { drainScheduled.store(false, ordering: .releasing) } else { swap(&items, &queued) }
             }
             if items.isEmpty { break }
             for item in items {
@@ -242,6 +274,7 @@ public final class VirtualController: @unchecked Sendable {
     func resetState() {
         for conn in Array(connections.values) { conn.drop(silentlyFor: self, reason: .connectionTimeout) }
         connections = [:]
+        lastACLConnection = nil
         withholdingCompletions = false
         withheldCompletions = [:]
         unreported.removeAll()
@@ -388,28 +421,42 @@ public final class VirtualController: @unchecked Sendable {
     // MARK: - ACL
 
     private func handleACL(_ packet: HCIACLPacket) {
-        guard connections[packet.handle] != nil else {
+        guard let connection = accept(packet) else { return }
+        aclQueue.append(QueuedACL(packet: packet, connection: connection))  // sent by flushACL at the end of this drain
+    }
+
+    /// The checks a packet from the host passes before it takes a buffer: its connection, or
+    /// nil when it is refused (unknown handle; Data Buffer Overflow, Core v5.4 Vol 4 Part E
+    /// 7.7.26: too long, or no buffer free).
+    private func accept(_ packet: HCIACLPacket) -> VirtualConnection? {
+        let connection: VirtualConnection
+        if let last = lastACLConnection, last.alive, last.handle(of: self) == packet.handle {
+            connection = last
+        } else if let found = connections[packet.handle] {
+            connection = found
+            lastACLConnection = found
+        } else {
             link.note("controller \(index): ACL packet for unknown connection handle \(hexCode(packet.handle)) dropped")
-            return
+            return nil
         }
         if packet.data.count > aclDataLength {
             link.note("controller \(index): host sent an ACL fragment of \(packet.data.count) octets, over the LE ACL data length \(aclDataLength): Data Buffer Overflow")
             send(DataBufferOverflow(linkType: 1))
-            return
+            return nil
         }
         if aclQueue.count >= aclBuffers {
             link.note("controller \(index): host sent an ACL packet with all \(aclBuffers) buffers in use: Data Buffer Overflow")
             send(DataBufferOverflow(linkType: 1))
-            return
+            return nil
         }
-        aclQueue.append(packet)  // sent by flushACL at the end of this drain
+        return connection
     }
 
     func dropQueuedACL(handle: UInt16) {
-        aclQueue.removeAll { $0.handle == handle }
+        aclQueue.removeAll { $0.packet.handle == handle }
         // The host counts its packets on a handle as flushed at Disconnection Complete.
-        if let i = unreported.firstIndex(where: { $0.handle == handle }) {
-            unreportedTotal -= Int(unreported[i].count)
+        if let i = unreported.firstIndex(where: { $0.connectionHandle == handle }) {
+            unreportedTotal -= Int(unreported[i].numCompletedPackets)
             unreported.remove(at: i)
         }
     }
@@ -417,36 +464,51 @@ public final class VirtualController: @unchecked Sendable {
     /// A connection event: sends every buffered packet to its peer, frees the buffers.
     private func flushACL() {
         guard !aclQueue.isEmpty else { return }
-        var packets: [HCIACLPacket] = []
+        var packets: [QueuedACL] = []
         swap(&packets, &aclQueue)
         swap(&aclQueue, &aclSpare)
         defer {
             packets.removeAll(keepingCapacity: true)
             aclSpare = packets
         }
-        for p in packets {
-            if withholdingCompletions {
-                withheldCompletions[p.handle, default: 0] += 1
+        for queued in packets { transmit(queued.packet, on: queued.connection) }
+        completedPacketsSent()
+    }
+
+    /// Sends one accepted packet to the peer on `conn` and frees its buffer (counted for
+    /// Number Of Completed Packets), unless a fault drops or delays it.
+    private func transmit(_ p: HCIACLPacket, on conn: VirtualConnection) {
+        if withholdingCompletions {
+            withheldCompletions[p.handle, default: 0] += 1
+        } else {
+            if let i = unreported.firstIndex(where: { $0.connectionHandle == p.handle }) {
+                unreported[i].numCompletedPackets += 1
             } else {
-                if let i = unreported.firstIndex(where: { $0.handle == p.handle }) { unreported[i].count += 1 } else { unreported.append((p.handle, 1)) }
-                unreportedTotal += 1
+                unreported.append(NumberOfCompletedPackets.Entry(connectionHandle: p.handle, numCompletedPackets: 1))
             }
-            guard let conn = connections[p.handle] else { continue }
-            let n = link.countACLPacket()
-            let peer = conn.peer(of: self)
-            let out = HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first, data: p.data)
-            // (Faults are rare: no hashing per packet when none is set.)
-            if !link.dropACL.isEmpty, link.dropACL.remove(n) != nil {
-                link.note("fault: dropped ACL packet #\(n)")
-                continue
-            }
-            if !link.delayACL.isEmpty, let delay = link.delayACL.removeValue(forKey: n) {
-                link.note("fault: delayed ACL packet #\(n) by \(delay) s")
-                link.schedule(after: delay) { if conn.alive { peer.deliver(.acl(out)) } }
-                continue
-            }
-            peer.deliver(.acl(out))
+            unreportedTotal += 1
         }
+        // (A connection that ended took its packets out of the queue, `dropQueuedACL`: none here.)
+        guard conn.alive else { return }
+        let n = link.countACLPacket()
+        let peer = conn.peer(of: self)
+        let out = HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first, data: p.data)
+        // (Faults are rare: no hashing per packet when none is set.)
+        if !link.dropACL.isEmpty, link.dropACL.remove(n) != nil {
+            link.note("fault: dropped ACL packet #\(n)")
+            return
+        }
+        if !link.delayACL.isEmpty, let delay = link.delayACL.removeValue(forKey: n) {
+            link.note("fault: delayed ACL packet #\(n) by \(delay) s")
+            link.schedule(after: delay) { if conn.alive { peer.deliver(.acl(out)) } }
+            return
+        }
+        peer.deliver(.acl(out))
+    }
+
+    /// After a connection event: reports the completed packets at once when half the buffers
+    /// are, else makes sure the link's report tick will (Core v5.4 Vol 4 Part E 4.3).
+    private func completedPacketsSent() {
         if unreportedTotal >= max(1, aclBuffers / 2) {
             reportCompletions()
         } else if unreportedTotal > 0 {
@@ -457,10 +519,10 @@ public final class VirtualController: @unchecked Sendable {
     /// Link context: one Number Of Completed Packets for every packet not yet reported.
     func reportCompletions() {
         guard unreportedTotal > 0 else { return }
-        let entries = unreported.map { NumberOfCompletedPackets.Entry(connectionHandle: $0.handle, numCompletedPackets: $0.count) }
-        unreported.removeAll(keepingCapacity: true)
         unreportedTotal = 0
-        send(NumberOfCompletedPackets(entries: entries))
+        send(NumberOfCompletedPackets(entries: unreported))
+        // (The event is encoded and gone: the array is ours alone again, emptied in place.)
+        unreported.removeAll(keepingCapacity: true)
     }
 
     /// Stops (or resumes) sending Number Of Completed Packets, as a stalled controller would:

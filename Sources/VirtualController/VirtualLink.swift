@@ -39,12 +39,19 @@ public final class VirtualLink: @unchecked Sendable {
     private struct Work { let run: @Sendable () -> Void }
     private struct LiveQueue {
         var work: [Work] = []
-        var running = false
         /// The running thread's spare buffer: it and `work` swap, so a batch allocates nothing.
         var spare: [Work] = []
     }
     /// Its own lock (not `lock`): taken twice per packet a host sends.
     private let live = Mutex(LiveQueue())
+    /// Whether a thread is running link work. Taken by a compare-exchange, after the taker's
+    /// work (if any) is queued; given back under `live`'s lock, only with the queue empty. So
+    /// queued work always has a thread to run it: a thread that queued work and failed to take
+    /// the flag leaves it to the holder, who looks at the queue again before giving the flag
+    /// back (and a holder that already gave it back did so before the work was queued, so the
+    /// compare-exchange succeeds). The exchange also orders one holder's link-context accesses
+    /// before the next holder's.
+    private let running = Atomic<Bool>(false)
 
     private struct Pending {
         var due: Double
@@ -58,8 +65,10 @@ public final class VirtualLink: @unchecked Sendable {
     /// per interval for the link, not one per controller: 32 links bursting would otherwise
     /// wake a thread per controller per burst).
     private var completionReportScheduled = false
-    var dropACL: Set<Int> = []
-    var delayACL: [Int: Double] = [:]
+    /// Faults (link context; read for every ACL packet, hence unchecked as the controller's
+    /// queues, see `VirtualController.aclQueue`).
+    @exclusivity(unchecked) var dropACL: Set<Int> = []
+    @exclusivity(unchecked) var delayACL: [Int: Double] = [:]
     /// Counted on the link context, read from any thread (`aclPacketCount`).
     private let aclPackets = Atomic<Int>(0)
     /// Log lines (controller misbehaviour seen from hosts, faults applied). Bounded. Under `lock`.
@@ -126,22 +135,36 @@ public final class VirtualLink: @unchecked Sendable {
     /// Live mode: runs `work` on this thread if no thread is running link work (then also
     /// whatever is queued meanwhile, in order), else queues it for that thread.
     private func runLive(_ work: @escaping @Sendable () -> Void) {
+        live.withLock { $0.work.append(Work(run: work)) }
+        if takeRunning() { leaveContext() }
+    }
+
+    /// Live mode: makes the calling thread the one running link work, if none is (so nothing is
+    /// queued either: the running thread runs the queue empty before it lets go). The caller
+    /// then runs its work inline, with no closure queued, and calls `leaveContext()`.
+    /// False in manual mode, or when another thread is running link work.
+    func enterContextIfIdle() -> Bool {
+        guard mode == .live else { return false }
+        return takeRunning()
+    }
+
+    private func takeRunning() -> Bool {
+        running.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// Live mode, on the link's context: runs the work queued meanwhile (in order, what it
+    /// queues included), then lets the context go.
+    func leaveContext() {
         var batch: [Work] = []
-        let runHere = live.withLock { q -> Bool in
-            q.work.append(Work(run: work))
-            if q.running { return false }
-            q.running = true
-            swap(&batch, &q.spare)
-            return true
-        }
-        guard runHere else { return }
         while true {
             let more = live.withLock { q -> Bool in
                 if q.work.isEmpty {
-                    q.running = false
-                    swap(&q.spare, &batch)
+                    running.store(false, ordering: .releasing)
+                    // The buffer back as the spare (it and `work` swap: no allocation per batch).
+                    if batch.capacity > q.spare.capacity { swap(&q.spare, &batch) }
                     return false
                 }
+                if batch.capacity == 0 { swap(&batch, &q.spare) }
                 swap(&batch, &q.work)
                 return true
             }

@@ -473,6 +473,146 @@ func DataHex(_ s: String) -> [UInt8] {
     }
 }
 
+/// The ACL path of a live link, where a packet from a host runs at once on the sending thread
+/// when no thread is running link work, and is queued behind that thread's work otherwise:
+/// the same delivery, order and completion reports as the queued path (`ACLTests`, manual mode).
+@Suite(.timeLimit(.minutes(1))) struct LiveLinkACLTests {
+    /// Polls `condition` (every millisecond, at most 5 s); records an issue on timeout.
+    @discardableResult
+    func waitFor(_ what: String, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(5)
+        while !condition() {
+            if Date() > deadline { Issue.record("timed out waiting for \(what)"); return false }
+            usleep(1000)
+        }
+        return true
+    }
+
+    /// One central connected to `count` peripherals on a live link (legacy advertising, LE
+    /// Create Connection one at a time): the hosts and each link's (central, peripheral) handles.
+    func centralWithPeripherals(_ count: Int, aclBuffers: Int) -> (VirtualLink, RecordingHost, [(host: RecordingHost, central: UInt16, peripheral: UInt16)]) {
+        let link = VirtualLink(mode: .live)
+        let central = RecordingHost(link.addController(aclBuffers: aclBuffers))
+        central.send(SetEventMask(.leHost))
+        var links: [(host: RecordingHost, central: UInt16, peripheral: UInt16)] = []
+        var centralEvents: [any HCIEventParameters] = []
+        for _ in 0..<count {
+            let peripheral = RecordingHost(link.addController(aclBuffers: aclBuffers))
+            peripheral.send(SetEventMask(.leHost))
+            peripheral.send(LESetAdvertisingParameters())
+            peripheral.send(LESetAdvertisingData(advertisingData: [2, 1, 6]))
+            peripheral.send(LESetAdvertisingEnable(advertisingEnable: true))
+            central.send(LECreateConnection(peerAddressType: .public, peerAddress: peripheral.controller.publicAddress))
+            var peripheralEvents: [any HCIEventParameters] = []
+            var handles: (UInt16, UInt16)?
+            waitFor("connection \(links.count + 1)") {
+                centralEvents += central.events()
+                peripheralEvents += peripheral.events()
+                guard let c = central.le(centralEvents, LEConnectionComplete.self).last,
+                      let p = peripheral.le(peripheralEvents, LEConnectionComplete.self).first else { return false }
+                handles = (c.connectionHandle, p.connectionHandle)
+                return true
+            }
+            guard let (hc, hp) = handles else { break }
+            centralEvents.removeAll()
+            links.append((peripheral, hc, hp))
+        }
+        link.sync()
+        _ = central.take()
+        return (link, central, links)
+    }
+
+    func acl(_ handle: UInt16, _ boundary: PacketBoundary, _ data: [UInt8]) -> HCIPacket {
+        .acl(HCIACLPacket(handle: handle, boundary: boundary, data: data))
+    }
+
+    /// Packets for two connections, sent one at a time: each reaches its peer on the peer's
+    /// handle, in order, as a first (automatically flushable) or continuing fragment (Core
+    /// v5.4 Vol 4 Part E 5.4.2); half the 8 buffers completed are reported at once, in one
+    /// event for both handles (7.7.19); an unknown handle is dropped, an oversized fragment is
+    /// a Data Buffer Overflow (7.7.26) and not delivered.
+    @Test func packetsReachTheirPeersInOrderWithOneReportForBothHandles() throws {
+        let (link, central, peers) = centralWithPeripherals(2, aclBuffers: 8)
+        try #require(peers.count == 2)
+        let (b, c) = (peers[0], peers[1])
+        central.controller.receive(fromHost: acl(b.central, .firstNonFlushable, [1]))
+        central.controller.receive(fromHost: acl(c.central, .firstNonFlushable, [2]))
+        central.controller.receive(fromHost: acl(b.central, .continuing, [3]))
+        central.controller.receive(fromHost: acl(0x0EFE, .firstNonFlushable, [9]))  // no such connection
+        central.controller.receive(fromHost: acl(c.central, .firstNonFlushable, [UInt8](repeating: 0, count: 28)))
+        central.controller.receive(fromHost: acl(c.central, .firstNonFlushable, [4]))
+        var reports: [NumberOfCompletedPackets] = []
+        var overflows = 0
+        waitFor("the report") {
+            for e in central.events() {
+                if let r = e as? NumberOfCompletedPackets { reports.append(r) }
+                if e is DataBufferOverflow { overflows += 1 }
+            }
+            return !reports.isEmpty
+        }
+        #expect(b.host.take() == [acl(b.peripheral, .first, [1]), acl(b.peripheral, .continuing, [3])])
+        #expect(c.host.take() == [acl(c.peripheral, .first, [2]), acl(c.peripheral, .first, [4])])
+        #expect(reports.count == 1)
+        let completed = Dictionary(uniqueKeysWithValues: (reports.first?.entries ?? []).map { ($0.connectionHandle, $0.numCompletedPackets) })
+        #expect(completed == [b.central: 2, c.central: 2])
+        #expect(overflows == 1)
+        #expect(link.log.contains { $0.contains("unknown connection handle") })
+        #expect(link.aclPacketCount == 4)
+    }
+
+    /// Two threads sending at once (one runs the link's work, the other's packets are queued
+    /// for it, or the other way round): every packet arrives, each sender's in its order, and
+    /// every one is reported completed.
+    @Test func packetsFromTwoThreadsKeepEachSendersOrder() throws {
+        // Buffers enough for every packet (these hosts do no flow control).
+        let perThread = 400
+        let (_, central, peers) = centralWithPeripherals(2, aclBuffers: 2 * perThread)
+        try #require(peers.count == 2)
+        let done = DispatchSemaphore(value: 0)
+        for peer in peers {
+            let controller = central.controller, handle = peer.central
+            Thread {
+                for i in 0..<perThread {
+                    controller.receive(fromHost: .acl(HCIACLPacket(handle: handle, boundary: .firstNonFlushable,
+                                                                   data: [UInt8(i & 0xFF), UInt8(i >> 8)])))
+                }
+                done.signal()
+            }.start()
+        }
+        for _ in peers { #expect(done.wait(timeout: .now() + 10) == .success) }
+        var completed = 0
+        waitFor("every packet reported completed") {
+            completed += central.events().compactMap { $0 as? NumberOfCompletedPackets }
+                .reduce(0) { $0 + $1.entries.reduce(0) { $0 + Int($1.numCompletedPackets) } }
+            return completed >= 2 * perThread
+        }
+        #expect(completed == 2 * perThread)
+        for peer in peers {
+            let got = peer.host.take().compactMap { p -> Int? in
+                guard case .acl(let a) = p, a.handle == peer.peripheral, a.data.count == 2 else { return nil }
+                return Int(a.data[0]) | Int(a.data[1]) << 8
+            }
+            #expect(got == Array(0..<perThread))
+        }
+    }
+
+    /// Faults apply to packets on the inline path too: the dropped one never arrives, the
+    /// delayed one arrives after the ones sent after it.
+    @Test func faultsApplyToInlinePackets() throws {
+        let (link, _, peers) = centralWithPeripherals(1, aclBuffers: 8)
+        try #require(peers.count == 1)
+        let (central, peer) = (link.controllers[0], peers[0])
+        let first = link.aclPacketCount + 1
+        link.dropACLPacket(number: first)
+        link.delayACLPacket(number: first + 1, by: 0.05)
+        for i in 1...3 { central.receive(fromHost: acl(peer.central, .firstNonFlushable, [UInt8(i)])) }
+        var got: [HCIPacket] = []
+        waitFor("the delayed packet") { got += peer.host.take(); return got.count >= 2 }
+        #expect(got == [acl(peer.peripheral, .first, [3]), acl(peer.peripheral, .first, [2])])
+        #expect(link.log.contains("fault: dropped ACL packet #\(first)"))
+    }
+}
+
 /// Issue 13 defect 12: `aclPacketCount` and `logHandler` are read and set from test threads
 /// while the link context counts packets and logs. Before the fix both were plain stored
 /// properties behind `@unchecked Sendable` (a data race: ThreadSanitizer reports it, see
