@@ -455,11 +455,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     // MARK: - Incoming (the one receive path: called by the L2CAP demux, on the host's executor)
 
-    func received(_ bytes: [UInt8]) {
-        received(ByteReader(bytes))
-    }
-
-    /// An ATT PDU read in place in its L2CAP frame.
+    /// An ATT PDU, read in place in its L2CAP frame.
     func received(_ pdu: ByteReader) {
         guard closedReason == nil else { return }
         switch ATTPDU.decodeResult(from: pdu, mtu: inboundMTU) {

@@ -523,12 +523,8 @@ extension GATTServer: ATTServerHandler {
         return securityDenial(p, minimumKeySize: minimumKeySize, write: write, s)
     }
 
-    /// The security part of `denial`: encryption, authentication, key size, authorization.
-    static func securityDenial(_ a: Attribute, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
-        securityDenial(a.permissions, minimumKeySize: a.minimumKeySize, write: write, s)
-    }
-
-    /// `securityDenial` of an attribute with permissions `p` and `minimumKeySize`.
+    /// The security part of `denial` (encryption, authentication, key size, authorization) for
+    /// an attribute with permissions `p` and `minimumKeySize`.
     static func securityDenial(_ p: GATTPermissions, minimumKeySize: Int, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
         let (enc, auth, authz): (GATTPermissions, GATTPermissions, GATTPermissions) = write
             ? (.writeEncryptionRequired, .writeAuthenticationRequired, .writeAuthorizationRequired)

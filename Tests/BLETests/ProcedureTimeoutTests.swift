@@ -43,6 +43,14 @@ import VirtualController
         return try #require(found)
     }
 
+    /// `linkToASilentPeer` with an L2CAP layer on both ends (not started): the peer's own
+    /// layer answers (or withholds) what the test needs.
+    func l2capToAPeer(clock: ManualDeadlineClock) async throws -> (central: Host, peer: Host, L2CAPConnection, L2CAPConnection) {
+        let (central, peer, link) = try await linkToASilentPeer(clock: clock)
+        let peerLink = try await connection(of: peer)
+        return (central, peer, L2CAPConnection(host: central, connection: link), L2CAPConnection(host: peer, connection: peerLink))
+    }
+
     @Test func attTransactionAndSignalingRequestTimeOutThroughTheDeadlineTable() async throws {
         let clock = ManualDeadlineClock()
         let (central, silent, link) = try await linkToASilentPeer(clock: clock)
@@ -87,10 +95,7 @@ extension ProcedureTimeoutTests {
     /// passes `L2CAPConfiguration.creditTimeout` (30 s by default), not before.
     @Test func creditWaitTimesOutThroughTheDeadlineTable() async throws {
         let clock = ManualDeadlineClock()
-        let (central, peer, link) = try await linkToASilentPeer(clock: clock)
-        let peerLink = try await connection(of: peer)
-        let c = L2CAPConnection(host: central, connection: link)
-        let p = L2CAPConnection(host: peer, connection: peerLink)
+        let (central, peer, c, p) = try await l2capToAPeer(clock: clock)
         await c.start()
         await p.start()
         // The peer's application never reads: it returns no credits after the first.
@@ -120,10 +125,7 @@ extension ProcedureTimeoutTests {
     /// times out 30 s after it was sent, not before.
     @Test func attTransactionTimeoutCountsFromEachRequest() async throws {
         let clock = ManualDeadlineClock()
-        let (central, peer, link) = try await linkToASilentPeer(clock: clock)
-        let peerLink = try await connection(of: peer)
-        let c = L2CAPConnection(host: central, connection: link)
-        let p = L2CAPConnection(host: peer, connection: peerLink)
+        let (central, peer, c, p) = try await l2capToAPeer(clock: clock)
         let bearer = ATTBearer(l2cap: c)
         await bearer.start()
         // The peer speaks raw ATT: the test answers the first request by hand.
@@ -186,14 +188,7 @@ extension ProcedureTimeoutTests {
         }
         await bearer.start()
         await l2cap.start()
-        // The peer's host learns of the connection from its own LE Connection Complete, which
-        // may come after the central's: wait for it (bounded).
-        var peerHandle: UInt16?
-        for _ in 0..<300 where peerHandle == nil {
-            peerHandle = await peer.connections.first?.handle
-            if peerHandle == nil { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        let handle = try #require(peerHandle)
+        let handle = try await ProcedureTimeoutTests().connection(of: peer).handle
         for i in UInt8(0)..<20 {
             try await peer.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: 0x0010, value: [i]).bytes).bytes,
                                      on: handle)
