@@ -181,11 +181,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     public func start() async {
         guard !started else { return }
         started = true
-        let entry = ExecutorEntry(self, on: executor) { (bearer: isolated ATTBearer, pdu: ByteReader) in
-            bearer.received(pdu)
-        }
         await l2cap.setFixedChannelHandler(.att, FixedChannelHandler(
-            receivedPayload: { entry($0) },
+            receivedPayload: { pdu in self.assumeIsolated { $0.received(pdu) } },
             closed: { _ in self.assumeIsolated { $0.linkClosed() } }))
         tasks.append(Task { await self.notificationLoop() })
     }
@@ -242,27 +239,20 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// Queues an answer without waiting (we are inside the host's handling of a frame).
     func enqueue(_ pdu: ATTPDU) {
         let frame = Self.frame(pdu)
-        let handle = peer.id
-        if let error = Self.hostEnqueue(host, (frame, handle, .answer), on: executor) {
+        if let error = enqueueOnHost(frame, kind: .answer) {
             log("could not send \(pdu.opcode): \(error)")
         }
     }
 
-    // The host's functions on the bearer's hot paths, made once (`IsolatedFunction`: an
-    // `assumeIsolated` per PDU allocates).
-    static let hostEnqueue = IsolatedFunction<Host, ([UInt8], UInt16, EnqueuedFrameKind), (any Error)?> { host, a in
-        do { try host.enqueueL2CAP(a.0, on: a.1, kind: a.2); return nil } catch { return error }
-    }
-    static let hostCanEnqueue = IsolatedFunction<Host, UInt16, Bool> { $0.canEnqueueL2CAP(on: $1) }
-    // (do/catch, not `Result { }`: an isolated method called in that closure costs a look-up
-    // of the actor's executor per call.)
-    static let hostSendIfReady = IsolatedFunction<Host, ([UInt8], UInt16), Result<Bool, any Error>> { host, a in
-        do { return .success(try host.sendL2CAPIfReady(a.0, on: a.1)) } catch { return .failure(error) }
-    }
-    static let hostNow = IsolatedFunction<Host, Void, ContinuousClock.Instant> { host, _ in host.configuration.clock.now }
-    static let submitRequest = IsolatedFunction<ATTBearer, ([UInt8], Transaction), Void> { $0.submitRequest($1.0, $1.1) }
-    static let sendIfReady = IsolatedFunction<ATTBearer, ([UInt8], Int?), Result<Bool, any Error>> { bearer, a in
-        do { return .success(try bearer.sendIfReady(a.0, checkingSize: a.1)) } catch { return .failure(error) }
+    // The host's functions on the bearer's paths. The bearer runs on the host's executor, so
+    // the host's isolation holds here: `assumeIsolated` checks it (and traps if not).
+
+    /// `Host.enqueueL2CAP` of `frame` on this link; the error when it was refused.
+    func enqueueOnHost(_ frame: [UInt8], kind: EnqueuedFrameKind) -> (any Error)? {
+        let handle = peer.id
+        return host.assumeIsolated { host in
+            do { try host.enqueueL2CAP(frame, on: handle, kind: kind); return nil } catch { return error }
+        }
     }
 
     // MARK: - Client
@@ -279,12 +269,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         let frame = Self.frame(pdu), opcode = pdu.opcode
         return try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<ATTPDU, any Error>) in
             let t = Transaction(opcode: opcode, waiter: c)
-            let executor = self.executor
-            if executor.isCurrent {
-                Self.submitRequest(self, (frame, t), on: executor)
-            } else {
-                executor.submit { Self.submitRequest(self, (frame, t), on: executor) }
-            }
+            onExecutor { $0.submitRequest(frame, t) }
         }
     }
 
@@ -312,9 +297,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     func startRequest(_ frame: [UInt8], _ t: Transaction) {
         transaction = t
         if transactionDeadline == nil { armTransactionDeadline(after: configuration.transactionTimeout) }
-        let handle = peer.id
-        transactionStart = Self.hostNow(host, (), on: executor)
-        if let error = Self.hostEnqueue(host, (frame, handle, .request), on: executor) {
+        transactionStart = host.configuration.clock.now
+        if let error = enqueueOnHost(frame, kind: .request) {
             if transaction === t { transaction = nil }
             t.resolve(.failure(error))
             startQueuedRequest()
@@ -372,13 +356,14 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// frame went out now.
     nonisolated func sendNow(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
         guard executor.isCurrent else { return false }
-        return try Self.sendIfReady(self, (frame, size), on: executor).get()
+        return try assumeIsolated { try $0.sendIfReady(frame, checkingSize: size) }
     }
 
     /// `sendNow` on the bearer: true when the frame went out now.
     func sendIfReady(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
         try checkSendable(size)
-        return try Self.hostSendIfReady(host, (frame, peer.id), on: executor).get()
+        let handle = peer.id
+        return try host.assumeIsolated { try $0.sendL2CAPIfReady(frame, on: handle) }
     }
 
     /// `push` when the link has no room now: `done` is resumed when the frame is sent.
@@ -570,7 +555,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         // that keeps sending while our answers wait for ACL buffers is not served (neither
         // acted on nor answered) until they drain, so the queue stays bounded.
         let handle = peer.id
-        if op.isRequest, !Self.hostCanEnqueue(host, handle, on: executor) {
+        if op.isRequest, !host.assumeIsolated({ $0.canEnqueueL2CAP(on: handle) }) {
             log("\(op) ignored: the client sends requests without waiting for the answers (Core Vol 3 Part F 3.3.2)")
             return
         }

@@ -27,7 +27,7 @@ import Transport
 ///   caller creates a new Host.
 public actor Host {
     public let transport: any HCITransport
-    public let configuration: HostConfiguration
+    public nonisolated let configuration: HostConfiguration
 
     /// Host events, in controller order. One consumer.
     public nonisolated let events: AsyncStream<HostEvent>
@@ -168,10 +168,7 @@ public actor Host {
         guard !readerStarted else { return }
         readerStarted = true
         // Holds the host until the transport ends, as a reading task would.
-        let entry = ExecutorEntry(self, on: executor) { (host: isolated Host, delivery: PacketInbox.Delivery) in
-            host.received(delivery)
-        }
-        transport.inbox.deliver(on: executor) { entry($0) }
+        transport.inbox.deliver(on: executor) { delivery in self.assumeIsolated { $0.received(delivery) } }
     }
 
     /// A batch from the transport's inbox, on the host's executor, in arrival order.

@@ -165,10 +165,7 @@ public actor L2CAPConnection {
     public func start() {
         guard !started, !isDisconnected else { return }
         started = true
-        let entry = ExecutorEntry(self, on: host.executor) { (l2cap: isolated L2CAPConnection, frame: [UInt8]) in
-            l2cap.received(frame)
-        }
-        connection.route.install({ entry($0) },
+        connection.route.install({ frame in self.assumeIsolated { $0.received(frame) } },
                                  closed: { self.assumeIsolated { $0.linkClosed() } }, on: host)
     }
 

@@ -82,11 +82,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         let bytes = packet.h4
         lock.lock()
         defer { lock.unlock() }
-        switch state {
-        case .closed: throw TransportError(.closed, "\(name): transport is closed")
-        case .lost(let e): throw e
-        case .open: break
-        }
+        try checkOpenLocked()
         let hadBacklog = backlogHead < backlog.count
         var offset = 0
         if !hadBacklog { offset = try writeLocked(bytes, from: 0) }
@@ -95,13 +91,29 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
         if stalledSince == nil { stalledSince = DispatchTime.now().uptimeNanoseconds }
         if !hadBacklog { wake() }  // the reader thread now polls for room too
         // No flow control above us (a controller granting credits it does not honour): wait
-        // for room, at most the send timeout.
+        // for room, at most the send timeout. The wait is made without the lock: the reader
+        // thread needs it to deliver what the peer sends meanwhile and to flush the backlog.
         while backlog.count - backlogHead > maxBacklog {
-            let waited = DispatchTime.now().uptimeNanoseconds - stalledSince!
+            guard let since = stalledSince else { break }
+            let waited = DispatchTime.now().uptimeNanoseconds - since
             if waited >= UInt64(sendTimeout * 1e9) { throw sendTimedOutLocked() }
             var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            lock.unlock()
+            // The descriptor may be closed by the reader thread meanwhile (state is no longer
+            // open then, checked below before any write): poll then answers POLLNVAL at once.
             _ = poll(&p, 1, Int32(min(1000, max(1, (UInt64(sendTimeout * 1e9) - waited) / 1_000_000))))
+            lock.lock()
+            try checkOpenLocked()
             try flushLocked()
+        }
+    }
+
+    /// Throws why the transport can no longer send. Caller holds `lock`.
+    private func checkOpenLocked() throws(TransportError) {
+        switch state {
+        case .closed: throw TransportError(.closed, "\(name): transport is closed")
+        case .lost(let e): throw e
+        case .open: break
         }
     }
 

@@ -40,7 +40,7 @@ final class Inbox<T: Sendable>: Sendable {
     init() { (stream, continuation) = AsyncStream.makeStream() }
     func next(_ what: String, seconds: Double = 5) async throws -> T {
         let s = stream
-        return try await withTimeout(seconds: seconds, what) {
+        return try await withTimeout(.seconds(seconds), what) {
             var it = s.makeAsyncIterator()
             guard let v = await it.next() else { throw TimedOut(what: "\(what) (ended)") }
             return v

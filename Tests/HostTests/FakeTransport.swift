@@ -99,16 +99,6 @@ final class FakeTransport: HCITransport, @unchecked Sendable {
     }
 }
 
-/// Waits until `condition` holds (polling), failing after `timeout`.
-func eventually(_ what: String, timeout: Duration = .seconds(3), _ condition: () async -> Bool) async throws {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while !(await condition()) {
-        if clock.now > deadline { throw TestFailure("timed out waiting for \(what)") }
-        try await Task.sleep(for: .milliseconds(2))
-    }
-}
-
 struct TestFailure: Error, CustomStringConvertible {
     var description: String
     init(_ d: String) { description = d }

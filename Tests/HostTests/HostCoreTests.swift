@@ -1,5 +1,6 @@
 import HCI
 import Testing
+import TestSupport
 import Transport
 @testable import Host
 

@@ -8,17 +8,6 @@ struct InteropTimeout: Error, CustomStringConvertible {
     let description: String
 }
 
-/// Polls `condition` every 20 ms until it holds; false after `timeout`.
-func eventually(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while true {
-        if try await condition() { return true }
-        if clock.now >= deadline { return false }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-}
-
 extension ChildProcess {
     /// Waits (asynchronously) for the `index`-th JSON line (0-based, counting only lines whose
     /// "event" is `event` and that satisfy `matching`); throws with the child's output on timeout
@@ -53,8 +42,7 @@ extension ChildProcess {
 
     /// Waits asynchronously for the child to exit by itself; kills it and throws after `timeout`.
     func exited(within timeout: Duration = .seconds(15)) async throws -> Int32 {
-        let ok = await eventually(timeout: timeout) { !isRunning }
-        guard ok else {
+        do { try await eventually("exit", timeout: timeout) { !isRunning } } catch {
             stop()
             throw InteropTimeout(description: "\(command.joined(separator: " ")) did not exit within \(timeout)\n\(output.suffix(30).joined(separator: "\n"))\n\(stderr.suffix(3000))")
         }

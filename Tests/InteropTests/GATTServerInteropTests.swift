@@ -79,10 +79,9 @@ import HCI
             #expect(reached == [[notifyHandle], [notifyHandle], [notifyHandle]])
             // (The server's view: Peripheral.subscribers(of:) only counts notification
             // subscribers, checked separately below.)
-            let indicating = await eventually(timeout: .seconds(15)) {
+            try await eventually("Bumble enabling indications on aa06: \(bumble.output.suffix(5))", timeout: .seconds(15)) {
                 peripheral.server.subscribers(of: 0xAA06, indications: true).count == 1
             }
-            try #require(indicating, "Bumble never enabled indications on aa06: \(bumble.output.suffix(5))")
             let indicateHandle = peripheral.server.subscribers(of: 0xAA06, indications: true)[0].id
             #expect(indicateHandle == notifyHandle)
             // Peripheral.subscribers(of:) is documented as "connection handles currently
@@ -127,8 +126,9 @@ import HCI
 
     /// Waits for exactly one subscriber of `uuid` and returns its connection handle.
     func subscriber(_ peripheral: Peripheral, _ uuid: BluetoothUUID, count: Int = 1) async throws -> UInt16 {
-        let ok = await eventually(timeout: .seconds(15)) { peripheral.subscribers(of: uuid).count == count }
-        try #require(ok, "\(uuid): subscribers \(peripheral.subscribers(of: uuid))")
+        try await eventually("\(uuid): \(count) subscribers (\(peripheral.subscribers(of: uuid)))", timeout: .seconds(15)) {
+            peripheral.subscribers(of: uuid).count == count
+        }
         return peripheral.subscribers(of: uuid)[0]
     }
 
@@ -150,8 +150,9 @@ import HCI
                 "--subscribe", "aa05", "--wait", "aa05=3", "--duration", "20", "--timeout", "60"])
             _ = try await b.event("subscribed", timeout: .seconds(20))
             _ = try await a.event("subscribed", timeout: .seconds(5))
-            let both = await eventually(timeout: .seconds(10)) { peripheral.subscribers(of: 0xAA05).count == 2 }
-            #expect(both, "subscribers: \(peripheral.subscribers(of: 0xAA05))")
+            try await eventually("two subscribers: \(peripheral.subscribers(of: 0xAA05))", timeout: .seconds(10)) {
+                peripheral.subscribers(of: 0xAA05).count == 2
+            }
             let handles = Set(peripheral.subscribers(of: 0xAA05))
 
             // One notification reaches both.
@@ -162,8 +163,9 @@ import HCI
 
             // A unsubscribes; B still gets the next ones, A doesn't.
             _ = try await a.event("unsubscribed")
-            let one = await eventually(timeout: .seconds(5)) { peripheral.subscribers(of: 0xAA05).count == 1 }
-            #expect(one)
+            try await eventually("one subscriber left: \(peripheral.subscribers(of: 0xAA05))") {
+                peripheral.subscribers(of: 0xAA05).count == 1
+            }
             let remaining = peripheral.subscribers(of: 0xAA05)
             #expect(remaining.count == 1 && handles.contains(remaining[0]))
             #expect(await peripheral.notify([0x02], for: 0xAA05) == remaining)

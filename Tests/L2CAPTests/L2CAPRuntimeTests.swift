@@ -96,7 +96,7 @@ struct L2CAPRuntimeTests {
         await #expect(throws: L2CAPError.sduTooLarge(length: 1001, mtu: 1000)) { try await ch.send(pattern(1001, seed: 0)) }
         // Close: the other side's stream ends normally.
         try await ch.close()
-        let end = try await withTimeout(seconds: 5, "end of SDUs") { try await server.receive() }
+        let end = try await withTimeout(.seconds(5), "end of SDUs") { try await server.receive() }
         #expect(end == nil)
         await #expect(throws: L2CAPError.self) { try await server.send([1]) }
     }
@@ -217,7 +217,7 @@ struct L2CAPRuntimeTests {
         #expect(total >= 100_000)
         let sender = Task { for s in sdus { try await ch.send(s) } }
         var echoed: [[UInt8]] = []
-        try await withTimeout(seconds: 60, "100 KB echoed") {
+        try await withTimeout(.seconds(60), "100 KB echoed") {
             var received: [[UInt8]] = []
             for try await sdu in ch.sdus {
                 received.append(sdu)

@@ -26,7 +26,7 @@ public final class LinkPair: @unchecked Sendable {
         }
         try await b.startAdvertising(AdvertisingParameters(data: [0x02, 0x01, 0x06], ownAddress: .randomStatic))
         let c = try await a.connect(to: DeviceAddress(await b.staticRandomAddress, type: .random), timeout: .seconds(10))
-        let p = try await withTimeout(seconds: 10, "peripheral connected event") { await connected.value }
+        let p = try await withTimeout(.seconds(10), "peripheral connected event") { await connected.value }
         guard let p else { throw HarnessError("peripheral host events ended before a connection") }
         return LinkPair(controllers: controllers, a: a, b: b, central: c, peripheral: p)
     }
@@ -52,18 +52,6 @@ public struct TimedOut: Error, CustomStringConvertible {
     public var description: String { "timed out waiting for \(what)" }
 }
 
-/// Runs `body`, failing with `TimedOut` after `seconds`.
-public func withTimeout<T: Sendable>(seconds: Double, _ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: .seconds(seconds))
-            throw TimedOut(what: what)
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}
 
 /// Both ends' L2CAP started.
 public struct L2CAPPair: Sendable {
@@ -90,7 +78,7 @@ public final class Accepted: @unchecked Sendable {
     public init() { (stream, continuation) = AsyncStream.makeStream() }
     public func next() async throws -> L2CAPChannel {
         let s = stream
-        return try await withTimeout(seconds: 10, "an accepted channel") {
+        return try await withTimeout(.seconds(10), "an accepted channel") {
             var it = s.makeAsyncIterator()
             guard let c = await it.next() else { throw TimedOut(what: "accepted channel (stream ended)") }
             return c

@@ -21,6 +21,20 @@ public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) asy
     }
 }
 
+/// Waits until `condition` holds, polling every 2 ms; throws a `HarnessError` naming `what`
+/// when it still does not after `timeout` (`what` is evaluated then, so it can show the state
+/// that failed). The one polling wait of the test suites: for state that another thread or
+/// process changes (a socket, a child process, an executor's thread).
+public func eventually(_ what: @autoclosure () -> String, timeout: Duration = .seconds(5),
+                       _ condition: () async throws -> Bool) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while !(try await condition()) {
+        if clock.now >= deadline { throw HarnessError("\(what()): still not so after \(timeout)") }
+        try await Task.sleep(for: .milliseconds(2))
+    }
+}
+
 /// Runs `body` with a deadline: throws a `HarnessError` naming `what` when it has not finished
 /// within `timeout` (the body is cancelled; it must end when cancelled).
 public func withTimeout<T: Sendable>(_ timeout: Duration, _ what: String,

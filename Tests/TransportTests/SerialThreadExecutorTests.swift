@@ -1,7 +1,9 @@
+import Foundation
 import Glibc
 import HCI
 import Synchronization
 import Testing
+import TestSupport
 import Transport
 
 /// The host stack's executor (`SerialThreadExecutor`): order, which enqueues wake its thread,
@@ -32,15 +34,6 @@ import Transport
                 c.resume()
             }
         }
-    }
-
-    /// Waits (by polling, bounded) until `condition` holds.
-    func eventually(_ what: String, _ condition: () -> Bool) async throws {
-        for _ in 0..<5000 {
-            if condition() { return }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-        Issue.record("never: \(what)")
     }
 
     /// Work submitted from one thread runs in submission order, on one thread that is not
@@ -156,36 +149,52 @@ import Transport
         #expect(log.entries == ["second", "continuation body", "submitted job"])
     }
 
-    /// `ExecutorEntry`: called from jobs on the executor, it runs the actor's isolated code
-    /// synchronously, in the order of the calls, on the executor's thread.
-    @Test func executorEntryRunsTheActorsCodeInOrderOnItsThread() async throws {
+    /// The layers reach each other's state with `assumeIsolated` from jobs on their shared
+    /// executor (issue 24: no hand-made entry that drops the `isolated` marker): it runs the
+    /// actor's code synchronously, in the order of the calls, on the executor's thread.
+    @Test func assumeIsolatedRunsTheActorsCodeInOrderOnItsThread() async throws {
         let executor = SerialThreadExecutor(name: "test entry")
         let actor = OnExecutor(executor)
-        let entry = ExecutorEntry(actor, on: executor) { (a: isolated OnExecutor, n: Int) in a.append(n) }
         let offThread = Mutex(0)
         for n in 0..<100 {
             executor.submit {
                 if !executor.isCurrent { offThread.withLock { $0 += 1 } }
-                entry(n)
+                actor.assumeIsolated { $0.append(n) }
             }
         }
-        var log: [Int] = []
-        for _ in 0..<5000 {
-            log = await actor.log
-            if log.count == 100 { break }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-        #expect(log == Array(0..<100))
+        try await eventually("100 calls ran") { await actor.log.count == 100 }
+        #expect(await actor.log == Array(0..<100))
         #expect(offThread.withLock { $0 } == 0)
     }
 
-    /// Off the executor's thread, an `ExecutorEntry` traps (as `assumeIsolated` does) rather than
-    /// run the actor's code without its isolation.
-    @Test func executorEntryTrapsOffItsExecutor() async {
+    /// Off the executor's thread, reaching an actor of the executor traps rather than run the
+    /// actor's code without its isolation.
+    @Test func assumeIsolatedTrapsOffItsExecutor() async {
         await #expect(processExitsWith: .failure) {
-            let executor = SerialThreadExecutor(name: "test entry trap")
-            let entry = ExecutorEntry(OnExecutor(executor), on: executor) { (a: isolated OnExecutor, n: Int) in a.append(n) }
-            entry(1)
+            let actor = OnExecutor(SerialThreadExecutor(name: "test entry trap"))
+            let done = DispatchSemaphore(value: 0)
+            Thread {  // a plain thread: no executor at all
+                actor.assumeIsolated { $0.append(1) }
+                done.signal()
+            }.start()
+            _ = done.wait(timeout: .now() + 10)
+        }
+    }
+
+    /// Issue 24: an actor bound to another executor (another host's layer, say) is refused
+    /// from a job of this one, although both are `SerialThreadExecutor`s running jobs: the check
+    /// is the actor's own executor, not "some executor thread". (The hand-made entries this
+    /// replaced checked only the thread of the executor they were given.)
+    @Test func actorOfAnotherExecutorIsRefusedOnThisOne() async {
+        await #expect(processExitsWith: .failure) {
+            let mine = SerialThreadExecutor(name: "test mine"), other = SerialThreadExecutor(name: "test other")
+            let foreign = OnExecutor(other)
+            let done = DispatchSemaphore(value: 0)
+            mine.submit {
+                foreign.assumeIsolated { $0.append(1) }
+                done.signal()
+            }
+            _ = done.wait(timeout: .now() + 10)
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import HCI
 import Synchronization
 import Testing
+import TestSupport
 import Transport
 #if canImport(Glibc)
 import Glibc
@@ -67,6 +68,41 @@ import Glibc
         try #require(t.unsentOctets > 0, "the socket took everything: no backlog was exercised")
         // The peer starts reading only now: everything arrives, in order.
         #expect(try readExactly(peer, expected.count, timeout: 20) == expected)
+        t.close()
+    }
+
+    /// Issue 24: a sender past the backlog bound (1 MiB, no flow control above it) waits for
+    /// room without holding the lock the reader thread needs: a packet the peer sends meanwhile
+    /// is delivered at once, and the send still ends with the send timeout. Before, `send`
+    /// polled under the lock and the reader got it only between polls.
+    @Test func sendWaitingForRoomLeavesTheReaderRunning() async throws {
+        var fds: [Int32] = [-1, -1]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        let t = try FileDescriptorTransport(fd: fds[0], name: "socketpair", isSocket: true, sendTimeout: 3)
+        let peer = fds[1]  // never reads
+        defer { Glibc.close(peer) }
+        let delivered = DispatchSemaphore(value: 0)
+        let reader = Task {
+            for try await p in t.incoming where p == complete { delivered.signal() }
+        }
+        defer { reader.cancel() }
+        let sent = DispatchSemaphore(value: 0)
+        let failure = Mutex<TransportError?>(nil)
+        let big = HCIPacket.acl(HCIACLPacket(handle: 1, boundary: .first, data: [UInt8](repeating: 0x55, count: 1000)))
+        Thread {
+            for _ in 0..<10_000 {
+                do { try t.send(big) } catch { failure.withLock { $0 = error as? TransportError }; break }
+            }
+            sent.signal()
+        }.start()
+        // The sender is waiting once more than the bound is kept unsent.
+        try await eventually("the backlog past its bound") { t.unsentOctets > 1 << 20 }
+        writeAll(peer, complete.h4)
+        #expect(delivered.wait(timeout: .now() + 1) == .success, "nothing delivered within 1 s while send waited for room")
+        #expect(failure.withLock { $0 } == nil, "send returned before its timeout")
+        #expect(sent.wait(timeout: .now() + 10) == .success, "send did not time out")
+        let error = try #require(failure.withLock { $0 })
+        #expect(error.message.contains("send timeout"))
         t.close()
     }
 
