@@ -195,9 +195,8 @@ public final class Peripheral: Sendable {
     }
 
     /// Notifies subscribers of `characteristic` (all, or only `handles`); returns the connection
-    /// handles reached. Waits while the link is busy (back-pressure). Inlinable (with the
-    /// server's push): the caller's switch back to its executor after the send is the only one.
-    @inlinable @inline(__always) @discardableResult
+    /// handles reached. Waits while the link is busy (back-pressure).
+    @discardableResult
     public nonisolated(nonsending) func notify(_ value: [UInt8], for characteristic: BluetoothUUID, to handles: [UInt16]? = nil) async -> [UInt16] {
         await server.notify(characteristic: characteristic, value: value, toHandles: handles)
     }

@@ -22,11 +22,11 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
     /// Values waiting for the application before the oldest is dropped.
     public static let defaultBufferLimit = 1024
 
-    @usableFromInline struct Item: Sendable {
-        @usableFromInline let sequence: UInt64
-        @usableFromInline let value: [UInt8]
+    struct Item: Sendable {
+        let sequence: UInt64
+        let value: [UInt8]
         /// An indication: its deliverer waits until `next()` has returned it.
-        @usableFromInline let indication: Bool
+        let indication: Bool
     }
     let storage: Storage
     /// Ends the stream as cancelled when the application lets go of it and its iterators.
@@ -36,19 +36,16 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
     public var droppedCount: Int { storage.state.withLock { $0.dropped } }
 
     public struct Iterator: AsyncIteratorProtocol {
-        @usableFromInline let storage: Storage
+        let storage: Storage
         let owner: Owner
         /// The batch being handed out, and the next index in it.
-        @usableFromInline var batch: [Item] = []
-        @usableFromInline var index = 0
+        var batch: [Item] = []
+        var index = 0
 
         public mutating func next() async throws -> [UInt8]? { try await next(isolation: nil) }
 
         /// `next()` on the caller's executor (`for try await` passes its isolation): a value
         /// already in the batch is returned without switching executors, and so is a batch.
-        /// Inlinable: inlined into the caller's loop, its hop to the caller's isolation on entry
-        /// (an executor switch per value) goes with the caller's own.
-        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
             if index == batch.count {
                 batch = try await storage.nextBatch()
@@ -109,7 +106,7 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
     }
 
     /// The queue, the application's parked task, and the indications waiting to be taken.
-    @usableFromInline final class Storage: Sendable {
+    final class Storage: Sendable {
         struct State {
             var limit: Int
             var items: [Item] = []
@@ -197,7 +194,7 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
 
         /// Every value waiting, in order; waits when there is none. Empty at the end; throws the
         /// `finish` error after the values queued before it.
-        @usableFromInline nonisolated(nonsending) func nextBatch() async throws -> [Item] {
+        nonisolated(nonsending) func nextBatch() async throws -> [Item] {
             try await state.takeBatch(ended: [], take: { s in
                 if s.waiting > 0 { return .batch(s.takeAll()) }
                 if s.finished {
@@ -243,7 +240,7 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
         }
 
         /// `next()` returned the indication `sequence`: its deliverer may confirm it.
-        @usableFromInline func taken(_ sequence: UInt64) {
+        func taken(_ sequence: UInt64) {
             let ready: [CheckedContinuation<Bool, Never>] = state.withLock { s in
                 s.taken = Swift.max(s.taken, sequence)
                 let due = s.waiters.keys.filter { $0 <= sequence }

@@ -57,12 +57,12 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     /// A connected peer as a push needs it, made once when it connects: a push takes it out of
     /// the lock as one reference (not an existential, copied through its value witnesses).
-    @usableFromInline final class Pusher: Sendable {
-        @usableFromInline let id: UInt16
-        @usableFromInline let push: any ATTServerPush
+    final class Pusher: Sendable {
+        let id: UInt16
+        let push: any ATTServerPush
         /// This peer alone as a push's result: a notification to the one subscriber (the
         /// usual case) returns it without allocating an array.
-        @usableFromInline let alone: Reached
+        let alone: Reached
         init(id: UInt16, push: any ATTServerPush) {
             self.id = id; self.push = push; alone = Reached(peers: [ATTPeer(id: id)])
         }
@@ -252,9 +252,6 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     /// `notify(characteristic:value:to:)` returning the connection handles reached (for
     /// `Peripheral.notify`, which answers with handles: no array mapped per notification).
-    /// Inlinable, with the push: inlined into the caller, the executor switch back to the
-    /// caller's isolation after the send is the caller's own (one switch per notification).
-    @inlinable @inline(__always)
     package nonisolated(nonsending) func notify(characteristic uuid: BluetoothUUID, value: [UInt8], toHandles handles: [UInt16]?) async -> [UInt16] {
         await pushReaching(uuid: uuid, handle: nil, value: value, to: handles.map { $0.map { ATTPeer(id: $0) } }).handles
     }
@@ -299,17 +296,17 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     /// The peers a push reached, and their connection handles. A class: a peer's result made
     /// once is handed on as one reference, not two arrays.
-    @usableFromInline final class Reached: Sendable {
-        @usableFromInline let peers: [ATTPeer]
-        @usableFromInline let handles: [UInt16]
-        @usableFromInline init(peers: [ATTPeer]) { self.peers = peers; handles = peers.map(\.id) }
-        @usableFromInline static let none = Reached(peers: [])
+    final class Reached: Sendable {
+        let peers: [ATTPeer]
+        let handles: [UInt16]
+        init(peers: [ATTPeer]) { self.peers = peers; handles = peers.map(\.id) }
+        static let none = Reached(peers: [])
     }
 
     /// A peer a push goes to, and the value handle.
-    @usableFromInline struct PushTarget {
-        @usableFromInline let pusher: Pusher
-        @usableFromInline let valueHandle: UInt16
+    struct PushTarget {
+        let pusher: Pusher
+        let valueHandle: UInt16
     }
 
     /// The peers subscribed to the characteristic (by `uuid`, else by value `handle`) for
@@ -317,7 +314,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// connection handle. The first is kept apart so that the usual one subscriber needs no
     /// array. The subscribers come from the index kept with the CCCDs (`State.subscriptions`),
     /// read in place; the characteristic and the value attribute are read by index.
-    @usableFromInline func pushTargets(uuid: BluetoothUUID?, handle: UInt16?, to peers: [ATTPeer]?, bit: UInt16) -> (first: PushTarget?, more: [PushTarget]) {
+    func pushTargets(uuid: BluetoothUUID?, handle: UInt16?, to peers: [ATTPeer]?, bit: UInt16) -> (first: PushTarget?, more: [PushTarget]) {
         state.withLock { s in
             guard let ci = s.characteristicIndex(uuid: uuid, handle: handle), !s.subscriptions[ci].isEmpty else { return (nil, []) }
             let valueHandle = s.table.characteristics[ci].valueHandle
@@ -344,12 +341,10 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     }
 
     /// Notifies the targets one after the other (each send waits for the link's room).
-    /// Inlined, and its send too: each async call level is a task-allocator frame per push.
-    @inlinable @inline(__always)
     nonisolated(nonsending) func pushReaching(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?) async -> Reached {
         let (first, more) = pushTargets(uuid: uuid, handle: handle, to: peers, bit: 1)
         guard let first else { return .none }
-        @inline(__always) nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
+        nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
             // The bearer used in place (a copy of the existential goes through its value witnesses).
             let mtu = t.pusher.push.mtu
             let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value

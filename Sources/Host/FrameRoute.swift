@@ -9,8 +9,9 @@ import Synchronization
 /// held (at most `limit`) and handed to the consumer first, so nothing is lost or reordered
 /// between the connection event and the consumer's start.
 ///
-/// Thread safety: the state is a `Mutex`; the sink is called outside the lock, on the host's
-/// executor only (install, deliver and close all run there), so frames reach it in order.
+/// Thread safety: the state is a `Mutex` (`stream()` may be called from any thread); the sink
+/// is called outside the lock, on the host's executor only (install, deliver and close all run
+/// there), so frames reach it in order.
 public final class FrameRoute: Sendable {
     /// Handles one frame on the host's executor.
     public typealias Sink = @Sendable ([UInt8]) -> Void
@@ -27,10 +28,6 @@ public final class FrameRoute: Sendable {
         var closed = false
     }
     private let state = Mutex(State())
-    /// The installed sink, read on every frame without the lock: `install`, `deliver` and
-    /// `close` run only on the host's executor (checked in `install`), so this is only ever
-    /// touched there. `state` stays the record `stream()` reads from other threads.
-    nonisolated(unsafe) private var installedSink: Sink?
     let limit: Int
 
     init(limit: Int) { self.limit = Swift.max(1, limit) }
@@ -47,7 +44,6 @@ public final class FrameRoute: Sendable {
             return (held, s.closed)
         }
         guard let (held, wasClosed) = taken else { return }
-        if !wasClosed { installedSink = sink }
         for f in held { sink(f) }
         if wasClosed { closed() }
     }
@@ -74,10 +70,6 @@ public final class FrameRoute: Sendable {
     /// Host: hands `frame` to the consumer. False when it was dropped (the consumer is a
     /// stream read too slowly, or none is chosen and `limit` frames are held).
     func deliver(_ frame: [UInt8], host: isolated Host) -> Bool {
-        if let sink = installedSink {
-            sink(frame)
-            return true
-        }
         enum Next { case sink(Sink), held(Bool), streamed(AsyncStream<[UInt8]>.Continuation) }
         let next: Next = state.withLock { s in
             switch s.consumer {
@@ -111,7 +103,6 @@ public final class FrameRoute: Sendable {
             s.closed = true
             switch s.consumer {
             case .sink(_, let closed):
-                installedSink = nil
                 s.consumer = .undecided(held: [])
                 return .sink(closed)
             case .stream(_, let c): return .stream(c)

@@ -83,18 +83,47 @@ public enum SMPBondStoreError: Error, Sendable, Equatable, CustomStringConvertib
 }
 
 /// One JSON file per local identity address; thread-safe.
+///
+/// Held in memory: the file is read once (at the first look-up) and every look-up, save and
+/// removal works on that copy, so none does file I/O on the caller's thread (the host's loop
+/// verifies Signed Write Commands and answers LTK requests with it). Changes are written by a
+/// writer of the store's own, off the caller's thread, whole (temp file, fsync, rename, then the
+/// directory fsynced): after a kill at any moment the file holds the old or the new bonds,
+/// never half. Saves that come while a write runs are written together by the next one.
+/// `flush()` waits until everything saved so far is on disk and throws the last write's error.
+/// The store owns its file while it lives: changes made by another process meanwhile are not
+/// read (and are replaced by its next write).
 public final class SMPBondStore: Sendable {
     public let path: String
     public let localIdentity: DeviceAddress
     private let directory: String
-    private let lock = Mutex(())
 
-    public init(directory: String, localIdentity: DeviceAddress) throws {
+    private struct Memory {
+        /// The bonds as last read or saved; nil until read (or while the file cannot be read).
+        var file: BondFile?
+        /// Bumped by every change; `written` is the last one on disk.
+        var version: UInt64 = 0
+        var written: UInt64 = 0
+        var writeScheduled = false
+        /// Why the last write failed (nil when it succeeded); thrown by `flush`.
+        var writeError: SMPBondStoreError?
+    }
+    private let memory = Mutex(Memory())
+    private let writer: DispatchQueue
+    /// Told of every failed write (the caller's `save` has returned by then).
+    private let writeFailed: (@Sendable (SMPBondStoreError) -> Void)?
+
+    /// `writer`: the queue the file is written on (a serial queue of its own by default; tests
+    /// pass one they hold suspended). `writeFailed` hears each write that failed.
+    public init(directory: String, localIdentity: DeviceAddress, writer: DispatchQueue? = nil,
+                writeFailed: (@Sendable (SMPBondStoreError) -> Void)? = nil) throws {
         self.localIdentity = localIdentity
         let name = localIdentity.address.description.replacingOccurrences(of: ":", with: "-")
             + "-" + localIdentity.type.simple + ".json"
         path = (directory as NSString).appendingPathComponent(name)
         self.directory = directory
+        self.writer = writer ?? DispatchQueue(label: "ble-hci bond store \(name)")
+        self.writeFailed = writeFailed
         do {
             // Keys live here: the directory is private to the user too.
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
@@ -105,7 +134,7 @@ public final class SMPBondStore: Sendable {
     }
 
     public func bonds() throws -> [SMPBond] {
-        try lock.withLock { _ in try read().bonds }
+        try memory.withLock { m in try loaded(&m).bonds }
     }
 
     public func bond(for peer: DeviceAddress) throws -> SMPBond? {
@@ -117,39 +146,115 @@ public final class SMPBondStore: Sendable {
     }
 
     /// Stores a bond, replacing the one of the same peer. Throws `.downgradeRefused` if that one was
-    /// authenticated or SC and the new one is weaker, unless `allowDowngrade`.
+    /// authenticated or SC and the new one is weaker, unless `allowDowngrade`. Returns once the
+    /// store holds it; the file is written after (`flush` waits for it).
     public func save(_ bond: SMPBond, allowDowngrade: Bool = false) throws {
-        try lock.withLock { _ in
-            var file = try read()
+        try change { file in
             if let old = file.bonds.first(where: { $0.peer.isSameIdentity(as: bond.peer) }), !allowDowngrade, old.isWeakened(by: bond) {
                 throw SMPBondStoreError.downgradeRefused(peer: bond.peer, existing: Self.strength(old), new: Self.strength(bond))
             }
             file.bonds.removeAll { $0.peer.isSameIdentity(as: bond.peer) }
             file.bonds.append(bond)
-            try write(file)
         }
     }
 
     public func remove(_ peer: DeviceAddress) throws {
-        try lock.withLock { _ in
-            var file = try read()
-            file.bonds.removeAll { $0.peer.isSameIdentity(as: peer) }
-            try write(file)
-        }
+        try change { file in file.bonds.removeAll { $0.peer.isSameIdentity(as: peer) } }
     }
 
+    /// Removes every bond (keeps our IRK); a corrupt file is replaced by an empty one, and the
+    /// temporary files of writes a dead process left are removed (they hold keys too).
     public func removeAll() throws {
-        // Keeps our IRK; a corrupt file is replaced by an empty one.
-        try lock.withLock { _ in
-            var file = (try? read()) ?? BondFile(localIdentity: CodableAddress(localIdentity), bonds: [])
+        memory.withLock { m in
+            Self.recoverTemporaryFiles(of: path, localIdentity)
+            if m.file == nil { m.file = try? Self.read(path, localIdentity) }
+            var file = m.file ?? BondFile(localIdentity: CodableAddress(localIdentity), bonds: [])
             file.bonds = []
-            try write(file)
+            m.file = file
+            scheduleWrite(&m)
         }
     }
 
     /// The bond whose peer IRK resolves this resolvable private address (ah, Vol 3 Part H 2.2.2).
     public func resolve(_ rpa: BDAddress) throws -> SMPBond? {
         try bonds().first { bond in bond.peerIRK.map { SMPPrivacy.resolves(rpa, irk: $0) } ?? false }
+    }
+
+    /// Our identity resolving key for this local identity: the stored one, or a new random one
+    /// stored now (Core Vol 3 Part H 2.4.2.1: an IRK is random, and stays as long as the identity).
+    public func localIRK() throws -> [UInt8] {
+        var irk: [UInt8] = []
+        try change { file in
+            if let hex = file.localIRK, let stored = [UInt8](hex: hex), stored.count == 16 {
+                irk = stored
+                throw Unchanged()
+            }
+            irk = SMPCrypto.randomBytes(16)
+            file.localIRK = irk.hex
+        }
+        return irk
+    }
+
+    /// Waits until every change made so far is on disk (or its write failed: throws why).
+    /// Blocks the calling thread: call it off the host's loop (at exit, in `bonds`, in tests).
+    public func flush() throws {
+        try writer.sync { try memory.withLock { m in if let e = m.writeError { throw e } } }
+    }
+
+    /// `flush()` without blocking a thread of the concurrency pool.
+    public func flushed() async throws {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            writer.async { c.resume(with: Result { try self.memory.withLock { m in if let e = m.writeError { throw e } } }) }
+        }
+    }
+
+    /// `body` thrown out of by a change that turned out to change nothing.
+    private struct Unchanged: Error {}
+
+    /// Applies `body` to the bonds in memory and has the file written.
+    private func change(_ body: (inout BondFile) throws -> Void) throws {
+        try memory.withLock { m in
+            var file = try loaded(&m)
+            do { try body(&file) } catch is Unchanged { return }
+            m.file = file
+            scheduleWrite(&m)
+        }
+    }
+
+    /// The bonds in memory, read from the file the first time (and again after a failed read).
+    private func loaded(_ m: inout Memory) throws -> BondFile {
+        if let file = m.file { return file }
+        Self.recoverTemporaryFiles(of: path, localIdentity)
+        let file = try Self.read(path, localIdentity)
+        m.file = file
+        return file
+    }
+
+    /// Queues a write of the bonds in memory unless one is queued already (it will write the
+    /// newest bonds: saves in a burst cost one write). Caller holds `memory`.
+    private func scheduleWrite(_ m: inout Memory) {
+        m.version += 1
+        guard !m.writeScheduled else { return }
+        m.writeScheduled = true
+        writer.async { self.writeNewest() }
+    }
+
+    /// On the writer: writes what memory holds now.
+    private func writeNewest() {
+        let (file, version): (BondFile?, UInt64) = memory.withLock { m in
+            m.writeScheduled = false
+            return (m.file, m.version)
+        }
+        guard let file else { return }
+        var failure: SMPBondStoreError?
+        do { try Self.write(file, to: path, directory: directory) } catch {
+            failure = error as? SMPBondStoreError ?? .io(path: path, errno: EIO)
+        }
+        memory.withLock { m in
+            m.writeError = failure
+            if failure == nil { m.written = max(m.written, version) }
+        }
+        if let failure { writeFailed?(failure) }
     }
 
     // MARK: File
@@ -162,24 +267,11 @@ public final class SMPBondStore: Sendable {
         var bonds: [SMPBond]
     }
 
-    /// Our identity resolving key for this local identity: the stored one, or a new random one
-    /// stored now (Core Vol 3 Part H 2.4.2.1: an IRK is random, and stays as long as the identity).
-    public func localIRK() throws -> [UInt8] {
-        try lock.withLock { _ in
-            var file = try read()
-            if let hex = file.localIRK, let irk = [UInt8](hex: hex), irk.count == 16 { return irk }
-            let irk = SMPCrypto.randomBytes(16)
-            file.localIRK = irk.hex
-            try write(file)
-            return irk
-        }
-    }
-
     private static func strength(_ b: SMPBond) -> String {
         "\(b.secureConnections ? "Secure Connections" : "legacy") \(b.authenticated ? "authenticated" : "unauthenticated") \(b.keySize)-octet"
     }
 
-    private func read() throws -> BondFile {
+    private static func read(_ path: String, _ localIdentity: DeviceAddress) throws -> BondFile {
         guard let data = FileManager.default.contents(atPath: path) else {
             if access(path, F_OK) != 0 && errno == ENOENT { return BondFile(localIdentity: CodableAddress(localIdentity), bonds: []) }
             throw SMPBondStoreError.io(path: path, errno: access(path, R_OK) == 0 ? EIO : errno)
@@ -188,6 +280,26 @@ public final class SMPBondStore: Sendable {
             return try JSONDecoder().decode(BondFile.self, from: data)
         } catch {
             throw SMPBondStoreError.corruptFile(path: path, reason: Self.describe(error))
+        }
+    }
+
+    /// The temporary files a write leaves when the process dies between creating the file and
+    /// renaming it (`PATH.tmp-PID`, holding a whole new bond file once fsynced). One of a
+    /// process that is gone is either complete and newer than the bond file, so put in its
+    /// place (it holds the last bonds saved), or removed. A live process's is left to it.
+    static func recoverTemporaryFiles(of path: String, _ localIdentity: DeviceAddress) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let prefix = (path as NSString).lastPathComponent + ".tmp-"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            let tmp = (directory as NSString).appendingPathComponent(name)
+            if let pid = Int32(name.dropFirst(prefix.count)), pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { continue }
+            var t = stat(), f = stat()
+            let complete = (try? read(tmp, localIdentity)) != nil
+            let newer = stat(tmp, &t) == 0 && (stat(path, &f) != 0 || t.st_mtim.tv_sec > f.st_mtim.tv_sec
+                || (t.st_mtim.tv_sec == f.st_mtim.tv_sec && t.st_mtim.tv_nsec > f.st_mtim.tv_nsec))
+            if complete && newer && rename(tmp, path) == 0 { continue }
+            unlink(tmp)
         }
     }
 
@@ -202,7 +314,7 @@ public final class SMPBondStore: Sendable {
     }
 
     /// Temp file (mode 0600 from creation), fsync, rename over the old file: a crash leaves the old or the new file, never half.
-    private func write(_ file: BondFile) throws {
+    private static func write(_ file: BondFile, to path: String, directory: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(file)

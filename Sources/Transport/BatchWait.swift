@@ -16,9 +16,7 @@ extension Mutex where Value: ~Copyable {
     /// is cancelled before it parks; `onCancel` wakes a parked reader when the task is
     /// cancelled. Shared by `PacketInbox` (HCI packets) and `GATTNotificationStream`; each
     /// keeps its own state (limits, executor delivery, indications) and says what a take finds.
-    /// Inlinable: specialised in each caller, with no generic lookups per batch; and run on the
-    /// caller's executor (`nonisolated(nonsending)`), with no executor switch per batch.
-    @inlinable
+    /// Runs on the caller's executor (`nonisolated(nonsending)`), with no executor switch per batch.
     public nonisolated(nonsending) borrowing func takeBatch<Batch: Sendable>(
         ended: Batch,
         take: (inout Value) -> BatchTake<Batch>,

@@ -41,6 +41,9 @@ public final class PacketInbox: Sendable {
         var endDelivered = false
         /// `tap(_:)`: sees every packet as it is delivered.
         var tap: (@Sendable (HCIPacket) -> Void)?
+        /// The emptied array of the last batch `drain` handed over: it and `packets` swap, so
+        /// a batch allocates nothing.
+        var spare: [HCIPacket] = []
     }
 
     /// What `deliver(on:to:)` hands over: packets in arrival order, then the end once.
@@ -50,11 +53,6 @@ public final class PacketInbox: Sendable {
         case ended(TransportError?)
     }
     private let state = Mutex(State())
-    /// `drain`'s buffer between batches: it and `packets` swap, so a batch allocates nothing.
-    /// Touched only by `drain` outside the lock: its jobs run one at a time, on the target's
-    /// serial executor (one job queued at a time, `drainQueued`), and the last one writes it
-    /// before it lets the target go (`deliverEnd`), so a later reader's drain comes after.
-    nonisolated(unsafe) private var drainBuffer: [HCIPacket] = []
 
     public init() {}
 
@@ -139,11 +137,11 @@ public final class PacketInbox: Sendable {
     /// On the target's executor: hands over what is queued, then the end if it came.
     private func drain() {
         var batch: [HCIPacket] = []
-        swap(&batch, &drainBuffer)
         var receive: (@Sendable (Delivery) -> Void)?
         var endCame = false
         state.withLock { s in
             s.drainQueued = false
+            swap(&batch, &s.spare)
             swap(&batch, &s.packets)
             receive = s.target?.receive
             endCame = s.ended != nil && !s.endDelivered
@@ -155,8 +153,8 @@ public final class PacketInbox: Sendable {
             // one packet at a time (`removeAll(keepingCapacity:)` destroys them through the
             // runtime's generic array destroy, which costs more for the usual one to eight).
             while batch.popLast() != nil {}
+            state.withLock { s in if s.spare.capacity < batch.capacity { swap(&s.spare, &batch) } }
         }
-        drainBuffer = batch
         if endCame { deliverEnd() }
     }
 

@@ -17,8 +17,8 @@ final class VirtualConnection: @unchecked Sendable {
     var peripheralTxOctets: UInt16 = 27
     var txPHY: UInt8 = 1
     var rxPHY: UInt8 = 1
-    /// Read for every ACL packet (link context only: unchecked, as `VirtualController.aclQueue`).
-    @exclusivity(unchecked) var alive = true
+    /// Read for every ACL packet (link context only).
+    var alive = true
 
     init(central: VirtualController, peripheral: VirtualController, interval: UInt16, latency: UInt16, timeout: UInt16) {
         self.central = central

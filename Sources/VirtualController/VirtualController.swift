@@ -34,7 +34,7 @@ public final class VirtualController: @unchecked Sendable {
     /// runs a packet inline only when nothing is queued before it.
     private let drainScheduled = Atomic<Bool>(false)
     /// Link context: `drainInbox`'s spare buffer (it and the inbox's swap: no allocation per drain).
-    @exclusivity(unchecked) private var inboxSpare: [Inbound] = []
+    private var inboxSpare: [Inbound] = []
     /// The drain job, made once (not a closure allocated per burst). Unowned: the controller
     /// holds it; the link runs it only while the controller is alive (the link holds them).
     private var drainWork: (@Sendable () -> Void)!
@@ -46,10 +46,10 @@ public final class VirtualController: @unchecked Sendable {
     var randomAddress: BDAddress?
     var silent = false
     var nextHandle: UInt16 = 0x0040
-    @exclusivity(unchecked) var connections: [UInt16: VirtualConnection] = [:]
+    var connections: [UInt16: VirtualConnection] = [:]
     /// The connection the last ACL packet from the host went on: the next one usually goes on
     /// it too, found without hashing its handle. (A connection that ends is not `alive`.)
-    @exclusivity(unchecked) private var lastACLConnection: VirtualConnection?
+    private var lastACLConnection: VirtualConnection?
     var suggestedTxOctets: UInt16 = 27
     var suggestedTxTime: UInt16 = 328
     var defaultPHYs: (tx: UInt8, rx: UInt8) = (0x03, 0x03)
@@ -91,11 +91,6 @@ public final class VirtualController: @unchecked Sendable {
         var useFilterAcceptList = false
     }
     var initiating: Initiating?
-    // The state `receive(fromHost:)` touches for every ACL packet is read and written only on
-    // the link's serial context, never while another access to it is under way (the queues are
-    // swapped out before they are walked): its dynamic exclusivity checks (a runtime call and
-    // a thread-local access set per access) cost ≈ 3 % of a notification on the in-process
-    // link, for nothing.
     /// An accepted ACL packet with its connection (looked up once, when the packet is accepted).
     /// (A struct: an array of tuples is destroyed element by element through the runtime.)
     struct QueuedACL {
@@ -103,9 +98,9 @@ public final class VirtualController: @unchecked Sendable {
         let connection: VirtualConnection
     }
     /// ACL buffers: packets accepted and not yet completed.
-    @exclusivity(unchecked) var aclQueue: [QueuedACL] = []
+    var aclQueue: [QueuedACL] = []
     /// `flushACL`'s spare buffer: the queue and it swap, so a connection event allocates none.
-    @exclusivity(unchecked) private var aclSpare: [QueuedACL] = []
+    private var aclSpare: [QueuedACL] = []
     /// Packets sent to the peer and not yet reported to the host (Number Of Completed Packets),
     /// per connection handle, and their total. Reported once half the buffers are in it (so
     /// the host always has at least half its buffers: it never waits on the report), else by
@@ -113,12 +108,12 @@ public final class VirtualController: @unchecked Sendable {
     /// reports at its own rate (Core v5.4 Vol 4 Part E 4.3, 7.7.19: one event may carry
     /// several packets and handles).
     /// (The event's own entries: the report hands this array over, no copy made per report.)
-    @exclusivity(unchecked) private var unreported: [NumberOfCompletedPackets.Entry] = []
-    @exclusivity(unchecked) private var unreportedTotal = 0
+    private var unreported: [NumberOfCompletedPackets.Entry] = []
+    private var unreportedTotal = 0
     /// Longest a completed packet waits to be reported when fewer than half the buffers are.
     public static let completionReportInterval = 0.005
     /// Fault: Number Of Completed Packets withheld (`setCompletingPackets(false)`), per handle.
-    @exclusivity(unchecked) var withholdingCompletions = false
+    var withholdingCompletions = false
     var withheldCompletions: [UInt16: UInt16] = [:]
 
     public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF

@@ -65,10 +65,9 @@ public final class VirtualLink: @unchecked Sendable {
     /// per interval for the link, not one per controller: 32 links bursting would otherwise
     /// wake a thread per controller per burst).
     private var completionReportScheduled = false
-    /// Faults (link context; read for every ACL packet, hence unchecked as the controller's
-    /// queues, see `VirtualController.aclQueue`).
-    @exclusivity(unchecked) var dropACL: Set<Int> = []
-    @exclusivity(unchecked) var delayACL: [Int: Double] = [:]
+    /// Faults (link context; read for every ACL packet).
+    var dropACL: Set<Int> = []
+    var delayACL: [Int: Double] = [:]
     /// Counted on the link context, read from any thread (`aclPacketCount`).
     private let aclPackets = Atomic<Int>(0)
     /// Log lines (controller misbehaviour seen from hosts, faults applied). Bounded. Under `lock`.
