@@ -597,7 +597,12 @@ extension GATTServer: ATTServerHandler {
                 var allowed: UInt16 = 0
                 if properties.contains(.notify) { allowed |= 1 }
                 if properties.contains(.indicate) { allowed |= 2 }
-                let new = (UInt16(value[0]) | UInt16(value[1]) << 8) & allowed
+                let written = UInt16(value[0]) | UInt16(value[1]) << 8
+                // Notification/Indication can only be set when the property is (Core Vol 3 Part G
+                // 3.3.3.3): refused with CCCD Improperly Configured (CSS Part B 1.2), as BlueZ
+                // does. The reserved bits 2–15 are not kept.
+                if written & 3 & ~allowed != 0 { return .error(.cccdImproperlyConfigured) }
+                let new = written & allowed
                 let old = s.peers[peer.id]?.cccd[handle] ?? 0
                 s.peers[peer.id]?.cccd[handle] = new
                 if old != new { s.reindex() }

@@ -351,11 +351,13 @@ public actor L2CAPConnection {
             creditBasedConnectionRequest(id: id, spsm: spsm, remoteCID: scid, mtu: mtu, mps: mps, credits: credits)
         case let .flowControlCreditInd(cid, credits):
             creditIndication(remoteCID: cid, credits: credits)
-        case .creditBasedConnectionRequest:
-            // Enhanced credit-based mode is not supported: refuse every channel (Core Vol 3 Part A 4.26).
+        case let .creditBasedConnectionRequest(_, _, _, _, sourceCIDs):
+            // Enhanced credit-based mode is not supported: refuse every channel, one Destination
+            // CID 0x0000 per Source CID of the request (Core Vol 3 Part A 4.26).
             guard id != 0 else { return }
             sendSignal(SignalingCommand(identifier: id, .creditBasedConnectionResponse(
-                mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported, destinationCIDs: [])))
+                mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported,
+                destinationCIDs: [UInt16](repeating: 0x0000, count: sourceCIDs.count))))
         case .creditBasedReconfigureRequest, .unknown:
             log("\(command.code): not understood, Command Reject sent")
             sendSignal(SignalingCommand(identifier: id, .commandReject(.commandNotUnderstood)))

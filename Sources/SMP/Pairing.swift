@@ -34,7 +34,8 @@ public final class SMPPairing {
     /// when known (a bonded peer behind a new RPA is still the same peer, Vol 3 Part H 2.3.6).
     private let attemptsKey: DeviceAddress
 
-    /// What the pairing waits for. Only the PDU a state names is accepted (others: Pairing Failed).
+    /// What the pairing waits for. Only the PDU a state names is accepted (others: Pairing Failed;
+    /// reserved codes are ignored).
     enum State: Equatable {
         case idle                    // responder: Pairing Request; initiator: start() (or Security Request)
         case awaitingPairingResponse
@@ -142,10 +143,10 @@ public final class SMPPairing {
             return fail(.invalidParameters, "malformed \(SMPPDU.name(ofCode: code) ?? "PDU"): \(error)")
         }
         switch pdu {
-        case .unknown(let c, _):
-            // Answered with Command Not Supported (0x07), as Linux and Zephyr answer unknown codes,
-            // rather than ignored: the peer learns at once that pairing cannot go on.
-            return fail(.commandNotSupported, "unknown SMP code \(hexCode(c))")
+        case .unknown:
+            // A reserved code is ignored, during a pairing too (Vol 3 Part H 3.3; Linux's smp.c
+            // drops it as well): no answer, the state and the SMP timer stay as they were.
+            return []
         case .pairingFailed(let reason):
             return fail(reason, "peer sent Pairing Failed: \(reason)", send: false, remote: true)
         case .securityRequest(let authReq):

@@ -73,6 +73,23 @@ struct L2CAPRuntimeTests {
         #expect(r4 == .sourceCIDAlreadyAllocated)
     }
 
+    /// Core v5.4 Vol 3 Part A 4.26: L2CAP_CREDIT_BASED_CONNECTION_RSP carries one Destination
+    /// CID per Source CID of the request, 0x0000 for each channel not established. We have no
+    /// enhanced credit-based SPSM: all refused, result 0x0002 (SPSM not supported, 4.26).
+    @Test func enhancedCreditBasedRefusalAnswersEverySourceCID() async throws {
+        let l = try await L2CAPPair.make()
+        defer { Task { await l.pair.close() } }
+        for sources: [UInt16] in [[0x0040], [0x0040, 0x0041, 0x0042], [0x0050, 0x0051, 0x0052, 0x0053, 0x0054]] {
+            let answer = try await l.central.signalingRequest(.creditBasedConnectionRequest(
+                spsm: 0x0080, mtu: 100, mps: 100, initialCredits: 1, sourceCIDs: sources))
+            guard case .creditBasedConnectionResponse(_, _, _, let result, let destinations) = answer.body else {
+                Issue.record("\(answer)"); return
+            }
+            #expect(result == .spsmNotSupported)
+            #expect(destinations == [UInt16](repeating: 0x0000, count: sources.count))
+        }
+    }
+
     @Test func creditBasedChannelBetweenOurStacksWithBackPressure() async throws {
         let l = try await L2CAPPair.make()
         defer { Task { await l.pair.close() } }

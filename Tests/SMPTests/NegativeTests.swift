@@ -119,7 +119,10 @@ import HCI
         let p = Self.responder()
         _ = p.receive(Self.request())
         #expect(p.receive([0x0C] + [UInt8](repeating: 0, count: 63)) == Self.failure(.invalidParameters))
-        #expect(Self.responder().receive([0x1F, 0x00]) == Self.failure(.commandNotSupported))
+        // A reserved code is ignored, not answered (Vol 3 Part H 3.3; Table 3.1 ends at 0x0E).
+        let q = Self.responder()
+        #expect(q.receive([0x1F, 0x00]) == [])
+        #expect(!q.isFinished && q.state == .idle)
     }
 
     @Test func peerPairingFailedEndsPairing() {

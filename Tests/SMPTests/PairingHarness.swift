@@ -27,6 +27,12 @@ final class PairingLink {
     var responderLTKReply: [UInt8]?
     /// Every PDU in order, tagged with its sender.
     var transcript: [(SMPRole, [UInt8])] = []
+    /// PDUs a hostile peer slips in ahead of every PDU the receiver gets; the receiver's state
+    /// when each arrived, what it answered, and the states they changed (state or SMP timer).
+    var strays: [[UInt8]] = []
+    var strayArrivals: [SMPPairing.State] = []
+    var strayOutputs: [SMPOutput] = []
+    var strayStateChanges: [SMPPairing.State] = []
 
     private var queue: [(SMPRole, SMPOutput)] = []
 
@@ -67,6 +73,12 @@ final class PairingLink {
         switch output {
         case .send(let bytes):
             transcript.append((from, bytes))
+            for stray in strays {
+                let before = side(to).state, deadline = side(to).deadline
+                strayArrivals.append(before)
+                strayOutputs += side(to).receive(stray)
+                if side(to).state != before || side(to).deadline != deadline { strayStateChanges.append(before) }
+            }
             enqueue(to, side(to).receive(bytes))
         case .user(.displayPasskey(let p)):
             displayed[from] = p

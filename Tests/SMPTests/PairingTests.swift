@@ -119,6 +119,25 @@ struct PairingScenario: CustomTestStringConvertible, Sendable {
         #expect(link.initiator.deadline == nil && link.responder.deadline == nil)
     }
 
+    /// Vol 3 Part H 3.3: a packet received with a reserved Code shall be ignored; Table 3.1
+    /// defines 0x01–0x0E, so 0x00 and 0x0F–0xFF are reserved. Slipped in ahead of
+    /// every PDU of a pairing, they get no answer, change no state, and the pairing completes.
+    @Test(arguments: PairingScenario.all)
+    func reservedCodesAreIgnoredMidPairing(_ s: PairingScenario) throws {
+        let link = PairingLink(initiator: s.initiator, responder: s.responder)
+        link.strays = [[0x00], [0x0F] + [UInt8](repeating: 0, count: 16), [0xFF, 0x01, 0x02]]
+        link.run()
+        // They arrived mid-pairing: every method exchanges Pairing Random (2.3.5.5, 2.3.5.6).
+        #expect(link.strayArrivals.contains(.awaitingRandom))
+        #expect(link.strayOutputs.isEmpty)
+        #expect(link.strayStateChanges.isEmpty)
+        #expect(!link.transcript.contains { $0.1.first == SMPPDU.Code.pairingFailed })
+        let i = try #require(link.initiatorResult, "initiator: \(link.initiator.failure ?? "no result")")
+        let r = try #require(link.responderResult, "responder: \(link.responder.failure ?? "no result")")
+        #expect(i.method == s.method && r.method == s.method)
+        #expect(link.responderLTKReply == link.encryptionKey)
+    }
+
     @Test func bondFromResultFollowsRoles() throws {
         let s = PairingScenario.all.first { $0.name == "legacy Just Works, bonding" }!
         let link = PairingLink(initiator: s.initiator, responder: s.responder)

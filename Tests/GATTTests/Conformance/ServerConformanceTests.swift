@@ -306,6 +306,47 @@ struct ServerWriteConformanceTests {
         ])
     }
 
+    /// Part G 3.3.3.3 (Table 3.11): the Notification bit can only be set when the
+    /// characteristic's properties have Notify, the Indication bit only with Indicate. A write
+    /// setting one anyway is refused with 0xFD, Client Characteristic Configuration Descriptor
+    /// Improperly Configured (Core Specification Supplement Part B 1.2), and the CCCD keeps its
+    /// value. After GAP and GATT (Service Changed 0008 is Indicate only, CCCD 0009, Part G 7.1):
+    ///
+    ///     000E  Primary Service C000
+    ///     000F  Characteristic: read|notify (0x12), value 0010, C001     0011  CCCD
+    ///     0012  Characteristic: read|indicate (0x22), value 0013, C002   0014  CCCD
+    @Test("GATT/SR: CCCD bit without its property (Part G 3.3.3.3)") func cccdBitWithoutItsProperty() async {
+        let server = GATTServer(services: [GATTService(uuid: 0xC000, characteristics: [
+            GATTCharacteristic(uuid: 0xC001, properties: [.read, .notify], value: [0x01]),
+            GATTCharacteristic(uuid: 0xC002, properties: [.read, .indicate], value: [0x02]),
+        ])])
+        let (_, link) = await Loopback.connect(server)
+        await expectExchanges(link, [
+            // The layout above (Part G 3.3.1, 3.3.3.3).
+            ("08 0e00 ffff 0328", "09 07 0f00 12 1000 01c0 1200 22 1300 02c0"),
+            ("04 1100 1100", "05 01 1100 0229"),
+            ("04 1400 1400", "05 01 1400 0229"),
+            // Notify only: Indication refused, alone or with Notification; Notification taken.
+            ("12 1100 0200", "01 12 1100 fd"),
+            ("12 1100 0300", "01 12 1100 fd"),
+            ("0a 1100", "0b 0000"),
+            ("12 1100 0100", "13"),
+            ("12 1100 0200", "01 12 1100 fd"),
+            ("0a 1100", "0b 0100"),
+            // Indicate only: the other way round.
+            ("12 1400 0100", "01 12 1400 fd"),
+            ("12 1400 0300", "01 12 1400 fd"),
+            ("0a 1400", "0b 0000"),
+            ("12 1400 0200", "13"),
+            ("0a 1400", "0b 0200"),
+            ("12 0900 0100", "01 12 0900 fd"),
+            ("0a 0900", "0b 0000"),
+            // A Write Command is not answered (Part F 3.4.5.3) and sets nothing either.
+            ("52 1400 0100", nil),
+            ("0a 1400", "0b 0200"),
+        ])
+    }
+
     /// GATT/SR/GAW/BV-07-C Reliable Writes; GATT/SR/GAW/BV-05-C Write Long (Part G 4.9.4–5;
     /// Part F 3.4.6.1–4): Prepare Write Responses echo the request; Execute Write (0x01) writes.
     @Test("GATT/SR/GAW/BV-07-C, BV-05-C") func preparedWrites() async {
