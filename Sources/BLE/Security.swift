@@ -604,6 +604,13 @@ final class BondedSignedWrites: GATTSignedWriteVerifier {
 enum BondStores {
     private static let stores = Mutex<[String: SMPBondStore]>([:])
 
+    /// Waits until every store of the process has written what was saved (off the host's loop).
+    static func flushAll(log: (@Sendable (String) -> Void)?) async {
+        for store in stores.withLock({ Array($0.values) }) {
+            do { try await store.flushed() } catch { log?("bond store: \(error)") }
+        }
+    }
+
     /// The store of `localIdentity` in `directory`; without `create`, nil while the directory
     /// doesn't exist (no bonds yet: it is made when the first bond is stored).
     static func store(directory: String, localIdentity: DeviceAddress, create: Bool,
@@ -613,7 +620,9 @@ enum BondStores {
             if let s = stores[key] { return s }
             guard create || access(directory, F_OK) == 0 else { return nil }
             do {
-                let s = try SMPBondStore(directory: directory, localIdentity: localIdentity)
+                // A write fails after the save that caused it has returned: said in the log.
+                let s = try SMPBondStore(directory: directory, localIdentity: localIdentity,
+                                         writeFailed: { log?("bond store: \($0): the bonds saved since are kept in memory only") })
                 stores[key] = s
                 return s
             } catch {

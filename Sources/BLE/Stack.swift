@@ -341,6 +341,9 @@ actor Stack {
         eventTask?.cancel()
         await host.close()
         transport.close()
+        // Bonds saved during the run are written by each store's writer: on disk before the
+        // program that closes the stack exits.
+        await BondStores.flushAll(log: options.log)
     }
 }
 

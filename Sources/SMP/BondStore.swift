@@ -170,6 +170,7 @@ public final class SMPBondStore: Sendable {
             if m.file == nil { m.file = try? Self.read(path, localIdentity) }
             var file = m.file ?? BondFile(localIdentity: CodableAddress(localIdentity), bonds: [])
             file.bonds = []
+            file.generation = (file.generation ?? 0) + 1
             m.file = file
             scheduleWrite(&m)
         }
@@ -216,6 +217,7 @@ public final class SMPBondStore: Sendable {
         try memory.withLock { m in
             var file = try loaded(&m)
             do { try body(&file) } catch is Unchanged { return }
+            file.generation = (file.generation ?? 0) + 1
             m.file = file
             scheduleWrite(&m)
         }
@@ -261,6 +263,9 @@ public final class SMPBondStore: Sendable {
 
     private struct BondFile: Codable {
         var version = 1
+        /// Counts the writes of this file (absent in files written before it was kept): tells
+        /// which of the file and a temporary file a killed write left is the newer.
+        var generation: UInt64?
         var localIdentity: CodableAddress
         /// Our IRK (hex), kept so bonded peers still resolve our RPAs in a later run (privacy).
         var localIRK: String?
@@ -285,8 +290,9 @@ public final class SMPBondStore: Sendable {
 
     /// The temporary files a write leaves when the process dies between creating the file and
     /// renaming it (`PATH.tmp-PID`, holding a whole new bond file once fsynced). One of a
-    /// process that is gone is either complete and newer than the bond file, so put in its
-    /// place (it holds the last bonds saved), or removed. A live process's is left to it.
+    /// process that is gone is either complete and of a later write than the bond file (its
+    /// `generation`), so put in its place (it holds the last bonds saved), or removed. A live
+    /// process's is left to it.
     static func recoverTemporaryFiles(of path: String, _ localIdentity: DeviceAddress) {
         let directory = (path as NSString).deletingLastPathComponent
         let prefix = (path as NSString).lastPathComponent + ".tmp-"
@@ -294,11 +300,10 @@ public final class SMPBondStore: Sendable {
         for name in names where name.hasPrefix(prefix) {
             let tmp = (directory as NSString).appendingPathComponent(name)
             if let pid = Int32(name.dropFirst(prefix.count)), pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { continue }
-            var t = stat(), f = stat()
-            let complete = (try? read(tmp, localIdentity)) != nil
-            let newer = stat(tmp, &t) == 0 && (stat(path, &f) != 0 || t.st_mtim.tv_sec > f.st_mtim.tv_sec
-                || (t.st_mtim.tv_sec == f.st_mtim.tv_sec && t.st_mtim.tv_nsec > f.st_mtim.tv_nsec))
-            if complete && newer && rename(tmp, path) == 0 { continue }
+            // Newer: a later write (file times are too coarse to tell writes apart).
+            if let pending = try? read(tmp, localIdentity),
+               (pending.generation ?? 0) > ((try? read(path, localIdentity))?.generation ?? 0),
+               rename(tmp, path) == 0 { continue }
             unlink(tmp)
         }
     }

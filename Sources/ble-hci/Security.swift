@@ -259,6 +259,7 @@ func runBonds(_ c: CommandContext) async throws -> Int32 {
                 try store.remove(b.peer)
                 removed += 1
             }
+            try store.flush()
         }
         guard removed > 0 else { throw CLIFailure("no bond with \(address) in \(dir)", exitCode: ExitCode.failure) }
         out.event([.text("event", "removed"), .text("address", address.description)])
@@ -266,7 +267,10 @@ func runBonds(_ c: CommandContext) async throws -> Int32 {
         return ExitCode.success
     case "clear":
         guard words.count == 1 else { throw UsageError("bonds clear takes no argument", command: cmd) }
-        for store in stores { try store.removeAll() }
+        for store in stores {
+            try store.removeAll()
+            try store.flush()
+        }
         out.event([.text("event", "cleared")])
         out.line("Removed every bond in \(dir).")
         return ExitCode.success

@@ -53,8 +53,8 @@ import VirtualController
 
         // Each side's bond is filed under the other's identity address and holds the IRK that
         // resolves the RPA the other used on this link.
-        let centralBonds = try SMPBondStore(directory: try #require(co.security.bondDirectory), localIdentity: centralIdentity)
-        let peripheralBonds = try SMPBondStore(directory: try #require(po.security.bondDirectory), localIdentity: peripheralIdentity)
+        let centralBonds = try await bondsOnDisk(try #require(co.security.bondDirectory), centralIdentity)
+        let peripheralBonds = try await bondsOnDisk(try #require(po.security.bondDirectory), peripheralIdentity)
         let found = try centralBonds.bond(for: peripheralIdentity)
         let peripheralBond = try #require(found)
         #expect(Self.isRPA(firstAddress, of: peripheralBond.peerIRK))
@@ -103,7 +103,7 @@ import VirtualController
         let remote = try await central.connect(to: adv.address)
         _ = try await remote.pair()
         let dir = try #require(o.security.bondDirectory)
-        let bonds = try SMPBondStore(directory: dir, localIdentity: central.identityAddress)
+        let bonds = try await bondsOnDisk(dir, central.identityAddress)
         #expect(try bonds.bond(for: peripheral.identityAddress)?.peerIRK == nil)
         try await remote.disconnect()
         await central.close()

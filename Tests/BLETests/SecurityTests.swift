@@ -28,6 +28,13 @@ final class RecordingPairingDelegate: PairingDelegate, Sendable {
     func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) { log.withLock { $0.append(event) } }
 }
 
+/// The bonds in `directory`'s file of `local` as they are on disk: the process's stores have
+/// written what they hold (their writer runs off the host's loop), then a new store reads the file.
+func bondsOnDisk(_ directory: String, _ local: DeviceAddress) async throws -> SMPBondStore {
+    await BondStores.flushAll(log: nil)
+    return try SMPBondStore(directory: directory, localIdentity: local)
+}
+
 func temporaryDirectory() -> String {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ble-hci-bonds-\(UUID().uuidString)").path
     try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -216,7 +223,7 @@ func temporaryDirectory() -> String {
         // A fresh peripheral (new bond directory) at the same address.
         let s2 = try await open(central: Self.config(bonds: centralBonds), peripheral: Self.config())
         remote = try await s2.central.connect(to: s2.address)
-        let bonded = try SMPBondStore(directory: centralBonds, localIdentity: remote.connection.local).bonds()
+        let bonded = try await bondsOnDisk(centralBonds, remote.connection.local).bonds()
         // Each virtual link numbers its controllers' public addresses the same way: same peer address.
         try #require(bonded.contains { $0.peer.address == s2.address.address })
         await #expect(throws: BLEError.encryptionFailed(.pinOrKeyMissing)) { try await remote.pair() }
@@ -265,7 +272,8 @@ func temporaryDirectory() -> String {
         let s = try await open(central: central, peripheral: Self.config())
         var remote = try await s.central.connect(to: s.address)
         try await remote.pair()
-        let store = try SMPBondStore(directory: centralBonds, localIdentity: remote.connection.local)
+        // The process's own store: the running central uses what it holds.
+        let store = try #require(BondStores.store(directory: centralBonds, localIdentity: remote.connection.local, create: false, log: nil))
         try await remote.disconnect()
         var bond = try #require(try store.bonds().first)
         bond.ltk[0] ^= 0xFF

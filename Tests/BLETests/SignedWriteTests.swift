@@ -54,10 +54,10 @@ import VirtualController
 
         // Both counters moved past the two signatures (0 and 1).
         let centralDir = try #require(co.security.bondDirectory), peripheralDir = try #require(po.security.bondDirectory)
-        let centralFound = try SMPBondStore(directory: centralDir, localIdentity: central.identityAddress).bond(for: peripheral.identityAddress)
+        let centralFound = try await bondsOnDisk(centralDir, central.identityAddress).bond(for: peripheral.identityAddress)
         let centralBond = try #require(centralFound)
         #expect(centralBond.localSignCounter == 2)
-        let peripheralFound = try SMPBondStore(directory: peripheralDir, localIdentity: peripheral.identityAddress).bond(for: central.identityAddress)
+        let peripheralFound = try await bondsOnDisk(peripheralDir, peripheral.identityAddress).bond(for: central.identityAddress)
         let peripheralBond = try #require(peripheralFound)
         #expect(peripheralBond.signCounter == 2)
         try await remote.disconnect()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import HCI
 @testable import SMP
@@ -25,13 +26,16 @@ import HCI
     /// store object on the same file), kept when the bonds are cleared, 16 octets, mode 0600.
     @Test func localIRKPersists() throws {
         try Self.withDirectory { dir in
-            let irk = try SMPBondStore(directory: dir, localIdentity: Self.local).localIRK()
+            let first = try SMPBondStore(directory: dir, localIdentity: Self.local)
+            let irk = try first.localIRK()
             #expect(irk.count == 16 && irk != [UInt8](repeating: 0, count: 16))
+            try first.flush()
             let again = try SMPBondStore(directory: dir, localIdentity: Self.local)
             #expect(try again.localIRK() == irk)
             try again.save(Self.bond(sc: true, authenticated: false))
             try again.removeAll()
             #expect(try again.localIRK() == irk)
+            try again.flush()
             let mode = try FileManager.default.attributesOfItem(atPath: again.path)[.posixPermissions] as? Int
             #expect(mode == 0o600)
             // Another local identity has its own IRK.
@@ -51,6 +55,7 @@ import HCI
             #expect(try store.bond(for: DeviceAddress(Self.peer.address, type: .publicIdentity)) == b)
             #expect(try store.bond(ediv: 0x1234, rand: Array(1...8)) == b)
             #expect(try store.bond(ediv: 0x1234, rand: Array(2...9)) == nil)
+            try store.flush()
             // One file per local identity, mode 0600, no temp file left behind.
             let files = try FileManager.default.contentsOfDirectory(atPath: dir)
             #expect(files == ["C0-FF-EE-00-00-01-random.json"])
@@ -61,10 +66,6 @@ import HCI
             let text = String(decoding: FileManager.default.contents(atPath: store.path) ?? Data(), as: UTF8.self)
             #expect(text.contains("\"01010101010101010101010101010101\""))
             #expect(text.contains("\"0102030405060708\""))
-            // A temp file left by a crash mid-write is not the bond file: nothing is lost or misread.
-            #expect(FileManager.default.createFile(atPath: store.path + ".tmp-99999", contents: Data("{".utf8)))
-            #expect(try store.bonds() == [b])
-            try FileManager.default.removeItem(atPath: store.path + ".tmp-99999")
             // A second store (new process) reads the same.
             #expect(try SMPBondStore(directory: dir, localIdentity: Self.local).bonds() == [b])
             // Replacing keeps one bond per peer; the file is replaced, not edited in place (new inode).
@@ -72,9 +73,94 @@ import HCI
             let newer = Self.bond(sc: false, authenticated: false, fill: 2)
             try store.save(newer)
             #expect(try store.bonds() == [newer])
+            try store.flush()
             #expect(stat(store.path, &st) == 0 && st.st_ino != inode && st.st_mode & 0o777 == 0o600)
             try store.remove(Self.peer)
             #expect(try store.bonds().isEmpty)
+        }
+    }
+
+    /// Issue 24: look-ups and saves work on the store's copy in memory and leave the file to
+    /// its writer, so none does file I/O on the caller's thread (the host's loop). With the
+    /// writer held, saves return and are seen at once while the file is untouched; let go, one
+    /// write puts the newest bonds on disk, read back by a new store (a later process).
+    @Test func savesAndLookUpsLeaveTheFileToTheWriter() throws {
+        try Self.withDirectory { dir in
+            let writer = DispatchQueue(label: "held writer")
+            writer.suspend()
+            let store = try SMPBondStore(directory: dir, localIdentity: Self.local, writer: writer)
+            var b = Self.bond(sc: true, authenticated: false)
+            for counter in 0..<100 as Range<UInt32> {
+                b.signCounter = counter
+                try store.save(b, allowDowngrade: true)
+                #expect(try store.bond(for: Self.peer)?.signCounter == counter)
+            }
+            #expect(!FileManager.default.fileExists(atPath: store.path), "a save wrote the file on the caller's thread")
+            writer.resume()
+            try store.flush()
+            #expect(try SMPBondStore(directory: dir, localIdentity: Self.local).bonds() == [b])
+            // The file was written whole, and only the newest state: no temp file left.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["C0-FF-EE-00-00-01-random.json"])
+        }
+    }
+
+    /// A write that fails after its save returned is reported (to `writeFailed` and by
+    /// `flush`), naming the file; the bonds stay in memory.
+    @Test func failedWriteIsReportedWithTheFile() throws {
+        try Self.withDirectory { dir in
+            let reported = Mutex<[SMPBondStoreError]>([])
+            let store = try SMPBondStore(directory: dir, localIdentity: Self.local,
+                                         writeFailed: { e in reported.withLock { $0.append(e) } })
+            #expect(try store.bonds().isEmpty)
+            try FileManager.default.removeItem(atPath: dir)  // nowhere to write the temp file
+            let b = Self.bond(sc: true, authenticated: false)
+            try store.save(b)
+            #expect(throws: SMPBondStoreError.self) { try store.flush() }
+            let errors = reported.withLock { $0 }
+            #expect(errors.count == 1)
+            #expect(errors.first.map { "\($0)" }?.contains(store.path) == true)
+            #expect(try store.bonds() == [b])
+        }
+    }
+
+    /// Issue 31: a temporary file left by a process killed between writing it and renaming it
+    /// (`FILE.tmp-PID`, holding keys) is not left lying: a complete one newer than the bond
+    /// file holds the last bonds saved and takes its place; a partial one is removed; and
+    /// `removeAll` (`ble-hci bonds clear`) removes them too. A live process's is left alone.
+    @Test func temporaryFilesOfADeadWriterAreRecoveredOrRemoved() throws {
+        try Self.withDirectory { dir in
+            let writer = try SMPBondStore(directory: dir, localIdentity: Self.local)
+            let old = Self.bond(sc: true, authenticated: false, fill: 1), new = Self.bond(sc: true, authenticated: false, fill: 2)
+            try writer.save(old)
+            try writer.flush()
+            let oldFile = try #require(FileManager.default.contents(atPath: writer.path))
+            try writer.save(new)
+            try writer.flush()
+            let newFile = try #require(FileManager.default.contents(atPath: writer.path))
+            // The state a kill after the temp file's fsync, before the rename, leaves: the old
+            // file, and the new one under the temp name of a process that is gone (no PID is
+            // this large: pid_max is at most 2^22, proc(5)).
+            let deadTemp = writer.path + ".tmp-2147483646"
+            #expect(FileManager.default.createFile(atPath: writer.path, contents: oldFile))
+            #expect(FileManager.default.createFile(atPath: deadTemp, contents: newFile))
+            // A live process's (ours is alive) is its own: left.
+            let liveTemp = writer.path + ".tmp-1"  // init, always alive
+            #expect(FileManager.default.createFile(atPath: liveTemp, contents: Data("{".utf8)))
+            let later = try SMPBondStore(directory: dir, localIdentity: Self.local)
+            #expect(try later.bonds() == [new])
+            #expect(!FileManager.default.fileExists(atPath: deadTemp))
+            #expect(FileManager.default.fileExists(atPath: liveTemp))
+            try FileManager.default.removeItem(atPath: liveTemp)
+            // Cut short (the kill came mid-write): removed, the bond file stands.
+            #expect(FileManager.default.createFile(atPath: deadTemp, contents: newFile.prefix(40)))
+            #expect(try SMPBondStore(directory: dir, localIdentity: Self.local).bonds() == [new])
+            #expect(!FileManager.default.fileExists(atPath: deadTemp))
+            // `removeAll` on a store that has read its file already still clears them.
+            #expect(FileManager.default.createFile(atPath: deadTemp, contents: newFile))
+            try later.removeAll()
+            try later.flush()
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["C0-FF-EE-00-00-01-random.json"])
+            #expect(try SMPBondStore(directory: dir, localIdentity: Self.local).bonds().isEmpty)
         }
     }
 
