@@ -604,6 +604,11 @@ final class BondedSignedWrites: GATTSignedWriteVerifier {
 enum BondStores {
     private static let stores = Mutex<[String: SMPBondStore]>([:])
 
+    /// Makes `store` the process's store of its file (tests: one whose writer they hold).
+    static func adopt(_ store: SMPBondStore, directory: String) {
+        stores.withLock { $0[directory + "\u{0}" + store.localIdentity.description] = store }
+    }
+
     /// Waits until every store of the process has written what was saved (off the host's loop).
     static func flushAll(log: (@Sendable (String) -> Void)?) async {
         for store in stores.withLock({ Array($0.values) }) {

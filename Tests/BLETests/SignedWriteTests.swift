@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 import HCI
 import ATT
 import GATT
@@ -63,6 +64,78 @@ import VirtualController
         try await remote.disconnect()
         watcher.cancel()
         await central.close()
+        await peripheral.close()
+    }
+
+    /// Issue 24: a flood of Signed Write Commands from one central does not hold up another
+    /// central's reads on the same controller. Each verification moves the bond's SignCounter
+    /// (Vol 3 Part H 2.4.5), a bond-store save; the store's writer is held for the whole test,
+    /// so a verification that waited for the file (as it once did, twice fsynced, on the loop
+    /// every link of the controller shares) would never finish. Let go at the end, the writer
+    /// puts the last counter on disk.
+    @Test func signedWriteFloodLeavesAnotherLinksReadsAnswered() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 3)
+        var po = StackOptions()
+        po.attTimeout = .seconds(10)
+        po.security = SecurityTests.config()
+        var co = po
+        co.security = SecurityTests.config()
+        co.security.encryptBondedLinks = false
+        let readable: BluetoothUUID = 0xFF72
+        let services = [GATTService(uuid: Self.service, characteristics: Self.services[0].characteristics + [
+            GATTCharacteristic(uuid: readable, properties: [.read], permissions: [.readable], value: [0x2A]),
+        ])]
+        let peripheral = try await Peripheral.open(transports[0], services: services, name: "signed", options: po)
+        let peripheralDir = try #require(po.security.bondDirectory)
+        let writer = DispatchQueue(label: "held bond writer")
+        writer.suspend()
+        let held = try SMPBondStore(directory: peripheralDir, localIdentity: peripheral.identityAddress, writer: writer)
+        BondStores.adopt(held, directory: peripheralDir)
+        let writes = Mutex(0)
+        let watcher = Task { for await e in peripheral.events { if case .wrote(_, Self.signed, _) = e { writes.withLock { $0 += 1 } } } }
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "signed"))
+        let flooder = try await Central.open(transports[1], options: co)
+        let adv = try await flooder.find(ScanFilter(nameContains: "signed"), timeout: .seconds(5))
+        var signer = try await flooder.connect(to: adv.address)
+        _ = try await signer.pair()
+        try await signer.disconnect()
+        signer = try await flooder.connect(to: adv.address)
+        let signedChar = try #require(try await signer.discoverAll().flatMap(\.characteristics).first { $0.characteristic.uuid == Self.signed }).characteristic
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "signed"))
+        var ro = po
+        ro.security = SecurityTests.config()
+        let reader = try await Central.open(transports[2], options: ro)
+        let other = try await reader.connect(to: try await reader.find(ScanFilter(nameContains: "signed"), timeout: .seconds(5)).address)
+        let readChar = try #require(try await other.discoverAll().flatMap(\.characteristics).first { $0.characteristic.uuid == readable }).characteristic
+
+        let count = 500
+        let flood = Task {
+            for n in 0..<count { try await signer.write([UInt8(n & 0xFF)], to: signedChar, type: .withoutResponse) }
+        }
+        let clock = ContinuousClock()
+        var slowest = Duration.zero
+        for _ in 0..<20 {
+            let start = clock.now
+            #expect(try await other.read(readChar) == [0x2A])
+            slowest = max(slowest, clock.now - start)
+        }
+        try await flood.value
+        try await eventually("\(count) signed writes applied (\(writes.withLock { $0 }))", timeout: .seconds(20)) {
+            writes.withLock { $0 } == count
+        }
+        // Generous: a read on the in-process link takes well under a millisecond.
+        #expect(slowest < .seconds(1), "a read waited \(slowest) behind the signed writes")
+        #expect(FileManager.default.contents(atPath: held.path).flatMap { String(decoding: $0, as: UTF8.self) }?.contains("signCounter") != true,
+                "the held writer wrote")
+        writer.resume()
+        try held.flush()
+        let onDisk = try SMPBondStore(directory: peripheralDir, localIdentity: peripheral.identityAddress).bond(for: flooder.identityAddress)
+        #expect(try #require(onDisk).signCounter == UInt32(count))
+        try await signer.disconnect()
+        try await other.disconnect()
+        watcher.cancel()
+        await flooder.close()
+        await reader.close()
         await peripheral.close()
     }
 
