@@ -269,7 +269,12 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         let frame = Self.frame(pdu), opcode = pdu.opcode
         return try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<ATTPDU, any Error>) in
             let t = Transaction(opcode: opcode, waiter: c)
-            onExecutor { $0.submitRequest(frame, t) }
+            // On the executor (a task preferring it): at once, no job and no closure kept.
+            if executor.isCurrent {
+                assumeIsolated { $0.submitRequest(frame, t) }
+            } else {
+                executor.submit { self.assumeIsolated { $0.submitRequest(frame, t) } }
+            }
         }
     }
 
