@@ -48,7 +48,7 @@ let package = Package(
         .executableTarget(name: "example-peripheral", dependencies: ["BLE", "ATT", "GATT", "HCI", "Transport"], path: "Tools/examples/Peripheral"),
         .executableTarget(name: "ble-hci-bench", dependencies: ["BLE", "HCI", "GATT", "VirtualController", "Capture", "Transport"], path: "Tools/bench/Swift"),
 
-        .target(name: "StackTestSupport", dependencies: ["HCI", "Host", "L2CAP", "Transport", "TestSupport"], path: "Tests/StackTestSupport"),
+        .target(name: "StackTestSupport", dependencies: ["HCI", "Host", "L2CAP", "Transport", "VirtualController", "TestSupport"], path: "Tests/StackTestSupport"),
         .testTarget(name: "HCITests", dependencies: ["HCI"]),
         .testTarget(name: "TransportTests", dependencies: ["HCI", "Transport", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["HCI", "Transport", "Capture"]),

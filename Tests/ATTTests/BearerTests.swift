@@ -123,23 +123,26 @@ struct BearerTests {
         #expect(handles == [10, 11, 12])
     }
 
+    /// The transaction timeout is 30 s (Core v5.4 Vol 3 Part F 3.3.3): on the manual clock,
+    /// 30 s pass at once; the outstanding request and the one queued behind it fail, and the
+    /// bearer stays closed ("no more ATT PDUs shall be sent on this bearer").
     @Test func transactionTimeoutClosesTheBearer() async throws {
         let pair = try await LinkPair.make()
         defer { Task { await pair.close() } }
-        var config = ATTBearerConfiguration()
-        config.transactionTimeout = .milliseconds(400)
         // The peer runs L2CAP but no ATT bearer: requests are dropped, never answered.
         let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
         let lp = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral)
-        let c = ATTBearer(l2cap: lc, configuration: config)
+        let c = ATTBearer(l2cap: lc)
         await c.start(); await lc.start(); await lp.start()
-        let start = ContinuousClock.now
+        let armed = await pair.centralHost.armedDeadlineCount
         let waiting = Task { try await c.request(.readRequest(handle: 2)) }   // queued behind the first
         let first = Task { try await c.request(.readRequest(handle: 1)) }
+        // 1 ms short of the timeout, nothing has failed yet.
+        try await pair.advance(by: .seconds(30) - .milliseconds(1), once: pair.centralHost, hasArmed: armed + 1)
+        #expect(await c.closedReason == nil)
+        pair.clock.advance(by: .milliseconds(1))
         await #expect(throws: ATTBearerError.self) { _ = try await first.value }
         await #expect(throws: ATTBearerError.self) { _ = try await waiting.value }
-        let elapsed = ContinuousClock.now - start
-        #expect(elapsed >= .milliseconds(350) && elapsed < .seconds(3))
         guard case .transactionTimeout(let what)? = await c.closedReason else {
             Issue.record("closedReason is \(String(describing: await c.closedReason))"); return
         }
@@ -238,10 +241,16 @@ struct BearerTests {
         let b = try await BearerPair.make(timeout: .seconds(30))
         defer { Task { await b.pair.close() } }
         // The client's handler holds the confirmation back past the disconnection.
-        await b.client.setNotificationHandler { _ in try? await Task.sleep(for: .seconds(3)) }
+        let reached = Mutex(false)
+        let (never, held) = AsyncStream<Void>.makeStream()
+        defer { held.finish() }
+        await b.client.setNotificationHandler { _ in
+            reached.withLock { $0 = true }
+            for await _ in never {}
+        }
         let push = try #require(b.delegate.push.withLock { $0 })
         let waiting = Task { try await push.indicate(handle: 1, value: [1]) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await eventually("the indication at the client's handler") { reached.withLock { $0 } }
         try await b.pair.centralHost.disconnect(handle: b.pair.central.handle)
         await #expect(throws: ATTBearerError.self) { try await waiting.value }
         guard case .closed? = await b.server.closedReason else {

@@ -29,23 +29,19 @@ struct L2CAPRuntimeTests {
     @Test func signalingTimeoutAndDisconnectFailPending() async throws {
         let pair = try await LinkPair.make()
         defer { Task { await pair.close() } }
-        var config = L2CAPConfiguration()
-        config.signalingTimeout = .milliseconds(300)
-        // Only the central runs L2CAP: the peripheral never answers.
-        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: config)
+        // The RTX timer (Core v5.4 Vol 3 Part A 6.2.1) at its default here, 30 s, on the
+        // manual clock. Only the central runs L2CAP: the peripheral never answers.
+        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central)
         await c.start()
-        let start = ContinuousClock.now
+        let armed = await pair.centralHost.armedDeadlineCount
+        let request = Task { try await c.connectChannel(psm: 0x80) }
+        try await pair.advance(by: .seconds(30), once: pair.centralHost, hasArmed: armed + 1)
         await #expect(throws: L2CAPError.signalingTimeout("LE Credit Based Connection Request (0x14)")) {
-            _ = try await c.connectChannel(psm: 0x80)
+            _ = try await request.value
         }
-        #expect(ContinuousClock.now - start < .seconds(5))
-        // Link loss fails everything pending at once.
-        var long = L2CAPConfiguration()
-        long.signalingTimeout = .seconds(30)
-        let c2 = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: long)
+        // Link loss fails everything pending at once (no time passes).
         let pending = Task { try await c.connectChannel(psm: 0x81) }
-        try await Task.sleep(for: .milliseconds(100))
-        _ = c2
+        try await eventually("the second request armed") { await pair.centralHost.armedDeadlineCount > armed }
         try await pair.centralHost.disconnect(handle: pair.central.handle)
         await #expect(throws: L2CAPError.disconnected(handle: pair.central.handle)) { try await pending.value }
         #expect(await c.isDisconnected)
@@ -153,16 +149,15 @@ struct L2CAPRuntimeTests {
             for await _ in gate.stream { break }
             return true
         }
+        let seen = Mutex<[SignalingCommand]>([])
         let responses = Task { () throws -> [SignalingCommand] in
-            var out: [SignalingCommand] = []
             for await f in pair.peripheral.frames {
                 try Task.checkCancellation()
                 guard let frame = try? L2CAPFrame.decode(f), frame.cid == .leSignaling,
                       let command = try? SignalingCommand.decode(frame.payload) else { continue }
-                out.append(command)
-                if out.count == 20 { break }
+                if seen.withLock({ $0.append(command); return $0.count }) == 20 { break }
             }
-            return out
+            return seen.withLock { $0 }
         }
         for id in UInt8(1)...20 {
             let request = SignalingCommand(identifier: id, .connectionParameterUpdateRequest(
@@ -170,7 +165,8 @@ struct L2CAPRuntimeTests {
             try await pair.peripheralHost.sendL2CAP(L2CAPFrame(cid: .leSignaling, payload: request.bytes).bytes,
                                                     on: pair.peripheral.handle)
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Requests 2–20 are answered while the first is being decided.
+        try await eventually("19 rejections (\(seen.withLock { $0.count }))") { seen.withLock { $0.count } == 19 }
         #expect(asked.all.count == 1)
         gate.continuation.yield()
         guard let result = await outcome(of: responses, within: .seconds(10)), case .success(let got) = result else {
@@ -190,8 +186,7 @@ struct L2CAPRuntimeTests {
     @Test func sendFailsWhenThePeerGivesNoCredits() async throws {
         let pair = try await LinkPair.make()
         defer { Task { await pair.close() } }
-        var config = L2CAPConfiguration()
-        config.creditTimeout = .milliseconds(300)
+        let config = L2CAPConfiguration()  // creditTimeout 30 s, on the manual clock
         let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: config)
         let p = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral, configuration: L2CAPConfiguration())
         await c.start()
@@ -200,13 +195,15 @@ struct L2CAPRuntimeTests {
         await p.listen(psm: 0x80, credits: 1) { _ in }
         let channel = try await c.connectChannel(psm: 0x80)
         try await channel.send([1, 2, 3])
+        let armed = await pair.centralHost.armedDeadlineCount
         let second = Task { try await channel.send([4, 5, 6]) }
+        try await pair.advance(by: config.creditTimeout, once: pair.centralHost, hasArmed: armed + 1)
         guard let result = await outcome(of: second, within: .seconds(10)) else {
             Issue.record("send still waiting for credits after 10 s")
             return
         }
         guard case .failure(let error) = result else { Issue.record("the second send succeeded without credits"); return }
-        #expect(error as? L2CAPError == .creditTimeout(cid: channel.localCID, waited: .milliseconds(300)))
+        #expect(error as? L2CAPError == .creditTimeout(cid: channel.localCID, waited: config.creditTimeout))
     }
 
     /// 100 KB each way with SDUs larger than the MPS, against Bumble's L2CAP as the echo peer.

@@ -1,23 +1,33 @@
-// Two of our hosts linked over Bumble's virtual controllers (27-octet ACL buffers), shared by
-// the L2CAP and ATT runtime tests.
+// Two of our hosts on the in-process virtual link (our controller: 8 ACL buffers of 27 octets,
+// so frames are fragmented and flow controlled), both on one manual deadline clock: the L2CAP
+// and ATT runtime tests need no process, and a timeout is a clock advance, not a wait (the
+// swift-nio `EmbeddedChannel` idea for a link). Interop with another stack is the Interop
+// suites' (Bumble).
 import Testing
 import HCI
 import Host
 import L2CAP
 import TestSupport
 import Transport
+import VirtualController
 
-public final class LinkPair: @unchecked Sendable {
-    public let controllers: BumbleControllers
+public final class LinkPair: Sendable {
+    public let link: VirtualLink
+    /// Every deadline of both hosts (commands, procedures, ATT, signaling, credits): moves only
+    /// when the test advances it.
+    public let clock: ManualDeadlineClock
     public let centralHost: Host
     public let peripheralHost: Host
     public let central: LEConnection
     public let peripheral: LEConnection
 
     public static func make() async throws -> LinkPair {
-        let controllers = try await BumbleControllers.start()
-        let a = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1))
-        let b = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port2))
+        let (link, transports) = VirtualLink.inProcess(count: 2)
+        let clock = ManualDeadlineClock()
+        var configuration = HostConfiguration()
+        configuration.clock = clock
+        let a = Host(transport: transports[0], configuration: configuration)
+        let b = Host(transport: transports[1], configuration: configuration)
         _ = try await a.start()
         _ = try await b.start()
         let connected = Task { () -> LEConnection? in
@@ -28,21 +38,30 @@ public final class LinkPair: @unchecked Sendable {
         let c = try await a.connect(to: DeviceAddress(await b.staticRandomAddress, type: .random), timeout: .seconds(10))
         let p = try await withTimeout(.seconds(10), "peripheral connected event") { await connected.value }
         guard let p else { throw HarnessError("peripheral host events ended before a connection") }
-        return LinkPair(controllers: controllers, a: a, b: b, central: c, peripheral: p)
+        return LinkPair(link: link, clock: clock, a: a, b: b, central: c, peripheral: p)
     }
 
-    private init(controllers: BumbleControllers, a: Host, b: Host, central: LEConnection, peripheral: LEConnection) {
-        self.controllers = controllers
+    private init(link: VirtualLink, clock: ManualDeadlineClock, a: Host, b: Host, central: LEConnection, peripheral: LEConnection) {
+        self.link = link
+        self.clock = clock
         self.centralHost = a
         self.peripheralHost = b
         self.central = central
         self.peripheral = peripheral
     }
 
+    /// Moves both hosts' time forward by `d` once `host` has armed `deadlines` deadlines (the
+    /// procedure whose timeout the test wants is waiting), so the due ones fire.
+    public func advance(by d: Duration, once host: Host, hasArmed deadlines: Int = 1) async throws {
+        try await eventually("\(deadlines) deadline(s) armed") {
+            await host.armedDeadlineCount >= deadlines
+        }
+        clock.advance(by: d)
+    }
+
     public func close() async {
         await centralHost.close()
         await peripheralHost.close()
-        controllers.stop()
     }
 }
 
