@@ -108,9 +108,9 @@ actor LinkSecurity {
     private(set) var lastPairing: PairingSummary?
     private var waiters: [CheckedContinuation<ATTSecurity, any Error>] = []
     private var down: HCIStatus?
-    /// The security the link has once the encryption being started succeeds: the host's
-    /// encryption observer hands it to the ATT bearer synchronously (before the peer's next PDU).
-    private nonisolated let expected = Mutex<ATTSecurity?>(nil)
+    /// The security the link has once the encryption being started succeeds: handed to the ATT
+    /// bearer at the Encryption Change, synchronously (before the peer's next PDU).
+    private var expected: ATTSecurity?
 
     init(connection: LEConnection, host: Host, clock: any DeadlineClock, bearer: ATTBearer,
          configuration: SecurityConfiguration, bonds: SMPBondStore?, delegate: (any PairingDelegate)?,
@@ -146,18 +146,28 @@ actor LinkSecurity {
 
     private nonisolated var now: ContinuousClock.Instant { clock.now }
 
-    /// The host's encryption observer (host executor): Encryption Change / Key Refresh Complete
-    /// is handled before the ACL data that follows it (the peer's key distribution, its ATT
-    /// requests), so SMP PDUs see the encryption they were sent under.
-    nonisolated func encryptionObserved(enabled: Bool, status: HCIStatus) {
-        if enabled, let s = expected.withLock({ $0 }) { bearer.setSecurity(s) }
-        assumeIsolated { $0.encryptionChanged(enabled: enabled, status: status) }
+    /// The link's observer (`Host.observeLink`, on the host's executor): its HCI events reach
+    /// SMP by this one route, in controller order with its ACL data. Encryption Change / Key
+    /// Refresh Complete is handled before the ACL data that follows it (the peer's key
+    /// distribution, its ATT requests), so SMP PDUs see the encryption they were sent under.
+    nonisolated func observed(_ event: HostLinkEvent) {
+        assumeIsolated { security in
+            switch event {
+            case let .encryptionChanged(enabled, status):
+                if enabled, let s = security.expected { security.bearer.setSecurity(s) }
+                security.encryptionChanged(enabled: enabled, status: status)
+            case let .longTermKeyRequest(random, ediv):
+                security.longTermKeyRequested(ediv: ediv, rand: random)
+            case .disconnected(let reason):
+                security.linkDown(reason)
+            }
+        }
     }
 
     private func expect(_ s: ATTSecurity) {
         var s = s
         s.keyAvailable = keyAvailable
-        expected.withLock { $0 = s }
+        expected = s
     }
 
     /// What a pairing's key gives before its completion confirms it: every method but Just Works

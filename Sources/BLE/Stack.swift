@@ -200,19 +200,15 @@ actor Stack {
             for o in linkObservers { o(.connected(link)) }
         case .disconnected(let handle, let reason):
             guard let task = links.removeValue(forKey: handle) else { return }
-            let link = await task.value
-            await link.security.linkDown(reason)
+            let link = await task.value  // its security heard the disconnection from the host
             link.markDisconnected(reason)
             for o in linkObservers { o(.disconnected(link, reason)) }
         case .transportLost(let error):
             lose("the controller transport was lost: \(error)")
         case .hardwareError(let code):
             lose("the controller reported Hardware Error \(hexCode(code))")
-        case .encryptionChanged:
-            break  // handled by the link's encryption observer, in order with its SMP PDUs
-        case let .longTermKeyRequest(handle, random, ediv):
-            guard let task = links[handle] else { return }
-            await task.value.security.longTermKeyRequested(ediv: ediv, rand: random)
+        case .encryptionChanged, .longTermKeyRequest:
+            break  // the link's own: its security observes them (`Host.observeLink`)
         case .warning(let text):
             options.log?(text)
         default:
@@ -232,9 +228,8 @@ actor Stack {
         links = [:]
         Task {
             for (_, t) in pending {
-                let link = await t.value
-                await link.security.linkDown(.unspecifiedError)
-                link.markDisconnected(.unspecifiedError)
+                // (The host told each link's security when it failed.)
+                await t.value.markDisconnected(.unspecifiedError)
             }
         }
     }
@@ -267,7 +262,7 @@ actor Stack {
                                         configuration: options.security, bonds: bonds,
                                         delegate: options.pairingDelegate, attempts: attempts, log: options.log)
             await security.prepare()
-            await host.observeEncryption(handle: connection.handle) { security.encryptionObserved(enabled: $0, status: $1) }
+            await host.observeLink(connection) { security.observed($0) }
             if let server { await bearer.setServerDelegate(server) }
             let automatic = connection.role == .central && options.security.automaticSecurity
             let client = GATTClient(requester: automatic ? SecuringRequester(bearer: bearer, security: security) : bearer)

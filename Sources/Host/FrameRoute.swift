@@ -1,8 +1,22 @@
+import HCI
 import Synchronization
+
+/// What the host tells the layers of one link about it besides its frames: the HCI events of
+/// the link, handed on by one route (`FrameRoute.observe`), synchronously on the host's
+/// executor, in controller order with the link's ACL data.
+public enum HostLinkEvent: Sendable, Equatable {
+    /// Encryption Change / Encryption Key Refresh Complete (Core v5.4 Vol 4 Part E 7.7.8, 7.7.39).
+    case encryptionChanged(enabled: Bool, status: HCIStatus)
+    /// LE Long Term Key Request (7.7.65.5): the peripheral's host answers it.
+    case longTermKeyRequest(random: UInt64, ediv: UInt16)
+    /// The link is gone (Disconnection Complete, or the host died: Unspecified Error).
+    case disconnected(HCIStatus)
+}
 
 /// Where the `Host` hands one link's reassembled L2CAP frames, synchronously, on its own
 /// executor: the one receive path of the stack (Host → L2CAP → ATT/SMP/signaling → GATT runs
-/// to completion per frame, with no task hop).
+/// to completion per frame, with no task hop). The link's events (`HostLinkEvent`) go the
+/// same way to the one observer (`observe`): held until it is installed, then handed on.
 ///
 /// A link has one consumer, chosen once: the L2CAP layer installs a sink (`install`), or a
 /// test/tool reads `LEConnection.frames` (`stream()`). Frames that arrive before either are
@@ -17,6 +31,8 @@ public final class FrameRoute: Sendable {
     public typealias Sink = @Sendable ([UInt8]) -> Void
     /// Called once on the host's executor when the link is gone.
     public typealias Closed = @Sendable () -> Void
+    /// Hears the link's events on the host's executor.
+    public typealias Observer = @Sendable (HostLinkEvent) -> Void
 
     private enum Consumer {
         case undecided(held: [[UInt8]])
@@ -26,7 +42,12 @@ public final class FrameRoute: Sendable {
     private struct State {
         var consumer = Consumer.undecided(held: [])
         var closed = false
+        var observer: Observer?
+        /// Events that came before the observer (at most `heldEventLimit`, and the disconnection).
+        var heldEvents: [HostLinkEvent] = []
     }
+    /// Link events held for an observer not installed yet, beyond the disconnection.
+    static let heldEventLimit = 16
     private let state = Mutex(State())
     let limit: Int
 
@@ -95,8 +116,46 @@ public final class FrameRoute: Sendable {
         }
     }
 
-    /// Host: the link is gone; tells the consumer once.
-    func close(host: isolated Host) {
+    /// Makes `observer` the link's observer: the events held so far first, then each as it
+    /// comes, ending with `.disconnected` (at once when the link is gone already). Call it on
+    /// `host`'s executor (checked). A second observer is refused (false).
+    @discardableResult
+    public func observe(_ observer: @escaping Observer, on host: Host) -> Bool {
+        host.preconditionIsolated("FrameRoute.observe runs on the host's executor")
+        let held: [HostLinkEvent]? = state.withLock { s in
+            guard s.observer == nil else { return nil }
+            s.observer = observer
+            defer { s.heldEvents = [] }
+            return s.heldEvents
+        }
+        guard let held else { return false }
+        for e in held { observer(e) }
+        if case .disconnected? = held.last { state.withLock { $0.observer = nil } }
+        return true
+    }
+
+    /// Host: hands `event` to the observer, or holds it until there is one.
+    func signal(_ event: HostLinkEvent, host: isolated Host) {
+        let observer: Observer? = state.withLock { s in
+            if let o = s.observer {
+                if case .disconnected = event { s.observer = nil }  // the last one: let it go
+                return o
+            }
+            if case .disconnected = event { s.heldEvents.append(event) } else if s.heldEvents.count < Self.heldEventLimit {
+                s.heldEvents.append(event)
+            }
+            return nil
+        }
+        observer?(event)
+    }
+
+    /// Host: the link is gone (`reason`); tells the consumer and the observer once.
+    func close(reason: HCIStatus, host: isolated Host) {
+        if !state.withLock({ $0.closed }) { signal(.disconnected(reason), host: host) }
+        closeFrames(host: host)
+    }
+
+    private func closeFrames(host: isolated Host) {
         enum Next { case none, sink(Closed), stream(AsyncStream<[UInt8]>.Continuation) }
         let next: Next = state.withLock { s in
             guard !s.closed else { return .none }

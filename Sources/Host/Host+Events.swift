@@ -114,6 +114,7 @@ extension Host: HCIEventHandler {
     }
 
     package func handle(_ c: LELongTermKeyRequest) {
+        links[c.connectionHandle]?.connection.route.signal(.longTermKeyRequest(random: c.randomNumber, ediv: c.encryptedDiversifier), host: self)
         emit(.longTermKeyRequest(handle: c.connectionHandle, random: c.randomNumber, ediv: c.encryptedDiversifier))
     }
 

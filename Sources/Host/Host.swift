@@ -97,9 +97,6 @@ public actor Host {
     }
 
     var waiters: [Waiter] = []
-    /// Called on the host's executor at Encryption Change / Key Refresh Complete, before any later
-    /// packet of the link is handled (see `observeEncryption`).
-    var encryptionObservers: [UInt16: @Sendable (Bool, HCIStatus) -> Void] = [:]
     /// Results that arrived before their waiter started awaiting.
     var waiterResults: [UInt64: Result<WaiterResult, any Error>] = [:]
     var waiterTimeouts: [UInt64: DeadlineID] = [:]
@@ -217,7 +214,7 @@ public actor Host {
         waiterResults.removeAll()
         for link in links.values {
             while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
-            link.connection.route.close(host: self)
+            link.connection.route.close(reason: .unspecifiedError, host: self)
         }
         links.removeAll()
         readyLinks.removeAll()
@@ -409,14 +406,13 @@ public actor Host {
             return
         }
         let error = HostError.disconnected(handle: handle, reason: reason)
-        encryptionObservers[handle] = nil
         // Buffers held by this link's packets are freed by the controller.
         aclCredits = Swift.min(aclBufferCount, aclCredits + link.inFlight)
         if link.inFlight > 0 { creditProgress = true }
         link.inFlight = 0
         while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
         link.reassembler.reset()
-        link.connection.route.close(host: self)
+        link.connection.route.close(reason: reason, host: self)
         if link.scheduled {
             link.scheduled = false
             if let i = readyLinks[readyHead...].firstIndex(of: handle) { readyLinks.remove(at: i) }

@@ -101,3 +101,46 @@ extension ACLFlowTests {
         await host.close()
     }
 }
+
+/// Issue 24: a link's HCI events reach its layers by one route, the link's observer
+/// (`Host.observeLink`), synchronously on the host's executor and in controller order with its
+/// frames: events that came before the observer are handed over first, the disconnection is the
+/// last one, and a later link with the same handle is a link of its own.
+extension ACLFlowTests {
+    @Test func linkEventsReachTheObserverInOrderIncludingThoseBeforeIt() async throws {
+        let (host, t) = try await makeHost(handles: [0x40])
+        let link = try #require(await host.connection(0x40))
+        let seen = Mutex<[String]>([])
+        // Before anyone observes: an LTK request (Core v5.4 Vol 4 Part E 7.7.65.5), then a frame.
+        t.inject(le: LELongTermKeyRequest(connectionHandle: 0x40, randomNumber: 0x1122, encryptedDiversifier: 0x33))
+        let frame = l2capFrame(5, seed: 7)
+        t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: .first, data: frame)))
+        // (Each `await host` below runs after the host's handling of what was injected before.)
+        let record = SinkRecord()
+        await installRecordingSink(link.route, record, host: host)
+        let installed = await host.observeLink(link) { e in seen.withLock { $0.append("\(e)") } }
+        #expect(installed)
+        #expect(await !host.observeLink(link) { _ in Issue.record("a second observer heard an event") })
+        // Encryption Change (7.7.8) after the frame, then the disconnection (7.7.5).
+        t.inject(EncryptionChange(status: .success, connectionHandle: 0x40, encryptionEnabled: 1))
+        t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
+        try await eventually("three events") { seen.withLock { $0.count } == 3 }
+        #expect(seen.withLock { $0 } == ["\(HostLinkEvent.longTermKeyRequest(random: 0x1122, ediv: 0x33))",
+                                         "\(HostLinkEvent.encryptionChanged(enabled: true, status: .success))",
+                                         "\(HostLinkEvent.disconnected(.remoteUserTerminated))"])
+        #expect(record.state.withLock { $0.frames } == [frame])
+        // The handle again: a new link, whose events are not the old observer's.
+        t.inject(le: connectionComplete(0x40))
+        try await eventually("the new link") { await host.connection(0x40) != nil }
+        t.inject(EncryptionChange(status: .success, connectionHandle: 0x40, encryptionEnabled: 1))
+        let renewed = try #require(await host.connection(0x40))
+        let later = Mutex<[HostLinkEvent]>([])
+        await host.observeLink(renewed) { e in later.withLock { $0.append(e) } }
+        try await eventually("the new link's event") { later.withLock { $0.count } == 1 }
+        #expect(later.withLock { $0 } == [.encryptionChanged(enabled: true, status: .success)])
+        #expect(seen.withLock { $0.count } == 3)
+        await host.close()
+        // The host closing is the link's end too.
+        #expect(later.withLock { $0.last } == .disconnected(.unspecifiedError))
+    }
+}
