@@ -104,37 +104,43 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// so the application sees notifications in arrival order).
     var notificationBacklog = 0
 
-    /// A request (or indication) waiting for its answer; resolved once, from any context.
-    /// The waiter is resumed exactly once: `resolve` takes it out under the lock (so an
-    /// unchecked continuation: a checked one allocates per request).
+    /// A request (or indication) waiting for its answer; settled once, from any context (the
+    /// answer, a failure, or the waiting task's cancellation: the first wins, later ones are
+    /// dropped, so an answer that comes after the cancellation is discarded).
     final class Transaction: Sendable {
         let opcode: ATTOpcode
+        /// The parked waiter, and the outcome once settled.
         private let state: Mutex<(UnsafeContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>
         init(opcode: ATTOpcode) {
             self.opcode = opcode
             state = Mutex((nil, nil))
         }
-        /// A transaction whose waiter is known already (`request`): `resolve` resumes it.
-        init(opcode: ATTOpcode, waiter: UnsafeContinuation<ATTPDU, any Error>) {
-            self.opcode = opcode
-            state = Mutex((waiter, nil))
-        }
         func resolve(_ r: Result<ATTPDU, any Error>) {
             let c: UnsafeContinuation<ATTPDU, any Error>? = state.withLock { s in
-                if let c = s.0 { s.0 = nil; return c }
-                if s.1 == nil { s.1 = r }
-                return nil
+                guard s.1 == nil else { return nil }
+                s.1 = r
+                defer { s.0 = nil }
+                return s.0
             }
             c?.resume(with: r)
         }
+        /// Whether it has its outcome (a request cancelled while queued is not sent).
+        var isSettled: Bool { state.withLock { $0.1 != nil } }
+        /// The outcome: at once when settled, else when it is; `CancellationError` at once when
+        /// the waiting task is cancelled (the bearer keeps the transaction: Core v5.4 Vol 3
+        /// Part F 3.3.2, the next request waits for its answer, which is then dropped).
         func wait() async throws -> ATTPDU {
-            try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<ATTPDU, any Error>) in
-                let r: Result<ATTPDU, any Error>? = state.withLock { s in
-                    if let r = s.1 { return r }
-                    s.0 = c
-                    return nil
+            try await withTaskCancellationHandler {
+                try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<ATTPDU, any Error>) in
+                    let r: Result<ATTPDU, any Error>? = state.withLock { s in
+                        if let r = s.1 { return r }
+                        s.0 = c
+                        return nil
+                    }
+                    if let r { c.resume(with: r) }
                 }
-                if let r { c.resume(with: r) }
+            } onCancel: {
+                resolve(.failure(CancellationError()))
             }
         }
     }
@@ -259,6 +265,10 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     /// Sends `pdu` (a request) and returns its response; an Error Response throws `ATTError`.
     /// Requests wait their turn for the single outstanding request, first come first served.
+    /// A cancelled task's request throws `CancellationError` at once: not sent if it was still
+    /// waiting its turn; if it was sent, the bearer keeps it outstanding until its answer (which
+    /// it drops) or its timeout, as a client may not send another before (Core v5.4 Vol 3 Part
+    /// F 3.3.2).
     ///
     /// Nonisolated, so that a caller on the host's executor (a task preferring it, as
     /// `Central.executor` suggests) sends its request and suspends once, until the answer
@@ -266,15 +276,20 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// the executor as a job.
     public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
-        let frame = Self.frame(pdu), opcode = pdu.opcode
-        return try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<ATTPDU, any Error>) in
-            let t = Transaction(opcode: opcode, waiter: c)
-            // On the executor (a task preferring it): at once, no job and no closure kept.
-            if executor.isCurrent {
-                assumeIsolated { $0.submitRequest(frame, t) }
-            } else {
-                executor.submit { self.assumeIsolated { $0.submitRequest(frame, t) } }
-            }
+        try Task.checkCancellation()
+        let frame = Self.frame(pdu)
+        let t = Transaction(opcode: pdu.opcode)
+        submit(frame, t)
+        return try await t.wait()
+    }
+
+    /// `submitRequest` from any context: at once on the executor (a task preferring it: no job
+    /// and no closure kept), else as the executor's next job.
+    nonisolated func submit(_ frame: [UInt8], _ t: Transaction) {
+        if executor.isCurrent {
+            assumeIsolated { $0.submitRequest(frame, t) }
+        } else {
+            executor.submit { self.assumeIsolated { $0.submitRequest(frame, t) } }
         }
     }
 
@@ -325,6 +340,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
                 queuedHead = 0
             }
             if let closedReason { t.resolve(.failure(closedReason)); continue }
+            if t.isSettled { continue }  // its task was cancelled while it waited its turn
             startRequest(frame, t)
         }
     }

@@ -319,15 +319,19 @@ extension Host {
 
     /// Connects to `peer` as central. On timeout sends LE Create Connection Cancel and throws
     /// `HostError.connectTimeout`; a failed attempt throws `HCIError` with the status. The
-    /// link is also reported as `HostEvent.connected`.
+    /// link is also reported as `HostEvent.connected`. Connects are queued: a controller
+    /// initiates one connection at a time (Core v5.4 Vol 4 Part E 7.8.12: LE Create Connection
+    /// while initiating is Command Disallowed), so each waits for the ones before it to end
+    /// (its `timeout` counts from its own turn). When the calling task is cancelled, the
+    /// attempt is cancelled at once (LE Create Connection Cancel, Core v5.4 Vol 4 Part E
+    /// 7.8.13) and `CancellationError` thrown; a connection that won the race is disconnected.
     public func connect(to peer: DeviceAddress, parameters: ConnectParameters = .init(),
                         timeout: Duration = .seconds(10)) async throws -> LEConnection {
         let info = try self.info
         var p = parameters
         p.ownAddress = effectiveOwnAddress(p.ownAddress)
-        if let connecting { throw HostError.busy("already connecting to \(connecting)") }
-        connecting = peer
-        defer { connecting = nil }
+        try await takeConnectTurn()
+        defer { passConnectTurn() }
         let own = try await prepareOwnAddress(p.ownAddress)
         localAddressForConnections = ownRandomAddress(for: p.ownAddress).map { DeviceAddress($0, type: .random) }
             ?? DeviceAddress(info.address, type: .public)
@@ -352,7 +356,19 @@ extension Host {
         }
         let result: WaiterResult
         do {
-            result = try await awaitWaiter(waiter, timeout: timeout, name: "connecting to \(peer)")
+            result = try await awaitWaiter(waiter, timeout: timeout, name: "connecting to \(peer)", cancellable: true)
+        } catch is CancellationError {
+            // The controller answers the cancel with a Connection Complete (Unknown Connection
+            // Identifier 0x02), or the connection that won the race, which nobody wants now.
+            let cancelWaiterID = try registerWaiter(.connection, handle: nil)
+            do { _ = try await execute(LECreateConnectionCancel()) } catch {
+                cancelWaiter(cancelWaiterID)
+                throw CancellationError()
+            }
+            if case .connection(let c)? = try? await awaitWaiter(cancelWaiterID, timeout: .seconds(2), name: "connection cancel") {
+                _ = try? await disconnect(handle: c.handle)
+            }
+            throw CancellationError()
         } catch HostError.procedureTimeout {
             // Cancel; the controller answers with a Connection Complete (Unknown Connection
             // Identifier), or the connection that just won the race.
@@ -371,6 +387,34 @@ extension Host {
         case .connectionFailed(let status): throw HCIError(status, opcode: extended ? LEExtendedCreateConnection.opcode : LECreateConnection.opcode)
         default: throw HostError.malformed("unexpected connection result")
         }
+    }
+
+    /// Returns when this connect may use the initiator: at once when it is free, else when the
+    /// connects before it are done; `CancellationError` when the task is cancelled meanwhile.
+    private func takeConnectTurn() async throws {
+        try checkAlive()
+        guard connectBusy else { connectBusy = true; return }
+        let id = nextID
+        nextID &+= 1
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                if Task.isCancelled { return c.resume(throwing: CancellationError()) }
+                connectQueue.append((id, c))
+            }
+        } onCancel: {
+            executor.submit { self.assumeIsolated { $0.leaveConnectQueue(id) } }
+        }
+    }
+
+    private func leaveConnectQueue(_ id: UInt64) {
+        guard let i = connectQueue.firstIndex(where: { $0.id == id }) else { return }  // its turn came first
+        connectQueue.remove(at: i).continuation.resume(throwing: CancellationError())
+    }
+
+    /// The connect is done: the next one waiting gets the initiator (it stays taken meanwhile,
+    /// so no newcomer slips in before it).
+    private func passConnectTurn() {
+        if connectQueue.isEmpty { connectBusy = false } else { connectQueue.removeFirst().continuation.resume() }
     }
 
     /// Disconnects `handle` with `reason` and waits for Disconnection Complete (returns its reason).

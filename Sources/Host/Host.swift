@@ -114,7 +114,10 @@ public actor Host {
     var scanningExtended = false
     /// Extended advertising report data still arriving in fragments.
     var reportFragments = AdvertisingReportReassembler()
-    var connecting: DeviceAddress?
+    /// Whether a connect holds the controller's one initiator; the connects waiting their
+    /// turn, first come first served (`takeConnectTurn`).
+    var connectBusy = false
+    var connectQueue: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     var localAddressForConnections = DeviceAddress(.zero, type: .public)
 
     // MARK: lifecycle
@@ -212,6 +215,9 @@ public actor Host {
         waiterTimeouts.removeAll()
         for w in ws { w.continuation?.resume(throwing: error) }
         waiterResults.removeAll()
+        let queued = connectQueue
+        connectQueue.removeAll()
+        for q in queued { q.continuation.resume(throwing: error) }
         for link in links.values {
             while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
             link.connection.route.close(reason: .unspecifiedError, host: self)
@@ -667,16 +673,38 @@ public actor Host {
         disarm(waiterTimeouts.removeValue(forKey: id))
     }
 
-    /// Waits for the event a registered waiter expects, at most `timeout`.
-    func awaitWaiter(_ id: UInt64, timeout: Duration, name: String) async throws -> WaiterResult {
+    /// Waits for the event a registered waiter expects, at most `timeout`. `cancellable`: the
+    /// task's cancellation ends the wait at once with `CancellationError` (the caller undoes
+    /// what it started: a connect sends LE Create Connection Cancel).
+    func awaitWaiter(_ id: UInt64, timeout: Duration, name: String, cancellable: Bool = false) async throws -> WaiterResult {
         if let r = waiterResults.removeValue(forKey: id) { return try r.get() }
         guard let i = waiters.firstIndex(where: { $0.id == id }) else {
             throw fatal ?? HostError.procedureTimeout(name)
         }
+        guard cancellable else { return try await parkWaiter(at: i, timeout: timeout, name: name) }
+        return try await withTaskCancellationHandler {
+            guard let i = waiters.firstIndex(where: { $0.id == id }) else {
+                if let r = waiterResults.removeValue(forKey: id) { return try r.get() }
+                throw fatal ?? HostError.procedureTimeout(name)
+            }
+            return try await parkWaiter(at: i, timeout: timeout, name: name)
+        } onCancel: {
+            // Any thread: the host's state is touched on its executor.
+            executor.submit { self.assumeIsolated { $0.waiterCancelled(id) } }
+        }
+    }
+
+    private func parkWaiter(at i: Int, timeout: Duration, name: String) async throws -> WaiterResult {
+        let id = waiters[i].id
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<WaiterResult, any Error>) in
             waiters[i].continuation = cont
             waiterTimeouts[id] = arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.waiterTimedOut(id, name: name) } }
         }
+    }
+
+    func waiterCancelled(_ id: UInt64) {
+        guard let i = waiters.firstIndex(where: { $0.id == id }) else { return }
+        resolveWaiter(at: i, .failure(CancellationError()))
     }
 
     func waiterTimedOut(_ id: UInt64, name: String) {

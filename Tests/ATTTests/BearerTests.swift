@@ -152,6 +152,42 @@ struct BearerTests {
         await #expect(throws: ATTBearerError.transactionTimeout(what)) { try await c.notify(handle: 1, value: [1]) }
     }
 
+    /// Issue 25: a request whose task is cancelled throws `CancellationError` at once, before
+    /// any answer. The bearer keeps the transaction outstanding (Core v5.4 Vol 3 Part F 3.3.2:
+    /// no other request before its response): the next request goes out only after the late
+    /// answer came, and that answer is dropped, not taken for the next one's. The peer here is
+    /// the test, answering by hand.
+    @Test func cancelledRequestReturnsAtOnceAndItsLateAnswerIsDropped() async throws {
+        let pair = try await LinkPair.make()
+        defer { Task { await pair.close() } }
+        let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
+        let c = ATTBearer(l2cap: lc)
+        await c.start(); await lc.start()
+        var requests = pair.peripheral.frames.makeAsyncIterator()
+        func nextRequest() async throws -> ATTPDU {
+            let f = try #require(await requests.next())
+            return try ATTPDU.decode(try L2CAPFrame.decode(f).payload)
+        }
+        func answer(_ pdu: ATTPDU) async throws {
+            try await pair.peripheralHost.sendL2CAP(L2CAPFrame(cid: .att, payload: pdu.bytes).bytes, on: pair.peripheral.handle)
+        }
+        let first = Task { try await c.request(.readRequest(handle: 1)) }
+        #expect(try await nextRequest() == .readRequest(handle: 1))
+        first.cancel()
+        let cancelled = await outcome(of: first, within: .seconds(5))
+        guard case .failure(let error)? = cancelled else { Issue.record("not ended by the cancellation: \(String(describing: cancelled))"); return }
+        #expect(error is CancellationError, "\(error)")
+        let carried = pair.link.aclPacketCount
+        let second = Task { try await c.request(.readRequest(handle: 2)) }
+        // (An isolated call of the bearer runs after the second request was handed to it.)
+        try await eventually("the second request queued") { await c.queuedRequests.count == 1 }
+        #expect(pair.link.aclPacketCount == carried, "the second request went out with the first outstanding")
+        try await answer(.readResponse(value: [0xAA]))  // the first's, late
+        #expect(try await nextRequest() == .readRequest(handle: 2))
+        try await answer(.readResponse(value: [0xBB]))
+        #expect(try await second.value == .readResponse(value: [0xBB]))
+    }
+
     @Test func malformedAndUnknownRequestsAreRefused() async throws {
         let pair = try await LinkPair.make()
         defer { Task { await pair.close() } }

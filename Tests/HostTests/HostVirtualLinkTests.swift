@@ -1,6 +1,7 @@
 import Testing
+import TestSupport
 import HCI
-import Host
+@testable import Host
 import VirtualController
 
 /// Two of our hosts on the Swift virtual link (8 buffers of 27 octets each): advertising,
@@ -74,5 +75,66 @@ import VirtualController
         }
         await central.close()
         await peripheral.close()
+    }
+
+    /// Issue 25: a connect whose task is cancelled ends at once with `CancellationError`, and
+    /// the attempt is cancelled in the controller (LE Create Connection Cancel, Core v5.4 Vol 4
+    /// Part E 7.8.13): a new LE Create Connection is accepted right after, where one sent while
+    /// the controller still initiates is Command Disallowed (7.8.12). Before, the connect ran
+    /// on to its own timeout.
+    @Test func cancelledConnectEndsAtOnceAndLeavesTheControllerIdle() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        let peripheral = Host(transport: transports[0])
+        let central = Host(transport: transports[1])
+        _ = try await peripheral.start()
+        _ = try await central.start()
+        let absent = DeviceAddress(BDAddress([0xC0, 0xDE, 0xAD, 0x00, 0x00, 0x01]), type: .random)
+        let attempt = Task { try await central.connect(to: absent, timeout: .seconds(60)) }
+        // The attempt is under way once its wait (a deadline) is armed.
+        try await eventually("the connect waiting") { await central.armedDeadlineCount == 1 }
+        attempt.cancel()
+        let result = await outcome(of: attempt, within: .seconds(5))
+        guard case .failure(let error)? = result else { Issue.record("the cancelled connect did not end: \(String(describing: result))"); return }
+        #expect(error is CancellationError, "\(error)")
+        // The controller is no longer initiating: a connect to an advertiser goes through.
+        try await peripheral.startAdvertising(AdvertisingParameters(data: [0x02, 0x01, 0x06], ownAddress: .randomStatic))
+        let link = try await central.connect(to: DeviceAddress(await peripheral.staticRandomAddress, type: .random), timeout: .seconds(10))
+        #expect(link.role == .central)
+        await central.close()
+        await peripheral.close()
+    }
+
+    /// Issue 25: connects are queued, any number at once (CoreBluetooth's `connect` queues too):
+    /// three at once to two advertisers and one absent device each get their own outcome, in
+    /// turn, where a second one used to throw `busy` (the controller initiates one at a time,
+    /// Core v5.4 Vol 4 Part E 7.8.12). A queued connect cancelled while waiting ends at once
+    /// and never reaches the controller.
+    @Test func concurrentConnectsAreQueued() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 3)
+        let central = Host(transport: transports[0])
+        let a = Host(transport: transports[1]), b = Host(transport: transports[2])
+        for h in [central, a, b] { _ = try await h.start() }
+        for h in [a, b] { try await h.startAdvertising(AdvertisingParameters(data: [0x02, 0x01, 0x06], ownAddress: .randomStatic)) }
+        let addressA = DeviceAddress(await a.staticRandomAddress, type: .random)
+        let addressB = DeviceAddress(await b.staticRandomAddress, type: .random)
+        let absent = DeviceAddress(BDAddress([0xC0, 0xDE, 0xAD, 0x00, 0x00, 0x02]), type: .random)
+        // The first holds the initiator (the absent one: until cancelled), the others queue.
+        let first = Task { try await central.connect(to: absent, timeout: .seconds(60)) }
+        try await eventually("the first connect waiting") { await central.armedDeadlineCount == 1 }
+        let toA = Task { try await central.connect(to: addressA) }
+        let toB = Task { try await central.connect(to: addressB) }
+        let dropped = Task { try await central.connect(to: addressA) }
+        try await eventually("three connects queued") { await central.connectQueue.count == 3 }
+        dropped.cancel()
+        guard case .failure(let e)? = await outcome(of: dropped, within: .seconds(5)) else { Issue.record("queued connect not ended by its cancellation"); return }
+        #expect(e is CancellationError)
+        #expect(await central.connectQueue.count == 2)
+        first.cancel()
+        let linkA = try await toA.value, linkB = try await toB.value
+        #expect(linkA.peer.address == addressA.address && linkB.peer.address == addressB.address)
+        #expect(linkA.handle != linkB.handle)
+        #expect(await central.connections.count == 2)
+        #expect(await !central.connectBusy)
+        for h in [central, a, b] { await h.close() }
     }
 }
