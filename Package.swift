@@ -44,8 +44,9 @@ let package = Package(
         .executableTarget(name: "ble-hci", dependencies: ["HCI", "Transport", "Capture", "VirtualController", "Host", "ATT", "GATT", "SMP", "BLE", "Decoder"],
                           linkerSettings: [.unsafeFlags(releaseLinkFlags, .when(platforms: [.linux], configuration: .release))]),
         // Runnable examples of the Swift API, one per role (built by `make build`).
-        .executableTarget(name: "example-central", dependencies: ["BLE", "HCI", "Transport"], path: "Tools/examples/Central"),
-        .executableTarget(name: "example-peripheral", dependencies: ["BLE", "ATT", "GATT", "HCI", "Transport"], path: "Tools/examples/Peripheral"),
+        // Each imports only BLE (its product is all an application needs).
+        .executableTarget(name: "example-central", dependencies: ["BLE"], path: "Tools/examples/Central"),
+        .executableTarget(name: "example-peripheral", dependencies: ["BLE"], path: "Tools/examples/Peripheral"),
         .executableTarget(name: "ble-hci-bench", dependencies: ["BLE", "HCI", "GATT", "VirtualController", "Capture", "Transport"], path: "Tools/bench/Swift"),
 
         .target(name: "StackTestSupport", dependencies: ["HCI", "Host", "L2CAP", "Transport", "VirtualController", "TestSupport"], path: "Tests/StackTestSupport"),

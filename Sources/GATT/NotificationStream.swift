@@ -59,7 +59,14 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
         }
     }
 
-    public func makeAsyncIterator() -> Iterator { Iterator(storage: storage, owner: owner) }
+    /// The subscription ends when the iterator is let go (the `for try await` loop is left,
+    /// by `break`, `return` or a throw), whatever holds the stream itself: in top-level code a
+    /// stream can live as long as the program. A stream let go before anything iterated it
+    /// ends it too. One loop per stream: a second iterator sees the end.
+    public func makeAsyncIterator() -> Iterator {
+        storage.state.withLock { $0.iterated = true }
+        return Iterator(storage: storage, owner: Owner(storage, iterator: true))
+    }
 
     /// The producer's side.
     public struct Continuation: Sendable {
@@ -95,14 +102,19 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
 
     public static func makeStream(bufferLimit: Int = defaultBufferLimit) -> (stream: GATTNotificationStream, continuation: Continuation) {
         let storage = Storage(limit: Swift.max(1, bufferLimit))
-        return (GATTNotificationStream(storage: storage, owner: Owner(storage)), Continuation(storage: storage))
+        return (GATTNotificationStream(storage: storage, owner: Owner(storage, iterator: false)), Continuation(storage: storage))
     }
 
-    /// Held by the stream and its iterators only: when the last goes, the stream is cancelled.
+    /// Held by the stream and by each iterator: an iterator's going cancels the stream; the
+    /// stream's going does only while no iterator was made (the iterator of a `for try await`
+    /// over a temporary stream outlives the stream).
     final class Owner: Sendable {
         let storage: Storage
-        init(_ storage: Storage) { self.storage = storage }
-        deinit { storage.finish(nil, cancelled: true) }
+        let iterator: Bool
+        init(_ storage: Storage, iterator: Bool) { self.storage = storage; self.iterator = iterator }
+        deinit {
+            if iterator || !storage.state.withLock({ $0.iterated }) { storage.finish(nil, cancelled: true) }
+        }
     }
 
     /// The queue, the application's parked task, and the indications waiting to be taken.
@@ -120,6 +132,8 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
             /// Every indication up to this sequence number has been returned by `next()`.
             var taken: UInt64 = 0
             var dropped = 0
+            /// `makeAsyncIterator` was called: the iterator's end is the subscription's.
+            var iterated = false
             /// Set by `finish`: no more values; the end (nil, or the error) follows the queue.
             var finished = false
             var error: (any Error)?

@@ -75,6 +75,28 @@ import VirtualController
         await peripheral.close()
     }
 
+    /// Issue 25: leaving the `for try await` loop ends the subscription (the client writes the
+    /// CCCD back to 0x0000, Core v5.4 Vol 3 Part G 3.3.3.3: the server stops notifying), even
+    /// while the stream itself is still held, as a top-level `main.swift` holds it for ever.
+    /// Before, the subscription lasted as long as the stream object.
+    @Test func leavingTheLoopUnsubscribesWhileTheStreamIsStillHeld() async throws {
+        let (_, central, peripheral) = try await pair()
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
+        let remote = try await central.connect(to: try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(5)).address)
+        let tree = try await remote.discoverAll()
+        let ticker = try #require(tree.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.ticker })
+        let values = try await remote.notifications(for: ticker.characteristic)
+        #expect(await waitFor { peripheral.subscribers(of: DemoProfile.ticker).count == 1 })
+        await peripheral.notify(DemoProfile.tick(second: 1), for: DemoProfile.ticker)
+        for try await _ in values { break }
+        #expect(await waitFor { peripheral.subscribers(of: DemoProfile.ticker).isEmpty },
+                "still subscribed after the loop: \(peripheral.subscribers(of: DemoProfile.ticker))")
+        withExtendedLifetime(values) {}
+        _ = try await remote.disconnect()
+        await central.close()
+        await peripheral.close()
+    }
+
     /// Issue 14: every stack of one virtual link runs on the link's executor, and a task that
     /// prefers it (`withTaskExecutorPreference`) does a GATT read's whole round trip (request,
     /// the peripheral's answer, the resume) without leaving that thread: the thread never

@@ -84,6 +84,29 @@ final class Loopback: ATTRequester, ATTServerPush {
 
 struct TimedOut: Error {}
 
+/// A subscription's values, read by one iterator for the whole test: leaving an iterator ends
+/// the subscription (issue 25), so a fresh one per value would end it after the first.
+actor Values {
+    private var iterator: GATTNotificationStream.Iterator
+    init(_ stream: GATTNotificationStream) { iterator = stream.makeAsyncIterator() }
+    func next() async throws -> [UInt8]? {
+        var it = iterator  // (an actor's property is not passed inout across a suspension)
+        defer { iterator = it }
+        return try await it.next(isolation: self)
+    }
+}
+
+/// The next value of a subscription, or TimedOut after `seconds`.
+func next(_ values: Values, within seconds: Double = 2) async throws -> [UInt8] {
+    try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
+        group.addTask { try await values.next() }
+        group.addTask { try await Task.sleep(for: .seconds(seconds)); throw TimedOut() }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else { throw TimedOut() }
+        return value
+    }
+}
+
 /// The next element of a stream, or TimedOut after `seconds`.
 func next<S: AsyncSequence & Sendable>(_ stream: S, within seconds: Double = 2) async throws -> S.Element where S.Element: Sendable {
     try await withThrowingTaskGroup(of: S.Element?.self) { group in

@@ -14,13 +14,13 @@ import ATT
         let fff1b = try #require(findChar(t2, 0xFFF1)).characteristic
         // Nobody subscribed: nothing is sent.
         #expect(await server.notify(characteristic: 0xFFF1, value: [1]).isEmpty)
-        let s1 = try await c1.subscribe(fff1a)
+        let s1 = Values(try await c1.subscribe(fff1a))
         #expect(server.subscribers(of: 0xFFF1) == [l1.peer])
         // Only peer 1 enabled notifications of FFF1.
         #expect(await server.notify(characteristic: 0xFFF1, value: Array("42".utf8)) == [l1.peer])
         #expect(try await next(s1) == Array("42".utf8))
         // Peer 2 subscribes too: both get it; each reads back its own CCCD.
-        let s2 = try await c2.subscribe(fff1b)
+        let s2 = Values(try await c2.subscribe(fff1b))
         #expect(await server.notify(characteristic: 0xFFF1, value: [7]) == [l1.peer, l2.peer])
         #expect(try await next(s1) == [7])
         #expect(try await next(s2) == [7])
@@ -28,7 +28,7 @@ import ATT
         #expect(await server.notify(characteristic: 0xFFF1, value: [8], to: [l2.peer]) == [l2.peer])
         #expect(try await next(s2) == [8])
         // Indications on FFE3 for peer 2 only; confirmed before indicate returns.
-        let i2 = try await c2.subscribe(ffe3b, indications: true)
+        let i2 = Values(try await c2.subscribe(ffe3b, indications: true))
         let cccd = try #require(findChar(t2, 0xFFE3)?.descriptors.first).handle
         #expect(try await c2.read(handle: cccd) == [0x02, 0x00])
         #expect(try await c1.read(handle: cccd) == [0x00, 0x00])
@@ -45,8 +45,7 @@ import ATT
         #expect(try await next(s2).count == 97)
         // Unsubscribe: peer 1 stops receiving; its stream ends.
         try await c1.unsubscribe(fff1a)
-        var ended = s1.makeAsyncIterator()
-        #expect(try await ended.next() == nil)
+        #expect(try await s1.next() == nil)
         #expect(await server.notify(characteristic: 0xFFF1, value: [9]) == [l2.peer])
         // A disconnected peer's state is dropped.
         await server.peerDisconnected(l2.peer)
@@ -62,8 +61,8 @@ import ATT
         let (c9, l9) = await Loopback.connect(server, id: 9)
         let (c3, l3) = await Loopback.connect(server, id: 3)
         let t9 = try await c9.discoverDatabase(), t3 = try await c3.discoverDatabase()
-        let s9 = try await c9.subscribe(try #require(findChar(t9, 0xFFF1)).characteristic)
-        let s3 = try await c3.subscribe(try #require(findChar(t3, 0xFFF1)).characteristic)
+        let s9 = Values(try await c9.subscribe(try #require(findChar(t9, 0xFFF1)).characteristic))
+        let s3 = Values(try await c3.subscribe(try #require(findChar(t3, 0xFFF1)).characteristic))
         // In connection-handle order, whatever the order the peers subscribed in.
         #expect(await server.notify(characteristic: 0xFFF1, value: [1]) == [l3.peer, l9.peer])
         #expect(try await next(s3) == [1])
@@ -84,7 +83,7 @@ import ATT
         #expect(server.subscribers(of: 0xFFF1).isEmpty)
         // A peer subscribing in the new table gets the value at the new value handle.
         let (c5, l5) = await Loopback.connect(server, id: 5)
-        let s5 = try await c5.subscribe(try #require(findChar(try await c5.discoverDatabase(), 0xFFF1)).characteristic)
+        let s5 = Values(try await c5.subscribe(try #require(findChar(try await c5.discoverDatabase(), 0xFFF1)).characteristic))
         #expect(await server.notify(characteristic: 0xFFF1, value: [4]) == [l5.peer])
         #expect(try await next(s5) == [4])
     }
@@ -99,8 +98,8 @@ import ATT
         let ffe3 = try #require(findChar(tree, 0xFFE3)).characteristic
         let fff1 = try #require(findChar(tree, 0xFFF1)).characteristic
         #expect(ffe3.valueHandle > fff1.valueHandle)
-        let sHigh = try await client.subscribe(ffe3)  // the higher handle first
-        let sLow = try await client.subscribe(fff1)
+        let sHigh = Values(try await client.subscribe(ffe3))  // the higher handle first
+        let sLow = Values(try await client.subscribe(fff1))
         #expect(await server.notify(characteristic: 0xFFF1, value: [0x11]).count == 1)
         #expect(await server.notify(characteristic: 0xFFE3, value: [0xE3]).count == 1)
         #expect(try await next(sLow) == [0x11])
@@ -108,8 +107,7 @@ import ATT
         try await client.unsubscribe(ffe3)
         #expect(await server.notify(characteristic: 0xFFF1, value: [0x12]).count == 1)
         #expect(try await next(sLow) == [0x12])
-        var ended = sHigh.makeAsyncIterator()
-        #expect(try await ended.next() == nil)
+        #expect(try await sHigh.next() == nil)
     }
 
     @Test func subscriptionEvents() async throws {
@@ -135,7 +133,7 @@ import ATT
         let (client, _) = await Loopback.connect(server)
         let tree = try await client.discoverDatabase()
         let a = try #require(findChar(tree, 0xFFF1)).characteristic, b = try #require(findChar(tree, 0xFFE3)).characteristic
-        let sa = try await client.subscribe(a), sb = try await client.subscribe(b)
+        let sa = Values(try await client.subscribe(a)), sb = Values(try await client.subscribe(b))
         await client.received(.multipleHandleValueNotification([ATTHandleValue(handle: a.valueHandle, value: [1]),
                                                                 ATTHandleValue(handle: b.valueHandle, value: [2, 2])]))
         #expect(try await next(sa) == [1])

@@ -64,7 +64,7 @@ import ATT
         let (client, link) = await Loopback.connect(server)
         let tree = try await client.discoverDatabase()
         let c = try #require(findChar(tree, 0xFFC1)).characteristic
-        let values = try await client.subscribe(c)   // the CCCD itself needs no encryption
+        let values = Values(try await client.subscribe(c))   // the CCCD itself needs no encryption
         #expect(server.subscribers(of: 0xFFC1) == [link.peer])
         #expect(await server.notify(characteristic: 0xFFC1, value: [0x5B]).isEmpty)
         #expect(link.notifications == 0)

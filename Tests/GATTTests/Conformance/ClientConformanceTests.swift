@@ -194,8 +194,8 @@ struct ClientConformanceTests {
         let client = GATTClient(requester: peer)
         let notifying = GATTRemoteCharacteristic(uuid: 0x2A37, declarationHandle: 4, valueHandle: 5, properties: .notify, endHandle: 6)
         let indicating = GATTRemoteCharacteristic(uuid: 0x2A05, declarationHandle: 7, valueHandle: 8, properties: .indicate, endHandle: 9)
-        let n = try await client.subscribe(notifying, cccdHandle: 6)
-        let i = try await client.subscribe(indicating, cccdHandle: 9)
+        let n = Values(try await client.subscribe(notifying, cccdHandle: 6))
+        let i = Values(try await client.subscribe(indicating, cccdHandle: 9))
         await client.received(try ATTPDU.decode([UInt8](hex: "1b 0700 ff")!))   // not subscribed: dropped
         await client.received(try ATTPDU.decode([UInt8](hex: "1b 0500 0102")!))
         #expect(try await next(n) == [1, 2])

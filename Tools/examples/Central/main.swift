@@ -5,8 +5,6 @@
 //     ble-hci -t tcp:127.0.0.1:9001 peripheral &
 //     swift run example-central tcp:127.0.0.1:9002
 import BLE
-import HCI
-import Transport
 
 let spec = CommandLine.arguments.dropFirst().first ?? "hci0"
 let central = try await Central.open(try TransportSpec(parsing: spec).open())

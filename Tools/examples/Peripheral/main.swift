@@ -6,10 +6,6 @@
 //     swift run example-peripheral tcp:127.0.0.1:9001 &
 //     ble-hci -t tcp:127.0.0.1:9002 central name:example --subscribe abc1 --count 3
 import BLE
-import ATT
-import GATT
-import HCI
-import Transport
 
 let spec = CommandLine.arguments.dropFirst().first ?? "hci0"
 
