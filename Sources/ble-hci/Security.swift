@@ -65,8 +65,34 @@ func securityConfiguration(_ c: CommandContext) throws -> SecurityConfiguration 
     s.smp.secureConnectionsOnly = c.args.has("sc-only")
     if let n = try c.args.int("min-key-size", command: cmd, range: 7...16) { s.smp.minimumKeySize = n }
     s.smp.bonding = !c.args.has("no-bond")
-    s.bondDirectory = bondDirectory(c)
+    let directory = bondDirectory(c)
+    s.bondDirectory = directory
+    s.bondStoreProblem = bondStoreReporter(out: c.out, directory: directory)
     return s
+}
+
+/// Reports bond-store errors on stderr and as `bondStoreError` events (docs/cli.md), naming the
+/// file and what to do; each once, as a damaged file fails every look-up.
+func bondStoreReporter(out: Output, directory: String) -> @Sendable (SMPBondStoreError) -> Void {
+    let said = Mutex<Set<String>>([])
+    return { error in
+        let file: String?, advice: String
+        switch error {
+        case .corruptFile(let path, _):
+            file = path
+            advice = "no bond is read from it or stored in it: remove or repair \(path); `ble-hci bonds clear --bonds \(directory)` starts afresh"
+        case .io(let path, _):
+            file = path
+            advice = "no bond is read or stored: check \(path) (permissions, free space) or choose another --bonds DIR"
+        case .downgradeRefused(let peer, _, _):
+            file = nil
+            advice = "the new keys were not stored: `ble-hci bonds remove \(peer.address) --bonds \(directory)` first to bond at this level"
+        }
+        let message = "\(error): \(advice)"
+        guard said.withLock({ $0.insert(message).inserted }) else { return }
+        out.event([.text("event", "bondStoreError")] + (file.map { [.text("file", $0)] } ?? []) + [.text("message", message)])
+        out.error("warning: \(message)")
+    }
 }
 
 /// `--privacy`: our own resolvable private address (CLI.md security options).

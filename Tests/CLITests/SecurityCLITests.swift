@@ -88,6 +88,53 @@ extension CLITests {
             }
         }
 
+        /// Issue 31 item 3: a damaged bond file is named by both roles, as a `bondStoreError`
+        /// event and a warning on stderr that say what to do (docs/cli.md "Bonds"), and the
+        /// pairing that could not be stored says `"bonded": false`.
+        @Test func damagedBondFilesAreReportedByBothRoles() async throws {
+            let dir = try TempDir()
+            let peripheralBonds = dir.path("p"), centralBonds = dir.path("c")
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--bonds", peripheralBonds]) { rig in
+                // The peripheral's file (named after its identity address, AA-BB-CC-DD-EE-FF-TYPE.json)
+                // holds `{}`: read at its first link.
+                let address = try #require(rig.advertising["address"] as? String)
+                let type = try #require(rig.advertising["addressType"] as? String)
+                try FileManager.default.createDirectory(atPath: peripheralBonds, withIntermediateDirectories: true)
+                let peripheralFile = peripheralBonds + "/" + address.replacingOccurrences(of: ":", with: "-") + "-" + type + ".json"
+                try Data("{}".utf8).write(to: URL(fileURLWithPath: peripheralFile))
+
+                let first = try await rig.central(["central", "name:secure", "--pair", "--bonds", centralBonds, "--json"])
+                expectStatus(first, 0, "central --pair")
+                #expect(first.events("paired").first?["bonded"] as? Bool == true)
+                #expect(first.events("bondStoreError").isEmpty, "\(first.stdout)")
+                let peripheral = try #require(rig.peripheral)
+                let paired = try await peripheral.nextEvent("paired", timeout: 5)
+                #expect(paired["bonded"] as? Bool == false)
+                let problems = peripheral.events.filter { $0["event"] as? String == "bondStoreError" }
+                #expect(problems.count == 1, "\(peripheral.output)")
+                #expect(problems.first?["file"] as? String == peripheralFile)
+                let message = try #require(problems.first?["message"] as? String)
+                #expect(message.contains(peripheralFile) && message.contains("remove or repair") && message.contains("bonds clear"), "\(message)")
+                #expect(peripheral.stderr.contains("ble-hci: warning: bond file \(peripheralFile) is corrupt"), "\(peripheral.stderr)")
+
+                // The central's own file, cut short: the next run names it and pairs without bonding.
+                let files = try FileManager.default.contentsOfDirectory(atPath: centralBonds).filter { $0.hasSuffix(".json") }
+                try #require(files.count == 1, "\(files)")
+                let centralFile = centralBonds + "/" + files[0]
+                let whole = try Data(contentsOf: URL(fileURLWithPath: centralFile))
+                try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: centralFile))
+                let second = try await rig.central(["central", "name:secure", "--read", "ff01", "--bonds", centralBonds, "--json"])
+                expectStatus(second, 0, "central --read ff01 with a damaged bond file")
+                expectPureJSON(second, "central --json")
+                #expect(second.events("paired").first?["bonded"] as? Bool == false, "\(second.stdout)")
+                let centralProblems = second.events("bondStoreError")
+                #expect(centralProblems.count == 1, "\(second.stdout)")
+                #expect(centralProblems.first?["file"] as? String == centralFile)
+                #expect((centralProblems.first?["message"] as? String)?.contains("remove or repair \(centralFile)") == true)
+                #expect(second.stderr.contains("ble-hci: warning: bond file \(centralFile) is corrupt"), "\(second.stderr)")
+            }
+        }
+
         /// Passkey Entry from the options on both sides: the peripheral displays 123456
         /// (`--io display --passkey`), the central types it (`--io keyboard --passkey`); with MITM
         /// the pairing is authenticated, so ff02 reads "authenticated" (CLI.md profile `secure`).
