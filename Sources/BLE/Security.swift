@@ -24,6 +24,9 @@ public struct SecurityConfiguration: Sendable {
     public var automaticSecurity = true
     /// How long the encryption procedure may take (pairing itself is bounded by the SMP timeout).
     public var encryptionTimeout: Duration = .seconds(10)
+    /// Hears each bond-store error (a bond file that cannot be read or written, a bond not
+    /// stored), besides the log: the application can name the file and what to do.
+    public var bondStoreProblem: (@Sendable (SMPBondStoreError) -> Void)?
     public init() {}
 }
 
@@ -195,9 +198,15 @@ actor LinkSecurity {
                 return try bonds.resolve(connection.peer.address)
             }
         } catch {
-            log?("bond store: \(error)")
+            bondStoreFailed(error)
         }
         return nil
+    }
+
+    /// A bond-store error: logged, and told to the application.
+    private func bondStoreFailed(_ error: any Error) {
+        log?("bond store: \(error)")
+        if let e = error as? SMPBondStoreError { configuration.bondStoreProblem?(e) }
     }
 
     /// Whether this side holds a bond with the peer (the server answers 0x0F rather than 0x05).
@@ -424,7 +433,7 @@ actor LinkSecurity {
                     bond = try bonds?.bond(ediv: ediv, rand: randBytes)
                 }
             } catch {
-                log?("bond store: \(error)")
+                bondStoreFailed(error)
             }
             bondInUse = bond
             key = bond?.ltk
@@ -512,10 +521,20 @@ actor LinkSecurity {
         }
     }
 
+    /// The file is written after `save` returns: a write that fails is told to the application
+    /// too (waited for off the host's loop).
+    private func reportWriteFailure(of store: SMPBondStore) {
+        guard let problem = configuration.bondStoreProblem else { return }
+        Task.detached {
+            do { try await store.flushed() } catch { if let e = error as? SMPBondStoreError { problem(e) } }
+        }
+    }
+
     private func completed(_ result: SMPPairingResult) {
         var bonded = false
         if bonds == nil, let dir = configuration.bondDirectory {
-            bonds = BondStores.store(directory: dir, localIdentity: connection.local, create: true, log: log)
+            bonds = BondStores.store(directory: dir, localIdentity: connection.local, create: true, log: log,
+                                     problem: configuration.bondStoreProblem)
         }
         if result.bonding, !result.debugKey, configuration.smp.bonding, let bonds,
            let bond = SMPBond(result: result, role: role, peerAddress: connection.peer) {
@@ -523,8 +542,10 @@ actor LinkSecurity {
                 try bonds.save(bond)
                 bonded = true
                 keyAvailable = true
+                reportWriteFailure(of: bonds)
             } catch {
                 log?("the bond with \(connection.peer) was not stored: \(error)")
+                if let e = error as? SMPBondStoreError { configuration.bondStoreProblem?(e) }
             }
         }
         let summary = PairingSummary(method: result.method, secureConnections: result.secureConnections,
@@ -629,7 +650,8 @@ enum BondStores {
     /// The store of `localIdentity` in `directory`; without `create`, nil while the directory
     /// doesn't exist (no bonds yet: it is made when the first bond is stored).
     static func store(directory: String, localIdentity: DeviceAddress, create: Bool,
-                      log: (@Sendable (String) -> Void)?) -> SMPBondStore? {
+                      log: (@Sendable (String) -> Void)?,
+                      problem: (@Sendable (SMPBondStoreError) -> Void)? = nil) -> SMPBondStore? {
         stores.withLock { stores in
             let key = directory + "\u{0}" + localIdentity.description
             if let s = stores[key] { return s }
@@ -642,6 +664,7 @@ enum BondStores {
                 return s
             } catch {
                 log?("bond store in \(directory): \(error)")
+                if let e = error as? SMPBondStoreError { problem?(e) }
                 return nil
             }
         }

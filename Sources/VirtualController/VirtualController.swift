@@ -115,6 +115,7 @@ public final class VirtualController: @unchecked Sendable {
     /// Fault: Number Of Completed Packets withheld (`setCompletingPackets(false)`), per handle.
     var withholdingCompletions = false
     var withheldCompletions: [UInt16: UInt16] = [:]
+    private var withheldTotal = 0
 
     public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
     public static let maxAdvertisingSets = 4
@@ -272,6 +273,7 @@ public final class VirtualController: @unchecked Sendable {
         lastACLConnection = nil
         withholdingCompletions = false
         withheldCompletions = [:]
+        withheldTotal = 0
         unreported.removeAll()
         unreportedTotal = 0
         eventMask = VirtualController.defaultEventMask
@@ -439,7 +441,9 @@ public final class VirtualController: @unchecked Sendable {
             send(DataBufferOverflow(linkType: 1))
             return nil
         }
-        if aclQueue.count >= aclBuffers {
+        // A buffer is in use until Number Of Completed Packets has returned it to the host
+        // (Core v5.4 Vol 4 Part E 4.1.1), not only while its packet waits to be sent.
+        if aclQueue.count + unreportedTotal + withheldTotal >= aclBuffers {
             link.note("controller \(index): host sent an ACL packet with all \(aclBuffers) buffers in use: Data Buffer Overflow")
             send(DataBufferOverflow(linkType: 1))
             return nil
@@ -454,6 +458,7 @@ public final class VirtualController: @unchecked Sendable {
             unreportedTotal -= Int(unreported[i].numCompletedPackets)
             unreported.remove(at: i)
         }
+        if let n = withheldCompletions.removeValue(forKey: handle) { withheldTotal -= Int(n) }
     }
 
     /// A connection event: sends every buffered packet to its peer, frees the buffers.
@@ -475,6 +480,7 @@ public final class VirtualController: @unchecked Sendable {
     private func transmit(_ p: HCIACLPacket, on conn: VirtualConnection) {
         if withholdingCompletions {
             withheldCompletions[p.handle, default: 0] += 1
+            withheldTotal += 1
         } else {
             if let i = unreported.firstIndex(where: { $0.connectionHandle == p.handle }) {
                 unreported[i].numCompletedPackets += 1
@@ -532,6 +538,7 @@ public final class VirtualController: @unchecked Sendable {
             let entries = withheldCompletions.filter { connections[$0.key] != nil }
                 .map { NumberOfCompletedPackets.Entry(connectionHandle: $0.key, numCompletedPackets: $0.value) }
             withheldCompletions = [:]
+            withheldTotal = 0
             if !entries.isEmpty { send(NumberOfCompletedPackets(entries: entries)) }
         })
     }

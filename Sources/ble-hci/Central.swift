@@ -39,7 +39,8 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     options.security = security
     options.privacy = privacyOptions(c)
     options.host.randomStaticAddress = security.bondDirectory.flatMap(bondedRandomStaticAddress)
-    let pairing = TerminalPairing(out: out, passkey: security.smp.fixedPasskey, yes: c.args.has("yes"), holdUntilReleased: true)
+    let pairing = TerminalPairing(out: out, passkey: security.smp.fixedPasskey, yes: c.args.has("yes"), holdUntilReleased: true,
+                                  bondDirectory: security.bondDirectory)
     options.pairingDelegate = pairing
     defer { pairing.release() }  // whatever happens, nothing held is lost
     // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
@@ -78,10 +79,18 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
 
     var exitCode = ExitCode.success
     var interrupted: Interrupted? = nil
+    var pairedAgain = false
     do {
-        if c.args.has("pair") {
+        if c.args.has("pair") || c.args.has("pair-again") {
             // The outcome (paired / encrypted / failed) is printed by TerminalPairing.
-            _ = try await interruptible { try await remote.pair() }
+            do {
+                _ = try await interruptible { try await remote.pair() }
+            } catch BLEError.encryptionFailed(let status) where status == .pinOrKeyMissing && c.args.has("pair-again") {
+                // Only when asked: a peer that claims to have lost the key may not be the one we bonded with.
+                out.progress("\(address) has lost our bond: pairing again (--pair-again)…")
+                _ = try await interruptible { try await remote.pair(force: true) }
+                pairedAgain = true
+            }
         }
         if profile == "band" {
             let day = bandDate ?? BandProtocol.Day(today: Date())
@@ -133,11 +142,21 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     if let lost = await central.transportLost {
         throw CLIFailure("\(lost); check the controller (is `ble-hci controllers` still running?) and start again", exitCode: ExitCode.transport)
     }
+    // A bond the peripheral lost makes what needed it fail: never without saying why.
+    func sayIfBondLost() {
+        guard pairing.peerLostBond, !pairedAgain else { return }
+        let dir = security.bondDirectory.map { " --bonds \($0)" } ?? ""
+        out.error("\(address) has lost its bond with us (encryption from our bond failed: PIN or Key Missing, 0x06): "
+                  + "pair again with `ble-hci central \(address.address) --pair-again\(dir)`, "
+                  + "or remove our bond with `ble-hci bonds remove \(address.address)\(dir)` and connect again")
+    }
     if let reason = remote.disconnectReason {
         reportDisconnected(reason, out: out, connection: remote.handle)
+        sayIfBondLost()
         return ExitCode.failure
     }
     await remote.securitySettled()  // bounded by the SMP timeout
+    sayIfBondLost()
     let reason = try await remote.disconnect()
     reportDisconnected(reason, out: out, connection: remote.handle)
     if let interrupted {

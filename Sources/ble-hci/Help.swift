@@ -84,6 +84,9 @@ let commandHelp: [String: String] = [
       --profile band speak the band profile's framed protocol (see docs/band.md): total
                      steps and the hourly step/sleep history of --date (default: today, UTC)
       --pair         pair right after connecting (or only encrypt when a bond exists)
+      --pair-again   as --pair, and when the peripheral has lost our bond (encrypting from it
+                     fails with PIN or Key Missing, 0x06) pair afresh: the new bond replaces
+                     ours. Without it the central says so and does not pair again by itself
     Without --pair the central pairs when it must: an Insufficient Authentication (0x05) or
     Insufficient Encryption (0x0F) answer makes it encrypt (bond) or pair and retry that request
     once; a peripheral's Security Request is honoured. A bonded peripheral is encrypted at once.
@@ -238,7 +241,7 @@ let commandHelp: [String: String] = [
 
 let commandSpecs: [String: OptionSpec] = [
     "scan": OptionSpec(flags: ["passive", "duplicates"], valued: ["duration", "service", "name", "bonds"]),
-    "central": OptionSpec(flags: Set(["discover", "pair"]).union(securityFlags),
+    "central": OptionSpec(flags: Set(["discover", "pair", "pair-again"]).union(securityFlags),
                           valued: Set(["read", "write", "write-without-response", "subscribe", "count",
                                        "duration", "mtu", "timeout", "profile", "date"]).union(securityValued)),
     "peripheral": OptionSpec(flags: Set(["security-request"]).union(securityFlags),

@@ -65,8 +65,34 @@ func securityConfiguration(_ c: CommandContext) throws -> SecurityConfiguration 
     s.smp.secureConnectionsOnly = c.args.has("sc-only")
     if let n = try c.args.int("min-key-size", command: cmd, range: 7...16) { s.smp.minimumKeySize = n }
     s.smp.bonding = !c.args.has("no-bond")
-    s.bondDirectory = bondDirectory(c)
+    let directory = bondDirectory(c)
+    s.bondDirectory = directory
+    s.bondStoreProblem = bondStoreReporter(out: c.out, directory: directory)
     return s
+}
+
+/// Reports bond-store errors on stderr and as `bondStoreError` events (docs/cli.md), naming the
+/// file and what to do; each once, as a damaged file fails every look-up.
+func bondStoreReporter(out: Output, directory: String) -> @Sendable (SMPBondStoreError) -> Void {
+    let said = Mutex<Set<String>>([])
+    return { error in
+        let file: String?, advice: String
+        switch error {
+        case .corruptFile(let path, _):
+            file = path
+            advice = "no bond is read from it or stored in it: remove or repair \(path); `ble-hci bonds clear --bonds \(directory)` starts afresh"
+        case .io(let path, _):
+            file = path
+            advice = "no bond is read or stored: check \(path) (permissions, free space) or choose another --bonds DIR"
+        case .downgradeRefused(let peer, _, _):
+            file = nil
+            advice = "the new keys were not stored: `ble-hci bonds remove \(peer.address) --bonds \(directory)` first to bond at this level"
+        }
+        let message = "\(error): \(advice)"
+        guard said.withLock({ $0.insert(message).inserted }) else { return }
+        out.event([.text("event", "bondStoreError")] + (file.map { [.text("file", $0)] } ?? []) + [.text("message", message)])
+        out.error("warning: \(message)")
+    }
 }
 
 /// `--privacy`: our own resolvable private address (CLI.md security options).
@@ -104,13 +130,21 @@ final class TerminalPairing: PairingDelegate, Sendable {
     /// up, before its `connected` event (printed after the MTU exchange), and a script reading
     /// the JSON lines must see `connected` first.
     private let held: Mutex<[([Field], String)]?>
+    /// Where our bonds live, for the commands the events suggest.
+    let bondDirectory: String?
+    private let lostBond = Mutex(false)
 
-    init(out: Output, passkey: UInt32?, yes: Bool, holdUntilReleased: Bool = false) {
+    init(out: Output, passkey: UInt32?, yes: Bool, holdUntilReleased: Bool = false, bondDirectory: String? = nil) {
         self.out = out
         self.passkey = passkey
         self.yes = yes
+        self.bondDirectory = bondDirectory
         held = Mutex(holdUntilReleased ? [] : nil)
     }
+
+    /// Whether encrypting from a bond failed with PIN or Key Missing (0x06): the peer has lost
+    /// its half of the bond (Core v5.4 Vol 6 Part B 5.1.3.1).
+    var peerLostBond: Bool { lostBond.withLock { $0 } }
 
     /// Prints the events held so far, in order, and every later one as it comes.
     func release() {
@@ -158,7 +192,8 @@ final class TerminalPairing: PairingDelegate, Sendable {
     }
 
     func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) {
-        for (fields, text) in describe(event, peer: peer) {
+        if case .encryptionFailed(.pinOrKeyMissing) = event { lostBond.withLock { $0 = true } }
+        for (fields, text) in describe(event, peer: peer, bondDirectory: bondDirectory) {
             let line = "\(timestamp()) \(text)"
             let printNow = held.withLock { h -> Bool in
                 guard h != nil else { return true }
@@ -176,7 +211,7 @@ func sixDigits(_ n: UInt32) -> String {
 }
 
 /// The JSON event and the human line for one security event (CLI.md "Security (SMP) options").
-func describe(_ event: SecurityEvent, peer: DeviceAddress) -> [([Field], String)] {
+func describe(_ event: SecurityEvent, peer: DeviceAddress, bondDirectory: String? = nil) -> [([Field], String)] {
     switch event {
     case let .pairing(method, passkey, number):
         var fields: [Field] = [.text("event", "pairing"), .text("method", method.rawValue)]
@@ -202,7 +237,9 @@ func describe(_ event: SecurityEvent, peer: DeviceAddress) -> [([Field], String)
         return [([.text("event", "pairingFailed"), .code("reason", reason.rawValue), .text("message", reason.description), .bool("remote", remote)],
                  "pairing failed: \(reason.description) (\(hexCode(reason.rawValue)))\(remote ? ", said the peer" : "")")]
     case .encryptionFailed(let status):
-        let hint = status == .pinOrKeyMissing ? ": the peer has lost the bond (ble-hci bonds remove \(peer.address), then pair again)" : ""
+        // The directory too: without it the command would look in the default one.
+        let remove = "ble-hci bonds remove \(peer.address)" + (bondDirectory.map { " --bonds \($0)" } ?? "")
+        let hint = status == .pinOrKeyMissing ? ": the peer has lost the bond (\(remove), then pair again)" : ""
         return [([.text("event", "encryptionFailed"), .code("status", status.rawValue), .text("message", status.name)],
                  "encryption failed: \(status.name) (\(hexCode(status.rawValue)))\(hint)")]
     }

@@ -88,6 +88,93 @@ extension CLITests {
             }
         }
 
+        /// Issue 31 item 3: a damaged bond file is named by both roles, as a `bondStoreError`
+        /// event and a warning on stderr that say what to do (docs/cli.md "Bonds"), and the
+        /// pairing that could not be stored says `"bonded": false`.
+        @Test func damagedBondFilesAreReportedByBothRoles() async throws {
+            let dir = try TempDir()
+            let peripheralBonds = dir.path("p"), centralBonds = dir.path("c")
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--bonds", peripheralBonds]) { rig in
+                // The peripheral's file (named after its identity address, AA-BB-CC-DD-EE-FF-TYPE.json)
+                // holds `{}`: read at its first link.
+                let address = try #require(rig.advertising["address"] as? String)
+                let type = try #require(rig.advertising["addressType"] as? String)
+                try FileManager.default.createDirectory(atPath: peripheralBonds, withIntermediateDirectories: true)
+                let peripheralFile = peripheralBonds + "/" + address.replacingOccurrences(of: ":", with: "-") + "-" + type + ".json"
+                try Data("{}".utf8).write(to: URL(fileURLWithPath: peripheralFile))
+
+                let first = try await rig.central(["central", "name:secure", "--pair", "--bonds", centralBonds, "--json"])
+                expectStatus(first, 0, "central --pair")
+                #expect(first.events("paired").first?["bonded"] as? Bool == true)
+                #expect(first.events("bondStoreError").isEmpty, "\(first.stdout)")
+                let peripheral = try #require(rig.peripheral)
+                let paired = try await peripheral.nextEvent("paired", timeout: 5)
+                #expect(paired["bonded"] as? Bool == false)
+                let problems = peripheral.events.filter { $0["event"] as? String == "bondStoreError" }
+                #expect(problems.count == 1, "\(peripheral.output)")
+                #expect(problems.first?["file"] as? String == peripheralFile)
+                let message = try #require(problems.first?["message"] as? String)
+                #expect(message.contains(peripheralFile) && message.contains("remove or repair") && message.contains("bonds clear"), "\(message)")
+                #expect(peripheral.stderr.contains("ble-hci: warning: bond file \(peripheralFile) is corrupt"), "\(peripheral.stderr)")
+
+                // The central's own file, cut short: the next run names it and pairs without bonding.
+                let files = try FileManager.default.contentsOfDirectory(atPath: centralBonds).filter { $0.hasSuffix(".json") }
+                try #require(files.count == 1, "\(files)")
+                let centralFile = centralBonds + "/" + files[0]
+                let whole = try Data(contentsOf: URL(fileURLWithPath: centralFile))
+                try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: centralFile))
+                let second = try await rig.central(["central", "name:secure", "--read", "ff01", "--bonds", centralBonds, "--json"])
+                expectStatus(second, 0, "central --read ff01 with a damaged bond file")
+                expectPureJSON(second, "central --json")
+                #expect(second.events("paired").first?["bonded"] as? Bool == false, "\(second.stdout)")
+                let centralProblems = second.events("bondStoreError")
+                #expect(centralProblems.count == 1, "\(second.stdout)")
+                #expect(centralProblems.first?["file"] as? String == centralFile)
+                #expect((centralProblems.first?["message"] as? String)?.contains("remove or repair \(centralFile)") == true)
+                #expect(second.stderr.contains("ble-hci: warning: bond file \(centralFile) is corrupt"), "\(second.stderr)")
+            }
+        }
+
+        /// Issue 31 item 6b: the peripheral lost its bond (started again with empty bonds), so
+        /// encrypting from the central's bond fails with PIN or Key Missing, 0x06 (Core v5.4
+        /// Vol 6 Part B 5.1.3.1: the peripheral's host has no LTK; Vol 4 Part E 7.7.8: the
+        /// Encryption Change status). The central says so on stderr with how to pair again, and
+        /// does not pair again by itself; `--pair-again` pairs afresh and the new bond is used next time.
+        @Test func centralSaysThePeripheralLostTheBondAndPairsAgainWhenAsked() async throws {
+            let dir = try TempDir()
+            let centralBonds = dir.path("c")
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--bonds", dir.path("p")]) { rig in
+                let first = try await rig.central(["central", "name:secure", "--pair", "--bonds", centralBonds, "--json"])
+                expectStatus(first, 0, "central --pair")
+                #expect(first.events("paired").first?["bonded"] as? Bool == true)
+                await rig.peripheral?.stopAsync(grace: 1)
+                let forgetful = try BleHCI.start(["-t", rig.peripheralSpec, "peripheral", "--profile", "secure", "--name", "secure",
+                                                  "--bonds", dir.path("p-lost"), "--json"], lifetime: 60)
+                defer { forgetful.stop(grace: 0.5) }
+                let advertising = try await forgetful.nextEvent("advertising", timeout: 10)
+                let address = try #require(advertising["address"] as? String)
+
+                let lost = try await rig.central(["central", "name:secure", "--read", "ff01", "--bonds", centralBonds, "--json"])
+                expectStatus(lost, 1, "central --read ff01 with a bond the peripheral lost")
+                #expect(lost.events("encryptionFailed").first?["status"] as? String == "0x06", "\(lost.stdout)")
+                #expect(lost.events("paired").isEmpty, "paired again unasked: \(lost.stdout)")
+                #expect(lost.stderr.contains("\(address)/public has lost its bond with us"), "\(lost.stderr)")
+                #expect(lost.stderr.contains("ble-hci central \(address) --pair-again --bonds \(centralBonds)"), "\(lost.stderr)")
+                #expect(lost.stderr.contains("ble-hci bonds remove \(address) --bonds \(centralBonds)"), "\(lost.stderr)")
+
+                let again = try await rig.central(["central", "name:secure", "--pair-again", "--read", "ff01", "--bonds", centralBonds, "--json"])
+                expectStatus(again, 0, "central --pair-again --read ff01")
+                #expect(again.events("paired").first?["bonded"] as? Bool == true, "\(again.stdout)")
+                #expect(again.events("read").first?["value"] as? String == hexOf("secret"))
+                #expect(!again.stderr.contains("has lost its bond with us"), "\(again.stderr)")
+
+                let next = try await rig.central(["central", "name:secure", "--read", "ff01", "--bonds", centralBonds, "--json"])
+                expectStatus(next, 0, "central --read ff01 with the new bond")
+                #expect(next.events("encrypted").first?["bonded"] as? Bool == true, "\(next.stdout)")
+                #expect(next.events("paired").isEmpty && next.events("encryptionFailed").isEmpty, "\(next.stdout)")
+            }
+        }
+
         /// Passkey Entry from the options on both sides: the peripheral displays 123456
         /// (`--io display --passkey`), the central types it (`--io keyboard --passkey`); with MITM
         /// the pairing is authenticated, so ff02 reads "authenticated" (CLI.md profile `secure`).

@@ -454,6 +454,70 @@ func DataHex(_ s: String) -> [UInt8] {
         #expect(p.link.log.contains { $0.contains("over the LE ACL data length 27") })
     }
 
+    /// A buffer stays in use until Number Of Completed Packets returns it (Core v5.4 Vol 4
+    /// Part E 4.1.1: the host may send only as many packets as the controller has buffers,
+    /// and reuses one only when 7.7.19 reported it), so a host that ignores flow control and
+    /// sends aclBuffers + 1 packets before any report gets Data Buffer Overflow (7.7.26) for
+    /// the last one, which is not forwarded, even though the earlier packets already left.
+    @Test func hostThatIgnoresCompletedPacketsOverflows() {
+        let p = Pair(aclBuffers: 8)
+        let (ha, hb) = p.connect()
+        // 3 of 8: sent to the peer, below half the buffers, so not reported yet.
+        for i in 0..<3 { p.a.controller.receive(fromHost: acl(ha, .firstNonFlushable, i)) }
+        p.link.runUntilIdle()
+        #expect(p.a.events().isEmpty)
+        #expect(p.b.take().count == 3)
+        for i in 3..<9 { p.a.controller.receive(fromHost: acl(ha, .firstNonFlushable, i)) }
+        p.link.runUntilIdle()
+        #expect(p.a.events().filter { $0 is DataBufferOverflow }.count == 1)
+        #expect(p.b.take() == (3..<8).map { acl(hb, .first, $0) })
+
+        // With reports withheld (a stalled controller), every packet delivered keeps its
+        // buffer: the ninth, sent one at a time, overflows.
+        let q = Pair(aclBuffers: 8)
+        let (qa, _) = q.connect()
+        q.a.controller.setCompletingPackets(false)
+        var overflows = 0
+        for i in 0..<9 {
+            q.a.controller.receive(fromHost: acl(qa, .firstNonFlushable, i))
+            q.link.advance(by: VirtualController.completionReportInterval)
+            overflows += q.a.events().filter { $0 is DataBufferOverflow }.count
+        }
+        #expect(overflows == 1)
+        #expect(q.b.take().count == 8)
+    }
+
+    /// A host that sends only while it has buffers, counting them back from Number Of
+    /// Completed Packets (Core v5.4 Vol 4 Part E 4.1.1, 7.7.19), never sees Data Buffer
+    /// Overflow, with reports at the controller's rate and through a stall of the reports.
+    @Test func hostThatWaitsForCompletedPacketsNeverOverflows() {
+        let p = Pair(aclBuffers: 4)
+        let (ha, _) = p.connect()
+        var free = 4, sent = 0, overflows = 0, delivered = 0
+        func receive() {
+            for e in p.a.events() {
+                if let r = e as? NumberOfCompletedPackets { free += r.entries.reduce(0) { $0 + Int($1.numCompletedPackets) } }
+                if e is DataBufferOverflow { overflows += 1 }
+            }
+            delivered += p.b.take().count
+        }
+        for round in 0..<60 {
+            if round == 20 { p.a.controller.setCompletingPackets(false) }
+            if round == 30 { p.a.controller.setCompletingPackets(true) }
+            // Sends what its buffers allow, one or two per step.
+            for _ in 0..<min(free, 1 + round % 2) {
+                p.a.controller.receive(fromHost: acl(ha, .firstNonFlushable, sent))
+                free -= 1; sent += 1
+            }
+            p.link.advance(by: VirtualController.completionReportInterval)
+            receive()
+        }
+        #expect(overflows == 0)
+        #expect(sent > 40)
+        #expect(delivered == sent)
+        #expect(free == 4)
+    }
+
     @Test func faultsDropDelayAndSupervisionTimeout() {
         let p = Pair()
         let (ha, hb) = p.connect()
