@@ -72,6 +72,12 @@ public final class Central: Sendable {
         return RemotePeripheral(stack: stack, link: link)
     }
 
+    /// The peripherals connected now (CoreBluetooth's `retrieveConnectedPeripherals`), by
+    /// connection handle: also those a `connect` returned to a task that has since let go.
+    public var connections: [RemotePeripheral] {
+        get async { await stack.currentLinks().filter { $0.connection.role == .central }.map { RemotePeripheral(stack: stack, link: $0) } }
+    }
+
     /// Disconnects every link and closes the transport.
     public func close() async { await stack.close() }
 
@@ -163,6 +169,28 @@ public final class RemotePeripheral: Sendable {
             try await link.client.writeWithoutResponse(value, handle: characteristic.valueHandle)
         }
     }
+
+    /// The longest value `write(_:to:type:)` takes now (CoreBluetooth's
+    /// `maximumWriteValueLength(for:)`): with a response, 512, the longest attribute value
+    /// (Core v5.4 Vol 3 Part F 3.2.9; one that does not fit a Write Request goes by Prepare and
+    /// Execute Write); without, ATT_MTU − 3 (a Write Command's opcode and handle, 3.4.5.3), or
+    /// ATT_MTU − 15 when the write to `characteristic` would be signed (the 12-octet
+    /// Authentication Signature, 3.4.5.4). ATT_MTU is 23 until an MTU exchange (3.2.8).
+    public func maximumWriteValueLength(for type: WriteType, of characteristic: GATTRemoteCharacteristic? = nil) async -> Int {
+        let mtu = link.bearer.mtu
+        switch type {
+        case .withResponse: return Self.maximumAttributeValueLength
+        case .withoutResponse:
+            if let characteristic, characteristic.properties.contains(.authenticatedSignedWrites),
+               !(await link.security.state.encrypted), await link.security.canSign {
+                return mtu - 15
+            }
+            return mtu - 3
+        }
+    }
+
+    /// The longest attribute value (Core v5.4 Vol 3 Part F 3.2.9).
+    public static let maximumAttributeValueLength = 512
 
     /// Writes any attribute by handle with a Write Request (descriptors included).
     public func write(_ value: [UInt8], handle: UInt16) async throws { try await link.client.write(value, handle: handle) }

@@ -160,6 +160,12 @@ actor Stack {
                 throw error
             }
         }
+        // The bond file is read here, in the caller's task, not at the first LTK request or
+        // Signed Write on the host's loop (a damaged file is reported when a link uses it).
+        if let dir = options.security.bondDirectory,
+           let store = BondStores.store(directory: dir, localIdentity: identity, create: false, log: options.log) {
+            _ = try? store.bonds()
+        }
         let stack = Stack(host: host, transport: transport, options: options, controller: info, localIdentity: identity, privacy: privacy)
         await stack.startEventLoop()
         return stack
@@ -280,6 +286,15 @@ actor Stack {
         }
         links[connection.handle] = task
         return await task.value
+    }
+
+    /// Every link that is up (set up by the stack), by connection handle.
+    func currentLinks() async -> [Link] {
+        var up: [Link] = []
+        for handle in links.keys.sorted() {
+            if let task = links[handle] { up.append(await task.value) }
+        }
+        return up.filter { $0.disconnectReason == nil }
     }
 
     /// The link with `handle`, if it is up.

@@ -560,12 +560,29 @@ public actor GATTClient {
     /// Writes 0x0000 to the CCCD and finishes the stream.
     public func unsubscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil) async throws {
         let handle = try await cccd(of: characteristic, given: cccdHandle)
-        removeSubscriber(characteristic.valueHandle)
-        try await write([0x00, 0x00], handle: handle)
+        // Once per subscription: leaving its loop unsubscribes, and a `stopNotifications`
+        // after that (or racing it) writes the CCCD no second time; it returns when that write
+        // is answered, as it would for its own.
+        let key = characteristic.valueHandle
+        if removeSubscriber(key) {
+            let writing = Task { try await write([0x00, 0x00], handle: handle) }
+            unsubscribing[key] = writing
+            defer { unsubscribing[key] = nil }
+            try await writing.value
+        } else if let writing = unsubscribing[key] {
+            try await writing.value
+        }
     }
 
-    private func removeSubscriber(_ key: UInt16) {
-        routing.withLock { $0.subscribers.remove(key) }?.end()
+    /// The CCCD writes of unsubscriptions under way, by value handle.
+    private var unsubscribing: [UInt16: Task<Void, any Error>] = [:]
+
+    /// Ends the subscription of value handle `key`; false when there was none.
+    @discardableResult
+    private func removeSubscriber(_ key: UInt16) -> Bool {
+        guard let subscriber = routing.withLock({ $0.subscribers.remove(key) }) else { return false }
+        subscriber.end()
+        return true
     }
 
     private func cccd(of c: GATTRemoteCharacteristic, given: UInt16?) async throws -> UInt16 {

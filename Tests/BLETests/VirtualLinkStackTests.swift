@@ -97,6 +97,34 @@ import VirtualController
         await peripheral.close()
     }
 
+    /// Issue 25: a central lists the peripherals it is connected to (CoreBluetooth's
+    /// `retrieveConnectedPeripherals`), also those whose `connect` result nobody kept, and says
+    /// how long a write may be (`maximumWriteValueLength(for:)`): without a response ATT_MTU − 3
+    /// (Core v5.4 Vol 3 Part F 3.4.5.3), ATT_MTU being 23 until exchanged (3.2.8) and then
+    /// min(517, the server's 517) (3.4.2.2); with a response the longest attribute value, 512 (3.2.9).
+    @Test func connectionsAndWriteLengths() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 3)
+        let first = try await Peripheral.open(transports[0], services: DemoProfile.services, name: "first")
+        let second = try await Peripheral.open(transports[1], services: DemoProfile.services, name: "second")
+        let central = try await Central.open(transports[2])
+        try await first.startAdvertising(AdvertisingOptions(name: "first"))
+        try await second.startAdvertising(AdvertisingOptions(name: "second"))
+        #expect(await central.connections.isEmpty)
+        let toFirst = try await central.connect(to: try await central.find(ScanFilter(nameContains: "first"), timeout: .seconds(5)).address)
+        _ = try await central.connect(to: try await central.find(ScanFilter(nameContains: "second"), timeout: .seconds(5)).address)
+        let listed = await central.connections
+        #expect(Set(listed.map(\.address.address)) == [first.identityAddress.address, second.identityAddress.address])
+        #expect(await toFirst.maximumWriteValueLength(for: .withoutResponse) == 23 - 3)
+        #expect(await toFirst.maximumWriteValueLength(for: .withResponse) == 512)
+        #expect(try await toFirst.exchangeMTU(517) == 517)
+        #expect(await toFirst.maximumWriteValueLength(for: .withoutResponse) == 517 - 3)
+        _ = try await toFirst.disconnect()
+        #expect(await waitFor { await central.connections.map(\.address.address) == [second.identityAddress.address] })
+        await central.close()
+        await first.close()
+        await second.close()
+    }
+
     /// Issue 14: every stack of one virtual link runs on the link's executor, and a task that
     /// prefers it (`withTaskExecutorPreference`) does a GATT read's whole round trip (request,
     /// the peripheral's answer, the resume) without leaving that thread: the thread never
