@@ -35,7 +35,7 @@ import VirtualController
         let read = L2CAPFrame(cid: .att, payload: ATTPDU.readRequest(handle: nameHandle).bytes).bytes
         // One request answered normally first.
         try await client.sendL2CAP(read, on: link.handle)
-        #expect(await waitFor { answers.withLock { $0 } == 1 })
+        try await eventually("answers.withLock { $0 } == 1") { answers.withLock { $0 } == 1 }
 
         // The peripheral's controller stops returning buffers; the client sends 200 requests
         // without waiting. Each Read Response is one ACL packet: 8 fill the controller's
@@ -44,18 +44,18 @@ import VirtualController
         for _ in 0..<200 { try await client.sendL2CAP(read, on: link.handle) }
         let peripheralHost = await peripheral.stack.host
         let handle = try #require(await peripheralHost.connections.first?.handle)
-        #expect(await waitFor { answers.withLock { $0 } == 1 + 8 })
-        #expect(await waitFor { await peripheralHost.queuedFrameCount(handle) == 64 })
+        try await eventually("answers.withLock { $0 } == 1 + 8") { answers.withLock { $0 } == 1 + 8 }
+        try await eventually("await peripheralHost.queuedFrameCount(handle) == 64") { await peripheralHost.queuedFrameCount(handle) == 64 }
         try await Task.sleep(for: .milliseconds(200))
         #expect(await peripheralHost.queuedFrameCount(handle) == 64)
 
         transports[0].controller.setCompletingPackets(true)
-        #expect(await waitFor { answers.withLock { $0 } == 1 + 8 + 64 })
+        try await eventually("answers.withLock { $0 } == 1 + 8 + 64") { answers.withLock { $0 } == 1 + 8 + 64 }
         try await Task.sleep(for: .milliseconds(200))
         #expect(answers.withLock { $0 } == 1 + 8 + 64)
         // Served again once the answers drained.
         try await client.sendL2CAP(read, on: link.handle)
-        #expect(await waitFor { answers.withLock { $0 } == 1 + 8 + 64 + 1 })
+        try await eventually("answers.withLock { $0 } == 1 + 8 + 64 + 1") { answers.withLock { $0 } == 1 + 8 + 64 + 1 }
         reader.cancel()
         await client.close()
         await peripheral.close()
@@ -86,12 +86,12 @@ import VirtualController
         for _ in 0..<200 { try await centralHost.sendL2CAP(read, on: remote.handle) }
         let peripheralHost = await peripheral.stack.host
         let handle = try #require(await peripheralHost.connections.first?.handle)
-        #expect(await waitFor { await peripheralHost.queuedFrameCount(handle) == 64 })
+        try await eventually("await peripheralHost.queuedFrameCount(handle) == 64") { await peripheralHost.queuedFrameCount(handle) == 64 }
 
         // Pairing starts while the answer slots are full; the Pairing Response is queued
         // behind them, and goes out once the controller returns buffers.
         let pairing = Task { try await remote.pair() }
-        #expect(await waitFor { await peripheralHost.queuedFrameCount(handle) == 65 })
+        try await eventually("await peripheralHost.queuedFrameCount(handle) == 65") { await peripheralHost.queuedFrameCount(handle) == 65 }
         transports[0].controller.setCompletingPackets(true)
         let result = try await pairing.value
         #expect(result.encrypted)

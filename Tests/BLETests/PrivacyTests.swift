@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 import HCI
 import Host
 import SMP
@@ -45,11 +46,11 @@ import VirtualController
         let adv = try await central.find(ScanFilter(nameContains: "secure"), timeout: .seconds(5))
         #expect(adv.address == firstAddress)
         #expect(adv.identity == nil, "no bond yet: nothing resolves it")
-        #expect(await waitFor { await !central.stack.host.isScanning })
+        try await eventually("await !central.stack.host.isScanning") { await !central.stack.host.isScanning }
         var remote = try await central.connect(to: adv.address)
         _ = try await remote.pair()
         #expect(cd.paired.count == 1)
-        #expect(await waitFor { pd.paired.count == 1 })
+        try await eventually("pd.paired.count == 1") { pd.paired.count == 1 }
 
         // Each side's bond is filed under the other's identity address and holds the IRK that
         // resolves the RPA the other used on this link.
@@ -67,12 +68,12 @@ import VirtualController
 
         // After rotation the peripheral advertises from a new RPA; the central's scan names its
         // identity, and scanning for the identity address finds it.
-        #expect(await waitFor { await peripheral.address != firstAddress })
+        try await eventually("await peripheral.address != firstAddress") { await peripheral.address != firstAddress }
         let again = try await central.find(ScanFilter(address: peripheralIdentity.address), timeout: .seconds(5))
         #expect(again.address != firstAddress && Self.isRPA(again.address, of: peripheralBond.peerIRK))
         #expect(again.identity == peripheralIdentity)
         #expect(again.jsonFields.contains(.text("identityAddress", peripheralIdentity.address.description)))
-        #expect(await waitFor { await !central.stack.host.isScanning })
+        try await eventually("await !central.stack.host.isScanning") { await !central.stack.host.isScanning }
 
         // Reconnected from a new central RPA too (its shorter rotation time has passed): both find
         // their bond (re-encryption, no pairing).
@@ -81,7 +82,7 @@ import VirtualController
         #expect(try await remote.read(handle: ff01) == Array("secret".utf8))
         #expect(cd.paired.count == 1 && pd.paired.count == 1, "re-encrypted from the bonds, no second pairing")
         #expect(cd.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)))
-        #expect(await waitFor { centralsSeen.withLock { $0.count } == 2 })
+        try await eventually("centralsSeen.withLock { $0.count } == 2") { centralsSeen.withLock { $0.count } == 2 }
         let secondCentral = try #require(centralsSeen.withLock { $0.last })
         #expect(secondCentral != firstCentral && Self.isRPA(secondCentral, of: centralBond.peerIRK))
         try await remote.disconnect()

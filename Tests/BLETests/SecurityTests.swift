@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 import HCI
 import Transport
 import Host
@@ -100,7 +101,7 @@ func temporaryDirectory() -> String {
         #expect(try await remote.read(handle: ff01) == Array("secret".utf8))
         let expected = PairingSummary(method: .justWorks, secureConnections: !legacy, authenticated: false, bonded: bonding, keySize: 16)
         #expect(s.centralDelegate.paired == [expected])
-        #expect(await waitFor { s.peripheralDelegate.paired.count == 1 })
+        try await eventually("s.peripheralDelegate.paired.count == 1") { s.peripheralDelegate.paired.count == 1 }
         #expect(s.peripheralDelegate.paired.first?.method == .justWorks)
         #expect(s.peripheralDelegate.paired.first?.secureConnections == !legacy)
         let security = await remote.security
@@ -192,7 +193,7 @@ func temporaryDirectory() -> String {
         let remote = try await s.central.connect(to: s.address)
         await #expect(throws: BLEError.pairingFailed(.confirmValueFailed, remote: true)) { try await remote.pair() }
         await #expect(throws: BLEError.pairingFailed(.repeatedAttempts, remote: true)) { try await remote.pair() }
-        #expect(await waitFor { s.peripheralDelegate.events.contains(.pairingFailed(.repeatedAttempts, remote: false)) })
+        try await eventually("s.peripheralDelegate.events.contains(.pairingFailed(.repeatedAttemp...") { s.peripheralDelegate.events.contains(.pairingFailed(.repeatedAttempts, remote: false)) }
         #expect(s.centralDelegate.shownPasskeys.isEmpty && s.peripheralDelegate.paired.isEmpty)
         await s.close()
     }
@@ -205,7 +206,7 @@ func temporaryDirectory() -> String {
         #expect(s.centralDelegate.paired.first?.method == .numericComparison)
         #expect(s.centralDelegate.paired.first?.authenticated == true)
         #expect(s.centralDelegate.shownNumbers.count == 1)
-        #expect(await waitFor { s.peripheralDelegate.shownNumbers.count == 1 })
+        try await eventually("s.peripheralDelegate.shownNumbers.count == 1") { s.peripheralDelegate.shownNumbers.count == 1 }
         #expect(s.centralDelegate.shownNumbers == s.peripheralDelegate.shownNumbers)
         await s.close()
     }
@@ -243,16 +244,16 @@ func temporaryDirectory() -> String {
         p.requestSecurityOnConnect = true
         let s = try await open(central: Self.config(), peripheral: p)
         let remote = try await s.central.connect(to: s.address)
-        #expect(await waitFor { s.centralDelegate.paired.count == 1 })
-        #expect(await waitFor { (await remote.security).encrypted })
+        try await eventually("s.centralDelegate.paired.count == 1") { s.centralDelegate.paired.count == 1 }
+        try await eventually("(await remote.security).encrypted") { (await remote.security).encrypted }
         #expect(try await s.peripheral.requestSecurity(handle: await waitForHandle(s.peripheral)).encrypted)
         try await remote.disconnect()
         // Bonded now: the next Security Request is answered with encryption from the bond (the
         // peripheral finds the key by EDIV/Rand), not with a new pairing.
         let again = try await s.central.connect(to: s.address)
-        #expect(await waitFor { (await again.security).encrypted }, "central: \(s.centralDelegate.events) peripheral: \(s.peripheralDelegate.events)")
+        try await eventually("central: \(s.centralDelegate.events) peripheral: \(s.peripheralDelegate.events)") { (await again.security).encrypted }
         #expect(s.centralDelegate.paired.count == 1)
-        #expect(await waitFor { s.peripheralDelegate.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)) })
+        try await eventually("s.peripheralDelegate.events.contains(.encrypted(keySize: 16, bonded...") { s.peripheralDelegate.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)) }
         #expect(!s.peripheralDelegate.events.contains { if case .pairingFailed = $0 { true } else { false } })
         await s.close()
     }
@@ -307,7 +308,7 @@ func temporaryDirectory() -> String {
         try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
         let response = try L2CAPFrame.decode(try #require(await frames.next()))
         #expect(response.cid == .smp && response.payload.first == SMPPDU.Code.pairingResponse)
-        #expect(await waitFor { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) })
+        try await eventually("events.events.contains(.pairingFailed(.unspecifiedReason, remote: f...") { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) }
         // A new Pairing Request gets nothing; an ATT request still gets its answer.
         try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
         try await attacker.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.exchangeMTURequest(clientRxMTU: 23).bytes).bytes, on: link.handle)
@@ -341,13 +342,13 @@ func temporaryDirectory() -> String {
         try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
         let response = try L2CAPFrame.decode(try #require(await frames.next()))
         #expect(response.cid == .smp && response.payload.first == SMPPDU.Code.pairingResponse)
-        #expect(await waitFor { await host.armedDeadlineCount == 1 })
+        try await eventually("await host.armedDeadlineCount == 1") { await host.armedDeadlineCount == 1 }
         clock.advance(by: .seconds(29))
         try await Task.sleep(for: .milliseconds(100))
         #expect(!events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)))
         #expect(await host.armedDeadlineCount == 1)
         clock.advance(by: .seconds(1))
-        #expect(await waitFor { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) })
+        try await eventually("events.events.contains(.pairingFailed(.unspecifiedReason, remote: f...") { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) }
         #expect(await host.armedDeadlineCount == 0)
         await attacker.close()
         await peripheral.close()
@@ -363,7 +364,7 @@ func temporaryDirectory() -> String {
         let s = try await open(central: weak, peripheral: Self.config())
         let remote = try await s.central.connect(to: s.address)
         await #expect(throws: BLEError.pairingFailed(.encryptionKeySize, remote: true)) { try await remote.pair() }
-        #expect(await waitFor { s.peripheralDelegate.events.contains(.pairingFailed(.encryptionKeySize, remote: false)) })
+        try await eventually("s.peripheralDelegate.events.contains(.pairingFailed(.encryptionKeyS...") { s.peripheralDelegate.events.contains(.pairingFailed(.encryptionKeySize, remote: false)) }
         try await remote.disconnect()
         await s.central.close()
 

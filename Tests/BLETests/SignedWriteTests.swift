@@ -50,7 +50,7 @@ import VirtualController
         #expect(!(await remote.security).encrypted)
         try await remote.write(Array("one".utf8), to: characteristic, type: .withoutResponse)
         try await remote.write(Array("two".utf8), to: characteristic, type: .withoutResponse)
-        #expect(await waitFor { writes.withLock { $0.count } == 2 })
+        try await eventually("writes.withLock { $0.count } == 2") { writes.withLock { $0.count } == 2 }
         #expect(writes.withLock { $0 } == [Array("one".utf8), Array("two".utf8)])
 
         // Both counters moved past the two signatures (0 and 1).

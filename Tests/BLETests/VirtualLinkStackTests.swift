@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+import TestSupport
 import Synchronization
 import HCI
 import Host
@@ -55,7 +56,7 @@ import VirtualController
         }
 
         let values = try await remote.notifications(for: ticker.characteristic)
-        #expect(await waitFor { peripheral.subscribers(of: DemoProfile.ticker).count == 1 })
+        try await eventually("peripheral.subscribers(of: DemoProfile.ticker).count == 1") { peripheral.subscribers(of: DemoProfile.ticker).count == 1 }
         for s in [7, 8, 9] { await peripheral.notify(DemoProfile.tick(second: s), for: DemoProfile.ticker) }
         var got: [[UInt8]] = []
         for try await v in values {
@@ -86,11 +87,10 @@ import VirtualController
         let tree = try await remote.discoverAll()
         let ticker = try #require(tree.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.ticker })
         let values = try await remote.notifications(for: ticker.characteristic)
-        #expect(await waitFor { peripheral.subscribers(of: DemoProfile.ticker).count == 1 })
+        try await eventually("peripheral.subscribers(of: DemoProfile.ticker).count == 1") { peripheral.subscribers(of: DemoProfile.ticker).count == 1 }
         await peripheral.notify(DemoProfile.tick(second: 1), for: DemoProfile.ticker)
         for try await _ in values { break }
-        #expect(await waitFor { peripheral.subscribers(of: DemoProfile.ticker).isEmpty },
-                "still subscribed after the loop: \(peripheral.subscribers(of: DemoProfile.ticker))")
+        try await eventually("still subscribed after the loop: \(peripheral.subscribers(of: DemoProfile.ticker))") { peripheral.subscribers(of: DemoProfile.ticker).isEmpty }
         withExtendedLifetime(values) {}
         _ = try await remote.disconnect()
         await central.close()
@@ -119,7 +119,7 @@ import VirtualController
         #expect(try await toFirst.exchangeMTU(517) == 517)
         #expect(await toFirst.maximumWriteValueLength(for: .withoutResponse) == 517 - 3)
         _ = try await toFirst.disconnect()
-        #expect(await waitFor { await central.connections.map(\.address.address) == [second.identityAddress.address] })
+        try await eventually("await central.connections.map(\\.address.address) == [second.identi...") { await central.connections.map(\.address.address) == [second.identityAddress.address] }
         await central.close()
         await first.close()
         await second.close()
@@ -180,7 +180,7 @@ import VirtualController
         try await remote.write(written, to: c)
         #expect(peripheral.server.value(of: 0xAAA1) == written)
         let values = try await remote.notifications(for: c)
-        #expect(await waitFor { peripheral.subscribers(of: 0xAAA1).count == 1 })
+        try await eventually("peripheral.subscribers(of: 0xAAA1).count == 1") { peripheral.subscribers(of: 0xAAA1).count == 1 }
         let big = Array(repeating: UInt8(0x5A), count: 514)
         await peripheral.notify(big, for: 0xAAA1)
         for try await v in values { #expect(v == big); break }
@@ -209,7 +209,7 @@ extension VirtualLinkStackTests {
         let notifying = chars[0].characteristic, indicating = chars[1].characteristic
 
         let values = try await remote.notifications(for: notifying)
-        #expect(await waitFor { peripheral.subscribers(of: 0xAAA1).count == 1 })
+        try await eventually("peripheral.subscribers(of: 0xAAA1).count == 1") { peripheral.subscribers(of: 0xAAA1).count == 1 }
         for i in 0..<1100 { await peripheral.notify([UInt8(i & 0xFF), UInt8(i >> 8)], for: 0xAAA1) }
         // A read's response follows the notifications on the link: they have all arrived.
         _ = try await remote.read(notifying)
@@ -219,7 +219,7 @@ extension VirtualLinkStackTests {
         #expect(try await it.next() == [76, 0])   // the 76 oldest were dropped
 
         let indications = try await remote.notifications(for: indicating)
-        #expect(await waitFor { peripheral.subscribers(of: 0xAAA2).count == 1 })
+        try await eventually("peripheral.subscribers(of: 0xAAA2).count == 1") { peripheral.subscribers(of: 0xAAA2).count == 1 }
         let subscriber = peripheral.subscribers(of: 0xAAA2)
         let returned = Mutex(false)
         let confirmed = Task {
@@ -237,11 +237,3 @@ extension VirtualLinkStackTests {
     }
 }
 
-/// Polls `condition` (the stack's state changes asynchronously) for up to 5 s.
-func waitFor(_ condition: @Sendable () async -> Bool) async -> Bool {
-    for _ in 0..<500 {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return false
-}
