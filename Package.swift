@@ -21,6 +21,8 @@ let package = Package(
     products: [
         .executable(name: "ble-hci", targets: ["ble-hci"]),
         .library(name: "BLE", targets: ["BLE"]),
+        // Two stacks on an in-process virtual radio, for an application's tests (`swift test`).
+        .library(name: "BLETesting", targets: ["BLETesting"]),
     ],
     targets: [
         // C headers from Debian packages (libbluetooth-dev, libssl-dev). libcrypto only: nothing uses
@@ -41,6 +43,7 @@ let package = Package(
         .target(name: "SMP", dependencies: ["HCI", "COpenSSL", "OpenSSLCrypto"]),
         .target(name: "Decoder", dependencies: ["HCI", "Capture", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
         .target(name: "BLE", dependencies: ["HCI", "Transport", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
+        .target(name: "BLETesting", dependencies: ["BLE", "VirtualController"]),
         .executableTarget(name: "ble-hci", dependencies: ["HCI", "Transport", "Capture", "VirtualController", "Host", "ATT", "GATT", "SMP", "BLE", "Decoder"],
                           linkerSettings: [.unsafeFlags(releaseLinkFlags, .when(platforms: [.linux], configuration: .release))]),
         // Runnable examples of the Swift API, one per role (built by `make build`).
@@ -66,6 +69,8 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "InteropHarnessTests", dependencies: ["TestSupport"]),
         .testTarget(name: "InteropTests", dependencies: ["HCI", "Transport", "ATT", "GATT", "SMP", "BLE", "TestSupport"]),
+        // The example test an application copies (Tools/examples/Testing).
+        .testTarget(name: "ExampleTests", dependencies: ["BLE", "BLETesting"], path: "Tools/examples/Testing"),
         .testTarget(name: "CLITests", dependencies: ["HCI", "CBluetooth", "VirtualController", "BLE", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
