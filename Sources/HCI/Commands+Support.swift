@@ -52,6 +52,14 @@ extension ByteReader {
     mutating func addressType(_ field: StaticString) throws(DecodeError) -> AddressType {
         try AddressType.decode(try u8(field))
     }
+    /// `value` when it is in `range`, the values a description's `valid` allows (Tools/pdl):
+    /// another is reserved or out of range (a controller answers Invalid HCI Command Parameters).
+    func valid<T: FixedWidthInteger>(_ value: T, _ range: ClosedRange<T>, _ field: StaticString) throws(DecodeError) -> T {
+        guard range.contains(value) else {
+            throw .invalid("\(field) 0x\(String(value, radix: 16)) outside 0x\(String(range.lowerBound, radix: 16))...0x\(String(range.upperBound, radix: 16))")
+        }
+        return value
+    }
     /// A 16-octet key or block, as the HCI carries it (little-endian, not reversed here).
     mutating func block16(_ field: StaticString) throws(DecodeError) -> [UInt8] { try bytes(16, field) }
     /// A connection handle: only the 12 low bits carry the handle.

@@ -10,6 +10,23 @@ extension VirtualController: HCICommandHandler {
     public static let supportedCommands = ReadLocalSupportedCommands.ReturnParameters(
         supporting: implementedCommands.map { $0.opcode })
 
+    /// The legacy and the extended advertising commands (advertising, scanning and initiating) of
+    /// Core v5.4 Vol 4 Part E 3.1.1, by opcode: once the host has issued one kind, the other is
+    /// refused with Command Disallowed until Reset.
+    static let advertisingCommandKinds: [UInt16: AdvertisingCommandKind] = {
+        let legacy: [any HCICommand.Type] = [
+            LESetAdvertisingParameters.self, LEReadAdvertisingPhysicalChannelTxPower.self, LESetAdvertisingData.self,
+            LESetScanResponseData.self, LESetAdvertisingEnable.self, LESetScanParameters.self, LESetScanEnable.self,
+            LECreateConnection.self]
+        let extended: [any HCICommand.Type] = [
+            LESetAdvertisingSetRandomAddress.self, LESetExtendedAdvertisingParameters.self, LESetExtendedAdvertisingData.self,
+            LESetExtendedScanResponseData.self, LESetExtendedAdvertisingEnable.self, LEReadMaximumAdvertisingDataLength.self,
+            LEReadNumberOfSupportedAdvertisingSets.self, LERemoveAdvertisingSet.self, LEClearAdvertisingSets.self,
+            LESetExtendedScanParameters.self, LESetExtendedScanEnable.self, LEExtendedCreateConnection.self]
+        return Dictionary(uniqueKeysWithValues: legacy.map { ($0.opcode.rawValue, .legacy) }
+                          + extended.map { ($0.opcode.rawValue, .extended) })
+    }()
+
     // MARK: - Answers
 
     func complete<C: HCICommand>(_ c: C.Type, _ ret: C.ReturnParameters) {
@@ -47,6 +64,13 @@ extension VirtualController: HCICommandHandler {
         if silent {
             link.note("controller \(index): not answering \(packet.opcode) (fault injected)")
             return
+        }
+        if let kind = VirtualController.advertisingCommandKinds[packet.opcode.rawValue] {
+            if let used = advertisingCommands, used != kind {
+                link.note("controller \(index): \(packet.opcode): \(kind) advertising command after \(used) ones without Reset")
+                return reject(packet.opcode, .commandDisallowed)
+            }
+            advertisingCommands = kind
         }
         do {
             // Decodes by opcode and calls the handler below (the table is generated from the
@@ -128,7 +152,8 @@ extension VirtualController: HCICommandHandler {
     }
 
     package func handle(_ c: LESetRandomAddress) {
-        guard !advEnabled && !scanEnabled else { return reject(LESetRandomAddress.self, .commandDisallowed) }
+        // Not while legacy advertising, scanning or initiating is enabled (Core v5.4 Vol 4 Part E 7.8.4).
+        guard !advEnabled && !scanEnabled && initiating == nil else { return reject(LESetRandomAddress.self, .commandDisallowed) }
         randomAddress = c.randomAddress
         complete(LESetRandomAddress.self)
     }
@@ -422,7 +447,8 @@ extension VirtualController: HCICommandHandler {
     // MARK: Connections
     package func handle(_ c: LECreateConnection) {
         createConnection(LECreateConnection.self, to: c.peerAddress, type: c.peerAddressType, own: c.ownAddressType,
-                         filterPolicy: c.initiatorFilterPolicy, intervalMin: c.connectionIntervalMin,
+                         filterPolicy: c.initiatorFilterPolicy, scanInterval: c.leScanInterval, scanWindow: c.leScanWindow,
+                         intervalMin: c.connectionIntervalMin,
                          intervalMax: c.connectionIntervalMax, latency: c.maxLatency, timeout: c.supervisionTimeout,
                          extended: false)
     }
@@ -434,7 +460,8 @@ extension VirtualController: HCICommandHandler {
             return reject(LEExtendedCreateConnection.self, initiating == nil ? .invalidParameters : .commandDisallowed)
         }
         createConnection(LEExtendedCreateConnection.self, to: c.peerAddress, type: c.peerAddressType, own: c.ownAddressType,
-                         filterPolicy: c.initiatorFilterPolicy, intervalMin: p.connectionIntervalMin,
+                         filterPolicy: c.initiatorFilterPolicy, scanInterval: p.scanInterval, scanWindow: p.scanWindow,
+                         intervalMin: p.connectionIntervalMin,
                          intervalMax: p.connectionIntervalMax, latency: p.maxLatency, timeout: p.supervisionTimeout,
                          extended: true)
     }
@@ -538,8 +565,14 @@ extension VirtualController: HCICommandHandler {
 
     private func octetTime(_ octets: UInt16) -> UInt16 { (octets + 14) * 8 }
 
+    /// How the connection parameters of LE Create Connection, LE Connection Update and LE Extended
+    /// Create Connection relate (Core v5.4 Vol 4 Part E 7.8.12, 7.8.18, 7.8.66); the range of each
+    /// is declared in Tools/pdl/hci.pdl (`valid`) and checked when the command is decoded.
+    /// Connection_Interval_Min at most Connection_Interval_Max; Supervision_Timeout (10 ms units)
+    /// larger than (1 + Max_Latency) × Connection_Interval_Max (1.25 ms units) × 2 in milliseconds:
+    /// timeout × 10 > (1 + latency) × max × 1.25 × 2, that is timeout × 4 > (1 + latency) × max.
     private func connectionParametersValid(min: UInt16, max: UInt16, latency: UInt16, timeout: UInt16) -> Bool {
-        (6...3200).contains(min) && (6...3200).contains(max) && min <= max && latency <= 499 && (10...3200).contains(timeout)
+        min <= max && UInt32(timeout) * 4 > (1 + UInt32(latency)) * UInt32(max)
     }
 
     /// Applies an extended (scan response) data fragment (LE Set Extended Advertising Data and
@@ -589,14 +622,16 @@ extension VirtualController: HCICommandHandler {
     }
 
     /// LE Create Connection and LE Extended Create Connection (after its PHY checks): one
-    /// initiator at a time (Command Disallowed), filter policy 0 or 1 and valid connection
-    /// parameters (Invalid HCI Command Parameters), then Command Status and initiating at
+    /// initiator at a time (Command Disallowed), filter policy 0 or 1, a scan window within the
+    /// scan interval (Core v5.4 Vol 4 Part E 7.8.12, 7.8.66) and valid connection parameters
+    /// (Invalid HCI Command Parameters), then Command Status and initiating at
     /// Connection_Interval_Min.
     private func createConnection<C: HCICommand>(_ command: C.Type, to peer: BDAddress, type: AddressType, own: AddressType,
-                                                 filterPolicy: UInt8, intervalMin: UInt16, intervalMax: UInt16,
+                                                 filterPolicy: UInt8, scanInterval: UInt16, scanWindow: UInt16,
+                                                 intervalMin: UInt16, intervalMax: UInt16,
                                                  latency: UInt16, timeout: UInt16, extended: Bool) {
         guard initiating == nil else { return reject(C.self, .commandDisallowed) }
-        guard filterPolicy <= 1,
+        guard filterPolicy <= 1, scanWindow <= scanInterval,
               connectionParametersValid(min: intervalMin, max: intervalMax, latency: latency, timeout: timeout) else {
             return reject(C.self, .invalidParameters)
         }

@@ -91,6 +91,10 @@ public final class VirtualController: @unchecked Sendable {
         var useFilterAcceptList = false
     }
     var initiating: Initiating?
+    /// Which kind of advertising, scanning and initiating commands the host has used since the
+    /// last Reset (nil: none yet); the other kind is refused (Core v5.4 Vol 4 Part E 3.1.1).
+    var advertisingCommands: AdvertisingCommandKind?
+    enum AdvertisingCommandKind { case legacy, extended }
     /// An accepted ACL packet with its connection (looked up once, when the packet is accepted).
     /// (A struct: an array of tuples is destroyed element by element through the runtime.)
     struct QueuedACL {
@@ -298,6 +302,7 @@ public final class VirtualController: @unchecked Sendable {
         scanFilterDuplicates = false
         scanSeen = []
         initiating = nil
+        advertisingCommands = nil
         aclQueue = []
         silent = false
     }

@@ -75,7 +75,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
                .int("handle", remote.handle), .int("connection", remote.handle), .int("mtu", effectiveMTU)])
     out.line("Connected to \(out.bold(address.description)) (handle \(remote.handle)), ATT MTU \(effectiveMTU)")
-    pairing.release()
+    pairing.release(connection: remote.handle)
 
     var exitCode = ExitCode.success
     var interrupted: Interrupted? = nil
@@ -97,7 +97,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
             try await interruptible { try await runBand(remote, day: day, out: out) }
         } else if actions.isEmpty {
             let snapshot = try await interruptible { try await readEverything(remote) }
-            out.event(snapshot.jsonFields)
+            out.event(snapshot.jsonFields + [.int("connection", remote.handle)])
             for l in snapshot.humanLines(out) { out.line(l) }
         } else {
             var resolver = CharacteristicResolver(remote: remote)
@@ -302,14 +302,17 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
     func resolve(_ ref: CharacteristicRef, for op: String) async throws -> (uuid: BluetoothUUID?, handle: UInt16, characteristic: GATTRemoteCharacteristic?)? {
         if let c = try await resolver.resolve(ref) { return (c.uuid, c.valueHandle, c) }
         if case .handle(let h) = ref { return (nil, h, nil) }  // a descriptor or any attribute
-        out.event([.text("event", "error"), .text("op", op), .text("uuid", ref.description), .text("message", "no such characteristic")])
+        out.event([.text("event", "error"), .text("op", op), .text("uuid", ref.description), .text("message", "no such characteristic"),
+                   .int("connection", remote.handle)])
         out.error("the peripheral has no characteristic \(ref): run with --discover to see what it has")
         return nil
     }
+    /// An event of the link: `connection` in each (CLI.md).
     func fields(_ event: String, _ uuid: BluetoothUUID?, _ handle: UInt16) -> [Field] {
         var f: [Field] = [.text("event", event)]
         if let uuid { f.append(.text("uuid", uuid.description)) }
         f.append(.int("handle", handle))
+        f.append(.int("connection", remote.handle))
         return f
     }
     func failed(_ op: String, _ uuid: BluetoothUUID?, _ handle: UInt16, _ error: any Error) -> Bool {
@@ -331,7 +334,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
     switch action {
     case .discover:
         let snapshot = GATTSnapshot(tree: try await remote.discoverAll())
-        out.event(snapshot.jsonFields)
+        out.event(snapshot.jsonFields + [.int("connection", remote.handle)])
         for l in snapshot.humanLines(out) { out.line(l) }
         return true
     case .read(let ref):
@@ -406,7 +409,7 @@ func runBand(_ remote: RemotePeripheral, day: BandProtocol.Day, out: Output) asy
         return response
     }
     if case .totalSteps(let d, let steps) = try await exchange(BandProtocol.totalStepsRequest(day)) {
-        out.event([.text("event", "totalSteps"), .text("date", d.description), .int("steps", steps)])
+        out.event([.text("event", "totalSteps"), .text("date", d.description), .int("steps", steps), .int("connection", remote.handle)])
         out.line("Total steps on \(d): \(out.bold(String(steps)))")
     }
     switch try await exchange(BandProtocol.historyRequest(day)) {
@@ -414,7 +417,8 @@ func runBand(_ remote: RemotePeripheral, day: BandProtocol.Day, out: Output) asy
         out.line("History for \(d): \(records.count) records")
         for r in records {
             out.event([.text("event", "record"), .text("date", d.description), .text("kind", r.kind.description), .int("count", r.count),
-                       .int("hour", r.hour), .int("minutes", r.minutes), .int("heartRate", r.heartRate), .int("intensity", r.intensity)])
+                       .int("hour", r.hour), .int("minutes", r.minutes), .int("heartRate", r.heartRate), .int("intensity", r.intensity),
+                       .int("connection", remote.handle)])
             let what = r.kind == .steps ? "\(r.count) steps" : "\(r.count) min asleep"
             out.line(String(format: "  %02d:00  %-16@ heart %3d bpm  intensity %d", Int(r.hour), what, Int(r.heartRate), Int(r.intensity)))
         }

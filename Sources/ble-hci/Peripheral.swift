@@ -26,7 +26,8 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     options.security.requestSecurityOnConnect = c.args.has("security-request")
     options.privacy = privacyOptions(c)
     options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
-    options.pairingDelegate = TerminalPairing(out: c.out, passkey: options.security.smp.fixedPasskey, yes: c.args.has("yes"))
+    let pairing = TerminalPairing(out: c.out, passkey: options.security.smp.fixedPasskey, yes: c.args.has("yes"))
+    options.pairingDelegate = pairing
     let name = c.args.last("name") ?? gattFile?.deviceName ?? "ble-hci"
     guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name must be 1 to 248 octets of UTF-8", command: c.command) }
     let duration = try c.args.double("duration", command: c.command)
@@ -70,9 +71,11 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
                 out.event([.text("event", "connected"), .text("address", central.address.description),
                            .text("addressType", central.type.simple), .int("handle", handle), .int("connection", handle)])
                 out.line("\(timestamp()) connected: \(central) (handle \(handle))")
+                pairing.connected(handle, peer: central)
             case .disconnected(let handle, let reason):
                 out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name), .int("connection", handle)])
                 out.line("\(timestamp()) disconnected (handle \(handle)): \(reason.name) (\(hexCode(reason.rawValue))); advertising again")
+                pairing.disconnected(handle)
             case .subscribed(let handle, let uuid, let indications):
                 out.event([.text("event", "subscribed"), .text("uuid", uuid.description), .int("connection", handle), .bool("indications", indications)])
                 out.line("\(timestamp()) subscribed to \(uuidLabel(uuid)) (\(indications ? "indications" : "notifications"))")

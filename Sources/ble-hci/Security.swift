@@ -126,10 +126,22 @@ final class TerminalPairing: PairingDelegate, Sendable {
     let out: Output
     let passkey: UInt32?
     let yes: Bool
-    /// Events held back until `release()`: a central encrypts from a bond as soon as the link is
-    /// up, before its `connected` event (printed after the MTU exchange), and a script reading
-    /// the JSON lines must see `connected` first.
-    private let held: Mutex<[([Field], String)]?>
+    /// Events held back until their link's `connected` is printed, then printed with its handle
+    /// as `connection` (CLI.md): a central encrypts from a bond as soon as the link is up, before
+    /// its `connected` event (printed after the MTU exchange), a peripheral's security events may
+    /// come before the link's `connected` event is printed, and a script reading the JSON lines
+    /// must see `connected` first.
+    private let links: Mutex<Links>
+    private struct Links {
+        /// The events not printed yet, with the peer SMP named.
+        var held: [(peer: DeviceAddress, fields: [Field], text: String)] = []
+        /// The central's one link, from `release(connection:)`: every event is its, whatever
+        /// address the peer is named by. Nil: events wait for their peer's link (`connected`).
+        var only: UInt16?
+        var released = false
+        /// A peripheral's links whose `connected` is printed, by peer.
+        var handles: [DeviceAddress: UInt16] = [:]
+    }
     /// Where our bonds live, for the commands the events suggest.
     let bondDirectory: String?
     private let lostBond = Mutex(false)
@@ -139,20 +151,45 @@ final class TerminalPairing: PairingDelegate, Sendable {
         self.passkey = passkey
         self.yes = yes
         self.bondDirectory = bondDirectory
-        held = Mutex(holdUntilReleased ? [] : nil)
+        links = Mutex(Links(released: !holdUntilReleased))
     }
 
     /// Whether encrypting from a bond failed with PIN or Key Missing (0x06): the peer has lost
     /// its half of the bond (Core v5.4 Vol 6 Part B 5.1.3.1).
     var peerLostBond: Bool { lostBond.withLock { $0 } }
 
-    /// Prints the events held so far, in order, and every later one as it comes.
-    func release() {
-        let pending = held.withLock { h -> [([Field], String)] in
-            defer { h = nil }
-            return h ?? []
+    /// The central's link is up and its `connected` printed: prints the events held so far, in
+    /// order, and every later one as it comes, with `connection` (none when no link came up).
+    func release(connection: UInt16? = nil) {
+        let pending = links.withLock { l -> [([Field], String)] in
+            guard !l.released else { return [] }
+            l.released = true
+            l.only = connection
+            defer { l.held = [] }
+            return l.held.map { (Self.with($0.fields, connection: connection), $0.text) }
         }
         for (fields, text) in pending { print(fields, text) }
+    }
+
+    /// A peripheral's link with `peer` is up and its `connected` printed: its events held so far
+    /// are printed, and every later one as it comes, with `connection`.
+    func connected(_ handle: UInt16, peer: DeviceAddress) {
+        let pending = links.withLock { l -> [([Field], String)] in
+            l.handles[peer] = handle
+            let mine = l.held.filter { $0.peer == peer }
+            l.held.removeAll { $0.peer == peer }
+            return mine.map { (Self.with($0.fields, connection: handle), $0.text) }
+        }
+        for (fields, text) in pending { print(fields, text) }
+    }
+
+    /// A peripheral's link ended: a later event of its peer waits for the next link's `connected`.
+    func disconnected(_ handle: UInt16) {
+        links.withLock { l in l.handles = l.handles.filter { $0.value != handle } }
+    }
+
+    private static func with(_ fields: [Field], connection: UInt16?) -> [Field] {
+        fields + (connection.map { [.int("connection", $0)] } ?? [])
     }
 
     private func print(_ fields: [Field], _ text: String) {
@@ -195,12 +232,14 @@ final class TerminalPairing: PairingDelegate, Sendable {
         if case .encryptionFailed(.pinOrKeyMissing) = event { lostBond.withLock { $0 = true } }
         for (fields, text) in describe(event, peer: peer, bondDirectory: bondDirectory) {
             let line = "\(timestamp()) \(text)"
-            let printNow = held.withLock { h -> Bool in
-                guard h != nil else { return true }
-                h!.append((fields, line))
-                return false
+            let connection = links.withLock { l -> UInt16? in
+                guard l.released, let handle = l.only ?? l.handles[peer] else {
+                    l.held.append((peer, fields, line))
+                    return nil
+                }
+                return handle
             }
-            if printNow { print(fields, line) }
+            if let connection { print(Self.with(fields, connection: connection), line) }
         }
     }
 }

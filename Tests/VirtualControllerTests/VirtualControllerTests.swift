@@ -123,7 +123,8 @@ struct Pair {
         p.run(p.a, LESetAdvertisingEnable(advertisingEnable: true))
         #expect(p.run(p.a, LESetAdvertisingParameters())?.status == .commandDisallowed)
         #expect(p.run(p.a, LESetRandomAddress(randomAddress: BDAddress([0xC0, 1, 2, 3, 4, 5])))?.status == .commandDisallowed)
-        #expect(p.run(p.a, LERemoveAdvertisingSet(advertisingHandle: 3))?.status == .unknownAdvertisingIdentifier)
+        // An extended advertising command on B: A has used legacy ones (Core v5.4 Vol 4 Part E 3.1.1).
+        #expect(p.run(p.b, LERemoveAdvertisingSet(advertisingHandle: 3))?.status == .unknownAdvertisingIdentifier)
         // Commands completing with status: Command Status carries the error.
         p.a.send(Disconnect(connectionHandle: 0x99))
         p.link.runUntilIdle()
@@ -223,9 +224,12 @@ func DataHex(_ s: String) -> [UInt8] {
         #expect(reports.first?.eventType.dataStatus == 1 && reports.last?.eventType.dataStatus == 0)
         #expect(reports.flatMap(\.data) == long)
         #expect(reports.allSatisfy { $0.address == random && $0.addressType == 1 && $0.advertisingSID == 3 && $0.eventType.isConnectable })
-        // A legacy scanner does not see extended (non-legacy) PDUs.
+        // A legacy scanner does not see extended (non-legacy) PDUs (legacy commands after a Reset:
+        // Core v5.4 Vol 4 Part E 3.1.1).
         p.run(p.a, LESetExtendedScanEnable(enable: false))
-        p.run(p.a, LESetScanEnable(leScanEnable: true))
+        p.run(p.a, Reset())
+        p.run(p.a, SetEventMask(.leHost))
+        #expect(p.run(p.a, LESetScanEnable(leScanEnable: true))?.status == .success)
         p.link.advance(by: 0.05)
         #expect(p.a.le(p.a.events(), LEAdvertisingReport.self).isEmpty)
         #expect(p.run(p.b, LEClearAdvertisingSets())?.status == .commandDisallowed)
@@ -284,32 +288,39 @@ func DataHex(_ s: String) -> [UInt8] {
     // with Command Disallowed (0x0C). Both answer with Command Complete.
     @Test func scanParametersChecks() {
         let p = Pair()
+        // Legacy commands on A, extended ones on B (never both kinds on one controller: 3.1.1).
         #expect(p.run(p.a, LESetScanParameters(leScanInterval: 0x10, leScanWindow: 0x20))?.status == .invalidParameters)
-        #expect(p.run(p.a, LESetExtendedScanParameters(phyParameters: [.init(scanInterval: 0x10, scanWindow: 0x20)]))?.status
+        #expect(p.run(p.b, LESetExtendedScanParameters(phyParameters: [.init(scanInterval: 0x10, scanWindow: 0x20)]))?.status
                 == .invalidParameters)
         #expect(p.run(p.a, LESetScanParameters())?.status == .success)
         #expect(p.run(p.a, LESetScanEnable(leScanEnable: true))?.status == .success)
         #expect(p.run(p.a, LESetScanParameters())?.status == .commandDisallowed)
-        #expect(p.run(p.a, LESetExtendedScanParameters())?.status == .commandDisallowed)
+        #expect(p.run(p.b, LESetExtendedScanParameters())?.status == .success)
+        #expect(p.run(p.b, LESetExtendedScanEnable(enable: true))?.status == .success)
+        #expect(p.run(p.b, LESetExtendedScanParameters())?.status == .commandDisallowed)
     }
 
     @Test func createConnectionChecks() {
         let p = Pair()
         let peer = p.b.controller.publicAddress
-        func status<C: HCICommand>(_ c: C) -> HCIStatus? {
-            p.a.send(c)
+        // Legacy on A, extended on B (never both kinds on one controller: 3.1.1).
+        func status<C: HCICommand>(_ c: C, on h: RecordingHost? = nil) -> HCIStatus? {
+            let h = h ?? p.a
+            h.send(c)
             p.link.runUntilIdle()
-            return (p.a.events().first as? CommandStatus)?.status
+            return (h.events().first as? CommandStatus)?.status
         }
         #expect(status(LECreateConnection(peerAddressType: .public, peerAddress: peer,
                                           connectionIntervalMin: 0x30, connectionIntervalMax: 0x20)) == .invalidParameters)
         #expect(status(LEExtendedCreateConnection(peerAddressType: .public, peerAddress: peer, initiatingPHYs: 0x00,
-                                                  phyParameters: [])) == .invalidParameters)
+                                                  phyParameters: []), on: p.b) == .invalidParameters)
         #expect(status(LEExtendedCreateConnection(peerAddressType: .public, peerAddress: peer, phyParameters: [
-            .init(connectionIntervalMin: 0x30, connectionIntervalMax: 0x20)])) == .invalidParameters)
+            .init(connectionIntervalMin: 0x30, connectionIntervalMax: 0x20)]), on: p.b) == .invalidParameters)
         #expect(status(LECreateConnection(peerAddressType: .public, peerAddress: peer)) == .success)
         #expect(status(LECreateConnection(peerAddressType: .public, peerAddress: peer)) == .commandDisallowed)
-        #expect(status(LEExtendedCreateConnection(peerAddressType: .public, peerAddress: peer)) == .commandDisallowed)
+        #expect(status(LEExtendedCreateConnection(peerAddressType: .public, peerAddress: p.a.controller.publicAddress), on: p.b)
+                == .success)
+        #expect(status(LEExtendedCreateConnection(peerAddressType: .public, peerAddress: peer), on: p.b) == .commandDisallowed)
     }
 
     @Test func updateDataLengthPHYFeaturesRSSI() throws {

@@ -2,8 +2,11 @@
 (blocks of a header line and two-space indented members) and what a field is (its Swift type,
 how it is read, written, sized and shown). Each gen_*.py is only its emitter.
 
-A field line: `name[@label]: TYPE [= DEFAULT] [SHOW ...] [note {EXPR}]`; `label` is the field's
-name in errors and in `fields` (the specification's name in lowerCamelCase), `name` the Swift one.
+A field line: `name[@label]: TYPE [= DEFAULT] [SHOW ...] [valid LO...HI] [note {EXPR}]`; `label` is
+the field's name in errors and in `fields` (the specification's name in lowerCamelCase), `name` the
+Swift one. `valid LO...HI`: the values the specification allows (an integer, flag or addressType
+field); the decoder throws, naming the field, on any other (reserved or out of range: a controller
+answers Invalid HCI Command Parameters).
 
 TYPE: u8 i8 u16 u24 u32 u64 handle address addressType status flag key16 bytesN cidsN
 uuid16 uuid handles value RECORD[1+] dataN paddedN, or Swift(u8|u16|u64) for an
@@ -67,6 +70,10 @@ class Field:
         self.note = note.group(1) if note else None
         if note:
             show = show[:note.start()].strip()
+        valid = re.search(r'\bvalid (\w+)\.\.\.(\w+)', show)
+        self.valid = valid.groups() if valid else None
+        if valid:
+            show = (show[:valid.start()] + show[valid.end():]).strip()
         self.show = show.split() if show else []
         self.where = where
         self.raw = self.record = None
@@ -111,6 +118,12 @@ class Field:
         """The expression that reads the field; `pdu` names a list's PDU in errors, `trailing` is
         the octets of fixed-size fields after a `value`."""
         l = self.label
+        if self.valid:
+            base = {"flag": "u8", "addressType": "u8"}.get(self.type, self.type)
+            if base not in INTS:
+                sys.exit(f"{self.where}: `valid` needs an integer, flag or addressType field")
+            v = f'try r.valid(try r.{base}("{l}"), {self.valid[0]}...{self.valid[1]}, "{l}")'
+            return {"flag": f"{v} != 0", "addressType": f"try AddressType.decode({v})"}.get(self.type, v)
         if self.raw:
             return f'{self.swift}(rawValue: try r.{self.raw}("{l}"))'
         if self.record:

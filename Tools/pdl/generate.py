@@ -11,7 +11,8 @@ the field model are Tools/pdl/description.py's, shared by every generator here):
 
   command Name OGF OCF "Spec Name" [bit OCTET.BIT] [status] [handwritten]
     doc   one line of documentation (repeatable)
-    param name[@label]: TYPE [= DEFAULT] [SHOW ...]     command parameter, in wire order
+    param name[@label]: TYPE [= DEFAULT] [SHOW ...] [valid LO...HI]   command parameter, in wire
+                                                        order (`valid`: the values allowed)
     ret   name[@label]: TYPE [= DEFAULT] [SHOW ...]     return parameter after Status
     returns SwiftType                                   shared return parameters type
 

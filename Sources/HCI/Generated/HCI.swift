@@ -514,16 +514,16 @@ public struct LECreateConnection: HCICommand, Equatable {
         self.maxCELength = maxCELength
     }
     public init(parameters r: inout ByteReader) throws(DecodeError) {
-        leScanInterval = try r.u16("leScanInterval")
-        leScanWindow = try r.u16("leScanWindow")
+        leScanInterval = try r.valid(try r.u16("leScanInterval"), 0x0004...0x4000, "leScanInterval")
+        leScanWindow = try r.valid(try r.u16("leScanWindow"), 0x0004...0x4000, "leScanWindow")
         initiatorFilterPolicy = try r.u8("initiatorFilterPolicy")
         peerAddressType = try r.addressType("peerAddressType")
         peerAddress = try r.address("peerAddress")
         ownAddressType = try r.addressType("ownAddressType")
-        connectionIntervalMin = try r.u16("connectionIntervalMin")
-        connectionIntervalMax = try r.u16("connectionIntervalMax")
-        maxLatency = try r.u16("maxLatency")
-        supervisionTimeout = try r.u16("supervisionTimeout")
+        connectionIntervalMin = try r.valid(try r.u16("connectionIntervalMin"), 0x0006...0x0C80, "connectionIntervalMin")
+        connectionIntervalMax = try r.valid(try r.u16("connectionIntervalMax"), 0x0006...0x0C80, "connectionIntervalMax")
+        maxLatency = try r.valid(try r.u16("maxLatency"), 0x0000...0x01F3, "maxLatency")
+        supervisionTimeout = try r.valid(try r.u16("supervisionTimeout"), 0x000A...0x0C80, "supervisionTimeout")
         minCELength = try r.u16("minCELength")
         maxCELength = try r.u16("maxCELength")
     }
@@ -666,10 +666,10 @@ public struct LEConnectionUpdate: HCICommand, Equatable {
     }
     public init(parameters r: inout ByteReader) throws(DecodeError) {
         connectionHandle = try r.handle("connectionHandle")
-        connectionIntervalMin = try r.u16("connectionIntervalMin")
-        connectionIntervalMax = try r.u16("connectionIntervalMax")
-        maxLatency = try r.u16("maxLatency")
-        supervisionTimeout = try r.u16("supervisionTimeout")
+        connectionIntervalMin = try r.valid(try r.u16("connectionIntervalMin"), 0x0006...0x0C80, "connectionIntervalMin")
+        connectionIntervalMax = try r.valid(try r.u16("connectionIntervalMax"), 0x0006...0x0C80, "connectionIntervalMax")
+        maxLatency = try r.valid(try r.u16("maxLatency"), 0x0000...0x01F3, "maxLatency")
+        supervisionTimeout = try r.valid(try r.u16("supervisionTimeout"), 0x000A...0x0C80, "supervisionTimeout")
         minCELength = try r.u16("minCELength")
         maxCELength = try r.u16("maxCELength")
     }
@@ -1118,7 +1118,7 @@ public struct LESetAdvertisingParameters: HCICommand, Equatable {
         advertisingIntervalMax = try r.u16("advertisingIntervalMax")
         advertisingType = try r.u8("advertisingType")
         ownAddressType = try r.addressType("ownAddressType")
-        peerAddressType = try r.addressType("peerAddressType")
+        peerAddressType = try AddressType.decode(try r.valid(try r.u8("peerAddressType"), 0...1, "peerAddressType"))
         peerAddress = try r.address("peerAddress")
         advertisingChannelMap = try r.u8("advertisingChannelMap")
         advertisingFilterPolicy = try r.u8("advertisingFilterPolicy")
@@ -1215,7 +1215,7 @@ public struct LESetAdvertisingEnable: HCICommand, Equatable {
         self.advertisingEnable = advertisingEnable
     }
     public init(parameters r: inout ByteReader) throws(DecodeError) {
-        advertisingEnable = try r.u8("advertisingEnable") != 0
+        advertisingEnable = try r.valid(try r.u8("advertisingEnable"), 0...1, "advertisingEnable") != 0
     }
     public func encodeParameters(into w: inout ByteWriter) {
         w.u8(advertisingEnable ? 1 : 0)
@@ -1275,8 +1275,8 @@ public struct LESetScanEnable: HCICommand, Equatable {
         self.filterDuplicates = filterDuplicates
     }
     public init(parameters r: inout ByteReader) throws(DecodeError) {
-        leScanEnable = try r.u8("leScanEnable") != 0
-        filterDuplicates = try r.u8("filterDuplicates") != 0
+        leScanEnable = try r.valid(try r.u8("leScanEnable"), 0...1, "leScanEnable") != 0
+        filterDuplicates = try r.valid(try r.u8("filterDuplicates"), 0...1, "filterDuplicates") != 0
     }
     public func encodeParameters(into w: inout ByteWriter) {
         w.u8(leScanEnable ? 1 : 0)
@@ -1730,12 +1730,12 @@ public struct LEExtendedCreateConnection: HCICommand, Equatable {
             self.maxCELength = maxCELength
         }
         init(_ r: inout ByteReader) throws(DecodeError) {
-            scanInterval = try r.u16("scanInterval")
-            scanWindow = try r.u16("scanWindow")
-            connectionIntervalMin = try r.u16("connectionIntervalMin")
-            connectionIntervalMax = try r.u16("connectionIntervalMax")
-            maxLatency = try r.u16("maxLatency")
-            supervisionTimeout = try r.u16("supervisionTimeout")
+            scanInterval = try r.valid(try r.u16("scanInterval"), 0x0004...0xFFFF, "scanInterval")
+            scanWindow = try r.valid(try r.u16("scanWindow"), 0x0004...0xFFFF, "scanWindow")
+            connectionIntervalMin = try r.valid(try r.u16("connectionIntervalMin"), 0x0006...0x0C80, "connectionIntervalMin")
+            connectionIntervalMax = try r.valid(try r.u16("connectionIntervalMax"), 0x0006...0x0C80, "connectionIntervalMax")
+            maxLatency = try r.valid(try r.u16("maxLatency"), 0x0000...0x01F3, "maxLatency")
+            supervisionTimeout = try r.valid(try r.u16("supervisionTimeout"), 0x000A...0x0C80, "supervisionTimeout")
             minCELength = try r.u16("minCELength")
             maxCELength = try r.u16("maxCELength")
         }
