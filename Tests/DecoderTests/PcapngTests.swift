@@ -173,6 +173,18 @@ private func btmonCapture() -> [UInt8] {
         #expect("\(first.time.seconds).\(first.time.nanoseconds)" == epoch)
     }
 
+    /// if_tsresol with bit 7 set counts in 2^-n seconds: the nanosecond fixture's option
+    /// (code 9, length 1, value 9) rewritten to 2^-20, read by both.
+    @Test func binaryResolution() throws {
+        var file = [UInt8](try #require(FileManager.default.contents(atPath: fixturePath("bumble-central-60-100-ns.pcapng"))))
+        let at = try #require((0..<(file.count - 5)).first { Array(file[$0..<($0 + 5)]) == [0x09, 0x00, 0x01, 0x00, 0x09] })
+        file[at + 4] = 0x94
+        let out = temp("bin.pcapng")
+        defer { unlink(out) }
+        _ = FileManager.default.createFile(atPath: out, contents: Data(file))
+        #expect(try compareWithTshark(out) == [])
+    }
+
     @Test func twoInterfacesOfDifferentResolutions() throws {
         let out = temp("two.pcapng")
         defer { unlink(out) }
