@@ -11,7 +11,8 @@ import ATT
 import GATT
 import SMP
 
-/// One layer of a decoded packet: "hci", "l2cap", "signaling", "att", "smp", "gatt" or "monitor".
+/// One layer of a decoded packet: "hci", "l2cap", "signaling", "att", "smp", "gatt", "monitor"
+/// or "note" (the capture reader's word on a record that holds no HCI packet).
 public struct DecodedLayer: Sendable, Equatable {
     public var name: String { didSet { kind = LayerKind(name) } }
     public var fields: [Field]
@@ -27,7 +28,7 @@ public struct DecodedLayer: Sendable, Equatable {
 
 /// The layers a decoded packet can have.
 enum LayerKind: UInt8, Sendable {
-    case hci, l2cap, signaling, att, smp, gatt, monitor, other
+    case hci, l2cap, signaling, att, smp, gatt, monitor, note, other
 
     init(_ name: String) {
         switch name {
@@ -38,6 +39,7 @@ enum LayerKind: UInt8, Sendable {
         case "smp": self = .smp
         case "gatt": self = .gatt
         case "monitor": self = .monitor
+        case "note": self = .note
         default: self = .other
         }
     }
@@ -51,7 +53,8 @@ public struct DecodedPacket: Sendable {
     /// nil when the capture format doesn't say (pcap 187 ACL).
     public var direction: Direction?
     /// CLI.md's `type`: command, acl, sco, event, iso ("monitor" for btmon records that are
-    /// not HCI packets, "unknown" for bytes that are not an H4 packet).
+    /// not HCI packets, "note" for records the reader skipped, "unknown" for bytes that are not
+    /// an H4 packet).
     public var type: String
     /// One line for humans: "ATT Read By Group Type Request", "HCI Command Reset", ...
     public var summary: String
@@ -110,6 +113,11 @@ public final class PacketDecoder: @unchecked Sendable {
             return DecodedPacket(index: record.number, time: record.time, direction: record.direction, type: "monitor",
                                  summary: "Monitor \(name)" + (text.map { ": \($0)" } ?? ""),
                                  layers: [DecodedLayer("monitor", f)])
+        case .note(let text):
+            lock.lock(); defer { lock.unlock() }
+            nextIndex = record.number + 1
+            return DecodedPacket(index: record.number, time: record.time, direction: record.direction, type: "note",
+                                 summary: "Note: \(text)", layers: [DecodedLayer("note", [.text("text", text)])])
         }
     }
 

@@ -249,7 +249,7 @@ public struct FlowBuilder {
                 party = .peer(i)
             }
             return p.direction == .received ? (party, .host) : (.host, party)
-        case "monitor": return (.host, .host)
+        case "monitor", "note": return (.host, .host)
         default: return p.direction == .received ? (.controller, .host) : (.host, .controller)
         }
     }
@@ -419,7 +419,8 @@ public struct FlowBuilder {
             return Label(layer: "l2cap", text: text, shape: text)
         }
         guard sel.hci else { return nil }
-        if p.type == "monitor" { return Label(layer: "monitor", text: p.summary, shape: p.summary) }  // btmon's own records
+        // btmon's own records, and the reader's notes on records it skipped.
+        if p.type == "monitor" || p.type == "note" { return Label(layer: "monitor", text: p.summary, shape: p.summary) }
         guard let hci = p.layer("hci") else {
             return Label(layer: "hci", text: p.summary.isEmpty ? p.type : p.summary, shape: p.type)  // not an H4 packet
         }

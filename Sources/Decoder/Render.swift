@@ -59,7 +59,7 @@ public struct LayerSelection: Sendable {
     @inline(__always)
     func includes(_ layer: DecodedLayer) -> Bool {
         switch layer.kind {
-        case .hci, .monitor: return hci
+        case .hci, .monitor, .note: return hci
         case .l2cap, .signaling: return l2cap
         case .att: return att
         case .gatt: return gatt
@@ -71,7 +71,7 @@ public struct LayerSelection: Sendable {
     @inline(__always)
     func includes(_ layer: String) -> Bool {
         switch layer {
-        case "hci", "monitor": return hci
+        case "hci", "monitor", "note": return hci
         case "l2cap", "signaling": return l2cap
         case "att": return att
         case "gatt": return gatt
@@ -291,6 +291,7 @@ public func appendTree(_ p: DecodedPacket, layers: LayerSelection, to s: inout R
         case .smp: s.append(ascii: "SMP")
         case .gatt: s.append(ascii: "GATT")
         case .monitor: s.append(ascii: "Monitor")
+        case .note: s.append(ascii: "Note")
         case .other: s.append(layer.name)
         }
         s.append(byte: 10)
