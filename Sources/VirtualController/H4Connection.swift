@@ -7,14 +7,33 @@ import Glibc
 
 /// One host attached to a controller over an H4 byte stream (socket or /dev/vhci).
 /// A dedicated reader thread deframes with `H4Framer` and feeds the controller directly (no
-/// async hop, so it never depends on the cooperative thread pool); writes happen on the
-/// link's context. The reader owns the descriptor and closes it when it ends.
+/// async hop, so it never depends on the cooperative thread pool). What goes to the host is
+/// queued by `send`, which never waits (it runs on the link's context, shared by every
+/// controller of the link), and written by a writer thread of the connection's own. A host
+/// that stops reading stops being read (issue 31): past `maxQueuedOctets` unwritten, or
+/// `maxBacklog` packets waiting in its controller, the reader waits, so the host's own sends
+/// block and neither queue grows. The reader owns the descriptor and closes it when it ends.
 final class H4Connection: @unchecked Sendable {
     let name: String
     private let fd: Int32
     private let isSocket: Bool
-    private let lock = NSLock()
+    /// Guards everything below; signalled when the queue changes or the connection ends.
+    private let condition = NSCondition()
     private var open = true
+    private var queued: [UInt8] = []
+    private var queuedHead = 0
+    private var writerDone = false
+
+    /// Octets queued for the host above which the host stops being read.
+    static let maxQueuedOctets = 256 * 1024
+    /// Packets from the host waiting in its controller above which it stops being read.
+    static let maxBacklog = 4096
+
+    /// Octets queued for the host and not written yet (tests, diagnostics).
+    var queuedOctets: Int {
+        condition.lock(); defer { condition.unlock() }
+        return queued.count - queuedHead
+    }
 
     init(fd: Int32, name: String, isSocket: Bool) {
         self.fd = fd
@@ -22,13 +41,19 @@ final class H4Connection: @unchecked Sendable {
         self.isSocket = isSocket
     }
 
-    /// Starts reading; `packet` gets each host packet, `ended` the reason the stream ended.
-    func start(packet: @escaping @Sendable (HCIPacket) -> Void, ended: @escaping @Sendable (String) -> Void) {
+    /// Starts reading and writing; `packet` gets each host packet, `ended` the reason the stream
+    /// ended; `backlog` says how many of the host's packets its controller has not handled yet.
+    func start(packet: @escaping @Sendable (HCIPacket) -> Void, backlog: @escaping @Sendable () -> Int = { 0 },
+               ended: @escaping @Sendable (String) -> Void) {
+        let writer = Thread { [self] in writeLoop() }
+        writer.name = "h4 \(name) writer"
+        writer.start()
         let t = Thread { [self] in
             var framer = H4Framer()
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
             var reason = "closed"
             while true {
+                waitForRoom(backlog)
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { reason = n == 0 ? "end of stream" : "read failed: \(String(cString: strerror(errno)))"; break }
@@ -39,40 +64,83 @@ final class H4Connection: @unchecked Sendable {
                     break
                 }
             }
-            lock.lock()
+            condition.lock()
             open = false
+            condition.broadcast()
+            // The writer is done with the descriptor before it is closed (no write to a reused one).
+            while !writerDone { condition.wait() }
             Glibc.close(fd)
-            lock.unlock()
+            condition.unlock()
             ended(reason)
         }
         t.name = "h4 \(name)"
         t.start()
     }
 
-    /// Writes one packet (H4); drops it once the connection is closed.
-    func send(_ packet: HCIPacket) {
-        let bytes = packet.h4
-        lock.lock()
-        defer { lock.unlock() }
-        guard open else { return }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { buf in
-                isSocket ? Glibc.send(fd, buf.baseAddress! + offset, buf.count - offset, Int32(MSG_NOSIGNAL))
-                         : Glibc.write(fd, buf.baseAddress! + offset, buf.count - offset)
-            }
-            if n > 0 { offset += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            // Failed, or timed out (SO_SNDTIMEO): end the connection; the reader reports why.
-            shutdown(fd, Int32(SHUT_RDWR))
-            return
+    /// Reader: returns when the host may be read again (its answers are being taken, its
+    /// controller keeps up), or the connection ends.
+    private func waitForRoom(_ backlog: () -> Int) {
+        condition.lock()
+        defer { condition.unlock() }
+        while open && (queued.count - queuedHead > Self.maxQueuedOctets || backlog() > Self.maxBacklog) {
+            _ = condition.wait(until: Date().addingTimeInterval(0.01))  // the backlog is polled
         }
+    }
+
+    /// Queues one packet (H4) for the host; drops it once the connection is closed. Never waits.
+    func send(_ packet: HCIPacket) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard open else { return }
+        queued.append(contentsOf: packet.h4)
+        condition.broadcast()
+    }
+
+    /// Writer thread: writes what is queued, in order. A write that fails or stays stuck for
+    /// the socket's send timeout (SO_SNDTIMEO) ends the connection; the reader reports why.
+    private func writeLoop() {
+        condition.lock()
+        while true {
+            while open && queuedHead == queued.count { condition.wait() }
+            if queuedHead == queued.count { break }  // closed, and everything written
+            let chunk = Array(queued[queuedHead...])
+            condition.unlock()
+            var offset = 0
+            var failed = false
+            while offset < chunk.count {
+                let n = chunk.withUnsafeBytes { buf in
+                    isSocket ? Glibc.send(fd, buf.baseAddress! + offset, buf.count - offset, Int32(MSG_NOSIGNAL))
+                             : Glibc.write(fd, buf.baseAddress! + offset, buf.count - offset)
+                }
+                if n > 0 { offset += n; continue }
+                if n < 0 && errno == EINTR { continue }
+                failed = true
+                break
+            }
+            condition.lock()
+            queuedHead += offset
+            if queuedHead == queued.count {
+                queued.removeAll(keepingCapacity: queued.capacity <= 64 * 1024)
+                queuedHead = 0
+            } else if queuedHead >= 64 * 1024 {
+                queued.removeFirst(queuedHead)  // a host that keeps reading slowly: no growth
+                queuedHead = 0
+            }
+            condition.broadcast()
+            if failed {
+                shutdown(fd, Int32(SHUT_RDWR))
+                break
+            }
+        }
+        writerDone = true
+        condition.broadcast()
+        condition.unlock()
     }
 
     /// Ends the connection; the reader thread closes the descriptor.
     func close() {
-        lock.lock()
+        condition.lock()
         if open { shutdown(fd, Int32(SHUT_RDWR)) }
-        lock.unlock()
+        condition.unlock()
     }
 }

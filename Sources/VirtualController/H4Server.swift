@@ -150,11 +150,12 @@ public final class H4Server: @unchecked Sendable {
         generation[i] = gen
         lock.unlock()
         link.note("\(l.boundSpec): host connected; controller \(l.controller.index) reset")
+
         let controller = l.controller
         controller.attachHost(nil)
         controller.powerCycle()
         controller.attachHost { packet in connection.send(packet) }
-        connection.start(packet: { controller.receive(fromHost: $0) }, ended: { [self] reason in
+        connection.start(packet: { controller.receive(fromHost: $0) }, backlog: { controller.queuedFromHost }, ended: { [self] reason in
             lock.lock()
             let current = generation[i] == gen
             if current { hosts[i] = nil }
@@ -165,6 +166,12 @@ public final class H4Server: @unchecked Sendable {
                 link.note("\(l.boundSpec): host disconnected (\(reason))")
             }
         })
+    }
+
+    /// The host connection of listener `index`, if one is attached (tests).
+    func host(_ index: Int) -> H4Connection? {
+        lock.lock(); defer { lock.unlock() }
+        return hosts[index]
     }
 
     /// Closes the listeners and every host connection.

@@ -63,7 +63,7 @@ public final class VHCIController: @unchecked Sendable {
         let name = "vhci hci\(index)"
         c.powerCycle()
         c.attachHost { packet in conn.send(packet) }
-        conn.start(packet: { c.receive(fromHost: $0) }, ended: { reason in
+        conn.start(packet: { c.receive(fromHost: $0) }, backlog: { c.queuedFromHost }, ended: { reason in
             c.attachHost(nil)
             link.note("\(name): \(reason)")
         })

@@ -137,6 +137,10 @@ public final class VirtualController: @unchecked Sendable {
 
     // MARK: - Host side
 
+    /// Host packets and requests queued for the link's context and not run yet (a transport
+    /// stops reading its host while this is high).
+    public var queuedFromHost: Int { inbox.withLock { $0.count } }
+
     /// Sets (or clears) where packets for the host go. Called from any thread.
     public func attachHost(_ sink: (@Sendable (HCIPacket) -> Void)?) {
         self.sink.withLock { $0 = sink.map(HostSink.init) }
@@ -185,25 +189,29 @@ public final class VirtualController: @unchecked Sendable {
         if schedule { link.perform(drainWork) }
     }
 
-    /// Link context: runs every queued host request in order, then the connection event.
+    /// Link context: runs the host requests queued now, in order, then the connection event.
+    /// What comes meanwhile is drained by a new job at the back of the link's work, so the
+    /// other controllers' work is not kept waiting behind a host that keeps sending (issue 31).
     private func drainInbox() {
         var items: [Inbound] = []
         swap(&items, &inboxSpare)
-        while true {
-            inbox.withLock { queued in
-                if queued.isEmpty { drainScheduled.store(false, ordering: .releasing) } else { swap(&items, &queued) }
-            }
-            if items.isEmpty { break }
-            for item in items {
-                switch item {
-                case .packet(let p): handle(p)
-                case .control(let work): work()
-                }
-            }
-            items.removeAll(keepingCapacity: true)
+        inbox.withLock { queued in
+            if queued.isEmpty { drainScheduled.store(false, ordering: .releasing) } else { swap(&items, &queued) }
         }
+        for item in items {
+            switch item {
+            case .packet(let p): handle(p)
+            case .control(let work): work()
+            }
+        }
+        items.removeAll(keepingCapacity: true)
         inboxSpare = items
         flushACL()
+        let more = inbox.withLock { queued -> Bool in
+            if queued.isEmpty { drainScheduled.store(false, ordering: .releasing); return false }
+            return true
+        }
+        if more { link.perform(drainWork) }
     }
 
     func deliver(_ packet: HCIPacket) {

@@ -152,10 +152,19 @@ public final class VirtualLink: @unchecked Sendable {
     }
 
     /// Live mode, on the link's context: runs the work queued meanwhile (in order, what it
-    /// queues included), then lets the context go.
+    /// queues included), then lets the context go. A thread runs a few rounds of others' work
+    /// at most, then hands the context on to the link's queue (issue 31): a host's reader thread
+    /// that happens to hold it must not be kept from reading its own host by another's flood.
     func leaveContext() {
         var batch: [Work] = []
+        var rounds = 0
         while true {
+            if rounds == Self.roundsPerThread {
+                // Still running: the queue's thread takes over the loop, with the context.
+                queue.async { [self] in leaveContext() }
+                return
+            }
+            rounds += 1
             let more = live.withLock { q -> Bool in
                 if q.work.isEmpty {
                     running.store(false, ordering: .releasing)
@@ -172,6 +181,9 @@ public final class VirtualLink: @unchecked Sendable {
             batch.removeAll(keepingCapacity: true)
         }
     }
+
+    /// Rounds of queued work one thread runs before it hands the context on.
+    static let roundsPerThread = 4
 
     /// Runs `work` on the link's context after `seconds`.
     func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) {

@@ -764,3 +764,66 @@ final class Counter: Sendable {
         }
     }
 }
+
+/// Issue 31: a host that sends without reading its socket cannot stall the other hosts of a
+/// link nor grow `controllers` without bound. Before, the link's context wrote the flooder's
+/// answers itself and waited on its full socket (up to the 5 s send timeout) while every other
+/// controller waited; the flooder's commands piled up meanwhile. Now its answers go through its
+/// connection's bounded queue and writer, and past the bound it is not read.
+@Suite struct FloodingHostTests {
+    @Test func aHostThatDoesNotReadStallsNoOtherHost() async throws {
+        let link = VirtualLink(mode: .live)
+        let server = try H4Server(link: link, listen: ["tcp:127.0.0.1:0", "tcp:127.0.0.1:0"])
+        server.start()
+        defer { server.stop() }
+        // The flooder: Read BD_ADDR (Core v5.4 Vol 4 Part E 7.4.6) as fast as the socket takes
+        // it, never reading an answer. Its sends time out (200 ms) once it is not read.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { Glibc.close(fd) }
+        var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: server.listeners[0].port!.bigEndian,
+                                  sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        try #require(connected == 0)
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let stop = Atomic<Bool>(false)
+        let flooded = Atomic<Int>(0)
+        let burst = Array(repeatElement([UInt8]([0x01, 0x09, 0x10, 0x00]), count: 4096).joined())
+        let flooder = Thread {
+            while !stop.load(ordering: .relaxed) {
+                let n = burst.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if n > 0 { flooded.add(n, ordering: .relaxed) } else if errno != EAGAIN && errno != EINTR { break }
+            }
+        }
+        flooder.start()
+        // The other host: Read BD_ADDR once every 20 ms, each answered (the controller's
+        // address, 7.4.6) within 1 s, for 2 s of flooding.
+        let other = try RawTCPConnection(port: server.listeners[1].port!)
+        let clock = ContinuousClock()
+        var slowest = Duration.zero
+        let end = clock.now + .seconds(2)
+        var answered = 0
+        while clock.now < end {
+            let start = clock.now
+            try other.send([0x01, 0x09, 0x10, 0x00])
+            let answer = try other.receive(exactly: 13, timeout: 5)
+            // Command Complete: 1 packet, the opcode, Success, BD_ADDR least significant octet first.
+            #expect(answer == [0x04, 0x0E, 0x0A, 0x01, 0x09, 0x10, 0x00, 0x02, 0xF4, 0xF3, 0xF2, 0xF1, 0xF0])
+            slowest = max(slowest, clock.now - start)
+            answered += 1
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        stop.store(true, ordering: .relaxed)
+        #expect(slowest < .seconds(1), "the other host waited \(slowest) behind the flooder")
+        #expect(answered > 20)
+        // The flooder was held back: what it got accepted is bounded by the kernel's socket
+        // buffers and the connection's queue, not by how long it tried.
+        let queued = try #require(server.host(0)).queuedOctets
+        #expect(queued <= H4Connection.maxQueuedOctets + 64 * 1024 / 4 * 14, "answers queued for the flooder: \(queued) octets")
+        #expect(server.listeners[0].controller.queuedFromHost <= H4Connection.maxBacklog + 64 * 1024 / 4)
+        #expect(flooded.load(ordering: .relaxed) > 0)
+        flooder.cancel()
+    }
+}
