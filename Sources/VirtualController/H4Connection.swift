@@ -9,7 +9,7 @@ import Glibc
 /// A dedicated reader thread deframes with `H4Framer` and feeds the controller directly (no
 /// async hop, so it never depends on the cooperative thread pool). What goes to the host is
 /// queued by `send`, which never waits (it runs on the link's context, shared by every
-/// controller of the link), and written by a writer thread of the connection's own. A host
+/// controller of the link), and on a socket written by a writer thread of the connection's own. A host
 /// that stops reading stops being read (issue 31): past `maxQueuedOctets` unwritten, or
 /// `maxBacklog` packets waiting in its controller, the reader waits, so the host's own sends
 /// block and neither queue grows. The reader owns the descriptor and closes it when it ends.
@@ -20,8 +20,10 @@ final class H4Connection: @unchecked Sendable {
     /// Guards everything below; signalled when the queue changes or the connection ends.
     private let condition = NSCondition()
     private var open = true
-    private var queued: [UInt8] = []
-    private var queuedHead = 0
+    /// Packets for the host not written yet (a socket's: /dev/vhci's host is the kernel,
+    /// which always reads, and each packet is written at once, one write(2) each, as it needs).
+    private var queued: [[UInt8]] = []
+    private var queuedOctetCount = 0
     private var writerDone = false
 
     /// Octets queued for the host above which the host stops being read.
@@ -32,7 +34,7 @@ final class H4Connection: @unchecked Sendable {
     /// Octets queued for the host and not written yet (tests, diagnostics).
     var queuedOctets: Int {
         condition.lock(); defer { condition.unlock() }
-        return queued.count - queuedHead
+        return queuedOctetCount
     }
 
     init(fd: Int32, name: String, isSocket: Bool) {
@@ -45,9 +47,13 @@ final class H4Connection: @unchecked Sendable {
     /// ended; `backlog` says how many of the host's packets its controller has not handled yet.
     func start(packet: @escaping @Sendable (HCIPacket) -> Void, backlog: @escaping @Sendable () -> Int = { 0 },
                ended: @escaping @Sendable (String) -> Void) {
-        let writer = Thread { [self] in writeLoop() }
-        writer.name = "h4 \(name) writer"
-        writer.start()
+        if isSocket {
+            let writer = Thread { [self] in writeLoop() }
+            writer.name = "h4 \(name) writer"
+            writer.start()
+        } else {
+            writerDone = true
+        }
         let t = Thread { [self] in
             var framer = H4Framer()
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
@@ -82,7 +88,7 @@ final class H4Connection: @unchecked Sendable {
     private func waitForRoom(_ backlog: () -> Int) {
         condition.lock()
         defer { condition.unlock() }
-        while open && (queued.count - queuedHead > Self.maxQueuedOctets || backlog() > Self.maxBacklog) {
+        while open && (queuedOctetCount > Self.maxQueuedOctets || backlog() > Self.maxBacklog) {
             _ = condition.wait(until: Date().addingTimeInterval(0.01))  // the backlog is polled
         }
     }
@@ -92,40 +98,48 @@ final class H4Connection: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         guard open else { return }
-        queued.append(contentsOf: packet.h4)
+        let bytes = packet.h4
+        guard isSocket else { return writeNow(bytes) }
+        queued.append(bytes)
+        queuedOctetCount += bytes.count
         condition.broadcast()
     }
 
-    /// Writer thread: writes what is queued, in order. A write that fails or stays stuck for
+    /// /dev/vhci: writes one packet now (caller holds `condition`: the reader closes the
+    /// descriptor under it).
+    private func writeNow(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n > 0 { offset += n; continue }
+            if n < 0 && errno == EINTR { continue }
+            return
+        }
+    }
+
+    /// Writer thread (sockets): writes what is queued, in order. A write that fails or stays stuck for
     /// the socket's send timeout (SO_SNDTIMEO) ends the connection; the reader reports why.
     private func writeLoop() {
         condition.lock()
         while true {
-            while open && queuedHead == queued.count { condition.wait() }
-            if queuedHead == queued.count { break }  // closed, and everything written
-            let chunk = Array(queued[queuedHead...])
+            while open && queued.isEmpty { condition.wait() }
+            if queued.isEmpty { break }  // closed, and everything written
+            let packets = queued
+            queued.removeAll()
             condition.unlock()
+            // A stream: the packets go out joined.
+            let bytes = Array(packets.joined())
             var offset = 0
             var failed = false
-            while offset < chunk.count {
-                let n = chunk.withUnsafeBytes { buf in
-                    isSocket ? Glibc.send(fd, buf.baseAddress! + offset, buf.count - offset, Int32(MSG_NOSIGNAL))
-                             : Glibc.write(fd, buf.baseAddress! + offset, buf.count - offset)
-                }
+            while offset < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
                 if n > 0 { offset += n; continue }
                 if n < 0 && errno == EINTR { continue }
                 failed = true
                 break
             }
             condition.lock()
-            queuedHead += offset
-            if queuedHead == queued.count {
-                queued.removeAll(keepingCapacity: queued.capacity <= 64 * 1024)
-                queuedHead = 0
-            } else if queuedHead >= 64 * 1024 {
-                queued.removeFirst(queuedHead)  // a host that keeps reading slowly: no growth
-                queuedHead = 0
-            }
+            queuedOctetCount -= packets.reduce(0) { $0 + $1.count }
             condition.broadcast()
             if failed {
                 shutdown(fd, Int32(SHUT_RDWR))
