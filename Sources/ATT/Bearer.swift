@@ -49,47 +49,75 @@ public enum ATTBearerError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
-/// ATT over CID 0x0004 of one `L2CAPConnection`: the client side (`ATTRequester`: one
-/// outstanding request, transaction timeout, MTU exchange; `clientReceived`), the server side
-/// (requests handed to an `ATTServerDelegate` one at a time; malformed/unknown PDUs refused per
-/// spec; `serverReceived`) and server pushes (`ATTServerPush`: notifications, indications with
-/// one outstanding). `received` decodes each PDU once and `dispatch` hands it to one side.
-///
-/// Runs on the host's executor (`unownedExecutor`), like its `L2CAPConnection`: each ATT PDU
-/// is handled by `received` synchronously, within the host's handling of the frame that
-/// carried it (a response resolves the waiting request, a request is answered by a
-/// synchronous server delegate with `Host.enqueueL2CAP`). Async only at the application
-/// boundary: the caller awaiting `request`, the notification handler, an asynchronous delegate.
-///
-/// Create it and `start()` it before `l2cap.start()`, so no PDU is missed.
-public actor ATTBearer: ATTRequester, ATTServerPush {
-    public nonisolated let l2cap: L2CAPConnection
-    /// `l2cap.host` and its executor, held here: read on every PDU (one reference, not a
-    /// chain of two retained in turn).
-    nonisolated let host: Host
-    nonisolated let executor: SerialThreadExecutor
-    public nonisolated let peer: ATTPeer
-    public nonisolated let configuration: ATTBearerConfiguration
-
-    /// The host's executor: PDUs are handled where the host reassembles their frames.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { host.unownedExecutor }
-
-    /// What is read without the actor (ATT_MTU, security, counters).
-    struct Shared {
+/// What a GATT server pushes through to one peer (`ATTServerPush`), and what it reads of the
+/// link without entering its host: the ATT_MTU and the link's security, which live here (their
+/// one home: the bearer reads them here too). Sendable: the server is shared by every link.
+public final class ATTLink: ATTServerPush, Sendable {
+    public let host: Host
+    public let handle: UInt16
+    struct State {
         var mtu = 23
         var security = ATTSecurity.none
         var droppedNotifications = 0
     }
-    nonisolated let shared = Mutex(Shared())
+    let state = Mutex(State())
+
+    init(host: Host, handle: UInt16) {
+        self.host = host
+        self.handle = handle
+    }
+
+    public var mtu: Int { state.withLock { $0.mtu } }
+    public var security: ATTSecurity { state.withLock { $0.security } }
+    /// Notifications the bearer dropped unprocessed (`ATTBearer.droppedNotifications`).
+    public var droppedNotifications: Int { state.withLock { $0.droppedNotifications } }
+
+    /// Enters the host and sends the notification on the link's bearer.
+    public nonisolated(nonsending) func notify(handle valueHandle: UInt16, value: [UInt8]) async throws {
+        let handle = handle
+        try await host.run { host in try await ATTBearer.of(handle, on: host).notify(handle: valueHandle, value: value) }
+    }
+
+    /// Enters the host and indicates on the link's bearer (waits for the confirmation).
+    public func indicate(handle valueHandle: UInt16, value: [UInt8]) async throws {
+        let handle = handle
+        try await host.run { host in try await ATTBearer.of(handle, on: host).indicate(handle: valueHandle, value: value, host: host) }
+    }
+}
+
+/// ATT over CID 0x0004 of one link: the client side (`ATTRequester`: one outstanding request,
+/// transaction timeout, MTU exchange; `clientReceived`), the server side (requests handed to an
+/// `ATTServerDelegate` one at a time; malformed/unknown PDUs refused per spec;
+/// `serverReceived`) and server pushes (notifications, indications with one outstanding).
+/// `received` decodes each PDU once and `dispatch` hands it to one side.
+///
+/// Plain state owned by the link's `L2CAPConnection` (its fixed channel 0x0004), inside the
+/// host's isolation: each ATT PDU is handled by `received` synchronously, within the host's
+/// handling of the frame that carried it (a response resolves the waiting request, a request
+/// is answered by a synchronous server delegate with `Host.enqueueL2CAP`). Not `Sendable`: the
+/// application reaches it with `Host.run` (`ATTBearer.of`), GATT servers through its `link`.
+/// The client side (`request`, `command`, `notify`, `exchangeMTU`) runs in the caller's
+/// isolation, which is the host's (the bearer never leaves it); its calls into the host are
+/// checked there (`Host.assumeIsolated`).
+///
+/// Create it, `start` it and make it the L2CAP connection's fixed channel before attaching the
+/// L2CAP layer to the link, so no PDU is missed.
+public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
+    let host: Host
+    public let handle: UInt16
+    public let peer: ATTPeer
+    public let configuration: ATTBearerConfiguration
+    /// What servers push through, and the home of ATT_MTU and the link's security.
+    public let link: ATTLink
 
     /// The current ATT_MTU (23 until an Exchange MTU completes).
-    public nonisolated var mtu: Int { shared.withLock { $0.mtu } }
+    public var mtu: Int { link.mtu }
     /// Why the bearer is closed (nil while open).
     public private(set) var closedReason: ATTBearerError?
 
     var started = false
     var answeredMTURequest = false
-    /// The largest PDU accepted from the peer: ATT_MTU, or the MTU being negotiated.
+    /// The largest PDU accepted from the peer: ATT_MTU, or the larger one being negotiated.
     var inboundMTU = 23
     var delegate: (any ATTServerDelegate)? {
         didSet { synchronousDelegate = delegate as? any ATTSynchronousServerDelegate }
@@ -98,8 +126,8 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     var synchronousDelegate: (any ATTSynchronousServerDelegate)?
     /// Serialises the answers of an asynchronous (not `ATTSynchronousServerDelegate`) delegate.
     var delegateTask: Task<Void, Never>?
-    var notificationHandler: (@Sendable (ATTPDU) async -> Void)?
-    var notificationFast: (@Sendable (ATTPDU) -> Bool)?
+    var notificationHandler: ((ATTPDU) async -> Void)?
+    var notificationFast: ((ATTPDU) -> Bool)?
     /// PDUs in the notification stream not yet handled (the fast receiver is used only at 0,
     /// so the application sees notifications in arrival order).
     var notificationBacklog = 0
@@ -151,90 +179,89 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// When the outstanding `transaction` was sent (the host's deadline clock).
     var transactionStart: ContinuousClock.Instant?
     /// The transaction timeouts (Core Vol 3 Part F 3.3.3), in the host's deadline table. The
-    /// requests' one stays armed from request to request (`transactionDeadlineFired` checks
-    /// the transaction outstanding then and re-arms for it): a request costs a clock reading,
-    /// not an entry added to and removed from the table.
+    /// requests' one stays armed while the bearer is open (`transactionDeadlineFired` checks
+    /// the transaction outstanding then and re-arms for it).
     var transactionDeadline: DeadlineID?
     var indicationDeadline: DeadlineID?
     var queuedRequests: [(frame: [UInt8], transaction: Transaction)] = []
     var queuedHead = 0
 
     // Server indication.
-    var indication: Transaction? {
-        didSet { if indication !== oldValue { rearm(&indicationDeadline, for: indication) } }
-    }
+    var indication: Transaction?
     var indicationBusy = false
     var indicationWaiters: [CheckedContinuation<Void, any Error>] = []
 
     /// PDUs held for the notification handler before new ones are dropped (and logged).
     static let queueLimit = 1024
 
-    nonisolated let notifications: AsyncStream<ATTPDU>
-    nonisolated let notificationsContinuation: AsyncStream<ATTPDU>.Continuation
-    var tasks: [Task<Void, Never>] = []
+    let notifications: AsyncStream<ATTPDU>
+    let notificationsContinuation: AsyncStream<ATTPDU>.Continuation
 
-    public init(l2cap: L2CAPConnection, configuration: ATTBearerConfiguration = .init()) {
-        self.l2cap = l2cap
-        self.host = l2cap.host
-        self.executor = l2cap.host.executor
+    public init(connection: LEConnection, host: Host, configuration: ATTBearerConfiguration = .init()) {
+        self.host = host
+        self.handle = connection.handle
         self.configuration = configuration
-        self.peer = ATTPeer(id: l2cap.connection.handle, address: "\(l2cap.connection.peer.address)")
+        self.peer = ATTPeer(id: connection.handle, address: "\(connection.peer.address)")
+        self.link = ATTLink(host: host, handle: connection.handle)
         (notifications, notificationsContinuation) = AsyncStream.makeStream(of: ATTPDU.self,
                                                                             bufferingPolicy: .bufferingOldest(Self.queueLimit))
     }
 
-    /// Registers on CID 0x0004 and starts processing. Idempotent.
-    public func start() async {
+    /// The ATT bearer of the link `handle` of `host` (inside its isolation).
+    public static func of(_ handle: UInt16, on host: isolated Host) throws -> ATTBearer {
+        guard let l2cap = try? L2CAPConnection.of(handle, on: host), let bearer = l2cap.fixedChannel(.att) as? ATTBearer else {
+            throw ATTBearerError.closed("connection \(hexCode(handle, digits: 4)) is not up")
+        }
+        return bearer
+    }
+
+    /// Starts the notification handler's loop and the transaction deadline. Idempotent.
+    public func start(host: isolated Host) {
         guard !started else { return }
         started = true
-        await l2cap.setFixedChannelHandler(.att, FixedChannelHandler(
-            receivedPayload: { pdu in self.assumeIsolated { $0.received(pdu) } },
-            closed: { _ in self.assumeIsolated { $0.linkClosed() } }))
-        tasks.append(Task { await self.notificationLoop() })
+        armTransactionDeadline(after: configuration.transactionTimeout, host: host)
+        host.spawn { [weak self] in await self?.notificationLoop() }
     }
 
     /// The GATT server that answers the peer's requests; told `peerConnected` at once.
-    public func setServerDelegate(_ d: (any ATTServerDelegate)?) async {
+    public func setServerDelegate(_ d: (any ATTServerDelegate)?, host: isolated Host) async {
         delegate = d
-        if let d { await d.peerConnected(peer, push: self) }
+        if let d { await d.peerConnected(peer, push: link) }
     }
 
     /// Receives every Handle Value Notification / Indication / Multiple Handle Value
-    /// Notification, in order; an indication is confirmed after the handler returns.
-    public func setNotificationHandler(_ h: (@Sendable (ATTPDU) async -> Void)?) {
+    /// Notification, in order, in the host's isolation; an indication is confirmed after the
+    /// handler returns.
+    public func setNotificationHandler(_ h: ((ATTPDU) async -> Void)?) {
         notificationHandler = h
     }
 
     /// An optional synchronous receiver of Handle Value Notifications and Multiple Handle Value
-    /// Notifications, called on the host's executor as they arrive, in order, while nothing is
-    /// waiting in the notification handler's queue (so the order across both stays the arrival
-    /// order). It returns false to have the PDU go to the notification handler instead.
-    /// Indications always go to the notification handler (confirmed after it returns).
-    public func setNotificationFastHandler(_ h: (@Sendable (ATTPDU) -> Bool)?) {
+    /// Notifications, called as they arrive, in order, while nothing is waiting in the
+    /// notification handler's queue (so the order across both stays the arrival order). It
+    /// returns false to have the PDU go to the notification handler instead. Indications
+    /// always go to the notification handler (confirmed after it returns).
+    public func setNotificationFastHandler(_ h: ((ATTPDU) -> Bool)?) {
         notificationFast = h
     }
 
     /// Handle Value Notifications (and Indications) dropped unprocessed because
     /// `queueLimit` were already waiting for the notification handler.
-    public nonisolated var droppedNotifications: Int { shared.withLock { $0.droppedNotifications } }
+    public var droppedNotifications: Int { link.droppedNotifications }
 
-    /// The security level handed to the server delegate with each request (SMP sets it).
-    /// Synchronous, so it can take effect before the next PDU of the link is handled.
-    public nonisolated func setSecurity(_ s: ATTSecurity) { shared.withLock { $0.security = s } }
-    /// The link's current security (`ATTServerPush`).
-    public nonisolated var security: ATTSecurity { shared.withLock { $0.security } }
+    /// The security level handed to the server delegate with each request (SMP sets it before
+    /// the next PDU of the link is handled).
+    public func setSecurity(_ s: ATTSecurity) { link.state.withLock { $0.security = s } }
+    /// The link's current security.
+    public var security: ATTSecurity { link.security }
 
     func setMTU(_ m: Int) {
-        shared.withLock { $0.mtu = m }
+        link.state.withLock { $0.mtu = m }
         inboundMTU = m
     }
 
     func log(_ message: @autoclosure () -> String) {
         configuration.log?("ATT \(hexCode(peer.id, digits: 4)): \(message())")
-    }
-
-    func send(_ pdu: ATTPDU) async throws {
-        try await l2cap.send(pdu.bytes, on: .att)
     }
 
     /// `pdu` in its B-frame on the ATT channel, encoded in one buffer.
@@ -244,18 +271,18 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     /// Queues an answer without waiting (we are inside the host's handling of a frame).
     func enqueue(_ pdu: ATTPDU) {
-        let frame = Self.frame(pdu)
-        if let error = enqueueOnHost(frame, kind: .answer) {
+        if let error = enqueueOnHost(Self.frame(pdu), kind: .answer) {
             log("could not send \(pdu.opcode): \(error)")
         }
     }
 
-    // The host's functions on the bearer's paths. The bearer runs on the host's executor, so
-    // the host's isolation holds here: `assumeIsolated` checks it (and traps if not).
+    // The host's functions on the paths that run in the caller's isolation (the client side,
+    // pushes): the bearer lives in its host's isolation, so that is the host's; `assumeIsolated`
+    // checks it (and traps if not). They hand the host only Sendable values.
 
     /// `Host.enqueueL2CAP` of `frame` on this link; the error when it was refused.
     func enqueueOnHost(_ frame: [UInt8], kind: EnqueuedFrameKind) -> (any Error)? {
-        let handle = peer.id
+        let handle = handle
         return host.assumeIsolated { host in
             do { try host.enqueueL2CAP(frame, on: handle, kind: kind); return nil } catch { return error }
         }
@@ -268,35 +295,14 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// A cancelled task's request throws `CancellationError` at once: not sent if it was still
     /// waiting its turn; if it was sent, the bearer keeps it outstanding until its answer (which
     /// it drops) or its timeout, as a client may not send another before (Core v5.4 Vol 3 Part
-    /// F 3.3.2).
-    ///
-    /// Nonisolated, so that a caller on the host's executor (a task preferring it, as
-    /// `Central.executor` suggests) sends its request and suspends once, until the answer
-    /// resumes it, with no hop in and out of the actor; from elsewhere the request is handed to
-    /// the executor as a job.
+    /// F 3.3.2). Runs in the caller's isolation (the host's): it sends and suspends once, until
+    /// the answer resumes it.
     public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
         try Task.checkCancellation()
-        let frame = Self.frame(pdu)
         let t = Transaction(opcode: pdu.opcode)
-        submit(frame, t)
+        submitRequest(Self.frame(pdu), t)
         return try await t.wait()
-    }
-
-    /// `submitRequest` from any context: at once on the executor (a task preferring it: no job
-    /// and no closure kept), else as the executor's next job.
-    nonisolated func submit(_ frame: [UInt8], _ t: Transaction) {
-        if executor.isCurrent {
-            assumeIsolated { $0.submitRequest(frame, t) }
-        } else {
-            executor.submit { self.assumeIsolated { $0.submitRequest(frame, t) } }
-        }
-    }
-
-    /// Runs `body` on the bearer's executor: at once when the caller is running there, else as
-    /// the executor's next job.
-    nonisolated func onExecutor(_ body: @escaping @Sendable (isolated ATTBearer) -> Void) {
-        if executor.isCurrent { assumeIsolated(body) } else { executor.submit { self.assumeIsolated(body) } }
     }
 
     /// A request to send (its B-frame): sent now if none is outstanding, else queued (FIFO).
@@ -316,7 +322,6 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     /// when ACL credits are short).
     func startRequest(_ frame: [UInt8], _ t: Transaction) {
         transaction = t
-        if transactionDeadline == nil { armTransactionDeadline(after: configuration.transactionTimeout) }
         transactionStart = host.configuration.clock.now
         if let error = enqueueOnHost(frame, kind: .request) {
             if transaction === t { transaction = nil }
@@ -355,54 +360,39 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     }
 
     /// Sends a command (Write Command, Signed Write Command); returns once handed to the link.
-    public nonisolated func command(_ pdu: ATTPDU) async throws {
+    public nonisolated(nonsending) func command(_ pdu: ATTPDU) async throws {
         guard pdu.opcode.isCommand else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a command") }
         let frame = Self.frame(pdu)
         try await push(frame, checkingSize: frame.count - L2CAPFrame.headerLength)
     }
 
     /// Sends a frame of ours that needs no answer (a command, a notification) and returns once
-    /// the link has taken it: at once, without entering the actor, when the caller runs on
-    /// the host's executor and the link has room; else it waits its turn (flow control) on one
-    /// continuation, resumed where the frame goes out.
+    /// the link has taken it: at once when the link has room; else it waits its turn (flow
+    /// control) on one continuation, resumed where the frame goes out.
     /// Throws if the bearer is closed, or if `size` (the ATT PDU's, when given) exceeds ATT_MTU.
     nonisolated(nonsending) func push(_ frame: [UInt8], checkingSize size: Int? = nil) async throws {
-        if try sendNow(frame, checkingSize: size) { return }
-        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-            onExecutor { $0.send(frame, checkingSize: size, resuming: c) }
-        }
+        if let closedReason { throw closedReason }
+        if let size, size > mtu { throw ATTBearerError.pduTooLarge(size: size, mtu: mtu) }
+        if try sendIfReady(frame) { return }
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in send(frame, resuming: c) }
     }
 
-    /// `push` without suspending: true when the caller runs on the host's executor and the
-    /// frame went out now.
-    nonisolated func sendNow(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
-        guard executor.isCurrent else { return false }
-        return try assumeIsolated { try $0.sendIfReady(frame, checkingSize: size) }
-    }
-
-    /// `sendNow` on the bearer: true when the frame went out now.
-    func sendIfReady(_ frame: [UInt8], checkingSize size: Int?) throws -> Bool {
-        try checkSendable(size)
-        let handle = peer.id
+    /// `Host.sendL2CAPIfReady` of `frame` on this link: true when it went out now.
+    func sendIfReady(_ frame: [UInt8]) throws -> Bool {
+        let handle = handle
         return try host.assumeIsolated { try $0.sendL2CAPIfReady(frame, on: handle) }
     }
 
-    /// `push` when the link has no room now: `done` is resumed when the frame is sent.
-    func send(_ frame: [UInt8], checkingSize size: Int?, resuming done: CheckedContinuation<Void, any Error>) {
-        do { try checkSendable(size) } catch { return done.resume(throwing: error) }
-        let handle = peer.id
+    /// `Host.sendL2CAP` of `frame`, resuming `done` when it is out.
+    func send(_ frame: [UInt8], resuming done: CheckedContinuation<Void, any Error>) {
+        let handle = handle
         host.assumeIsolated { $0.sendL2CAP(frame, on: handle, resuming: done) }
-    }
-
-    func checkSendable(_ size: Int?) throws {
-        if let closedReason { throw closedReason }
-        if let size, size > mtu { throw ATTBearerError.pduTooLarge(size: size, mtu: mtu) }
     }
 
     /// Exchange MTU as client: returns the new ATT_MTU, min(our Rx MTU, the server's), where a
     /// server Rx MTU below 23 counts as 23.
     @discardableResult
-    public func exchangeMTU(_ clientRxMTU: UInt16 = 517) async throws -> Int {
+    public nonisolated(nonsending) func exchangeMTU(_ clientRxMTU: UInt16 = 517) async throws -> Int {
         guard clientRxMTU >= 23 else { throw ATTBearerError.invalidArgument("Client Rx MTU \(clientRxMTU) below 23") }
         // The peer may send PDUs up to the new ATT_MTU as soon as it has answered, before our
         // answer is processed: accept up to our Rx MTU meanwhile.
@@ -436,7 +426,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     /// Sends a Handle Value Indication and waits for the confirmation (transaction timeout);
     /// one indication outstanding at a time, later ones wait their turn.
-    public func indicate(handle: UInt16, value: [UInt8]) async throws {
+    public func indicate(handle: UInt16, value: [UInt8], host: isolated Host) async throws {
         if let closedReason { throw closedReason }
         while indicationBusy {
             try await withCheckedThrowingContinuation { indicationWaiters.append($0) }
@@ -449,11 +439,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         }
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
         let t = Transaction(opcode: .handleValueIndication)
-        indication = t
+        setIndication(t, host: host)
         do {
-            try await l2cap.send(ATTPDU.handleValueIndication(handle: handle, value: v).bytes, on: .att)
+            try await push(Self.frame(.handleValueIndication(handle: handle, value: v)))
         } catch {
-            if indication === t { indication = nil }
+            if indication === t { setIndication(nil, host: host) }
             throw error
         }
         _ = try await t.wait()
@@ -462,7 +452,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
     // MARK: - Incoming (the one receive path: called by the L2CAP demux, on the host's executor)
 
     /// An ATT PDU, read in place in its L2CAP frame.
-    func received(_ pdu: ByteReader) {
+    public func received(_ pdu: ByteReader, host: isolated Host) {
         guard closedReason == nil else { return }
         switch ATTPDU.decodeResult(from: pdu, mtu: inboundMTU) {
         case .malformed(let op?, let error):
@@ -477,7 +467,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         case .malformed(nil, _):
             log("empty ATT PDU: dropped")
         case .pdu(let pdu):
-            dispatch(pdu)
+            dispatch(pdu, host: host)
         }
     }
 
@@ -493,10 +483,10 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         }
     }
 
-    func dispatch(_ pdu: ATTPDU) {
+    func dispatch(_ pdu: ATTPDU, host: isolated Host) {
         switch Self.side(of: pdu) {
         case .client: clientReceived(pdu)
-        case .server: serverReceived(pdu)
+        case .server: serverReceived(pdu, host: host)
         }
     }
 
@@ -526,7 +516,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     // MARK: Server side: the peer's requests and commands, and confirmations of our indications
 
-    func serverReceived(_ pdu: ATTPDU) {
+    func serverReceived(_ pdu: ATTPDU, host: isolated Host) {
         let op = pdu.opcode
         switch pdu {
         case .handleValueConfirmation:
@@ -534,7 +524,7 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
                 log("Handle Value Confirmation with no indication pending: dropped")
                 return
             }
-            indication = nil
+            setIndication(nil, host: host)
             t.resolve(.success(pdu))
         case .exchangeMTURequest(let clientRx):
             // Core v5.4 Vol 3 Part F 3.4.2.2: the server answers with its Rx MTU; ATT_MTU is the
@@ -561,12 +551,12 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
                 log("unknown \(op): ignored")
             }
         default:
-            serve(pdu)
+            serve(pdu, host: host)
         }
     }
 
     /// A request or command from the peer: answered by the server delegate.
-    func serve(_ pdu: ATTPDU) {
+    func serve(_ pdu: ATTPDU, host: isolated Host) {
         let op = pdu.opcode
         guard synchronousDelegate != nil || delegate != nil else {
             if op.isRequest { enqueue(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported)) }
@@ -575,12 +565,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         // A client has one request outstanding at a time (Core v5.4 Vol 3 Part F 3.3.2); one
         // that keeps sending while our answers wait for ACL buffers is not served (neither
         // acted on nor answered) until they drain, so the queue stays bounded.
-        let handle = peer.id
-        if op.isRequest, !host.assumeIsolated({ $0.canEnqueueL2CAP(on: handle) }) {
+        if op.isRequest, !host.canEnqueueL2CAP(on: handle) {
             log("\(op) ignored: the client sends requests without waiting for the answers (Core Vol 3 Part F 3.3.2)")
             return
         }
-        let (mtu, security) = shared.withLock { ($0.mtu, $0.security) }
+        let (mtu, security) = link.state.withLock { ($0.mtu, $0.security) }
         if let server = synchronousDelegate {
             let response = server.response(to: pdu, from: peer, mtu: mtu, security: security)
             if op.isRequest { enqueue(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)) }
@@ -590,11 +579,11 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         guard let delegate else { return }
         let peer = self.peer
         let previous = delegateTask
-        delegateTask = Task {
+        delegateTask = host.spawn { [weak self] in
             await previous?.value
             let response = await delegate.respond(to: pdu, from: peer, mtu: mtu, security: security)
-            guard op.isRequest, self.closedReason == nil else { return }
-            try? await self.send(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError))
+            guard op.isRequest, let self, self.closedReason == nil else { return }
+            try? await self.push(Self.frame(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)))
         }
     }
 
@@ -603,16 +592,16 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         notificationBacklog += 1
         if case .dropped = notificationsContinuation.yield(pdu) {
             notificationBacklog -= 1
-            shared.withLock { $0.droppedNotifications += 1 }
+            link.state.withLock { $0.droppedNotifications += 1 }
             log("\(Self.queueLimit) notifications unhandled: \(pdu.opcode) dropped")
         }
     }
 
-    func notificationLoop() async {
+    nonisolated(nonsending) func notificationLoop() async {
         for await pdu in notifications {
             if let h = notificationHandler { await h(pdu) }
             if case .handleValueIndication = pdu, closedReason == nil {
-                do { try await send(.handleValueConfirmation) } catch {
+                do { try await push(Self.frame(.handleValueConfirmation)) } catch {
                     log("could not confirm an indication: \(error)")
                 }
             }
@@ -620,9 +609,9 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
         }
     }
 
-    /// The link is gone (L2CAP, on the host's executor).
-    func linkClosed() {
-        close(.closed("the link is disconnected"))
+    /// The link is gone (L2CAP).
+    public func closed(_ error: L2CAPError, host: isolated Host) {
+        close(.closed("the link is disconnected"), host: host)
         if let d = delegate {
             let peer = self.peer
             Task { await d.peerDisconnected(peer) }
@@ -631,56 +620,54 @@ public actor ATTBearer: ATTRequester, ATTServerPush {
 
     // MARK: - Timeout and closing
 
-    /// Arms the transaction timeout of `t` in the host's deadline table (disarming the
-    /// previous one), or only disarms when `t` is nil.
-    func rearm(_ deadline: inout DeadlineID?, for t: Transaction?) {
-        let old = deadline
-        deadline = host.assumeIsolated { host in
-            host.disarm(old)
-            guard let t else { return nil }
-            return host.arm(after: configuration.transactionTimeout) { [weak self] in
-                self?.assumeIsolated { $0.timedOut(t) }
-            }
+    /// Makes `t` the outstanding indication, with its transaction timeout in the host's
+    /// deadline table (the previous one disarmed).
+    func setIndication(_ t: Transaction?, host: isolated Host) {
+        indication = t
+        host.disarm(indicationDeadline)
+        indicationDeadline = t.map { t in
+            host.arm(after: configuration.transactionTimeout) { [weak self] in self?.timedOut(t, host: host) }
         }
     }
 
-    func armTransactionDeadline(after d: Duration) {
-        transactionDeadline = host.assumeIsolated { host in
-            host.arm(after: d) { [weak self] in self?.assumeIsolated { $0.transactionDeadlineFired() } }
-        }
+    /// The requests' deadline, armed while the bearer is open: a request costs a clock reading
+    /// (`transactionStart`), not an entry added to and removed from the table.
+    func armTransactionDeadline(after d: Duration, host: isolated Host) {
+        transactionDeadline = host.arm(after: d) { [weak self] in self?.transactionDeadlineFired(host: host) }
     }
 
-    /// The requests' deadline: the outstanding transaction times out if it was sent a
-    /// transaction timeout ago, else the deadline is armed again for when it will be.
-    func transactionDeadlineFired() {
+    /// The outstanding transaction times out if it was sent a transaction timeout ago; the
+    /// deadline is armed again for when the outstanding one will be, or a timeout from now.
+    func transactionDeadlineFired(host: isolated Host) {
         transactionDeadline = nil
-        guard let t = transaction, let start = transactionStart else { return }
-        let elapsed = start.duration(to: host.assumeIsolated { $0.configuration.clock.now })
-        if elapsed >= configuration.transactionTimeout { timedOut(t) } else { armTransactionDeadline(after: configuration.transactionTimeout - elapsed) }
+        guard closedReason == nil else { return }
+        let timeout = configuration.transactionTimeout
+        guard let t = transaction, let start = transactionStart else { return armTransactionDeadline(after: timeout, host: host) }
+        let elapsed = start.duration(to: host.configuration.clock.now)
+        if elapsed >= timeout { timedOut(t, host: host) } else { armTransactionDeadline(after: timeout - elapsed, host: host) }
     }
 
     /// No answer to `t` within the transaction timeout: the bearer closes (Core Vol 3 Part F 3.3.3).
-    func timedOut(_ t: Transaction) {
+    func timedOut(_ t: Transaction, host: isolated Host) {
         if t === transaction {
-            close(.transactionTimeout("no response to \(t.opcode) within \(configuration.transactionTimeout)"))
+            close(.transactionTimeout("no response to \(t.opcode) within \(configuration.transactionTimeout)"), host: host)
         } else if t === indication {
-            close(.transactionTimeout("no Handle Value Confirmation within \(configuration.transactionTimeout)"))
+            close(.transactionTimeout("no Handle Value Confirmation within \(configuration.transactionTimeout)"), host: host)
         }
     }
 
     /// Closes the bearer: no ATT PDU is sent or processed afterwards; everything waiting fails
     /// with `reason`.
-    public func close(_ reason: ATTBearerError) {
+    public func close(_ reason: ATTBearerError, host: isolated Host) {
         guard closedReason == nil else { return }
         closedReason = reason
         log("closed: \(reason)")
-        let deadline = transactionDeadline
-        host.assumeIsolated { $0.disarm(deadline) }
+        host.disarm(transactionDeadline)
         transactionDeadline = nil
         // The outstanding request, then the queued ones (takeTransaction fails them, closed).
         if let t = takeTransaction(where: { _ in true }) { t.resolve(.failure(reason)) }
         startQueuedRequest()
-        if let i = indication { indication = nil; i.resolve(.failure(reason)) }
+        if let i = indication { setIndication(nil, host: host); i.resolve(.failure(reason)) }
         for w in indicationWaiters { w.resume(throwing: reason) }
         indicationWaiters.removeAll()
         notificationsContinuation.finish()

@@ -2,8 +2,9 @@
 // server's attribute database). GATT never sees L2CAP; the bearer never sees attributes.
 
 /// A client's view of an ATT bearer: the bearer serialises requests (one outstanding per
-/// Core Vol 3 Part F 3.3.2), enforces the 30 s transaction timeout and tracks ATT_MTU.
-public protocol ATTRequester: Sendable {
+/// Core Vol 3 Part F 3.3.2), enforces the 30 s transaction timeout and tracks ATT_MTU. Not
+/// `Sendable`: a client uses its requester where it lives (the bearer: its host's isolation).
+public protocol ATTRequester: AnyObject {
     /// The current ATT_MTU of the bearer (23 until an Exchange MTU completes). Synchronous:
     /// read per request, and an asynchronous getter costs the caller two executor switches.
     var mtu: Int { get }
@@ -13,7 +14,7 @@ public protocol ATTRequester: Sendable {
     nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU
     /// Sends a command (Write Command, Signed Write Command) and returns once it has been
     /// handed to the link: flow controlled, never dropped.
-    func command(_ pdu: ATTPDU) async throws
+    nonisolated(nonsending) func command(_ pdu: ATTPDU) async throws
 }
 
 /// Identifies one connected client of a server, with what the server needs to know of the link.

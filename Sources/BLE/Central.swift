@@ -106,45 +106,50 @@ public final class RemotePeripheral: Sendable {
     public var address: DeviceAddress { link.connection.peer }
     public var handle: UInt16 { link.connection.handle }
     public var connection: LEConnection { link.connection }
-    /// The GATT client, for procedures this API doesn't wrap (read multiple, reliable write, ...).
-    public var gatt: GATTClient { link.client }
+    /// Runs `body` with the link's GATT client, for procedures this API doesn't wrap (read
+    /// multiple, reliable write, ...), inside the host's isolation where the client lives.
+    public func withGATT<R: Sendable>(_ body: @Sendable (GATTClient, isolated Host) async throws -> R) async throws -> R {
+        try await link.run { layers, host in try await body(layers.client, host) }
+    }
 
     /// The current ATT_MTU.
-    public var mtu: Int { get async { link.bearer.mtu } }
+    public var mtu: Int { link.att.mtu }
 
     /// Exchanges MTU (ATT Exchange MTU Request); returns the effective ATT_MTU.
     @discardableResult
     public func exchangeMTU(_ mtu: Int = 517) async throws -> Int {
-        try await link.bearer.exchangeMTU(UInt16(clamping: max(23, min(mtu, 517))))
+        try await link.run { layers, _ in try await layers.bearer.exchangeMTU(UInt16(clamping: max(23, min(mtu, 517)))) }
     }
 
     public func discoverServices(_ uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteService] {
-        try await link.client.discoverServices(uuid: uuid)
+        try await link.run { layers, _ in try await layers.client.discoverServices(uuid: uuid) }
     }
 
     public func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
-        try await link.client.discoverCharacteristics(of: service, uuid: uuid)
+        try await link.run { layers, _ in try await layers.client.discoverCharacteristics(of: service, uuid: uuid) }
     }
 
     public func discoverDescriptors(of characteristic: GATTRemoteCharacteristic) async throws -> [GATTRemoteDescriptor] {
-        try await link.client.discoverDescriptors(of: characteristic)
+        try await link.run { layers, _ in try await layers.client.discoverDescriptors(of: characteristic) }
     }
 
     /// Services, characteristics and descriptors, all at once (cached until Service Changed).
     public func discoverAll() async throws -> [GATTRemoteServiceTree] {
-        try await link.client.discoverDatabase()
+        try await link.run { layers, _ in try await layers.client.discoverDatabase() }
     }
 
     /// Reads a characteristic value in full (Read Blob for long values).
-    public nonisolated(nonsending) func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
+    public func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
         guard characteristic.properties.contains(.read) else {
             throw BLEError.notPermitted("characteristic \(characteristic.uuid) is not readable (properties: \(characteristic.properties))")
         }
-        return try await link.client.read(characteristic)
+        return try await link.run { layers, _ in try await layers.client.read(characteristic) }
     }
 
     /// Reads any attribute by handle (descriptors included), in full.
-    public func read(handle: UInt16) async throws -> [UInt8] { try await link.client.read(handle: handle) }
+    public func read(handle: UInt16) async throws -> [UInt8] {
+        try await link.run { layers, _ in try await layers.client.read(handle: handle) }
+    }
 
     /// Writes a characteristic value, checking its properties first.
     public func write(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic, type: WriteType = .withResponse) async throws {
@@ -153,20 +158,22 @@ public final class RemotePeripheral: Sendable {
             guard characteristic.properties.contains(.write) else {
                 throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write with response (properties: \(characteristic.properties))")
             }
-            try await link.client.write(value, to: characteristic)
+            try await link.run { layers, _ in try await layers.client.write(value, to: characteristic) }
         case .withoutResponse:
-            // Signed when the characteristic wants it and the link is not encrypted (Core Vol 3
-            // Part C 10.4.2: on an encrypted link a plain Write Command is used), with our CSRK.
-            if characteristic.properties.contains(.authenticatedSignedWrites), !(await link.security.state.encrypted),
-               await link.security.canSign {
-                let security = link.security
-                try await link.client.signedWrite(value, handle: characteristic.valueHandle) { try await security.sign($0) }
-                return
+            let writable = characteristic.properties.contains(.writeWithoutResponse)
+            try await link.run { layers, _ in
+                // Signed when the characteristic wants it and the link is not encrypted (Core
+                // Vol 3 Part C 10.4.2: on an encrypted link a plain Write Command is used), with our CSRK.
+                let security = layers.security
+                if characteristic.properties.contains(.authenticatedSignedWrites), !security.state.encrypted, security.canSign {
+                    try await layers.client.signedWrite(value, handle: characteristic.valueHandle) { try security.sign($0) }
+                    return
+                }
+                guard writable else {
+                    throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write without response (properties: \(characteristic.properties))")
+                }
+                try await layers.client.writeWithoutResponse(value, handle: characteristic.valueHandle)
             }
-            guard characteristic.properties.contains(.writeWithoutResponse) else {
-                throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write without response (properties: \(characteristic.properties))")
-            }
-            try await link.client.writeWithoutResponse(value, handle: characteristic.valueHandle)
         }
     }
 
@@ -176,16 +183,12 @@ public final class RemotePeripheral: Sendable {
     /// Execute Write); without, ATT_MTU − 3 (a Write Command's opcode and handle, 3.4.5.3), or
     /// ATT_MTU − 15 when the write to `characteristic` would be signed (the 12-octet
     /// Authentication Signature, 3.4.5.4). ATT_MTU is 23 until an MTU exchange (3.2.8).
-    public func maximumWriteValueLength(for type: WriteType, of characteristic: GATTRemoteCharacteristic? = nil) async -> Int {
-        let mtu = link.bearer.mtu
-        switch type {
-        case .withResponse: return Self.maximumAttributeValueLength
-        case .withoutResponse:
-            if let characteristic, characteristic.properties.contains(.authenticatedSignedWrites),
-               !(await link.security.state.encrypted), await link.security.canSign {
-                return mtu - 15
-            }
-            return mtu - 3
+    public func maximumWriteValueLength(for type: WriteType, of characteristic: GATTRemoteCharacteristic? = nil) async throws -> Int {
+        guard type == .withoutResponse else { return Self.maximumAttributeValueLength }
+        let signed = characteristic?.properties.contains(.authenticatedSignedWrites) ?? false
+        return try await link.run { layers, _ in
+            let mtu = layers.bearer.mtu
+            return signed && !layers.security.state.encrypted && layers.security.canSign ? mtu - 15 : mtu - 3
         }
     }
 
@@ -193,7 +196,9 @@ public final class RemotePeripheral: Sendable {
     public static let maximumAttributeValueLength = 512
 
     /// Writes any attribute by handle with a Write Request (descriptors included).
-    public func write(_ value: [UInt8], handle: UInt16) async throws { try await link.client.write(value, handle: handle) }
+    public func write(_ value: [UInt8], handle: UInt16) async throws {
+        try await link.run { layers, _ in try await layers.client.write(value, handle: handle) }
+    }
 
     /// Subscribes (notifications, or indications when that's all it has) and streams the
     /// values; cancelling or dropping the stream unsubscribes. Up to `bufferLimit` (1024) values
@@ -201,27 +206,28 @@ public final class RemotePeripheral: Sendable {
     /// of the stream). An indication is confirmed once the application has taken it from the stream.
     public func notifications(for characteristic: GATTRemoteCharacteristic,
                               bufferLimit: Int = GATTNotificationStream.defaultBufferLimit) async throws -> GATTNotificationStream {
-        let client = link.client
         let link = self.link
         // The subscription feeds this stream directly (no pump task): values are yielded by
-        // the GATT client's subscriber, on the host's executor for notifications.
+        // the GATT client's subscriber, in the host's isolation for notifications.
         let (stream, continuation) = GATTNotificationStream.makeStream(bufferLimit: bufferLimit)
         let timeout = stack.options.attTimeout
-        try await client.subscribe(characteristic, onValue: { continuation.yield($0) },
-                                   onIndication: { await continuation.deliverIndication($0, timeout: timeout) }, onEnd: {
-            if let reason = link.disconnectReason {
-                continuation.finish(throwing: BLEError.disconnected(reason))
-            } else {
-                continuation.finish()
-            }
-        })
+        try await link.run { layers, _ in
+            try await layers.client.subscribe(characteristic, onValue: { continuation.yield($0) },
+                                              onIndication: { await continuation.deliverIndication($0, timeout: timeout) }, onEnd: {
+                if let reason = link.disconnectReason {
+                    continuation.finish(throwing: BLEError.disconnected(reason))
+                } else {
+                    continuation.finish()
+                }
+            })
+        }
         let watcher = link.onDisconnection { reason in continuation.finish(throwing: BLEError.disconnected(reason)) }
         continuation.onTermination { cancelled in
             link.stopObserving(watcher)
             // Dropped or cancelled by the application: unsubscribe for it. (Finished means
             // stopNotifications already did, or the link is gone.)
             guard cancelled, link.disconnectReason == nil else { return }
-            Task { try? await client.unsubscribe(characteristic) }
+            Task { try? await link.run { layers, _ in try await layers.client.unsubscribe(characteristic) } }
         }
         return stream
     }
@@ -229,11 +235,11 @@ public final class RemotePeripheral: Sendable {
     /// Notifications and indications the link dropped before any subscription saw them,
     /// because 1024 were already waiting to be processed (a peer flooding faster than they
     /// are handled). Values a subscription's stream dropped are in its own `droppedCount`.
-    public var droppedNotifications: Int { link.bearer.droppedNotifications }
+    public var droppedNotifications: Int { link.att.droppedNotifications }
 
     /// Unsubscribes (writes 0x0000 to the CCCD) and ends the stream `notifications(for:)` returned.
     public func stopNotifications(for characteristic: GATTRemoteCharacteristic) async throws {
-        try await link.client.unsubscribe(characteristic)
+        try await link.run { layers, _ in try await layers.client.unsubscribe(characteristic) }
     }
 
     /// Secures the link: encrypts from the bond when there is one (unless `force`), otherwise
@@ -241,18 +247,18 @@ public final class RemotePeripheral: Sendable {
     /// throws `BLEError.pairingFailed` / `.encryptionFailed` with the cause.
     @discardableResult
     public func pair(force: Bool = false, mitm: Bool = false) async throws -> ATTSecurity {
-        try await link.security.secure(force: force, mitm: mitm)
+        try await link.run { layers, host in try await layers.security.secure(force: force, mitm: mitm, host: host) }
     }
 
     /// Returns once a pairing or encryption in progress (e.g. answering the peripheral's Security
     /// Request) has ended, so a disconnection doesn't cut it short.
-    public func securitySettled() async { await link.security.settle() }
+    public func securitySettled() async { _ = try? await link.run { layers, _ in await layers.security.settle() } }
 
     /// The link's current security (encrypted, authenticated, key size).
-    public var security: ATTSecurity { get async { await link.security.state } }
+    public var security: ATTSecurity { get async { (try? await link.run { layers, _ in layers.security.state }) ?? .none } }
 
     /// What the last pairing on this link achieved (nil: none, e.g. encrypted from a bond).
-    public var lastPairing: PairingSummary? { get async { await link.security.lastPairing } }
+    public var lastPairing: PairingSummary? { get async { try? await link.run { layers, _ in layers.security.lastPairing } } }
 
     /// RSSI of the link in dBm (HCI Read RSSI).
     public func readRSSI() async throws -> Int8 { try await stack.host.readRSSI(handle: handle) }

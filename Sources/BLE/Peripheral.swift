@@ -212,7 +212,7 @@ public final class Peripheral: Sendable {
     @discardableResult
     public func requestSecurity(handle: UInt16) async throws -> ATTSecurity {
         guard let link = await stack.existingLink(handle) else { throw BLEError.notPermitted("no connection with handle \(handle)") }
-        return try await link.security.secure()
+        return try await link.run { layers, host in try await layers.security.secure(host: host) }
     }
 
     /// Connection handles currently subscribed to `characteristic` (notifications or indications).

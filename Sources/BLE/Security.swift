@@ -72,17 +72,17 @@ extension PairingDelegate {
 /// The security manager of one link: owns the SMP pairing in progress (one `SMPPairing` per
 /// pairing), its timer, the link's encryption state and the ATT bearer's security level.
 /// SMP PDUs (L2CAP CID 6) and HCI encryption events are fed to it in order.
-/// Runs on the host's executor (`unownedExecutor`), like the link's `L2CAPConnection` and
-/// `ATTBearer`: each SMP PDU is handled synchronously as the host receives it, its answers are
-/// queued with `Host.enqueueL2CAP`, and the SMP timer is a deadline in the host's table. The
+/// Plain state owned by the link's `L2CAPConnection` (its fixed channel 0x0006), inside the
+/// host's isolation like the link's `ATTBearer`: each SMP PDU is handled synchronously as the
+/// host receives it, its answers are queued with `Host.enqueueL2CAP`, the link's HCI events
+/// reach it in order with its frames (`linkEvent`), and the SMP timer is a deadline in the
+/// host's table. The
 /// only async edges are the pairing delegate's answers (passkey, numeric comparison) and the
 /// HCI commands that start encryption or answer an LTK request.
-actor LinkSecurity {
-    nonisolated var unownedExecutor: UnownedSerialExecutor { host.unownedExecutor }
-    nonisolated let connection: LEConnection
-    private nonisolated let host: Host
+final class LinkSecurity: L2CAPFixedChannel {
+    let connection: LEConnection
     /// The host's clock (the one its deadline table sweeps by).
-    private nonisolated let clock: any DeadlineClock
+    private let clock: any DeadlineClock
     private let bearer: ATTBearer
     private let configuration: SecurityConfiguration
     /// Nil until the bond directory exists (it is created by the first bond stored).
@@ -115,12 +115,11 @@ actor LinkSecurity {
     /// bearer at the Encryption Change, synchronously (before the peer's next PDU).
     private var expected: ATTSecurity?
 
-    init(connection: LEConnection, host: Host, clock: any DeadlineClock, bearer: ATTBearer,
+    init(connection: LEConnection, clock: any DeadlineClock, bearer: ATTBearer,
          configuration: SecurityConfiguration, bonds: SMPBondStore?, delegate: (any PairingDelegate)?,
          attempts: SMPAttemptTracker, log: (@Sendable (String) -> Void)?) {
         self.attempts = attempts
         self.connection = connection
-        self.host = host
         self.clock = clock
         self.bearer = bearer
         self.configuration = configuration
@@ -129,41 +128,38 @@ actor LinkSecurity {
         self.log = log
     }
 
-    /// The fixed-channel handler for CID 6, called by the link's `L2CAPConnection` on the
-    /// host's executor as each frame arrives.
-    nonisolated var channelHandler: FixedChannelHandler {
-        FixedChannelHandler(received: { pdu in self.assumeIsolated { $0.received(pdu) } })
-    }
-
     /// Queues an SMP PDU behind what the host already queued on the link, in the order the
     /// engine produced it (we are on the host's executor).
-    private func send(_ pdu: [UInt8]) {
+    private func send(_ pdu: [UInt8], host: isolated Host) {
         guard down == nil else { return }
         let frame = L2CAPFrame(cid: .smp, payload: pdu).bytes, handle = connection.handle
         do {
-            try host.assumeIsolated { try $0.enqueueL2CAP(frame, on: handle, kind: .control) }
+            try host.enqueueL2CAP(frame, on: handle, kind: .control)
         } catch {
             log?("SMP PDU 0x\(hexCode(pdu.first ?? 0, digits: 2)) not sent: \(error)")
         }
     }
 
-    private nonisolated var now: ContinuousClock.Instant { clock.now }
+    private var now: ContinuousClock.Instant { clock.now }
 
-    /// The link's observer (`Host.observeLink`, on the host's executor): its HCI events reach
-    /// SMP by this one route, in controller order with its ACL data. Encryption Change / Key
+    /// An SMP PDU on CID 6 (the link's one receive path, in arrival order).
+    func received(_ payload: ByteReader, host: isolated Host) {
+        var r = payload
+        received(r.rest(), host: host)
+    }
+
+    /// The link's HCI events, in controller order with its frames: Encryption Change / Key
     /// Refresh Complete is handled before the ACL data that follows it (the peer's key
     /// distribution, its ATT requests), so SMP PDUs see the encryption they were sent under.
-    nonisolated func observed(_ event: HostLinkEvent) {
-        assumeIsolated { security in
-            switch event {
-            case let .encryptionChanged(enabled, status):
-                if enabled, let s = security.expected { security.bearer.setSecurity(s) }
-                security.encryptionChanged(enabled: enabled, status: status)
-            case let .longTermKeyRequest(random, ediv):
-                security.longTermKeyRequested(ediv: ediv, rand: random)
-            case .disconnected(let reason):
-                security.linkDown(reason)
-            }
+    func linkEvent(_ event: HostLinkEvent, host: isolated Host) {
+        switch event {
+        case let .encryptionChanged(enabled, status):
+            if enabled, let s = expected { bearer.setSecurity(s) }
+            encryptionChanged(enabled: enabled, status: status, host: host)
+        case let .longTermKeyRequest(random, ediv):
+            longTermKeyRequested(ediv: ediv, rand: random, host: host)
+        case .disconnected(let reason):
+            linkDown(reason, host: host)
         }
     }
 
@@ -181,7 +177,7 @@ actor LinkSecurity {
     }
 
     /// Whether this side's IO capability allows an authenticated (MITM) pairing at all.
-    nonisolated var canAuthenticate: Bool { configuration.smp.ioCapability != .noInputNoOutput }
+    var canAuthenticate: Bool { configuration.smp.ioCapability != .noInputNoOutput }
 
     private var role: SMPRole { connection.role == .central ? .initiator : .responder }
 
@@ -230,7 +226,7 @@ actor LinkSecurity {
     private var keyAvailable = false
 
     /// Called once when the link is set up: the server learns whether a bond exists.
-    func prepare() async {
+    func prepare() {
         keyAvailable = hasBond()
         if keyAvailable { bearer.setSecurity(ATTSecurity(keyAvailable: true)) }
     }
@@ -239,16 +235,16 @@ actor LinkSecurity {
 
     /// Central: encrypts from the bond, or pairs (always pairs with `force`). Peripheral: sends a
     /// Security Request and waits for the central to pair or encrypt. Returns the new security.
-    func secure(force: Bool = false, mitm: Bool = false) async throws -> ATTSecurity {
+    func secure(force: Bool = false, mitm: Bool = false, host: isolated Host) async throws -> ATTSecurity {
         if let down { throw BLEError.disconnected(down) }
         let pairingInProgress = pairing.map { !$0.isFinished } ?? false
         if state.encrypted && !force && (!mitm || state.authenticated) && !pairingInProgress { return state }
         if !pairingInProgress, !encryptionPending {
             if smpClosed { throw BLEError.securityFailed("SMP timed out earlier on this link: no more pairing on it (Core Vol 3 Part H 3.4)") }
             if role == .initiator, !force, let bond = storedBond(), !mitm || bond.authenticated {
-                startEncryption(with: bond)
+                startEncryption(with: bond, host: host)
             } else {
-                startPairing(mitm: mitm)
+                startPairing(mitm: mitm, host: host)
             }
         }
         return try await withCheckedThrowingContinuation { waiters.append($0) }
@@ -256,12 +252,12 @@ actor LinkSecurity {
 
     /// Waits until a pairing or encryption in progress ends (at once when none is); a failure
     /// was already reported to the delegate.
-    func settle() async {
+    nonisolated(nonsending) func settle() async {
         guard down == nil, encryptionPending || (pairing.map { !$0.isFinished } ?? false) && !requestOnly else { return }
         _ = try? await withCheckedThrowingContinuation { waiters.append($0) }
     }
 
-    private func startPairing(mitm: Bool = false) {
+    private func startPairing(mitm: Bool = false, host: isolated Host) {
         var smp = configuration.smp
         if mitm { smp.mitm = true }
         let p = SMPPairing(role: role, configuration: smp, local: connection.local, peer: connection.peer,
@@ -270,38 +266,38 @@ actor LinkSecurity {
         offeredKeySizes = []
         bondInUse = nil
         requestOnly = role == .responder
-        run(p.start())
+        run(p.start(), host: host)
     }
 
-    private func startEncryption(with bond: SMPBond) {
+    private func startEncryption(with bond: SMPBond, host: isolated Host) {
         bondInUse = bond
         expect(ATTSecurity(encrypted: true, authenticated: bond.authenticated, keySize: bond.keySize))
-        encrypt(ltk: bond.ltk, ediv: bond.ediv, rand: bond.rand)
+        encrypt(ltk: bond.ltk, ediv: bond.ediv, rand: bond.rand, host: host)
     }
 
     /// HCI LE Enable Encryption; the outcome arrives as an Encryption Change event. Failures that
     /// produce no event (command refused, timeout) are handled here.
-    private func encrypt(ltk: [UInt8], ediv: UInt16, rand: [UInt8]) {
+    private func encrypt(ltk: [UInt8], ediv: UInt16, rand: [UInt8], host: isolated Host) {
         encryptionPending = true
-        let host = self.host, handle = connection.handle, timeout = configuration.encryptionTimeout
+        let handle = connection.handle, timeout = configuration.encryptionTimeout
         let random = rand.prefix(8).enumerated().reduce(UInt64(0)) { $0 | UInt64($1.element) << (8 * UInt64($1.offset)) }
-        Task {
+        host.spawn {
             do {
                 try await host.startEncryption(handle: handle, ltk: ltk, ediv: ediv, rand: random, timeout: timeout)
             } catch HostError.encryptionFailed {
                 // Reported by the Encryption Change event itself.
             } catch {
-                self.encryptionProcedureFailed(error)
+                self.encryptionProcedureFailed(error, host: host)
             }
         }
     }
 
-    private func encryptionProcedureFailed(_ error: any Error) {
+    private func encryptionProcedureFailed(_ error: any Error, host: isolated Host) {
         guard encryptionPending else { return }
         encryptionPending = false
         log?("encryption of \(hexCode(connection.handle, digits: 4)): \(error)")
         if let p = pairing, !p.isFinished {
-            run(p.encryptionChanged(enabled: false, status: (error as? HCIError)?.status.rawValue ?? HCIStatus.unspecifiedError.rawValue))
+            run(p.encryptionChanged(enabled: false, status: (error as? HCIError)?.status.rawValue ?? HCIStatus.unspecifiedError.rawValue), host: host)
         } else {
             bondInUse = nil
             if case HostError.disconnected(_, let reason) = error {
@@ -316,7 +312,7 @@ actor LinkSecurity {
 
     /// One SMP PDU, in arrival order. PDUs that arrived before a disconnection are still
     /// processed after it, so key distribution that completed on air completes here too.
-    private func received(_ pdu: [UInt8]) {
+    private func received(_ pdu: [UInt8], host: isolated Host) {
         guard !smpClosed, let code = pdu.first else { return }
         if down != nil, pairing?.isFinished ?? true { return }
         if encryptionPending {
@@ -326,7 +322,7 @@ actor LinkSecurity {
         }
         if let p = pairing, !p.isFinished {
             noteParameters(pdu)
-            run(p.receive(pdu))
+            run(p.receive(pdu), host: host)
             return
         }
         switch (role, code) {
@@ -336,16 +332,16 @@ actor LinkSecurity {
             pairing = p
             offeredKeySizes = []
             noteParameters(pdu)
-            run(p.receive(pdu))
+            run(p.receive(pdu), host: host)
         case (.initiator, SMPPDU.Code.securityRequest):
             guard case .securityRequest(let authReq)? = try? SMPPDU.decode(pdu) else {
-                send(SMPPDU.pairingFailed(reason: .invalidParameters).bytes)
+                send(SMPPDU.pairingFailed(reason: .invalidParameters).bytes, host: host)
                 return
             }
-            securityRequested(authReq)
+            securityRequested(authReq, host: host)
         case (.responder, SMPPDU.Code.securityRequest), (.initiator, SMPPDU.Code.pairingRequest):
             // Only a peripheral sends Security Request, only a central Pairing Request.
-            send(SMPPDU.pairingFailed(reason: .commandNotSupported).bytes)
+            send(SMPPDU.pairingFailed(reason: .commandNotSupported).bytes, host: host)
         default:
             break  // nothing in progress: late or stray PDUs are ignored
         }
@@ -353,13 +349,13 @@ actor LinkSecurity {
 
     /// A peripheral's Security Request (Core Vol 3 Part H 2.4.6): encrypt with a bond good
     /// enough for what it asks, otherwise pair.
-    private func securityRequested(_ authReq: SMPAuthReq) {
+    private func securityRequested(_ authReq: SMPAuthReq, host: isolated Host) {
         guard !encryptionPending, pairing?.isFinished ?? true else { return }
         if state.encrypted && (!authReq.mitm || state.authenticated) { return }
         if let bond = storedBond(), !authReq.mitm || bond.authenticated {
-            startEncryption(with: bond)
+            startEncryption(with: bond, host: host)
         } else {
-            startPairing(mitm: authReq.mitm)
+            startPairing(mitm: authReq.mitm, host: host)
         }
     }
 
@@ -372,7 +368,7 @@ actor LinkSecurity {
     }
 
     /// Encryption Change / Key Refresh Complete for this link.
-    func encryptionChanged(enabled: Bool, status: HCIStatus) {
+    func encryptionChanged(enabled: Bool, status: HCIStatus, host: isolated Host) {
         let wasPending = encryptionPending
         encryptionPending = false
         if let p = pairing, !p.isFinished, !requestOnly, wasPending || role == .responder {
@@ -382,8 +378,8 @@ actor LinkSecurity {
                 // but Just Works is authenticated (Core Vol 3 Part H 2.3.5.1); the completion confirms.
                 setState(provisional(p))
             }
-            run(p.encryptionChanged(enabled: enabled, status: status.rawValue))
-            drainHeld()
+            run(p.encryptionChanged(enabled: enabled, status: status.rawValue), host: host)
+            drainHeld(host: host)
             return
         }
         if enabled {
@@ -395,7 +391,7 @@ actor LinkSecurity {
                 // The central answered our Security Request with its bond: nothing to pair.
                 requestOnly = false
                 pairing = nil
-                armTimer()
+                armTimer(host: host)
             }
             resolveWaiters(.success(state))
         } else {
@@ -407,18 +403,18 @@ actor LinkSecurity {
                 setState(.none)
             }
         }
-        drainHeld()
+        drainHeld(host: host)
     }
 
-    private func drainHeld() {
+    private func drainHeld(host: isolated Host) {
         let pending = held
         held = []
-        for pdu in pending { received(pdu) }
+        for pdu in pending { received(pdu, host: host) }
     }
 
     /// LE Long Term Key Request (peripheral): the pairing's key while pairing, otherwise the
     /// bond's key by EDIV/Rand (SC bonds: EDIV 0, Rand 0, found by peer); none → negative reply.
-    func longTermKeyRequested(ediv: UInt16, rand: UInt64) {
+    func longTermKeyRequested(ediv: UInt16, rand: UInt64, host: isolated Host) {
         let randBytes = (0..<8).map { UInt8(truncatingIfNeeded: rand >> (8 * UInt64($0))) }
         var key: [UInt8]?
         if let p = pairing, !p.isFinished, !requestOnly {
@@ -442,81 +438,81 @@ actor LinkSecurity {
                 log?("LTK request on \(hexCode(connection.handle, digits: 4)) for unknown EDIV \(hexCode(ediv, digits: 4)) / Rand: negative reply")
             }
         }
-        let host = self.host, handle = connection.handle
-        Task {
+        let handle = connection.handle
+        host.spawn {
             do { try await host.replyLongTermKey(handle: handle, ltk: key) } catch { self.logError("LTK reply: \(error)") }
         }
     }
 
     private func logError(_ s: String) { log?(s) }
 
-    func answerPasskey(_ passkey: UInt32?) {
+    func answerPasskey(_ passkey: UInt32?, host: isolated Host) {
         guard let p = pairing, !p.isFinished else { return }
-        run(p.passkeyEntered(passkey))
+        run(p.passkeyEntered(passkey), host: host)
     }
 
-    func answerComparison(_ accepted: Bool) {
+    func answerComparison(_ accepted: Bool, host: isolated Host) {
         guard let p = pairing, !p.isFinished else { return }
-        run(p.numericComparisonAnswered(accepted))
+        run(p.numericComparisonAnswered(accepted), host: host)
     }
 
-    func linkDown(_ reason: HCIStatus) {
+    func linkDown(_ reason: HCIStatus, host: isolated Host) {
         down = reason
-        disarmTimer()
+        disarmTimer(host: host)
         resolveWaiters(.failure(BLEError.disconnected(reason)))
     }
 
-    private func timedOut() {
+    private func timedOut(host: isolated Host) {
         timer = nil
         guard let p = pairing, !p.isFinished, let deadline = p.deadline, deadline <= now else {
-            armTimer()
+            armTimer(host: host)
             return
         }
         smpClosed = true
-        run(p.timedOut())
+        run(p.timedOut(), host: host)
     }
 
     // MARK: Outputs
 
-    private func run(_ outputs: [SMPOutput]) {
+    private func run(_ outputs: [SMPOutput], host: isolated Host) {
         for output in outputs {
             switch output {
             case .send(let pdu):
                 noteParameters(pdu)
-                send(pdu)
+                send(pdu, host: host)
             case .user(let request):
-                userRequest(request)
+                userRequest(request, host: host)
             case let .startEncryption(ltk, ediv, rand):
                 if let p = pairing { expect(provisional(p)) }
-                encrypt(ltk: ltk, ediv: ediv, rand: rand)
+                encrypt(ltk: ltk, ediv: ediv, rand: rand, host: host)
             case .completed(let result):
                 completed(result)
             case let .failed(reason, remote):
                 event(.pairingFailed(reason, remote: remote))
                 resolveWaiters(.failure(BLEError.pairingFailed(reason, remote: remote)))
             case .securityRequested(let authReq):
-                securityRequested(authReq)
+                securityRequested(authReq, host: host)
             }
         }
-        armTimer()
+        armTimer(host: host)
     }
 
-    private func userRequest(_ request: SMPUserRequest) {
+    private func userRequest(_ request: SMPUserRequest, host: isolated Host) {
         let peer = connection.peer, delegate = self.delegate
         switch request {
         case .displayPasskey(let passkey):
             event(.pairing(method: .passkeyEntry, passkey: passkey, number: nil))
         case .enterPasskey:
             event(.pairing(method: .passkeyEntry, passkey: nil, number: nil))
-            Task {
+            host.spawn {
                 let passkey = await delegate?.enterPasskey(peer: peer)
-                self.answerPasskey(passkey)
+                self.answerPasskey(passkey, host: host)
             }
         case .confirmNumber(let number):
             event(.pairing(method: .numericComparison, passkey: nil, number: number))
-            Task {
+            host.spawn {
                 let accepted = await delegate?.confirmNumber(number, peer: peer) ?? false
-                self.answerComparison(accepted)
+                self.answerComparison(accepted, host: host)
             }
         }
     }
@@ -570,19 +566,17 @@ actor LinkSecurity {
     }
 
     /// (Re)arms the SMP timer at the pairing's deadline in the host's table.
-    private func armTimer() {
-        disarmTimer()
+    private func armTimer(host: isolated Host) {
+        disarmTimer(host: host)
         guard down == nil, let p = pairing, !p.isFinished, let deadline = p.deadline else { return }
         let after = now.duration(to: deadline)
-        timer = host.assumeIsolated { host in
-            host.arm(after: after) { [weak self] in self?.assumeIsolated { $0.timedOut() } }
-        }
+        timer = host.arm(after: after) { [weak self] in self?.timedOut(host: host) }
     }
 
-    private func disarmTimer() {
+    private func disarmTimer(host: isolated Host) {
         guard let t = timer else { return }
         timer = nil
-        host.assumeIsolated { $0.disarm(t) }
+        host.disarm(t)
     }
 }
 
@@ -678,9 +672,17 @@ extension BDAddress {
 
 /// The GATT client's requester on a central: an Insufficient Authentication / Insufficient
 /// Encryption answer makes the link encrypt (bond) or pair, then the request is sent once more.
-struct SecuringRequester: ATTRequester {
+/// Runs where the client does (the host's isolation).
+final class SecuringRequester: ATTRequester {
     let bearer: ATTBearer
     let security: LinkSecurity
+    let host: Host
+
+    init(bearer: ATTBearer, security: LinkSecurity, host: Host) {
+        self.bearer = bearer
+        self.security = security
+        self.host = host
+    }
 
     var mtu: Int { bearer.mtu }
 
@@ -689,13 +691,14 @@ struct SecuringRequester: ATTRequester {
             return try await bearer.request(pdu)
         } catch let errorResponse as ATTError
                     where errorResponse.code == .insufficientAuthentication || errorResponse.code == .insufficientEncryption {
-            let error = errorResponse
             // Encrypted but not authenticated: only a MITM pairing can help, which needs IO.
-            let encrypted = await security.state.encrypted
-            let mitm = error.code == .insufficientAuthentication && encrypted
-            if mitm && !security.canAuthenticate { throw error }
+            let mitm = errorResponse.code == .insufficientAuthentication && security.state.encrypted
+            if mitm && !security.canAuthenticate { throw errorResponse }
+            let handle = bearer.handle
             do {
-                _ = try await security.secure(force: mitm, mitm: mitm)
+                _ = try await host.run { host in
+                    try await LinkLayers.of(handle, on: host).security.secure(force: mitm, mitm: mitm, host: host)
+                }
             } catch {
                 // The cause went to the pairing delegate; the request's own answer stands.
                 throw errorResponse
@@ -704,5 +707,5 @@ struct SecuringRequester: ATTRequester {
         }
     }
 
-    func command(_ pdu: ATTPDU) async throws { try await bearer.command(pdu) }
+    nonisolated(nonsending) func command(_ pdu: ATTPDU) async throws { try await bearer.command(pdu) }
 }

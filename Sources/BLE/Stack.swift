@@ -56,21 +56,59 @@ public enum BLEError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// One live link: its L2CAP connection, ATT bearer and GATT client.
-final class Link: Sendable {
-    let connection: LEConnection
+/// The layers of one link the stack set up: plain state owned by the host (the layer attached
+/// to the link), inside its isolation. Reached with `Link.run`.
+final class LinkLayers: L2CAPLinkLayer {
     let l2cap: L2CAPConnection
     let bearer: ATTBearer
-    let client: GATTClient
     let security: LinkSecurity
-    private let disconnection = OneShot<HCIStatus>()
+    let client: GATTClient
 
-    init(connection: LEConnection, l2cap: L2CAPConnection, bearer: ATTBearer, client: GATTClient, security: LinkSecurity) {
-        self.connection = connection
+    init(l2cap: L2CAPConnection, bearer: ATTBearer, security: LinkSecurity, client: GATTClient) {
         self.l2cap = l2cap
         self.bearer = bearer
-        self.client = client
         self.security = security
+        self.client = client
+    }
+
+    func received(_ frame: [UInt8], host: isolated Host) { l2cap.received(frame, host: host) }
+    func linkEvent(_ event: HostLinkEvent, host: isolated Host) { l2cap.linkEvent(event, host: host) }
+
+    /// The layers of the link `handle` of `host`, while it is up.
+    static func of(_ handle: UInt16, on host: isolated Host) throws -> LinkLayers {
+        guard let layers = host.layer(for: handle) as? LinkLayers else {
+            let reason = host.connection(handle)?.route.closedReason ?? .unknownConnectionIdentifier
+            throw BLEError.disconnected(reason)
+        }
+        return layers
+    }
+}
+
+/// One live link, as the application's side holds it: its connection and how it ended. Its
+/// layers live in the host (`run`).
+final class Link: Sendable {
+    let connection: LEConnection
+    let host: Host
+    /// The ATT bearer's ATT_MTU and counters (read without entering the host).
+    let att: ATTLink
+    private let disconnection = OneShot<HCIStatus>()
+
+    init(connection: LEConnection, host: Host, att: ATTLink) {
+        self.connection = connection
+        self.host = host
+        self.att = att
+    }
+
+    /// Runs `body` with the link's layers inside the host's isolation (one `await`); throws
+    /// `BLEError.disconnected` once the link is gone.
+    func run<R: Sendable>(_ body: @Sendable (LinkLayers, isolated Host) async throws -> R) async throws -> R {
+        let handle = connection.handle, route = connection.route
+        return try await host.run { host in
+            guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else {
+                throw BLEError.disconnected(route.closedReason ?? .unknownConnectionIdentifier)
+            }
+            return try await body(layers, host)
+        }
     }
 
     func markDisconnected(_ reason: HCIStatus) { disconnection.fulfil(reason) }
@@ -254,34 +292,38 @@ actor Stack {
         let options = self.options
         let bonds = bondStore(for: localIdentity)
         let attempts = pairingAttempts
-        let task = Task { () -> Link in
-            var l2capConfig = L2CAPConfiguration()
-            l2capConfig.signalingTimeout = options.signalingTimeout
-            l2capConfig.log = options.log
-            let l2cap = L2CAPConnection(host: host, connection: connection, configuration: l2capConfig)
-            var attConfig = ATTBearerConfiguration()
-            attConfig.transactionTimeout = options.attTimeout
-            attConfig.log = options.log
-            let bearer = ATTBearer(l2cap: l2cap, configuration: attConfig)
-            await bearer.start()
-            let security = LinkSecurity(connection: connection, host: host, clock: options.host.clock, bearer: bearer,
-                                        configuration: options.security, bonds: bonds,
-                                        delegate: options.pairingDelegate, attempts: attempts, log: options.log)
-            await security.prepare()
-            await host.observeLink(connection) { security.observed($0) }
-            if let server { await bearer.setServerDelegate(server) }
-            let automatic = connection.role == .central && options.security.automaticSecurity
-            let client = GATTClient(requester: automatic ? SecuringRequester(bearer: bearer, security: security) : bearer)
-            await bearer.setNotificationHandler { pdu in await client.received(pdu) }
-            await bearer.setNotificationFastHandler { pdu in client.deliverNotification(pdu) }
-            await l2cap.setFixedChannelHandler(.smp, security.channelHandler)
-            await l2cap.start()
-            let link = Link(connection: connection, l2cap: l2cap, bearer: bearer, client: client, security: security)
-            if connection.role == .peripheral, options.security.requestSecurityOnConnect {
-                Task { _ = try? await security.secure() }
-            } else if connection.role == .central, options.security.encryptBondedLinks, await security.hasBond() {
-                Task { _ = try? await security.secure() }
+        let pairingDelegate = options.pairingDelegate
+        let task = Task { [host] () -> Link in
+            // Set up in one job of the host: the layers are made, registered and attached there
+            // (frames that arrive meanwhile wait in the link's route and are handed over first).
+            let (secureNow, att) = await host.run { host -> (Bool, ATTLink) in
+                var l2capConfig = L2CAPConfiguration()
+                l2capConfig.signalingTimeout = options.signalingTimeout
+                l2capConfig.log = options.log
+                let l2cap = L2CAPConnection(connection: connection, configuration: l2capConfig)
+                var attConfig = ATTBearerConfiguration()
+                attConfig.transactionTimeout = options.attTimeout
+                attConfig.log = options.log
+                let bearer = ATTBearer(connection: connection, host: host, configuration: attConfig)
+                bearer.start(host: host)
+                let security = LinkSecurity(connection: connection, clock: options.host.clock, bearer: bearer,
+                                            configuration: options.security, bonds: bonds,
+                                            delegate: pairingDelegate, attempts: attempts, log: options.log)
+                security.prepare()
+                let automatic = connection.role == .central && options.security.automaticSecurity
+                let requester: any ATTRequester = automatic ? SecuringRequester(bearer: bearer, security: security, host: host) : bearer
+                let client = GATTClient(requester: requester)
+                bearer.setNotificationHandler { pdu in await client.received(pdu) }
+                bearer.setNotificationFastHandler { pdu in client.deliverNotification(pdu) }
+                l2cap.setFixedChannel(.att, bearer, host: host)
+                l2cap.setFixedChannel(.smp, security, host: host)
+                if let server { await bearer.setServerDelegate(server, host: host) }
+                host.attach(LinkLayers(l2cap: l2cap, bearer: bearer, security: security, client: client), to: connection)
+                return (connection.role == .peripheral ? options.security.requestSecurityOnConnect
+                    : options.security.encryptBondedLinks && security.hasBond(), bearer.link)
             }
+            let link = Link(connection: connection, host: host, att: att)
+            if secureNow { Task { _ = try? await link.run { layers, host in try await layers.security.secure(host: host) } } }
             return link
         }
         links[connection.handle] = task

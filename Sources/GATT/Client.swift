@@ -1,6 +1,5 @@
 import HCI
 import ATT
-import Synchronization
 
 /// A service found on a peer.
 public struct GATTRemoteService: Sendable, Hashable {
@@ -70,21 +69,19 @@ public enum GATTClientError: Error, Sendable, Equatable, CustomStringConvertible
 
 /// GATT client procedures (Core Vol 3 Part G 4) over any `ATTRequester`, with a per-peer cache
 /// of the discovered database invalidated by Service Changed and by a Database Hash change.
-public actor GATTClient {
+///
+/// Plain state, not `Sendable`: it lives where its requester does (a link's client: in its
+/// host's isolation, reached with `Host.run`), and its procedures run in the caller's
+/// isolation (`nonisolated(nonsending)`), so a request is sent and answered with no hop.
+public final class GATTClient {
     public let requester: any ATTRequester
     /// Largest value a long read will assemble (an ATT value offset is 16-bit).
     public static let maximumLongValue = 65_535
 
     private var cache: [GATTRemoteServiceTree]? = nil
     private var cachedHash: [UInt8]? = nil
-    /// Where received values go: the subscribers by value handle, and the Service Changed
-    /// handle. A Mutex (not actor state) so the bearer's notification fast path delivers
-    /// notifications on the host's executor (`deliverNotification`); written by this actor.
-    private let routing = Mutex(Routing())
-    private struct Routing {
-        var subscribers = Subscribers()
-        var serviceChangedHandle: UInt16?
-    }
+    /// Where received values go: the subscribers by value handle.
+    private var subscribers = Subscribers()
     /// One subscription's receiver: `value` for each notified value, in order; `indication`
     /// for each indicated one (the confirmation waits for it); `end` once when the
     /// subscription is replaced, removed or the client goes away. A class: a notification
@@ -132,13 +129,10 @@ public actor GATTClient {
         }
         var all: [Subscriber] { entries.map(\.subscriber) }
     }
-    private var serviceChangedHandle: UInt16? {
-        get { routing.withLock { $0.serviceChangedHandle } }
-        set { routing.withLock { $0.serviceChangedHandle = newValue } }
-    }
+    private var serviceChangedHandle: UInt16?
     private let changes: AsyncStream<ClosedRange<UInt16>>.Continuation
     /// Ranges the server reported changed (Service Changed indications), after the cache was updated.
-    public nonisolated let serviceChanges: AsyncStream<ClosedRange<UInt16>>
+    public let serviceChanges: AsyncStream<ClosedRange<UInt16>>
 
     public init(requester: any ATTRequester) {
         self.requester = requester
@@ -147,7 +141,7 @@ public actor GATTClient {
 
     deinit {
         changes.finish()
-        for c in routing.withLock({ $0.subscribers.all }) { c.end() }
+        for c in subscribers.all { c.end() }
     }
 
     private nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
@@ -159,7 +153,7 @@ public actor GATTClient {
 
     /// The handles of `service` as a range; throws when they form none (a peer's bad handles
     /// are refused where they are received, so this guards values built by hand).
-    private nonisolated func handles(of service: GATTRemoteService) throws -> ClosedRange<UInt16> {
+    private func handles(of service: GATTRemoteService) throws -> ClosedRange<UInt16> {
         guard service.startHandle != 0, service.startHandle <= service.endHandle else {
             throw GATTClientError.invalidHandleRange(start: service.startHandle, end: service.endHandle)
         }
@@ -167,14 +161,14 @@ public actor GATTClient {
     }
 
     /// Runs a discovery step, mapping Attribute Not Found (the end of a search) to nil.
-    private func step(_ pdu: ATTPDU) async throws -> ATTPDU? {
+    private nonisolated(nonsending) func step(_ pdu: ATTPDU) async throws -> ATTPDU? {
         do { return try await request(pdu) } catch let e as ATTError where e.code == .attributeNotFound { return nil }
     }
 
     // MARK: Discovery
 
     /// Primary services: all (Read By Group Type 0x2800) or those with `uuid` (Find By Type Value).
-    public func discoverServices(uuid: BluetoothUUID? = nil, in range: ClosedRange<UInt16> = 1...0xFFFF) async throws -> [GATTRemoteService] {
+    public nonisolated(nonsending) func discoverServices(uuid: BluetoothUUID? = nil, in range: ClosedRange<UInt16> = 1...0xFFFF) async throws -> [GATTRemoteService] {
         var out: [GATTRemoteService] = []
         var start = range.lowerBound
         while start <= range.upperBound, start != 0 {
@@ -218,7 +212,7 @@ public actor GATTClient {
 
     /// Included services of `service` (Read By Type 0x2802; a 128-bit UUID is read from the
     /// included service's declaration).
-    public func discoverIncludedServices(of service: GATTRemoteService) async throws -> [GATTRemoteService] {
+    public nonisolated(nonsending) func discoverIncludedServices(of service: GATTRemoteService) async throws -> [GATTRemoteService] {
         var out: [GATTRemoteService] = []
         for e in try await readAllByType(GATTUUID.include, try handles(of: service)) {
             // Core Vol 3 Part G 3.2: handle, end group handle, then a 16-bit UUID or none.
@@ -248,7 +242,7 @@ public actor GATTClient {
     }
 
     /// Characteristics of `service` (Read By Type 0x2803), optionally only those with `uuid`.
-    public func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
+    public nonisolated(nonsending) func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
         var out: [GATTRemoteCharacteristic] = []
         for e in try await readAllByType(GATTUUID.characteristic, try handles(of: service)) {
             // The value follows its declaration inside the service (Core Vol 3 Part G 3.3), and
@@ -270,7 +264,7 @@ public actor GATTClient {
     }
 
     /// Descriptors of `characteristic` (Find Information after its value handle).
-    public func discoverDescriptors(of characteristic: GATTRemoteCharacteristic) async throws -> [GATTRemoteDescriptor] {
+    public nonisolated(nonsending) func discoverDescriptors(of characteristic: GATTRemoteCharacteristic) async throws -> [GATTRemoteDescriptor] {
         guard characteristic.valueHandle < characteristic.endHandle else { return [] }
         var out: [GATTRemoteDescriptor] = []
         var start = characteristic.valueHandle + 1
@@ -292,7 +286,7 @@ public actor GATTClient {
     }
 
     /// Read By Type over a range until Attribute Not Found, with progress checks.
-    private func readAllByType(_ type: BluetoothUUID, _ range: ClosedRange<UInt16>) async throws -> [ATTHandleValue] {
+    private nonisolated(nonsending) func readAllByType(_ type: BluetoothUUID, _ range: ClosedRange<UInt16>) async throws -> [ATTHandleValue] {
         var out: [ATTHandleValue] = []
         var start = range.lowerBound
         while start <= range.upperBound {
@@ -318,7 +312,7 @@ public actor GATTClient {
 
     /// The whole database (services, included services, characteristics, descriptors), from
     /// the cache when valid. Also reads the Database Hash, when the server has one, for `validateCache`.
-    public func discoverDatabase() async throws -> [GATTRemoteServiceTree] {
+    public nonisolated(nonsending) func discoverDatabase() async throws -> [GATTRemoteServiceTree] {
         if let cache { return cache }
         let tree = try await discoverTrees(in: 1...0xFFFF)
         cache = tree
@@ -336,20 +330,20 @@ public actor GATTClient {
     /// Reads the Database Hash; drops the cache when it differs from the one read at discovery.
     /// Returns whether the cache is (still) valid.
     @discardableResult
-    public func validateCache() async throws -> Bool {
+    public nonisolated(nonsending) func validateCache() async throws -> Bool {
         guard cache != nil else { return false }
         let hash = try? await readDatabaseHash()
         if hash == nil || hash != cachedHash { invalidateCache(); return false }
         return true
     }
 
-    private func readDatabaseHash() async throws -> [UInt8]? {
+    private nonisolated(nonsending) func readDatabaseHash() async throws -> [UInt8]? {
         let r = try await request(.readByTypeRequest(startHandle: 1, endHandle: 0xFFFF, type: GATTUUID.databaseHash))
         guard case let .readByTypeResponse(list) = r, let v = list.first?.value, v.count == 16 else { return nil }
         return v
     }
 
-    private func discoverTrees(in range: ClosedRange<UInt16>) async throws -> [GATTRemoteServiceTree] {
+    private nonisolated(nonsending) func discoverTrees(in range: ClosedRange<UInt16>) async throws -> [GATTRemoteServiceTree] {
         var trees: [GATTRemoteServiceTree] = []
         for s in try await discoverServices(in: range) {
             let included = try await discoverIncludedServices(of: s)
@@ -386,7 +380,7 @@ public actor GATTClient {
 
     /// Reads the rest of a value with Read Blob from `value.count` (Core Vol 3 Part G 4.8.3):
     /// up to `length` octets when known, else until a part shorter than ATT_MTU − 1.
-    private nonisolated func readRest(handle: UInt16, after first: [UInt8], length: Int?) async throws -> [UInt8] {
+    private nonisolated(nonsending) func readRest(handle: UInt16, after first: [UInt8], length: Int?) async throws -> [UInt8] {
         let mtu = requester.mtu
         var value = first
         while length.map({ value.count < $0 }) ?? true {
@@ -415,7 +409,7 @@ public actor GATTClient {
     }
 
     /// Read Using Characteristic UUID: every value with `uuid` in `range` (each as long as fits).
-    public nonisolated func readByUUID(_ uuid: BluetoothUUID, in range: ClosedRange<UInt16> = 1...0xFFFF) async throws -> [ATTHandleValue] {
+    public nonisolated(nonsending) func readByUUID(_ uuid: BluetoothUUID, in range: ClosedRange<UInt16> = 1...0xFFFF) async throws -> [ATTHandleValue] {
         guard case let .readByTypeResponse(list) = try await request(
             .readByTypeRequest(startHandle: range.lowerBound, endHandle: range.upperBound, type: uuid)) else {
             throw GATTClientError.unexpectedResponse(.readByTypeResponse)
@@ -424,7 +418,7 @@ public actor GATTClient {
     }
 
     /// Read Multiple: the concatenated values (the caller knows their lengths).
-    public nonisolated func readMultiple(handles: [UInt16]) async throws -> [UInt8] {
+    public nonisolated(nonsending) func readMultiple(handles: [UInt16]) async throws -> [UInt8] {
         guard case let .readMultipleResponse(v) = try await request(.readMultipleRequest(handles: handles)) else {
             throw GATTClientError.unexpectedResponse(.readMultipleResponse)
         }
@@ -435,7 +429,7 @@ public actor GATTClient {
     /// value per handle. The response is cut at ATT_MTU − 1 octets (Vol 3 Part F 3.4.4.12): a
     /// value cut short (its Value Length says how long it is) is completed with Read Blob, and
     /// the values the response had no room for are read one by one.
-    public nonisolated func readMultipleVariable(handles: [UInt16]) async throws -> [[UInt8]] {
+    public nonisolated(nonsending) func readMultipleVariable(handles: [UInt16]) async throws -> [[UInt8]] {
         guard case let .readMultipleVariableResponse(tuples) = try await request(.readMultipleVariableRequest(handles: handles)) else {
             throw GATTClientError.unexpectedResponse(.readMultipleVariableResponse)
         }
@@ -454,7 +448,7 @@ public actor GATTClient {
     // MARK: Writing
 
     /// Write with response; a value longer than ATT_MTU − 3 goes as a long write (Prepare/Execute).
-    public nonisolated func write(_ value: [UInt8], handle: UInt16) async throws {
+    public nonisolated(nonsending) func write(_ value: [UInt8], handle: UInt16) async throws {
         let mtu = requester.mtu
         if value.count <= mtu - 3 {
             guard case .writeResponse = try await request(.writeRequest(handle: handle, value: value)) else {
@@ -465,13 +459,13 @@ public actor GATTClient {
         try await reliableWrite([(handle, value)])
     }
 
-    public nonisolated func write(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic) async throws {
+    public nonisolated(nonsending) func write(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic) async throws {
         try await write(value, handle: characteristic.valueHandle)
     }
 
     /// Reliable write: every value through Prepare Write (each echo checked), then Execute; on
     /// any failure the queue is cancelled and the error thrown.
-    public nonisolated func reliableWrite(_ writes: [(handle: UInt16, value: [UInt8])]) async throws {
+    public nonisolated(nonsending) func reliableWrite(_ writes: [(handle: UInt16, value: [UInt8])]) async throws {
         if let long = writes.first(where: { $0.value.count > Self.maximumLongValue }) {
             throw GATTClientError.valueTooLong(length: long.value.count, maximum: Self.maximumLongValue)
         }
@@ -497,7 +491,7 @@ public actor GATTClient {
     }
 
     /// Write Without Response (Write Command); returns once handed to the link.
-    public nonisolated func writeWithoutResponse(_ value: [UInt8], handle: UInt16) async throws {
+    public nonisolated(nonsending) func writeWithoutResponse(_ value: [UInt8], handle: UInt16) async throws {
         let max = requester.mtu - 3
         guard value.count <= max else { throw GATTClientError.valueTooLong(length: value.count, maximum: max) }
         try await requester.command(.writeCommand(handle: handle, value: value))
@@ -506,12 +500,12 @@ public actor GATTClient {
     /// Signed Write Command (Core v5.4 Vol 3 Part G 4.9.2, Part F 3.4.5.4): `sign` turns the
     /// signed part (opcode || handle || value) into the 12-octet Authentication Signature (it
     /// holds the CSRK and its SignCounter: SMP sits above GATT). Returns once handed to the link.
-    public nonisolated func signedWrite(_ value: [UInt8], handle: UInt16,
-                                        sign: @Sendable ([UInt8]) async throws -> [UInt8]) async throws {
+    public nonisolated(nonsending) func signedWrite(_ value: [UInt8], handle: UInt16,
+                                        sign: ([UInt8]) throws -> [UInt8]) async throws {
         let max = requester.mtu - 15
         guard value.count <= max else { throw GATTClientError.valueTooLong(length: value.count, maximum: max) }
         let message = [ATTOpcode.signedWriteCommand.rawValue, UInt8(handle & 0xFF), UInt8(handle >> 8)] + value
-        try await requester.command(.signedWriteCommand(handle: handle, value: value, signature: try await sign(message)))
+        try await requester.command(.signedWriteCommand(handle: handle, value: value, signature: try sign(message)))
     }
 
     // MARK: Notifications and indications
@@ -519,7 +513,7 @@ public actor GATTClient {
     /// Writes the CCCD (0x0001 notifications, or 0x0002 indications when `indications` or when
     /// the characteristic can only indicate) and returns the stream of values received.
     /// Subscribing again replaces (finishes) the previous stream.
-    public func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
+    public nonisolated(nonsending) func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
                           indications: Bool = false) async throws -> GATTNotificationStream {
         let (stream, continuation) = GATTNotificationStream.makeStream()
         try await subscribe(characteristic, cccdHandle: cccdHandle, indications: indications,
@@ -536,7 +530,7 @@ public actor GATTClient {
     /// away. Neither is called if this throws before registering (no CCCD). `onIndication`,
     /// when given, receives indicated values instead of `onValue`; the Handle Value
     /// Confirmation is sent after it returns, so it returns once the application has the value.
-    public func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
+    public nonisolated(nonsending) func subscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil,
                           indications: Bool = false,
                           onValue: @escaping @Sendable ([UInt8]) -> Void,
                           onIndication: (@Sendable ([UInt8]) async -> Void)? = nil,
@@ -547,7 +541,7 @@ public actor GATTClient {
         let handle = try await cccd(of: characteristic, given: cccdHandle)
         let key = characteristic.valueHandle
         let subscriber = Subscriber(value: onValue, indication: onIndication ?? { onValue($0) }, end: onEnd)
-        let previous = routing.withLock { $0.subscribers.replace(key, with: subscriber) }
+        let previous = subscribers.replace(key, with: subscriber)
         previous?.end()
         do {
             try await write(useIndications ? [0x02, 0x00] : [0x01, 0x00], handle: handle)
@@ -558,14 +552,14 @@ public actor GATTClient {
     }
 
     /// Writes 0x0000 to the CCCD and finishes the stream.
-    public func unsubscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil) async throws {
+    public nonisolated(nonsending) func unsubscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil) async throws {
         let handle = try await cccd(of: characteristic, given: cccdHandle)
         // Once per subscription: leaving its loop unsubscribes, and a `stopNotifications`
         // after that (or racing it) writes the CCCD no second time; it returns when that write
         // is answered, as it would for its own.
         let key = characteristic.valueHandle
         if removeSubscriber(key) {
-            let writing = Task { try await write([0x00, 0x00], handle: handle) }
+            let writing = inCallersIsolation { try await self.write([0x00, 0x00], handle: handle) }
             unsubscribing[key] = writing
             defer { unsubscribing[key] = nil }
             try await writing.value
@@ -574,18 +568,24 @@ public actor GATTClient {
         }
     }
 
+    /// A task in the caller's isolation (the client's: it stays in one).
+    private func inCallersIsolation(isolation: isolated (any Actor)? = #isolation,
+                                    _ body: @escaping () async throws -> Void) -> Task<Void, any Error> {
+        Task { _ = isolation; try await body() }
+    }
+
     /// The CCCD writes of unsubscriptions under way, by value handle.
     private var unsubscribing: [UInt16: Task<Void, any Error>] = [:]
 
     /// Ends the subscription of value handle `key`; false when there was none.
     @discardableResult
     private func removeSubscriber(_ key: UInt16) -> Bool {
-        guard let subscriber = routing.withLock({ $0.subscribers.remove(key) }) else { return false }
+        guard let subscriber = subscribers.remove(key) else { return false }
         subscriber.end()
         return true
     }
 
-    private func cccd(of c: GATTRemoteCharacteristic, given: UInt16?) async throws -> UInt16 {
+    private nonisolated(nonsending) func cccd(of c: GATTRemoteCharacteristic, given: UInt16?) async throws -> UInt16 {
         if let given { return given }
         if let d = cache?.lazy.flatMap(\.characteristics).first(where: { $0.characteristic == c })?
             .descriptors.first(where: { $0.uuid == GATTUUID.clientCharacteristicConfiguration }) {
@@ -602,7 +602,7 @@ public actor GATTClient {
     /// subscriber has handed an indicated value to the application). A Service Changed
     /// indication updates the cache in the background (rediscovery needs the bearer this call
     /// is blocking).
-    public func received(_ pdu: ATTPDU) async {
+    public nonisolated(nonsending) func received(_ pdu: ATTPDU) async {
         switch pdu {
         case let .handleValueNotification(h, v):
             deliver(h, v)?.value(v)
@@ -619,22 +619,15 @@ public actor GATTClient {
     /// Handle Value Notification / Multiple Handle Value Notification to the subscribers at
     /// once, on the caller's context. Returns false (the PDU then goes through `received`)
     /// for anything else and for values of the Service Changed characteristic.
-    public nonisolated func deliverNotification(_ pdu: ATTPDU) -> Bool {
+    public func deliverNotification(_ pdu: ATTPDU) -> Bool {
         switch pdu {
         case let .handleValueNotification(h, v):
-            let target: Subscriber?? = routing.withLock { r in
-                h == r.serviceChangedHandle ? nil : .some(r.subscribers[h])
-            }
-            guard let target else { return false }
-            target?.value(v)
+            guard h != serviceChangedHandle else { return false }
+            subscribers[h]?.value(v)
             return true
         case let .multipleHandleValueNotification(list):
-            let targets: [Subscriber?]? = routing.withLock { r in
-                if let sc = r.serviceChangedHandle, list.contains(where: { $0.handle == sc }) { return nil }
-                return list.map { r.subscribers[$0.handle] }
-            }
-            guard let targets else { return false }
-            for (e, t) in zip(list, targets) { t?.value(e.value) }
+            if let sc = serviceChangedHandle, list.contains(where: { $0.handle == sc }) { return false }
+            for e in list { subscribers[e.handle]?.value(e.value) }
             return true
         default:
             return false
@@ -642,7 +635,7 @@ public actor GATTClient {
     }
 
     /// Notes a Service Changed value; returns the value's subscriber.
-    private func deliver(_ handle: UInt16, _ value: [UInt8]) -> Subscriber? {
+    private func deliver(_ handle: UInt16, _ value: [UInt8], isolation: isolated (any Actor)? = #isolation) -> Subscriber? {
         if handle == serviceChangedHandle, value.count == 4 {
             let start = UInt16(value[0]) | UInt16(value[1]) << 8
             let end = UInt16(value[2]) | UInt16(value[3]) << 8
@@ -650,18 +643,18 @@ public actor GATTClient {
                 handleServiceChanged(start...end)
             }
         }
-        return routing.withLock { $0.subscribers[handle] }
+        return subscribers[handle]
     }
 
-    private func handleServiceChanged(_ range: ClosedRange<UInt16>) {
+    private func handleServiceChanged(_ range: ClosedRange<UInt16>, isolation: isolated (any Actor)? = #isolation) {
         cachedHash = nil
         guard var tree = cache else { changes.yield(range); return }
         tree.removeAll { $0.service.startHandle <= range.upperBound && $0.service.endHandle >= range.lowerBound }
         cache = nil
-        Task { await self.rediscover(range, keeping: tree) }
+        Task { _ = isolation; await self.rediscover(range, keeping: tree) }
     }
 
-    private func rediscover(_ range: ClosedRange<UInt16>, keeping kept: [GATTRemoteServiceTree]) async {
+    private nonisolated(nonsending) func rediscover(_ range: ClosedRange<UInt16>, keeping kept: [GATTRemoteServiceTree]) async {
         if let fresh = try? await discoverTrees(in: range) {
             let merged = (kept + fresh).sorted { $0.service.startHandle < $1.service.startHandle }
             cache = merged

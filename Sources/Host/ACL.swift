@@ -195,6 +195,8 @@ final class LinkState {
     let handle: UInt16
     var connection: LEConnection
     var reassembler: L2CAPReassembler
+    /// The layers above (`Host.attach`): the link's frames and events go there once attached.
+    var layer: (any HostLinkLayer)?
     /// Frames not fully handed to the controller yet, oldest first (`queueHead` is the next).
     var queue: [OutgoingFrame] = []
     var queueHead = 0

@@ -73,7 +73,7 @@ public struct DeadlineID: Hashable, Sendable {
 
 /// The host's table of deadlines and its one sweep task (state of the `Host` actor).
 struct DeadlineTable {
-    struct Entry { let deadline: ContinuousClock.Instant; let fire: @Sendable () -> Void }
+    struct Entry { let deadline: ContinuousClock.Instant; let fire: () -> Void }
     var entries: [UInt64: Entry] = [:]
     var nextID: UInt64 = 0
     var sweeper: Task<Void, Never>?
@@ -81,9 +81,11 @@ struct DeadlineTable {
 }
 
 extension Host {
-    /// Registers `fire`, called once on the host's executor `after` from now unless the
-    /// deadline is disarmed first. Every timeout of the stack goes through here.
-    public func arm(after: Duration, _ fire: @escaping @Sendable () -> Void) -> DeadlineID {
+    /// Registers `fire`, called once inside the host's isolation `after` from now unless the
+    /// deadline is disarmed first. Every timeout of the stack goes through here. The table is
+    /// the host's state, emptied when a deadline fires or is disarmed and at `close`, so `fire`
+    /// may hold the host (a layer holds itself weakly: `[weak self]`).
+    public func arm(after: Duration, _ fire: @escaping () -> Void) -> DeadlineID {
         deadlines.nextID &+= 1
         let id = deadlines.nextID
         let deadline = configuration.clock.now.advanced(by: after)

@@ -48,20 +48,9 @@ extension Host {
         Int(try await execute(ReadEncryptionKeySize(connectionHandle: handle)).keySize)
     }
 
-    /// Makes `body` the observer of `connection`'s events (`HostLinkEvent`: encryption, LTK
-    /// requests, the disconnection), called synchronously on the host's executor in controller
-    /// order with the link's ACL data: the ACL data that follows an event (e.g. an ATT request
-    /// of the peer after Encryption Change) is handled after it. Events that came before are
-    /// handed over first. The one route of HCI events to a link's layers (the `events` stream
-    /// reports them too, for other readers).
-    @discardableResult
-    public func observeLink(_ connection: LEConnection, _ body: @escaping FrameRoute.Observer) -> Bool {
-        connection.route.observe(body, on: self)
-    }
-
     /// Encryption Change / Key Refresh Complete: completes `startEncryption` and tells the layer above.
     func encryptionEvent(handle: UInt16, status: HCIStatus, enabled: Bool) {
-        links[handle]?.connection.route.signal(.encryptionChanged(enabled: enabled, status: status), host: self)
+        signal(.encryptionChanged(enabled: enabled, status: status), on: handle)
         complete(.encryption, handle: handle, with: .success(.encryption(status)))
         emit(.encryptionChanged(handle: handle, enabled: enabled, status: status))
     }

@@ -114,7 +114,7 @@ extension Host: HCIEventHandler {
     }
 
     package func handle(_ c: LELongTermKeyRequest) {
-        links[c.connectionHandle]?.connection.route.signal(.longTermKeyRequest(random: c.randomNumber, ediv: c.encryptedDiversifier), host: self)
+        signal(.longTermKeyRequest(random: c.randomNumber, ediv: c.encryptedDiversifier), on: c.connectionHandle)
         emit(.longTermKeyRequest(handle: c.connectionHandle, random: c.randomNumber, ediv: c.encryptedDiversifier))
     }
 

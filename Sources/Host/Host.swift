@@ -218,11 +218,12 @@ public actor Host {
         let queued = connectQueue
         connectQueue.removeAll()
         for q in queued { q.continuation.resume(throwing: error) }
-        for link in links.values {
-            while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
-            link.connection.route.close(reason: .unspecifiedError, host: self)
-        }
+        let gone = links.values
         links.removeAll()
+        for link in gone {
+            while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
+            close(link, reason: .unspecifiedError)
+        }
         readyLinks.removeAll()
         readyHead = 0
         disarm(creditWatchdog)
@@ -279,7 +280,7 @@ public actor Host {
         nextID &+= 1
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<CommandResult, any Error>) in
             commandQueue.append(PendingCommand(id: id, packet: packet, statusOnly: statusOnly, continuation: cont))
-            commandTimeouts[id] = arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.commandTimedOut(id) } }
+            commandTimeouts[id] = arm(after: timeout) { self.commandTimedOut(id) }
             pumpCommands()
         }
     }
@@ -369,7 +370,9 @@ public actor Host {
     }
 
     private func deliver(_ frame: [UInt8], on link: LinkState) {
-        if !link.connection.route.deliver(frame, host: self) {
+        if let layer = link.layer {
+            layer.received(frame, host: self)
+        } else if !link.connection.route.deliver(frame) {
             warn("connection \(hexCode(link.handle, digits: 4)): \(configuration.maxQueuedFramesPerLink) frames queued unread: L2CAP frame dropped")
         }
     }
@@ -399,6 +402,54 @@ public actor Host {
         return conn
     }
 
+    /// Makes `layer` the consumer of `connection`'s frames and events: what arrived before is
+    /// handed to it first, then each frame and event as it comes, ending with `.disconnected`
+    /// (at once, after the held frames, when the link is gone already: frames that arrived
+    /// before a disconnection are still handled). False, and nothing is handed, when the
+    /// `frames` stream was chosen as the consumer.
+    @discardableResult
+    public func attach(_ layer: any HostLinkLayer, to connection: LEConnection) -> Bool {
+        guard let held = connection.route.takeForLayer() else { return false }
+        let link = links[connection.handle].flatMap { $0.connection.route === connection.route ? $0 : nil }
+        link?.layer = layer
+        for f in held.frames { layer.received(f, host: self) }
+        for e in held.events { layer.linkEvent(e, host: self) }
+        if link == nil { layer.linkEvent(.disconnected(held.closed ?? .unspecifiedError), host: self) }
+        return true
+    }
+
+    /// The layer attached to the link `handle`, while it is up.
+    public func layer(for handle: UInt16) -> (any HostLinkLayer)? { links[handle]?.layer }
+
+    /// Runs `body` inside the host's isolation: the application's way to the layers of its
+    /// links (one `await` per operation; from a task preferring the host's executor, no thread
+    /// switch). Cancellation of the calling task reaches what `body` awaits.
+    public nonisolated func run<R: Sendable>(_ body: @Sendable (isolated Host) async throws -> R) async rethrows -> R {
+        try await body(self)
+    }
+
+    /// Starts `body` as a task inside the host's isolation, for a layer's work that awaits
+    /// (an HCI command, the application's answer) without holding up the link's frames.
+    @discardableResult
+    public func spawn(_ body: @escaping () async -> Void) -> Task<Void, Never> {
+        Task { self.preconditionIsolated(); await body() }
+    }
+
+    /// Tells the link's layer (or its route, for one to come) that the link is gone.
+    private func close(_ link: LinkState, reason: HCIStatus) {
+        link.connection.route.close(reason: reason)
+        if let layer = link.layer {
+            link.layer = nil
+            layer.linkEvent(.disconnected(reason), host: self)
+        }
+    }
+
+    /// Hands `event` to the link's layer, or holds it for one to come.
+    func signal(_ event: HostLinkEvent, on handle: UInt16) {
+        guard let link = links[handle] else { return }
+        if let layer = link.layer { layer.linkEvent(event, host: self) } else { link.connection.route.hold(event) }
+    }
+
     /// The connection with `handle`, if up.
     public func connection(_ handle: UInt16) -> LEConnection? { links[handle]?.connection }
 
@@ -418,7 +469,7 @@ public actor Host {
         link.inFlight = 0
         while link.hasQueued { link.popFront().continuation?.resume(throwing: error) }
         link.reassembler.reset()
-        link.connection.route.close(reason: reason, host: self)
+        close(link, reason: reason)
         if link.scheduled {
             link.scheduled = false
             if let i = readyLinks[readyHead...].firstIndex(of: handle) { readyLinks.remove(at: i) }
@@ -590,12 +641,12 @@ public actor Host {
     private func armCreditWatchdog() {
         guard creditWatchdog == nil else { return }
         creditProgress = false
-        creditWatchdog = arm(after: configuration.aclCreditTimeout) { [weak self] in
-            self?.assumeIsolated { host in
-                host.creditWatchdog = nil
-                if !host.creditWatchdogExpired() { host.armCreditWatchdog() }
-            }
-        }
+        creditWatchdog = arm(after: configuration.aclCreditTimeout) { self.creditWatchdogFired() }
+    }
+
+    private func creditWatchdogFired() {
+        creditWatchdog = nil
+        if !creditWatchdogExpired() { armCreditWatchdog() }
     }
 
     /// Returns true when the watchdog's work is done.
@@ -698,7 +749,7 @@ public actor Host {
         let id = waiters[i].id
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<WaiterResult, any Error>) in
             waiters[i].continuation = cont
-            waiterTimeouts[id] = arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.waiterTimedOut(id, name: name) } }
+            waiterTimeouts[id] = arm(after: timeout) { self.waiterTimedOut(id, name: name) }
         }
     }
 

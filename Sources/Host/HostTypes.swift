@@ -171,17 +171,18 @@ public struct ConnectionParameters: Sendable, Equatable, CustomStringConvertible
 
 /// An LE link as the host sees it when it is established.
 ///
-/// `route` hands the reassembled L2CAP frames (basic header included) received on this link,
-/// in order, to its one consumer: the L2CAP layer's sink, or `frames` (for tests and tools).
+/// The reassembled L2CAP frames (basic header included) received on this link go, in order, to
+/// its one consumer: the layer attached with `Host.attach` (the L2CAP layer), or `frames` (for
+/// tests and tools).
 public struct LEConnection: Sendable {
     public let handle: UInt16
     public let role: LERole
     public let peer: DeviceAddress
     public let local: DeviceAddress
     public let parameters: ConnectionParameters
-    /// Where the host hands this link's frames (the L2CAP layer installs its sink there).
+    /// Where this link's frames wait for their consumer.
     public let route: FrameRoute
-    /// The frames as a stream, for a consumer that installs no sink; finishes at disconnection.
+    /// The frames as a stream, for a consumer that attaches no layer; finishes at disconnection.
     public var frames: AsyncStream<[UInt8]> { route.stream() }
 
     public var interval: UInt16 { parameters.interval }

@@ -80,56 +80,55 @@ public struct ConnectionParameterUpdateRequest: Sendable, Equatable {
     }
 }
 
-/// Receives a fixed channel's payloads (information payload of each B-frame) synchronously,
-/// in order and one at a time, on the host's executor, as part of the link's one receive path
-/// (`FrameRoute` sink → `L2CAPConnection.received` → here): keep it short. `closed` is called
-/// once, when the link goes away.
-public struct FixedChannelHandler: Sendable {
-    /// The information payload, read in place in the received frame (no copy).
-    public var receivedPayload: @Sendable (ByteReader) -> Void
-    public var closed: @Sendable (L2CAPError) -> Void
-    public init(receivedPayload: @escaping @Sendable (ByteReader) -> Void, closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
-        self.receivedPayload = receivedPayload
-        self.closed = closed
-    }
-    /// A handler that takes each payload as its own array.
-    public init(received: @escaping @Sendable ([UInt8]) -> Void, closed: @escaping @Sendable (L2CAPError) -> Void = { _ in }) {
-        self.init(receivedPayload: { var r = $0; received(r.rest()) }, closed: closed)
-    }
+/// What a fixed channel (ATT 0x0004, SMP 0x0006, ...) of one link runs: plain state owned by
+/// its `L2CAPConnection`, called inside the host's isolation as part of the link's one receive
+/// path (`Host` → `L2CAPConnection.received` → here), one payload at a time and in order:
+/// keep it short.
+public protocol L2CAPFixedChannel: AnyObject {
+    /// The information payload of one B-frame, read in place in the received frame (no copy).
+    func received(_ payload: ByteReader, host: isolated Host)
+    /// An HCI event of the link (encryption, LTK request), in controller order with its frames.
+    func linkEvent(_ event: HostLinkEvent, host: isolated Host)
+    /// The link is gone: called once, last.
+    func closed(_ error: L2CAPError, host: isolated Host)
 }
 
-/// The L2CAP layer of one LE link.
+extension L2CAPFixedChannel {
+    public func linkEvent(_ event: HostLinkEvent, host: isolated Host) {}
+    public func closed(_ error: L2CAPError, host: isolated Host) {}
+}
+
+/// A link's layer that carries its `L2CAPConnection`: the connection itself, or the upper
+/// layers' set of a link that hands it the frames (`L2CAPConnection.of` finds it either way).
+public protocol L2CAPLinkLayer: HostLinkLayer {
+    var l2cap: L2CAPConnection { get }
+}
+
+/// The L2CAP layer of one LE link: plain state owned by its host, the layer attached to the
+/// link (`Host.attach`), called inside the host's isolation.
 ///
 /// ```swift
-/// let l2cap = L2CAPConnection(host: host, connection: link)
-/// let att = ATTBearer(l2cap: l2cap)          // registers CID 0x0004
-/// await att.start()
-/// await l2cap.start()                        // installs its sink on link.route
-/// let channel = try await l2cap.connectChannel(psm: 0x0080)
+/// try await host.run { host in
+///     guard let link = host.connection(handle) else { return }
+///     let l2cap = L2CAPConnection(connection: link)
+///     l2cap.setFixedChannel(.att, bearer)        // before attaching, so no PDU is missed
+///     host.attach(l2cap, to: link)
+/// }
+/// let channel = try await L2CAPConnection.connectChannel(on: host, handle: handle, psm: 0x0080)
 /// ```
-/// Register fixed-channel handlers before `start()`: frames for a channel without a handler
-/// are dropped and logged. When the link goes down every pending request, channel and
-/// fixed-channel handler fails with `L2CAPError.disconnected`.
-///
-/// Runs on the host's executor (`unownedExecutor`): the host calls `received` synchronously
-/// for each reassembled frame, so a frame is demultiplexed and handled to completion before
-/// the next one is read, with no task hop between the layers.
-public actor L2CAPConnection {
-    public nonisolated let host: Host
-    public nonisolated let connection: LEConnection
-    public nonisolated let configuration: L2CAPConfiguration
-    public nonisolated var handle: UInt16 { connection.handle }
-    public nonisolated var role: LERole { connection.role }
+/// Frames for a fixed channel without a handler are dropped and logged. When the link goes
+/// down every pending request, channel and fixed channel fails with `L2CAPError.disconnected`.
+/// The host calls `received` synchronously for each reassembled frame, so a frame is
+/// demultiplexed and handled to completion before the next one is read.
+public final class L2CAPConnection: L2CAPLinkLayer {
+    public let connection: LEConnection
+    public let configuration: L2CAPConfiguration
+    public var handle: UInt16 { connection.handle }
+    public var role: LERole { connection.role }
 
-    /// The host's executor: the link's frames are handled where the host reassembles them.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { host.unownedExecutor }
-
-    /// Fixed-channel handlers with their CIDs: a few (ATT, SMP), searched in order on every
-    /// frame (no hashing per frame, as a dictionary would).
-    var fixedHandlers: [(cid: UInt16, handler: FixedChannelHandler)] = []
-    var started = false
-    var signalSender: Task<Void, Never>?
-    var signalQueue: AsyncStream<(SignalingCode, [UInt8])>.Continuation?
+    /// Fixed channels with their CIDs: a few (ATT, SMP), searched in order on every frame (no
+    /// hashing per frame, as a dictionary would).
+    var fixedChannels: [(cid: UInt16, channel: any L2CAPFixedChannel)] = []
     public private(set) var isDisconnected = false
 
     // Signaling requests we sent, by identifier.
@@ -154,29 +153,33 @@ public actor L2CAPConnection {
     /// Local CIDs of channels being opened.
     var reservedCIDs: Set<UInt16> = []
 
-    public init(host: Host, connection: LEConnection, configuration: L2CAPConfiguration = .init()) {
-        self.host = host
+    public init(connection: LEConnection, configuration: L2CAPConfiguration = .init()) {
         self.connection = connection
         self.configuration = configuration
     }
 
-    /// Installs this connection as the consumer of the link's frames (frames that arrived
-    /// before are handled first). Idempotent.
-    public func start() {
-        guard !started, !isDisconnected else { return }
-        started = true
-        connection.route.install({ frame in self.assumeIsolated { $0.received(frame) } },
-                                 closed: { self.assumeIsolated { $0.linkClosed() } }, on: host)
+    public var l2cap: L2CAPConnection { self }
+
+    /// The L2CAP layer of the link `handle` of `host` (inside its isolation).
+    public static func of(_ handle: UInt16, on host: isolated Host) throws -> L2CAPConnection {
+        guard let layer = host.layer(for: handle) as? any L2CAPLinkLayer else { throw L2CAPError.disconnected(handle: handle) }
+        return layer.l2cap
     }
 
-    /// Registers (or with nil removes) the handler of fixed channel `cid` (ATT 0x0004, SMP 0x0006, ...).
-    public func setFixedChannelHandler(_ cid: L2CAPCID, _ handler: FixedChannelHandler?) {
-        if isDisconnected, let handler {
-            handler.closed(.disconnected(handle: handle))
+    /// Makes `channel` (or with nil, nobody) the handler of fixed channel `cid`. A channel set
+    /// on a link that is gone is told so at once.
+    public func setFixedChannel(_ cid: L2CAPCID, _ channel: (any L2CAPFixedChannel)?, host: isolated Host) {
+        if isDisconnected, let channel {
+            channel.closed(.disconnected(handle: handle), host: host)
             return
         }
-        fixedHandlers.removeAll { $0.cid == cid.rawValue }
-        if let handler { fixedHandlers.append((cid.rawValue, handler)) }
+        fixedChannels.removeAll { $0.cid == cid.rawValue }
+        if let channel { fixedChannels.append((cid.rawValue, channel)) }
+    }
+
+    /// The handler of fixed channel `cid`.
+    public func fixedChannel(_ cid: L2CAPCID) -> (any L2CAPFixedChannel)? {
+        fixedChannels.first { $0.cid == cid.rawValue }?.channel
     }
 
     /// The central's policy for Connection Parameter Update Requests; it returns whether to
@@ -185,20 +188,15 @@ public actor L2CAPConnection {
         parameterPolicy = policy
     }
 
-    /// Sends one B-frame with `payload` on `cid` (flow controlled by the host).
-    public nonisolated func send(_ payload: [UInt8], on cid: L2CAPCID) async throws {
-        try await host.sendL2CAP(L2CAPFrame(cid: cid, payload: payload).bytes, on: connection.handle)
-    }
-
     func log(_ message: @autoclosure () -> String) {
         configuration.log?("L2CAP \(hexCode(handle, digits: 4)): \(message())")
     }
 
-    // MARK: - Demultiplexing
+    // MARK: - Demultiplexing (HostLinkLayer)
 
-    /// Demultiplexes one frame (the host's executor, in arrival order) and handles it to
-    /// completion: signaling, a credit-based channel, or a fixed channel's handler.
-    func received(_ bytes: [UInt8]) {
+    /// Demultiplexes one frame (in arrival order) and handles it to completion: signaling, a
+    /// credit-based channel, or a fixed channel.
+    public func received(_ bytes: [UInt8], host: isolated Host) {
         let cid: UInt16
         var payload: ByteReader
         do {
@@ -210,72 +208,56 @@ public actor L2CAPConnection {
         }
         switch cid {
         case L2CAPCID.leSignaling.rawValue:
-            signaling(payload.rest())
+            signaling(payload.rest(), host: host)
         case L2CAPCID.dynamicRange:
-            channelFrame(cid: cid, payload.rest())
+            channelFrame(cid: cid, payload.rest(), host: host)
         default:
-            if let h = fixedHandlers.first(where: { $0.cid == cid })?.handler {
-                h.receivedPayload(payload)
+            if let channel = fixedChannels.first(where: { $0.cid == cid })?.channel {
+                channel.received(payload, host: host)
             } else {
                 log("frame for \(L2CAPCID(cid)) with no handler (\(payload.remaining) octets): dropped")
             }
         }
     }
 
-    /// Forgets a deadline in the host's table (we run on the host's executor).
-    /// Registers a deadline in the host's table (we run on its executor).
-    func arm(after: Duration, _ fire: @escaping @Sendable () -> Void) -> DeadlineID {
-        host.assumeIsolated { $0.arm(after: after, fire) }
+    /// The link's HCI events go to the fixed channels in their order (SMP hears encryption
+    /// before the frames that follow it); the disconnection closes everything.
+    public func linkEvent(_ event: HostLinkEvent, host: isolated Host) {
+        if case .disconnected = event { return linkClosed(host: host) }
+        for f in fixedChannels { f.channel.linkEvent(event, host: host) }
     }
 
-    func disarm(_ id: DeadlineID) {
-        host.assumeIsolated { $0.disarm(id) }
-    }
-
-    func linkClosed() {
+    func linkClosed(host: isolated Host) {
         guard !isDisconnected else { return }
         isDisconnected = true
         let error = L2CAPError.disconnected(handle: handle)
         let pending = pendingSignals
         pendingSignals.removeAll()
         for p in pending.values {
-            disarm(p.timer)
+            host.disarm(p.timer)
             p.continuation.resume(throwing: error)
         }
-        for cid in Array(channels.keys) { finishChannel(cid, error) }
-        signalQueue?.finish()
-        let handlers = fixedHandlers
-        fixedHandlers.removeAll()
-        for h in handlers { h.handler.closed(error) }
+        for cid in Array(channels.keys) { finishChannel(cid, error, host: host) }
+        let closing = fixedChannels
+        fixedChannels.removeAll()
+        for f in closing { f.channel.linkEvent(.disconnected(.unspecifiedError), host: host) }
+        for f in closing { f.channel.closed(error, host: host) }
     }
 
     // MARK: - Signaling
 
-    func sendSignal(_ command: SignalingCommand) {
-        // One sender task drains the queue in order, so the demultiplexer never waits on ACL
-        // credits and replies leave in the order of the commands they answer. Bounded: a peer
-        // flooding the signaling channel loses replies (logged), not memory.
-        if signalSender == nil {
-            let (stream, continuation) = AsyncStream.makeStream(of: (SignalingCode, [UInt8]).self,
-                                                               bufferingPolicy: .bufferingOldest(Self.signalQueueLimit))
-            signalQueue = continuation
-            let host = self.host, handle = self.handle, log = configuration.log
-            signalSender = Task {
-                for await (code, frame) in stream {
-                    do { try await host.sendL2CAP(frame, on: handle) } catch {
-                        log?("L2CAP \(hexCode(handle, digits: 4)): could not send \(code): \(error)")
-                    }
-                }
-            }
-        }
-        let frame = L2CAPFrame(cid: .leSignaling, payload: command.bytes).bytes
-        if case .dropped = signalQueue?.yield((command.code, frame)) {
-            log("signaling queue full (\(Self.signalQueueLimit)): \(command.code) not sent")
+    /// Queues a signaling command behind what the host already queued on the link (the
+    /// demultiplexer never waits on ACL credits, and replies leave in the order of the
+    /// commands they answer). Bounded by the host: a peer flooding the signaling channel loses
+    /// replies (logged), not memory.
+    func sendSignal(_ command: SignalingCommand, host: isolated Host) {
+        guard !isDisconnected else { return }
+        do {
+            try host.enqueueL2CAP(L2CAPFrame(cid: .leSignaling, payload: command.bytes).bytes, on: handle, kind: .control)
+        } catch {
+            log("could not send \(command.code): \(error)")
         }
     }
-
-    /// Signaling commands waiting for ACL credits before further ones are dropped.
-    static let signalQueueLimit = 256
 
     func nextIdentifier() -> UInt8 {
         for _ in 0..<255 {
@@ -287,7 +269,7 @@ public actor L2CAPConnection {
 
     /// Sends a signaling request and returns the peer's answer with the same identifier (its
     /// response or a Command Reject). Throws `signalingTimeout` or `disconnected`.
-    public func signalingRequest(_ body: SignalingCommand.Body) async throws -> SignalingCommand {
+    public func signalingRequest(_ body: SignalingCommand.Body, host: isolated Host) async throws -> SignalingCommand {
         if isDisconnected { throw L2CAPError.disconnected(handle: handle) }
         guard pendingSignals.count < 255 else { throw L2CAPError.noResources("255 signaling requests outstanding") }
         let id = nextIdentifier()
@@ -295,9 +277,9 @@ public actor L2CAPConnection {
         let name = command.code.description
         let timeout = configuration.signalingTimeout
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<SignalingCommand, any Error>) in
-            let timer = host.assumeIsolated { $0.arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.signalTimedOut(id) } } }
+            let timer = host.arm(after: timeout) { [weak self] in self?.signalTimedOut(id) }
             pendingSignals[id] = PendingSignal(name: name, continuation: cont, timer: timer)
-            sendSignal(command)
+            sendSignal(command, host: host)
         }
     }
 
@@ -307,13 +289,13 @@ public actor L2CAPConnection {
         p.continuation.resume(throwing: L2CAPError.signalingTimeout(p.name))
     }
 
-    func signaling(_ bytes: [UInt8]) {
+    func signaling(_ bytes: [UInt8], host: isolated Host) {
         let command: SignalingCommand
         do {
             command = try SignalingCommand.decode(bytes)
         } catch {
             log("malformed signaling command \(bytes.first.map { SignalingCode($0).description } ?? "(empty)"): \(error)")
-            if let reject = SignalingCommand.rejection(for: bytes) { sendSignal(reject) }
+            if let reject = SignalingCommand.rejection(for: bytes) { sendSignal(reject, host: host) }
             return
         }
         let id = command.identifier
@@ -324,15 +306,15 @@ public actor L2CAPConnection {
                 log("\(command.code) with identifier \(id) answers no pending request: dropped")
                 return
             }
-            disarm(p.timer)
+            host.disarm(p.timer)
             p.continuation.resume(returning: command)
         case let .disconnectionRequest(dcid, scid):
-            disconnectionRequest(id: id, localCID: dcid, remoteCID: scid)
+            disconnectionRequest(id: id, localCID: dcid, remoteCID: scid, host: host)
         case let .connectionParameterUpdateRequest(minI, maxI, latency, timeout):
             guard id != 0 else { return }
             guard role == .central else {
                 log("Connection Parameter Update Request received as peripheral: rejected")
-                sendSignal(SignalingCommand(identifier: id, .commandReject(.commandNotUnderstood)))
+                sendSignal(SignalingCommand(identifier: id, .commandReject(.commandNotUnderstood)), host: host)
                 return
             }
             let req = ConnectionParameterUpdateRequest(intervalMin: minI, intervalMax: maxI, latency: latency, timeout: timeout)
@@ -341,38 +323,38 @@ public actor L2CAPConnection {
             // Vol 3 Part A 4.21), so a peer's requests cannot multiply tasks.
             guard !decidingParameterUpdate else {
                 log("Connection Parameter Update Request while another is being decided: rejected")
-                sendSignal(SignalingCommand(identifier: id, .connectionParameterUpdateResponse(result: 1)))
+                sendSignal(SignalingCommand(identifier: id, .connectionParameterUpdateResponse(result: 1)), host: host)
                 return
             }
             decidingParameterUpdate = true
-            Task { await self.decideParameterUpdate(id: id, req) }
+            host.spawn { await self.decideParameterUpdate(id: id, req, host: host) }
         case let .leCreditBasedConnectionRequest(spsm, scid, mtu, mps, credits):
             guard id != 0 else { return }
-            creditBasedConnectionRequest(id: id, spsm: spsm, remoteCID: scid, mtu: mtu, mps: mps, credits: credits)
+            creditBasedConnectionRequest(id: id, spsm: spsm, remoteCID: scid, mtu: mtu, mps: mps, credits: credits, host: host)
         case let .flowControlCreditInd(cid, credits):
-            creditIndication(remoteCID: cid, credits: credits)
+            creditIndication(remoteCID: cid, credits: credits, host: host)
         case let .creditBasedConnectionRequest(_, _, _, _, sourceCIDs):
             // Enhanced credit-based mode is not supported: refuse every channel, one Destination
             // CID 0x0000 per Source CID of the request (Core Vol 3 Part A 4.26).
             guard id != 0 else { return }
             sendSignal(SignalingCommand(identifier: id, .creditBasedConnectionResponse(
                 mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported,
-                destinationCIDs: [UInt16](repeating: 0x0000, count: sourceCIDs.count))))
+                destinationCIDs: [UInt16](repeating: 0x0000, count: sourceCIDs.count))), host: host)
         case .creditBasedReconfigureRequest, .unknown:
             log("\(command.code): not understood, Command Reject sent")
-            sendSignal(SignalingCommand(identifier: id, .commandReject(.commandNotUnderstood)))
+            sendSignal(SignalingCommand(identifier: id, .commandReject(.commandNotUnderstood)), host: host)
         }
     }
 
     /// Asks the policy, answers, then (accepted) runs the LE Connection Update. The next
     /// request is decided as soon as this one is answered: the peer may send it as soon as it
     /// has the answer, before the update completes (Core v5.4 Vol 3 Part A 4.20, 4.21).
-    func decideParameterUpdate(id: UInt8, _ req: ConnectionParameterUpdateRequest) async {
+    func decideParameterUpdate(id: UInt8, _ req: ConnectionParameterUpdateRequest, host: isolated Host) async {
         var accept = req.isValid
         if accept, let policy = parameterPolicy { accept = await policy(req) }
-        sendSignal(SignalingCommand(identifier: id, .connectionParameterUpdateResponse(result: accept ? 0 : 1)))
+        sendSignal(SignalingCommand(identifier: id, .connectionParameterUpdateResponse(result: accept ? 0 : 1)), host: host)
         decidingParameterUpdate = false
-        guard accept else { return }
+        guard accept, !isDisconnected else { return }
         do {
             _ = try await host.updateConnection(handle: handle, intervalMin: req.intervalMin, intervalMax: req.intervalMax,
                                                 latency: req.latency, supervisionTimeout: req.timeout)
@@ -385,14 +367,14 @@ public actor L2CAPConnection {
     /// Request). Returns whether the central accepted them; the change itself arrives as
     /// `HostEvent.connectionUpdated`.
     public func requestConnectionParameterUpdate(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
-                                                 timeout: UInt16) async throws -> Bool {
+                                                 timeout: UInt16, host: isolated Host) async throws -> Bool {
         guard role == .peripheral else {
             throw L2CAPError.notAllowed("the central updates parameters with LE Connection Update, not by request")
         }
         let req = ConnectionParameterUpdateRequest(intervalMin: intervalMin, intervalMax: intervalMax, latency: latency, timeout: timeout)
         guard req.isValid else { throw L2CAPError.invalidArgument("connection parameters out of range: \(req)") }
         let answer = try await signalingRequest(.connectionParameterUpdateRequest(
-            intervalMin: intervalMin, intervalMax: intervalMax, latency: latency, timeout: timeout))
+            intervalMin: intervalMin, intervalMax: intervalMax, latency: latency, timeout: timeout), host: host)
         switch answer.body {
         case .connectionParameterUpdateResponse(let result): return result == 0
         case .commandReject(let reason): throw L2CAPError.commandRejected("Connection Parameter Update Request", reason: reason)

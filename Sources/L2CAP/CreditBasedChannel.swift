@@ -9,7 +9,9 @@ import Host
 /// either side closes the channel and throws when the link goes down or the peer violates the
 /// protocol (the channel is then disconnected).
 public struct L2CAPChannel: Sendable, CustomStringConvertible {
-    public let connection: L2CAPConnection
+    /// The host of the link, and the link.
+    public let host: Host
+    public let handle: UInt16
     public let psm: UInt16
     /// Our CID (the peer sends to it) and the peer's.
     public let localCID: UInt16
@@ -23,12 +25,14 @@ public struct L2CAPChannel: Sendable, CustomStringConvertible {
 
     /// Sends one SDU (at most `peerMTU` octets); returns when its last K-frame went to the controller.
     public func send(_ sdu: [UInt8]) async throws {
-        try await connection.channelSend(localCID, sdu)
+        let (handle, cid) = (handle, localCID)
+        try await host.run { host in try await L2CAPConnection.of(handle, on: host).channelSend(cid, sdu, host: host) }
     }
 
     /// The next received SDU; nil once the channel closed normally.
     public func receive() async throws -> [UInt8]? {
-        try await connection.nextSDU(localCID)
+        let (handle, cid) = (handle, localCID)
+        return try await host.run { host in try await L2CAPConnection.of(handle, on: host).nextSDU(cid, host: host) }
     }
 
     /// Received SDUs, in order.
@@ -36,7 +40,8 @@ public struct L2CAPChannel: Sendable, CustomStringConvertible {
 
     /// Sends a Disconnection Request and waits (signaling timeout) for its response.
     public func close() async throws {
-        try await connection.closeChannel(localCID)
+        let (handle, cid) = (handle, localCID)
+        try await host.run { host in try await L2CAPConnection.of(handle, on: host).closeChannel(cid, host: host) }
     }
 
     public var description: String {
@@ -54,7 +59,7 @@ public struct L2CAPChannel: Sendable, CustomStringConvertible {
     }
 }
 
-/// Per-channel state, isolated to the owning `L2CAPConnection`.
+/// Per-channel state, owned by its `L2CAPConnection`.
 final class ChannelState {
     let psm: UInt16
     let localCID: UInt16
@@ -110,8 +115,8 @@ struct Listener {
 }
 
 extension L2CAPConnection {
-    func channelValue(_ s: ChannelState) -> L2CAPChannel {
-        L2CAPChannel(connection: self, psm: s.psm, localCID: s.localCID, remoteCID: s.remoteCID, mtu: s.localMTU,
+    func channelValue(_ s: ChannelState, host: Host) -> L2CAPChannel {
+        L2CAPChannel(host: host, handle: handle, psm: s.psm, localCID: s.localCID, remoteCID: s.remoteCID, mtu: s.localMTU,
                      mps: s.localMPS, peerMTU: s.peerMTU, peerMPS: s.peerMPS)
     }
 
@@ -124,7 +129,8 @@ extension L2CAPConnection {
     /// Opens an LE credit-based channel to `psm` (LE Credit Based Connection Request). `mtu`,
     /// `mps` and `credits` are what we receive with. Throws `connectionRefused` with the
     /// peer's result, `signalingTimeout`, `disconnected`.
-    public func connectChannel(psm: UInt16, mtu: UInt16 = 2048, mps: UInt16 = 247, credits: UInt16 = 16) async throws -> L2CAPChannel {
+    public func connectChannel(psm: UInt16, mtu: UInt16 = 2048, mps: UInt16 = 247, credits: UInt16 = 16,
+                               host: isolated Host) async throws -> L2CAPChannel {
         guard (1...0x00FF).contains(psm) else { throw L2CAPError.invalidArgument("SPSM \(hexCode(psm)) outside 0x0001–0x00FF") }
         guard mtu >= 23, (23...65533).contains(mps), credits >= 1 else {
             throw L2CAPError.invalidArgument("MTU \(mtu) / MPS \(mps) / credits \(credits): MTU and MPS must be ≥ 23, MPS ≤ 65533, credits ≥ 1")
@@ -134,7 +140,7 @@ extension L2CAPConnection {
         reservedCIDs.insert(cid)
         defer { reservedCIDs.remove(cid) }
         let answer = try await signalingRequest(.leCreditBasedConnectionRequest(
-            spsm: psm, sourceCID: cid, mtu: mtu, mps: mps, initialCredits: credits))
+            spsm: psm, sourceCID: cid, mtu: mtu, mps: mps, initialCredits: credits), host: host)
         switch answer.body {
         case let .leCreditBasedConnectionResponse(dcid, peerMTU, peerMPS, peerCredits, result):
             guard result == .successful else { throw L2CAPError.connectionRefused(result) }
@@ -143,7 +149,7 @@ extension L2CAPConnection {
                 let bad = "destination CID \(hexCode(dcid, digits: 4)), MTU \(peerMTU), MPS \(peerMPS)"
                 log("LE Credit Based Connection Response with invalid parameters (\(bad)): disconnecting")
                 if L2CAPCID.dynamicRange.contains(dcid) {
-                    Task { _ = try? await self.signalingRequest(.disconnectionRequest(destinationCID: dcid, sourceCID: cid)) }
+                    host.spawn { _ = try? await self.signalingRequest(.disconnectionRequest(destinationCID: dcid, sourceCID: cid), host: host) }
                 }
                 throw L2CAPError.unexpectedResponse("LE Credit Based Connection Response: \(bad)")
             }
@@ -151,7 +157,7 @@ extension L2CAPConnection {
                                      peerMTU: Int(peerMTU), peerMPS: Int(peerMPS), txCredits: Int(peerCredits),
                                      rxCredits: Int(credits))
             channels[cid] = state
-            return channelValue(state)
+            return channelValue(state, host: host)
         case .commandReject(let reason):
             throw L2CAPError.commandRejected("LE Credit Based Connection Request", reason: reason)
         default:
@@ -170,11 +176,12 @@ extension L2CAPConnection {
 
     public func stopListening(psm: UInt16) { listeners[psm] = nil }
 
-    func creditBasedConnectionRequest(id: UInt8, spsm: UInt16, remoteCID: UInt16, mtu: UInt16, mps: UInt16, credits: UInt16) {
+    func creditBasedConnectionRequest(id: UInt8, spsm: UInt16, remoteCID: UInt16, mtu: UInt16, mps: UInt16, credits: UInt16,
+                                      host: isolated Host) {
         func refuse(_ result: CreditBasedConnectionResult) {
             log("LE Credit Based Connection Request for SPSM \(hexCode(spsm)): \(result)")
             sendSignal(SignalingCommand(identifier: id, .leCreditBasedConnectionResponse(
-                destinationCID: 0, mtu: 0, mps: 0, initialCredits: 0, result: result)))
+                destinationCID: 0, mtu: 0, mps: 0, initialCredits: 0, result: result)), host: host)
         }
         guard let listener = listeners[spsm] else { return refuse(.spsmNotSupported) }
         guard L2CAPCID.dynamicRange.contains(remoteCID) else { return refuse(.invalidSourceCID) }
@@ -186,50 +193,50 @@ extension L2CAPConnection {
                                  txCredits: Int(credits), rxCredits: Int(listener.credits))
         channels[cid] = state
         sendSignal(SignalingCommand(identifier: id, .leCreditBasedConnectionResponse(
-            destinationCID: cid, mtu: listener.mtu, mps: listener.mps, initialCredits: listener.credits, result: .successful)))
-        listener.accept(channelValue(state))
+            destinationCID: cid, mtu: listener.mtu, mps: listener.mps, initialCredits: listener.credits, result: .successful)), host: host)
+        listener.accept(channelValue(state, host: host))
     }
 
     // MARK: - Data
 
-    func channelFrame(cid: UInt16, _ payload: [UInt8]) {
+    func channelFrame(cid: UInt16, _ payload: [UInt8], host: isolated Host) {
         guard let ch = channels[cid], !ch.closed else {
             log("K-frame for \(hexCode(cid, digits: 4)) with no open channel (\(payload.count) octets): dropped")
             return
         }
         guard ch.rxCredits > 0 else {
-            return violation(ch, "K-frame received with no credits left")
+            return violation(ch, "K-frame received with no credits left", host: host)
         }
         ch.rxCredits -= 1
         let sdu: [UInt8]?
         do {
             sdu = try ch.reassembler.push(payload)
         } catch {
-            return violation(ch, "\(error)")
+            return violation(ch, "\(error)", host: host)
         }
         guard let sdu else {
-            returnCredits(ch, 1)
+            returnCredits(ch, 1, host: host)
             return
         }
         if let r = ch.receiver {
             ch.receiver = nil
-            returnCredits(ch, 1)
+            returnCredits(ch, 1, host: host)
             r.resume(returning: sdu)
         } else {
             ch.queue.append(sdu)
         }
     }
 
-    func returnCredits(_ ch: ChannelState, _ n: Int) {
+    func returnCredits(_ ch: ChannelState, _ n: Int, host: isolated Host) {
         ch.pendingReturn += n
         guard ch.pendingReturn >= Swift.max(1, ch.rxInitialCredits / 2), !ch.closed else { return }
         let give = ch.pendingReturn
         ch.pendingReturn = 0
         ch.rxCredits += give
-        sendSignal(SignalingCommand(identifier: nextIdentifier(), .flowControlCreditInd(cid: ch.localCID, credits: UInt16(give))))
+        sendSignal(SignalingCommand(identifier: nextIdentifier(), .flowControlCreditInd(cid: ch.localCID, credits: UInt16(give))), host: host)
     }
 
-    func nextSDU(_ cid: UInt16) async throws -> [UInt8]? {
+    func nextSDU(_ cid: UInt16, host: isolated Host) async throws -> [UInt8]? {
         guard let ch = channels[cid] else { return nil }
         if ch.hasQueued {
             let sdu = ch.queue[ch.queueHead]
@@ -241,7 +248,7 @@ extension L2CAPConnection {
             if ch.closed {
                 if !ch.hasQueued { channels[cid] = nil }
             } else {
-                returnCredits(ch, 1)
+                returnCredits(ch, 1, host: host)
             }
             return sdu
         }
@@ -256,7 +263,7 @@ extension L2CAPConnection {
         return try await withCheckedThrowingContinuation { ch.receiver = $0 }
     }
 
-    func channelSend(_ cid: UInt16, _ sdu: [UInt8]) async throws {
+    func channelSend(_ cid: UInt16, _ sdu: [UInt8], host: isolated Host) async throws {
         guard let ch = channels[cid] else { throw L2CAPError.channelClosed(cid: cid, reason: "not open") }
         if ch.closed { throw ch.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "closed") }
         guard sdu.count <= ch.peerMTU else { throw L2CAPError.sduTooLarge(length: sdu.count, mtu: ch.peerMTU) }
@@ -277,10 +284,10 @@ extension L2CAPConnection {
         for (i, f) in frames.enumerated() {
             while ch.txCredits == 0 && !ch.closed {
                 do {
-                    try await waitForCredits(ch)
+                    try await waitForCredits(ch, host: host)
                 } catch let e as L2CAPError where i > 0 {
                     // Part of the SDU is out: the channel cannot carry another SDU correctly.
-                    if case .creditTimeout = e { violation(ch, "\(e) in the middle of an SDU") }
+                    if case .creditTimeout = e { violation(ch, "\(e) in the middle of an SDU", host: host) }
                     throw e
                 }
             }
@@ -292,12 +299,12 @@ extension L2CAPConnection {
 
     /// Waits for a Flow Control Credit Ind, at most `configuration.creditTimeout` (a deadline
     /// in the host's table).
-    private func waitForCredits(_ ch: ChannelState) async throws {
+    private func waitForCredits(_ ch: ChannelState, host: isolated Host) async throws {
         let id = ch.nextCreditWaiter
         ch.nextCreditWaiter &+= 1
         let cid = ch.localCID, timeout = configuration.creditTimeout
-        let timer = arm(after: timeout) { [weak self] in self?.assumeIsolated { $0.creditWaitExpired(cid: cid, waiter: id) } }
-        defer { disarm(timer) }
+        let timer = host.arm(after: timeout) { [weak self] in self?.creditWaitExpired(cid: cid, waiter: id) }
+        defer { host.disarm(timer) }
         try await withCheckedThrowingContinuation { ch.creditWaiters[id] = $0 }
     }
 
@@ -308,13 +315,13 @@ extension L2CAPConnection {
         w.resume(throwing: L2CAPError.creditTimeout(cid: cid, waited: timeout))
     }
 
-    func creditIndication(remoteCID: UInt16, credits: UInt16) {
+    func creditIndication(remoteCID: UInt16, credits: UInt16, host: isolated Host) {
         guard let ch = channels.values.first(where: { $0.remoteCID == remoteCID && !$0.closed }) else {
             log("Flow Control Credit Ind for unknown CID \(hexCode(remoteCID, digits: 4)): ignored")
             return
         }
         guard ch.txCredits + Int(credits) <= 65535 else {
-            return violation(ch, "credit count overflow (\(ch.txCredits) + \(credits) > 65535)")
+            return violation(ch, "credit count overflow (\(ch.txCredits) + \(credits) > 65535)", host: host)
         }
         ch.txCredits += Int(credits)
         let waiters = ch.creditWaiters.values
@@ -325,15 +332,15 @@ extension L2CAPConnection {
     // MARK: - Closing
 
     /// A protocol violation by the peer: the channel is disconnected (Core Vol 3 Part A 3.4.3, 10.1).
-    func violation(_ ch: ChannelState, _ reason: String) {
+    func violation(_ ch: ChannelState, _ reason: String, host: isolated Host) {
         log("channel \(hexCode(ch.localCID, digits: 4)): \(reason): disconnecting it")
         let local = ch.localCID, remote = ch.remoteCID
-        finishChannel(local, .channelClosed(cid: local, reason: reason))
-        Task { _ = try? await self.signalingRequest(.disconnectionRequest(destinationCID: remote, sourceCID: local)) }
+        finishChannel(local, .channelClosed(cid: local, reason: reason), host: host)
+        host.spawn { _ = try? await self.signalingRequest(.disconnectionRequest(destinationCID: remote, sourceCID: local), host: host) }
     }
 
     /// Marks the channel closed and wakes everyone waiting on it. `error` nil: closed normally.
-    func finishChannel(_ cid: UInt16, _ error: L2CAPError?) {
+    func finishChannel(_ cid: UInt16, _ error: L2CAPError?, host: isolated Host) {
         guard let ch = channels[cid], !ch.closed else { return }
         ch.closed = true
         ch.closeError = error
@@ -351,21 +358,21 @@ extension L2CAPConnection {
         }
     }
 
-    func disconnectionRequest(id: UInt8, localCID: UInt16, remoteCID: UInt16) {
+    func disconnectionRequest(id: UInt8, localCID: UInt16, remoteCID: UInt16, host: isolated Host) {
         guard let ch = channels[localCID], ch.remoteCID == remoteCID else {
             log("Disconnection Request for unknown channel \(hexCode(localCID, digits: 4))/\(hexCode(remoteCID, digits: 4)): Command Reject")
-            sendSignal(SignalingCommand(identifier: id, .commandReject(.invalidCID(localCID: localCID, remoteCID: remoteCID))))
+            sendSignal(SignalingCommand(identifier: id, .commandReject(.invalidCID(localCID: localCID, remoteCID: remoteCID))), host: host)
             return
         }
-        sendSignal(SignalingCommand(identifier: id, .disconnectionResponse(destinationCID: localCID, sourceCID: remoteCID)))
-        if !ch.closed { finishChannel(localCID, nil) }
+        sendSignal(SignalingCommand(identifier: id, .disconnectionResponse(destinationCID: localCID, sourceCID: remoteCID)), host: host)
+        if !ch.closed { finishChannel(localCID, nil, host: host) }
     }
 
-    func closeChannel(_ cid: UInt16) async throws {
+    func closeChannel(_ cid: UInt16, host: isolated Host) async throws {
         guard let ch = channels[cid], !ch.closed else { return }
         let remote = ch.remoteCID
-        finishChannel(cid, nil)
-        let answer = try await signalingRequest(.disconnectionRequest(destinationCID: remote, sourceCID: cid))
+        finishChannel(cid, nil, host: host)
+        let answer = try await signalingRequest(.disconnectionRequest(destinationCID: remote, sourceCID: cid), host: host)
         switch answer.body {
         case .disconnectionResponse: return
         case .commandReject(let reason): throw L2CAPError.commandRejected("Disconnection Request", reason: reason)
@@ -374,5 +381,7 @@ extension L2CAPConnection {
     }
 
     /// Open credit-based channels (diagnostics and tests).
-    public var openChannels: [L2CAPChannel] { channels.values.filter { !$0.closed }.map(channelValue) }
+    public func openChannels(host: isolated Host) -> [L2CAPChannel] {
+        channels.values.filter { !$0.closed }.map { channelValue($0, host: host) }
+    }
 }

@@ -354,7 +354,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
             if withResponse {
                 try await remote.write(value, handle: r.handle)
             } else {
-                try await remote.gatt.writeWithoutResponse(value, handle: r.handle)
+                try await remote.withGATT { gatt, _ in try await gatt.writeWithoutResponse(value, handle: r.handle) }
             }
             out.event(fields(op, r.uuid, r.handle))
             out.line("wrote \(valueLabel(value)) to \(r.uuid.map(uuidLabel) ?? hexCode(r.handle, digits: 4))\(withResponse ? "" : " (without response)")")
