@@ -52,7 +52,7 @@ let package = Package(
         .executableTarget(name: "example-peripheral", dependencies: ["BLE"], path: "Tools/examples/Peripheral"),
         .executableTarget(name: "ble-hci-bench", dependencies: ["BLE", "HCI", "GATT", "VirtualController", "Capture", "Transport"], path: "Tools/bench/Swift"),
 
-        .target(name: "StackTestSupport", dependencies: ["HCI", "Host", "L2CAP", "Transport", "VirtualController", "TestSupport"], path: "Tests/StackTestSupport"),
+        .target(name: "StackTestSupport", dependencies: ["HCI", "Host", "L2CAP", "ATT", "Transport", "VirtualController", "TestSupport"], path: "Tests/StackTestSupport"),
         .testTarget(name: "HCITests", dependencies: ["HCI"]),
         .testTarget(name: "TransportTests", dependencies: ["HCI", "Transport", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["HCI", "Transport", "Capture"]),
@@ -63,7 +63,7 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["HCI", "ATT", "GATT", "TestSupport"]),
         .testTarget(name: "SMPTests", dependencies: ["HCI", "SMP"]),
         .testTarget(name: "DecoderTests", dependencies: ["Decoder", "HCI", "Transport", "Capture", "L2CAP", "ATT", "SMP", "TestSupport"]),
-        .testTarget(name: "BLETests", dependencies: ["HCI", "Transport", "VirtualController", "Host", "L2CAP", "ATT", "GATT", "SMP", "BLE", "TestSupport"]),
+        .testTarget(name: "BLETests", dependencies: ["HCI", "Transport", "VirtualController", "Host", "L2CAP", "ATT", "GATT", "SMP", "BLE", "TestSupport", "StackTestSupport"]),
 
         // Interop test harness (Bumble controllers and peer scripts as child processes).
         .target(name: "TestSupport", path: "Tests/TestSupport"),

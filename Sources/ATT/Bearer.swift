@@ -350,6 +350,11 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         }
     }
 
+    /// Whether a request is outstanding (sent, its answer not come), and how many wait their
+    /// turn behind it (diagnostics and tests).
+    public var hasOutstandingRequest: Bool { transaction != nil }
+    public var queuedRequestCount: Int { queuedRequests.count - queuedHead }
+
     /// Removes and returns the pending transaction if `match` accepts it; the next queued
     /// request is sent.
     func takeTransaction(where match: (Transaction) -> Bool) -> Transaction? {

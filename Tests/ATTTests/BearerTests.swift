@@ -33,39 +33,19 @@ final class TestServer: ATTServerDelegate {
 
 func value(_ handle: UInt16) -> [UInt8] { (0..<600).map { UInt8(truncatingIfNeeded: $0 + Int(handle)) } }
 
-/// Collects what a handler receives.
-final class Inbox<T: Sendable>: Sendable {
-    let stream: AsyncStream<T>
-    let continuation: AsyncStream<T>.Continuation
-    init() { (stream, continuation) = AsyncStream.makeStream() }
-    func next(_ what: String, seconds: Double = 5) async throws -> T {
-        let s = stream
-        return try await withTimeout(.seconds(seconds), what) {
-            var it = s.makeAsyncIterator()
-            guard let v = await it.next() else { throw TimedOut(what: "\(what) (ended)") }
-            return v
-        }
-    }
-}
-
 struct BearerPair {
     let pair: LinkPair
-    let client: ATTBearer      // on the central
-    let server: ATTBearer      // on the peripheral
+    let client: ATTEnd      // on the central
+    let server: ATTEnd      // on the peripheral
     let delegate: TestServer
 
     static func make(timeout: Duration = .seconds(30)) async throws -> BearerPair {
         let pair = try await LinkPair.make()
         var config = ATTBearerConfiguration()
         config.transactionTimeout = timeout
-        let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
-        let lp = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral)
-        let c = ATTBearer(l2cap: lc, configuration: config)
-        let s = ATTBearer(l2cap: lp, configuration: config)
-        await c.start(); await s.start()
         let d = TestServer()
-        await s.setServerDelegate(d)
-        await lc.start(); await lp.start()
+        let c = await ATTEnd.start(on: pair.centralHost, pair.central, configuration: config)
+        let s = await ATTEnd.start(on: pair.peripheralHost, pair.peripheral, configuration: config, delegate: d)
         return BearerPair(pair: pair, client: c, server: s, delegate: d)
     }
 }
@@ -101,7 +81,7 @@ struct BearerTests {
         defer { Task { await b.pair.close() } }
         try await b.client.exchangeMTU(247)
         let inbox = Inbox<ATTPDU>()
-        await b.client.setNotificationHandler { inbox.continuation.yield($0) }
+        try await b.client.setNotificationHandler { inbox.continuation.yield($0) }
         let push = try #require(b.delegate.push.withLock { $0 })
         let big = value(3).prefix(244).map { $0 }
         try await push.notify(handle: 3, value: big)
@@ -130,21 +110,21 @@ struct BearerTests {
         let pair = try await LinkPair.make()
         defer { Task { await pair.close() } }
         // The peer runs L2CAP but no ATT bearer: requests are dropped, never answered.
-        let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
-        let lp = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral)
-        let c = ATTBearer(l2cap: lc)
-        await c.start(); await lc.start(); await lp.start()
-        let armed = await pair.centralHost.armedDeadlineCount
-        let waiting = Task { try await c.request(.readRequest(handle: 2)) }   // queued behind the first
+        let c = await ATTEnd.start(on: pair.centralHost, pair.central)
+        await L2CAPEnd.start(on: pair.peripheralHost, pair.peripheral)
         let first = Task { try await c.request(.readRequest(handle: 1)) }
-        // 1 ms short of the timeout, nothing has failed yet.
-        try await pair.advance(by: .seconds(30) - .milliseconds(1), once: pair.centralHost, hasArmed: armed + 1)
-        #expect(await c.closedReason == nil)
+        try await eventually("the first request outstanding") { try await c.hasOutstandingRequest }
+        let waiting = Task { try await c.request(.readRequest(handle: 2)) }   // queued behind the first
+        try await eventually("the second queued") { try await c.queuedRequestCount == 1 }
+        // 1 ms short of the timeout, nothing has failed yet (the bearer's deadline is armed
+        // from its start; the manual clock has not moved since).
+        pair.clock.advance(by: .seconds(30) - .milliseconds(1))
+        #expect(try await c.closedReason == nil)
         pair.clock.advance(by: .milliseconds(1))
         await #expect(throws: ATTBearerError.self) { _ = try await first.value }
         await #expect(throws: ATTBearerError.self) { _ = try await waiting.value }
-        guard case .transactionTimeout(let what)? = await c.closedReason else {
-            Issue.record("closedReason is \(String(describing: await c.closedReason))"); return
+        guard case .transactionTimeout(let what)? = try await c.closedReason else {
+            Issue.record("closedReason is \(String(describing: try await c.closedReason))"); return
         }
         #expect(what.contains("Read Request"))
         // Closed: nothing more goes out.
@@ -160,9 +140,7 @@ struct BearerTests {
     @Test func cancelledRequestReturnsAtOnceAndItsLateAnswerIsDropped() async throws {
         let pair = try await LinkPair.make()
         defer { Task { await pair.close() } }
-        let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
-        let c = ATTBearer(l2cap: lc)
-        await c.start(); await lc.start()
+        let c = await ATTEnd.start(on: pair.centralHost, pair.central)
         var requests = pair.peripheral.frames.makeAsyncIterator()
         func nextRequest() async throws -> ATTPDU {
             let f = try #require(await requests.next())
@@ -180,7 +158,7 @@ struct BearerTests {
         let carried = pair.link.aclPacketCount
         let second = Task { try await c.request(.readRequest(handle: 2)) }
         // (An isolated call of the bearer runs after the second request was handed to it.)
-        try await eventually("the second request queued") { await c.queuedRequests.count == 1 }
+        try await eventually("the second request queued") { try await c.queuedRequestCount == 1 }
         #expect(pair.link.aclPacketCount == carried, "the second request went out with the first outstanding")
         try await answer(.readResponse(value: [0xAA]))  // the first's, late
         #expect(try await nextRequest() == .readRequest(handle: 2))
@@ -191,25 +169,20 @@ struct BearerTests {
     @Test func malformedAndUnknownRequestsAreRefused() async throws {
         let pair = try await LinkPair.make()
         defer { Task { await pair.close() } }
-        let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
-        let lp = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral)
-        let server = ATTBearer(l2cap: lp)
-        await server.start()
-        await server.setServerDelegate(TestServer())
+        let server = await ATTEnd.start(on: pair.peripheralHost, pair.peripheral, delegate: TestServer())
         // The central speaks raw ATT.
         let inbox = Inbox<[UInt8]>()
-        await lc.setFixedChannelHandler(.att, FixedChannelHandler(received: { inbox.continuation.yield($0) }))
-        await lc.start(); await lp.start()
-        try await lc.send([0x0A, 0x01], on: .att)                        // Read Request, handle truncated
+        let lc = await ATTEnd.start(on: pair.centralHost, pair.central, raw: { inbox.continuation.yield($0) })
+        try await lc.sendRaw([0x0A, 0x01])                        // Read Request, handle truncated
         #expect(try await inbox.next("Invalid PDU") == [0x01, 0x0A, 0x00, 0x00, 0x04])
-        try await lc.send([0x3F, 0x01, 0x02], on: .att)                  // unknown request
+        try await lc.sendRaw([0x3F, 0x01, 0x02])                  // unknown request
         #expect(try await inbox.next("Request Not Supported") == [0x01, 0x3F, 0x00, 0x00, 0x06])
-        try await lc.send([0x7F, 0x01], on: .att)                        // unknown command: ignored
-        try await lc.send([0x13], on: .att)                              // a response nobody asked for: dropped
-        try await lc.send([0x02, 0x00, 0x01], on: .att)                  // Exchange MTU 256
+        try await lc.sendRaw([0x7F, 0x01])                        // unknown command: ignored
+        try await lc.sendRaw([0x13])                              // a response nobody asked for: dropped
+        try await lc.sendRaw([0x02, 0x00, 0x01])                  // Exchange MTU 256
         #expect(try await inbox.next("Exchange MTU Response") == [0x03, 0x05, 0x02])   // 517
         #expect(server.mtu == 256)
-        try await lc.send([0x0A, 0x05, 0x00], on: .att)                  // Read Request handle 5
+        try await lc.sendRaw([0x0A, 0x05, 0x00])                  // Read Request handle 5
         let read = try await inbox.next("Read Response")
         #expect(read == [0x0B] + value(5).prefix(255))
     }
@@ -221,26 +194,21 @@ struct BearerTests {
     @Test func exchangeMTUBelowDefaultKeeps23AndLongerPDUsAreRefused() async throws {
         let pair = try await LinkPair.make()
         defer { Task { await pair.close() } }
-        let lc = L2CAPConnection(host: pair.centralHost, connection: pair.central)
-        let lp = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral)
-        let server = ATTBearer(l2cap: lp)
-        await server.start()
         let delegate = TestServer()
-        await server.setServerDelegate(delegate)
+        let server = await ATTEnd.start(on: pair.peripheralHost, pair.peripheral, delegate: delegate)
         let inbox = Inbox<[UInt8]>()
-        await lc.setFixedChannelHandler(.att, FixedChannelHandler(received: { inbox.continuation.yield($0) }))
-        await lc.start(); await lp.start()
-        try await lc.send([0x02, 0x10, 0x00], on: .att)                  // Exchange MTU, Client Rx 16 < 23
+        let lc = await ATTEnd.start(on: pair.centralHost, pair.central, raw: { inbox.continuation.yield($0) })
+        try await lc.sendRaw([0x02, 0x10, 0x00])                  // Exchange MTU, Client Rx 16 < 23
         #expect(try await inbox.next("Exchange MTU Response") == [0x03, 0x05, 0x02])   // Server Rx MTU 517
         #expect(server.mtu == 23)
         // A Write Request of 24 octets (> ATT_MTU 23): Invalid PDU, handle 0.
-        try await lc.send([0x12, 0x05, 0x00] + [UInt8](repeating: 0xAB, count: 21), on: .att)
+        try await lc.sendRaw([0x12, 0x05, 0x00] + [UInt8](repeating: 0xAB, count: 21))
         #expect(try await inbox.next("Invalid PDU") == [0x01, 0x12, 0x00, 0x00, 0x04])
         // A Write Command of 24 octets is dropped; one of 23 reaches the server.
-        try await lc.send([0x52, 0x05, 0x00] + [UInt8](repeating: 0xCD, count: 21), on: .att)
-        try await lc.send([0x52, 0x05, 0x00] + [UInt8](repeating: 0xEF, count: 20), on: .att)
+        try await lc.sendRaw([0x52, 0x05, 0x00] + [UInt8](repeating: 0xCD, count: 21))
+        try await lc.sendRaw([0x52, 0x05, 0x00] + [UInt8](repeating: 0xEF, count: 20))
         // The next request's answer proves both commands were processed before it.
-        try await lc.send([0x0A, 0x05, 0x00], on: .att)
+        try await lc.sendRaw([0x0A, 0x05, 0x00])
         #expect(try await inbox.next("Read Response") == [0x0B] + value(5).prefix(22))
         #expect(delegate.commands.withLock { $0 } == [.writeCommand(handle: 5, value: [UInt8](repeating: 0xEF, count: 20))])
     }
@@ -269,7 +237,7 @@ struct BearerTests {
         #expect(wrong == 0)
         // The array keeps its capacity when emptied: it shows the most it ever held (100
         // requests were made; at most 3 wait at once).
-        let held = await b.client.queuedRequests.capacity
+        let held = try await b.client.run { b, _ in b.queuedRequests.capacity }
         #expect(held < 64, "the waiting list grew to \(held) entries")
     }
 
@@ -280,7 +248,7 @@ struct BearerTests {
         let reached = Mutex(false)
         let (never, held) = AsyncStream<Void>.makeStream()
         defer { held.finish() }
-        await b.client.setNotificationHandler { _ in
+        try await b.client.setNotificationHandler { _ in
             reached.withLock { $0 = true }
             for await _ in never {}
         }
@@ -289,8 +257,7 @@ struct BearerTests {
         try await eventually("the indication at the client's handler") { reached.withLock { $0 } }
         try await b.pair.centralHost.disconnect(handle: b.pair.central.handle)
         await #expect(throws: ATTBearerError.self) { try await waiting.value }
-        guard case .closed? = await b.server.closedReason else {
-            Issue.record("server bearer not closed: \(String(describing: await b.server.closedReason))"); return
-        }
+        // The bearer went with its link: its host holds it no more.
+        await #expect(throws: ATTBearerError.self) { _ = try await b.server.closedReason }
     }
 }

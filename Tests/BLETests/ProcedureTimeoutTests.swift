@@ -8,6 +8,7 @@ import Host
 import L2CAP
 import ATT
 import VirtualController
+import StackTestSupport
 
 @Suite(.timeLimit(.minutes(1))) struct ProcedureTimeoutTests {
     /// A central whose host runs on a manual clock, linked to a host that never answers
@@ -43,22 +44,21 @@ import VirtualController
         return try #require(found)
     }
 
-    /// `linkToASilentPeer` with an L2CAP layer on both ends (not started): the peer's own
-    /// layer answers (or withholds) what the test needs.
-    func l2capToAPeer(clock: ManualDeadlineClock) async throws -> (central: Host, peer: Host, L2CAPConnection, L2CAPConnection) {
+    /// `linkToASilentPeer` and the peer's side of the link: the test puts the layers it needs on each.
+    func linkToAPeer(clock: ManualDeadlineClock) async throws -> (central: Host, peer: Host, LEConnection, LEConnection) {
         let (central, peer, link) = try await linkToASilentPeer(clock: clock)
-        let peerLink = try await connection(of: peer)
-        return (central, peer, L2CAPConnection(host: central, connection: link), L2CAPConnection(host: peer, connection: peerLink))
+        return (central, peer, link, try await connection(of: peer))
     }
 
     @Test func attTransactionAndSignalingRequestTimeOutThroughTheDeadlineTable() async throws {
         let clock = ManualDeadlineClock()
         let (central, silent, link) = try await linkToASilentPeer(clock: clock)
-        let l2cap = L2CAPConnection(host: central, connection: link)   // signaling timeout 30 s (RTX, Core Vol 3 Part A 6.2.1)
-        let bearer = ATTBearer(l2cap: l2cap)                           // transaction timeout 30 s (Core Vol 3 Part F 3.3.3)
-        await bearer.start()
-        await l2cap.start()
-        #expect(await central.armedDeadlineCount == 0)
+        // Transaction timeout 30 s (Core Vol 3 Part F 3.3.3); signaling timeout 30 s (RTX, Part A 6.2.1).
+        let bearer = await ATTEnd.start(on: central, link)
+        let l2cap = bearer.l2cap
+        // The bearer's requests' deadline is armed while it is open (each request is timed
+        // from its own start, `attTransactionTimeoutCountsFromEachRequest`).
+        #expect(await central.armedDeadlineCount == 1)
         let read = Task { try await bearer.request(.readRequest(handle: 0x0003)) }
         let signal = Task {
             try await l2cap.signalingRequest(.leCreditBasedConnectionRequest(spsm: 0x0080, sourceCID: 0x0040, mtu: 23, mps: 23,
@@ -95,11 +95,11 @@ extension ProcedureTimeoutTests {
     /// passes `L2CAPConfiguration.creditTimeout` (30 s by default), not before.
     @Test func creditWaitTimesOutThroughTheDeadlineTable() async throws {
         let clock = ManualDeadlineClock()
-        let (central, peer, c, p) = try await l2capToAPeer(clock: clock)
-        await c.start()
-        await p.start()
+        let (central, peer, link, peerLink) = try await linkToAPeer(clock: clock)
+        let c = await L2CAPEnd.start(on: central, link)
+        let p = await L2CAPEnd.start(on: peer, peerLink)
         // The peer's application never reads: it returns no credits after the first.
-        await p.listen(psm: 0x80, credits: 1) { _ in }
+        try await p.listen(psm: 0x80, credits: 1) { _ in }
         let channel = try await c.connectChannel(psm: 0x80)
         try await channel.send([1, 2, 3])
         #expect(await central.armedDeadlineCount == 0)
@@ -125,14 +125,11 @@ extension ProcedureTimeoutTests {
     /// times out 30 s after it was sent, not before.
     @Test func attTransactionTimeoutCountsFromEachRequest() async throws {
         let clock = ManualDeadlineClock()
-        let (central, peer, c, p) = try await l2capToAPeer(clock: clock)
-        let bearer = ATTBearer(l2cap: c)
-        await bearer.start()
+        let (central, peer, link, peerLink) = try await linkToAPeer(clock: clock)
+        let bearer = await ATTEnd.start(on: central, link)
         // The peer speaks raw ATT: the test answers the first request by hand.
         let received = Mutex<[[UInt8]]>([])
-        await p.setFixedChannelHandler(.att, FixedChannelHandler(received: { pdu in received.withLock { $0.append(pdu) } }))
-        await c.start()
-        await p.start()
+        let p = await ATTEnd.start(on: peer, peerLink, raw: { pdu in received.withLock { $0.append(pdu) } })
         func requestsReceived(_ n: Int) async throws {
             for _ in 0..<500 where received.withLock({ $0.count }) < n { try await Task.sleep(for: .milliseconds(10)) }
             #expect(received.withLock { $0.count } == n)
@@ -140,18 +137,18 @@ extension ProcedureTimeoutTests {
         let first = Task { try await bearer.request(.readRequest(handle: 0x0001)) }
         try await requestsReceived(1)
         clock.advance(by: .seconds(20))
-        try await p.send([0x0B, 0x2A], on: .att)  // Read Response (opcode 0x0B, Core v5.4 Vol 3 Part F 3.4.4.4)
+        try await p.sendRaw([0x0B, 0x2A])  // Read Response (opcode 0x0B, Core v5.4 Vol 3 Part F 3.4.4.4)
         #expect(try await first.value == .readResponse(value: [0x2A]))
         let second = Task { try await bearer.request(.readRequest(handle: 0x0002)) }
         try await requestsReceived(2)
         // 30 s after the first request: its deadline comes; the second has waited 10 s.
         clock.advance(by: .seconds(10))
         try await Task.sleep(for: .milliseconds(100))
-        #expect(await bearer.closedReason == nil)
+        #expect(try await bearer.closedReason == nil)
         // 29 s after the second request: still waiting.
         clock.advance(by: .seconds(19))
         try await Task.sleep(for: .milliseconds(100))
-        #expect(await bearer.closedReason == nil)
+        #expect(try await bearer.closedReason == nil)
         // 30 s after it: it times out, and the bearer closes.
         clock.advance(by: .seconds(1))
         await #expect {
@@ -170,24 +167,22 @@ extension ProcedureTimeoutTests {
 @Suite(.timeLimit(.minutes(1))) struct ReceiveOrderTests {
     @Test func notificationsArrivingWhileAnEarlierOneIsStillHandledKeepTheirOrder() async throws {
         let (central, peer, link) = try await ProcedureTimeoutTests().linkToASilentPeer(clock: ManualDeadlineClock())
-        let l2cap = L2CAPConnection(host: central, connection: link)
-        let bearer = ATTBearer(l2cap: l2cap)
         let seen = Mutex<[UInt8]>([])
         // Values 5 and 12 are declined by the synchronous receiver (as GATTClient declines
         // Service Changed) and go to the asynchronous handler, which takes its time: the
         // values after them arrive meanwhile and must still be seen after them.
-        await bearer.setNotificationFastHandler { pdu in
-            guard case .handleValueNotification(_, let v) = pdu, v != [5], v != [12] else { return false }
-            seen.withLock { $0.append(v[0]) }
-            return true
-        }
-        await bearer.setNotificationHandler { pdu in
-            guard case .handleValueNotification(_, let v) = pdu else { return }
-            try? await Task.sleep(for: .milliseconds(50))
-            seen.withLock { $0.append(v[0]) }
-        }
-        await bearer.start()
-        await l2cap.start()
+        await ATTEnd.start(on: central, link, configure: { bearer in
+            bearer.setNotificationFastHandler { pdu in
+                guard case .handleValueNotification(_, let v) = pdu, v != [5], v != [12] else { return false }
+                seen.withLock { $0.append(v[0]) }
+                return true
+            }
+            bearer.setNotificationHandler { pdu in
+                guard case .handleValueNotification(_, let v) = pdu else { return }
+                try? await Task.sleep(for: .milliseconds(50))
+                seen.withLock { $0.append(v[0]) }
+            }
+        })
         let handle = try await ProcedureTimeoutTests().connection(of: peer).handle
         for i in UInt8(0)..<20 {
             try await peer.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: 0x0010, value: [i]).bytes).bytes,

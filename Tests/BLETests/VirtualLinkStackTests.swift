@@ -114,10 +114,10 @@ import VirtualController
         _ = try await central.connect(to: try await central.find(ScanFilter(nameContains: "second"), timeout: .seconds(5)).address)
         let listed = await central.connections
         #expect(Set(listed.map(\.address.address)) == [first.identityAddress.address, second.identityAddress.address])
-        #expect(await toFirst.maximumWriteValueLength(for: .withoutResponse) == 23 - 3)
-        #expect(await toFirst.maximumWriteValueLength(for: .withResponse) == 512)
+        #expect(try await toFirst.maximumWriteValueLength(for: .withoutResponse) == 23 - 3)
+        #expect(try await toFirst.maximumWriteValueLength(for: .withResponse) == 512)
         #expect(try await toFirst.exchangeMTU(517) == 517)
-        #expect(await toFirst.maximumWriteValueLength(for: .withoutResponse) == 517 - 3)
+        #expect(try await toFirst.maximumWriteValueLength(for: .withoutResponse) == 517 - 3)
         _ = try await toFirst.disconnect()
         try await eventually("await central.connections.map(\\.address.address) == [second.identi...") { await central.connections.map(\.address.address) == [second.identityAddress.address] }
         await central.close()

@@ -5,7 +5,7 @@ import ATT
 
 /// A server whose application gives its handles, with gaps (Core v5.4 Vol 3 Part F 3.2.2:
 /// handles need only be non-zero and increasing). Every expected handle is the one given.
-@Suite struct ExplicitHandles {
+@MainActor @Suite struct ExplicitHandles {
     static func sparseServices() -> [GATTService] {
         var level = GATTCharacteristic(uuid: 0x2A19, properties: [.read, .notify], value: [0x64])
         level.declarationHandle = 0x0042

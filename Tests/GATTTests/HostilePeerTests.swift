@@ -10,7 +10,7 @@ import TestSupport
 /// asked, out of order; lengths that disagree), sometimes an Error Response with any code.
 /// What the bearer would not match to the request counts as no answer (the transaction
 /// timeout). After `budget` requests it stops answering, so a procedure always ends.
-final class HostilePeer: ATTRequester {
+final class HostilePeer: ATTRequester, Sendable {
     struct Exhausted: Error {}
     private let rng: Mutex<SeededGenerator>
     private let requests = Mutex(0)

@@ -5,26 +5,29 @@ import ATT
 @testable import GATT
 
 /// An in-memory ATT bearer: the client's requests go through the ATT codec (bytes and back) to
-/// the server; the server's notifications/indications go to the client. Every PDU must fit the MTU.
-final class Loopback: ATTRequester, ATTServerPush {
+/// the server; the server's notifications/indications go to the client. Every PDU must fit the
+/// MTU. The client lives on the main actor (the tests that use it run there), as a link's client
+/// lives in its host's isolation.
+final class Loopback: ATTRequester, ATTServerPush, Sendable {
     struct PDUTooLong: Error { let pdu: ATTPDU; let mtu: Int }
 
     let server: GATTServer
     let peer: ATTPeer
-    private let state: Mutex<(client: GATTClient?, security: ATTSecurity, mtu: Int, confirmations: Int, notifications: Int)>
+    private let state: Mutex<(security: ATTSecurity, mtu: Int, confirmations: Int, notifications: Int)>
+    @MainActor private var client: GATTClient?
 
     init(server: GATTServer, id: UInt16, mtu: Int = 23, security: ATTSecurity = .none) {
         self.server = server
         self.peer = ATTPeer(id: id)
-        state = Mutex((nil, security, mtu, 0, 0))
+        state = Mutex((security, mtu, 0, 0))
     }
 
     /// Connects a new client through this bearer.
-    static func connect(_ server: GATTServer, id: UInt16 = 0x40, mtu: Int = 23,
+    @MainActor static func connect(_ server: GATTServer, id: UInt16 = 0x40, mtu: Int = 23,
                         security: ATTSecurity = .none) async -> (GATTClient, Loopback) {
         let link = Loopback(server: server, id: id, mtu: mtu, security: security)
         let client = GATTClient(requester: link)
-        link.state.withLock { $0.client = client }
+        link.client = client
         await server.peerConnected(link.peer, push: link)
         return (client, link)
     }
@@ -69,17 +72,22 @@ final class Loopback: ATTRequester, ATTServerPush {
         let pdu = ATTPDU.handleValueNotification(handle: handle, value: value)
         let mtu = state.withLock { $0.notifications += 1; return $0.mtu }
         guard pdu.bytes.count <= mtu else { throw PDUTooLong(pdu: pdu, mtu: mtu) }
-        await state.withLock { $0.client }?.received(try ATTPDU.decode(pdu.bytes))
+        await deliver(try ATTPDU.decode(pdu.bytes))
     }
 
     func indicate(handle: UInt16, value: [UInt8]) async throws {
         let pdu = ATTPDU.handleValueIndication(handle: handle, value: value)
         let mtu = state.withLock { $0.mtu }
         guard pdu.bytes.count <= mtu else { throw PDUTooLong(pdu: pdu, mtu: mtu) }
-        await state.withLock { $0.client }?.received(try ATTPDU.decode(pdu.bytes))
+        await deliver(try ATTPDU.decode(pdu.bytes))
         // The bearer confirms after `received` returns.
         state.withLock { $0.confirmations += 1 }
     }
+}
+
+extension Loopback {
+    /// Hands a pushed PDU to the client where it lives.
+    @MainActor func deliver(_ pdu: ATTPDU) async { await client?.received(pdu) }
 }
 
 struct TimedOut: Error {}
@@ -120,6 +128,6 @@ func next<S: AsyncSequence & Sendable>(_ stream: S, within seconds: Double = 2) 
 
 /// The ATT error a call threw: code, request opcode and handle in error (nil when it did not
 /// throw an ATTError). Tests compare all three with what the specification says.
-func attError(_ body: () async throws -> Void) async -> ATTError? {
+nonisolated(nonsending) func attError(_ body: () async throws -> Void) async -> ATTError? {
     do { try await body(); return nil } catch let e as ATTError { return e } catch { return nil }
 }

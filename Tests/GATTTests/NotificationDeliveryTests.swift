@@ -6,7 +6,7 @@ import ATT
 
 /// No notification is lost without a word, and an indication is confirmed only once the
 /// application has it (issue 13, defect 10).
-@Suite struct NotificationDeliveryTests {
+@MainActor @Suite struct NotificationDeliveryTests {
     /// Regression: values beyond the 1024 waiting were dropped silently. The oldest are still
     /// dropped (the newest matter most), and counted.
     @Test func valuesBeyondTheBufferAreCounted() async throws {

@@ -7,7 +7,7 @@ import ATT
 /// The GATT server's side of Signed Write Command (Core v5.4 Vol 3 Part G 4.9.2, Part F
 /// 3.4.5.4): GATT holds no keys, so the verifier here is a stand-in that records what it was
 /// asked; the CSRK check itself is the stack's (BLETests/SignedWriteTests).
-@Suite struct SignedWriteServerTests {
+@MainActor @Suite struct SignedWriteServerTests {
     final class Recorder: GATTSignedWriteVerifier {
         let verdict: ATTSecurity?
         let asked = Mutex<[[UInt8]]>([])

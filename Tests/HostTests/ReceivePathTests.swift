@@ -4,16 +4,25 @@ import TestSupport
 import HCI
 @testable import Host
 
-/// What a `FrameRoute` sink saw, in order, and whether a frame ever reached it while it was
-/// still handling the previous one.
+/// What a link layer saw, in order, and whether a frame ever reached it while it was still
+/// handling the previous one.
 final class SinkRecord: Sendable {
-    struct State { var frames: [[UInt8]] = []; var inside = false; var overlapped = false; var closed = 0 }
+    struct State {
+        var frames: [[UInt8]] = []
+        var events: [HostLinkEvent] = []
+        var inside = false
+        var overlapped = false
+        var closed = 0
+    }
     let state = Mutex(State())
 }
 
-/// Installs the sink the way the L2CAP layer does: on the host's executor.
-func installRecordingSink(_ route: FrameRoute, _ record: SinkRecord, host: isolated Host) {
-    route.install({ frame in
+/// A link layer that records what its host hands it.
+final class RecordingLayer: HostLinkLayer {
+    let record: SinkRecord
+    init(_ record: SinkRecord) { self.record = record }
+
+    func received(_ frame: [UInt8], host: isolated Host) {
         record.state.withLock { s in
             if s.inside { s.overlapped = true }
             s.inside = true
@@ -22,7 +31,21 @@ func installRecordingSink(_ route: FrameRoute, _ record: SinkRecord, host: isola
         var sum = 0
         for b in frame { sum &+= Int(b) }
         record.state.withLock { s in s.frames.append(frame); s.inside = false; _ = sum }
-    }, closed: { record.state.withLock { $0.closed += 1 } }, on: host)
+    }
+
+    func linkEvent(_ event: HostLinkEvent, host: isolated Host) {
+        record.state.withLock { s in
+            s.events.append(event)
+            if case .disconnected = event { s.closed += 1 }
+        }
+    }
+}
+
+/// Attaches a recording layer to `link` the way the stack attaches its layers: in the host's
+/// isolation. False when the link already has its consumer.
+@discardableResult
+func attachRecordingLayer(_ link: LEConnection, _ record: SinkRecord, host: Host) async -> Bool {
+    await host.run { host in host.attach(RecordingLayer(record), to: link) }
 }
 
 /// The one receive path (issue 14): frames reach the link's consumer synchronously on the
@@ -46,14 +69,14 @@ extension ACLFlowTests {
         let record = SinkRecord()
         // Frames 20..<40 arrive while the sink is being installed (held frames handed over).
         let concurrent = Task { for f in frames[20..<40] { inject(f) } }
-        await installRecordingSink(link.route, record, host: host)
+        #expect(await attachRecordingLayer(link, record, host: host))
         await concurrent.value
         for f in frames[40...] { inject(f) }
         try await eventually("all frames handled") { record.state.withLock { $0.frames.count } == frames.count }
         let seen = record.state.withLock { $0 }
         #expect(seen.frames == frames)
         #expect(!seen.overlapped)
-        // The stream is not a second route: the consumer is the sink.
+        // The stream is not a second route: the consumer is the layer.
         var it = link.frames.makeAsyncIterator()
         #expect(await it.next() == nil)
         t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
@@ -102,45 +125,58 @@ extension ACLFlowTests {
     }
 }
 
-/// Issue 24: a link's HCI events reach its layers by one route, the link's observer
-/// (`Host.observeLink`), synchronously on the host's executor and in controller order with its
-/// frames: events that came before the observer are handed over first, the disconnection is the
-/// last one, and a later link with the same handle is a link of its own.
+/// Issue 24: a link's HCI events reach its layers by one route, the layer attached to it
+/// (`Host.attach`), in the host's isolation and in controller order with its frames: events
+/// that came before the layer are handed over first, the disconnection is the last one, and a
+/// later link with the same handle is a link of its own.
 extension ACLFlowTests {
-    @Test func linkEventsReachTheObserverInOrderIncludingThoseBeforeIt() async throws {
+    @Test func linkEventsReachTheLayerInOrderIncludingThoseBeforeIt() async throws {
         let (host, t) = try await makeHost(handles: [0x40])
         let link = try #require(await host.connection(0x40))
-        let seen = Mutex<[String]>([])
-        // Before anyone observes: an LTK request (Core v5.4 Vol 4 Part E 7.7.65.5), then a frame.
+        // Before the layer: an LTK request (Core v5.4 Vol 4 Part E 7.7.65.5), then a frame.
         t.inject(le: LELongTermKeyRequest(connectionHandle: 0x40, randomNumber: 0x1122, encryptedDiversifier: 0x33))
         let frame = l2capFrame(5, seed: 7)
         t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: .first, data: frame)))
         // (Each `await host` below runs after the host's handling of what was injected before.)
         let record = SinkRecord()
-        await installRecordingSink(link.route, record, host: host)
-        let installed = await host.observeLink(link) { e in seen.withLock { $0.append("\(e)") } }
-        #expect(installed)
-        #expect(await !host.observeLink(link) { _ in Issue.record("a second observer heard an event") })
+        #expect(await attachRecordingLayer(link, record, host: host))
+        #expect(await !attachRecordingLayer(link, SinkRecord(), host: host), "a second layer is refused")
         // Encryption Change (7.7.8) after the frame, then the disconnection (7.7.5).
         t.inject(EncryptionChange(status: .success, connectionHandle: 0x40, encryptionEnabled: 1))
         t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
-        try await eventually("three events") { seen.withLock { $0.count } == 3 }
-        #expect(seen.withLock { $0 } == ["\(HostLinkEvent.longTermKeyRequest(random: 0x1122, ediv: 0x33))",
-                                         "\(HostLinkEvent.encryptionChanged(enabled: true, status: .success))",
-                                         "\(HostLinkEvent.disconnected(.remoteUserTerminated))"])
+        try await eventually("three events") { record.state.withLock { $0.events.count } == 3 }
+        #expect(record.state.withLock { $0.events } == [.longTermKeyRequest(random: 0x1122, ediv: 0x33),
+                                                         .encryptionChanged(enabled: true, status: .success),
+                                                         .disconnected(.remoteUserTerminated)])
         #expect(record.state.withLock { $0.frames } == [frame])
-        // The handle again: a new link, whose events are not the old observer's.
+        // The handle again: a new link, whose events are not the old layer's.
         t.inject(le: connectionComplete(0x40))
         try await eventually("the new link") { await host.connection(0x40) != nil }
         t.inject(EncryptionChange(status: .success, connectionHandle: 0x40, encryptionEnabled: 1))
         let renewed = try #require(await host.connection(0x40))
-        let later = Mutex<[HostLinkEvent]>([])
-        await host.observeLink(renewed) { e in later.withLock { $0.append(e) } }
-        try await eventually("the new link's event") { later.withLock { $0.count } == 1 }
-        #expect(later.withLock { $0 } == [.encryptionChanged(enabled: true, status: .success)])
-        #expect(seen.withLock { $0.count } == 3)
+        let later = SinkRecord()
+        #expect(await attachRecordingLayer(renewed, later, host: host))
+        try await eventually("the new link's event") { later.state.withLock { $0.events.count } == 1 }
+        #expect(later.state.withLock { $0.events } == [.encryptionChanged(enabled: true, status: .success)])
+        #expect(record.state.withLock { $0.events.count } == 3)
         await host.close()
         // The host closing is the link's end too.
-        #expect(later.withLock { $0.last } == .disconnected(.unspecifiedError))
+        #expect(later.state.withLock { $0.events.last } == .disconnected(.unspecifiedError))
+    }
+
+    /// A layer attached after its link went still gets the frames that came before the
+    /// disconnection, then the disconnection with its reason.
+    @Test func aLayerAttachedAfterTheLinkWentGetsItsFramesThenItsEnd() async throws {
+        let (host, t) = try await makeHost(handles: [0x40])
+        let link = try #require(await host.connection(0x40))
+        let frame = l2capFrame(8, seed: 3)
+        t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: .first, data: frame)))
+        t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
+        try await eventually("link down") { await host.connection(0x40) == nil }
+        let record = SinkRecord()
+        #expect(await attachRecordingLayer(link, record, host: host))
+        #expect(record.state.withLock { $0.frames } == [frame])
+        #expect(record.state.withLock { $0.events } == [.disconnected(.remoteUserTerminated)])
+        await host.close()
     }
 }

@@ -31,8 +31,7 @@ struct L2CAPRuntimeTests {
         defer { Task { await pair.close() } }
         // The RTX timer (Core v5.4 Vol 3 Part A 6.2.1) at its default here, 30 s, on the
         // manual clock. Only the central runs L2CAP: the peripheral never answers.
-        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central)
-        await c.start()
+        let c = await L2CAPEnd.start(on: pair.centralHost, pair.central)
         let armed = await pair.centralHost.armedDeadlineCount
         let request = Task { try await c.connectChannel(psm: 0x80) }
         try await pair.advance(by: .seconds(30), once: pair.centralHost, hasArmed: armed + 1)
@@ -53,7 +52,7 @@ struct L2CAPRuntimeTests {
         await #expect(throws: L2CAPError.connectionRefused(.spsmNotSupported)) {
             _ = try await l.central.connectChannel(psm: 0x0091)
         }
-        await l.peripheral.listen(psm: 0x0080) { _ in }
+        try await l.peripheral.listen(psm: 0x0080) { _ in }
         // A request with an out-of-range source CID (sent raw): Invalid Source CID.
         let bad = try await l.central.signalingRequest(.leCreditBasedConnectionRequest(spsm: 0x80, sourceCID: 0x0010, mtu: 100, mps: 100, initialCredits: 1))
         guard case .leCreditBasedConnectionResponse(_, _, _, _, let r1) = bad.body else { Issue.record("\(bad)"); return }
@@ -91,7 +90,7 @@ struct L2CAPRuntimeTests {
         defer { Task { await l.pair.close() } }
         let accepted = Accepted()
         // The peripheral gives only 2 credits and an MPS of 30: every SDU needs many K-frames.
-        await l.peripheral.listen(psm: 0x0080, mtu: 1000, mps: 30, credits: 2) { accepted.continuation.yield($0) }
+        try await l.peripheral.listen(psm: 0x0080, mtu: 1000, mps: 30, credits: 2) { accepted.continuation.yield($0) }
         let ch = try await l.central.connectChannel(psm: 0x0080, mtu: 600, mps: 40, credits: 3)
         let server = try await accepted.next()
         #expect(ch.peerMTU == 1000 && ch.peerMPS == 30 && server.peerMTU == 600 && server.peerMPS == 40)
@@ -118,7 +117,7 @@ struct L2CAPRuntimeTests {
         let l = try await L2CAPPair.make()
         defer { Task { await l.pair.close() } }
         let asked = Accepted2()
-        await l.central.setConnectionParameterPolicy { req in
+        try await l.central.setConnectionParameterPolicy { req in
             asked.append(req)
             return req.latency == 0
         }
@@ -140,11 +139,10 @@ struct L2CAPRuntimeTests {
         let pair = try await LinkPair.make()
         defer { Task { await pair.close() } }
         // Only the central runs L2CAP; the peripheral host sends raw signaling frames.
-        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: L2CAPConfiguration())
-        await c.start()
+        let c = await L2CAPEnd.start(on: pair.centralHost, pair.central, configuration: L2CAPConfiguration())
         let asked = Accepted2()
         let gate = AsyncStream<Void>.makeStream()
-        await c.setConnectionParameterPolicy { req in
+        try await c.setConnectionParameterPolicy { req in
             asked.append(req)
             for await _ in gate.stream { break }
             return true
@@ -187,12 +185,10 @@ struct L2CAPRuntimeTests {
         let pair = try await LinkPair.make()
         defer { Task { await pair.close() } }
         let config = L2CAPConfiguration()  // creditTimeout 30 s, on the manual clock
-        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: config)
-        let p = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral, configuration: L2CAPConfiguration())
-        await c.start()
-        await p.start()
+        let c = await L2CAPEnd.start(on: pair.centralHost, pair.central, configuration: config)
+        let p = await L2CAPEnd.start(on: pair.peripheralHost, pair.peripheral, configuration: L2CAPConfiguration())
         // The peripheral's application never reads: it returns no credits after the first.
-        await p.listen(psm: 0x80, credits: 1) { _ in }
+        try await p.listen(psm: 0x80, credits: 1) { _ in }
         let channel = try await c.connectChannel(psm: 0x80)
         try await channel.send([1, 2, 3])
         let armed = await pair.centralHost.armedDeadlineCount
@@ -221,8 +217,7 @@ struct L2CAPRuntimeTests {
         defer { Task { await host.close() } }
         _ = try await host.start()
         let link = try await host.connect(to: DeviceAddress(address, type: .random))
-        let l2cap = L2CAPConnection(host: host, connection: link)
-        await l2cap.start()
+        let l2cap = await L2CAPEnd.start(on: host, link)
         let ch = try await l2cap.connectChannel(psm: 0x0080, mtu: 2048, mps: 100, credits: 10)
         #expect(ch.peerMPS == 64 && ch.peerMTU == 2048)
         let sizes = (0..<80).map { 1000 + ($0 * 37) % 1000 }   // 80 SDUs, 1000–1999 octets

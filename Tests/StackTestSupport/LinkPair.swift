@@ -72,20 +72,79 @@ public struct TimedOut: Error, CustomStringConvertible {
 }
 
 
+/// One end's L2CAP layer, attached to its link; the calls enter its host (the layer lives
+/// in the host's isolation).
+public struct L2CAPEnd: Sendable {
+    public let host: Host
+    public let handle: UInt16
+
+    public init(host: Host, handle: UInt16) {
+        self.host = host
+        self.handle = handle
+    }
+
+    /// Makes an `L2CAPConnection` for `connection` and attaches it to the link.
+    @discardableResult
+    public static func start(on host: Host, _ connection: LEConnection,
+                             configuration: L2CAPConfiguration = .init()) async -> L2CAPEnd {
+        await host.run { host in
+            _ = host.attach(L2CAPConnection(connection: connection, configuration: configuration), to: connection)
+        }
+        return L2CAPEnd(host: host, handle: connection.handle)
+    }
+
+    /// Runs `body` with the layer in its host's isolation; throws `disconnected` once it is gone.
+    public func run<R: Sendable>(_ body: @Sendable (L2CAPConnection, isolated Host) async throws -> R) async throws -> R {
+        let handle = handle
+        return try await host.run { host in try await body(L2CAPConnection.of(handle, on: host), host) }
+    }
+
+    public func signalingRequest(_ body: SignalingCommand.Body) async throws -> SignalingCommand {
+        try await run { l2cap, host in try await l2cap.signalingRequest(body, host: host) }
+    }
+
+    public func connectChannel(psm: UInt16, mtu: UInt16 = 2048, mps: UInt16 = 247, credits: UInt16 = 16) async throws -> L2CAPChannel {
+        try await run { l2cap, host in try await l2cap.connectChannel(psm: psm, mtu: mtu, mps: mps, credits: credits, host: host) }
+    }
+
+    public func listen(psm: UInt16, mtu: UInt16? = nil, mps: UInt16? = nil, credits: UInt16? = nil,
+                       accept: @escaping @Sendable (L2CAPChannel) -> Void) async throws {
+        try await run { l2cap, _ in l2cap.listen(psm: psm, mtu: mtu, mps: mps, credits: credits, accept: accept) }
+    }
+
+    public func setConnectionParameterPolicy(_ policy: (@Sendable (ConnectionParameterUpdateRequest) async -> Bool)?) async throws {
+        try await run { l2cap, _ in l2cap.setConnectionParameterPolicy(policy) }
+    }
+
+    public func requestConnectionParameterUpdate(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16,
+                                                 timeout: UInt16) async throws -> Bool {
+        try await run { l2cap, host in
+            try await l2cap.requestConnectionParameterUpdate(intervalMin: intervalMin, intervalMax: intervalMax,
+                                                             latency: latency, timeout: timeout, host: host)
+        }
+    }
+
+    /// Whether the link's layer is gone (the host detaches it at the disconnection).
+    public var isDisconnected: Bool {
+        get async {
+            let handle = handle
+            return await host.run { host in host.layer(for: handle) == nil }
+        }
+    }
+}
+
 /// Both ends' L2CAP started.
 public struct L2CAPPair: Sendable {
     public let pair: LinkPair
-    public let central: L2CAPConnection
-    public let peripheral: L2CAPConnection
+    public let central: L2CAPEnd
+    public let peripheral: L2CAPEnd
 
     public static func make(timeout: Duration = .seconds(30)) async throws -> L2CAPPair {
         let pair = try await LinkPair.make()
         var config = L2CAPConfiguration()
         config.signalingTimeout = timeout
-        let c = L2CAPConnection(host: pair.centralHost, connection: pair.central, configuration: config)
-        let p = L2CAPConnection(host: pair.peripheralHost, connection: pair.peripheral, configuration: config)
-        await c.start()
-        await p.start()
+        let c = await L2CAPEnd.start(on: pair.centralHost, pair.central, configuration: config)
+        let p = await L2CAPEnd.start(on: pair.peripheralHost, pair.peripheral, configuration: config)
         return L2CAPPair(pair: pair, central: c, peripheral: p)
     }
 }

@@ -199,9 +199,10 @@ struct ClientConformanceTests {
         await client.received(try ATTPDU.decode([UInt8](hex: "1b 0700 ff")!))   // not subscribed: dropped
         await client.received(try ATTPDU.decode([UInt8](hex: "1b 0500 0102")!))
         #expect(try await next(n) == [1, 2])
-        let confirmed = Task { await client.received(try ATTPDU.decode([UInt8](hex: "1d 0800 03")!)) }
-        #expect(try await next(i) == [3])
-        try await confirmed.value
+        // The indication is handed on while `received` waits for the application to take it.
+        let taken = Task { try await next(i) }
+        await client.received(try ATTPDU.decode([UInt8](hex: "1d 0800 03")!))
+        #expect(try await taken.value == [3])
         #expect(peer.unused == 0)
     }
 }

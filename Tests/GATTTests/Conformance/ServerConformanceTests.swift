@@ -54,7 +54,7 @@ enum ConformanceDB {
         ]
     }
 
-    static func connect(mtu: Int = 23, security: ATTSecurity = .none) async -> (GATTServer, Loopback) {
+    @MainActor static func connect(mtu: Int = 23, security: ATTSecurity = .none) async -> (GATTServer, Loopback) {
         let server = GATTServer(services: services())
         let (_, link) = await Loopback.connect(server, mtu: mtu, security: security)
         return (server, link)
@@ -73,6 +73,7 @@ func expectExchanges(_ link: Loopback, _ steps: [(request: String, answer: Strin
     }
 }
 
+@MainActor
 @Suite("GATT server conformance: configuration and discovery (GATT/SR/GAC, GATT/SR/GAD)")
 struct ServerDiscoveryConformanceTests {
     /// GATT/SR/GAD/BV-01-C Discover All Primary Services (Part G 4.4.1; Part F 3.4.4.9–10):
@@ -139,6 +140,7 @@ struct ServerDiscoveryConformanceTests {
     }
 }
 
+@MainActor
 @Suite("GATT server conformance: reading (GATT/SR/GAR)")
 struct ServerReadConformanceTests {
     /// GATT/SR/GAR/BV-01-C Read Characteristic Value (Part F 3.4.4.3–4).
@@ -278,6 +280,7 @@ struct ServerReadConformanceTests {
     }
 }
 
+@MainActor
 @Suite("GATT server conformance: writing (GATT/SR/GAW)")
 struct ServerWriteConformanceTests {
     /// GATT/SR/GAW/BV-01-C Write Without Response (Part G 4.9.1): no answer, value written.
@@ -389,6 +392,7 @@ final class RecordingPush: ATTServerPush {
     }
 }
 
+@MainActor
 @Suite("GATT server conformance: notifications and indications (GATT/SR/GAN, GATT/SR/GAI)")
 struct ServerPushConformanceTests {
     /// GATT/SR/GAN/BV-01-C Notifications (Part G 4.10; Part F 3.4.7.1): once the CCCD has
@@ -430,6 +434,7 @@ struct ServerPushConformanceTests {
     }
 }
 
+@MainActor
 @Suite("ATT server conformance: PDUs refused per Core Vol 3 Part F")
 struct ATTServerConformanceTests {
     /// Part F 3.4.1.1 Table 3.4 and 3.3: a malformed request is Invalid PDU (handle 0); an
