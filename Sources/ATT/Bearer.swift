@@ -220,7 +220,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         guard !started else { return }
         started = true
         armTransactionDeadline(after: configuration.transactionTimeout, host: host)
-        host.spawn { [weak self] in await self?.notificationLoop() }
+        host.spawn { [weak self] in await self?.notificationLoop(host: host) }
     }
 
     /// The GATT server that answers the peer's requests; told `peerConnected` at once.
@@ -588,8 +588,13 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
             await previous?.value
             let response = await delegate.respond(to: pdu, from: peer, mtu: mtu, security: security)
             guard op.isRequest, let self, self.closedReason == nil else { return }
-            try? await self.push(Self.frame(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)))
+            await self.answer(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError), host: host)
         }
+    }
+
+    /// Sends an asynchronous delegate's answer (waiting for the link's room).
+    func answer(_ pdu: ATTPDU, host: isolated Host) async {
+        do { try await push(Self.frame(pdu)) } catch { log("could not send \(pdu.opcode): \(error)") }
     }
 
     /// Puts a notification/indication into the ordered stream for the notification handler.
@@ -602,7 +607,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         }
     }
 
-    nonisolated(nonsending) func notificationLoop() async {
+    func notificationLoop(host: isolated Host) async {
         for await pdu in notifications {
             if let h = notificationHandler { await h(pdu) }
             if case .handleValueIndication = pdu, closedReason == nil {

@@ -559,7 +559,7 @@ public final class GATTClient {
         // is answered, as it would for its own.
         let key = characteristic.valueHandle
         if removeSubscriber(key) {
-            let writing = inCallersIsolation { try await self.write([0x00, 0x00], handle: handle) }
+            let writing = writeZero(handle)
             unsubscribing[key] = writing
             defer { unsubscribing[key] = nil }
             try await writing.value
@@ -568,10 +568,10 @@ public final class GATTClient {
         }
     }
 
-    /// A task in the caller's isolation (the client's: it stays in one).
-    private func inCallersIsolation(isolation: isolated (any Actor)? = #isolation,
-                                    _ body: @escaping () async throws -> Void) -> Task<Void, any Error> {
-        Task { _ = isolation; try await body() }
+    /// Writes 0x0000 to the CCCD `handle` in a task in the caller's isolation (the client's: it
+    /// stays in one), which later unsubscriptions of the same value handle wait for too.
+    private func writeZero(_ handle: UInt16, isolation: isolated (any Actor)? = #isolation) -> Task<Void, any Error> {
+        Task { _ = isolation; try await self.write([0x00, 0x00], handle: handle) }
     }
 
     /// The CCCD writes of unsubscriptions under way, by value handle.

@@ -430,9 +430,13 @@ public actor Host {
 
     /// Starts `body` as a task inside the host's isolation, for a layer's work that awaits
     /// (an HCI command, the application's answer) without holding up the link's frames.
+    /// `body` must be isolated to this host (a closure formed where `host` is isolated gets
+    /// that isolation when it uses `host`): checked here, where the mistake is made.
     @discardableResult
-    public func spawn(_ body: @escaping () async -> Void) -> Task<Void, Never> {
-        Task { self.preconditionIsolated(); await body() }
+    public func spawn(_ body: @escaping @isolated(any) () async -> Void) -> Task<Void, Never> {
+        precondition(body.isolation === self, "Host.spawn: the task's body is not isolated to this host (use `host` in it)")
+        // (Using `self` makes the task the host's, so it may hold `body`, which is.)
+        return Task { self.preconditionIsolated(); await body() }
     }
 
     /// Tells the link's layer (or its route, for one to come) that the link is gone.

@@ -223,11 +223,11 @@ public final class L2CAPConnection: L2CAPLinkLayer {
     /// The link's HCI events go to the fixed channels in their order (SMP hears encryption
     /// before the frames that follow it); the disconnection closes everything.
     public func linkEvent(_ event: HostLinkEvent, host: isolated Host) {
-        if case .disconnected = event { return linkClosed(host: host) }
+        if case .disconnected(let reason) = event { return linkClosed(reason, host: host) }
         for f in fixedChannels { f.channel.linkEvent(event, host: host) }
     }
 
-    func linkClosed(host: isolated Host) {
+    func linkClosed(_ reason: HCIStatus, host: isolated Host) {
         guard !isDisconnected else { return }
         isDisconnected = true
         let error = L2CAPError.disconnected(handle: handle)
@@ -240,7 +240,7 @@ public final class L2CAPConnection: L2CAPLinkLayer {
         for cid in Array(channels.keys) { finishChannel(cid, error, host: host) }
         let closing = fixedChannels
         fixedChannels.removeAll()
-        for f in closing { f.channel.linkEvent(.disconnected(.unspecifiedError), host: host) }
+        for f in closing { f.channel.linkEvent(.disconnected(reason), host: host) }
         for f in closing { f.channel.closed(error, host: host) }
     }
 

@@ -336,20 +336,21 @@ func temporaryDirectory() -> String {
         let link = try await attacker.connect(to: DeviceAddress(peripheral.controller.address, type: .public))
         var frames = link.frames.makeAsyncIterator()
         let host = await peripheral.stack.host
-        #expect(await host.armedDeadlineCount == 0)
+        // The link's ATT bearer keeps its requests' deadline armed while it is open: one.
+        try await eventually("the link set up") { await host.armedDeadlineCount == 1 }
         let request = SMPPDU.pairingRequest(SMPPairingParameters(
             ioCapability: .noInputNoOutput, authReq: SMPAuthReq(bonding: true), initiatorKeyDistribution: [], responderKeyDistribution: []))
         try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
         let response = try L2CAPFrame.decode(try #require(await frames.next()))
         #expect(response.cid == .smp && response.payload.first == SMPPDU.Code.pairingResponse)
-        try await eventually("await host.armedDeadlineCount == 1") { await host.armedDeadlineCount == 1 }
+        try await eventually("the SMP timer armed") { await host.armedDeadlineCount == 2 }
         clock.advance(by: .seconds(29))
         try await Task.sleep(for: .milliseconds(100))
         #expect(!events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)))
-        #expect(await host.armedDeadlineCount == 1)
+        #expect(await host.armedDeadlineCount == 2)
         clock.advance(by: .seconds(1))
         try await eventually("events.events.contains(.pairingFailed(.unspecifiedReason, remote: f...") { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) }
-        #expect(await host.armedDeadlineCount == 0)
+        #expect(await host.armedDeadlineCount == 1, "the SMP timer is gone; the bearer's deadline stays")
         await attacker.close()
         await peripheral.close()
     }
