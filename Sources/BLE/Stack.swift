@@ -252,7 +252,7 @@ actor Stack {
         case .hardwareError(let code):
             lose("the controller reported Hardware Error \(hexCode(code))")
         case .encryptionChanged, .longTermKeyRequest:
-            break  // the link's own: its security observes them (`Host.observeLink`)
+            break  // the link's own: its layers hear them (`HostLinkLayer.linkEvent`)
         case .warning(let text):
             options.log?(text)
         default:
