@@ -14,6 +14,7 @@ Commands:
   dump          decode a btsnoop, pcap or pcapng capture, layer by layer, or draw it (--flow, --svg)
   demo          central + peripheral on an in-process virtual link, traced
   controllers   serve virtual LE controllers on TCP or UNIX sockets
+  proxy         stand between another host stack and a controller: forward, record, decode
   adapters      list the kernel's HCI adapters, who holds them, how to free one
 
 Global options (before or after COMMAND):
@@ -222,6 +223,32 @@ let commandHelp: [String: String] = [
     Example:
       ble-hci adapters && sudo ble-hci -t hci0 scan --duration 5
     """,
+    "proxy": """
+    Usage: ble-hci proxy --host SPEC --controller SPEC [-w FILE] [--trace[=LAYERS]] [--json]
+
+    Stands between another host stack (Bumble, Zephyr's native build, any H4 host) and a
+    controller, as Bumble's hci-bridge and BlueZ's btproxy do: forwards every H4 packet unchanged both ways, records them
+    with -w FILE (as -w does for the other commands: commands and data from the host are
+    "sent", events and data from the controller "received") and decodes them live with --trace.
+    Runs until Ctrl-C (exit 0); a lost controller exits 3.
+
+      --host SPEC        where the other host stack is: tcp:HOST:PORT or unix:PATH, which the
+                         proxy listens on (port 0: any free port; the `listening` line, or
+                         {"event":"listening","spec":...} with --json, says which), or
+                         serial:PATH[@BAUD], a UART the host is wired to. One host at a time: a
+                         second connection while one is attached is refused (closed, logged);
+                         when the host disconnects the proxy waits for the next one
+      --controller SPEC  the controller: any -t SPEC (hciN, tcp:HOST:PORT, unix:PATH,
+                         serial:PATH[@BAUD], or virtual: an in-process virtual controller alone
+                         on its link)
+    Host connections and disconnections, and a summary at the end, go to stderr. What the
+    controller sends while no host is attached is recorded but not forwarded.
+
+    Examples:
+      ble-hci proxy --host tcp:127.0.0.1:9100 --controller tcp:127.0.0.1:9001 -w bumble.btsnoop
+      sudo ble-hci proxy --host unix:/tmp/hci0.sock --controller hci0 --trace=hci,att
+      ble-hci proxy --host tcp:127.0.0.1:0 --controller virtual --trace --json
+    """,
     "controllers": """
     Usage: ble-hci controllers --listen SPEC [--listen SPEC]...
 
@@ -251,5 +278,6 @@ let commandSpecs: [String: OptionSpec] = [
     "dump": OptionSpec(flags: ["flow"], valued: ["layers", "svg"]),
     "demo": OptionSpec(flags: [], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen"]),
+    "proxy": OptionSpec(flags: [], valued: ["host", "controller"]),
     "adapters": OptionSpec(flags: [], valued: []),
 ]
