@@ -43,22 +43,43 @@ Environment: NO_COLOR set (to anything) turns colour off; colour is only used on
 
 let commandHelp: [String: String] = [
     "scan": """
-    Usage: ble-hci scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT] [--bonds DIR]
+    Usage: ble-hci scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT]
+                        [--rssi DBM] [--phy 1m|2m|coded] [--manufacturer ID]... [--service-data UUID]...
+                        [--bonds DIR]
 
     Scans for advertisers and prints one line per advertiser when first seen and whenever its
-    data changes (every report with --duplicates).
+    data change (every report with --duplicates). Filters of different kinds must all match; a
+    repeated filter matches any of its values. At the end, a summary per advertiser shown: its
+    advertising events, measured advertising interval and RSSI range over the scan (stderr, or
+    {"event":"summary",...} on stdout with --json; see docs/cli.md).
 
-      --duration S      stop after S seconds (default: until Ctrl-C)
-      --passive         passive scan (no scan requests, so no scan response data)
-      --duplicates      report every advertising report, not only changes
-      --service UUID    only advertisers listing this service (repeatable; any matches)
-      --name TEXT       only advertisers whose name contains TEXT (ignoring case)
-      --bonds DIR       bonds whose IRKs resolve private addresses: a bonded peer is shown with
-                        its identity address ("bonded AA:BB:../public"; JSON identityAddress)
-                        (default $XDG_STATE_HOME/ble-hci, else ~/.local/state/ble-hci)
+      --duration S        stop after S seconds (default: until Ctrl-C)
+      --passive           passive scan (no scan requests, so no scan response data)
+      --duplicates        report every advertising report, not only changes
+      --service UUID      only advertisers listing this service (repeatable; any matches)
+      --name TEXT         only advertisers whose name contains TEXT (ignoring case)
+      --rssi DBM          only reports at least this strong, -127 to 20 dBm (also --rssi-min);
+                          a report without an RSSI does not match
+      --phy P             only advertising whose data came on P: 1m, 2m or coded (the secondary
+                          PHY of extended advertising, else the primary; legacy is 1m). Partial:
+                          the scan itself runs on LE 1M only, so advertisers whose primary
+                          channel is LE Coded are not heard
+      --manufacturer ID   only advertisers with Manufacturer Specific Data from company ID
+                          (16-bit hex, e.g. 0x004c; repeatable; any matches)
+      --service-data UUID only advertisers with Service Data for UUID (repeatable; any matches)
+      --bonds DIR         bonds whose IRKs resolve private addresses: a bonded peer is shown with
+                          its identity address ("bonded AA:BB:../public"; JSON identityAddress)
+                          (default $XDG_STATE_HOME/ble-hci, else ~/.local/state/ble-hci)
 
-    Example:
+    The interval is the median time between an advertiser's advertising reports as they reach
+    this host (its advertising interval plus the 0-10 ms advDelay a controller adds); when the
+    scan window misses events (a real radio listens 30 ms of every 60 ms here) it can be a
+    multiple of the interval: the shortest gap is given too.
+
+    Examples:
       sudo ble-hci -t hci0 scan --duration 10 --service 180d --json
+      ble-hci -t tcp:127.0.0.1:9002 scan --duration 5 --rssi -70 --manufacturer 0x004c
+      ble-hci -t tcp:127.0.0.1:9002 scan --duration 5 --service-data 180f --phy 1m --json
     """,
     "central": """
     Usage: ble-hci central TARGET [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
@@ -268,7 +289,8 @@ let commandHelp: [String: String] = [
 ]
 
 let commandSpecs: [String: OptionSpec] = [
-    "scan": OptionSpec(flags: ["passive", "duplicates"], valued: ["duration", "service", "name", "bonds"]),
+    "scan": OptionSpec(flags: ["passive", "duplicates"],
+                       valued: ["duration", "service", "name", "bonds", "rssi", "rssi-min", "phy", "manufacturer", "service-data"]),
     "central": OptionSpec(flags: Set(["discover", "pair", "pair-again"]).union(securityFlags),
                           valued: Set(["read", "write", "write-without-response", "subscribe", "count",
                                        "duration", "mtu", "timeout", "profile", "date"]).union(securityValued)),
