@@ -23,36 +23,38 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
     options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
     out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
-    // Every report, for the summary's timing and RSSI range; what is printed is chosen below.
-    let stream = try await interruptible { try await central.scan(filter, active: !c.args.has("passive"), everyReport: true) }
-    out.progress("Scanning (\(c.args.has("passive") ? "passive" : "active"))\(duration.map { " for \(formatSeconds($0))" } ?? ", Ctrl-C to stop")…")
+    // However the scan ends, it is stopped before the transport closes.
+    return try await closing({ await central.close() }) {
+        // Every report, for the summary's timing and RSSI range; what is printed is chosen below.
+        let stream = try await interruptible { try await central.scan(filter, active: !c.args.has("passive"), everyReport: true) }
+        out.progress("Scanning (\(c.args.has("passive") ? "passive" : "active"))\(duration.map { " for \(formatSeconds($0))" } ?? ", Ctrl-C to stop")…")
 
-    let seen = SeenAdvertisers()
-    let stats = ScanStatistics()
-    let everyReport = c.args.has("duplicates")
-    let started = ContinuousClock.now
-    let failure = await consumeUntilStop(duration: duration) {
-        var printed = PrintedAdvertisers()
-        for try await adv in stream {
-            stats.add(adv, at: .now)
-            seen.add(adv)
-            guard everyReport || printed.changed(adv) else { continue }
-            out.event(adv.jsonFields)
-            out.line(humanLine(adv, out: out))
+        let seen = SeenAdvertisers()
+        let stats = ScanStatistics()
+        let everyReport = c.args.has("duplicates")
+        let started = ContinuousClock.now
+        let failure = await consumeUntilStop(duration: duration) {
+            var printed = PrintedAdvertisers()
+            for try await adv in stream {
+                stats.add(adv, at: .now)
+                seen.add(adv)
+                guard everyReport || printed.changed(adv) else { continue }
+                out.event(adv.jsonFields)
+                out.line(humanLine(adv, out: out))
+            }
         }
+        let elapsed = ContinuousClock.now - started
+        if let failure {
+            out.error("\(failure)")
+            return ExitCode.transport
+        }
+        out.event(stats.summaryFields(duration: elapsed))
+        out.progress("Scan ended: \(seen.count) advertiser\(seen.count == 1 ? "" : "s") seen")
+        if !out.json { for line in stats.summaryLines() { out.progress(line) } }
+        // Without --duration a signal is the requested end; with it, the scan was cut short.
+        if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
+        return ExitCode.success
     }
-    let elapsed = ContinuousClock.now - started
-    await central.close()
-    if let failure {
-        out.error("\(failure)")
-        return ExitCode.transport
-    }
-    out.event(stats.summaryFields(duration: elapsed))
-    out.progress("Scan ended: \(seen.count) advertiser\(seen.count == 1 ? "" : "s") seen")
-    if !out.json { for line in stats.summaryLines() { out.progress(line) } }
-    // Without --duration a signal is the requested end; with it, the scan was cut short.
-    if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
-    return ExitCode.success
 }
 
 /// `--service`, `--name`, `--rssi` (`--rssi-min`), `--phy`, `--manufacturer`, `--service-data`.
