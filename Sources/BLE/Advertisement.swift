@@ -14,6 +14,18 @@ public struct Advertisement: Sendable, Equatable {
     /// The identity address of a bonded peer whose IRK resolves `address` (a resolvable private
     /// address, Core Vol 6 Part B 1.3.2.2); nil otherwise.
     public var identity: DeviceAddress?
+    /// The PHYs of the last advertising report (not scan response): Primary_PHY (0x01 LE 1M,
+    /// 0x03 LE Coded) and Secondary_PHY (0x00 none, as for legacy PDUs; 0x01 LE 1M, 0x02 LE 2M,
+    /// 0x03 LE Coded), Core v5.4 Vol 4 Part E 7.7.65.13. Legacy reports: LE 1M, none.
+    public var primaryPHY: UInt8 = 0x01
+    public var secondaryPHY: UInt8 = 0x00
+    /// Whether the report that produced this value was a scan response (with `everyReport`,
+    /// one value per report: a scanner timing advertising events counts the others).
+    public var fromScanResponse = false
+
+    /// The PHY that carried the advertising data: the secondary PHY when there is one
+    /// (extended advertising: AUX PDUs carry the data), else the primary.
+    public var dataPHY: ScanFilter.PHY? { ScanFilter.PHY(rawValue: secondaryPHY != 0 ? secondaryPHY : primaryPHY) }
 
     public init(address: DeviceAddress, rssi: Int8?, connectable: Bool, advertisingData: AdvertisingData, scanResponse: AdvertisingData? = nil) {
         self.address = address
@@ -70,18 +82,46 @@ public struct Advertisement: Sendable, Equatable {
 
 func hexDigits4(_ v: UInt16) -> String { String(hexCode(v).dropFirst(2)) }
 
-/// Which advertisers a scan reports. Empty filters match everything.
+/// Which advertisers a scan reports. Empty filters match everything; filters of different
+/// kinds must all match, the values of one kind (several services) any.
 public struct ScanFilter: Sendable {
     /// Any of these services listed (advertising data or scan response).
     public var services: [BluetoothUUID]
     /// Name contains this text, ignoring case.
     public var nameContains: String?
     public var address: BDAddress?
+    /// Reports measured at least this strong (dBm); a report without an RSSI (127, "not
+    /// available", Core v5.4 Vol 4 Part E 7.7.65.2) does not match.
+    public var minimumRSSI: Int8?
+    /// The PHY that carried the advertising data (`Advertisement.dataPHY`).
+    public var phy: PHY?
+    /// Manufacturer Specific Data (AD type 0xFF) from any of these company identifiers.
+    public var manufacturers: [UInt16]
+    /// Service Data (AD types 0x16, 0x20, 0x21) for any of these UUIDs.
+    public var serviceData: [BluetoothUUID]
 
-    public init(services: [BluetoothUUID] = [], nameContains: String? = nil, address: BDAddress? = nil) {
+    /// A PHY as HCI numbers it in advertising reports (Core v5.4 Vol 4 Part E 7.7.65.13).
+    public enum PHY: UInt8, Sendable, CaseIterable {
+        case le1M = 0x01, le2M = 0x02, leCoded = 0x03
+        /// The CLI's names: 1m, 2m, coded.
+        public var name: String {
+            switch self {
+            case .le1M: "1m"
+            case .le2M: "2m"
+            case .leCoded: "coded"
+            }
+        }
+    }
+
+    public init(services: [BluetoothUUID] = [], nameContains: String? = nil, address: BDAddress? = nil,
+                minimumRSSI: Int8? = nil, phy: PHY? = nil, manufacturers: [UInt16] = [], serviceData: [BluetoothUUID] = []) {
         self.services = services
         self.nameContains = nameContains
         self.address = address
+        self.minimumRSSI = minimumRSSI
+        self.phy = phy
+        self.manufacturers = manufacturers
+        self.serviceData = serviceData
     }
 
     public func matches(_ a: Advertisement) -> Bool {
@@ -92,6 +132,18 @@ public struct ScanFilter: Sendable {
         if !services.isEmpty {
             let listed = Set(a.services)
             if !services.contains(where: { listed.contains($0) }) { return false }
+        }
+        if let minimumRSSI {
+            guard let rssi = a.rssi, rssi >= minimumRSSI else { return false }
+        }
+        if let phy, a.dataPHY != phy { return false }
+        if !manufacturers.isEmpty {
+            let present = a.manufacturerData
+            if !manufacturers.contains(where: { present[$0] != nil }) { return false }
+        }
+        if !serviceData.isEmpty {
+            let present = a.serviceData
+            if !serviceData.contains(where: { present[$0] != nil }) { return false }
         }
         return true
     }
@@ -116,9 +168,12 @@ struct AdvertisementTracker {
     mutating func update(with report: AdvertisingReportValue, everyReport: Bool) -> Advertisement? {
         guard var entry = known[report.address] else {
             let data = AdvertisingData(parsing: report.data)
-            let adv = Advertisement(address: report.address, rssi: report.rssi, connectable: report.isConnectable,
+            var adv = Advertisement(address: report.address, rssi: report.rssi, connectable: report.isConnectable,
                                     advertisingData: report.isScanResponse ? AdvertisingData() : data,
                                     scanResponse: report.isScanResponse ? data : nil)
+            adv.primaryPHY = report.primaryPHY
+            adv.secondaryPHY = report.secondaryPHY
+            adv.fromScanResponse = report.isScanResponse
             known[report.address] = Entry(advertisement: adv, meaning: adv.meaning)
             order.append(report.address)
             if order.count > capacity { known[order.removeFirst()] = nil }
@@ -126,6 +181,11 @@ struct AdvertisementTracker {
         }
         var adv = entry.advertisement
         adv.rssi = report.rssi ?? adv.rssi
+        adv.fromScanResponse = report.isScanResponse
+        if !report.isScanResponse {
+            adv.primaryPHY = report.primaryPHY
+            adv.secondaryPHY = report.secondaryPHY
+        }
         // The same bytes as last time (the usual case): nothing to parse, nothing changed.
         let unchanged = report.isScanResponse
             ? adv.scanResponse?.bytes == report.data

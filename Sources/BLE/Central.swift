@@ -78,8 +78,12 @@ public final class Central: Sendable {
         get async { await stack.currentLinks().filter { $0.connection.role == .central }.map { RemotePeripheral(stack: stack, link: $0) } }
     }
 
-    /// Disconnects every link and closes the transport.
-    public func close() async { await stack.close() }
+    /// Stops scanning, disconnects every link and closes the transport: the controller is left
+    /// as found (not scanning, no links), whatever the next host's HCI_Reset does.
+    public func close() async {
+        await stack.host.stopScanningAndAdvertising()
+        await stack.close()
+    }
 
     /// Why the transport to the controller was lost (closed, hardware error), once it was.
     /// Links are then marked down without any Disconnection Complete event: callers must not

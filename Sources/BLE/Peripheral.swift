@@ -221,8 +221,12 @@ public final class Peripheral: Sendable {
         return Array(Set(peers.map(\.id))).sorted()
     }
 
+    /// Stops advertising (not to be restarted by the disconnections that follow), disconnects
+    /// every link and closes the transport: the controller is left as found.
     public func close() async {
         rotation.withLock { $0?.cancel() }
+        advertising.current = nil
+        await stack.host.stopScanningAndAdvertising()
         sink.finish()
         await stack.close()
     }

@@ -315,6 +315,48 @@ extension Host {
 
     public var isScanning: Bool { scanning }
 
+    /// Leaves the controller as it was found before the host goes away: stops scanning and
+    /// advertising if they are on (each command bounded by `timeout`). A controller that is not
+    /// reset by the next host's HCI_Reset (Bumble's keeps both going) would otherwise keep
+    /// scanning or advertising for nobody, and refuse the next host's LE Set Scan Parameters
+    /// (Command Disallowed while scanning is enabled, Core v5.4 Vol 4 Part E 7.8.10). Failures
+    /// are returned in words (the transport already gone, a refusal), not thrown: the caller
+    /// is closing anyway.
+    @discardableResult
+    public func stopScanningAndAdvertising(timeout: Duration = .seconds(2)) async -> [String] {
+        guard fatal == nil else { return [] }  // nothing can be sent any more
+        var failures: [String] = []
+        if scanning {
+            do {
+                if scanningExtended {
+                    _ = try await execute(LESetExtendedScanEnable(enable: false), timeout: timeout)
+                } else {
+                    _ = try await execute(LESetScanEnable(leScanEnable: false), timeout: timeout)
+                }
+                scanning = false
+                reportFragments.reset()
+            } catch {
+                failures.append("stopping the scan: \(error)")
+            }
+        }
+        if advertising {
+            do {
+                if advertisingExtended {
+                    _ = try await execute(LESetExtendedAdvertisingEnable(enable: false, sets: []), timeout: timeout)
+                } else {
+                    _ = try await execute(LESetAdvertisingEnable(advertisingEnable: false), timeout: timeout)
+                }
+                advertising = false
+            } catch let e as HCIError where e.status == .commandDisallowed && !advertisingExtended {
+                advertising = false  // a legacy advertiser that a connection already stopped
+            } catch {
+                failures.append("stopping advertising: \(error)")
+            }
+        }
+        for f in failures { warn("leaving the controller as found: \(f)") }
+        return failures
+    }
+
     // MARK: Connections
 
     /// Connects to `peer` as central. On timeout sends LE Create Connection Cancel and throws

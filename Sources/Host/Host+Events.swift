@@ -69,7 +69,8 @@ extension Host: HCIEventHandler {
                 address: DeviceAddress(rep.address, type: type),
                 kind: AdvertisingEventKind(rawValue: rep.eventType.rawValue & 0x1F),
                 rssi: rep.rssi == 127 ? nil : rep.rssi, txPower: rep.txPower == 127 ? nil : rep.txPower,
-                data: data, dataStatus: dataStatus, sid: rep.advertisingSID)))
+                data: data, dataStatus: dataStatus, sid: rep.advertisingSID,
+                primaryPHY: rep.primaryPHY, secondaryPHY: rep.secondaryPHY)))
         }
     }
 

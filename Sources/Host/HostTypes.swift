@@ -231,9 +231,15 @@ public struct AdvertisingReportValue: Sendable, Equatable {
     public var dataStatus: UInt8
     /// Extended reports only: Advertising SID (0xFF when none).
     public var sid: UInt8
+    /// Primary_PHY (Core v5.4 Vol 4 Part E 7.7.65.13): 0x01 LE 1M, 0x03 LE Coded. A legacy
+    /// report's advertising is on LE 1M (what an extended report says of a legacy PDU).
+    public var primaryPHY: UInt8
+    /// Secondary_PHY (7.7.65.13): 0x00 no packets on the secondary advertising channel (legacy
+    /// PDUs), 0x01 LE 1M, 0x02 LE 2M, 0x03 LE Coded.
+    public var secondaryPHY: UInt8
 
     public init(address: DeviceAddress, kind: AdvertisingEventKind, rssi: Int8?, txPower: Int8?, data: [UInt8],
-                dataStatus: UInt8 = 0, sid: UInt8 = 0xFF) {
+                dataStatus: UInt8 = 0, sid: UInt8 = 0xFF, primaryPHY: UInt8 = 0x01, secondaryPHY: UInt8 = 0x00) {
         self.address = address
         self.kind = kind
         self.rssi = rssi
@@ -241,6 +247,8 @@ public struct AdvertisingReportValue: Sendable, Equatable {
         self.data = data
         self.dataStatus = dataStatus
         self.sid = sid
+        self.primaryPHY = primaryPHY
+        self.secondaryPHY = secondaryPHY
     }
 
     public var isConnectable: Bool { kind.contains(.connectable) }

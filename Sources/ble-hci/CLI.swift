@@ -75,7 +75,10 @@ func runCLI(_ argv: [String]) async -> Int32 {
         print(commandHelp[command] ?? mainHelp)
         return ExitCode.success
     }
-    if !hostCommands.contains(command), let given = ["transport", "capture", "trace"].first(where: args.has) {
+    if command == "proxy", args.has("transport") {
+        return usageFailure(UsageError("proxy names its controller with --controller SPEC (and where the other host connects with --host SPEC), not -t", command: command))
+    }
+    if !hostCommands.contains(command), command != "proxy", let given = ["transport", "capture", "trace"].first(where: args.has) {
         return usageFailure(UsageError("--\(given) is for the commands that drive a controller (scan, central, peripheral, demo), not \(command)", command: command))
     }
     if args.has("trace") {
@@ -91,6 +94,7 @@ func runCLI(_ argv: [String]) async -> Int32 {
         case "peripheral": return try await runPeripheral(context)
         case "demo": return try await runDemo(context)
         case "controllers": return try await runControllers(context)
+        case "proxy": return try await runProxy(context)
         case "adapters": return try await runAdapters(context)
         case "bonds": return try await runBonds(context)
         default: return usageFailure(UsageError("unknown command '\(command)'"))

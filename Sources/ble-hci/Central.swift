@@ -45,125 +45,128 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     defer { pairing.release() }  // whatever happens, nothing held is lost
     // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
-    defer { Task { await central.close() } }
     out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
+    // Whatever happens from here (a signal while scanning for the target too), the scan is
+    // stopped and the link disconnected before the transport closes.
+    return try await closing({ await central.close() }) {
 
-    // Find the target (for an address without a type, the type seen while scanning).
-    let address: DeviceAddress
-    if case .address(let a, let type?) = target {
-        address = DeviceAddress(a, type: type)
-    } else {
-        out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
-        let adv = try await findTarget(target, central: central, timeout: timeout, out: out)
-        address = adv.address
-    }
-    out.progress("Connecting to \(address) (up to \(formatSeconds(timeout)))…")
-    let remote: RemotePeripheral
-    do {
-        remote = try await interruptible { try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000))) }
-    } catch let e as HostError {
-        if case .transportLost = e { throw e }  // exit 3, not a failed connection
-        throw CLIFailure("could not connect to \(address): \(e)\(connectHint(target, address))", exitCode: ExitCode.failure)
-    }
-    let effectiveMTU: Int
-    do {
-        effectiveMTU = try await interruptible { try await remote.exchangeMTU(mtu) }
-    } catch let e as Interrupted {
-        _ = try? await remote.disconnect()
-        throw e
-    }
-    out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
-               .int("handle", remote.handle), .int("connection", remote.handle), .int("mtu", effectiveMTU)])
-    out.line("Connected to \(out.bold(address.description)) (handle \(remote.handle)), ATT MTU \(effectiveMTU)")
-    pairing.release(connection: remote.handle)
-
-    var exitCode = ExitCode.success
-    var interrupted: Interrupted? = nil
-    var pairedAgain = false
-    do {
-        if c.args.has("pair") || c.args.has("pair-again") {
-            // The outcome (paired / encrypted / failed) is printed by TerminalPairing.
-            do {
-                _ = try await interruptible { try await remote.pair() }
-            } catch BLEError.encryptionFailed(let status) where status == .pinOrKeyMissing && c.args.has("pair-again") {
-                // Only when asked: a peer that claims to have lost the key may not be the one we bonded with.
-                out.progress("\(address) has lost our bond: pairing again (--pair-again)…")
-                _ = try await interruptible { try await remote.pair(force: true) }
-                pairedAgain = true
-            }
-        }
-        if profile == "band" {
-            let day = bandDate ?? BandProtocol.Day(today: Date())
-            try await interruptible { try await runBand(remote, day: day, out: out) }
-        } else if actions.isEmpty {
-            let snapshot = try await interruptible { try await readEverything(remote) }
-            out.event(snapshot.jsonFields + [.int("connection", remote.handle)])
-            for l in snapshot.humanLines(out) { out.line(l) }
+        // Find the target (for an address without a type, the type seen while scanning).
+        let address: DeviceAddress
+        if case .address(let a, let type?) = target {
+            address = DeviceAddress(a, type: type)
         } else {
-            var resolver = CharacteristicResolver(remote: remote)
-            for action in actions {
-                let ok: Bool
-                if case .subscribe = action {
-                    // Watches for signals itself: it unsubscribes, then the link is closed below.
-                    ok = try await run(action, remote: remote, resolver: &resolver, out: out)
-                } else {
-                    let current = resolver
-                    let (done, updated) = try await interruptible { () -> (Bool, CharacteristicResolver) in
-                        var r = current
-                        return (try await run(action, remote: remote, resolver: &r, out: out), r)
-                    }
-                    (ok, resolver) = (done, updated)
-                }
-                // A subscription without --count or --duration runs until Ctrl-C: that signal
-                // is its requested end. A signal during anything else interrupts the run.
-                if let s = SignalWatcher.shared.received {
-                    if case .subscribe(_, nil, nil) = action {} else { interrupted = Interrupted(signal: s) }
-                    break
-                }
-                guard ok else {
-                    exitCode = ExitCode.failure
-                    break
+            out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
+            let adv = try await findTarget(target, central: central, timeout: timeout, out: out)
+            address = adv.address
+        }
+        out.progress("Connecting to \(address) (up to \(formatSeconds(timeout)))…")
+        let remote: RemotePeripheral
+        do {
+            remote = try await interruptible { try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000))) }
+        } catch let e as HostError {
+            if case .transportLost = e { throw e }  // exit 3, not a failed connection
+            throw CLIFailure("could not connect to \(address): \(e)\(connectHint(target, address))", exitCode: ExitCode.failure)
+        }
+        let effectiveMTU: Int
+        do {
+            effectiveMTU = try await interruptible { try await remote.exchangeMTU(mtu) }
+        } catch let e as Interrupted {
+            _ = try? await remote.disconnect()
+            throw e
+        }
+        out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
+                   .int("handle", remote.handle), .int("connection", remote.handle), .int("mtu", effectiveMTU)])
+        out.line("Connected to \(out.bold(address.description)) (handle \(remote.handle)), ATT MTU \(effectiveMTU)")
+        pairing.release(connection: remote.handle)
+
+        var exitCode = ExitCode.success
+        var interrupted: Interrupted? = nil
+        var pairedAgain = false
+        do {
+            if c.args.has("pair") || c.args.has("pair-again") {
+                // The outcome (paired / encrypted / failed) is printed by TerminalPairing.
+                do {
+                    _ = try await interruptible { try await remote.pair() }
+                } catch BLEError.encryptionFailed(let status) where status == .pinOrKeyMissing && c.args.has("pair-again") {
+                    // Only when asked: a peer that claims to have lost the key may not be the one we bonded with.
+                    out.progress("\(address) has lost our bond: pairing again (--pair-again)…")
+                    _ = try await interruptible { try await remote.pair(force: true) }
+                    pairedAgain = true
                 }
             }
+            if profile == "band" {
+                let day = bandDate ?? BandProtocol.Day(today: Date())
+                try await interruptible { try await runBand(remote, day: day, out: out) }
+            } else if actions.isEmpty {
+                let snapshot = try await interruptible { try await readEverything(remote) }
+                out.event(snapshot.jsonFields + [.int("connection", remote.handle)])
+                for l in snapshot.humanLines(out) { out.line(l) }
+            } else {
+                var resolver = CharacteristicResolver(remote: remote)
+                for action in actions {
+                    let ok: Bool
+                    if case .subscribe = action {
+                        // Watches for signals itself: it unsubscribes, then the link is closed below.
+                        ok = try await run(action, remote: remote, resolver: &resolver, out: out)
+                    } else {
+                        let current = resolver
+                        let (done, updated) = try await interruptible { () -> (Bool, CharacteristicResolver) in
+                            var r = current
+                            return (try await run(action, remote: remote, resolver: &r, out: out), r)
+                        }
+                        (ok, resolver) = (done, updated)
+                    }
+                    // A subscription without --count or --duration runs until Ctrl-C: that signal
+                    // is its requested end. A signal during anything else interrupts the run.
+                    if let s = SignalWatcher.shared.received {
+                        if case .subscribe(_, nil, nil) = action {} else { interrupted = Interrupted(signal: s) }
+                        break
+                    }
+                    guard ok else {
+                        exitCode = ExitCode.failure
+                        break
+                    }
+                }
+            }
+        } catch let e as Interrupted {
+            interrupted = e
+        } catch let e as TransportError {
+            throw e  // exit 3, without a disconnection to wait for
+        } catch let e as ATTError {
+            out.error("the peripheral refused: \(e)")
+            exitCode = ExitCode.failure
+        } catch {
+            out.error("\(error)")
+            exitCode = ExitCode.failure
         }
-    } catch let e as Interrupted {
-        interrupted = e
-    } catch let e as TransportError {
-        throw e  // exit 3, without a disconnection to wait for
-    } catch let e as ATTError {
-        out.error("the peripheral refused: \(e)")
-        exitCode = ExitCode.failure
-    } catch {
-        out.error("\(error)")
-        exitCode = ExitCode.failure
-    }
-    // Links the stack marked down because the transport went away had no Disconnection
-    // Complete: say what happened instead of inventing a disconnection reason.
-    if let lost = await central.transportLost {
-        throw CLIFailure("\(lost); check the controller (is `ble-hci controllers` still running?) and start again", exitCode: ExitCode.transport)
-    }
-    // A bond the peripheral lost makes what needed it fail: never without saying why.
-    func sayIfBondLost() {
-        guard pairing.peerLostBond, !pairedAgain else { return }
-        let dir = security.bondDirectory.map { " --bonds \($0)" } ?? ""
-        out.error("\(address) has lost its bond with us (encryption from our bond failed: PIN or Key Missing, 0x06): "
-                  + "pair again with `ble-hci central \(address.address) --pair-again\(dir)`, "
-                  + "or remove our bond with `ble-hci bonds remove \(address.address)\(dir)` and connect again")
-    }
-    if let reason = remote.disconnectReason {
-        reportDisconnected(reason, out: out, connection: remote.handle)
+        // Links the stack marked down because the transport went away had no Disconnection
+        // Complete: say what happened instead of inventing a disconnection reason.
+        if let lost = await central.transportLost {
+            throw CLIFailure("\(lost); check the controller (is `ble-hci controllers` still running?) and start again", exitCode: ExitCode.transport)
+        }
+        // A bond the peripheral lost makes what needed it fail: never without saying why.
+        func sayIfBondLost() {
+            guard pairing.peerLostBond, !pairedAgain else { return }
+            let dir = security.bondDirectory.map { " --bonds \($0)" } ?? ""
+            out.error("\(address) has lost its bond with us (encryption from our bond failed: PIN or Key Missing, 0x06): "
+                      + "pair again with `ble-hci central \(address.address) --pair-again\(dir)`, "
+                      + "or remove our bond with `ble-hci bonds remove \(address.address)\(dir)` and connect again")
+        }
+        if let reason = remote.disconnectReason {
+            reportDisconnected(reason, out: out, connection: remote.handle)
+            sayIfBondLost()
+            return ExitCode.failure
+        }
+        await remote.securitySettled()  // bounded by the SMP timeout
         sayIfBondLost()
-        return ExitCode.failure
+        let reason = try await remote.disconnect()
+        reportDisconnected(reason, out: out, connection: remote.handle)
+        if let interrupted {
+            out.error("\(interrupted): disconnected, capture closed")
+            return interrupted.exitCode
+        }
+        return exitCode
     }
-    await remote.securitySettled()  // bounded by the SMP timeout
-    sayIfBondLost()
-    let reason = try await remote.disconnect()
-    reportDisconnected(reason, out: out, connection: remote.handle)
-    if let interrupted {
-        out.error("\(interrupted): disconnected, capture closed")
-        return interrupted.exitCode
-    }
-    return exitCode
 }
 
 /// TARGET: an address (optionally /public or /random) or name:TEXT.

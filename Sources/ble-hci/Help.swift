@@ -14,6 +14,7 @@ Commands:
   dump          decode a btsnoop, pcap or pcapng capture, layer by layer, or draw it (--flow, --svg)
   demo          central + peripheral on an in-process virtual link, traced
   controllers   serve virtual LE controllers on TCP or UNIX sockets
+  proxy         stand between another host stack and a controller: forward, record, decode
   adapters      list the kernel's HCI adapters, who holds them, how to free one
 
 Global options (before or after COMMAND):
@@ -42,22 +43,43 @@ Environment: NO_COLOR set (to anything) turns colour off; colour is only used on
 
 let commandHelp: [String: String] = [
     "scan": """
-    Usage: ble-hci scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT] [--bonds DIR]
+    Usage: ble-hci scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT]
+                        [--rssi DBM] [--phy 1m|2m|coded] [--manufacturer ID]... [--service-data UUID]...
+                        [--bonds DIR]
 
     Scans for advertisers and prints one line per advertiser when first seen and whenever its
-    data changes (every report with --duplicates).
+    data change (every report with --duplicates). Filters of different kinds must all match; a
+    repeated filter matches any of its values. At the end, a summary per advertiser shown: its
+    advertising events, measured advertising interval and RSSI range over the scan (stderr, or
+    {"event":"summary",...} on stdout with --json; see docs/cli.md).
 
-      --duration S      stop after S seconds (default: until Ctrl-C)
-      --passive         passive scan (no scan requests, so no scan response data)
-      --duplicates      report every advertising report, not only changes
-      --service UUID    only advertisers listing this service (repeatable; any matches)
-      --name TEXT       only advertisers whose name contains TEXT (ignoring case)
-      --bonds DIR       bonds whose IRKs resolve private addresses: a bonded peer is shown with
-                        its identity address ("bonded AA:BB:../public"; JSON identityAddress)
-                        (default $XDG_STATE_HOME/ble-hci, else ~/.local/state/ble-hci)
+      --duration S        stop after S seconds (default: until Ctrl-C)
+      --passive           passive scan (no scan requests, so no scan response data)
+      --duplicates        report every advertising report, not only changes
+      --service UUID      only advertisers listing this service (repeatable; any matches)
+      --name TEXT         only advertisers whose name contains TEXT (ignoring case)
+      --rssi DBM          only reports at least this strong, -127 to 20 dBm (also --rssi-min);
+                          a report without an RSSI does not match
+      --phy P             only advertising whose data came on P: 1m, 2m or coded (the secondary
+                          PHY of extended advertising, else the primary; legacy is 1m). Partial:
+                          the scan itself runs on LE 1M only, so advertisers whose primary
+                          channel is LE Coded are not heard
+      --manufacturer ID   only advertisers with Manufacturer Specific Data from company ID
+                          (16-bit hex, e.g. 0x004c; repeatable; any matches)
+      --service-data UUID only advertisers with Service Data for UUID (repeatable; any matches)
+      --bonds DIR         bonds whose IRKs resolve private addresses: a bonded peer is shown with
+                          its identity address ("bonded AA:BB:../public"; JSON identityAddress)
+                          (default $XDG_STATE_HOME/ble-hci, else ~/.local/state/ble-hci)
 
-    Example:
+    The interval is the median time between an advertiser's advertising reports as they reach
+    this host (its advertising interval plus the 0-10 ms advDelay a controller adds); when the
+    scan window misses events (a real radio listens 30 ms of every 60 ms here) it can be a
+    multiple of the interval: the shortest gap is given too.
+
+    Examples:
       sudo ble-hci -t hci0 scan --duration 10 --service 180d --json
+      ble-hci -t tcp:127.0.0.1:9002 scan --duration 5 --rssi -70 --manufacturer 0x004c
+      ble-hci -t tcp:127.0.0.1:9002 scan --duration 5 --service-data 180f --phy 1m --json
     """,
     "central": """
     Usage: ble-hci central TARGET [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
@@ -222,6 +244,32 @@ let commandHelp: [String: String] = [
     Example:
       ble-hci adapters && sudo ble-hci -t hci0 scan --duration 5
     """,
+    "proxy": """
+    Usage: ble-hci proxy --host SPEC --controller SPEC [-w FILE] [--trace[=LAYERS]] [--json]
+
+    Stands between another host stack (Bumble, Zephyr's native build, any H4 host) and a
+    controller, as Bumble's hci-bridge and BlueZ's btproxy do: forwards every H4 packet unchanged both ways, records them
+    with -w FILE (as -w does for the other commands: commands and data from the host are
+    "sent", events and data from the controller "received") and decodes them live with --trace.
+    Runs until Ctrl-C (exit 0); a lost controller exits 3.
+
+      --host SPEC        where the other host stack is: tcp:HOST:PORT or unix:PATH, which the
+                         proxy listens on (port 0: any free port; the `listening` line, or
+                         {"event":"listening","spec":...} with --json, says which), or
+                         serial:PATH[@BAUD], a UART the host is wired to. One host at a time: a
+                         second connection while one is attached is refused (closed, logged);
+                         when the host disconnects the proxy waits for the next one
+      --controller SPEC  the controller: any -t SPEC (hciN, tcp:HOST:PORT, unix:PATH,
+                         serial:PATH[@BAUD], or virtual: an in-process virtual controller alone
+                         on its link)
+    Host connections and disconnections, and a summary at the end, go to stderr. What the
+    controller sends while no host is attached is recorded but not forwarded.
+
+    Examples:
+      ble-hci proxy --host tcp:127.0.0.1:9100 --controller tcp:127.0.0.1:9001 -w bumble.btsnoop
+      sudo ble-hci proxy --host unix:/tmp/hci0.sock --controller hci0 --trace=hci,att
+      ble-hci proxy --host tcp:127.0.0.1:0 --controller virtual --trace --json
+    """,
     "controllers": """
     Usage: ble-hci controllers --listen SPEC [--listen SPEC]...
 
@@ -241,7 +289,8 @@ let commandHelp: [String: String] = [
 ]
 
 let commandSpecs: [String: OptionSpec] = [
-    "scan": OptionSpec(flags: ["passive", "duplicates"], valued: ["duration", "service", "name", "bonds"]),
+    "scan": OptionSpec(flags: ["passive", "duplicates"],
+                       valued: ["duration", "service", "name", "bonds", "rssi", "rssi-min", "phy", "manufacturer", "service-data"]),
     "central": OptionSpec(flags: Set(["discover", "pair", "pair-again"]).union(securityFlags),
                           valued: Set(["read", "write", "write-without-response", "subscribe", "count",
                                        "duration", "mtu", "timeout", "profile", "date"]).union(securityValued)),
@@ -251,5 +300,6 @@ let commandSpecs: [String: OptionSpec] = [
     "dump": OptionSpec(flags: ["flow"], valued: ["layers", "svg"]),
     "demo": OptionSpec(flags: [], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen"]),
+    "proxy": OptionSpec(flags: [], valued: ["host", "controller"]),
     "adapters": OptionSpec(flags: [], valued: []),
 ]

@@ -55,64 +55,66 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
         ticker = DemoProfile.startTicker(on: peripheral)
     }
     defer { ticker?.cancel() }
-    try await interruptible { try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: advertised)) }
-    let address = await peripheral.address
-    out.event([.text("event", "advertising"), .text("name", name), .text("address", address.address.description),
-               .text("addressType", address.type.simple), .text("profile", profile)])
-    out.line("Advertising as \(out.bold(name)) (\(address.address), \(address.type.simple)) with profile \(profile) on \(opened.transport.name). Ctrl-C to stop.")
-    if options.privacy != nil {
-        out.progress("Privacy: resolvable private address \(address.address), identity \(peripheral.identityAddress.address)/\(peripheral.identityAddress.type.simple)")
-    }
-
-    let events = Task { () -> String? in
-        for await e in peripheral.events {
-            switch e {
-            case .connected(let handle, let central):
-                out.event([.text("event", "connected"), .text("address", central.address.description),
-                           .text("addressType", central.type.simple), .int("handle", handle), .int("connection", handle)])
-                out.line("\(timestamp()) connected: \(central) (handle \(handle))")
-                pairing.connected(handle, peer: central)
-            case .disconnected(let handle, let reason):
-                out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name), .int("connection", handle)])
-                out.line("\(timestamp()) disconnected (handle \(handle)): \(reason.name) (\(hexCode(reason.rawValue))); advertising again")
-                pairing.disconnected(handle)
-            case .subscribed(let handle, let uuid, let indications):
-                out.event([.text("event", "subscribed"), .text("uuid", uuid.description), .int("connection", handle), .bool("indications", indications)])
-                out.line("\(timestamp()) subscribed to \(uuidLabel(uuid)) (\(indications ? "indications" : "notifications"))")
-            case .unsubscribed(let handle, let uuid):
-                out.event([.text("event", "unsubscribed"), .text("uuid", uuid.description), .int("connection", handle)])
-                out.line("\(timestamp()) unsubscribed from \(uuidLabel(uuid))")
-            case .wrote(let handle, let uuid, let value):
-                out.event([.text("event", "write"), .text("uuid", uuid.description), .bytes("value", value), .int("connection", handle)])
-                out.line("\(timestamp()) write \(uuidLabel(uuid)) = \(valueLabel(value))")
-            case .read(let handle, let uuid):
-                out.event([.text("event", "read"), .text("uuid", uuid.description), .int("connection", handle)])
-                out.line("\(timestamp()) read \(uuidLabel(uuid))")
-            case .answered(let handle, let request, let response):
-                reportAnswer(request, response, connection: handle, server: peripheral.server, out: out)
-            case .failure(let message):
-                return message
-            }
+    // However the run ends, advertising is stopped and links disconnected before the transport closes.
+    return try await closing({ await peripheral.close() }) {
+        try await interruptible { try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: advertised)) }
+        let address = await peripheral.address
+        out.event([.text("event", "advertising"), .text("name", name), .text("address", address.address.description),
+                   .text("addressType", address.type.simple), .text("profile", profile)])
+        out.line("Advertising as \(out.bold(name)) (\(address.address), \(address.type.simple)) with profile \(profile) on \(opened.transport.name). Ctrl-C to stop.")
+        if options.privacy != nil {
+            out.progress("Privacy: resolvable private address \(address.address), identity \(peripheral.identityAddress.address)/\(peripheral.identityAddress.type.simple)")
         }
-        return nil
+
+        let events = Task { () -> String? in
+            for await e in peripheral.events {
+                switch e {
+                case .connected(let handle, let central):
+                    out.event([.text("event", "connected"), .text("address", central.address.description),
+                               .text("addressType", central.type.simple), .int("handle", handle), .int("connection", handle)])
+                    out.line("\(timestamp()) connected: \(central) (handle \(handle))")
+                    pairing.connected(handle, peer: central)
+                case .disconnected(let handle, let reason):
+                    out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name), .int("connection", handle)])
+                    out.line("\(timestamp()) disconnected (handle \(handle)): \(reason.name) (\(hexCode(reason.rawValue))); advertising again")
+                    pairing.disconnected(handle)
+                case .subscribed(let handle, let uuid, let indications):
+                    out.event([.text("event", "subscribed"), .text("uuid", uuid.description), .int("connection", handle), .bool("indications", indications)])
+                    out.line("\(timestamp()) subscribed to \(uuidLabel(uuid)) (\(indications ? "indications" : "notifications"))")
+                case .unsubscribed(let handle, let uuid):
+                    out.event([.text("event", "unsubscribed"), .text("uuid", uuid.description), .int("connection", handle)])
+                    out.line("\(timestamp()) unsubscribed from \(uuidLabel(uuid))")
+                case .wrote(let handle, let uuid, let value):
+                    out.event([.text("event", "write"), .text("uuid", uuid.description), .bytes("value", value), .int("connection", handle)])
+                    out.line("\(timestamp()) write \(uuidLabel(uuid)) = \(valueLabel(value))")
+                case .read(let handle, let uuid):
+                    out.event([.text("event", "read"), .text("uuid", uuid.description), .int("connection", handle)])
+                    out.line("\(timestamp()) read \(uuidLabel(uuid))")
+                case .answered(let handle, let request, let response):
+                    reportAnswer(request, response, connection: handle, server: peripheral.server, out: out)
+                case .failure(let message):
+                    return message
+                }
+            }
+            return nil
+        }
+        // Whichever ends first: the duration / Ctrl-C, or the transport failing.
+        let failure: String? = await withTaskGroup(of: String?.self) { group in
+            group.addTask { await events.value }
+            group.addTask { _ = await waitForStop(duration: duration); return nil }
+            let first = await group.next() ?? nil
+            events.cancel()  // ends the first child if the stop came first
+            group.cancelAll()
+            return first
+        }
+        if let failure {
+            out.error("\(failure); check the adapter or controller and start again")
+            return ExitCode.transport
+        }
+        // Without --duration a signal is the requested end; with it, the run was cut short.
+        if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
+        return ExitCode.success
     }
-    // Whichever ends first: the duration / Ctrl-C, or the transport failing.
-    let failure: String? = await withTaskGroup(of: String?.self) { group in
-        group.addTask { await events.value }
-        group.addTask { _ = await waitForStop(duration: duration); return nil }
-        let first = await group.next() ?? nil
-        events.cancel()  // ends the first child if the stop came first
-        group.cancelAll()
-        return first
-    }
-    await peripheral.close()
-    if let failure {
-        out.error("\(failure); check the adapter or controller and start again")
-        return ExitCode.transport
-    }
-    // Without --duration a signal is the requested end; with it, the run was cut short.
-    if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
-    return ExitCode.success
 }
 
 func timestamp() -> String {

@@ -4,17 +4,14 @@ import Host
 import GATT
 import BLE
 
-/// `ble-hci scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT]`.
+/// `ble-hci scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT]
+/// [--rssi DBM] [--phy 1m|2m|coded] [--manufacturer ID]... [--service-data UUID]...`.
 func runScan(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("scan takes no positional arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
     }
     let duration = try c.args.double("duration", command: c.command)
-    let services = try c.args.all("service").map { text -> BluetoothUUID in
-        guard let u = BluetoothUUID(string: text) else { throw UsageError("--service needs a UUID (180d, 32-bit or 128-bit), got '\(text)'", command: c.command) }
-        return u
-    }
-    let filter = ScanFilter(services: services, nameContains: c.args.last("name"))
+    let filter = try scanFilter(c.args, command: c.command)
     SignalWatcher.install()
     let out = c.out
     let opened = try openTransport(c)
@@ -26,26 +23,192 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
     options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
     out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
-    let stream = try await interruptible { try await central.scan(filter, active: !c.args.has("passive"), everyReport: c.args.has("duplicates")) }
-    out.progress("Scanning (\(c.args.has("passive") ? "passive" : "active"))\(duration.map { " for \(formatSeconds($0))" } ?? ", Ctrl-C to stop")…")
+    // However the scan ends, it is stopped before the transport closes.
+    return try await closing({ await central.close() }) {
+        // Every report, for the summary's timing and RSSI range; what is printed is chosen below.
+        let stream = try await interruptible { try await central.scan(filter, active: !c.args.has("passive"), everyReport: true) }
+        out.progress("Scanning (\(c.args.has("passive") ? "passive" : "active"))\(duration.map { " for \(formatSeconds($0))" } ?? ", Ctrl-C to stop")…")
 
-    let seen = SeenAdvertisers()
-    let failure = await consumeUntilStop(duration: duration) {
-        for try await adv in stream {
-            seen.add(adv)
-            out.event(adv.jsonFields)
-            out.line(humanLine(adv, out: out))
+        let seen = SeenAdvertisers()
+        let stats = ScanStatistics()
+        let everyReport = c.args.has("duplicates")
+        let started = ContinuousClock.now
+        let failure = await consumeUntilStop(duration: duration) {
+            var printed = PrintedAdvertisers()
+            for try await adv in stream {
+                stats.add(adv, at: .now)
+                seen.add(adv)
+                guard everyReport || printed.changed(adv) else { continue }
+                out.event(adv.jsonFields)
+                out.line(humanLine(adv, out: out))
+            }
+        }
+        let elapsed = ContinuousClock.now - started
+        if let failure {
+            out.error("\(failure)")
+            return ExitCode.transport
+        }
+        out.event(stats.summaryFields(duration: elapsed))
+        out.progress("Scan ended: \(seen.count) advertiser\(seen.count == 1 ? "" : "s") seen")
+        if !out.json { for line in stats.summaryLines() { out.progress(line) } }
+        // Without --duration a signal is the requested end; with it, the scan was cut short.
+        if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
+        return ExitCode.success
+    }
+}
+
+/// `--service`, `--name`, `--rssi` (`--rssi-min`), `--phy`, `--manufacturer`, `--service-data`.
+func scanFilter(_ args: ParsedArguments, command: String) throws -> ScanFilter {
+    func uuids(_ option: String) throws -> [BluetoothUUID] {
+        try args.all(option).map { text in
+            guard let u = BluetoothUUID(string: text) else { throw UsageError("--\(option) needs a UUID (180d, 32-bit or 128-bit), got '\(text)'", command: command) }
+            return u
         }
     }
-    await central.close()
-    if let failure {
-        out.error("\(failure)")
-        return ExitCode.transport
+    var filter = ScanFilter(services: try uuids("service"), nameContains: args.last("name"), serviceData: try uuids("service-data"))
+    let rssiOptions = args.options.filter { $0.name == "rssi" || $0.name == "rssi-min" }
+    if let (name, value) = rssiOptions.last, let value {
+        // An RSSI is -127 to +20 dBm (Core v5.4 Vol 4 Part E 7.7.65.2; 127 means "not available").
+        guard let dbm = Int8(value), (-127...20).contains(dbm) else {
+            throw UsageError("--\(name) needs a signal strength in dBm from -127 to 20, e.g. -70, got '\(value)'", command: command)
+        }
+        filter.minimumRSSI = dbm
     }
-    out.progress("Scan ended: \(seen.count) advertiser\(seen.count == 1 ? "" : "s") seen")
-    // Without --duration a signal is the requested end; with it, the scan was cut short.
-    if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
-    return ExitCode.success
+    if let text = args.last("phy") {
+        guard let phy = ScanFilter.PHY.allCases.first(where: { $0.name == text.lowercased() }) else {
+            throw UsageError("--phy must be 1m, 2m or coded, got '\(text)'", command: command)
+        }
+        filter.phy = phy
+    }
+    filter.manufacturers = try args.all("manufacturer").map { text in
+        // A company identifier: 16 bits, written in hex as Assigned Numbers lists them (0x004C).
+        let digits = text.lowercased().hasPrefix("0x") ? String(text.dropFirst(2)) : text
+        guard (1...4).contains(digits.count), digits.allSatisfy(\.isHexDigit), let id = UInt16(digits, radix: 16) else {
+            throw UsageError("--manufacturer needs a 16-bit company identifier in hex, e.g. 0x004c, got '\(text)'", command: command)
+        }
+        return id
+    }
+    return filter
+}
+
+/// What scan has printed per advertiser, to print again only when the data change (as the
+/// stack's own tracker would; here every report arrives, for the summary). Bounded as it is.
+struct PrintedAdvertisers {
+    private var meaning: [DeviceAddress: [Field]] = [:]
+    private var order: [DeviceAddress] = []
+    private let capacity = 4096
+
+    /// Whether `adv` is new or says something else than when last printed (RSSI aside).
+    mutating func changed(_ adv: Advertisement) -> Bool {
+        let now = adv.jsonFields.filter { $0.name != "rssi" }
+        guard let before = meaning[adv.address] else {
+            meaning[adv.address] = now
+            order.append(adv.address)
+            if order.count > capacity { meaning[order.removeFirst()] = nil }
+            return true
+        }
+        guard before != now else { return false }
+        meaning[adv.address] = now
+        return true
+    }
+}
+
+/// Per advertiser, over the scan: reports, RSSI range, and the advertising interval measured
+/// from the arrival times of its advertising reports (scan responses are not advertising
+/// events). Bounded: 4096 advertisers, the last 1024 gaps of each.
+final class ScanStatistics: @unchecked Sendable {
+    struct Advertiser {
+        var address: DeviceAddress
+        var name: String?
+        var reports = 0
+        var events = 0
+        var rssiMin: Int8?
+        var rssiMax: Int8?
+        var primaryPHY: UInt8 = 1
+        var secondaryPHY: UInt8 = 0
+        var lastEvent: ContinuousClock.Instant?
+        /// Gaps between consecutive advertising reports, microseconds (the newest 1024).
+        var gaps: [Int] = []
+    }
+    static let maxAdvertisers = 4096
+    static let maxGaps = 1024
+    private let lock = NSLock()
+    private var advertisers: [DeviceAddress: Advertiser] = [:]
+    private var order: [DeviceAddress] = []
+    private var untracked = 0
+
+    func add(_ adv: Advertisement, at time: ContinuousClock.Instant) {
+        lock.withLock {
+            var a: Advertiser
+            if let known = advertisers[adv.address] {
+                a = known
+            } else {
+                guard advertisers.count < Self.maxAdvertisers else { untracked += 1; return }
+                a = Advertiser(address: adv.address)
+                order.append(adv.address)
+            }
+            a.reports += 1
+            if let name = adv.name { a.name = name }
+            if let rssi = adv.rssi {
+                a.rssiMin = min(a.rssiMin ?? rssi, rssi)
+                a.rssiMax = max(a.rssiMax ?? rssi, rssi)
+            }
+            if !adv.fromScanResponse {
+                a.events += 1
+                a.primaryPHY = adv.primaryPHY
+                a.secondaryPHY = adv.secondaryPHY
+                if let last = a.lastEvent {
+                    let gap = time - last
+                    a.gaps.append(Int(gap.components.seconds) * 1_000_000 + Int(gap.components.attoseconds / 1_000_000_000_000))
+                    if a.gaps.count > Self.maxGaps { a.gaps.removeFirst(a.gaps.count - Self.maxGaps) }
+                }
+                a.lastEvent = time
+            }
+            advertisers[adv.address] = a
+        }
+    }
+
+    /// The median gap (the advertising interval plus advDelay, Core v5.4 Vol 6 Part B
+    /// 4.4.2.2.1) and the smallest, in microseconds; nil with fewer than two events.
+    static func interval(_ gaps: [Int]) -> (median: Int, minimum: Int)? {
+        guard !gaps.isEmpty else { return nil }
+        let sorted = gaps.sorted()
+        let n = sorted.count
+        let median = n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2
+        return (median, sorted[0])
+    }
+
+    private var snapshot: ([Advertiser], Int) { lock.withLock { (order.compactMap { advertisers[$0] }, untracked) } }
+
+    /// docs/cli.md's `{"event":"summary",...}`.
+    func summaryFields(duration: Duration) -> [Field] {
+        let (list, untracked) = snapshot
+        let entries: [FieldValue] = list.map { a in
+            var f: [Field] = [.text("address", a.address.address.description), .text("addressType", a.address.type.simple)]
+            if let name = a.name { f.append(.text("name", name)) }
+            f.append(.int("reports", a.reports))
+            f.append(.int("events", a.events))
+            if let lo = a.rssiMin, let hi = a.rssiMax { f.append(.int("rssiMin", lo)); f.append(.int("rssiMax", hi)) }
+            if let i = Self.interval(a.gaps) { f.append(.int("intervalUs", i.median)); f.append(.int("intervalMinUs", i.minimum)) }
+            f.append(.text("phy", ScanFilter.PHY(rawValue: a.secondaryPHY != 0 ? a.secondaryPHY : a.primaryPHY)?.name ?? hexCode(a.primaryPHY)))
+            return .object(f)
+        }
+        let ms = Int(duration.components.seconds) * 1000 + Int(duration.components.attoseconds / 1_000_000_000_000_000)
+        return [.text("event", "summary"), .int("durationMs", ms), Field("advertisers", .list(entries))]
+            + (untracked > 0 ? [.int("untrackedReports", untracked)] : [])
+    }
+
+    /// The same for humans, one line per advertiser (stderr).
+    func summaryLines() -> [String] {
+        snapshot.0.map { a in
+            var parts = ["  \(a.address)" + (a.name.map { " \"\($0)\"" } ?? ""), "\(a.events) advertising event\(a.events == 1 ? "" : "s")"]
+            if let i = Self.interval(a.gaps) {
+                parts.append(String(format: "interval %.1f ms (shortest %.1f ms)", Double(i.median) / 1000, Double(i.minimum) / 1000))
+            }
+            if let lo = a.rssiMin, let hi = a.rssiMax { parts.append(lo == hi ? "RSSI \(lo) dBm" : "RSSI \(lo) to \(hi) dBm") }
+            return parts.joined(separator: ", ")
+        }
+    }
 }
 
 /// One readable line per advertiser, with assigned-number names.

@@ -131,3 +131,27 @@ final class SignalWatcher: @unchecked Sendable {
     var received: Int32? { lock.withLock { first } }
     var interrupted: Bool { received != nil }
 }
+
+/// Runs `body`, then `close` whatever `body` did (returned, failed, or was interrupted by a
+/// signal): the commands that drive a controller leave it as found (scanning and advertising
+/// stopped, links disconnected: `Central.close`, `Peripheral.close`) before the transport is
+/// closed. `close` is given at most `limit`: a controller that no longer answers does not hold
+/// the exit (the transport is closed after it anyway; a second signal exits at once).
+func closing<T>(_ close: @escaping @Sendable () async -> Void, within limit: Duration = .seconds(8),
+                _ body: () async throws -> T) async throws -> T {
+    let result: Result<T, any Error>
+    do {
+        result = .success(try await body())
+    } catch {
+        result = .failure(error)
+    }
+    let done = FirstOutcome<Bool>()
+    let closer = Task { await close(); done.resolve(true) }
+    let timer = Task { try? await Task.sleep(for: limit); done.resolve(false) }
+    if await done.value == false {
+        closer.cancel()
+        FileHandle.standardError.write(Data("ble-hci: the controller did not finish stopping scans, advertising and links within \(limit); closing the transport anyway\n".utf8))
+    }
+    timer.cancel()
+    return try result.get()
+}

@@ -260,6 +260,8 @@ class Peripheral:
                         advertising_event_properties=AdvertisingEventProperties(
                             is_connectable=True, is_scannable=False, is_legacy=False),
                         own_address_type=hci.OwnAddressType.RANDOM,
+                        primary_advertising_interval_min=args.interval,
+                        primary_advertising_interval_max=args.interval,
                         advertising_tx_power=args.tx_power),
                     random_address=address, advertising_data=data, auto_restart=True)
             handles = {}
@@ -267,6 +269,7 @@ class Peripheral:
                 handles.setdefault(uuid_string(c.uuid), c.handle)
             common.emit("ready", address=common.address_string(address), addressType="random",
                         name=args.name, advertising="legacy" if args.legacy else "extended",
+                        intervalMs=None if args.legacy else args.interval,
                         advertisingData=data.hex(), handles=handles, database=self.database())
             await self.done.wait()
             await asyncio.sleep(0.2)  # let the last events reach the controller / snooper
@@ -285,6 +288,9 @@ if __name__ == "__main__":
     parser.add_argument("--legacy", action="store_true",
                         help="legacy advertising with a subset of the data (31-byte limit)")
     parser.add_argument("--tx-power", type=int, default=4, help="TX power level AD (dBm)")
+    parser.add_argument("--interval", type=float, default=1000.0,
+                        help="extended advertising interval in ms (default 1000, Bumble's default; "
+                             "not for --legacy, whose interval Bumble's controller reads as ms)")
     parser.add_argument("--notify-count", type=int, default=0,
                         help="values to notify/indicate after each subscription")
     parser.add_argument("--notify-interval", type=float, default=0.1)
