@@ -6,7 +6,7 @@ import Synchronization
 import Transport
 
 /// An `ATTServerDelegate` that can answer synchronously (`GATTServer` does): the bearer then
-/// answers requests on the host's executor as frames arrive, with no task hop. A class (held
+/// answers requests in the host's isolation as frames arrive, with no task hop. A class (held
 /// by reference: the bearer reads it per request, and a class-bound existential is copied with
 /// one retain).
 public protocol ATTSynchronousServerDelegate: ATTServerDelegate, AnyObject {
@@ -454,7 +454,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         _ = try await t.wait()
     }
 
-    // MARK: - Incoming (the one receive path: called by the L2CAP demux, on the host's executor)
+    // MARK: - Incoming (the one receive path: called by the L2CAP demux, in the host's isolation)
 
     /// An ATT PDU, read in place in its L2CAP frame.
     public func received(_ pdu: ByteReader, host: isolated Host) {

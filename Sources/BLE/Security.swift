@@ -129,7 +129,7 @@ final class LinkSecurity: L2CAPFixedChannel {
     }
 
     /// Queues an SMP PDU behind what the host already queued on the link, in the order the
-    /// engine produced it (we are on the host's executor).
+    /// engine produced it.
     private func send(_ pdu: [UInt8], host: isolated Host) {
         guard down == nil else { return }
         let frame = L2CAPFrame(cid: .smp, payload: pdu).bytes, handle = connection.handle

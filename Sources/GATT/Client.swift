@@ -524,7 +524,7 @@ public final class GATTClient {
     }
 
     /// `subscribe` with callbacks instead of a stream: `onValue` is called with each value, in
-    /// order (for notifications, on the host's executor as they arrive: keep it short, e.g. a
+    /// order (for notifications, in the client's isolation as they arrive: keep it short, e.g. a
     /// stream yield); `onEnd` once, when the subscription is replaced or removed (`unsubscribe`,
     /// a later `subscribe` of the same characteristic, a failed CCCD write) or the client goes
     /// away. Neither is called if this throws before registering (no CCCD). `onIndication`,

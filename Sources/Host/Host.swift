@@ -521,7 +521,7 @@ public actor Host {
 
     /// Sends one complete L2CAP frame without waiting: like `sendL2CAP`, but it returns at once
     /// (the frame is queued behind earlier frames when credits are short). For callers running
-    /// on the host's executor (a `FrameRoute` sink answering a request). Throws what
+    /// in the host's isolation (a link layer answering a request). Throws what
     /// `sendL2CAP` throws before queueing.
     /// Throws `HostError.busy` when the frames of `kind` queued this way that still wait on the
     /// link reach their bound (`HostConfiguration.maxEnqueuedFramesPerLink` for answers,

@@ -1,5 +1,5 @@
-// The executor a host stack runs on: one thread, jobs in order, shared by the `Host` actor, the
-// layers that use its executor (L2CAP, ATT bearer, SMP) and the transport's deliveries.
+// The executor a host stack runs on: one thread, jobs in order, shared by the `Host` actor (and
+// with it the link layers that live in its isolation) and the transport's deliveries.
 import Synchronization
 #if canImport(Glibc)
 import Glibc
