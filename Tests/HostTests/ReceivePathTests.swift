@@ -180,3 +180,24 @@ extension ACLFlowTests {
         await host.close()
     }
 }
+
+/// Issue 24: a layer's task (`Host.spawn`) runs in its host's isolation; a body that is not
+/// isolated to that host (it would run elsewhere and touch the layers from there) is refused
+/// where it is handed over, not discovered by a race.
+@Suite struct SpawnIsolationTests {
+    @Test func aBodyIsolatedToTheHostRunsThere() async throws {
+        let host = Host(transport: FakeTransport.controller())
+        let ran = await host.run { host in
+            await host.spawn { host.preconditionIsolated("the spawned body runs in the host's isolation") }.value
+            return true
+        }
+        #expect(ran)
+    }
+
+    @Test func aBodyNotIsolatedToTheHostIsRefused() async {
+        await #expect(processExitsWith: .failure) {
+            let host = Host(transport: FakeTransport.controller())
+            await host.spawn { print("a nonisolated body") }.value
+        }
+    }
+}
