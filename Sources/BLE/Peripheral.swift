@@ -195,16 +195,28 @@ public final class Peripheral: Sendable {
     }
 
     /// Notifies subscribers of `characteristic` (all, or only `handles`); returns the connection
-    /// handles reached. Waits while the link is busy (back-pressure).
+    /// handles reached. Waits while the link is busy (back-pressure). A value longer than a
+    /// subscriber's `maximumUpdateValueLength` is refused (`GATTPushError.valueTooLong`, nothing
+    /// sent), not cut.
     @discardableResult
-    public nonisolated(nonsending) func notify(_ value: [UInt8], for characteristic: BluetoothUUID, to handles: [UInt16]? = nil) async -> [UInt16] {
-        await server.notify(characteristic: characteristic, value: value, toHandles: handles)
+    public nonisolated(nonsending) func notify(_ value: [UInt8], for characteristic: BluetoothUUID,
+                                               to handles: [UInt16]? = nil) async throws -> [UInt16] {
+        try await server.notify(characteristic: characteristic, value: value, toHandles: handles)
     }
 
-    /// Indicates to subscribers; returns the handles that confirmed.
+    /// Indicates to subscribers; returns the handles that confirmed. A value too long for a
+    /// subscriber is refused, as by `notify`.
     @discardableResult
-    public func indicate(_ value: [UInt8], for characteristic: BluetoothUUID, to handles: [UInt16]? = nil) async -> [UInt16] {
-        await server.indicate(characteristic: characteristic, value: value, to: handles?.map { ATTPeer(id: $0) }).map(\.id)
+    public func indicate(_ value: [UInt8], for characteristic: BluetoothUUID, to handles: [UInt16]? = nil) async throws -> [UInt16] {
+        try await server.indicateChecked(characteristic: characteristic, value: value, to: handles?.map { ATTPeer(id: $0) }).map(\.id)
+    }
+
+    /// The longest value one notification or indication carries to the central on `connection`
+    /// (CoreBluetooth's `CBCentral.maximumUpdateValueLength`): ATT_MTU − 3 (Core v5.4 Vol 3
+    /// Part F 3.4.7.1); nil when no such link is up.
+    public func maximumUpdateValueLength(for connection: UInt16) async -> Int? {
+        guard let link = await stack.existingLink(connection), link.disconnectReason == nil else { return nil }
+        return link.att.mtu - 3
     }
 
     /// Asks the central on `handle` to secure the link (SMP Security Request) and waits until it

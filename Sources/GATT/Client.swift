@@ -1,6 +1,20 @@
 import HCI
 import ATT
 
+/// Why a server did not push a value.
+public enum GATTPushError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The value does not fit one notification or indication to `peer` (ATT_MTU − 3 octets,
+    /// Core v5.4 Vol 3 Part F 3.4.7.1 and 3.4.7.2): nothing was sent.
+    case valueTooLong(length: Int, maximum: Int, peer: ATTPeer)
+
+    public var description: String {
+        switch self {
+        case let .valueTooLong(length, maximum, peer):
+            return "a value of \(length) octets does not fit a notification to connection \(hexCode(peer.id, digits: 4)) (at most \(maximum): ATT_MTU − 3; exchange a larger MTU or send less)"
+        }
+    }
+}
+
 /// A service found on a peer.
 public struct GATTRemoteService: Sendable, Hashable {
     public var uuid: BluetoothUUID

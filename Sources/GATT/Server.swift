@@ -251,9 +251,37 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     }
 
     /// `notify(characteristic:value:to:)` returning the connection handles reached (for
-    /// `Peripheral.notify`, which answers with handles: no array mapped per notification).
-    package nonisolated(nonsending) func notify(characteristic uuid: BluetoothUUID, value: [UInt8], toHandles handles: [UInt16]?) async -> [UInt16] {
-        await pushReaching(uuid: uuid, handle: nil, value: value, to: handles.map { $0.map { ATTPeer(id: $0) } }).handles
+    /// `Peripheral.notify`, which answers with handles: no array mapped per notification), and
+    /// refusing a value longer than a target's ATT_MTU − 3 instead of cutting it: nothing is
+    /// sent then, and the error names the first such peer and its maximum.
+    package nonisolated(nonsending) func notify(characteristic uuid: BluetoothUUID, value: [UInt8],
+                                                toHandles handles: [UInt16]?) async throws(GATTPushError) -> [UInt16] {
+        let peers = handles.map { $0.map { ATTPeer(id: $0) } }
+        if let (peer, maximum) = firstTooShort(uuid: uuid, for: value.count, to: peers, bit: 1) {
+            throw .valueTooLong(length: value.count, maximum: maximum, peer: peer)
+        }
+        return await pushReaching(uuid: uuid, handle: nil, value: value, to: peers).handles
+    }
+
+    /// The first subscriber (notifications: `bit` 1, indications: 2) of the characteristic whose
+    /// link cannot carry a value of `length` in one PDU (ATT_MTU − 3, Core v5.4 Vol 3 Part F
+    /// 3.4.7.1), with its maximum.
+    func firstTooShort(uuid: BluetoothUUID, for length: Int, to peers: [ATTPeer]?, bit: UInt16) -> (ATTPeer, Int)? {
+        let (first, more) = pushTargets(uuid: uuid, handle: nil, to: peers, bit: bit)
+        guard let first else { return nil }
+        for t in [first] + more where t.pusher.push.mtu - 3 < length {
+            return (ATTPeer(id: t.pusher.id), t.pusher.push.mtu - 3)
+        }
+        return nil
+    }
+
+    /// `indicate(characteristic:value:to:)` refusing a value longer than a target's
+    /// ATT_MTU − 3 (nothing is indicated then), for `Peripheral.indicate`.
+    package func indicateChecked(characteristic uuid: BluetoothUUID, value: [UInt8], to peers: [ATTPeer]?) async throws(GATTPushError) -> [ATTPeer] {
+        if let (peer, maximum) = firstTooShort(uuid: uuid, for: value.count, to: peers, bit: 2) {
+            throw .valueTooLong(length: value.count, maximum: maximum, peer: peer)
+        }
+        return await indicate(characteristic: uuid, value: value, to: peers)
     }
 
     /// Indicates the value to every peer that enabled indications (or `peers` among them) and

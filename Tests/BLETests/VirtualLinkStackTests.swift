@@ -57,7 +57,7 @@ import VirtualController
 
         let values = try await remote.notifications(for: ticker.characteristic)
         try await eventually("peripheral.subscribers(of: DemoProfile.ticker).count == 1") { peripheral.subscribers(of: DemoProfile.ticker).count == 1 }
-        for s in [7, 8, 9] { await peripheral.notify(DemoProfile.tick(second: s), for: DemoProfile.ticker) }
+        for s in [7, 8, 9] { try await peripheral.notify(DemoProfile.tick(second: s), for: DemoProfile.ticker) }
         var got: [[UInt8]] = []
         for try await v in values {
             got.append(v)
@@ -88,7 +88,7 @@ import VirtualController
         let ticker = try #require(tree.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.ticker })
         let values = try await remote.notifications(for: ticker.characteristic)
         try await eventually("peripheral.subscribers(of: DemoProfile.ticker).count == 1") { peripheral.subscribers(of: DemoProfile.ticker).count == 1 }
-        await peripheral.notify(DemoProfile.tick(second: 1), for: DemoProfile.ticker)
+        try await peripheral.notify(DemoProfile.tick(second: 1), for: DemoProfile.ticker)
         for try await _ in values { break }
         try await eventually("still subscribed after the loop: \(peripheral.subscribers(of: DemoProfile.ticker))") { peripheral.subscribers(of: DemoProfile.ticker).isEmpty }
         withExtendedLifetime(values) {}
@@ -181,8 +181,15 @@ import VirtualController
         #expect(peripheral.server.value(of: 0xAAA1) == written)
         let values = try await remote.notifications(for: c)
         try await eventually("peripheral.subscribers(of: 0xAAA1).count == 1") { peripheral.subscribers(of: 0xAAA1).count == 1 }
+        // ATT_MTU 517: a notification carries at most 517 − 3 octets (Core v5.4 Vol 3 Part F
+        // 3.4.7.1); a longer value is refused, not cut, and nothing is sent.
+        let subscriber = try #require(peripheral.subscribers(of: 0xAAA1).first)
+        #expect(await peripheral.maximumUpdateValueLength(for: subscriber) == 514)
+        await #expect(throws: GATTPushError.valueTooLong(length: 515, maximum: 514, peer: ATTPeer(id: subscriber))) {
+            try await peripheral.notify(Array(repeating: 0x11, count: 515), for: 0xAAA1)
+        }
         let big = Array(repeating: UInt8(0x5A), count: 514)
-        await peripheral.notify(big, for: 0xAAA1)
+        try await peripheral.notify(big, for: 0xAAA1)
         for try await v in values { #expect(v == big); break }
         await central.close()
         await peripheral.close()
@@ -210,7 +217,7 @@ extension VirtualLinkStackTests {
 
         let values = try await remote.notifications(for: notifying)
         try await eventually("peripheral.subscribers(of: 0xAAA1).count == 1") { peripheral.subscribers(of: 0xAAA1).count == 1 }
-        for i in 0..<1100 { await peripheral.notify([UInt8(i & 0xFF), UInt8(i >> 8)], for: 0xAAA1) }
+        for i in 0..<1100 { try await peripheral.notify([UInt8(i & 0xFF), UInt8(i >> 8)], for: 0xAAA1) }
         // A read's response follows the notifications on the link: they have all arrived.
         _ = try await remote.read(notifying)
         #expect(values.droppedCount == 1100 - 1024)
@@ -223,7 +230,7 @@ extension VirtualLinkStackTests {
         let subscriber = peripheral.subscribers(of: 0xAAA2)
         let returned = Mutex(false)
         let confirmed = Task {
-            let peers = await peripheral.indicate([0x17], for: 0xAAA2)
+            let peers = try await peripheral.indicate([0x17], for: 0xAAA2)
             returned.withLock { $0 = true }
             return peers
         }
@@ -231,7 +238,7 @@ extension VirtualLinkStackTests {
         #expect(!returned.withLock { $0 }, "the indication was confirmed before the application took it")
         var ii = indications.makeAsyncIterator()
         #expect(try await ii.next() == [0x17])
-        #expect(await confirmed.value == subscriber)
+        #expect(try await confirmed.value == subscriber)
         await central.close()
         await peripheral.close()
     }

@@ -75,7 +75,7 @@ import HCI
             // Subscriptions: our side sends, and sees the indication confirmed by Bumble.
             let notifyHandle = try await subscriber(peripheral, 0xAA05)
             var reached: [[UInt16]] = []
-            for i in 0..<3 { reached.append(await peripheral.notify([0x10, UInt8(i)], for: 0xAA05)) }
+            for i in 0..<3 { reached.append(try await peripheral.notify([0x10, UInt8(i)], for: 0xAA05)) }
             #expect(reached == [[notifyHandle], [notifyHandle], [notifyHandle]])
             // (The server's view: Peripheral.subscribers(of:) only counts notification
             // subscribers, checked separately below.)
@@ -88,8 +88,8 @@ import HCI
             // subscribed": an indication subscriber is one.
             #expect(peripheral.subscribers(of: 0xAA06) == [indicateHandle],
                     "Peripheral.subscribers(of:) leaves out indication subscribers")
-            #expect(await peripheral.indicate([0x20, 0x01], for: 0xAA06) == [indicateHandle])
-            #expect(await peripheral.indicate([0x20, 0x02], for: 0xAA06) == [indicateHandle])
+            #expect(try await peripheral.indicate([0x20, 0x01], for: 0xAA06) == [indicateHandle])
+            #expect(try await peripheral.indicate([0x20, 0x02], for: 0xAA06) == [indicateHandle])
 
             let disconnected = try await bumble.event("disconnected", timeout: .seconds(20))
             #expect(disconnected["reason"] as? String == "0x16" || disconnected["reason"] as? String == "0x13",
@@ -156,7 +156,7 @@ import HCI
             let handles = Set(peripheral.subscribers(of: 0xAA05))
 
             // One notification reaches both.
-            #expect(Set(await peripheral.notify([0x01], for: 0xAA05)) == handles)
+            #expect(Set(try await peripheral.notify([0x01], for: 0xAA05)) == handles)
             let aGot = try await a.event("notification")
             let bGot = try await b.event("notification")
             #expect(aGot["value"] as? String == "01" && bGot["value"] as? String == "01")
@@ -168,8 +168,8 @@ import HCI
             }
             let remaining = peripheral.subscribers(of: 0xAA05)
             #expect(remaining.count == 1 && handles.contains(remaining[0]))
-            #expect(await peripheral.notify([0x02], for: 0xAA05) == remaining)
-            #expect(await peripheral.notify([0x03], for: 0xAA05) == remaining)
+            #expect(try await peripheral.notify([0x02], for: 0xAA05) == remaining)
+            #expect(try await peripheral.notify([0x03], for: 0xAA05) == remaining)
             _ = try await b.event("waited", timeout: .seconds(10))
             #expect(b.all("notification").compactMap { $0["value"] as? String } == ["01", "02", "03"])
             try await Task.sleep(for: .milliseconds(300))

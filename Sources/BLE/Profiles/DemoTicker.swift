@@ -10,7 +10,7 @@ extension DemoProfile {
             while !Task.isCancelled {
                 if !peripheral.subscribers(of: ticker).isEmpty {
                     let second = Calendar(identifier: .gregorian).component(.second, from: Date())
-                    await peripheral.notify(tick(second: second), for: ticker)
+                    _ = try? await peripheral.notify(tick(second: second), for: ticker)  // 2 octets: fits any link
                 }
                 try? await Task.sleep(for: interval)
             }
@@ -28,7 +28,8 @@ extension BandProfile {
         Task {
             for await (handle, written) in replies.stream {
                 for chunk in responseChunks(to: written) {
-                    if await peripheral.notify(chunk, for: response, to: [handle]).isEmpty { break }
+                    // Chunks of at most 20 octets fit the smallest ATT_MTU (23 − 3).
+                    if (try? await peripheral.notify(chunk, for: response, to: [handle]))?.isEmpty ?? true { break }
                 }
             }
         }

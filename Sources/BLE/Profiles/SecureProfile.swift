@@ -40,7 +40,7 @@ public enum SecureProfile {
             while !Task.isCancelled {
                 if !peripheral.subscribers(of: authenticated).isEmpty {
                     let second = Calendar(identifier: .gregorian).component(.second, from: Date())
-                    await peripheral.notify(DemoProfile.tick(second: second), for: authenticated)
+                    _ = try? await peripheral.notify(DemoProfile.tick(second: second), for: authenticated)  // 2 octets: fits any link
                 }
                 try? await Task.sleep(for: interval)
             }

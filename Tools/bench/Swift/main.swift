@@ -95,7 +95,7 @@ func benchNotifications(_ n: Int, onStack: Bool) async throws {
     let value: [UInt8] = Array("12345678".utf8)
     let (t0, cpu0) = (now(), cpuSeconds())
     try await run(onStack: onStack, central) {
-        for _ in 0..<n { await peripheral.notify(value, for: DemoProfile.ticker) }
+        for _ in 0..<n { try await peripheral.notify(value, for: DemoProfile.ticker) }
     }
     // Whatever the central's stream dropped (it buffers 1024) is not counted: give it 2 s.
     let timeout = Task { try? await Task.sleep(for: .seconds(2)); counter.cancel() }
@@ -183,7 +183,7 @@ func sendSchedule(_ peripherals: [Peripheral], rate: Int, seconds: Int) async ->
             group.addTask {
                 for tick in 0..<ticks {
                     try? await Task.sleep(until: start.advanced(by: .milliseconds(25 * tick)), clock: .continuous)
-                    for _ in 0..<perTick { await p.notify(value, for: DemoProfile.ticker) }
+                    for _ in 0..<perTick { _ = try? await p.notify(value, for: DemoProfile.ticker) }
                 }
             }
         }

@@ -30,7 +30,7 @@ let counter = Task {
     var n: UInt8 = 0
     while !Task.isCancelled {
         n &+= 1
-        await peripheral.notify([n], for: 0xABC1)
+        _ = try? await peripheral.notify([n], for: 0xABC1)  // one octet fits every link
         try? await Task.sleep(for: .seconds(1))
     }
 }
