@@ -3,6 +3,7 @@ import Transport
 import Host
 import ATT
 import GATT
+import L2CAP
 
 /// The central role, as CoreBluetooth's `CBCentralManager`: scan, then connect.
 ///
@@ -263,6 +264,17 @@ public final class RemotePeripheral: Sendable {
 
     /// What the last pairing on this link achieved (nil: none, e.g. encrypted from a bond).
     public var lastPairing: PairingSummary? { get async { try? await link.run { layers, _ in layers.security.lastPairing } } }
+
+    /// Opens an LE credit-based channel to the peripheral's `psm` (CoreBluetooth's
+    /// `openL2CAPChannel(_:)`; LE Credit Based Connection Request, Core v5.4 Vol 3 Part A 4.22).
+    /// `mtu`, `mps` and `credits` are what we receive with. The channel sends SDUs with
+    /// back-pressure (it waits for the peer's credits) and receives them as an AsyncSequence
+    /// (`sdus`). Throws `L2CAPError.connectionRefused` with the peer's result.
+    public func openL2CAPChannel(psm: UInt16, mtu: UInt16 = 2048, mps: UInt16 = 247, credits: UInt16 = 16) async throws -> L2CAPChannel {
+        try await link.run { layers, host in
+            try await layers.l2cap.connectChannel(psm: psm, mtu: mtu, mps: mps, credits: credits, host: host)
+        }
+    }
 
     /// RSSI of the link in dBm (HCI Read RSSI).
     public func readRSSI() async throws -> Int8 { try await stack.host.readRSSI(handle: handle) }

@@ -4,6 +4,7 @@ import Transport
 import Host
 import ATT
 import GATT
+import L2CAP
 
 /// What a `Peripheral` reports to the application.
 public enum PeripheralEvent: Sendable, Equatable {
@@ -227,6 +228,24 @@ public final class Peripheral: Sendable {
         return try await link.run { layers, host in try await layers.security.secure(host: host) }
     }
 
+    /// Publishes an LE credit-based channel (CoreBluetooth's `publishL2CAPChannel`): centrals
+    /// that open one to the returned SPSM (`psm`, or the first free one of 0x0080–0x00FF) are
+    /// accepted on every link, and each accepted channel arrives on `channels`, which ends at
+    /// `unpublishL2CAPChannel` or `close`. `mtu`, `mps` and `credits` are what we receive with
+    /// (defaults: `L2CAPConfiguration`'s).
+    public func publishL2CAPChannel(psm: UInt16? = nil, mtu: UInt16? = nil, mps: UInt16? = nil,
+                                    credits: UInt16? = nil) async throws -> PublishedL2CAPChannel {
+        let (channels, continuation) = AsyncStream.makeStream(of: L2CAPChannel.self, bufferingPolicy: .bufferingOldest(64))
+        let listener = ChannelListener(mtu: mtu, mps: mps, credits: credits, channels: continuation)
+        let spsm = try await stack.publish(psm: psm, listener)
+        return PublishedL2CAPChannel(psm: spsm, channels: channels)
+    }
+
+    /// Stops accepting channels on `psm`; the channels open stay open.
+    public func unpublishL2CAPChannel(psm: UInt16) async {
+        await stack.unpublish(psm: psm)
+    }
+
     /// Connection handles currently subscribed to `characteristic` (notifications or indications).
     public func subscribers(of characteristic: BluetoothUUID) -> [UInt16] {
         let peers = server.subscribers(of: characteristic) + server.subscribers(of: characteristic, indications: true)
@@ -242,6 +261,13 @@ public final class Peripheral: Sendable {
         sink.finish()
         await stack.close()
     }
+}
+
+/// An LE credit-based channel a peripheral publishes: its SPSM, and the channels centrals open
+/// to it, as they are accepted (CoreBluetooth's `peripheralManager(_:didOpen:error:)`).
+public struct PublishedL2CAPChannel: Sendable {
+    public let psm: UInt16
+    public let channels: AsyncStream<L2CAPChannel>
 }
 
 /// The advertising the application asked for, kept to restart it after disconnections.

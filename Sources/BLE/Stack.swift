@@ -129,6 +129,9 @@ actor Stack {
     /// Set by `Peripheral`: every link gets it as its ATT server.
     private var server: GATTServer?
     private var links: [UInt16: Task<Link, Never>] = [:]
+    /// LE credit-based channels published by the peripheral, by SPSM: every link it serves
+    /// accepts them (`Peripheral.publishL2CAPChannel`).
+    private var published: [UInt16: ChannelListener] = [:]
     private var scanners: [Int: Scanner] = [:]
     private var nextScannerID = 0
     private var linkObservers: [@Sendable (LinkEvent) -> Void] = []
@@ -293,6 +296,7 @@ actor Stack {
         let bonds = bondStore(for: localIdentity)
         let attempts = pairingAttempts
         let pairingDelegate = options.pairingDelegate
+        let published = self.published
         let task = Task { [host] () -> Link in
             // Set up in one job of the host: the layers are made, registered and attached there
             // (frames that arrive meanwhile wait in the link's route and are handed over first).
@@ -315,6 +319,7 @@ actor Stack {
                 let client = GATTClient(requester: requester)
                 bearer.setNotificationHandler { pdu in await client.received(pdu) }
                 bearer.setNotificationFastHandler { pdu in client.deliverNotification(pdu) }
+                if connection.role == .peripheral { for (psm, l) in published { l.listen(psm, on: l2cap) } }
                 l2cap.setFixedChannel(.att, bearer, host: host)
                 l2cap.setFixedChannel(.smp, security, host: host)
                 if let server { await bearer.setServerDelegate(server, host: host) }
@@ -328,6 +333,33 @@ actor Stack {
         }
         links[connection.handle] = task
         return await task.value
+    }
+
+    /// Publishes `listener` on `psm`, or the first free SPSM of the dynamic range (0x0080–0x00FF,
+    /// Core v5.4 Vol 3 Part A 4.22) when nil; every link the peripheral serves accepts it, those
+    /// up now and those to come. Returns the SPSM.
+    func publish(psm: UInt16?, _ listener: ChannelListener) async throws -> UInt16 {
+        if let psm, !(0x0001...0x00FF).contains(psm) {
+            throw BLEError.notPermitted("SPSM \(hexCode(psm)) is outside 0x0001–0x00FF (Core v5.4 Vol 3 Part A 4.22)")
+        }
+        if let psm, published[psm] != nil { throw BLEError.notPermitted("SPSM \(hexCode(psm)) is already published") }
+        guard let spsm = psm ?? (UInt16(0x0080)...0x00FF).first(where: { published[$0] == nil }) else {
+            throw BLEError.notPermitted("every dynamic SPSM (0x0080–0x00FF) is published already")
+        }
+        published[spsm] = listener
+        for link in await currentLinks() where link.connection.role == .peripheral {
+            _ = try? await link.run { layers, _ in listener.listen(spsm, on: layers.l2cap) }
+        }
+        return spsm
+    }
+
+    /// Stops accepting channels on `psm` (open ones stay open); ends the stream of channels.
+    func unpublish(psm: UInt16) async {
+        guard let listener = published.removeValue(forKey: psm) else { return }
+        for link in await currentLinks() where link.connection.role == .peripheral {
+            _ = try? await link.run { layers, _ in layers.l2cap.stopListening(psm: psm) }
+        }
+        listener.finish()
     }
 
     /// Every link that is up (set up by the stack), by connection handle.
@@ -385,6 +417,8 @@ actor Stack {
     }
 
     func close() async {
+        for (_, l) in published { l.finish() }
+        published = [:]
         for (_, s) in scanners { s.continuation.finish() }
         scanners = [:]
         for (handle, _) in links {
@@ -397,6 +431,21 @@ actor Stack {
         // program that closes the stack exits.
         await BondStores.flushAll(log: options.log)
     }
+}
+
+/// A published LE credit-based channel's parameters and where its accepted channels go.
+struct ChannelListener: Sendable {
+    let mtu: UInt16?
+    let mps: UInt16?
+    let credits: UInt16?
+    let channels: AsyncStream<L2CAPChannel>.Continuation
+
+    func listen(_ psm: UInt16, on l2cap: L2CAPConnection) {
+        let channels = channels
+        l2cap.listen(psm: psm, mtu: mtu, mps: mps, credits: credits) { channels.yield($0) }
+    }
+
+    func finish() { channels.finish() }
 }
 
 /// A value set once that any number of tasks can wait for.

@@ -1,7 +1,15 @@
-"""A Bumble LE credit-based channel (CoC) echo server for interop tests.
+"""A Bumble LE credit-based channel (CoC) peer for interop tests: an echo server, or with
+--connect a central that opens a channel and checks the echo.
 
     python Tools/bumble/l2cap_coc.py --transport tcp-client:127.0.0.1:PORT --psm 0x0080
         [--mtu 2048] [--mps 64] [--credits 8]
+    python Tools/bumble/l2cap_coc.py --transport ... --connect ADDRESS[/public|/random] --psm 0x0080
+        [--sdus 20] [--mtu ..] [--mps ..] [--credits ..]
+
+With --connect it connects to ADDRESS, opens an LE credit-based channel to --psm, sends
+--sdus SDUs (SDU i: 100 + 37 * i octets, octet k = (k * 7 + i) & 0xFF), expects each back in
+order on the same channel, and prints {"event":"echoed","count":..,"ok":true|false,...}, then
+closes the channel and disconnects. Otherwise (the server):
 
 Advertises (legacy, connectable, random static address), accepts LE credit-based channels on
 --psm with the given MTU / MPS / initial credits, and sends every SDU it receives back on the
@@ -22,8 +30,43 @@ from bumble.transport import open_transport
 import common
 
 
+def pattern(i: int) -> bytes:
+    return bytes(((k * 7 + i) & 0xFF) for k in range(100 + 37 * i))
+
+
+async def open_and_check(device, args) -> int:
+    """The central: opens a channel to the peer and checks that every SDU comes back."""
+    connection = await device.connect(common.parse_address(args.connect), own_address_type=hci.OwnAddressType.RANDOM)
+    common.emit("connected", handle=connection.handle)
+    channel = await connection.create_l2cap_channel(
+        spec=l2cap.LeCreditBasedChannelSpec(psm=args.psm, mtu=args.mtu, mps=args.mps, max_credits=args.credits))
+    common.emit("channel", sourceCid=channel.source_cid, destinationCid=channel.destination_cid,
+                peerMtu=channel.peer_mtu, peerMps=channel.peer_mps)
+    received: asyncio.Queue = asyncio.Queue()
+    channel.sink = received.put_nowait
+    sent = [pattern(i) for i in range(args.sdus)]
+    for sdu in sent:
+        channel.write(sdu)
+        await channel.drain()
+    ok = True
+    for i, sdu in enumerate(sent):
+        back = await asyncio.wait_for(received.get(), timeout=10)
+        if back != sdu:
+            ok = False
+            common.emit("mismatch", index=i, length=len(back), expected=len(sdu))
+    common.emit("echoed", count=len(sent), ok=ok, total=sum(len(s) for s in sent))
+    await channel.disconnect()
+    await connection.disconnect()
+    return common.EXIT_OK if ok else common.EXIT_FAILED
+
+
 async def main(args) -> int:
     address = common.random_static_address()
+    if args.connect:
+        async with await open_transport(args.transport) as (source, sink):
+            device = Device.with_hci("coc-central", address, source, sink)
+            await device.power_on()
+            return await open_and_check(device, args)
     done = asyncio.Event()
     async with await open_transport(args.transport) as (source, sink):
         device = Device.with_hci("coc-echo", address, source, sink)
@@ -68,4 +111,6 @@ if __name__ == "__main__":
     parser.add_argument("--mtu", type=int, default=2048)
     parser.add_argument("--mps", type=int, default=64)
     parser.add_argument("--credits", type=int, default=8)
+    parser.add_argument("--connect", help="connect to ADDRESS[/public|/random] and check the echo")
+    parser.add_argument("--sdus", type=int, default=20)
     common.run(main, parser.parse_args())
