@@ -183,6 +183,18 @@ let commandHelp: [String: String] = [
     Pairing (SMP) and encryption packets get their own steps; the steps' CoreBluetooth names for
     them are generic (the system pairs, no app call).
 
+    L2CAP: the LE and the BR/EDR signaling channels are decoded (a BR/EDR C-frame's commands
+    one by one, configuration options included), and SMP over BR/EDR (CID 0x0007). Dynamic
+    channels are followed from the Connection Request/Response that opened them (BR/EDR,
+    LE Credit Based, Enhanced Credit Based), per connection handle and direction: the l2cap
+    layer then shows the channel's "psm", "mode" and "openedIn" (the packet that opened it),
+    K-frames their "sduLength" and the packets an SDU came in. ATT is decoded on PSM 0x001F
+    (ATT over BR/EDR) and 0x0027 (EATT); other PSMs show the SDU's octets with the PSM.
+    A Disconnection Response, a Disconnection Complete or a new connection on the handle ends
+    a channel; one opened before the capture started is shown as raw octets. Frames of a
+    channel configured for Enhanced Retransmission or Streaming mode are shown with their PSM
+    and mode, not decoded. At most 64 channels are followed at once (the oldest is dropped).
+
     A damaged capture (cut mid-record, or a record whose lengths make no sense) prints every
     record before the damage, then names the record number and byte offset on stderr and
     exits 1, as tshark fails on it. A missing or unreadable file, or one that is not a capture,
@@ -192,6 +204,7 @@ let commandHelp: [String: String] = [
       ble-hci dump demo.pcap --layers hci,att
       ble-hci dump demo.pcap --flow
       ble-hci dump demo.pcap --layers att --flow --svg demo.svg
+      ble-hci dump btsnoop_hci.log --layers l2cap,att   # ATT over BR/EDR and EATT channels too
     """,
     "demo": """
     Usage: ble-hci demo [--capture FILE]

@@ -158,9 +158,9 @@ def main():
 
         att_requests, att_responses = {}, {}
         for rx, handle, cid, payload in l2cap_frames(recs):
-            if cid == 0x0005:
+            if cid in (0x0005, 0x0001):  # LE and BR/EDR signaling (one target reads both ways)
                 corpora["l2cap-signaling"].add(payload)
-            elif cid == 0x0006:
+            elif cid in (0x0006, 0x0007):  # SMP on LE-U and over BR/EDR
                 corpora["smp"].add(payload)
             elif cid == 0x0004 and payload:
                 op = payload[0]
