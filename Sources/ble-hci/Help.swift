@@ -11,7 +11,7 @@ Commands:
   central       connect to a peripheral, discover, read, write, subscribe
   peripheral    advertise and serve the `demo`, `band` or `secure` profile, or a GATT table
   bonds         list or remove the stored bonds (SMP keys)
-  dump          decode a btsnoop, pcap or pcapng capture, layer by layer, or draw it (--flow, --svg)
+  dump          decode a btsnoop, pcap, pcapng or PacketLogger capture, layer by layer, or draw it (--flow, --svg)
   demo          central + peripheral on an in-process virtual link, traced
   controllers   serve virtual LE controllers on TCP or UNIX sockets
   adapters      list the kernel's HCI adapters, who holds them, how to free one
@@ -155,9 +155,10 @@ let commandHelp: [String: String] = [
     Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg]
 
     Decodes a btsnoop (datalink 1001, 1002, 2001), pcap or pcapng (Wireshark's default format;
-    link types 187, 201, 254 as btmon writes) capture, layer by layer, with the Core
-    specification's field names. Malformed packets are printed with their raw bytes and the
-    reason; decoding goes on. A pcapng packet of another link type is shown as a note.
+    link types 187, 201, 254 as btmon writes) or Apple PacketLogger (.pklg, either byte order)
+    capture, layer by layer, with the Core specification's field names. Malformed packets are
+    printed with their raw bytes and the reason; decoding goes on. A pcapng packet of another
+    link type, and PacketLogger's text records (notes, power, kernel, syslog...), are notes.
 
       --layers LAYERS   which layers to show: a comma list of hci,l2cap,att,gatt,smp (default:
                         all, every packet shown). A packet with nothing in the chosen layers
@@ -205,6 +206,7 @@ let commandHelp: [String: String] = [
       ble-hci dump demo.pcap --flow
       ble-hci dump demo.pcap --layers att --flow --svg demo.svg
       ble-hci dump btsnoop_hci.log --layers l2cap,att   # ATT over BR/EDR and EATT channels too
+      ble-hci dump iphone.pklg --json
     """,
     "demo": """
     Usage: ble-hci demo [--capture FILE]

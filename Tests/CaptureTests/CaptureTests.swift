@@ -119,7 +119,7 @@ let hasTshark = FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark")
                 _ = try CaptureReader(bytes: bytes, name: "noise")
                 Issue.record("random bytes accepted")
             } catch {
-                #expect(error.message.contains("is not a btsnoop, pcap or pcapng file: it looks like"))
+                #expect(error.message.contains("is not a btsnoop, pcap, pcapng or PacketLogger file: it looks like"))
             }
         }
     }
