@@ -19,7 +19,7 @@ Commands:
 Global options (before or after COMMAND):
   -t, --transport SPEC   controller: hciN | hci:N | tcp:HOST:PORT | unix:PATH |
                          serial:PATH[@BAUD] | virtual (demo only)   (default hci0)
-  -w, --capture FILE     record every HCI packet (*.pcap → pcap, else btsnoop)
+  -w, --capture FILE     record every HCI packet (*.pcap → pcap, *.pcapng → pcapng, else btsnoop)
       --trace[=LAYERS]   print every packet live, decoded (hci,l2cap,att,gatt,smp)
       --json             one JSON object per line on stdout
   -h, --help             help (also: ble-hci COMMAND --help)
