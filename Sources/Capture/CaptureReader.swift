@@ -89,12 +89,15 @@ public struct CaptureReader: Sendable {
         case pcap(linktype: UInt32, bigEndian: Bool, nanoseconds: Bool)
         /// Byte order and link types are per section and interface: see the records.
         case pcapng
+        /// Apple PacketLogger (.pklg): records in one byte order, no file header.
+        case packetLogger(bigEndian: Bool)
 
         public var description: String {
             switch self {
             case .btsnoop(let d): "btsnoop (datalink \(d))"
             case .pcap(let l, _, let ns): "pcap (linktype \(l)\(ns ? ", nanosecond" : ""))"
             case .pcapng: "pcapng"
+            case .packetLogger(let big): "PacketLogger (\(big ? "big" : "little")-endian)"
             }
         }
     }
@@ -140,6 +143,11 @@ public struct CaptureReader: Sendable {
             return
         }
         guard bytes.count >= 4 else { throw CaptureError(notCapture(bytes, name)) }
+        if let big = packetLoggerByteOrder(bytes) {
+            format = .packetLogger(bigEndian: big)
+            offset = 0
+            return
+        }
         let magicLE = le32(bytes, 0), magicBE = be32(bytes, 0)
         let bigEndian: Bool, nanos: Bool
         switch (magicLE, magicBE) {
@@ -189,6 +197,7 @@ public struct CaptureReader: Sendable {
         let datalink: UInt32
         switch format {
         case .pcapng: return try readPcapngRecord()
+        case .packetLogger(let big): return try readPacketLoggerRecord(bigEndian: big)
         case .btsnoop(let d): (pcap, datalink) = (nil, d)
         case .pcap(let l, let big, let nanos): (pcap, datalink) = ((l, big, nanos), 0)
         }
@@ -323,6 +332,36 @@ public struct CaptureReader: Sendable {
         return nil
     }
 
+    /// The next PacketLogger record: length(4, counting what follows it), seconds(4),
+    /// microseconds(4), type(1), payload, in the file's byte order (as Wireshark's
+    /// wiretap/packetlogger.c reads it: the length is at least 8; its packet, at most
+    /// `maxRecordLength`).
+    private mutating func readPacketLoggerRecord(bigEndian big: Bool) throws(CaptureError) -> CaptureRecord? {
+        if offset == bytes.count { return nil }
+        let recordNumber = number + 1, left = bytes.count - offset
+        guard left >= 12 else {
+            throw CaptureError("file truncated: record \(recordNumber) is cut in its header (\(left) of 12 octets at offset \(offset)); \(number) whole record(s) read")
+        }
+        let rd = big ? be32 : le32
+        let length = Int(rd(bytes, offset))
+        guard length >= 8 else {
+            throw CaptureError("PacketLogger record \(recordNumber) at offset \(offset) has length \(length) (at least 8): the file is corrupt; \(number) whole record(s) read")
+        }
+        guard length - 8 <= CaptureReader.maxRecordLength else {
+            throw CaptureError("record \(recordNumber) at offset \(offset) claims \(length - 8) octets (more than \(CaptureReader.maxRecordLength)): the file is corrupt; \(number) whole record(s) read")
+        }
+        guard left - 4 >= length else {
+            throw CaptureError("file truncated: record \(recordNumber) is cut (\(left - 4) of \(length) octets at offset \(offset)); \(number) whole record(s) read")
+        }
+        let seconds = rd(bytes, offset + 4), micros = rd(bytes, offset + 8)
+        // tshark takes the microseconds as they are (× 1000 ns), even past a second.
+        let time = CaptureTime(seconds: Int64(seconds) + Int64(micros / 1_000_000), nanoseconds: Int32(micros % 1_000_000) * 1000)
+        let data = Array(bytes[(offset + 12)..<(offset + 4 + length)])
+        offset += 4 + length
+        number = recordNumber
+        return packetLoggerRecord(recordNumber, time, data)
+    }
+
     private mutating func packetRecord(_ n: Int, _ interface: PcapngInterface, _ ts: UInt64?, _ data: [UInt8]) -> CaptureRecord {
         number = n
         let time = ts.map { interface.time($0) } ?? CaptureTime(seconds: 0, nanoseconds: 0)
@@ -407,6 +446,60 @@ private func record(_ number: Int, _ time: CaptureTime, _ encapsulation: Encapsu
     return r
 }
 
+/// A PacketLogger record's type and payload (Wireshark's epan/dissectors/packet-packetlogger.c):
+/// HCI packets with their direction, and the text records as notes.
+private func packetLoggerRecord(_ number: Int, _ time: CaptureTime, _ data: [UInt8]) -> CaptureRecord {
+    var r = CaptureRecord(number: number, controllerIndex: nil, time: time, direction: nil, content: .note("empty PacketLogger record"), raw: data)
+    guard let kind = data.first else { return r }
+    let payload = Array(data.dropFirst())
+    func text(_ s: ArraySlice<UInt8>) -> String {
+        String(decoding: s.prefix { $0 != 0 }, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+    let packet: (HCIPacketType, Direction)?
+    switch kind {
+    case 0x00: packet = (.command, .sent)
+    case 0x01: packet = (.event, .received)
+    case 0x02: packet = (.acl, .sent)
+    case 0x03: packet = (.acl, .received)
+    case 0x08: packet = (.sco, .sent)
+    case 0x09: packet = (.sco, .received)
+    default: packet = nil
+    }
+    if let (type, direction) = packet {
+        r.direction = direction
+        r.raw = h4Bytes(type, payload)
+        r.content = .packet(Result { () throws(DecodeError) in try HCIPacket(type: type, body: payload) })
+        return r
+    }
+    switch kind {
+    case 0x0A, 0x0B:
+        r.direction = kind == 0x0A ? .sent : .received
+        r.content = .note("PacketLogger \(kind == 0x0A ? "Sent" : "Received") LMP data: \(payload.hex)")
+    case 0xF7:
+        // Process ID(4, little-endian), message type(1), then process, sender, subsystem,
+        // category and message, each NUL-terminated.
+        var fields: [String] = []
+        var rest = payload.count >= 5 ? payload[5...] : []
+        while fields.count < 5, !rest.isEmpty {
+            let s = rest.prefix { $0 != 0 }
+            fields.append(text(s))
+            rest = rest.dropFirst(s.count + 1)
+        }
+        let pid = payload.count >= 4 ? Int(le32(payload, 0)) : 0
+        let message = fields.count == 5 ? fields[4] : fields.last ?? ""
+        let source = [fields.first.map { "\($0)[\(pid)]" }, fields.count > 2 ? fields[2] : nil, fields.count > 3 ? fields[3] : nil]
+            .compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " ")
+        r.content = .note("PacketLogger Syslog \(source): \(message)")
+    case 0xF8...0xFE:
+        let names: [UInt8: String] = [0xF8: "Kernel", 0xF9: "Kernel Debug", 0xFA: "Error", 0xFB: "Power", 0xFC: "Note",
+                                      0xFD: "Config", 0xFE: "New Controller"]
+        r.content = .note("PacketLogger \(names[kind] ?? "record"): \(text(payload[...]))")
+    default:
+        r.content = .note("PacketLogger record of type 0x\(String(kind, radix: 16)) (\(payload.count) octets): not read")
+    }
+    return r
+}
+
 private let linktypeNames = "187 Bluetooth H4, 201 Bluetooth H4 with direction, 254 Bluetooth Linux monitor"
 
 /// pcapng block types (draft-ietf-opsawg-pcapng, section 11.1).
@@ -463,31 +556,37 @@ private struct PcapngInterface {
     }
 }
 
-/// "... is not a btsnoop, pcap or pcapng file: it looks like ..." (what the first octets say).
+/// "... is not a btsnoop, pcap, pcapng or PacketLogger file: it looks like ..." (what the first octets say).
 private func notCapture(_ bytes: [UInt8], _ name: String) -> String {
     let start = Array(bytes.prefix(8)).hex
-    let looks = looksLikePacketLogger(bytes)
-        ? "an Apple PacketLogger (.pklg) file, which dump does not read yet: open it in Wireshark and save it as pcapng"
-        : "an unknown format (\(bytes.count) octets, starts with \(start.isEmpty ? "nothing" : start))"
-    return "\(name) is not a btsnoop, pcap or pcapng file: it looks like \(looks)"
+    return "\(name) is not a btsnoop, pcap, pcapng or PacketLogger file: it looks like an unknown format (\(bytes.count) octets, starts with \(start.isEmpty ? "nothing" : start))"
 }
 
-/// PacketLogger has no magic number: its records are length(4, big- or little-endian: both
-/// layouts exist), timestamp(8), type(1), data. The first records (up to 3) must fit the file
-/// and carry a type PacketLogger writes (HCI command/event, ACL/SCO sent/received, notes).
-private func looksLikePacketLogger(_ bytes: [UInt8]) -> Bool {
-    let types: Set<UInt8> = [0x00, 0x01, 0x02, 0x03, 0x08, 0x09, 0xfb, 0xfc, 0xfd, 0xfe, 0xff]
-    for read in [be32, le32] {
-        var o = 0, seen = 0
-        while seen < 3, bytes.count - o >= 13 {
-            let length = Int(read(bytes, o))
-            guard length >= 9, length <= bytes.count - o - 4, types.contains(bytes[o + 12]) else { break }
-            o += 4 + length
-            seen += 1
+/// PacketLogger has no magic number. As Wireshark's wiretap/packetlogger.c decides: the first
+/// length read little-endian with its low 16 bits zero and its high ones not means big-endian;
+/// then the first records (up to 5) must have a length of 8 to 65535, microseconds below a
+/// million and a type PacketLogger writes. Here also at least one whole record, and every one
+/// checked whole or cut by the end of the file. The byte order, or nil for another format.
+private func packetLoggerByteOrder(_ bytes: [UInt8]) -> Bool? {
+    guard bytes.count >= 13 else { return nil }
+    let first = le32(bytes, 0)
+    let big = first & 0xFFFF == 0 && first & 0xFFFF_0000 != 0
+    let read = big ? be32 : le32
+    let types: Set<UInt8> = [0x00, 0x01, 0x02, 0x03, 0x08, 0x09, 0x0A, 0x0B, 0xF7, 0xF8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD, 0xFE]
+    var o = 0, whole = 0
+    for _ in 0..<5 {
+        guard bytes.count - o >= 12 else { break }
+        let length = Int(read(bytes, o))
+        guard length >= 8, length < 65536, read(bytes, o + 8) < 1_000_000 else { return nil }
+        if length > 8 {
+            guard bytes.count - o > 12, types.contains(bytes[o + 12]) else { return nil }
         }
-        if seen > 0 && (seen == 3 || o == bytes.count) { return true }
+        guard bytes.count - o - 4 >= length else { break }  // cut: reading will say so
+        o += 4 + length
+        whole += 1
+        if o == bytes.count { break }
     }
-    return false
+    return whole > 0 ? big : nil
 }
 
 private func hex8(_ v: UInt32) -> String {

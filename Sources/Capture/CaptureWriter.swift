@@ -4,7 +4,7 @@ import HCI
 import Glibc
 #endif
 
-/// Record encoders for the two formats `-w FILE` writes. Pure functions: the file I/O is in
+/// Record encoders for the three formats `-w FILE` writes. Pure functions: the file I/O is in
 /// `CaptureWriter`, so tests and other writers can reuse the exact bytes.
 
 /// btsnoop, datalink 1002 (H4), as BlueZ writes it. All fields big-endian.
@@ -74,6 +74,62 @@ public enum PcapWriter {
     }
 }
 
+/// pcapng (draft-ietf-opsawg-pcapng): a Section Header Block and one Interface Description
+/// Block (link type 201, LINKTYPE_BLUETOOTH_HCI_H4_WITH_PHDR, microsecond timestamps: no
+/// if_tsresol), then one Enhanced Packet Block per packet, each whole block built in memory
+/// (so one write(2) each, as the other formats' records). Written in the host's byte order,
+/// little-endian, as Wireshark writes it.
+public enum PcapngWriter {
+    public static let linktypeH4WithPhdr: UInt16 = 201
+
+    /// SHB (section length unknown: -1) with shb_userappl "ble-hci", then the IDB.
+    public static func fileHeader() -> [UInt8] {
+        var w = ByteWriter(capacity: 64)
+        let app = Array("ble-hci".utf8)
+        let appPadded = (app.count + 3) & ~3
+        let shbLength = 28 + 4 + appPadded + 4  // + shb_userappl option + opt_endofopt
+        w.u32(0x0a0d_0d0a)
+        w.u32(UInt32(shbLength))
+        w.u32(0x1a2b_3c4d)  // byte-order magic
+        w.u16(1); w.u16(0)  // version 1.0
+        w.u64(UInt64.max)  // section length: not given
+        w.u16(4); w.u16(UInt16(app.count)); w.append(app); w.append([UInt8](repeating: 0, count: appPadded - app.count))
+        w.u16(0); w.u16(0)  // opt_endofopt
+        w.u32(UInt32(shbLength))
+        // IDB: link type(2) reserved(2) snaplen(4), no options.
+        w.u32(1)
+        w.u32(20)
+        w.u16(linktypeH4WithPhdr); w.u16(0)
+        w.u32(65535 + 8)
+        w.u32(20)
+        return w.bytes
+    }
+
+    /// One Enhanced Packet Block: interface 0, timestamp in microseconds since 1970 (high and
+    /// low 32 bits), captured and original length, the 4-octet big-endian direction (0 sent,
+    /// 1 received) and the H4 packet, padded to 32 bits, the block length again.
+    public static func record(_ packet: HCIPacket, direction: Direction, time: Date) -> [UInt8] {
+        let h4 = packet.h4
+        let captured = 4 + h4.count
+        let padded = (captured + 3) & ~3
+        let length = 32 + padded
+        var w = ByteWriter(capacity: length)
+        let micros = UInt64(max(0, Int64((time.timeIntervalSince1970 * 1_000_000).rounded())))
+        w.u32(6)
+        w.u32(UInt32(length))
+        w.u32(0)
+        w.u32(UInt32(truncatingIfNeeded: micros >> 32))
+        w.u32(UInt32(truncatingIfNeeded: micros))
+        w.u32(UInt32(captured))
+        w.u32(UInt32(captured))
+        w.u32be(direction == .received ? 1 : 0)
+        w.append(h4)
+        w.append([UInt8](repeating: 0, count: padded - captured))
+        w.u32(UInt32(length))
+        return w.bytes
+    }
+}
+
 /// Why a capture file could not be written or read.
 public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
@@ -86,7 +142,7 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
 /// with SIGKILL leaves a file readable to its last complete record, and a write that fails
 /// part-way (disk full) is cut back to the last whole record. Thread-safe.
 public final class CaptureWriter: @unchecked Sendable {
-    public enum Format: Sendable, Equatable { case btsnoop, pcap }
+    public enum Format: Sendable, Equatable { case btsnoop, pcap, pcapng }
 
     public let path: String
     public let format: Format
@@ -97,9 +153,16 @@ public final class CaptureWriter: @unchecked Sendable {
     /// The first write error; later writes are skipped (the capture is incomplete from there).
     public private(set) var failure: CaptureError?
 
-    /// `*.pcap` → pcap (linktype 201); anything else → btsnoop (datalink 1002).
+    /// `*.pcap` → pcap (linktype 201); `*.pcapng` → pcapng (link type 201); anything else →
+    /// btsnoop (datalink 1002).
     public static func open(path: String) throws(CaptureError) -> CaptureWriter {
-        try CaptureWriter(path: path, format: path.lowercased().hasSuffix(".pcap") ? .pcap : .btsnoop)
+        try CaptureWriter(path: path, format: format(forPath: path))
+    }
+
+    /// The format `open(path:)` writes for `path`, by its extension.
+    public static func format(forPath path: String) -> Format {
+        let p = path.lowercased()
+        return p.hasSuffix(".pcap") ? .pcap : p.hasSuffix(".pcapng") ? .pcapng : .btsnoop
     }
 
     public init(path: String, format: Format) throws(CaptureError) {
@@ -110,7 +173,12 @@ public final class CaptureWriter: @unchecked Sendable {
             let e = errno
             throw CaptureError("cannot create capture file \(path): \(String(cString: strerror(e)))")
         }
-        let header = format == .pcap ? PcapWriter.fileHeader() : BtsnoopWriter.fileHeader()
+        let header: [UInt8]
+        switch format {
+        case .pcap: header = PcapWriter.fileHeader()
+        case .pcapng: header = PcapngWriter.fileHeader()
+        case .btsnoop: header = BtsnoopWriter.fileHeader()
+        }
         if let e = writeAll(header) {
             Glibc.close(fd)
             throw e
@@ -119,9 +187,12 @@ public final class CaptureWriter: @unchecked Sendable {
     }
 
     public func write(_ packet: HCIPacket, direction: Direction, time: Date = Date()) {
-        let record = format == .pcap
-            ? PcapWriter.record(packet, direction: direction, time: time)
-            : BtsnoopWriter.record(packet, direction: direction, time: time)
+        let record: [UInt8]
+        switch format {
+        case .pcap: record = PcapWriter.record(packet, direction: direction, time: time)
+        case .pcapng: record = PcapngWriter.record(packet, direction: direction, time: time)
+        case .btsnoop: record = BtsnoopWriter.record(packet, direction: direction, time: time)
+        }
         lock.lock()
         defer { lock.unlock() }
         guard fd >= 0, failure == nil else { return }

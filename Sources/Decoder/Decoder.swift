@@ -95,6 +95,7 @@ public final class PacketDecoder: @unchecked Sendable {
     private var nextIndex = 1
     private var reassembly = Reassembly()
     private var gatt = GATTTracker()
+    private var channels = ChannelTracker()
     private var summaries = Summaries()
 
     public init() {}
@@ -195,7 +196,7 @@ public final class PacketDecoder: @unchecked Sendable {
                 f += sub
                 // A new link may reuse a handle: forget what the previous one had discovered.
                 switch meta.subevent {
-                case let c as LEConnectionComplete: forgetConnection(c.connectionHandle)
+                case let c as LEConnectionComplete where c.status == .success: forgetConnection(c.connectionHandle)
                 case let c as LEEnhancedConnectionComplete: forgetConnection(c.connectionHandle)
                 case let c as LEEnhancedConnectionCompleteV2: forgetConnection(c.base.connectionHandle)
                 default: break
@@ -204,7 +205,8 @@ public final class PacketDecoder: @unchecked Sendable {
                 f += ev.fields
                 if let cc = ev as? CommandComplete { p.summary = summaries.commandEvent(code: e.code, summary, cc.opcode) }
                 if let cs = ev as? CommandStatus { p.summary = summaries.commandEvent(code: e.code, summary, cs.opcode) }
-                if let d = ev as? DisconnectionComplete { forgetConnection(d.connectionHandle) }
+                if let d = ev as? DisconnectionComplete, d.status == .success { forgetConnection(d.connectionHandle) }
+                if let c = ev as? ConnectionComplete, c.status == .success { forgetConnection(c.connectionHandle) }
             }
         } catch {
             p.malformed = "\(name): \(error)"
@@ -236,6 +238,7 @@ public final class PacketDecoder: @unchecked Sendable {
     private func forgetConnection(_ handle: UInt16) {
         gatt.reset(connection: handle)
         reassembly.reset(handle: handle)
+        channels.reset(handle: handle)
     }
 
     /// Adds the AD structures (from the Host layer's AdvertisingData codec) after every field
@@ -315,42 +318,130 @@ public final class PacketDecoder: @unchecked Sendable {
         switch frame.cid {
         case .att:
             p.layers.append(DecodedLayer("l2cap", l2))
-            do {
-                let pdu = try ATTPDU.decode(frame.payload)
-                let f = pdu.fields
-                p.layers.append(DecodedLayer("att", f))
-                p.summary = summaries.att(pdu.opcode)
-                if let g = gatt.process(pdu, connection: handle, direction: direction), !g.isEmpty {
-                    p.layers.append(DecodedLayer("gatt", g))
-                }
-            } catch {
-                var f: [Field] = []
-                var name = "ATT PDU"
-                if let first = frame.payload.first {
-                    let op = ATTOpcode(first)
-                    name = op.name ?? "ATT opcode \(hexCode(first))"
-                    f = [.code("opcode", first), .text("name", op.name ?? "Unknown")]
-                }
-                p.layers.append(DecodedLayer("att", f))
-                p.malformed = "ATT \(name): \(error)"
-                p.summary = "Malformed ATT \(name)"
-            }
+            decodeATT(frame.payload, handle: handle, direction: direction, bearer: 0, into: &p)
         case .leSignaling:
             p.layers.append(DecodedLayer("l2cap", l2))
+            let index = p.index
             appendLayer("signaling", malformed: "L2CAP signaling", into: &p) { () throws(DecodeError) in
                 let cmd = try SignalingCommand.decode(frame.payload)
+                channels.observe(cmd.body, identifier: cmd.identifier, handle: handle, direction: direction, index: index)
                 return (cmd.fields, "L2CAP \(cmd.code.name ?? "Unknown signaling command (\(hexCode(cmd.code.rawValue)))")")
             }
-        case .smp:
+        case .signaling:
+            p.layers.append(DecodedLayer("l2cap", l2))
+            decodeACLUSignaling(frame.payload, handle: handle, direction: direction, into: &p)
+        case .smp, .bredrSMP:
             p.layers.append(DecodedLayer("l2cap", l2))
             appendLayer("smp", malformed: "SMP", into: &p) { () throws(DecodeError) in
                 let pdu = try SMPPDU.decode(frame.payload)
                 return (pdu.fields, "SMP \(pdu.name)")
             }
         default:
-            l2.append(.bytes("payload", frame.payload))
+            let key = ChannelTracker.Key(handle: handle, direction: direction, cid: frame.cid.rawValue)
+            guard let ch = channels.channel(handle: handle, direction: direction, cid: frame.cid.rawValue) else {
+                l2.append(.bytes("payload", frame.payload))
+                p.layers.append(DecodedLayer("l2cap", l2))
+                p.summary = "L2CAP \(frame.cid.description)"
+                return
+            }
+            decodeChannel(frame.payload, channel: ch, key: key, l2: l2, into: &p)
+        }
+    }
+
+    /// A frame on a followed dynamic channel: its PSM and mode in the L2CAP layer, then the SDU
+    /// decoded by the PSM's protocol (ATT on 0x001F and 0x0027), else shown as octets.
+    private func decodeChannel(_ payload: [UInt8], channel ch: ChannelTracker.Channel, key: ChannelTracker.Key,
+                               l2 base: [Field], into p: inout DecodedPacket) {
+        let psm = PSM(ch.psm)
+        let protocolName = psm.name ?? "PSM \(hexCode(ch.psm, digits: 4))"
+        var l2 = base.filter { $0.name != "channel" }
+        l2.append(.text("channel", protocolName))
+        l2.append(.code("psm", ch.psm, note: psm.name))
+        l2.append(.text("mode", ch.mode.name))
+        l2.append(.int("openedIn", ch.openedIn))
+        let sdu: [UInt8]
+        switch ch.mode {
+        case .framed:
+            l2.append(.bytes("payload", payload, note: "I-/S-frames of this mode are not decoded"))
             p.layers.append(DecodedLayer("l2cap", l2))
-            p.summary = "L2CAP \(frame.cid.description)"
+            p.summary = "L2CAP \(protocolName) (\(ch.mode.name))"
+            return
+        case .basic:
+            sdu = payload
+        case .leCreditBased, .enhancedCreditBased:
+            switch channels.kFrame(payload, key: key, index: p.index) {
+            case let .malformed(reason):
+                l2.append(.bytes("payload", payload))
+                p.layers.append(DecodedLayer("l2cap", l2))
+                p.malformed = "L2CAP K-frame: \(reason)"
+                p.summary = "Malformed L2CAP K-frame"
+                return
+            case let .partial(number, firstIndex, received, length):
+                if number == 1 { l2.append(.int("sduLength", length)) }
+                l2 += [.int("sduFragment", number), .int("sduStart", firstIndex), .int("sduOctetsSoFar", received)]
+                p.layers.append(DecodedLayer("l2cap", l2))
+                p.summary = "L2CAP \(protocolName) K-frame \(number) of SDU starting at #\(firstIndex)"
+                return
+            case let .sdu(bytes, length, frames):
+                if frames.isEmpty { l2.append(.int("sduLength", length)) }
+                else { l2.append(Field("sduFrames", .list(frames.map { .int($0) }), note: "packets that made this SDU")) }
+                sdu = bytes
+            }
+        }
+        switch psm {
+        case .att, .eatt:
+            p.layers.append(DecodedLayer("l2cap", l2))
+            decodeATT(sdu, handle: key.handle, direction: key.direction, bearer: ch.serial, into: &p)
+        default:
+            l2.append(.bytes("sdu", sdu))
+            p.layers.append(DecodedLayer("l2cap", l2))
+            p.summary = "L2CAP \(protocolName)"
+        }
+    }
+
+    /// An ATT PDU on the fixed channel (`bearer` 0) or a followed channel (its serial).
+    private func decodeATT(_ payload: [UInt8], handle: UInt16, direction: Direction?, bearer: Int, into p: inout DecodedPacket) {
+        do {
+            let pdu = try ATTPDU.decode(payload)
+            p.layers.append(DecodedLayer("att", pdu.fields))
+            p.summary = summaries.att(pdu.opcode)
+            if let g = gatt.process(pdu, connection: handle, direction: direction, bearer: bearer), !g.isEmpty {
+                p.layers.append(DecodedLayer("gatt", g))
+            }
+        } catch {
+            var f: [Field] = []
+            var name = "ATT PDU"
+            if let first = payload.first {
+                let op = ATTOpcode(first)
+                name = op.name ?? "ATT opcode \(hexCode(first))"
+                f = [.code("opcode", first), .text("name", op.name ?? "Unknown")]
+            }
+            p.layers.append(DecodedLayer("att", f))
+            p.malformed = "ATT \(name): \(error)"
+            p.summary = "Malformed ATT \(name)"
+        }
+    }
+
+    /// The BR/EDR signaling channel: every command of the C-frame (one layer; several commands
+    /// are listed under `commands`), each followed for the channels it opens or closes.
+    private func decodeACLUSignaling(_ payload: [UInt8], handle: UInt16, direction: Direction?, into p: inout DecodedPacket) {
+        let (commands, error) = ACLUSignalingCommand.decodeAll(payload)
+        for c in commands {
+            switch c.body {
+            case .shared(let b): channels.observe(b, identifier: c.identifier, handle: handle, direction: direction, index: p.index)
+            case .aclu(let b): channels.observe(b, identifier: c.identifier, handle: handle, direction: direction, index: p.index)
+            }
+        }
+        let names = commands.map { $0.code.name ?? "Unknown signaling command (\(hexCode($0.code.rawValue)))" }
+        if commands.count == 1 {
+            p.layers.append(DecodedLayer("signaling", commands[0].fields))
+        } else if !commands.isEmpty {
+            p.layers.append(DecodedLayer("signaling", [Field("commands", .list(commands.map { .object($0.fields) }))]))
+        }
+        p.summary = "L2CAP " + (names.isEmpty ? "signaling" : names.joined(separator: ", "))
+        if let error {
+            p.malformed = "L2CAP signaling: \(error)"
+            p.summary = "Malformed L2CAP signaling" + (names.isEmpty ? "" : " after " + names.joined(separator: ", "))
         }
     }
 

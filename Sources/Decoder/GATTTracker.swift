@@ -34,35 +34,46 @@ struct GATTTracker {
         var valueHandles: [UInt16: BluetoothUUID] = [:]
         /// The same value handles, for finding the last one before a descriptor in O(1).
         var valueHandleSet = HandleSet()
-        /// The last request sent in each direction (a response goes the other way).
-        var pending: [Direction?: ATTPDU] = [:]
+        /// The last request sent in each direction on each bearer (a response goes the other
+        /// way on the same bearer: the fixed channel 0x0004, 0, or a followed dynamic channel,
+        /// by its serial number; one transaction per bearer, Core v5.4 Vol 3 Part F 3.3.2).
+        /// At most `maxPendingRequests`.
+        var pending: [PendingKey: ATTPDU] = [:]
     }
 
     /// Bounded: a hostile capture can't grow this without limit (handles are 12-bit, and each
     /// connection holds at most 65535 attributes).
     static let maxConnections = 64
+    static let maxPendingRequests = 64
+
+    struct PendingKey: Hashable {
+        var direction: Direction?
+        var bearer: Int
+    }
 
     private var connections: [UInt16: Connection] = [:]
 
     mutating func reset(connection: UInt16) { connections.removeValue(forKey: connection) }
 
     /// The GATT layer's fields for `pdu`, or nil when there is nothing to say.
-    mutating func process(_ pdu: ATTPDU, connection handle: UInt16, direction: Direction?) -> [Field]? {
+    /// `bearer`: 0 for the fixed ATT channel, a followed dynamic channel's serial number.
+    mutating func process(_ pdu: ATTPDU, connection handle: UInt16, direction: Direction?, bearer: Int = 0) -> [Field]? {
         if connections.count >= Self.maxConnections, connections[handle] == nil { connections.removeAll() }
         // Changed in place through the dictionary's modify accessor (one look-up, no copy of
         // the connection's tables, which would make every packet O(n)).
-        return Self.process(pdu, direction: direction, in: &connections[handle, default: Connection()])
+        return Self.process(pdu, direction: direction, bearer: bearer, in: &connections[handle, default: Connection()])
     }
 
-    private static func process(_ pdu: ATTPDU, direction: Direction?, in c: inout Connection) -> [Field]? {
+    private static func process(_ pdu: ATTPDU, direction: Direction?, bearer: Int, in c: inout Connection) -> [Field]? {
         let reverse: Direction? = direction.map { $0 == .sent ? .received : .sent }
 
         if pdu.opcode.isRequest {
-            c.pending[direction] = pdu
+            if c.pending.count >= maxPendingRequests { c.pending.removeAll() }
+            c.pending[PendingKey(direction: direction, bearer: bearer)] = pdu
         }
         var request: ATTPDU? = nil
         if pdu.opcode.isResponse || pdu.opcode == .errorResponse {
-            request = c.pending.removeValue(forKey: reverse)
+            request = c.pending.removeValue(forKey: PendingKey(direction: reverse, bearer: bearer))
         }
 
         switch pdu {

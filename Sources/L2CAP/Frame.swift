@@ -15,9 +15,18 @@ public struct L2CAPCID: RawRepresentable, Hashable, Sendable, CustomStringConver
 
     public var isDynamic: Bool { L2CAPCID.dynamicRange.contains(rawValue) }
 
-    /// "ATT", "LE Signaling", "SMP", "Dynamic"; nil for other (reserved/unused) CIDs.
+    /// The ACL-U (BR/EDR) signaling channel (Core v5.4 Vol 3 Part A 2.1, Table 2.1).
+    public static let signaling = L2CAPCID(0x0001)
+    /// The BR/EDR Security Manager (SMP over ACL-U, Core v5.4 Vol 3 Part H 3.2).
+    public static let bredrSMP = L2CAPCID(0x0007)
+
+    /// "ATT", "LE Signaling", "SMP", "Dynamic"; the ACL-U fixed channels "Signaling",
+    /// "Connectionless", "BR/EDR SMP"; nil for other (reserved/unused) CIDs.
     public var name: String? {
         switch rawValue {
+        case 0x0001: return "Signaling"
+        case 0x0002: return "Connectionless"
+        case 0x0007: return "BR/EDR SMP"
         case 0x0004: return "ATT"
         case 0x0005: return "LE Signaling"
         case 0x0006: return "SMP"

@@ -1,7 +1,8 @@
 import HCI
 
-/// A signaling command code (Core Vol 3 Part A 4, Table 4.2), the LE-U subset plus unknowns.
-/// The codes, names and which are requests come from Tools/pdl/signaling.pdl (Generated/SignalingCommands.swift).
+/// A signaling command code (Core Vol 3 Part A 4, Table 4.2): LE-U's and ACL-U's, plus unknowns.
+/// The codes, names, which are requests and which link carries each come from
+/// Tools/pdl/signaling.pdl (Generated/SignalingCommands.swift).
 public struct SignalingCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }

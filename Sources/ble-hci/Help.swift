@@ -11,7 +11,7 @@ Commands:
   central       connect to a peripheral, discover, read, write, subscribe
   peripheral    advertise and serve the `demo`, `band` or `secure` profile, or a GATT table
   bonds         list or remove the stored bonds (SMP keys)
-  dump          decode a btsnoop, pcap or pcapng capture, layer by layer, or draw it (--flow, --svg)
+  dump          decode a btsnoop, pcap, pcapng or PacketLogger capture, layer by layer, or draw it (--flow, --svg)
   demo          central + peripheral on an in-process virtual link, traced
   controllers   serve virtual LE controllers on TCP or UNIX sockets
   proxy         stand between another host stack and a controller: forward, record, decode
@@ -20,7 +20,7 @@ Commands:
 Global options (before or after COMMAND):
   -t, --transport SPEC   controller: hciN | hci:N | tcp:HOST:PORT | unix:PATH |
                          serial:PATH[@BAUD] | virtual (demo only)   (default hci0)
-  -w, --capture FILE     record every HCI packet (*.pcap → pcap, else btsnoop)
+  -w, --capture FILE     record every HCI packet (*.pcap → pcap, *.pcapng → pcapng, else btsnoop)
       --trace[=LAYERS]   print every packet live, decoded (hci,l2cap,att,gatt,smp)
       --json             one JSON object per line on stdout
   -h, --help             help (also: ble-hci COMMAND --help)
@@ -177,9 +177,10 @@ let commandHelp: [String: String] = [
     Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg]
 
     Decodes a btsnoop (datalink 1001, 1002, 2001), pcap or pcapng (Wireshark's default format;
-    link types 187, 201, 254 as btmon writes) capture, layer by layer, with the Core
-    specification's field names. Malformed packets are printed with their raw bytes and the
-    reason; decoding goes on. A pcapng packet of another link type is shown as a note.
+    link types 187, 201, 254 as btmon writes) or Apple PacketLogger (.pklg, either byte order)
+    capture, layer by layer, with the Core specification's field names. Malformed packets are
+    printed with their raw bytes and the reason; decoding goes on. A pcapng packet of another
+    link type, and PacketLogger's text records (notes, power, kernel, syslog...), are notes.
 
       --layers LAYERS   which layers to show: a comma list of hci,l2cap,att,gatt,smp (default:
                         all, every packet shown). A packet with nothing in the chosen layers
@@ -205,6 +206,18 @@ let commandHelp: [String: String] = [
     Pairing (SMP) and encryption packets get their own steps; the steps' CoreBluetooth names for
     them are generic (the system pairs, no app call).
 
+    L2CAP: the LE and the BR/EDR signaling channels are decoded (a BR/EDR C-frame's commands
+    one by one, configuration options included), and SMP over BR/EDR (CID 0x0007). Dynamic
+    channels are followed from the Connection Request/Response that opened them (BR/EDR,
+    LE Credit Based, Enhanced Credit Based), per connection handle and direction: the l2cap
+    layer then shows the channel's "psm", "mode" and "openedIn" (the packet that opened it),
+    K-frames their "sduLength" and the packets an SDU came in. ATT is decoded on PSM 0x001F
+    (ATT over BR/EDR) and 0x0027 (EATT); other PSMs show the SDU's octets with the PSM.
+    A Disconnection Response, a Disconnection Complete or a new connection on the handle ends
+    a channel; one opened before the capture started is shown as raw octets. Frames of a
+    channel configured for Enhanced Retransmission or Streaming mode are shown with their PSM
+    and mode, not decoded. At most 64 channels are followed at once (the oldest is dropped).
+
     A damaged capture (cut mid-record, or a record whose lengths make no sense) prints every
     record before the damage, then names the record number and byte offset on stderr and
     exits 1, as tshark fails on it. A missing or unreadable file, or one that is not a capture,
@@ -214,6 +227,8 @@ let commandHelp: [String: String] = [
       ble-hci dump demo.pcap --layers hci,att
       ble-hci dump demo.pcap --flow
       ble-hci dump demo.pcap --layers att --flow --svg demo.svg
+      ble-hci dump btsnoop_hci.log --layers l2cap,att   # ATT over BR/EDR and EATT channels too
+      ble-hci dump iphone.pklg --json
     """,
     "demo": """
     Usage: ble-hci demo [--capture FILE]

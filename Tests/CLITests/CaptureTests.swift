@@ -19,7 +19,7 @@ extension CLITests {
             return (frames.count, d.stdout.count, d.stdout)
         }
 
-        @Test(arguments: ["demo.pcap", "demo.btsnoop"])
+        @Test(arguments: ["demo.pcap", "demo.btsnoop", "demo.pcapng"])
         func demoCaptureIsReadByTsharkAndDump(_ name: String) async throws {
             let dir = try TempDir()
             let path = dir.path(name)
@@ -30,7 +30,10 @@ extension CLITests {
             #expect(FileManager.default.fileExists(atPath: path))
 
             let magic = try #require(FileHandle(forReadingAtPath: path)?.readData(ofLength: 8))
-            if name.hasSuffix(".pcap") {
+            if name.hasSuffix(".pcapng") {
+                // A Section Header Block (type 0x0a0d0d0a), little-endian byte-order magic 0x1a2b3c4d.
+                #expect(Array(magic.prefix(4)) == [0x0a, 0x0d, 0x0d, 0x0a], "not a pcapng file: \(Array(magic).hex)")
+            } else if name.hasSuffix(".pcap") {
                 #expect(Array(magic.prefix(4)) == [0xd4, 0xc3, 0xb2, 0xa1] || Array(magic.prefix(4)) == [0xa1, 0xb2, 0xc3, 0xd4],
                         "not a pcap file: \(Array(magic).hex)")
             } else {
@@ -57,7 +60,7 @@ extension CLITests {
 
         /// A process killed with SIGKILL in the middle of a run leaves a file that tshark and
         /// `ble-hci dump` read to its last record.
-        @Test(arguments: ["central.pcap", "central.btsnoop", "peripheral.pcap", "peripheral.btsnoop"])
+        @Test(arguments: ["central.pcap", "central.btsnoop", "central.pcapng", "peripheral.pcap", "peripheral.btsnoop", "peripheral.pcapng"])
         func sigkillLeavesAReadableCapture(_ name: String) async throws {
             let dir = try TempDir()
             let path = dir.path(name)

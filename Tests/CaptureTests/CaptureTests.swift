@@ -53,7 +53,7 @@ func tshark(_ path: String, fields: [String]) throws -> (rows: [[String]], stder
 let hasTshark = FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark")
 
 @Suite struct CaptureFileTests {
-    @Test(arguments: [".btsnoop", ".pcap"])
+    @Test(arguments: [".btsnoop", ".pcap", ".pcapng"])
     func tsharkReadsWhatWeWrite(_ suffix: String) throws {
         try #require(hasTshark)
         let path = tempPath(suffix)
@@ -70,14 +70,17 @@ let hasTshark = FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark")
         }
     }
 
-    @Test(arguments: [".btsnoop", ".pcap"])
+    @Test(arguments: [".btsnoop", ".pcap", ".pcapng"])
     func roundTrip(_ suffix: String) throws {
         let path = tempPath(suffix)
         defer { unlink(path) }
         let start = try writeSample(path)
         var reader = try CaptureReader(path: path)
-        if suffix == ".pcap" { #expect(reader.format == .pcap(linktype: 201, bigEndian: false, nanoseconds: false)) }
-        else { #expect(reader.format == .btsnoop(datalink: 1002)) }
+        switch suffix {
+        case ".pcap": #expect(reader.format == .pcap(linktype: 201, bigEndian: false, nanoseconds: false))
+        case ".pcapng": #expect(reader.format == .pcapng)
+        default: #expect(reader.format == .btsnoop(datalink: 1002))
+        }
         let (records, error) = reader.readAll()
         #expect(error == nil)
         #expect(records.count == samplePackets.count)
@@ -93,7 +96,7 @@ let hasTshark = FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark")
     }
 
     @Test func truncatedMidRecordReadsWholeRecordsThenSaysSo() throws {
-        for suffix in [".btsnoop", ".pcap"] {
+        for suffix in [".btsnoop", ".pcap", ".pcapng"] {
             let path = tempPath(suffix)
             defer { unlink(path) }
             _ = try writeSample(path)
@@ -119,7 +122,7 @@ let hasTshark = FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark")
                 _ = try CaptureReader(bytes: bytes, name: "noise")
                 Issue.record("random bytes accepted")
             } catch {
-                #expect(error.message.contains("is not a btsnoop, pcap or pcapng file: it looks like"))
+                #expect(error.message.contains("is not a btsnoop, pcap, pcapng or PacketLogger file: it looks like"))
             }
         }
     }
@@ -314,4 +317,78 @@ final class ManagedList: @unchecked Sendable {
     private var list: [(Direction, HCIPacket)] = []
     var items: [(Direction, HCIPacket)] { lock.withLock { list } }
     func append(_ x: (Direction, HCIPacket)) { lock.withLock { list.append(x) } }
+}
+
+/// `-w FILE.pcapng` (issue 26): a Bumble capture rewritten as pcapng, block by block, reads in
+/// tshark as the original does: the same frames in order, directions, timestamps to the
+/// microsecond, HCI opcodes and ATT opcodes (tshark reads both files; Wireshark's `capinfos`
+/// names the format).
+@Suite struct PcapngWriterTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures")
+
+    @Test func bumbleCaptureRewrittenAsPcapngReadsTheSameInTshark() throws {
+        try #require(hasTshark)
+        let original = Self.fixtures.appendingPathComponent("bumble-central.btsnoop").path
+        var reader = try CaptureReader(path: original)
+        let (records, error) = reader.readAll()
+        #expect(error == nil)
+        let path = tempPath(".pcapng")
+        defer { unlink(path) }
+        #expect(CaptureWriter.format(forPath: path) == .pcapng)
+        #expect(CaptureWriter.format(forPath: "/tmp/X.PCAPNG") == .pcapng)
+        let w = try CaptureWriter.open(path: path)
+        for r in records {
+            guard let p = try r.packet?.get(), let d = r.direction else { Issue.record("record \(r.number)"); continue }
+            w.write(p, direction: d, time: r.time.date)
+        }
+        w.close()
+        #expect(w.failure == nil)
+        let fields = ["frame.number", "frame.time_epoch", "hci_h4.direction", "hci_h4.type", "bthci_cmd.opcode", "bthci_evt.code",
+                      "btatt.opcode", "btatt.handle"]
+        let (ours, stderr) = try tshark(path, fields: fields)
+        let (theirs, _) = try tshark(original, fields: fields)
+        #expect(stderr.isEmpty, "\(stderr)")
+        #expect(ours.count == 171)
+        #expect(ours == theirs)
+        // Whole blocks: the file is the header plus one Enhanced Packet Block per record, each
+        // 32 octets + the padded direction header and packet.
+        let size = try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        let header = PcapngWriter.fileHeader().count
+        #expect(size == header + records.reduce(0) { $0 + 32 + ((4 + $1.raw.count + 3) & ~3) })
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/capinfos") {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/capinfos")
+            p.arguments = ["-t", "-E", "-c", path]
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            #expect(text.contains("pcapng"), "\(text)")
+            #expect(text.contains("Bluetooth H4 with linux header"), "\(text)")
+            #expect(text.contains("171"), "\(text)")
+        }
+    }
+
+    /// A write that fails part-way leaves the file at its last whole block (as btsnoop and pcap).
+    @Test func everyBlockIsWhole() throws {
+        let path = tempPath(".pcapng")
+        defer { unlink(path) }
+        _ = try writeSample(path)
+        let bytes = [UInt8](try #require(FileManager.default.contents(atPath: path)))
+        // Walk the blocks: each one's two length fields agree and they tile the file.
+        var o = 0, blocks = 0
+        while o < bytes.count {
+            let n = Int(bytes[o + 4]) | Int(bytes[o + 5]) << 8 | Int(bytes[o + 6]) << 16 | Int(bytes[o + 7]) << 24
+            #expect(n % 4 == 0 && o + n <= bytes.count)
+            let m = Int(bytes[o + n - 4]) | Int(bytes[o + n - 3]) << 8 | Int(bytes[o + n - 2]) << 16 | Int(bytes[o + n - 1]) << 24
+            #expect(m == n)
+            o += n
+            blocks += 1
+        }
+        #expect(o == bytes.count)
+        #expect(blocks == 2 + samplePackets.count)  // SHB, IDB, one EPB per packet
+    }
 }

@@ -66,7 +66,11 @@ import HCI
         #expect(L2CAPCID.smp.name == "SMP")
         #expect(L2CAPCID(0x0040).isDynamic && L2CAPCID(0x007F).isDynamic)
         #expect(!L2CAPCID(0x0080).isDynamic && !L2CAPCID(0x003F).isDynamic)
-        #expect(L2CAPCID(0x0001).name == nil)
+        // ACL-U's fixed channels (Core v5.4 Vol 3 Part A Table 2.1), named for the decoder;
+        // 0x0003 (the AMP Manager, removed in v5.3) is reserved.
+        #expect(L2CAPCID(0x0001).name == "Signaling")
+        #expect(L2CAPCID(0x0007).name == "BR/EDR SMP")
+        #expect(L2CAPCID(0x0003).name == nil)
     }
 }
 

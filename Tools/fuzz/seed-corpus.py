@@ -6,7 +6,7 @@ from real traffic, framed the way the target's main.swift reads its input.
     Tools/fuzz/seed-corpus.py OUT_DIR     # writes OUT_DIR/<target>/<sha1 of input>
 
 Independent of the Swift code: the capture formats are parsed here (btsnoop: RFC 1761 plus
-BlueZ's datalinks 1001/1002; pcap linktype 201; pcapng files are seeds whole), H4 and L2CAP headers per Core v5.4 Vol 4
+BlueZ's datalinks 1001/1002; pcap linktype 201; pcapng and PacketLogger files are seeds whole), H4 and L2CAP headers per Core v5.4 Vol 4
 Part A 2 / Vol 4 Part E 5.4 / Vol 3 Part A 3.1.
 """
 import hashlib
@@ -116,6 +116,10 @@ def main():
     # fixtures', already in the other targets' seeds.
     pcapngs = []
     for name in sorted(os.listdir(FIXTURES)):
+        if name.endswith(".pklg"):  # PacketLogger (Tools/captures/make-pklg.py): whole files, both byte orders
+            with open(os.path.join(FIXTURES, name), "rb") as f:
+                corpora["capture"].add(f.read())
+    for name in sorted(os.listdir(FIXTURES)):
         if name.endswith(".pcapng"):
             with open(os.path.join(FIXTURES, name), "rb") as f:
                 pcapngs.append(f.read())
@@ -158,9 +162,9 @@ def main():
 
         att_requests, att_responses = {}, {}
         for rx, handle, cid, payload in l2cap_frames(recs):
-            if cid == 0x0005:
+            if cid in (0x0005, 0x0001):  # LE and BR/EDR signaling (one target reads both ways)
                 corpora["l2cap-signaling"].add(payload)
-            elif cid == 0x0006:
+            elif cid in (0x0006, 0x0007):  # SMP on LE-U and over BR/EDR
                 corpora["smp"].add(payload)
             elif cid == 0x0004 and payload:
                 op = payload[0]

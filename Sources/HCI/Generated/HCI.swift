@@ -1811,6 +1811,45 @@ extension CommandStatus {
     public static let name = "Command Status"
 }
 
+/// Connection Complete (0x03).
+public struct ConnectionComplete: HCIEventParameters, Equatable {
+    public static let eventCode: UInt8 = 0x03
+    public static let name = "Connection Complete"
+    public var status: HCIStatus
+    public var connectionHandle: UInt16
+    public var bdAddr: BDAddress
+    public var linkType: UInt8
+    public var encryptionEnabled: UInt8
+    public init(status: HCIStatus, connectionHandle: UInt16, bdAddr: BDAddress, linkType: UInt8, encryptionEnabled: UInt8) {
+        self.status = status
+        self.connectionHandle = connectionHandle
+        self.bdAddr = bdAddr
+        self.linkType = linkType
+        self.encryptionEnabled = encryptionEnabled
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        status = HCIStatus(try r.u8("status"))
+        connectionHandle = try r.handle("connectionHandle")
+        bdAddr = try r.address("bdAddr")
+        linkType = try r.u8("linkType")
+        encryptionEnabled = try r.u8("encryptionEnabled")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(status.rawValue)
+        w.u16(connectionHandle)
+        w.address(bdAddr)
+        w.u8(linkType)
+        w.u8(encryptionEnabled)
+    }
+    public var fields: [Field] {
+        [.status(status, "status"),
+         .handle(connectionHandle),
+         .address("bdAddr", bdAddr),
+         .code("linkType", linkType, note: linkType == 1 ? "ACL" : linkType == 0 ? "SCO" : "reserved"),
+         .code("encryptionEnabled", encryptionEnabled, note: encryptionEnabled == 0 ? "off" : "on")]
+    }
+}
+
 /// Disconnection Complete (0x05).
 public struct DisconnectionComplete: HCIEventParameters, Equatable {
     public static let eventCode: UInt8 = 0x05
@@ -2478,6 +2517,7 @@ extension LEEnhancedConnectionCompleteV2 {
 let allEventTypes: [any HCIEventParameters.Type] = [
     CommandComplete.self,
     CommandStatus.self,
+    ConnectionComplete.self,
     DisconnectionComplete.self,
     NumberOfCompletedPackets.self,
     EncryptionChange.self,
@@ -2506,7 +2546,7 @@ let allLESubeventTypes: [any LEMetaEventParameters.Type] = [
 
 /// The host's event handling: one method per event and LE subevent Tools/pdl/hci.pdl marks
 /// `host`, so a mark without its behaviour does not compile (the Host conforms).
-/// The host ignores the others: LE Read Remote Features Complete (LE 0x04), LE Directed Advertising Report (LE 0x0B),
+/// The host ignores the others: Connection Complete (0x03), LE Read Remote Features Complete (LE 0x04), LE Directed Advertising Report (LE 0x0B),
 /// and every code no description declares.
 package protocol HCIEventHandler: Actor {
     func handle(_ event: CommandComplete)

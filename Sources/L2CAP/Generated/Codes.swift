@@ -39,3 +39,223 @@ public struct CreditBasedConnectionResult: RawRepresentable, Hashable, Sendable,
     }
     public var description: String { "\(name) (\(hexCode(rawValue)))" }
 }
+
+/// Result of a BR/EDR Connection Response (Core v5.4 Vol 3 Part A 4.3).
+public struct ConnectionResult: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt16) { self.rawValue = rawValue }
+    public static let successful = Self(rawValue: 0x0000)
+    public static let pending = Self(rawValue: 0x0001)
+    public static let psmNotSupported = Self(rawValue: 0x0002)
+    public static let securityBlock = Self(rawValue: 0x0003)
+    public static let noResourcesAvailable = Self(rawValue: 0x0004)
+    public static let invalidSourceCID = Self(rawValue: 0x0006)
+    public static let sourceCIDAlreadyAllocated = Self(rawValue: 0x0007)
+
+    /// The specification's name; "Reserved" for a code not declared.
+    public var name: String {
+        switch rawValue {
+        case 0x0000: "Connection successful"
+        case 0x0001: "Connection pending"
+        case 0x0002: "Connection refused - PSM not supported"
+        case 0x0003: "Connection refused - security block"
+        case 0x0004: "Connection refused - no resources available"
+        case 0x0006: "Connection refused - invalid Source CID"
+        case 0x0007: "Connection refused - Source CID already allocated"
+        default: "Reserved"
+        }
+    }
+    public var description: String { "\(name) (\(hexCode(rawValue)))" }
+}
+
+/// Status of a pending BR/EDR Connection Response (Core v5.4 Vol 3 Part A 4.3).
+public struct ConnectionStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt16) { self.rawValue = rawValue }
+    public static let noFurtherInformation = Self(rawValue: 0x0000)
+    public static let authenticationPending = Self(rawValue: 0x0001)
+    public static let authorizationPending = Self(rawValue: 0x0002)
+
+    /// The specification's name; "Reserved" for a code not declared.
+    public var name: String {
+        switch rawValue {
+        case 0x0000: "No further information available"
+        case 0x0001: "Authentication pending"
+        case 0x0002: "Authorization pending"
+        default: "Reserved"
+        }
+    }
+    public var description: String { "\(name) (\(hexCode(rawValue)))" }
+}
+
+/// Result of a Configuration Response (Core v5.4 Vol 3 Part A 4.5).
+public struct ConfigurationResult: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt16) { self.rawValue = rawValue }
+    public static let success = Self(rawValue: 0x0000)
+    public static let unacceptableParameters = Self(rawValue: 0x0001)
+    public static let rejected = Self(rawValue: 0x0002)
+    public static let unknownOptions = Self(rawValue: 0x0003)
+    public static let pending = Self(rawValue: 0x0004)
+    public static let flowSpecRejected = Self(rawValue: 0x0005)
+
+    /// The specification's name; "Reserved" for a code not declared.
+    public var name: String {
+        switch rawValue {
+        case 0x0000: "Success"
+        case 0x0001: "Failure - unacceptable parameters"
+        case 0x0002: "Failure - rejected (no reason provided)"
+        case 0x0003: "Failure - unknown options"
+        case 0x0004: "Pending"
+        case 0x0005: "Failure - flow spec rejected"
+        default: "Reserved"
+        }
+    }
+    public var description: String { "\(name) (\(hexCode(rawValue)))" }
+}
+
+/// InfoType of an Information Request/Response (Core v5.4 Vol 3 Part A 4.10).
+public struct InformationType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt16) { self.rawValue = rawValue }
+    public static let connectionlessMTU = Self(rawValue: 0x0001)
+    public static let extendedFeatures = Self(rawValue: 0x0002)
+    public static let fixedChannels = Self(rawValue: 0x0003)
+
+    /// The specification's name; "Reserved" for a code not declared.
+    public var name: String {
+        switch rawValue {
+        case 0x0001: "Connectionless MTU"
+        case 0x0002: "Extended features supported"
+        case 0x0003: "Fixed channels supported"
+        default: "Reserved"
+        }
+    }
+    public var description: String { "\(name) (\(hexCode(rawValue)))" }
+}
+
+/// Result of an Information Response (Core v5.4 Vol 3 Part A 4.11).
+public struct InformationResult: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt16) { self.rawValue = rawValue }
+    public static let success = Self(rawValue: 0x0000)
+    public static let notSupported = Self(rawValue: 0x0001)
+
+    /// The specification's name; "Reserved" for a code not declared.
+    public var name: String {
+        switch rawValue {
+        case 0x0000: "Success"
+        case 0x0001: "Not supported"
+        default: "Reserved"
+        }
+    }
+    public var description: String { "\(name) (\(hexCode(rawValue)))" }
+}
+
+/// A configuration option's type, its hint bit (0x80) cleared (Core v5.4 Vol 3 Part A 5).
+public struct ConfigurationOptionType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
+    public static let mtu = Self(rawValue: 0x01)
+    public static let flushTimeout = Self(rawValue: 0x02)
+    public static let qualityOfService = Self(rawValue: 0x03)
+    public static let retransmissionAndFlowControl = Self(rawValue: 0x04)
+    public static let frameCheckSequence = Self(rawValue: 0x05)
+    public static let extendedFlowSpecification = Self(rawValue: 0x06)
+    public static let extendedWindowSize = Self(rawValue: 0x07)
+
+    /// The specification's name; "Unknown option" for a code not declared.
+    public var name: String {
+        switch rawValue {
+        case 0x01: "Maximum Transmission Unit"
+        case 0x02: "Flush Timeout"
+        case 0x03: "Quality of Service"
+        case 0x04: "Retransmission and Flow Control"
+        case 0x05: "Frame Check Sequence"
+        case 0x06: "Extended Flow Specification"
+        case 0x07: "Extended Window Size"
+        default: "Unknown option"
+        }
+    }
+    public var description: String { "\(name) (\(hexCode(rawValue)))" }
+}
+
+/// The Mode of a Retransmission and Flow Control option (Core v5.4 Vol 3 Part A 5.4).
+public struct ChannelMode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt8) { self.rawValue = rawValue }
+    public static let basic = Self(rawValue: 0x00)
+    public static let retransmission = Self(rawValue: 0x01)
+    public static let flowControl = Self(rawValue: 0x02)
+    public static let enhancedRetransmission = Self(rawValue: 0x03)
+    public static let streaming = Self(rawValue: 0x04)
+
+    /// The specification's name; "Reserved" for a code not declared.
+    public var name: String {
+        switch rawValue {
+        case 0x00: "L2CAP Basic Mode"
+        case 0x01: "Retransmission mode"
+        case 0x02: "Flow control mode"
+        case 0x03: "Enhanced Retransmission mode"
+        case 0x04: "Streaming mode"
+        default: "Reserved"
+        }
+    }
+    public var description: String { "\(name) (\(hexCode(rawValue)))" }
+}
+
+/// Protocol/Service Multiplexers (Assigned Numbers 2.3.1); `dump` names a channel's PSM with it.
+public struct PSM: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt16
+    public init(rawValue: UInt16) { self.rawValue = rawValue }
+    public init(_ rawValue: UInt16) { self.rawValue = rawValue }
+    public static let sdp = Self(rawValue: 0x0001)
+    public static let rfcomm = Self(rawValue: 0x0003)
+    public static let tcsBin = Self(rawValue: 0x0005)
+    public static let tcsBinCordless = Self(rawValue: 0x0007)
+    public static let bnep = Self(rawValue: 0x000F)
+    public static let hidControl = Self(rawValue: 0x0011)
+    public static let hidInterrupt = Self(rawValue: 0x0013)
+    public static let upnp = Self(rawValue: 0x0015)
+    public static let avctp = Self(rawValue: 0x0017)
+    public static let avdtp = Self(rawValue: 0x0019)
+    public static let avctpBrowsing = Self(rawValue: 0x001B)
+    public static let udiCPlane = Self(rawValue: 0x001D)
+    public static let att = Self(rawValue: 0x001F)
+    public static let threeDSP = Self(rawValue: 0x0021)
+    public static let ipsp = Self(rawValue: 0x0023)
+    public static let ots = Self(rawValue: 0x0025)
+    public static let eatt = Self(rawValue: 0x0027)
+
+    /// The specification's name; nil for a code not declared.
+    public var name: String? {
+        switch rawValue {
+        case 0x0001: "SDP"
+        case 0x0003: "RFCOMM"
+        case 0x0005: "TCS-BIN"
+        case 0x0007: "TCS-BIN-CORDLESS"
+        case 0x000F: "BNEP"
+        case 0x0011: "HID Control"
+        case 0x0013: "HID Interrupt"
+        case 0x0015: "UPnP"
+        case 0x0017: "AVCTP"
+        case 0x0019: "AVDTP"
+        case 0x001B: "AVCTP Browsing"
+        case 0x001D: "UDI_C-Plane"
+        case 0x001F: "ATT"
+        case 0x0021: "3DSP"
+        case 0x0023: "LE_PSM_IPSP"
+        case 0x0025: "OTS"
+        case 0x0027: "EATT"
+        default: nil
+        }
+    }
+    public var description: String { name ?? "Reserved (\(hexCode(rawValue)))" }
+}

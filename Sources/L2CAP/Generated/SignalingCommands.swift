@@ -5,8 +5,16 @@ import HCI
 
 extension SignalingCode {
     public static let commandReject = SignalingCode(0x01)
+    public static let connectionRequest = SignalingCode(0x02)
+    public static let connectionResponse = SignalingCode(0x03)
+    public static let configurationRequest = SignalingCode(0x04)
+    public static let configurationResponse = SignalingCode(0x05)
     public static let disconnectionRequest = SignalingCode(0x06)
     public static let disconnectionResponse = SignalingCode(0x07)
+    public static let echoRequest = SignalingCode(0x08)
+    public static let echoResponse = SignalingCode(0x09)
+    public static let informationRequest = SignalingCode(0x0A)
+    public static let informationResponse = SignalingCode(0x0B)
     public static let connectionParameterUpdateRequest = SignalingCode(0x12)
     public static let connectionParameterUpdateResponse = SignalingCode(0x13)
     public static let leCreditBasedConnectionRequest = SignalingCode(0x14)
@@ -21,8 +29,16 @@ extension SignalingCode {
     public var name: String? {
         switch rawValue {
         case 0x01: return "Command Reject"
+        case 0x02: return "Connection Request"
+        case 0x03: return "Connection Response"
+        case 0x04: return "Configuration Request"
+        case 0x05: return "Configuration Response"
         case 0x06: return "Disconnection Request"
         case 0x07: return "Disconnection Response"
+        case 0x08: return "Echo Request"
+        case 0x09: return "Echo Response"
+        case 0x0A: return "Information Request"
+        case 0x0B: return "Information Response"
         case 0x12: return "Connection Parameter Update Request"
         case 0x13: return "Connection Parameter Update Response"
         case 0x14: return "LE Credit Based Connection Request"
@@ -37,10 +53,17 @@ extension SignalingCode {
     }
 
     /// Requests are answered by a response (or a Command Reject) with the same identifier.
-    public var isRequest: Bool { [0x06, 0x12, 0x14, 0x17, 0x19].contains(rawValue) }
+    public var isRequest: Bool { [0x02, 0x04, 0x06, 0x08, 0x0A, 0x12, 0x14, 0x17, 0x19].contains(rawValue) }
+
+    /// Whether LE-U carries the command (Core v5.4 Vol 3 Part A Table 4.2).
+    public var isLEU: Bool { [0x01, 0x06, 0x07, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A].contains(rawValue) }
+
+    /// Whether ACL-U (BR/EDR) carries the command (Core v5.4 Vol 3 Part A Table 4.2).
+    public var isACLU: Bool { [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x16, 0x17, 0x18, 0x19, 0x1A].contains(rawValue) }
 }
 
 extension SignalingCommand {
+    /// The LE-U commands; a code LE-U does not carry is `unknown`.
     public enum Body: Sendable, Hashable {
         case commandReject(CommandRejectReason)
         case disconnectionRequest(destinationCID: UInt16, sourceCID: UInt16)
@@ -244,6 +267,109 @@ extension SignalingCommand {
         case let .creditBasedReconfigureResponse(result):
             return [.code("result", result, note: reconfigureResultName(result))]
         case .unknown(_, let data): return [.bytes("data", data)]
+        }
+    }
+}
+
+extension SignalingCommand {
+    /// The commands only ACL-U (BR/EDR) carries (Core v5.4 Vol 3 Part A Table 4.2).
+    public enum ACLUBody: Sendable, Hashable {
+        case connectionRequest(psm: UInt16, sourceCID: UInt16)
+        case connectionResponse(destinationCID: UInt16, sourceCID: UInt16, result: ConnectionResult, status: ConnectionStatus)
+        case configurationRequest(ConfigurationRequest)
+        case configurationResponse(ConfigurationResponse)
+        case echoRequest(data: [UInt8])
+        case echoResponse(data: [UInt8])
+        case informationRequest(infoType: InformationType)
+        case informationResponse(InformationResponse)
+    }
+
+    /// The data after the header of an ACL-U-only command; nil for another code.
+    static func decodeACLUBody(_ code: SignalingCode, _ r: inout ByteReader) throws(DecodeError) -> ACLUBody? {
+        switch code.rawValue {
+        case 0x02:
+            let psm = try r.u16("psm")
+            let sourceCID = try r.u16("sourceCid")
+            return .connectionRequest(psm: psm, sourceCID: sourceCID)
+        case 0x03:
+            let destinationCID = try r.u16("destinationCid")
+            let sourceCID = try r.u16("sourceCid")
+            let result = ConnectionResult(rawValue: try r.u16("result"))
+            let status = ConnectionStatus(rawValue: try r.u16("status"))
+            return .connectionResponse(destinationCID: destinationCID, sourceCID: sourceCID, result: result, status: status)
+        case 0x04: return .configurationRequest(try ConfigurationRequest.decode(&r))
+        case 0x05: return .configurationResponse(try ConfigurationResponse.decode(&r))
+        case 0x08:
+            let data = r.rest()
+            return .echoRequest(data: data)
+        case 0x09:
+            let data = r.rest()
+            return .echoResponse(data: data)
+        case 0x0A:
+            let infoType = InformationType(rawValue: try r.u16("infoType"))
+            return .informationRequest(infoType: infoType)
+        case 0x0B: return .informationResponse(try InformationResponse.decode(&r))
+        default: return nil
+        }
+    }
+}
+
+extension SignalingCommand.ACLUBody {
+    public var code: SignalingCode {
+        switch self {
+        case .connectionRequest: return .connectionRequest
+        case .connectionResponse: return .connectionResponse
+        case .configurationRequest: return .configurationRequest
+        case .configurationResponse: return .configurationResponse
+        case .echoRequest: return .echoRequest
+        case .echoResponse: return .echoResponse
+        case .informationRequest: return .informationRequest
+        case .informationResponse: return .informationResponse
+        }
+    }
+
+    func encode(into w: inout ByteWriter) {
+        switch self {
+        case let .connectionRequest(psm, sourceCID):
+            w.u16(psm)
+            w.u16(sourceCID)
+        case let .connectionResponse(destinationCID, sourceCID, result, status):
+            w.u16(destinationCID)
+            w.u16(sourceCID)
+            w.u16(result.rawValue)
+            w.u16(status.rawValue)
+        case .configurationRequest(let v): v.encode(into: &w)
+        case .configurationResponse(let v): v.encode(into: &w)
+        case let .echoRequest(data):
+            w.append(data)
+        case let .echoResponse(data):
+            w.append(data)
+        case let .informationRequest(infoType):
+            w.u16(infoType.rawValue)
+        case .informationResponse(let v): v.encode(into: &w)
+        }
+    }
+
+    /// The parameters as `dump` and `--trace` show them.
+    var fields: [Field] {
+        switch self {
+        case let .connectionRequest(psm, sourceCID):
+            return [.code("psm", psm),
+                    .int("sourceCid", sourceCID)]
+        case let .connectionResponse(destinationCID, sourceCID, result, status):
+            return [.int("destinationCid", destinationCID),
+                    .int("sourceCid", sourceCID),
+                    .code("result", result.rawValue, note: result.name),
+                    .code("status", status.rawValue, note: status.name)]
+        case .configurationRequest(let v): return v.fields
+        case .configurationResponse(let v): return v.fields
+        case let .echoRequest(data):
+            return [.bytes("data", data)]
+        case let .echoResponse(data):
+            return [.bytes("data", data)]
+        case let .informationRequest(infoType):
+            return [.code("infoType", infoType.rawValue, note: infoType.name)]
+        case .informationResponse(let v): return v.fields
         }
     }
 }

@@ -1,4 +1,5 @@
-// Capture files (Capture.CaptureReader: btsnoop 1001/1002/2001, pcap and pcapng 187/201/254) through the whole
+// Capture files (Capture.CaptureReader: btsnoop 1001/1002/2001, pcap and pcapng 187/201/254, Apple
+// PacketLogger in both byte orders) through the whole
 // `dump` path: every record the reader yields is decoded and rendered as text and JSON.
 import FuzzSupport
 import HCI
