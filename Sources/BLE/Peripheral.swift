@@ -82,7 +82,8 @@ public final class Peripheral: Sendable {
     let stack: Stack
     /// The attribute database and its server.
     public let server: GATTServer
-    /// Connections, subscriptions, reads and writes, in order. One consumer.
+    /// Connections, subscriptions, reads and writes, in order, for every consumer
+    /// (CoreBluetooth's delegate callbacks as a sequence; each `for await` loop gets them all).
     public let events: PeripheralEvents
     private let sink: PeripheralEvents.Storage
     private let advertising = AdvertisingState()

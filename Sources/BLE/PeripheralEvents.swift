@@ -1,19 +1,21 @@
 import Synchronization
 import Transport
 
-/// `Peripheral.events`: the peripheral's events in order, for one consumer
-/// (`for await event in peripheral.events`). When the consumer falls behind (or there is none)
-/// the newest `limit` are kept and older ones dropped, as `AsyncStream`'s `.bufferingNewest`
-/// did. A concrete type rather than `AsyncStream<PeripheralEvent>`: the server reports two
-/// events per read it answers, and `AsyncStream`'s unspecialised generic code (metadata
-/// look-ups, a generic deque) was a tenth of the CPU of a read (docs/performance.md, Round 8).
+/// `Peripheral.events`: the peripheral's events in order (`for await event in peripheral.events`),
+/// for any number of consumers: each iterator gets every event from when it was made (the
+/// first also gets those that came before any consumer). When a consumer falls behind, the
+/// newest `limit` events are kept for it and older ones dropped, as `AsyncStream`'s
+/// `.bufferingNewest` does. A concrete type rather than `AsyncStream<PeripheralEvent>`: the
+/// server reports two events per read it answers, and `AsyncStream`'s unspecialised generic
+/// code (metadata look-ups, a generic deque) was a tenth of the CPU of a read
+/// (docs/performance.md, Round 8).
 public struct PeripheralEvents: AsyncSequence, Sendable {
     public typealias Element = PeripheralEvent
     public typealias Failure = Never
     let storage: Storage
 
     public struct Iterator: AsyncIteratorProtocol {
-        let storage: Storage
+        let consumer: Consumer
         var batch: [PeripheralEvent] = []
         var index = 0
 
@@ -21,7 +23,7 @@ public struct PeripheralEvents: AsyncSequence, Sendable {
         /// when the task is cancelled.
         public mutating func next() async -> PeripheralEvent? {
             if index == batch.count {
-                batch = (try? await storage.nextBatch()) ?? []
+                batch = (try? await consumer.nextBatch()) ?? []
                 index = 0
                 if batch.isEmpty { return nil }
             }
@@ -30,21 +32,40 @@ public struct PeripheralEvents: AsyncSequence, Sendable {
         }
     }
 
-    public func makeAsyncIterator() -> Iterator { Iterator(storage: storage) }
+    /// A new consumer: it gets every event from now on (the first one made also those queued
+    /// before it).
+    public func makeAsyncIterator() -> Iterator { Iterator(consumer: Consumer(storage.register(), storage)) }
 
-    /// The queue and the consumer's parked task.
+    /// One iterator's place in the storage, given back when the iterator goes.
+    final class Consumer: Sendable {
+        let id: Int
+        let storage: Storage
+        init(_ id: Int, _ storage: Storage) { self.id = id; self.storage = storage }
+        deinit { storage.unregister(id) }
+        func nextBatch() async throws -> [PeripheralEvent] { try await storage.nextBatch(for: id) }
+    }
+
+    /// The consumers' queues and their parked tasks.
     final class Storage: Sendable {
-        struct State {
-            /// The events waiting, the oldest at `head`: appended up to the limit, then a ring
-            /// (a new event takes the place of the oldest, which is dropped in place).
+        /// One consumer's events waiting, the oldest at `head`: appended up to the limit, then a
+        /// ring (a new event takes the place of the oldest, which is dropped in place).
+        struct Queue {
             var items: [PeripheralEvent] = []
             var head = 0
-            var consumer: CheckedContinuation<[PeripheralEvent], any Error>?
-            /// The consumer is parked in `consumer` with nothing queued. Asked first, so that
-            /// an event queued while nobody waits leaves the continuation alone (an optional
-            /// `CheckedContinuation` is copied and destroyed through its value witnesses).
+            var continuation: CheckedContinuation<[PeripheralEvent], any Error>?
+            /// Its task is parked in `continuation` with nothing queued.
             var parked = false
-            var finished = false
+            /// It was cancelled: it gets nothing more.
+            var ended = false
+
+            mutating func append(_ event: PeripheralEvent, limit: Int) {
+                if items.count < limit {
+                    items.append(event)
+                } else {
+                    items[head] = event
+                    head = head + 1 == limit ? 0 : head + 1
+                }
+            }
 
             /// Every event waiting, oldest first; the queue is left empty.
             mutating func takeAll() -> [PeripheralEvent] {
@@ -52,71 +73,98 @@ public struct PeripheralEvents: AsyncSequence, Sendable {
                 return head == 0 ? items : Array(items[head...] + items[..<head])
             }
         }
+        struct State {
+            var queues: [Int: Queue] = [:]
+            /// Events that came before any consumer, for the first one.
+            var early = Queue()
+            var consumersSoFar = 0
+            var finished = false
+        }
         let limit: Int
         let state = Mutex(State())
 
         init(limit: Int) { self.limit = Swift.max(1, limit) }
 
-        /// Queues `event` (dropping the oldest beyond `limit`) and wakes a parked consumer.
+        func register() -> Int {
+            state.withLock { s in
+                let id = s.consumersSoFar
+                s.consumersSoFar += 1
+                s.queues[id] = id == 0 ? s.early : Queue()
+                s.early = Queue()
+                return id
+            }
+        }
+
+        func unregister(_ id: Int) {
+            let parked = state.withLock { $0.queues.removeValue(forKey: id)?.continuation }
+            parked?.resume(returning: [])
+        }
+
+        /// Queues `event` for every consumer (dropping its oldest beyond `limit`) and wakes the
+        /// parked ones with what they have queued.
         func yield(_ event: PeripheralEvent) {
-            let wake: Bool = state.withLock { s in
-                guard !s.finished else { return false }
-                if s.items.count < limit {
-                    s.items.append(event)
-                } else {
-                    s.items[s.head] = event
-                    s.head = s.head + 1 == limit ? 0 : s.head + 1
+            let wake: [(CheckedContinuation<[PeripheralEvent], any Error>, [PeripheralEvent])] = state.withLock { s in
+                guard !s.finished else { return [] }
+                if s.consumersSoFar == 0 {
+                    s.early.append(event, limit: limit)
+                    return []
                 }
-                guard s.parked else { return false }
-                s.parked = false
-                return true
+                var wake: [(CheckedContinuation<[PeripheralEvent], any Error>, [PeripheralEvent])] = []
+                for id in s.queues.keys {
+                    guard !s.queues[id]!.ended else { continue }
+                    s.queues[id]!.append(event, limit: limit)
+                    guard s.queues[id]!.parked, let c = s.queues[id]!.continuation else { continue }
+                    s.queues[id]!.parked = false
+                    s.queues[id]!.continuation = nil
+                    wake.append((c, s.queues[id]!.takeAll()))
+                }
+                return wake
             }
-            if wake { handOff() }
+            for (c, batch) in wake { c.resume(returning: batch) }
         }
 
-        /// Resumes the consumer that was parked with what is queued by now (this event and any
-        /// queued since, in order). A `finish` in between leaves the consumer to this (the
-        /// queued events come before the end); a cancellation takes it (they are dropped).
-        private func handOff() {
-            let handOff: (CheckedContinuation<[PeripheralEvent], any Error>, [PeripheralEvent])? = state.withLock { s in
-                guard let c = s.consumer else { return nil }
-                s.consumer = nil
-                return (c, s.takeAll())
-            }
-            if let (consumer, batch) = handOff { consumer.resume(returning: batch) }
-        }
-
-        /// No more events: the consumer gets those queued, then the end.
+        /// No more events: each consumer gets those queued, then the end.
         func finish() {
-            let consumer: CheckedContinuation<[PeripheralEvent], any Error>? = state.withLock { s in
+            let parked: [CheckedContinuation<[PeripheralEvent], any Error>] = state.withLock { s in
                 s.finished = true
-                guard s.parked else { return nil }  // none, or being handed events (then the end)
-                s.parked = false
-                defer { s.consumer = nil }
-                return s.consumer
+                var parked: [CheckedContinuation<[PeripheralEvent], any Error>] = []
+                for id in s.queues.keys where s.queues[id]!.parked {
+                    if let c = s.queues[id]!.continuation { parked.append(c) }
+                    s.queues[id]!.parked = false
+                    s.queues[id]!.continuation = nil
+                }
+                return parked
             }
-            consumer?.resume(returning: [])
+            for c in parked { c.resume(returning: []) }
         }
 
-        /// Every event waiting, in order; waits when there is none. Empty at the end or when the
-        /// task is cancelled (the queue is then dropped, as a cancelled `AsyncStream` does).
-        func nextBatch() async throws -> [PeripheralEvent] {
+        /// Every event waiting for consumer `id`, in order; waits when there is none. Empty at
+        /// the end or when the task is cancelled (its queue is then dropped, as a cancelled
+        /// `AsyncStream` does).
+        func nextBatch(for id: Int) async throws -> [PeripheralEvent] {
             try await state.takeBatch(ended: [], take: { s in
-                if !s.items.isEmpty { return .batch(s.takeAll()) }
+                guard var q = s.queues[id], !q.ended else { return .end(nil) }
+                if !q.items.isEmpty {
+                    let batch = q.takeAll()
+                    s.queues[id] = q
+                    return .batch(batch)
+                }
                 return s.finished ? .end(nil) : .wait
             }, park: { s, c in
-                s.consumer = c
-                s.parked = true
+                s.queues[id]?.continuation = c
+                s.queues[id]?.parked = true
             }, onCancel: { [self] in
-                let consumer: CheckedContinuation<[PeripheralEvent], any Error>? = state.withLock { s in
-                    s.finished = true
-                    s.items.removeAll()
-                    s.head = 0
-                    s.parked = false
-                    defer { s.consumer = nil }
-                    return s.consumer
+                let parked: CheckedContinuation<[PeripheralEvent], any Error>? = state.withLock { s in
+                    guard var q = s.queues[id] else { return nil }
+                    defer { s.queues[id] = q }
+                    q.ended = true
+                    q.items.removeAll()
+                    q.head = 0
+                    q.parked = false
+                    defer { q.continuation = nil }
+                    return q.continuation
                 }
-                consumer?.resume(returning: [])
+                parked?.resume(returning: [])
             })
         }
     }

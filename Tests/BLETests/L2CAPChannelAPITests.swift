@@ -67,3 +67,34 @@ import VirtualController
         await peripheral.close()
     }
 }
+
+/// Issue 25: `Peripheral.events` has any number of consumers: a second `for await` loop used
+/// to take the events over and leave the first waiting for ever.
+@Suite(.timeLimit(.minutes(1))) struct PeripheralEventsConsumerTests {
+    @Test func everyConsumerGetsEveryEvent() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        let peripheral = try await Peripheral.open(transports[0], services: [], name: "two")
+        func collect(_ n: Int) -> Task<[PeripheralEvent], Never> {
+            var it = peripheral.events.makeAsyncIterator()
+            return Task {
+                var got: [PeripheralEvent] = []
+                while got.count < n, let e = await it.next() { got.append(e) }
+                return got
+            }
+        }
+        let first = collect(2), second = collect(2)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "two"))
+        let central = try await Central.open(transports[1])
+        let adv = try await central.find(ScanFilter(nameContains: "two"), timeout: .seconds(5))
+        let remote = try await central.connect(to: adv.address)
+        try await remote.disconnect()
+        let a = await first.value, b = await second.value
+        #expect(a.count == 2 && a == b)
+        guard case .connected? = a.first, case .disconnected? = a.last else { Issue.record("events: \(a)"); return }
+        // A consumer made now sees what comes from now on, and the end at close.
+        let late = collect(1)
+        await central.close()
+        await peripheral.close()
+        #expect(await late.value.isEmpty)
+    }
+}
