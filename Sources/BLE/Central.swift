@@ -109,6 +109,9 @@ public final class RemotePeripheral: Sendable {
     }
 
     public var address: DeviceAddress { link.connection.peer }
+    /// The connection handle of the link (`handle` is only ever an attribute's in this API).
+    public var connectionHandle: UInt16 { link.connection.handle }
+    @available(*, deprecated, renamed: "connectionHandle")
     public var handle: UInt16 { link.connection.handle }
     public var connection: LEConnection { link.connection }
     /// Runs `body` with the link's GATT client, for procedures this API doesn't wrap (read
@@ -277,14 +280,14 @@ public final class RemotePeripheral: Sendable {
     }
 
     /// RSSI of the link in dBm (HCI Read RSSI).
-    public func readRSSI() async throws -> Int8 { try await stack.host.readRSSI(handle: handle) }
+    public func readRSSI() async throws -> Int8 { try await stack.host.readRSSI(handle: connectionHandle) }
 
     /// Disconnects (Remote User Terminated Connection) and returns the reason the controller
     /// reports for this side (normally Connection Terminated By Local Host).
     @discardableResult
     public func disconnect(reason: HCIStatus = .remoteUserTerminated) async throws -> HCIStatus {
         if let done = link.disconnectReason { return done }
-        _ = try await stack.host.disconnect(handle: handle, reason: reason)
+        _ = try await stack.host.disconnect(handle: connectionHandle, reason: reason)
         return await link.waitForDisconnection()
     }
 

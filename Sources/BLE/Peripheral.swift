@@ -6,16 +6,17 @@ import ATT
 import GATT
 import L2CAP
 
-/// What a `Peripheral` reports to the application.
+/// What a `Peripheral` reports to the application. `connection` is the connection handle of
+/// the central's link (`handle` is only ever an attribute's).
 public enum PeripheralEvent: Sendable, Equatable {
-    case connected(handle: UInt16, central: DeviceAddress)
-    case disconnected(handle: UInt16, reason: HCIStatus)
-    case subscribed(handle: UInt16, characteristic: BluetoothUUID, indications: Bool)
-    case unsubscribed(handle: UInt16, characteristic: BluetoothUUID)
-    case wrote(handle: UInt16, characteristic: BluetoothUUID, value: [UInt8])
-    case read(handle: UInt16, characteristic: BluetoothUUID)
+    case connected(connection: UInt16, central: DeviceAddress)
+    case disconnected(connection: UInt16, reason: HCIStatus)
+    case subscribed(connection: UInt16, characteristic: BluetoothUUID, indications: Bool)
+    case unsubscribed(connection: UInt16, characteristic: BluetoothUUID)
+    case wrote(connection: UInt16, characteristic: BluetoothUUID, value: [UInt8])
+    case read(connection: UInt16, characteristic: BluetoothUUID)
     /// A request the server answered (`response`: its answer, an Error Response when refused).
-    case answered(handle: UInt16, request: ATTPDU, response: ATTPDU)
+    case answered(connection: UInt16, request: ATTPDU, response: ATTPDU)
     /// Advertising could not be restarted after a disconnection, or the transport was lost.
     case failure(String)
 }
@@ -136,10 +137,10 @@ public final class Peripheral: Sendable {
             switch event {
             case .connected(let link):
                 guard link.connection.role == .peripheral else { return }
-                sink.yield(.connected(handle: link.connection.handle, central: link.connection.peer))
+                sink.yield(.connected(connection: link.connection.handle, central: link.connection.peer))
             case .disconnected(let link, let reason):
                 guard link.connection.role == .peripheral else { return }
-                sink.yield(.disconnected(handle: link.connection.handle, reason: reason))
+                sink.yield(.disconnected(connection: link.connection.handle, reason: reason))
                 if let options = advertising.current, options.restartAfterDisconnection {
                     Task {
                         do { try await Peripheral.advertise(options, on: stack) } catch {
@@ -168,11 +169,11 @@ public final class Peripheral: Sendable {
         // happen (on the stack's executor for those a request causes): no relay task.
         server.setEventHandler { e in
             switch e {
-            case .subscribed(let peer, let uuid, let indications): sink.yield(.subscribed(handle: peer.id, characteristic: uuid, indications: indications))
-            case .unsubscribed(let peer, let uuid): sink.yield(.unsubscribed(handle: peer.id, characteristic: uuid))
-            case .wrote(let peer, let uuid, let value): sink.yield(.wrote(handle: peer.id, characteristic: uuid, value: value))
-            case .read(let peer, let uuid): sink.yield(.read(handle: peer.id, characteristic: uuid))
-            case .answered(let peer, let request, let response): sink.yield(.answered(handle: peer.id, request: request, response: response))
+            case .subscribed(let peer, let uuid, let indications): sink.yield(.subscribed(connection: peer.id, characteristic: uuid, indications: indications))
+            case .unsubscribed(let peer, let uuid): sink.yield(.unsubscribed(connection: peer.id, characteristic: uuid))
+            case .wrote(let peer, let uuid, let value): sink.yield(.wrote(connection: peer.id, characteristic: uuid, value: value))
+            case .read(let peer, let uuid): sink.yield(.read(connection: peer.id, characteristic: uuid))
+            case .answered(let peer, let request, let response): sink.yield(.answered(connection: peer.id, request: request, response: response))
             case .connected, .disconnected: break  // reported from the link, with the address and reason
             }
         }
@@ -196,21 +197,21 @@ public final class Peripheral: Sendable {
         try await stack.host.stopAdvertising()
     }
 
-    /// Notifies subscribers of `characteristic` (all, or only `handles`); returns the connection
-    /// handles reached. Waits while the link is busy (back-pressure). A value longer than a
+    /// Notifies subscribers of `characteristic` (all, or only those on `connections`); returns
+    /// the connections reached. Waits while the link is busy (back-pressure). A value longer than a
     /// subscriber's `maximumUpdateValueLength` is refused (`GATTPushError.valueTooLong`, nothing
     /// sent), not cut.
     @discardableResult
     public nonisolated(nonsending) func notify(_ value: [UInt8], for characteristic: BluetoothUUID,
-                                               to handles: [UInt16]? = nil) async throws -> [UInt16] {
-        try await server.notify(characteristic: characteristic, value: value, toHandles: handles)
+                                               to connections: [UInt16]? = nil) async throws -> [UInt16] {
+        try await server.notify(characteristic: characteristic, value: value, toHandles: connections)
     }
 
-    /// Indicates to subscribers; returns the handles that confirmed. A value too long for a
+    /// Indicates to subscribers (all, or those on `connections`); returns the connections that confirmed. A value too long for a
     /// subscriber is refused, as by `notify`.
     @discardableResult
-    public func indicate(_ value: [UInt8], for characteristic: BluetoothUUID, to handles: [UInt16]? = nil) async throws -> [UInt16] {
-        try await server.indicateChecked(characteristic: characteristic, value: value, to: handles?.map { ATTPeer(id: $0) }).map(\.id)
+    public func indicate(_ value: [UInt8], for characteristic: BluetoothUUID, to connections: [UInt16]? = nil) async throws -> [UInt16] {
+        try await server.indicateChecked(characteristic: characteristic, value: value, to: connections?.map { ATTPeer(id: $0) }).map(\.id)
     }
 
     /// The longest value one notification or indication carries to the central on `connection`
@@ -221,11 +222,11 @@ public final class Peripheral: Sendable {
         return link.att.mtu - 3
     }
 
-    /// Asks the central on `handle` to secure the link (SMP Security Request) and waits until it
+    /// Asks the central on `connection` to secure the link (SMP Security Request) and waits until it
     /// pairs or encrypts. Returns the link's security.
     @discardableResult
-    public func requestSecurity(handle: UInt16) async throws -> ATTSecurity {
-        guard let link = await stack.existingLink(handle) else { throw BLEError.notPermitted("no connection with handle \(handle)") }
+    public func requestSecurity(connection: UInt16) async throws -> ATTSecurity {
+        guard let link = await stack.existingLink(connection) else { throw BLEError.notPermitted("no connection with handle \(hexCode(connection, digits: 4))") }
         return try await link.run { layers, host in try await layers.security.secure(host: host) }
     }
 
@@ -247,7 +248,7 @@ public final class Peripheral: Sendable {
         await stack.unpublish(psm: psm)
     }
 
-    /// Connection handles currently subscribed to `characteristic` (notifications or indications).
+    /// The connections currently subscribed to `characteristic` (notifications or indications).
     public func subscribers(of characteristic: BluetoothUUID) -> [UInt16] {
         let peers = server.subscribers(of: characteristic) + server.subscribers(of: characteristic, indications: true)
         return Array(Set(peers.map(\.id))).sorted()

@@ -75,9 +75,9 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
             throw e
         }
         out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
-                   .int("handle", remote.handle), .int("connection", remote.handle), .int("mtu", effectiveMTU)])
-        out.line("Connected to \(out.bold(address.description)) (handle \(remote.handle)), ATT MTU \(effectiveMTU)")
-        pairing.release(connection: remote.handle)
+                   .int("handle", remote.connectionHandle), .int("connection", remote.connectionHandle), .int("mtu", effectiveMTU)])
+        out.line("Connected to \(out.bold(address.description)) (handle \(remote.connectionHandle)), ATT MTU \(effectiveMTU)")
+        pairing.release(connection: remote.connectionHandle)
 
         var exitCode = ExitCode.success
         var interrupted: Interrupted? = nil
@@ -99,7 +99,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
                 try await interruptible { try await runBand(remote, day: day, out: out) }
             } else if actions.isEmpty {
                 let snapshot = try await interruptible { try await readEverything(remote) }
-                out.event(snapshot.jsonFields + [.int("connection", remote.handle)])
+                out.event(snapshot.jsonFields + [.int("connection", remote.connectionHandle)])
                 for l in snapshot.humanLines(out) { out.line(l) }
             } else {
                 var resolver = CharacteristicResolver(remote: remote)
@@ -153,14 +153,14 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
                       + "or remove our bond with `ble-hci bonds remove \(address.address)\(dir)` and connect again")
         }
         if let reason = remote.disconnectReason {
-            reportDisconnected(reason, out: out, connection: remote.handle)
+            reportDisconnected(reason, out: out, connection: remote.connectionHandle)
             sayIfBondLost()
             return ExitCode.failure
         }
         await remote.securitySettled()  // bounded by the SMP timeout
         sayIfBondLost()
         let reason = try await remote.disconnect()
-        reportDisconnected(reason, out: out, connection: remote.handle)
+        reportDisconnected(reason, out: out, connection: remote.connectionHandle)
         if let interrupted {
             out.error("\(interrupted): disconnected, capture closed")
             return interrupted.exitCode
@@ -306,7 +306,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
         if let c = try await resolver.resolve(ref) { return (c.uuid, c.valueHandle, c) }
         if case .handle(let h) = ref { return (nil, h, nil) }  // a descriptor or any attribute
         out.event([.text("event", "error"), .text("op", op), .text("uuid", ref.description), .text("message", "no such characteristic"),
-                   .int("connection", remote.handle)])
+                   .int("connection", remote.connectionHandle)])
         out.error("the peripheral has no characteristic \(ref): run with --discover to see what it has")
         return nil
     }
@@ -315,7 +315,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
         var f: [Field] = [.text("event", event)]
         if let uuid { f.append(.text("uuid", uuid.description)) }
         f.append(.int("handle", handle))
-        f.append(.int("connection", remote.handle))
+        f.append(.int("connection", remote.connectionHandle))
         return f
     }
     func failed(_ op: String, _ uuid: BluetoothUUID?, _ handle: UInt16, _ error: any Error) -> Bool {
@@ -337,7 +337,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
     switch action {
     case .discover:
         let snapshot = GATTSnapshot(tree: try await remote.discoverAll())
-        out.event(snapshot.jsonFields + [.int("connection", remote.handle)])
+        out.event(snapshot.jsonFields + [.int("connection", remote.connectionHandle)])
         for l in snapshot.humanLines(out) { out.line(l) }
         return true
     case .read(let ref):
@@ -412,7 +412,7 @@ func runBand(_ remote: RemotePeripheral, day: BandProtocol.Day, out: Output) asy
         return response
     }
     if case .totalSteps(let d, let steps) = try await exchange(BandProtocol.totalStepsRequest(day)) {
-        out.event([.text("event", "totalSteps"), .text("date", d.description), .int("steps", steps), .int("connection", remote.handle)])
+        out.event([.text("event", "totalSteps"), .text("date", d.description), .int("steps", steps), .int("connection", remote.connectionHandle)])
         out.line("Total steps on \(d): \(out.bold(String(steps)))")
     }
     switch try await exchange(BandProtocol.historyRequest(day)) {
@@ -421,7 +421,7 @@ func runBand(_ remote: RemotePeripheral, day: BandProtocol.Day, out: Output) asy
         for r in records {
             out.event([.text("event", "record"), .text("date", d.description), .text("kind", r.kind.description), .int("count", r.count),
                        .int("hour", r.hour), .int("minutes", r.minutes), .int("heartRate", r.heartRate), .int("intensity", r.intensity),
-                       .int("connection", remote.handle)])
+                       .int("connection", remote.connectionHandle)])
             let what = r.kind == .steps ? "\(r.count) steps" : "\(r.count) min asleep"
             out.line(String(format: "  %02d:00  %-16@ heart %3d bpm  intensity %d", Int(r.hour), what, Int(r.heartRate), Int(r.intensity)))
         }

@@ -79,8 +79,8 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     step("Central: exchange MTU", "(automatic in CoreBluetooth; peripheral.maximumWriteValueLength(for:) shows the result)")
     let mtu = try await remote.exchangeMTU(517)
     out.event([.text("event", "connected"), .text("address", remote.address.address.description),
-               .text("addressType", remote.address.type.simple), .int("handle", remote.handle), .int("mtu", mtu)])
-    out.line(out.green("   ▸ ") + "connected, handle \(remote.handle), ATT MTU \(mtu)")
+               .text("addressType", remote.address.type.simple), .int("handle", remote.connectionHandle), .int("mtu", mtu)])
+    out.line(out.green("   ▸ ") + "connected, handle \(remote.connectionHandle), ATT MTU \(mtu)")
 
     step("Central: discover services, characteristics and descriptors, read what is readable",
          "peripheral.discoverServices(nil); discoverCharacteristics(nil, for:); discoverDescriptors(for:); readValue(for:)")

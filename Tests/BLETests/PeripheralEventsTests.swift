@@ -6,7 +6,7 @@ import HCI
 @testable import BLE
 
 @Suite(.timeLimit(.minutes(1))) struct PeripheralEventsTests {
-    func read(_ handle: UInt16) -> PeripheralEvent { .read(handle: handle, characteristic: BluetoothUUID(UInt16(0xFFF2))) }
+    func read(_ handle: UInt16) -> PeripheralEvent { .read(connection: handle, characteristic: BluetoothUUID(UInt16(0xFFF2))) }
 
     @Test func keepsTheNewestEventsInOrderThenEnds() async {
         let storage = PeripheralEvents.Storage(limit: 4)

@@ -83,7 +83,7 @@ import VirtualController
         // (sent below the central's ATT bearer) fill the peripheral's 64 answer slots.
         transports[0].controller.setCompletingPackets(false)
         let centralHost = await central.stack.host
-        for _ in 0..<200 { try await centralHost.sendL2CAP(read, on: remote.handle) }
+        for _ in 0..<200 { try await centralHost.sendL2CAP(read, on: remote.connectionHandle) }
         let peripheralHost = await peripheral.stack.host
         let handle = try #require(await peripheralHost.connections.first?.handle)
         try await eventually("await peripheralHost.queuedFrameCount(handle) == 64") { await peripheralHost.queuedFrameCount(handle) == 64 }

@@ -246,7 +246,7 @@ func temporaryDirectory() -> String {
         let remote = try await s.central.connect(to: s.address)
         try await eventually("s.centralDelegate.paired.count == 1") { s.centralDelegate.paired.count == 1 }
         try await eventually("(await remote.security).encrypted") { (await remote.security).encrypted }
-        #expect(try await s.peripheral.requestSecurity(handle: await waitForHandle(s.peripheral)).encrypted)
+        #expect(try await s.peripheral.requestSecurity(connection: await waitForHandle(s.peripheral)).encrypted)
         try await remote.disconnect()
         // Bonded now: the next Security Request is answered with encryption from the bond (the
         // peripheral finds the key by EDIV/Rand), not with a new pairing.

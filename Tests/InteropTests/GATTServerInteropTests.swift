@@ -115,11 +115,11 @@ import HCI
 
             // Our Peripheral's events: writes (the long one assembled), subscribe and unsubscribe.
             let all = events.all
-            #expect(all.contains(.wrote(handle: notifyHandle, characteristic: BluetoothUUID(string: Self.long)!, value: longWrite)))
-            #expect(all.contains(.wrote(handle: notifyHandle, characteristic: 0xAA01, value: [0xA1, 0xA2])))
-            #expect(all.contains(.subscribed(handle: notifyHandle, characteristic: 0xAA05, indications: false)))
-            #expect(all.contains(.subscribed(handle: notifyHandle, characteristic: 0xAA06, indications: true)))
-            #expect(all.contains(.unsubscribed(handle: notifyHandle, characteristic: 0xAA05)))
+            #expect(all.contains(.wrote(connection: notifyHandle, characteristic: BluetoothUUID(string: Self.long)!, value: longWrite)))
+            #expect(all.contains(.wrote(connection: notifyHandle, characteristic: 0xAA01, value: [0xA1, 0xA2])))
+            #expect(all.contains(.subscribed(connection: notifyHandle, characteristic: 0xAA05, indications: false)))
+            #expect(all.contains(.subscribed(connection: notifyHandle, characteristic: 0xAA06, indications: true)))
+            #expect(all.contains(.unsubscribed(connection: notifyHandle, characteristic: 0xAA05)))
             #expect(peripheral.subscribers(of: 0xAA05).isEmpty)
         }
     }
