@@ -117,6 +117,8 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
 
     var started = false
     var answeredMTURequest = false
+    /// Our Exchange MTU Request was answered (it is sent once per connection).
+    var exchangedMTU = false
     /// The largest PDU accepted from the peer: ATT_MTU, or the larger one being negotiated.
     var inboundMTU = 23
     var delegate: (any ATTServerDelegate)? {
@@ -395,10 +397,12 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     }
 
     /// Exchange MTU as client: returns the new ATT_MTU, min(our Rx MTU, the server's), where a
-    /// server Rx MTU below 23 counts as 23.
+    /// server Rx MTU below 23 counts as 23. The request is sent once per connection (Core v5.4
+    /// Vol 3 Part F 3.4.2.1): later calls return the ATT_MTU the first one gave.
     @discardableResult
     public nonisolated(nonsending) func exchangeMTU(_ clientRxMTU: UInt16 = 517) async throws -> Int {
         guard clientRxMTU >= 23 else { throw ATTBearerError.invalidArgument("Client Rx MTU \(clientRxMTU) below 23") }
+        if exchangedMTU { return mtu }
         // The peer may send PDUs up to the new ATT_MTU as soon as it has answered, before our
         // answer is processed: accept up to our Rx MTU meanwhile.
         inboundMTU = Swift.max(mtu, Int(clientRxMTU))
@@ -416,6 +420,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         // Core v5.4 Vol 3 Part F 3.4.2.2: an Rx MTU below the default leaves ATT_MTU at 23.
         let m = server < 23 ? 23 : Swift.min(Int(clientRxMTU), Int(server))
         if server < 23 { log("Server Rx MTU \(server) below 23: ATT_MTU stays 23") }
+        exchangedMTU = true
         setMTU(m)
         return m
     }

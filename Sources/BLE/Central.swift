@@ -66,11 +66,24 @@ public final class Central: Sendable {
         }
     }
 
-    /// Connects (LE Create Connection; cancelled after `timeout`) and sets up L2CAP, ATT and GATT.
+    /// Connects (LE Create Connection; cancelled after `timeout`), sets up L2CAP, ATT and GATT,
+    /// and exchanges the ATT MTU (`StackOptions.mtuOnConnect`, 517 by default): a peer that
+    /// refuses it stays at 23 (Core v5.4 Vol 3 Part F 3.4.2.1), which is not an error.
     public func connect(to address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
         let connection = try await stack.host.connect(to: address, parameters: ConnectParameters(ownAddress: await stack.ownAddressForConnecting()), timeout: timeout)
         let link = await stack.link(for: connection)
-        return RemotePeripheral(stack: stack, link: link)
+        let remote = RemotePeripheral(stack: stack, link: link)
+        if let mtu = stack.options.mtuOnConnect {
+            do {
+                try await remote.exchangeMTU(Int(mtu))
+            } catch is ATTError {
+                // Refused (Request Not Supported): ATT_MTU stays 23.
+            } catch {
+                if Task.isCancelled { _ = try? await remote.disconnect() }
+                throw error
+            }
+        }
+        return remote
     }
 
     /// The peripherals connected now (CoreBluetooth's `retrieveConnectedPeripherals`), by

@@ -239,7 +239,11 @@ final class LinkSecurity: L2CAPFixedChannel {
         if let down { throw BLEError.disconnected(down) }
         let pairingInProgress = pairing.map { !$0.isFinished } ?? false
         if state.encrypted && !force && (!mitm || state.authenticated) && !pairingInProgress { return state }
-        if !pairingInProgress, !encryptionPending {
+        // A peripheral that has just answered the central's LTK request from a bond waits for
+        // that encryption rather than sending a Security Request over it (which would start a
+        // pairing and forget the bond the link is being encrypted with).
+        let encryptingFromBond = role == .responder && bondInUse != nil && !state.encrypted
+        if !pairingInProgress, !encryptionPending, !encryptingFromBond {
             if smpClosed { throw BLEError.securityFailed("SMP timed out earlier on this link: no more pairing on it (Core Vol 3 Part H 3.4)") }
             if role == .initiator, !force, let bond = storedBond(), !mitm || bond.authenticated {
                 startEncryption(with: bond, host: host)

@@ -14,6 +14,10 @@ public struct StackOptions: Sendable {
     public var attTimeout: Duration = .seconds(30)
     /// L2CAP signaling timeout.
     public var signalingTimeout: Duration = .seconds(30)
+    /// Central: the Client Rx MTU `connect` exchanges before it returns (ATT Exchange MTU,
+    /// Core v5.4 Vol 3 Part F 3.4.2.1), as CoreBluetooth does; nil leaves ATT_MTU at 23 until
+    /// `RemotePeripheral.exchangeMTU`.
+    public var mtuOnConnect: UInt16? = 517
     /// Called with diagnostics from every layer (dropped packets, protocol errors).
     public var log: (@Sendable (String) -> Void)?
     /// SMP: IO capability, bonding, key sizes, bond directory, Security Request.

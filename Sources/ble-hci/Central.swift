@@ -36,6 +36,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     let transport = opened.transport
     out.progress("Opening \(transport.name)…")
     var options = StackOptions()
+    options.mtuOnConnect = nil  // the command line exchanges `--mtu` itself, after connecting
     options.security = security
     options.privacy = privacyOptions(c)
     options.host.randomStaticAddress = security.bondDirectory.flatMap(bondedRandomStaticAddress)

@@ -64,7 +64,9 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     say("advertising as \"ble-hci\" with services fff0, ffe0", json: [.text("event", "advertising"), .text("name", "ble-hci")])
 
     step("Central: power on and scan", "CBCentralManager(delegate:queue:); centralManager.scanForPeripherals(withServices: nil)")
-    let central = try await Central.open(centralTransport)
+    var centralOptions = StackOptions()
+    centralOptions.mtuOnConnect = nil  // the demo shows the exchange as its own step
+    let central = try await Central.open(centralTransport, options: centralOptions)
     defer { Task { await central.close(); await peripheral.close() } }
     let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(10), describe: "name ble-hci")
     out.event(adv.jsonFields)

@@ -19,6 +19,7 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
     let transport = opened.transport
     // Bonded peers behind resolvable private addresses are shown with their identity address.
     var options = StackOptions()
+    options.mtuOnConnect = nil  // the command line exchanges `--mtu` itself, after connecting
     options.security.bondDirectory = bondDirectory(c)
     options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }

@@ -253,7 +253,7 @@ func temporaryDirectory() -> String {
         let again = try await s.central.connect(to: s.address)
         try await eventually("central: \(s.centralDelegate.events) peripheral: \(s.peripheralDelegate.events)") { (await again.security).encrypted }
         #expect(s.centralDelegate.paired.count == 1)
-        try await eventually("s.peripheralDelegate.events.contains(.encrypted(keySize: 16, bonded...") { s.peripheralDelegate.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)) }
+        try await eventually("peripheral encrypted from the bond: \(s.peripheralDelegate.events)") { s.peripheralDelegate.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)) }
         #expect(!s.peripheralDelegate.events.contains { if case .pairingFailed = $0 { true } else { false } })
         await s.close()
     }

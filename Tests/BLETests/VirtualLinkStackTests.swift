@@ -114,10 +114,13 @@ import VirtualController
         _ = try await central.connect(to: try await central.find(ScanFilter(nameContains: "second"), timeout: .seconds(5)).address)
         let listed = await central.connections
         #expect(Set(listed.map(\.address.address)) == [first.identityAddress.address, second.identityAddress.address])
-        #expect(try await toFirst.maximumWriteValueLength(for: .withoutResponse) == 23 - 3)
-        #expect(try await toFirst.maximumWriteValueLength(for: .withResponse) == 512)
-        #expect(try await toFirst.exchangeMTU(517) == 517)
+        // `connect` exchanged the MTU (both sides' Rx MTU is 517: ATT_MTU is the smaller, Core
+        // v5.4 Vol 3 Part F 3.4.2.2), so a Write Command carries ATT_MTU − 3 (3.4.5.3) at once.
+        #expect(toFirst.mtu == 517)
         #expect(try await toFirst.maximumWriteValueLength(for: .withoutResponse) == 517 - 3)
+        #expect(try await toFirst.maximumWriteValueLength(for: .withResponse) == 512)
+        // The request is sent once per connection (3.4.2.1): asking again returns what it gave.
+        #expect(try await toFirst.exchangeMTU(100) == 517)
         _ = try await toFirst.disconnect()
         try await eventually("await central.connections.map(\\.address.address) == [second.identi...") { await central.connections.map(\.address.address) == [second.identityAddress.address] }
         await central.close()

@@ -149,6 +149,8 @@ extension Scope {
     static var stackOptions: StackOptions {
         var options = StackOptions()
         options.attTimeout = .seconds(10)
+        // The suites exchange the MTU themselves where they test it (reads at 23, then 517).
+        options.mtuOnConnect = nil
         return options
     }
 
