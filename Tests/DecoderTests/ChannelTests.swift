@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import HCI
 import Capture
 import L2CAP
@@ -28,24 +29,7 @@ import L2CAP
 // 3. It does not decode SMP over BR/EDR (CID 0x0007: "Reserved"); we check that one against
 //    the bytes Bumble sent (a Pairing Request, Core v5.4 Vol 3 Part H 3.5.1).
 
-private func tsharkColumns(_ path: String, _ fields: [String]) throws -> [[String]] {
-    let exe = try #require(["/usr/bin/tshark", "/usr/local/bin/tshark"].first { FileManager.default.isExecutableFile(atPath: $0) },
-                           "tshark is not installed (make test installs it: apt-get install tshark)")
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = ["-r", path, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=,"]
-        + fields.flatMap { ["-e", $0] }
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    #expect(p.terminationStatus == 0)
-    return String(decoding: data, as: UTF8.self).split(separator: "\n").map {
-        $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-    }
-}
+private func tsharkColumns(_ path: String, _ fields: [String]) throws -> [[String]] { try Tshark.fields(path, fields) }
 
 private func hexList(_ s: String) -> [Int] {
     s.split(separator: ",").compactMap { Int($0.hasPrefix("0x") ? $0.dropFirst(2) : $0[...], radix: 16) }

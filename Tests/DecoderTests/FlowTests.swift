@@ -3,6 +3,7 @@ import Foundation
 import FoundationXML
 #endif
 import Testing
+import TestSupport
 import HCI
 import ATT
 import Capture
@@ -13,24 +14,7 @@ import Capture
 
 private let fixtures = ["bumble-central.btsnoop", "bumble-peripheral.btsnoop", "ble-hci-demo.pcap"]
 
-/// tshark's fields for every frame (tab-separated columns, one row per frame).
-private func tsharkRows(_ path: String, _ fields: [String]) throws -> [[String]] {
-    let exe = try #require(["/usr/bin/tshark", "/usr/local/bin/tshark"].first { FileManager.default.isExecutableFile(atPath: $0) },
-                           "tshark is not installed (make test installs it: apt-get install tshark)")
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = ["-r", path, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"] + fields.flatMap { ["-e", $0] }
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    #expect(p.terminationStatus == 0)
-    return String(decoding: data, as: UTF8.self).split(separator: "\n").map {
-        $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-    }
-}
+private func tsharkRows(_ path: String, _ fields: [String]) throws -> [[String]] { try Tshark.fields(path, fields, allOccurrences: false) }
 
 private func hex(_ s: String) -> Int? {
     s.isEmpty ? nil : Int(s.hasPrefix("0x") ? String(s.dropFirst(2)) : s, radix: 16)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import HCI
 import Capture
 @testable import Decoder
@@ -15,23 +16,7 @@ import Capture
 //   with a New Controller, a Note, a Power, a Syslog and a Kernel record among the packets.
 // - bumble-channels-le.pklg: bumble-channels.btsnoop in the little-endian layout.
 
-private func tsharkRows(_ path: String, _ fields: [String]) throws -> [[String]] {
-    let exe = try #require(["/usr/bin/tshark", "/usr/local/bin/tshark"].first { FileManager.default.isExecutableFile(atPath: $0) },
-                           "tshark is not installed (make test installs it: apt-get install tshark)")
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = ["-r", path, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"] + fields.flatMap { ["-e", $0] }
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    #expect(p.terminationStatus == 0)
-    return String(decoding: data, as: UTF8.self).split(separator: "\n").map {
-        $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-    }
-}
+private func tsharkRows(_ path: String, _ fields: [String]) throws -> [[String]] { try Tshark.fields(path, fields, allOccurrences: false) }
 
 @Suite struct PacketLoggerTests {
     static let fields = ["frame.number", "frame.time_epoch", "packetlogger.type", "packetlogger.info",

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import HCI
 @testable import Decoder
 
@@ -21,25 +22,7 @@ private let tsharkFields = [
     "btatt.uuid128", "btatt.value", "btatt.starting_handle", "btatt.ending_handle",
 ]
 
-private func tshark(_ path: String) throws -> [[String]] {
-    let candidates = ["/usr/bin/tshark", "/usr/local/bin/tshark"]
-    let exe = try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0) },
-                           "tshark is not installed (make test installs it: apt-get install tshark)")
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = ["-r", path, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=,"]
-        + tsharkFields.flatMap { ["-e", $0] }
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    #expect(p.terminationStatus == 0)
-    return String(decoding: data, as: UTF8.self).split(separator: "\n").map {
-        $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-    }
-}
+private func tshark(_ path: String) throws -> [[String]] { try Tshark.fields(path, tsharkFields) }
 
 private func hexInts(_ s: String) -> [Int] {
     s.split(separator: ",").compactMap { Int($0.hasPrefix("0x") ? $0.dropFirst(2) : $0[...], radix: 16) }
