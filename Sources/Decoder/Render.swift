@@ -349,6 +349,7 @@ private func appendHexDump(_ octets: ArraySlice<UInt8>, indent: Int, to s: inout
         for shift in stride(from: offset > 0xffff ? 28 : 12, through: 0, by: -4) {
             s.append(byte: hexDigit(UInt8((offset >> shift) & 0x0f)))
         }
+        s.append(byte: UInt8(ascii: " "))
         var j = i
         while j < end {
             s.append(byte: UInt8(ascii: " "))

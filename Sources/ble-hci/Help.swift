@@ -203,6 +203,12 @@ let commandHelp: [String: String] = [
                         exchanges and repeated sessions folded into one "× N" row (clicking a
                         folded exchange lists up to 40 of its packets; the text diagram lists
                         every packet). With --flow, both.
+      --hex             under each layer's fields, that layer's octets in hex (16 a line after
+                        their offset, as tshark -x): hci the HCI packet after the H4 indicator,
+                        l2cap the whole frame with its basic header (a fragment: its ACL data),
+                        signaling, att and smp their PDU (ATT on a credit-based channel: the SDU
+                        reassembled from its K-frames). With --json, a "hex" object by layer
+                        name ({"hci":"...","l2cap":"...","att":"..."}) of the layers shown.
       --stats           no packet listing: what the capture carried, as btmon -a reports it.
                         Packets by type; per connection (handle, LE or BR/EDR, peer address,
                         the packets that connected and disconnected it, the reason, duration)
@@ -241,6 +247,7 @@ let commandHelp: [String: String] = [
       ble-hci dump demo.pcap --layers att --flow --svg demo.svg
       ble-hci dump btsnoop_hci.log --layers l2cap,att   # ATT over BR/EDR and EATT channels too
       ble-hci dump iphone.pklg --json
+      ble-hci dump demo.pcap --layers l2cap,att --hex     # each layer's octets under its fields
       ble-hci dump btsnoop_hci.log --stats                # per connection and channel: octets, latency, errors
       ble-hci dump capture.pcapng --stats --json | jq '.connections[].channels[].att.latencyUs'
     """,

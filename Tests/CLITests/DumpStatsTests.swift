@@ -79,3 +79,35 @@ extension CLITests {
         }
     }
 }
+
+extension CLITests {
+    /// Issue 26: `dump --hex` from the command line; the octets themselves are checked against
+    /// tshark layer by layer in DecoderTests' HexTests.
+    @Suite(.serialized) struct DumpHex {
+        static let fixture = Repo.fixture("bumble-central.btsnoop").path
+
+        @Test func jsonHexOfEveryPacketsHCILayerIsTsharksFrameAfterTheH4Indicator() async throws {
+            let r = try await BleHCI.run(["dump", Self.fixture, "--hex", "--json"])
+            expectStatus(r, 0, "dump --hex --json")
+            // tshark -T json -x: each frame's octets as "frame_raw" (H4 indicator first).
+            let t = try await runTool(tshark, ["-n", "-r", Self.fixture, "-T", "json", "-x"])
+            #expect(t.status == 0)
+            let all = try #require(try JSONSerialization.jsonObject(with: Data(t.stdout.joined(separator: "\n").utf8)) as? [[String: Any]])
+            let frames: [String] = all.compactMap {
+                (($0["_source"] as? [String: Any])?["layers"] as? [String: Any])?["frame_raw"].flatMap { ($0 as? [Any])?.first as? String }
+            }
+            let objects = r.json.compactMap { $0 }
+            #expect(objects.count == frames.count && objects.count == 171)
+            for (o, f) in zip(objects, frames) {
+                let hex = try #require(o["hex"] as? [String: String], "no hex in \(o)")
+                #expect(hex["hci"] == String(f.dropFirst(2)), "#\(o["index"] ?? "?")")
+            }
+            let tree = try await BleHCI.run(["dump", Self.fixture, "--hex", "--layers", "att"])
+            expectStatus(tree, 0, "dump --hex --layers att")
+            #expect(tree.stdout.filter { $0.hasPrefix("    octets (") }.count == tree.stdout.filter { $0.hasPrefix("#") }.count,
+                    "one octets block per ATT packet")
+            let bad = try await BleHCI.run(["dump", Self.fixture, "--hex", "--flow"])
+            expectStatus(bad, 2, "dump --hex --flow")
+        }
+    }
+}
