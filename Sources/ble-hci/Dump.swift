@@ -29,7 +29,7 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         // The statistics cover every packet and layer: the options that select packets to
         // print or draw them have nothing to act on.
         if let other = ["flow", "svg", "layers", "hex"].first(where: c.args.has) {
-            throw UsageError("--stats summarises the whole capture: it takes no --\(other) (add --json for JSON)", command: c.command)
+            throw UsageError("--stats summarises every packet and layer of the capture: --\(other) does not go with it (--json does)", command: c.command)
         }
         return runStats(&reader, path: path, c)
     }
