@@ -16,12 +16,19 @@ import SMP
 public struct DecodedLayer: Sendable, Equatable {
     public var name: String { didSet { kind = LayerKind(name) } }
     public var fields: [Field]
+    /// The layer's own octets (`dump --hex`; kept only by a decoder made with `layerOctets`):
+    /// hci the HCI packet after the H4 indicator (Vol 4 Part E 5.4), l2cap the whole frame,
+    /// basic header included (Vol 3 Part A 3), or the ACL fragment's data for a fragment;
+    /// signaling, att and smp their PDU (the SDU reassembled from K-frames for ATT on a
+    /// credit-based channel). nil for layers that have none of their own (gatt, notes).
+    public var octets: ArraySlice<UInt8>?
     /// `name` resolved once, so rendering doesn't compare strings per layer per packet.
     private(set) var kind: LayerKind
 
-    public init(_ name: String, _ fields: [Field]) {
+    public init(_ name: String, _ fields: [Field], octets: ArraySlice<UInt8>? = nil) {
         self.name = name
         self.fields = fields
+        self.octets = octets
         kind = LayerKind(name)
     }
 }
@@ -97,8 +104,23 @@ public final class PacketDecoder: @unchecked Sendable {
     private var gatt = GATTTracker()
     private var channels = ChannelTracker()
     private var summaries = Summaries()
+    /// `dump --stats`: nil unless asked for (plain `dump` counts nothing).
+    private var collector: StatisticsCollector?
+    /// `dump --hex`: whether each layer keeps its octets (`DecodedLayer.octets`).
+    private let keepsOctets: Bool
 
-    public init() {}
+    /// `statistics`: count what `statistics()` reports while decoding. `layerOctets`: keep each
+    /// layer's octets in its `DecodedLayer.octets`.
+    public init(statistics: Bool = false, layerOctets: Bool = false) {
+        collector = statistics ? StatisticsCollector() : nil
+        keepsOctets = layerOctets
+    }
+
+    /// What the packets decoded so far carried (nil unless made with `statistics: true`).
+    public func statistics() -> CaptureStatistics? {
+        lock.lock(); defer { lock.unlock() }
+        return collector?.finished()
+    }
 
     /// Decodes one capture record (HCI packet or btmon record).
     public func decode(_ record: CaptureRecord) -> DecodedPacket {
@@ -111,12 +133,14 @@ public final class PacketDecoder: @unchecked Sendable {
             var f: [Field] = [.int("opcode", opcode), .text("name", name)]
             if let i = record.controllerIndex { f.append(.int("controllerIndex", i)) }
             if let text { f.append(.text("text", text)) }
+            collector?.packet(type: "monitor", time: record.time, malformed: false)
             return DecodedPacket(index: record.number, time: record.time, direction: record.direction, type: "monitor",
                                  summary: "Monitor \(name)" + (text.map { ": \($0)" } ?? ""),
                                  layers: [DecodedLayer("monitor", f)])
         case .note(let text):
             lock.lock(); defer { lock.unlock() }
             nextIndex = record.number + 1
+            collector?.packet(type: "note", time: record.time, malformed: false)
             return DecodedPacket(index: record.number, time: record.time, direction: record.direction, type: "note",
                                  summary: "Note: \(text)", layers: [DecodedLayer("note", [.text("text", text)])])
         }
@@ -154,6 +178,10 @@ public final class PacketDecoder: @unchecked Sendable {
             }
         }
         if p.malformed != nil, p.raw == nil { p.raw = raw }
+        if keepsOctets, !raw.isEmpty, !p.layers.isEmpty, p.layers[0].kind == .hci {
+            p.layers[0].octets = raw[1...]  // the HCI packet after its H4 packet indicator
+        }
+        collector?.packet(type: p.type, time: time, malformed: p.malformed != nil)
         return p
     }
 
@@ -195,6 +223,7 @@ public final class PacketDecoder: @unchecked Sendable {
                 }
                 f += sub
                 // A new link may reuse a handle: forget what the previous one had discovered.
+                if collector != nil { countLE(meta.subevent, p) }
                 switch meta.subevent {
                 case let c as LEConnectionComplete where c.status == .success: forgetConnection(c.connectionHandle)
                 case let c as LEEnhancedConnectionComplete: forgetConnection(c.connectionHandle)
@@ -207,12 +236,50 @@ public final class PacketDecoder: @unchecked Sendable {
                 if let cs = ev as? CommandStatus { p.summary = summaries.commandEvent(code: e.code, summary, cs.opcode) }
                 if let d = ev as? DisconnectionComplete, d.status == .success { forgetConnection(d.connectionHandle) }
                 if let c = ev as? ConnectionComplete, c.status == .success { forgetConnection(c.connectionHandle) }
+                if collector != nil { count(ev, p) }
             }
         } catch {
             p.malformed = "\(name): \(error)"
             f.append(.bytes("parameters", e.parameters))
         }
         p.layers.append(DecodedLayer("hci", f))
+    }
+
+    /// `dump --stats`: connections made and ended, commands that failed.
+    private func count(_ ev: any HCIEventParameters, _ p: DecodedPacket) {
+        switch ev {
+        case let c as ConnectionComplete where c.status == .success:
+            collector?.connected(handle: c.connectionHandle, transport: "BR/EDR", address: c.bdAddr, addressType: nil,
+                                 index: p.index, time: p.time)
+        case let d as DisconnectionComplete where d.status == .success:
+            collector?.disconnected(handle: d.connectionHandle, reason: d.reason, index: p.index, time: p.time)
+        case let s as CommandStatus where s.status != .success:
+            collector?.commandFailure(opcode: s.opcode, event: 0x0F, status: s.status, index: p.index)
+        case let c as CommandComplete:
+            // Every command's return parameters begin with its Status (Vol 4 Part E 7.1–7.8);
+            // the No-Op opcode 0x0000 has none, and vendor commands (OGF 0x3F) are their own.
+            if c.opcode.rawValue != 0, c.opcode.ogf != 0x3F, let status = c.returnParameters.first, status != 0 {
+                collector?.commandFailure(opcode: c.opcode, event: 0x0E, status: HCIStatus(status), index: p.index)
+            }
+        default: break
+        }
+    }
+
+    private func countLE(_ sub: any LEMetaEventParameters, _ p: DecodedPacket) {
+        let c: LEEnhancedConnectionComplete?
+        switch sub {
+        case let l as LEConnectionComplete:
+            guard l.status == .success else { return }
+            collector?.connected(handle: l.connectionHandle, transport: "LE", address: l.peerAddress,
+                                 addressType: l.peerAddressType, index: p.index, time: p.time)
+            return
+        case let e as LEEnhancedConnectionComplete: c = e
+        case let e as LEEnhancedConnectionCompleteV2: c = e.base
+        default: c = nil
+        }
+        guard let c, c.status == .success else { return }
+        collector?.connected(handle: c.connectionHandle, transport: "LE", address: c.peerAddress,
+                             addressType: c.peerAddressType, index: p.index, time: p.time)
     }
 
     /// Whether a bytes field named in `keys` is among `fields`, at any depth.
@@ -282,6 +349,7 @@ public final class PacketDecoder: @unchecked Sendable {
             .int("length", a.data.count),
         ]))
         p.summary = "ACL data"
+        collector?.acl(handle: a.handle, direction: direction, octets: a.data.count, time: p.time)
         switch reassembly.add(a, direction: direction, index: p.index) {
         case let .malformed(reason, dropped):
             p.malformed = reason
@@ -293,7 +361,7 @@ public final class PacketDecoder: @unchecked Sendable {
             var f: [Field] = [.int("fragment", number), .int("frameStart", firstIndex), .int("octetsSoFar", received)]
             if let total { f.append(.int("frameOctets", total, note: "4-octet basic header + \(total - 4)-octet payload")) }
             if let dropped { f.append(.text("droppedIncompleteFrame", dropped)) }
-            p.layers.append(DecodedLayer("l2cap", f))
+            p.layers.append(DecodedLayer("l2cap", f, octets: keepsOctets ? a.data[...] : nil))
             p.summary = "L2CAP fragment \(number) of frame starting at #\(firstIndex)"
         case let .frame(bytes, indexes, dropped):
             decodeFrame(bytes, indexes: indexes, dropped: dropped, handle: a.handle, direction: direction, into: &p)
@@ -310,6 +378,8 @@ public final class PacketDecoder: @unchecked Sendable {
             p.summary = "Malformed L2CAP"
             return
         }
+        if collector != nil { countFrame(frame, handle: handle, direction: direction, time: p.time) }
+        let frameOctets: ArraySlice<UInt8>? = keepsOctets ? bytes[...] : nil
         var l2: [Field] = frame.fields
         if indexes.count > 1 {
             l2.append(Field("fragments", .list(indexes.map { .int($0) }), note: "packets that made this frame"))
@@ -317,41 +387,57 @@ public final class PacketDecoder: @unchecked Sendable {
         if let dropped { l2.append(.text("droppedIncompleteFrame", dropped)) }
         switch frame.cid {
         case .att:
-            p.layers.append(DecodedLayer("l2cap", l2))
+            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
             decodeATT(frame.payload, handle: handle, direction: direction, bearer: 0, into: &p)
         case .leSignaling:
-            p.layers.append(DecodedLayer("l2cap", l2))
+            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
             let index = p.index
-            appendLayer("signaling", malformed: "L2CAP signaling", into: &p) { () throws(DecodeError) in
+            appendLayer("signaling", malformed: "L2CAP signaling", octets: frame.payload, into: &p) { () throws(DecodeError) in
                 let cmd = try SignalingCommand.decode(frame.payload)
                 channels.observe(cmd.body, identifier: cmd.identifier, handle: handle, direction: direction, index: index)
                 return (cmd.fields, "L2CAP \(cmd.code.name ?? "Unknown signaling command (\(hexCode(cmd.code.rawValue)))")")
             }
         case .signaling:
-            p.layers.append(DecodedLayer("l2cap", l2))
+            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
             decodeACLUSignaling(frame.payload, handle: handle, direction: direction, into: &p)
         case .smp, .bredrSMP:
-            p.layers.append(DecodedLayer("l2cap", l2))
-            appendLayer("smp", malformed: "SMP", into: &p) { () throws(DecodeError) in
+            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
+            appendLayer("smp", malformed: "SMP", octets: frame.payload, into: &p) { () throws(DecodeError) in
                 let pdu = try SMPPDU.decode(frame.payload)
+                collector?.smp(pdu, direction: direction)
                 return (pdu.fields, "SMP \(pdu.name)")
             }
         default:
             let key = ChannelTracker.Key(handle: handle, direction: direction, cid: frame.cid.rawValue)
             guard let ch = channels.channel(handle: handle, direction: direction, cid: frame.cid.rawValue) else {
                 l2.append(.bytes("payload", frame.payload))
-                p.layers.append(DecodedLayer("l2cap", l2))
+                p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
                 p.summary = "L2CAP \(frame.cid.description)"
                 return
             }
-            decodeChannel(frame.payload, channel: ch, key: key, l2: l2, into: &p)
+            decodeChannel(frame.payload, channel: ch, key: key, l2: l2, frameOctets: frameOctets, into: &p)
         }
+    }
+
+    /// `dump --stats`: the frame's channel as the channel tracking knows it.
+    private func countFrame(_ frame: L2CAPFrame, handle: UInt16, direction: Direction?, time: CaptureTime) {
+        let cid = frame.cid.rawValue
+        let ch: StatisticsCollector.FrameChannel
+        if cid < 0x0040 {
+            ch = .fixed(cid: cid, name: frame.cid.name ?? "CID \(hexCode(cid))")
+        } else if let c = channels.channel(handle: handle, direction: direction, cid: cid) {
+            ch = .followed(serial: c.serial, psm: c.psm, mode: c.mode.name, cid: cid,
+                           name: PSM(c.psm).name ?? "PSM \(hexCode(c.psm, digits: 4))", openedIn: c.openedIn)
+        } else {
+            ch = .unfollowed(cid: cid)
+        }
+        collector?.frame(handle: handle, direction: direction, channel: ch, octets: frame.payload.count, time: time)
     }
 
     /// A frame on a followed dynamic channel: its PSM and mode in the L2CAP layer, then the SDU
     /// decoded by the PSM's protocol (ATT on 0x001F and 0x0027), else shown as octets.
     private func decodeChannel(_ payload: [UInt8], channel ch: ChannelTracker.Channel, key: ChannelTracker.Key,
-                               l2 base: [Field], into p: inout DecodedPacket) {
+                               l2 base: [Field], frameOctets: ArraySlice<UInt8>?, into p: inout DecodedPacket) {
         let psm = PSM(ch.psm)
         let protocolName = psm.name ?? "PSM \(hexCode(ch.psm, digits: 4))"
         var l2 = base.filter { $0.name != "channel" }
@@ -363,7 +449,7 @@ public final class PacketDecoder: @unchecked Sendable {
         switch ch.mode {
         case .framed:
             l2.append(.bytes("payload", payload, note: "I-/S-frames of this mode are not decoded"))
-            p.layers.append(DecodedLayer("l2cap", l2))
+            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
             p.summary = "L2CAP \(protocolName) (\(ch.mode.name))"
             return
         case .basic:
@@ -372,14 +458,14 @@ public final class PacketDecoder: @unchecked Sendable {
             switch channels.kFrame(payload, key: key, index: p.index) {
             case let .malformed(reason):
                 l2.append(.bytes("payload", payload))
-                p.layers.append(DecodedLayer("l2cap", l2))
+                p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
                 p.malformed = "L2CAP K-frame: \(reason)"
                 p.summary = "Malformed L2CAP K-frame"
                 return
             case let .partial(number, firstIndex, received, length):
                 if number == 1 { l2.append(.int("sduLength", length)) }
                 l2 += [.int("sduFragment", number), .int("sduStart", firstIndex), .int("sduOctetsSoFar", received)]
-                p.layers.append(DecodedLayer("l2cap", l2))
+                p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
                 p.summary = "L2CAP \(protocolName) K-frame \(number) of SDU starting at #\(firstIndex)"
                 return
             case let .sdu(bytes, length, frames):
@@ -390,11 +476,11 @@ public final class PacketDecoder: @unchecked Sendable {
         }
         switch psm {
         case .att, .eatt:
-            p.layers.append(DecodedLayer("l2cap", l2))
+            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
             decodeATT(sdu, handle: key.handle, direction: key.direction, bearer: ch.serial, into: &p)
         default:
             l2.append(.bytes("sdu", sdu))
-            p.layers.append(DecodedLayer("l2cap", l2))
+            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
             p.summary = "L2CAP \(protocolName)"
         }
     }
@@ -403,9 +489,11 @@ public final class PacketDecoder: @unchecked Sendable {
     private func decodeATT(_ payload: [UInt8], handle: UInt16, direction: Direction?, bearer: Int, into p: inout DecodedPacket) {
         do {
             let pdu = try ATTPDU.decode(payload)
-            p.layers.append(DecodedLayer("att", pdu.fields))
+            p.layers.append(DecodedLayer("att", pdu.fields, octets: keepsOctets ? payload[...] : nil))
             p.summary = summaries.att(pdu.opcode)
-            if let g = gatt.process(pdu, connection: handle, direction: direction, bearer: bearer), !g.isEmpty {
+            let (g, answered) = gatt.process(pdu, connection: handle, direction: direction, bearer: bearer, time: p.time)
+            collector?.att(pdu, direction: direction, answered: answered, time: p.time)
+            if let g, !g.isEmpty {
                 p.layers.append(DecodedLayer("gatt", g))
             }
         } catch {
@@ -416,7 +504,7 @@ public final class PacketDecoder: @unchecked Sendable {
                 name = op.name ?? "ATT opcode \(hexCode(first))"
                 f = [.code("opcode", first), .text("name", op.name ?? "Unknown")]
             }
-            p.layers.append(DecodedLayer("att", f))
+            p.layers.append(DecodedLayer("att", f, octets: keepsOctets ? payload[...] : nil))
             p.malformed = "ATT \(name): \(error)"
             p.summary = "Malformed ATT \(name)"
         }
@@ -434,9 +522,10 @@ public final class PacketDecoder: @unchecked Sendable {
         }
         let names = commands.map { $0.code.name ?? "Unknown signaling command (\(hexCode($0.code.rawValue)))" }
         if commands.count == 1 {
-            p.layers.append(DecodedLayer("signaling", commands[0].fields))
+            p.layers.append(DecodedLayer("signaling", commands[0].fields, octets: keepsOctets ? payload[...] : nil))
         } else if !commands.isEmpty {
-            p.layers.append(DecodedLayer("signaling", [Field("commands", .list(commands.map { .object($0.fields) }))]))
+            p.layers.append(DecodedLayer("signaling", [Field("commands", .list(commands.map { .object($0.fields) }))],
+                                         octets: keepsOctets ? payload[...] : nil))
         }
         p.summary = "L2CAP " + (names.isEmpty ? "signaling" : names.joined(separator: ", "))
         if let error {
@@ -447,11 +536,11 @@ public final class PacketDecoder: @unchecked Sendable {
 
     /// A payload that makes one layer: its fields and the packet's summary, or, when it does not
     /// decode, the packet marked malformed with the cause (`what` names the protocol).
-    private func appendLayer(_ layer: String, malformed what: String, into p: inout DecodedPacket,
+    private func appendLayer(_ layer: String, malformed what: String, octets: [UInt8], into p: inout DecodedPacket,
                              _ decode: () throws(DecodeError) -> (fields: [Field], summary: String)) {
         do {
             let (fields, summary) = try decode()
-            p.layers.append(DecodedLayer(layer, fields))
+            p.layers.append(DecodedLayer(layer, fields, octets: keepsOctets ? octets[...] : nil))
             p.summary = summary
         } catch {
             p.malformed = "\(what): \(error)"

@@ -1,4 +1,5 @@
 import HCI
+import Capture
 import ATT
 import GATT
 
@@ -38,7 +39,13 @@ struct GATTTracker {
         /// way on the same bearer: the fixed channel 0x0004, 0, or a followed dynamic channel,
         /// by its serial number; one transaction per bearer, Core v5.4 Vol 3 Part F 3.3.2).
         /// At most `maxPendingRequests`.
-        var pending: [PendingKey: ATTPDU] = [:]
+        var pending: [PendingKey: PendingRequest] = [:]
+    }
+
+    /// A request waiting for its answer, and when it was seen (for `dump --stats`' latency).
+    struct PendingRequest {
+        var pdu: ATTPDU
+        var time: CaptureTime
     }
 
     /// Bounded: a hostile capture can't grow this without limit (handles are 12-bit, and each
@@ -58,23 +65,35 @@ struct GATTTracker {
     /// The GATT layer's fields for `pdu`, or nil when there is nothing to say.
     /// `bearer`: 0 for the fixed ATT channel, a followed dynamic channel's serial number.
     mutating func process(_ pdu: ATTPDU, connection handle: UInt16, direction: Direction?, bearer: Int = 0) -> [Field]? {
+        process(pdu, connection: handle, direction: direction, bearer: bearer, time: CaptureTime(seconds: 0, nanoseconds: 0)).fields
+    }
+
+    /// As `process(_:connection:direction:bearer:)`, and, for a response or an Error Response,
+    /// the request it answers (the last one the other side sent on the bearer) with its time.
+    mutating func process(_ pdu: ATTPDU, connection handle: UInt16, direction: Direction?, bearer: Int,
+                          time: CaptureTime) -> (fields: [Field]?, answered: PendingRequest?) {
         if connections.count >= Self.maxConnections, connections[handle] == nil { connections.removeAll() }
         // Changed in place through the dictionary's modify accessor (one look-up, no copy of
         // the connection's tables, which would make every packet O(n)).
-        return Self.process(pdu, direction: direction, bearer: bearer, in: &connections[handle, default: Connection()])
+        return Self.process(pdu, direction: direction, bearer: bearer, time: time, in: &connections[handle, default: Connection()])
     }
 
-    private static func process(_ pdu: ATTPDU, direction: Direction?, bearer: Int, in c: inout Connection) -> [Field]? {
+    private static func process(_ pdu: ATTPDU, direction: Direction?, bearer: Int, time: CaptureTime,
+                                in c: inout Connection) -> (fields: [Field]?, answered: PendingRequest?) {
         let reverse: Direction? = direction.map { $0 == .sent ? .received : .sent }
 
         if pdu.opcode.isRequest {
             if c.pending.count >= maxPendingRequests { c.pending.removeAll() }
-            c.pending[PendingKey(direction: direction, bearer: bearer)] = pdu
+            c.pending[PendingKey(direction: direction, bearer: bearer)] = PendingRequest(pdu: pdu, time: time)
         }
-        var request: ATTPDU? = nil
+        var answered: PendingRequest? = nil
         if pdu.opcode.isResponse || pdu.opcode == .errorResponse {
-            request = c.pending.removeValue(forKey: PendingKey(direction: reverse, bearer: bearer))
+            answered = c.pending.removeValue(forKey: PendingKey(direction: reverse, bearer: bearer))
         }
+        return (fields(for: pdu, request: answered?.pdu, in: &c), answered)
+    }
+
+    private static func fields(for pdu: ATTPDU, request: ATTPDU?, in c: inout Connection) -> [Field]? {
 
         switch pdu {
         case .readByGroupTypeResponse(let list):

@@ -165,6 +165,17 @@ public struct RenderBuffer: ~Copyable, @unchecked Sendable {
         count += n
     }
 
+    mutating func append(hex b: ArraySlice<UInt8>) {
+        let out = room(b.count * 2)
+        var i = 0
+        for x in b {
+            out[i] = hexDigit(x >> 4)
+            out[i + 1] = hexDigit(x & 0x0f)
+            i += 2
+        }
+        count += i
+    }
+
     mutating func append(hex b: [UInt8]) {
         let out = room(b.count * 2)
         var i = 0
@@ -233,7 +244,7 @@ public struct RenderBuffer: ~Copyable, @unchecked Sendable {
 private func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 48 &+ v : 87 &+ v }
 
 /// JSON: `{"index":7,"time":"...","direction":"sent","type":"acl","hci":{...},...}`.
-public func appendJSON(_ p: DecodedPacket, layers: LayerSelection, to s: inout RenderBuffer) {
+public func appendJSON(_ p: DecodedPacket, layers: LayerSelection, hex: Bool = false, to s: inout RenderBuffer) {
     s.append(ascii: "{\"index\":")
     s.append(int: p.index)
     s.append(ascii: ",\"time\":\"")
@@ -257,6 +268,20 @@ public func appendJSON(_ p: DecodedPacket, layers: LayerSelection, to s: inout R
         s.append(hex: raw)
         s.append(byte: UInt8(ascii: "\""))
     }
+    if hex {
+        // `dump --hex --json`: {"hex":{"hci":"...","l2cap":"...","att":"..."}}, shown layers only.
+        var first = true
+        for layer in p.layers where layers.includes(layer) {
+            guard let octets = layer.octets else { continue }
+            s.append(ascii: first ? ",\"hex\":{\"" : ",\"")
+            first = false
+            s.append(layer.name)
+            s.append(ascii: "\":\"")
+            s.append(hex: octets)
+            s.append(byte: UInt8(ascii: "\""))
+        }
+        if !first { s.append(byte: UInt8(ascii: "}")) }
+    }
     s.append(byte: UInt8(ascii: "}"))
 }
 
@@ -268,7 +293,7 @@ public func appendJSON(_ p: DecodedPacket, layers: LayerSelection, to s: inout R
 ///   ...
 /// ```
 /// `→` host to controller, `←` controller to host, `·` unknown direction.
-public func appendTree(_ p: DecodedPacket, layers: LayerSelection, to s: inout RenderBuffer) {
+public func appendTree(_ p: DecodedPacket, layers: LayerSelection, hex: Bool = false, to s: inout RenderBuffer) {
     s.append(byte: UInt8(ascii: "#"))
     s.append(int: p.index)
     s.append(byte: UInt8(ascii: " "))
@@ -296,6 +321,7 @@ public func appendTree(_ p: DecodedPacket, layers: LayerSelection, to s: inout R
         }
         s.append(byte: 10)
         appendTreeFields(layer.fields, indent: 4, to: &s)
+        if hex, let octets = layer.octets { appendHexDump(octets, indent: 4, to: &s) }
     }
     if let m = p.malformed {
         s.append(ascii: "  malformed: ")
@@ -306,6 +332,35 @@ public func appendTree(_ p: DecodedPacket, layers: LayerSelection, to s: inout R
         s.append(ascii: "  raw: ")
         if raw.isEmpty { s.append(ascii: "(empty)") } else { s.append(hex: raw) }
         s.append(byte: 10)
+    }
+}
+
+/// `dump --hex`: "octets (N):" then 16 octets a line after their offset, as `tshark -x`.
+private func appendHexDump(_ octets: ArraySlice<UInt8>, indent: Int, to s: inout RenderBuffer) {
+    s.append(indent: indent)
+    s.append(ascii: "octets (")
+    s.append(int: octets.count)
+    s.append(ascii: "):\n")
+    var offset = 0
+    var i = octets.startIndex
+    while i < octets.endIndex {
+        let end = octets.index(i, offsetBy: 16, limitedBy: octets.endIndex) ?? octets.endIndex
+        s.append(indent: indent + 2)
+        for shift in stride(from: offset > 0xffff ? 28 : 12, through: 0, by: -4) {
+            s.append(byte: hexDigit(UInt8((offset >> shift) & 0x0f)))
+        }
+        s.append(byte: UInt8(ascii: " "))
+        var j = i
+        while j < end {
+            s.append(byte: UInt8(ascii: " "))
+            if j - i == 8 { s.append(byte: UInt8(ascii: " ")) }
+            s.append(byte: hexDigit(octets[j] >> 4))
+            s.append(byte: hexDigit(octets[j] & 0x0f))
+            j += 1
+        }
+        s.append(byte: 10)
+        offset += end - i
+        i = end
     }
 }
 

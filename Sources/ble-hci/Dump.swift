@@ -24,8 +24,18 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
     }
     let flow = c.args.has("flow")
     let svgPath = c.args.last("svg")
+    let hex = c.args.has("hex")
+    if c.args.has("stats") {
+        // The statistics cover every packet and layer: the options that select packets to
+        // print or draw them have nothing to act on.
+        if let other = ["flow", "svg", "layers", "hex"].first(where: c.args.has) {
+            throw UsageError("--stats summarises every packet and layer of the capture: --\(other) does not go with it (--json does)", command: c.command)
+        }
+        return runStats(&reader, path: path, c)
+    }
     if flow || svgPath != nil {
         guard !c.out.json else { throw UsageError("--json, --flow and --svg are alternatives: choose one", command: c.command) }
+        guard !hex else { throw UsageError("--hex adds octets to the packet listing: it does not go with --flow or --svg", command: c.command) }
         return try runFlow(&reader, path: path, layers: layers, text: flow, svgPath: svgPath, c)
     }
     // Performance: render UTF-8 bytes straight into one buffer (no String per packet), and
@@ -33,14 +43,15 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
     let selection = LayerSelection(layers)
     var out = BufferedStdout()
     let json = c.out.json
-    let (records, damage) = decodeAll(&reader) { p in
+    let decoder = PacketDecoder(layerOctets: hex)
+    let (records, damage) = decodeAll(&reader, decoder) { p in
         // --layers selects what is shown: a packet with nothing in those layers is left out.
         guard selection.shows(p) else { return }
         if json {
-            appendJSON(p, layers: selection, to: &out.buffer)
+            appendJSON(p, layers: selection, hex: hex, to: &out.buffer)
             out.buffer.append(byte: 10)
         } else {
-            appendTree(p, layers: selection, to: &out.buffer)
+            appendTree(p, layers: selection, hex: hex, to: &out.buffer)
         }
         out.flushIfFull()
     }
@@ -50,8 +61,8 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
 
 /// Decodes every record up to the end or the first damage; returns how many records were read
 /// and the damage (the reader's message names the record number and byte offset), if any.
-private func decodeAll(_ reader: inout CaptureReader, _ body: (DecodedPacket) -> Void) -> (records: Int, damage: String?) {
-    let decoder = PacketDecoder()
+private func decodeAll(_ reader: inout CaptureReader, _ decoder: PacketDecoder = PacketDecoder(),
+                       _ body: (DecodedPacket) -> Void) -> (records: Int, damage: String?) {
     var records = 0
     while true {
         do {
@@ -77,6 +88,26 @@ private func outcome(_ path: String, damage: String?, records: Int, _ c: Command
         return ExitCode.failure
     }
     return ExitCode.success
+}
+
+/// `dump --stats`: every packet decoded, nothing printed per packet; then the statistics (one
+/// JSON object with `--json`). A damaged capture gets the statistics of what came before the
+/// damage, then fails as plain `dump` does.
+private func runStats(_ reader: inout CaptureReader, path: String, _ c: CommandContext) -> Int32 {
+    let decoder = PacketDecoder(statistics: true)
+    let (records, damage) = decodeAll(&reader, decoder) { _ in }
+    if damage == nil && records == 0 { return outcome(path, damage: nil, records: 0, c) }
+    if let stats = decoder.statistics() {
+        var out = BufferedStdout()
+        if c.out.json {
+            out.buffer.append(stats.json)
+            out.buffer.append(byte: 10)
+        } else {
+            out.buffer.append(stats.text)
+        }
+        out.flush()
+    }
+    return outcome(path, damage: damage, records: records, c)
 }
 
 /// `dump --flow` / `--svg OUT.svg`: the capture as a sequence diagram (Decoder's FlowBuilder,

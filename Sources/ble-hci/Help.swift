@@ -174,7 +174,8 @@ let commandHelp: [String: String] = [
       ble-hci bonds --bonds /tmp/bonds clear
     """,
     "dump": """
-    Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg]
+    Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg] [--hex]
+           ble-hci dump FILE --stats [--json]
 
     Decodes a btsnoop (datalink 1001, 1002, 2001), pcap or pcapng (Wireshark's default format;
     link types 187, 201, 254 as btmon writes) or Apple PacketLogger (.pklg, either byte order)
@@ -202,6 +203,23 @@ let commandHelp: [String: String] = [
                         exchanges and repeated sessions folded into one "× N" row (clicking a
                         folded exchange lists up to 40 of its packets; the text diagram lists
                         every packet). With --flow, both.
+      --hex             under each layer's fields, that layer's octets in hex (16 a line after
+                        their offset, as tshark -x): hci the HCI packet after the H4 indicator,
+                        l2cap the whole frame with its basic header (a fragment: its ACL data),
+                        signaling, att and smp their PDU (ATT on a credit-based channel: the SDU
+                        reassembled from its K-frames). With --json, a "hex" object by layer
+                        name ({"hci":"...","l2cap":"...","att":"..."}) of the layers shown.
+      --stats           no packet listing: what the capture carried, as btmon -a reports it.
+                        Packets by type; per connection (handle, LE or BR/EDR, peer address,
+                        the packets that connected and disconnected it, the reason, duration)
+                        ACL packets and octets each way and their throughput; per L2CAP channel
+                        (fixed ones by CID, dynamic ones followed from their signaling with PSM
+                        and mode, others by CID) frames and octets each way; on ATT channels
+                        (CID 0x0004, PSM 0x001F, EATT) requests, answers and the request →
+                        response latency (min, median, max), indications and confirmations,
+                        Error Responses by code; SMP Pairing Failed by reason; HCI commands that
+                        failed (Command Status or Command Complete with a Status other than
+                        Success). With --json, one JSON object (docs/cli.md has its fields).
 
     Pairing (SMP) and encryption packets get their own steps; the steps' CoreBluetooth names for
     them are generic (the system pairs, no app call).
@@ -229,6 +247,9 @@ let commandHelp: [String: String] = [
       ble-hci dump demo.pcap --layers att --flow --svg demo.svg
       ble-hci dump btsnoop_hci.log --layers l2cap,att   # ATT over BR/EDR and EATT channels too
       ble-hci dump iphone.pklg --json
+      ble-hci dump demo.pcap --layers l2cap,att --hex     # each layer's octets under its fields
+      ble-hci dump btsnoop_hci.log --stats                # per connection and channel: octets, latency, errors
+      ble-hci dump capture.pcapng --stats --json | jq '.connections[].channels[].att.latencyUs'
     """,
     "demo": """
     Usage: ble-hci demo [--capture FILE]
@@ -312,7 +333,7 @@ let commandSpecs: [String: OptionSpec] = [
     "peripheral": OptionSpec(flags: Set(["security-request"]).union(securityFlags),
                              valued: Set(["name", "profile", "duration", "gatt"]).union(securityValued)),
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),
-    "dump": OptionSpec(flags: ["flow"], valued: ["layers", "svg"]),
+    "dump": OptionSpec(flags: ["flow", "stats", "hex"], valued: ["layers", "svg"]),
     "demo": OptionSpec(flags: [], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen"]),
     "proxy": OptionSpec(flags: [], valued: ["host", "controller"]),

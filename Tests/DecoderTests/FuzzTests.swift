@@ -95,14 +95,24 @@ private func expectJSONObject(_ line: [UInt8], _ what: @autoclosure () -> String
 }
 
 /// Renders `p` as JSON (checked) and as a tree.
-private func renderBoth(_ p: DecodedPacket, _ what: @autoclosure () -> String) {
+private func renderBoth(_ p: DecodedPacket, hex: Bool = false, _ what: @autoclosure () -> String) {
     let all = LayerSelection(allDecoderLayers)
     var json = RenderBuffer()
-    appendJSON(p, layers: all, to: &json)
+    appendJSON(p, layers: all, hex: hex, to: &json)
     expectJSONObject(json.bytes, what())
     var tree = RenderBuffer()
-    appendTree(p, layers: all, to: &tree)
+    appendTree(p, layers: all, hex: hex, to: &tree)
     #expect(!tree.bytes.isEmpty)
+}
+
+/// `dump --stats` of what `decoder` decoded: its JSON parses, its text renders.
+private func expectStatistics(_ decoder: PacketDecoder, packets: Int, _ what: @autoclosure () -> String) {
+    guard let s = decoder.statistics() else { Issue.record("no statistics: \(what())"); return }
+    #expect(s.packets == packets, "\(what())")
+    #expect(s.connections.count <= CaptureStatistics.maxConnections)
+    #expect(s.connections.allSatisfy { $0.channels.count <= CaptureStatistics.maxChannelsPerConnection })
+    expectJSONObject(Array(s.json.utf8), what())
+    #expect(!s.text.isEmpty)
 }
 
 /// A Reset command: decodes cleanly whatever came before it.
@@ -111,7 +121,8 @@ private let resetH4: [UInt8] = [0x01, 0x03, 0x0c, 0x00]
 @Test func fuzzH4PacketsThroughEveryDecoder() {
     #expect(fixturePackets.count > 500, "fixtures missing")
     var rng = SeededGenerator(seed: 0x0b1e_4c1_f022)
-    let decoder = PacketDecoder()
+    // With --stats' counting and --hex's octets on: they must not trap either.
+    let decoder = PacketDecoder(statistics: true, layerOctets: true)
     let directions: [Direction?] = [.sent, .received, nil]
     var inputs: [[UInt8]] = []
     // Every fixture packet mutated at least twice, the rest made up.
@@ -137,7 +148,7 @@ private let resetH4: [UInt8] = [0x01, 0x03, 0x0c, 0x00]
             malformed += 1
             #expect(p.raw == h4, "a malformed packet carries its raw bytes")
         }
-        renderBoth(p, "packet \(i) \(h4.hex)")
+        renderBoth(p, hex: true, "packet \(i) \(h4.hex)")
         // Decoding goes on: a good packet after hostile ones decodes as such.
         if i % 1000 == 999 {
             let reset = decoder.decode(direction: .sent, packet: .success(try! HCIPacket(h4: resetH4)), raw: resetH4, time: t0)
@@ -147,6 +158,7 @@ private let resetH4: [UInt8] = [0x01, 0x03, 0x0c, 0x00]
     }
     // The generator must actually reach both outcomes.
     #expect(malformed > 1000 && malformed < inputs.count - 1000)
+    expectStatistics(decoder, packets: index, "statistics of the fuzzed packets")
 }
 
 @Test func fuzzH4FramerKeepsPacketsWholeOrFailsCleanly() {
@@ -218,8 +230,9 @@ private let resetH4: [UInt8] = [0x01, 0x03, 0x0c, 0x00]
         // Decode and render every made-up file and every fourth mutated fixture (all of them
         // would take too long in a debug build; cut copies decode like the fixtures).
         guard i % 4 == 0 || i % 8 == 2 else { continue }
-        let decoder = PacketDecoder()
-        for r in records { renderBoth(decoder.decode(r), "capture \(i) record \(r.number)") }
+        let decoder = PacketDecoder(statistics: i % 2 == 0, layerOctets: i % 2 == 0)
+        for r in records { renderBoth(decoder.decode(r), hex: i % 2 == 0, "capture \(i) record \(r.number)") }
+        if i % 2 == 0 { expectStatistics(decoder, packets: records.count, "statistics of capture \(i)") }
     }
 }
 
