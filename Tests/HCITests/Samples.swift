@@ -106,6 +106,7 @@ let eventSamples: [any HCIEventParameters] = [
     CommandComplete(ReadBDADDR.self, .init(address: addrA)),
     CommandStatus(status: .success, opcode: LECreateConnection.opcode),
     DisconnectionComplete(connectionHandle: 0x40, reason: .localHostTerminated),
+    ConnectionComplete(status: .success, connectionHandle: 0x0B, bdAddr: addrA, linkType: 0x01, encryptionEnabled: 0x00),
     NumberOfCompletedPackets(entries: [.init(connectionHandle: 0x40, numCompletedPackets: 1), .init(connectionHandle: 0x41, numCompletedPackets: 2)]),
     EncryptionChange(connectionHandle: 0x40, encryptionEnabled: 1),
     EncryptionChangeV2(connectionHandle: 0x40, encryptionEnabled: 1, encryptionKeySize: 16),

@@ -104,6 +104,16 @@ import Testing
         #expect(ExtendedAdvertisingEventType.scanRspToAdvInd.isScanResponse)
     }
 
+    /// Connection Complete (Core v5.4 Vol 4 Part E 7.7.3): Status, Connection_Handle (12 bits),
+    /// BD_ADDR (little-endian), Link_Type (0x01: ACL), Encryption_Enabled; 11 octets.
+    @Test func connectionCompleteOfABREDRLink() throws {
+        let bytes: [UInt8] = [0x03, 0x0B, 0x00, 0x0B, 0x00, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x01, 0x00]
+        let e = try #require(try HCIEvents.decode(HCIEventPacket(code: bytes[0], parameters: Array(bytes[2...]))) as? ConnectionComplete)
+        #expect(e == ConnectionComplete(status: .success, connectionHandle: 0x000B, bdAddr: BDAddress(string: "11:22:33:44:55:66")!,
+                                        linkType: 0x01, encryptionEnabled: 0x00))
+        #expect(e.packet.parameters == Array(bytes[2...]))
+    }
+
     @Test func numberOfCompletedPacketsWithTwoHandles() throws {
         // Each handle followed by its count: (0x0040, 1), (0x0041, 2).
         let p = HCIEventPacket(code: 0x13, parameters: [0x02, 0x40, 0x00, 0x01, 0x00, 0x41, 0x00, 0x02, 0x00])
