@@ -622,6 +622,11 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
             }
             notificationBacklog = Swift.max(0, notificationBacklog - 1)
         }
+        // The stream ended: the bearer is closed and calls no handler again. Dropping them frees
+        // what they hold: the stack's handler holds the link's GATT client, which holds this
+        // bearer as its requester, so keeping it would keep every closed link's layers.
+        notificationHandler = nil
+        notificationFast = nil
     }
 
     /// The link is gone (L2CAP).
@@ -686,5 +691,9 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         for w in indicationWaiters { w.resume(throwing: reason) }
         indicationWaiters.removeAll()
         notificationsContinuation.finish()
+        // Nothing arrives on a closed link: the fast receiver is done; the notification handler
+        // is dropped when its loop has handed over what was queued (or now, without a loop).
+        notificationFast = nil
+        if !started { notificationHandler = nil }
     }
 }
