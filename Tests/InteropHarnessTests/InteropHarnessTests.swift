@@ -94,7 +94,7 @@ import TestSupport
 
 /// The Rootcanal harness (TestSupport's `RootcanalControllers`, Tools/rootcanal/serve.py): it
 /// starts, every connection is a controller of its own, and it is gone after `stop()`.
-@Suite(.serialized, .enabled(if: RootcanalControllers.selected, "\(RootcanalControllers.disabledReason)"))
+@Suite(.serialized, .rootcanal)
 struct RootcanalHarnessTests {
     @Test func everyConnectionIsAControllerOfItsOwn() async throws {
         let rootcanal = try await RootcanalControllers.start()
