@@ -12,6 +12,8 @@ SWIFT_FLAGS ?=
 TEST_SUITES := swift-test docs-check vm-test fuzz-smoke
 # Generated PDU codecs (Tools/pdl) match their descriptions.
 TEST_SUITES += pdl-check
+# The interop and differential tests over Rootcanal, the second independent controller.
+TEST_SUITES += rootcanal-test
 
 # libFuzzer targets (Tools/fuzz/Targets, docs/fuzzing.md) and seconds per target for `make fuzz`.
 FUZZ_TARGETS := h4 hci acl l2cap-signaling att-server att-client smp ad capture
@@ -90,6 +92,13 @@ swift-test: deps build
 vm-test: deps build
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	Tools/test-suite.sh $@ Tools/vm/run-tests.sh
+
+# The tests over Rootcanal (Android's virtual controller, pinned in Tools/requirements.txt; docs/testing.md):
+# interop (ours <-> ours, ours <-> Bumble hosts) and the HCI differential against our controller.
+# Skipped (exit 77) only when Rootcanal cannot start here.
+rootcanal-test: deps build
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	SWIFT="$(SWIFT)" Tools/test-suite.sh $@ Tools/rootcanal/run-tests.sh $(SWIFT_FLAGS)
 
 # Each fuzz target for a few seconds on its seed corpus and saved regressions (docs/fuzzing.md).
 fuzz-smoke: sysdeps

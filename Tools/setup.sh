@@ -55,7 +55,7 @@ STAMP=$VENV/.ble-hci-requirements.sha256
 want=$(cat Tools/requirements.txt Tools/constraints.txt | sha256sum | cut -d' ' -f1)
 
 if [[ -x $VENV/bin/python && -f $STAMP && "$(cat "$STAMP")" == "$want" ]] \
-    && "$VENV/bin/python" -c 'import bumble' 2>/dev/null; then
+    && "$VENV/bin/python" -c 'import bumble, rootcanal.binaries' 2>/dev/null; then
     log "venv .venv up to date"
     exit 0
 fi
@@ -69,5 +69,8 @@ log "installing pinned Python packages into .venv"
 "$VENV/bin/python" -m pip install --disable-pip-version-check --no-input -q \
     -r Tools/requirements.txt -c Tools/constraints.txt
 "$VENV/bin/python" -c 'import bumble.controller, bumble.device'
+# Rootcanal's binary is in the wheel; it must run on this glibc (1.10.0 does on Debian 12).
+"$VENV/bin/python" -c 'import rootcanal.binaries, subprocess, sys; sys.exit(subprocess.run([rootcanal.binaries.get_package_binary_resource_path("rootcanal"), "-version"], capture_output=True).returncode)' \
+    || { log "rootcanal's binary does not run here (rootcanal-test will be skipped)"; }
 echo "$want" > "$STAMP"
 log "venv .venv ready"

@@ -288,10 +288,17 @@ extension VirtualController: HCICommandHandler {
         let directedHigh = c.advertisingType == 1
         guard c.advertisingType <= 4, c.advertisingChannelMap & 0x07 != 0, c.advertisingChannelMap & ~0x07 == 0,
               c.advertisingFilterPolicy <= 3,
-              directedHigh || ((0x20...0x4000).contains(c.advertisingIntervalMin)
-                               && (0x20...0x4000).contains(c.advertisingIntervalMax)
-                               && c.advertisingIntervalMin <= c.advertisingIntervalMax) else {
+              directedHigh || c.advertisingIntervalMin <= c.advertisingIntervalMax else {
             return reject(LESetAdvertisingParameters.self, .invalidParameters)
+        }
+        // Core v5.4 Vol 4 Part E 7.8.5: an advertising interval range outside the one the
+        // Controller supports (here all of 0x0020-0x4000, so any value outside it) gets
+        // Unsupported Feature or Parameter Value (0x11), not Invalid HCI Command Parameters (the
+        // difference to Rootcanal that RootcanalDifferentialTests found). Ignored for high duty
+        // cycle directed advertising.
+        guard directedHigh || ((0x20...0x4000).contains(c.advertisingIntervalMin)
+                               && (0x20...0x4000).contains(c.advertisingIntervalMax)) else {
+            return reject(LESetAdvertisingParameters.self, .unsupportedParameterValue)
         }
         advParams = c
         complete(LESetAdvertisingParameters.self)
@@ -348,15 +355,21 @@ extension VirtualController: HCICommandHandler {
             return reject(LESetExtendedAdvertisingParameters.self, .memoryCapacityExceeded)
         }
         let p = c.advertisingEventProperties
-        let intervalsOK = (0x20...0xFF_FFFF).contains(c.primaryAdvertisingIntervalMin)
-            && (0x20...0xFF_FFFF).contains(c.primaryAdvertisingIntervalMax)
-            && c.primaryAdvertisingIntervalMin <= c.primaryAdvertisingIntervalMax
         let legacyOK = !p.contains(.legacy) || !(p.contains(.connectable) && !p.contains(.scannable) && !p.contains(.directed))
         let extOK = p.contains(.legacy) || !(p.contains(.connectable) && p.contains(.scannable))
-        guard intervalsOK || p.contains(.highDutyCycleDirected), legacyOK, extOK,
+        guard c.primaryAdvertisingIntervalMin <= c.primaryAdvertisingIntervalMax || p.contains(.highDutyCycleDirected),
+              legacyOK, extOK,
               c.primaryAdvertisingChannelMap & 0x07 != 0, c.primaryAdvertisingChannelMap & ~0x07 == 0,
               c.advertisingSID <= 0x0F, c.primaryAdvertisingPHY == 1 || c.primaryAdvertisingPHY == 3 else {
             return reject(LESetExtendedAdvertisingParameters.self, .invalidParameters)
+        }
+        // Core v5.4 Vol 4 Part E 7.8.53: a primary advertising interval range outside the one the
+        // Controller supports (0x000020-0xFFFFFF here) gets Unsupported Feature or Parameter Value
+        // (0x11), as 7.8.5 for legacy advertising; not checked for high duty cycle directed.
+        guard p.contains(.highDutyCycleDirected)
+                || ((0x20...0xFF_FFFF).contains(c.primaryAdvertisingIntervalMin)
+                    && (0x20...0xFF_FFFF).contains(c.primaryAdvertisingIntervalMax)) else {
+            return reject(LESetExtendedAdvertisingParameters.self, .unsupportedParameterValue)
         }
         var set = sets[c.advertisingHandle] ?? AdvertisingSet(params: c)
         set.params = c

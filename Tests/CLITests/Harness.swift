@@ -48,11 +48,14 @@ func runTool(_ path: String, _ arguments: [String], timeout: TimeInterval = 30) 
 
 let tshark = "/usr/bin/tshark"
 
-/// `ble-hci controllers` with two listeners on kernel-picked ports, plus optionally a
-/// `ble-hci peripheral` on the first one. Everything is killed by `stop()`.
+/// `ble-hci controllers` with two listeners on kernel-picked ports (or Rootcanal, whose one port
+/// gives each connection a controller of its own), plus optionally a `ble-hci peripheral` on the
+/// first one. Everything is killed by `stop()`.
 final class Rig: @unchecked Sendable {
     let controllers: ChildProcess
     let specs: [String]
+    /// Rootcanal, when the rig runs on it (kept alive as long as the rig).
+    private var rootcanal: RootcanalControllers?
     var peripheral: ChildProcess?
     /// The peripheral's `advertising` event.
     var advertising: [String: Any] = [:]
@@ -67,7 +70,14 @@ final class Rig: @unchecked Sendable {
 
     /// Starts the controllers and, when `profile` is given, a peripheral serving it
     /// (`extraPeripheralArgs` go before the command, e.g. `-w FILE`).
-    static func start(profile: String? = "demo", peripheralGlobalArgs: [String] = [], peripheralArgs: [String] = []) async throws -> Rig {
+    static func start(profile: String? = "demo", peripheralGlobalArgs: [String] = [], peripheralArgs: [String] = [],
+                      onRootcanal: Bool = false) async throws -> Rig {
+        if onRootcanal {
+            let rootcanal = try await RootcanalControllers.start(lifetime: 120)
+            let rig = Rig(controllers: rootcanal.process, specs: [rootcanal.transport(0), rootcanal.transport(1)])
+            rig.rootcanal = rootcanal
+            return try await rig.startPeripheral(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs, peripheralArgs: peripheralArgs)
+        }
         let controllers = try BleHCI.start(["controllers", "--listen", "tcp:127.0.0.1:0", "--listen", "tcp:127.0.0.1:0", "--json"],
                                            lifetime: 120)
         var specs: [String] = []
@@ -83,7 +93,12 @@ final class Rig: @unchecked Sendable {
             controllers.stop(grace: 0.5)
             throw error
         }
-        let rig = Rig(controllers: controllers, specs: specs)
+        return try await Rig(controllers: controllers, specs: specs)
+            .startPeripheral(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs, peripheralArgs: peripheralArgs)
+    }
+
+    private func startPeripheral(profile: String?, peripheralGlobalArgs: [String], peripheralArgs: [String]) async throws -> Rig {
+        let rig = self
         if let profile {
             do {
                 let p = try BleHCI.start(peripheralGlobalArgs + ["-t", rig.peripheralSpec, "peripheral", "--profile", profile, "--json"] + peripheralArgs,
@@ -119,8 +134,9 @@ final class Rig: @unchecked Sendable {
 
 /// Runs `body` with a started rig and always shuts it down (processes killed), even on failure.
 func withRig<T>(profile: String? = "demo", peripheralGlobalArgs: [String] = [], peripheralArgs: [String] = [],
-                _ body: (Rig) async throws -> T) async throws -> T {
-    let rig = try await Rig.start(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs, peripheralArgs: peripheralArgs)
+                onRootcanal: Bool = false, _ body: (Rig) async throws -> T) async throws -> T {
+    let rig = try await Rig.start(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs, peripheralArgs: peripheralArgs,
+                                  onRootcanal: onRootcanal)
     do {
         let result = try await body(rig)
         await rig.shutdown()

@@ -9,10 +9,11 @@ extension CLITests {
         /// CLI.md profile `secure`: ff01 holds "secret" behind encryption. The central pairs on
         /// the 0x05 answer, retries and reads it; the second run encrypts from the bond; ff02
         /// still answers Insufficient Authentication (0x05) after Just Works.
-        func pairsBondsAndReencrypts(legacy: Bool) async throws {
+        func pairsBondsAndReencrypts(legacy: Bool, onRootcanal: Bool = false) async throws {
             let dir = try TempDir()
             let peripheralBonds = dir.path("peripheral"), centralBonds = dir.path("central")
-            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--bonds", peripheralBonds]) { rig in
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--bonds", peripheralBonds],
+                              onRootcanal: onRootcanal) { rig in
                 let mode = legacy ? ["--legacy"] : []
                 let first = try await rig.central(["central", "name:secure", "--read", "ff01", "--bonds", centralBonds, "--json"] + mode)
                 expectStatus(first, 0, "central --read ff01")
@@ -253,6 +254,20 @@ extension CLITests {
             #expect(try await BleHCI.run(["bonds", "--bonds", centralBonds, "--json"]).events("bond").isEmpty)
             let cleared = try await BleHCI.run(["bonds", "--bonds", centralBonds, "clear"])
             expectStatus(cleared, 0, "bonds clear")
+        }
+    }
+}
+
+extension CLITests.Security {
+    /// Ours <-> ours over Rootcanal (`make rootcanal-test`): `peripheral --profile secure` and
+    /// `central` on two controllers of its radio pair (LE Secure Connections and legacy Just
+    /// Works), bond, and re-encrypt from the bond through Rootcanal's link-layer encryption.
+    @Suite(.serialized, .rootcanal) struct OverRootcanal {
+        @Test func legacyJustWorks() async throws {
+            try await CLITests.Security().pairsBondsAndReencrypts(legacy: true, onRootcanal: true)
+        }
+        @Test func secureConnectionsJustWorks() async throws {
+            try await CLITests.Security().pairsBondsAndReencrypts(legacy: false, onRootcanal: true)
         }
     }
 }

@@ -4,12 +4,13 @@ import TestSupport
 import Transport
 @testable import Host
 
-/// Two of our hosts on Bumble's virtual controllers (a fresh controllers process per test).
+/// Two of our hosts on Bumble's virtual controllers (a fresh controllers process per test), and
+/// on Rootcanal's (`OverRootcanal`, `make rootcanal-test`).
 @Suite(.serialized) struct HostBumbleTests {
-    func makeHosts() async throws -> (BumbleControllers, Host, Host, ControllerInfo, ControllerInfo) {
-        let controllers = try await BumbleControllers.start()
-        let a = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1, timeout: 5))
-        let b = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port2, timeout: 5))
+    func makeHosts(on kind: ControllerKind = .bumble) async throws -> (any TestControllers, Host, Host, ControllerInfo, ControllerInfo) {
+        let controllers = try await startTestControllers(kind)
+        let a = Host(transport: try TransportSpec(parsing: controllers.transport(0)).open())
+        let b = Host(transport: try TransportSpec(parsing: controllers.transport(1)).open())
         let ia = try await a.start()
         let ib = try await b.start()
         return (controllers, a, b, ia, ib)
@@ -47,8 +48,9 @@ import Transport
         await host.close()
     }
 
-    @Test func advertiseScanConnectExchangeDisconnect() async throws {
-        let (controllers, a, b, _, _) = try await makeHosts()
+    @Test func advertiseScanConnectExchangeDisconnect() async throws { try await advertiseScanConnectExchangeDisconnect(on: .bumble) }
+    func advertiseScanConnectExchangeDisconnect(on kind: ControllerKind) async throws {
+        let (controllers, a, b, _, info) = try await makeHosts(on: kind)
         defer { controllers.stop() }
         // A advertises with a random static address, B scans.
         let ad: [UInt8] = [0x02, 0x01, 0x06, 0x09, 0x09] + Array("ble-hci".utf8) + [0x05, 0xFF, 0x34, 0x12, 0xAA, 0xBB]
@@ -87,7 +89,9 @@ import Transport
         // Many frames in a row (more fragments than buffers): all arrive, in order.
         for i in 0..<40 { try await b.sendL2CAP(l2capFrame(100, seed: UInt8(i)), on: linkB.handle) }
         for i in 0..<40 { #expect(await itA.next() == l2capFrame(100, seed: UInt8(i))) }
-        try await eventually("B's credits back", timeout: .seconds(5)) { await b.aclStatus.free == 64 }
+        // Every buffer the controller reported (LE Read Buffer Size, Core v5.4 Vol 4 Part E 7.8.2)
+        // is free again once its Number Of Completed Packets came (4.1.1).
+        try await eventually("B's credits back", timeout: .seconds(5)) { await b.aclStatus.free == info.aclBufferCount }
 
         // Disconnect from B: both sides see it with the reason; frames finish.
         let aDisconnected = Task { try await next(a, "A disconnected") { e -> HCIStatus? in
@@ -110,5 +114,33 @@ import Transport
         }
         #expect(await !b.connectBusy)
         await b.close()
+    }
+}
+
+extension HostBumbleTests {
+    /// Two of our hosts on two controllers of Rootcanal's radio (`make rootcanal-test`).
+    @Suite(.serialized, .rootcanal) struct OverRootcanal {
+        @Test func bringUpAgainstRootcanal() async throws {
+            let rootcanal = try await RootcanalControllers.start()
+            defer { rootcanal.stop() }
+            let host = Host(transport: try TransportSpec(parsing: rootcanal.transport()).open())
+            let info = try await host.start()
+            // Rootcanal 1.10.0's own answers (measured with raw H4): LE Read Buffer Size 20 × 27,
+            // HCI version 0x0C (Core 5.3), company 0x00E0 (Google), a public BD_ADDR of its own,
+            // and the extended advertising commands (LE feature bit 12, Core v5.4 Vol 6 Part B 4.6).
+            #expect(info.aclDataLength == 27)
+            #expect(info.aclBufferCount == 20)
+            #expect(info.hciVersion == 0x0C)
+            #expect(info.companyIdentifier == 0x00E0)
+            #expect(info.address != .zero)
+            #expect(info.leFeatures & (1 << 12) != 0)
+            #expect(info.supports(LECreateConnection.opcode))
+            #expect(info.supports(LESetExtendedAdvertisingParameters.opcode))
+            await host.close()
+        }
+
+        @Test func advertiseScanConnectExchangeDisconnect() async throws {
+            try await HostBumbleTests().advertiseScanConnectExchangeDisconnect(on: .rootcanal)
+        }
     }
 }

@@ -91,3 +91,63 @@ import TestSupport
         #expect(try await peripheral.exitStatus(timeout: 10) == 0)
     }
 }
+
+/// The Rootcanal harness (TestSupport's `RootcanalControllers`, Tools/rootcanal/serve.py): it
+/// starts, every connection is a controller of its own, and it is gone after `stop()`.
+@Suite(.serialized, .rootcanal)
+struct RootcanalHarnessTests {
+    @Test func everyConnectionIsAControllerOfItsOwn() async throws {
+        let rootcanal = try await RootcanalControllers.start()
+        defer { rootcanal.stop() }
+        #expect(rootcanal.version == "1.10.0")  // the pin of Tools/requirements.txt
+        let a = try RawTCPConnection(port: rootcanal.hciPort)
+        defer { a.close() }
+        let b = try RawTCPConnection(port: rootcanal.hciPort)
+        defer { b.close() }
+        for c in [a, b] {
+            try c.send([0x01, 0x03, 0x0c, 0x00])  // H4 command: HCI_Reset (Core v5.4 Vol 4 Part E 7.3.2)
+            // Command Complete (7.7.14): Num_HCI_Command_Packets 1, opcode 0x0c03, Status success.
+            #expect(try c.receive(exactly: 7) == [0x04, 0x0e, 0x04, 0x01, 0x03, 0x0c, 0x00])
+        }
+        // Read BD_ADDR (7.4.6): Status + BD_ADDR; each controller has a public address of its own.
+        var addresses: [[UInt8]] = []
+        for c in [a, b] {
+            try c.send([0x01, 0x09, 0x10, 0x00])
+            let reply = try c.receive(exactly: 13)
+            #expect(Array(reply[0..<7]) == [0x04, 0x0e, 0x0a, 0x01, 0x09, 0x10, 0x00])
+            addresses.append(Array(reply[7...]))
+        }
+        #expect(addresses[0] != addresses[1])
+        #expect(!addresses.contains([0, 0, 0, 0, 0, 0]))
+    }
+
+    @Test func stopEndsRootcanalAndItsBinary() async throws {
+        let rootcanal = try await RootcanalControllers.start()
+        let pid = rootcanal.process.pid, binary = rootcanal.binaryPID
+        #expect(binary > 0 && kill(binary, 0) == 0)
+        await rootcanal.process.stopAsync(grace: 2)
+        #expect(!rootcanal.process.isRunning)
+        #expect(kill(pid, 0) != 0)
+        // The wrapper stops the binary before it exits (and PR_SET_PDEATHSIG kills it if the
+        // wrapper dies first); the binary's parent reaps it, so it is gone, not a zombie.
+        try await eventually("rootcanal binary \(binary) gone", timeout: .seconds(5)) { kill(binary, 0) != 0 }
+    }
+}
+
+extension InteropHarnessTests {
+    /// With an interpreter that lacks the package, `RootcanalControllers` fails at once and says
+    /// what to do (no Rootcanal needed: this runs in every `swift test`).
+    @Test func rootcanalReportsWhyItCannotStart() async throws {
+        let python = URL(fileURLWithPath: "/usr/bin/python3")
+        try #require(FileManager.default.isExecutableFile(atPath: python.path), "Debian's python3 (Tools/setup.sh makes the venv from it)")
+        let started = ContinuousClock.now
+        do {
+            _ = try await offPool { try RootcanalControllers(timeout: 10, python: python) }
+            Issue.record("Rootcanal started under \(python.path), which has no rootcanal package")
+        } catch let error as HarnessError {
+            #expect(error.description.contains("make deps"), "\(error)")
+            #expect(error.description.contains("rootcanal is not installed"), "\(error)")
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+}

@@ -51,11 +51,6 @@ extension ChildProcess {
     }
 }
 
-/// Starts a fresh Bumble controllers process (its constructor blocks until the ready line, so it
-/// runs on a thread of its own).
-func startControllers(count: Int = 2) async throws -> BumbleControllers {
-    try await offPool { try BumbleControllers(count: count, timeout: 30, lifetime: 180) }
-}
 
 /// The hex string of bytes.
 func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
@@ -77,15 +72,19 @@ let bumbleLongValue: [UInt8] = (0..<600).map { UInt8($0 % 256) }
 /// The built `ble-hci` binary (see TestSupport).
 func bleHCIBinary() throws -> URL { try bleHCIExecutable() }
 
-/// Everything one interop test started: a fresh Bumble controllers process, the peer scripts
-/// and our stacks. `interop(controllers:_:)` tears all of it down however the test ends.
+/// Everything one interop test started: a fresh controllers process (Bumble's, or Rootcanal),
+/// the peer scripts and our stacks. `interop(on:controllers:_:)` tears all of it down however
+/// the test ends.
 final class Scope: @unchecked Sendable {
-    let controllers: BumbleControllers
+    let controllers: any TestControllers
     private let lock = NSLock()
     private var children: [ChildProcess] = []
     private var closers: [@Sendable () async -> Void] = []
 
-    init(controllers: BumbleControllers) { self.controllers = controllers }
+    init(controllers: any TestControllers) { self.controllers = controllers }
+
+    /// Which controllers this test runs on.
+    var kind: ControllerKind { controllers.kind }
 
     /// Starts Tools/bumble/<script> (killed at the end of the test).
     func script(_ name: String, _ arguments: [String]) throws -> ChildProcess {
@@ -118,10 +117,12 @@ final class Scope: @unchecked Sendable {
     }
 }
 
-/// Runs `body` with a fresh controllers process (`count` controllers) and tears everything
-/// down afterwards, whether `body` returns or throws.
-func interop<T: Sendable>(controllers count: Int = 2, _ body: (Scope) async throws -> T) async throws -> T {
-    let scope = Scope(controllers: try await startControllers(count: count))
+/// Runs `body` with a fresh controllers process of `kind` (`count` controllers; Rootcanal makes
+/// one per connection, any number) and tears everything down afterwards, whether `body` returns
+/// or throws.
+func interop<T: Sendable>(on kind: ControllerKind = .bumble, controllers count: Int = 2,
+                          _ body: (Scope) async throws -> T) async throws -> T {
+    let scope = Scope(controllers: try await startTestControllers(kind, count: count))
     do {
         let result = try await body(scope)
         await scope.tearDown()

@@ -71,8 +71,9 @@ import HCI
         }
     }
 
-    @Test func readsLongReadsAtMTU23And517() async throws {
-        try await interop { scope in
+    @Test func readsLongReadsAtMTU23And517() async throws { try await readsLongReadsAtMTU23And517(on: .bumble) }
+    func readsLongReadsAtMTU23And517(on kind: ControllerKind) async throws {
+        try await interop(on: kind) { scope in
             let c = try await connect(scope, name: "interop-read")
             #expect(await c.remote.mtu == 23)
             #expect(try await c.remote.read(try c.characteristic(0x2A38)) == [0x01])
@@ -171,8 +172,9 @@ import HCI
         }
     }
 
-    @Test func notificationsIndicationsAndUnsubscribe() async throws {
-        try await interop { scope in
+    @Test func notificationsIndicationsAndUnsubscribe() async throws { try await notificationsIndicationsAndUnsubscribe(on: .bumble) }
+    func notificationsIndicationsAndUnsubscribe(on kind: ControllerKind) async throws {
+        try await interop(on: kind) { scope in
             let c = try await connect(scope, name: "interop-notify", extra: ["--notify-count", "3", "--notify-interval", "0.05"])
             let heartRate = try c.characteristic(0x2A37)
             let values = try await c.remote.notifications(for: heartRate)
@@ -212,6 +214,19 @@ import HCI
             #expect(c.peer.all("indicationFailed").isEmpty)
             try await c.remote.stopNotifications(for: indicate)
             _ = try await c.peer.event("unsubscribed") { $0["uuid"] as? String == "12345678-1234-5678-1234-56789abcdef5" }
+        }
+    }
+}
+
+extension GATTClientInteropTests {
+    /// Over Rootcanal (`make rootcanal-test`): long reads fragmented over its 27-octet ACL
+    /// buffers at MTU 23 and 517, notifications and confirmed indications.
+    @Suite(.rootcanal) struct OverRootcanal {
+        @Test func readsLongReadsAtMTU23And517() async throws {
+            try await GATTClientInteropTests().readsLongReadsAtMTU23And517(on: .rootcanal)
+        }
+        @Test func notificationsIndicationsAndUnsubscribe() async throws {
+            try await GATTClientInteropTests().notificationsIndicationsAndUnsubscribe(on: .rootcanal)
         }
     }
 }

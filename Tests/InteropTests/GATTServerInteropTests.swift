@@ -132,8 +132,9 @@ import HCI
         return peripheral.subscribers(of: uuid)[0]
     }
 
-    @Test func twoCentralsSubscribedAtOnceWithPerPeerCCCDs() async throws {
-        try await interop(controllers: 3) { scope in
+    @Test func twoCentralsSubscribedAtOnceWithPerPeerCCCDs() async throws { try await twoCentralsSubscribedAtOnceWithPerPeerCCCDs(on: .bumble) }
+    func twoCentralsSubscribedAtOnceWithPerPeerCCCDs(on kind: ControllerKind) async throws {
+        try await interop(on: kind, controllers: 3) { scope in
             let (peripheral, events) = try await scope.peripheral(on: 0, services: Self.services, name: "interop-two")
             let options = AdvertisingOptions(name: "interop-two")
             try await peripheral.startAdvertising(options)
@@ -178,6 +179,16 @@ import HCI
             #expect(events.all.filter { if case .connected = $0 { return true }; return false }.count == 2)
             #expect(try await b.exited() == 0, "B: \(b.output.suffix(10))")
             #expect(try await a.exited() == 0, "A: \(a.output.suffix(10))")
+        }
+    }
+}
+
+extension GATTServerInteropTests {
+    /// Over Rootcanal (`make rootcanal-test`): two Bumble centrals on two more controllers of its
+    /// radio, linked to our server at once.
+    @Suite(.rootcanal) struct OverRootcanal {
+        @Test func twoCentralsSubscribedAtOnceWithPerPeerCCCDs() async throws {
+            try await GATTServerInteropTests().twoCentralsSubscribedAtOnceWithPerPeerCCCDs(on: .rootcanal)
         }
     }
 }

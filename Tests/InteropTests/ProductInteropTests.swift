@@ -5,8 +5,9 @@ import TestSupport
 /// Issue 7, the Bumble part: a Bumble central reads our demo peripheral's tree (`ble-hci
 /// peripheral --profile demo`), and `ble-hci central` reads a Bumble peripheral's tree.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct ProductInteropTests {
-    @Test func bumbleCentralReadsOurDemoPeripheral() async throws {
-        try await interop { scope in
+    @Test func bumbleCentralReadsOurDemoPeripheral() async throws { try await bumbleCentralReadsOurDemoPeripheral(on: .bumble) }
+    func bumbleCentralReadsOurDemoPeripheral(on kind: ControllerKind) async throws {
+        try await interop(on: kind) { scope in
             let ours = try scope.bleHCI(["-t", scope.controllers.transport(0), "peripheral", "--profile", "demo", "--json"])
             _ = try await ours.event("advertising", timeout: .seconds(15))
             let bumble = try scope.script("central.py", [
@@ -72,6 +73,15 @@ import TestSupport
             _ = try await central.event("disconnected", timeout: .seconds(1))
             _ = try await peer.event("disconnected")
             #expect(status == 0 || status == 1, "ble-hci central exit \(status): \(central.stderr)")
+        }
+    }
+}
+
+extension ProductInteropTests {
+    /// Over Rootcanal (`make rootcanal-test`): `ble-hci peripheral --profile demo` read by Bumble.
+    @Suite(.rootcanal) struct OverRootcanal {
+        @Test func bumbleCentralReadsOurDemoPeripheral() async throws {
+            try await ProductInteropTests().bumbleCentralReadsOurDemoPeripheral(on: .rootcanal)
         }
     }
 }

@@ -34,8 +34,8 @@ import SMP
 
     /// Bumble's central (NoInputNoOutput) pairs: Just Works (Core Vol 3 Part H 2.3.5.1), then
     /// ff01 reads "secret" (CLI.md) and ff02 still answers Insufficient Authentication (0x05).
-    func bumbleCentralJustWorks(legacy: Bool) async throws {
-        try await interop { scope in
+    func bumbleCentralJustWorks(legacy: Bool, on kind: ControllerKind = .bumble) async throws {
+        try await interop(on: kind) { scope in
             let name = legacy ? "smp-legacy" : "smp-sc"
             let ours = try await securePeripheral(scope, name: name) { _ in }
             let bumble = try scope.script("central.py", [
@@ -63,18 +63,36 @@ import SMP
 
     /// Bonds reused: Bumble pairs, disconnects, reconnects and encrypts with the stored key;
     /// our peripheral answers the LTK request from its bond store and ff01 reads again.
-    @Test func bumbleCentralReencryptsFromTheBond() async throws {
-        try await interop { scope in
+    @Test func bumbleCentralReencryptsFromTheBond() async throws { try await bumbleCentralReencryptsFromTheBond(on: .bumble) }
+    func bumbleCentralReencryptsFromTheBond(on kind: ControllerKind) async throws {
+        try await interop(on: kind) { scope in
             let ours = try await securePeripheral(scope, name: "smp-bond") { _ in }
             let bumble = try scope.script("central.py", [
                 "--transport", scope.controllers.bumbleTransport(1), "--name", "smp-bond", "--pair", "--read", "ff01",
                 "--reconnect", "--encrypt", "--read", "ff01", "--timeout", "40"])
             _ = try await bumble.event("paired", timeout: .seconds(30))
-            _ = try await bumble.event("encrypted", timeout: .seconds(30))
-            #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(8))")
-            #expect(bumble.all("read").compactMap { $0["value"] as? String } == [hex(Array("secret".utf8)), hex(Array("secret".utf8))])
+            #expect(try await bumble.event("read", timeout: .seconds(10))["value"] as? String == hex(Array("secret".utf8)))
+            try await knownIdentityAddressDefect(on: kind) {
+                _ = try await bumble.event("encrypted", timeout: .seconds(30))
+                #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(8))")
+                #expect(bumble.all("read").compactMap { $0["value"] as? String } == [hex(Array("secret".utf8)), hex(Array("secret".utf8))])
+                #expect(ours.all.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)))
+            }
             #expect(ours.paired.count == 1)
-            #expect(ours.all.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)))
+        }
+    }
+
+    /// Issue 29's bond defect, reproduced over Rootcanal: Bumble's host on a controller with a
+    /// public BD_ADDR (Rootcanal's; Bumble's controllers have none) connects from that address but
+    /// distributes another identity address while pairing, and our side files the bond under the
+    /// identity only: our peripheral answers the reconnection's LE Long Term Key Request with the
+    /// wrong key (Bumble: Encryption Change with Authentication Failure 0x05), our central finds
+    /// no bond for the peer and pairs again. The fix belongs to the bond store (SMP / BLE); when it
+    /// lands this known issue stops being recorded and the test fails until it is removed.
+    func knownIdentityAddressDefect(on kind: ControllerKind, _ body: @Sendable () async throws -> Void) async throws {
+        guard kind == .rootcanal else { return try await body() }
+        await withKnownIssue("issue 29: bond filed under the distributed identity address, not the address the peer paired from") {
+            try await body()
         }
     }
 
@@ -128,8 +146,9 @@ import SMP
 
     /// `ble-hci central --pair` against Bumble's peripheral, then reading its
     /// encryption-required ...def4 (Bumble's value "secret"); the bond is stored.
-    @Test func ourCentralPairsWithBumblePeripheral() async throws {
-        try await interop { scope in
+    @Test func ourCentralPairsWithBumblePeripheral() async throws { try await ourCentralPairsWithBumblePeripheral(on: .bumble) }
+    func ourCentralPairsWithBumblePeripheral(on kind: ControllerKind) async throws {
+        try await interop(on: kind) { scope in
             let bonds = FileManager.default.temporaryDirectory.appendingPathComponent("smp-interop-\(UUID().uuidString)").path
             let peer = try scope.script("peripheral.py", ["--transport", scope.controllers.bumbleTransport(1), "--name", "bumble-enc",
                                                           "--timeout", "60"])
@@ -148,11 +167,32 @@ import SMP
             // Again: encrypted from the bond (Bumble finds its key for our EDIV/Rand), no pairing.
             let again = try scope.bleHCI(["-t", scope.controllers.transport(0), "central", "name:bumble-enc",
                                           "--read", "12345678-1234-5678-1234-56789abcdef4", "--bonds", bonds, "--json"])
-            let encrypted = try await again.event("encrypted", timeout: .seconds(30))
-            #expect(encrypted["bonded"] as? Bool == true)
-            #expect(try await again.event("read", timeout: .seconds(10))["value"] as? String == hex(Array("secret".utf8)))
-            #expect(try await again.exited() == 0, "\(again.output.suffix(5))")
-            #expect(again.all("paired").isEmpty)
+            try await knownIdentityAddressDefect(on: kind) {
+                let encrypted = try await again.event("encrypted", timeout: .seconds(30))
+                #expect(encrypted["bonded"] as? Bool == true)
+                #expect(try await again.event("read", timeout: .seconds(10))["value"] as? String == hex(Array("secret".utf8)))
+                #expect(try await again.exited() == 0, "\(again.output.suffix(5))")
+                #expect(again.all("paired").isEmpty)
+            }
+        }
+    }
+}
+
+extension SMPInteropTests {
+    /// Over Rootcanal (`make rootcanal-test`): pairing through its link-layer encryption, both
+    /// roles, LE Secure Connections and legacy; reconnections from the bond hit issue 29's defect.
+    @Suite(.rootcanal) struct OverRootcanal {
+        @Test func bumbleCentralJustWorksSecureConnections() async throws {
+            try await SMPInteropTests().bumbleCentralJustWorks(legacy: false, on: .rootcanal)
+        }
+        @Test func bumbleCentralJustWorksLegacy() async throws {
+            try await SMPInteropTests().bumbleCentralJustWorks(legacy: true, on: .rootcanal)
+        }
+        @Test func bumbleCentralReencryptsFromTheBond() async throws {
+            try await SMPInteropTests().bumbleCentralReencryptsFromTheBond(on: .rootcanal)
+        }
+        @Test func ourCentralPairsWithBumblePeripheral() async throws {
+            try await SMPInteropTests().ourCentralPairsWithBumblePeripheral(on: .rootcanal)
         }
     }
 }

@@ -203,8 +203,9 @@ struct L2CAPRuntimeTests {
     }
 
     /// 100 KB each way with SDUs larger than the MPS, against Bumble's L2CAP as the echo peer.
-    @Test func creditBasedChannelAgainstBumble100KBEachWay() async throws {
-        let controllers = try await BumbleControllers.start()
+    @Test func creditBasedChannelAgainstBumble100KBEachWay() async throws { try await creditBasedChannelAgainstBumble100KBEachWay(on: .bumble) }
+    func creditBasedChannelAgainstBumble100KBEachWay(on kind: ControllerKind) async throws {
+        let controllers = try await startTestControllers(kind)
         defer { controllers.stop() }
         let peer = try PythonScript.start("l2cap_coc.py", ["--transport", controllers.bumbleTransport(1), "--psm", "0x0080",
                                                            "--mtu", "2048", "--mps", "64", "--credits", "8", "--timeout", "90"])
@@ -213,10 +214,11 @@ struct L2CAPRuntimeTests {
         guard let text = ready["address"] as? String, let address = BDAddress(string: text) else {
             Issue.record("no address in \(ready)"); return
         }
-        let host = Host(transport: try TCPTransport.connect(host: "127.0.0.1", port: controllers.port1))
+        let host = Host(transport: try TransportSpec(parsing: controllers.transport(0)).open())
         defer { Task { await host.close() } }
         _ = try await host.start()
-        let link = try await host.connect(to: DeviceAddress(address, type: .random))
+        let type: AddressType = ready["addressType"] as? String == "public" ? .public : .random
+        let link = try await host.connect(to: DeviceAddress(address, type: type))
         let l2cap = await L2CAPEnd.start(on: host, link)
         let ch = try await l2cap.connectChannel(psm: 0x0080, mtu: 2048, mps: 100, credits: 10)
         #expect(ch.peerMPS == 64 && ch.peerMTU == 2048)
@@ -240,6 +242,16 @@ struct L2CAPRuntimeTests {
         #expect(last.contains("\"sdu\""))
         try await ch.close()
         _ = try await peer.nextEvent("channelClosed", timeout: 5)
+    }
+}
+
+extension L2CAPRuntimeTests {
+    /// Over Rootcanal (`make rootcanal-test`): 100 KB each way through its 20 ACL buffers of 27
+    /// octets, so flow control by Number Of Completed Packets is exercised by a second controller.
+    @Suite(.rootcanal) struct OverRootcanal {
+        @Test func creditBasedChannelAgainstBumble100KBEachWay() async throws {
+            try await L2CAPRuntimeTests().creditBasedChannelAgainstBumble100KBEachWay(on: .rootcanal)
+        }
     }
 }
 

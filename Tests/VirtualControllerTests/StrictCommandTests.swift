@@ -115,6 +115,32 @@ import HCI
         #expect(status(p, p.a, 0x2005, random) == .success)
     }
 
+    @Test func advertisingIntervalsOutsideTheSupportedRangeAreUnsupportedValues() {
+        // Core v5.4 Vol 4 Part E 7.8.5 and 7.8.53: an advertising interval range outside the one the
+        // Controller supports gets Unsupported Feature or Parameter Value (0x11), not 0x12 (found
+        // by RootcanalDifferentialTests: Rootcanal answers so). Min above max stays 0x12.
+        let p = Pair()
+        func legacy(_ min: UInt16, _ max: UInt16) -> [UInt8] {
+            // Advertising_Interval_Min/Max, ADV_IND, public, peer public 0, all channels, no filter.
+            Self.u16(min) + Self.u16(max) + [0x00, 0x00, 0x00] + [UInt8](repeating: 0, count: 6) + [0x07, 0x00]
+        }
+        #expect(status(p, p.a, 0x2006, legacy(0x001F, 0x0800)) == .unsupportedParameterValue)
+        #expect(status(p, p.a, 0x2006, legacy(0x0800, 0x4001)) == .unsupportedParameterValue)
+        #expect(status(p, p.a, 0x2006, legacy(0x0900, 0x0800)) == .invalidParameters)
+        #expect(status(p, p.a, 0x2006, legacy(0x0020, 0x4000)) == .success)
+        let q = Pair()
+        func extended(_ interval: UInt32) -> [UInt8] {
+            // Handle 0, legacy ADV_IND properties 0x0013, Primary_Advertising_Interval_Min/Max (3 octets
+            // each), all channels, public, peer public 0, no filter, no TX power preference, LE 1M,
+            // max skip 0, LE 1M, SID 0, no scan request notifications.
+            let i = [UInt8(interval & 0xFF), UInt8((interval >> 8) & 0xFF), UInt8(interval >> 16)]
+            return [0x00, 0x13, 0x00] + i + i + [0x07, 0x00, 0x00] + [UInt8](repeating: 0, count: 6)
+                + [0x00, 0x7F, 0x01, 0x00, 0x01, 0x00, 0x00]
+        }
+        #expect(status(q, q.a, 0x2036, extended(0x00001F)) == .unsupportedParameterValue)
+        #expect(status(q, q.a, 0x2036, extended(0x000800)) == .success)
+    }
+
     @Test func leSetAdvertisingEnableRefusesReservedValues() {
         // Core v5.4 Vol 4 Part E 7.8.9: Advertising_Enable 0x00 or 0x01, all other values reserved:
         // Invalid HCI Command Parameters (0x12).

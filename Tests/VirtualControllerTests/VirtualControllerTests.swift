@@ -115,7 +115,9 @@ struct Pair {
         p.link.runUntilIdle()
         #expect((p.a.events().first as? CommandComplete)?.status == .invalidParameters)
         // Out of range.
-        #expect(p.run(p.a, LESetAdvertisingParameters(advertisingIntervalMin: 0x10, advertisingIntervalMax: 0x10))?.status == .invalidParameters)
+        // An advertising interval outside the range the controller supports: Unsupported Feature
+        // or Parameter Value (Core v5.4 Vol 4 Part E 7.8.5; Rootcanal answers the same).
+        #expect(p.run(p.a, LESetAdvertisingParameters(advertisingIntervalMin: 0x10, advertisingIntervalMax: 0x10))?.status == .unsupportedParameterValue)
         #expect(p.run(p.a, LESetScanParameters(leScanType: 2))?.status == .invalidParameters)
         #expect(p.run(p.a, LEWriteSuggestedDefaultDataLength(suggestedMaxTxOctets: 300, suggestedMaxTxTime: 328))?.status == .invalidParameters)
         // Wrong state.
