@@ -1,6 +1,7 @@
 import CBluetooth
 import Foundation
 import HCI
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,13 +11,12 @@ import Glibc
 /// that another host stack connects to (`ble-hci proxy --host SPEC`). The transport it hands
 /// over frames H4 whichever way the packets go, so the packets read from it are the host's
 /// commands, ACL and ISO data, and `send` gives that host events and data.
-public final class H4Listener: @unchecked Sendable {
+public final class H4Listener: Sendable {
     /// The SPEC with the port the kernel chose (`tcp:127.0.0.1:41234`), or the UNIX path.
     public let boundSpec: String
     private let fd: Int32
     private let unixPath: String?
-    private let lock = NSLock()
-    private var stopped = false
+    private let stopped = Atomic<Bool>(false)
 
     /// Binds and listens. Throws `.badSpec` for a SPEC that is not tcp:HOST:PORT or unix:PATH,
     /// `.open` (with the errno in words) when the address cannot be bound.
@@ -138,7 +138,7 @@ public final class H4Listener: @unchecked Sendable {
         }
     }
 
-    private var isStopped: Bool { lock.withLock { stopped } }
+    private var isStopped: Bool { stopped.load(ordering: .acquiring) }
 
     /// `HOST:PORT` of an accepted TCP peer.
     private static func describe(_ ss: inout sockaddr_storage) -> String {
@@ -159,11 +159,7 @@ public final class H4Listener: @unchecked Sendable {
     /// Stops accepting and closes the listening socket (a UNIX socket's file is removed).
     /// Connections already handed over are the caller's. Idempotent.
     public func stop() {
-        let first = lock.withLock { () -> Bool in
-            defer { stopped = true }
-            return !stopped
-        }
-        guard first else { return }
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         shutdown(fd, Int32(SHUT_RDWR))
         Glibc.close(fd)
         if let unixPath { unlink(unixPath) }

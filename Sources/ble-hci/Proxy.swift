@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import HCI
 import Transport
@@ -122,32 +123,34 @@ enum ProxyHostSide {
 /// One host at a time: a second connection while one is attached is refused, so two host
 /// stacks never drive one controller at once. Without a host, what the controller sends is
 /// recorded and counted, not forwarded.
-final class ProxyBridge: @unchecked Sendable {
+final class ProxyBridge: Sendable {
     let controller: any HCITransport
     let executor = SerialThreadExecutor(name: "ble-hci proxy")
     /// Set once: why the proxy must stop (the controller lost); `runProxy` waits on it.
     let failure = FirstOutcome<String?>()
     private let log: @Sendable (String) -> Void
-    private let lock = NSLock()
-    private var host: (id: Int, transport: FileDescriptorTransport, peer: String)?
-    private var nextID = 0
-    private var closed = false
-    private var toController = 0, toHost = 0, dropped = 0
+    private struct State {
+        var host: (id: Int, transport: FileDescriptorTransport, peer: String)?
+        var nextID = 0
+        var closed = false
+        var toController = 0, toHost = 0, dropped = 0
+    }
+    private let state = Mutex(State())
 
     init(controller: any HCITransport, log: @escaping @Sendable (String) -> Void) {
         self.controller = controller
         self.log = log
     }
 
-    var counts: (toController: Int, toHost: Int, dropped: Int) { lock.withLock { (toController, toHost, dropped) } }
+    var counts: (toController: Int, toHost: Int, dropped: Int) { state.withLock { ($0.toController, $0.toHost, $0.dropped) } }
 
     func start() {
         controller.inbox.deliver(on: executor) { [self] delivery in
             switch delivery {
             case .packets(let batch):
-                let current = lock.withLock { () -> FileDescriptorTransport? in
-                    if let h = host { toHost += batch.count; return h.transport }
-                    dropped += batch.count
+                let current = state.withLock { s -> FileDescriptorTransport? in
+                    if let h = s.host { s.toHost += batch.count; return h.transport }
+                    s.dropped += batch.count
                     return nil
                 }
                 guard let current else { return }
@@ -163,11 +166,11 @@ final class ProxyBridge: @unchecked Sendable {
 
     /// Makes `transport` the host, unless one is attached already (then it is closed).
     func attach(_ transport: FileDescriptorTransport, peer: String) {
-        let id: Int? = lock.withLock {
-            guard host == nil, !closed else { return nil }
-            nextID += 1
-            host = (nextID, transport, peer)
-            return nextID
+        let id: Int? = state.withLock { s in
+            guard s.host == nil, !s.closed else { return nil }
+            s.nextID += 1
+            s.host = (s.nextID, transport, peer)
+            return s.nextID
         }
         guard let id else {
             transport.close()
@@ -178,7 +181,7 @@ final class ProxyBridge: @unchecked Sendable {
         transport.inbox.deliver(on: executor) { [self] delivery in
             switch delivery {
             case .packets(let batch):
-                lock.withLock { toController += batch.count }
+                state.withLock { $0.toController += batch.count }
                 for p in batch {
                     do { try controller.send(p) } catch {
                         fail("could not forward to the controller \(controller.name): \(error)")
@@ -186,9 +189,9 @@ final class ProxyBridge: @unchecked Sendable {
                     }
                 }
             case .ended(let error):
-                let was = lock.withLock { () -> Bool in
-                    guard host?.id == id else { return false }
-                    host = nil
+                let was = state.withLock { s -> Bool in
+                    guard s.host?.id == id else { return false }
+                    s.host = nil
                     return true
                 }
                 transport.close()
@@ -210,10 +213,10 @@ final class ProxyBridge: @unchecked Sendable {
 
     /// Closes the host connection and the controller. Idempotent.
     func close() {
-        let h = lock.withLock { () -> FileDescriptorTransport? in
-            closed = true
-            defer { host = nil }
-            return host?.transport
+        let h = state.withLock { s -> FileDescriptorTransport? in
+            s.closed = true
+            defer { s.host = nil }
+            return s.host?.transport
         }
         h?.close()
         controller.close()

@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import HCI
 import Host
@@ -117,7 +118,7 @@ struct PrintedAdvertisers {
 /// Per advertiser, over the scan: reports, RSSI range, and the advertising interval measured
 /// from the arrival times of its advertising reports (scan responses are not advertising
 /// events). Bounded: 4096 advertisers, the last 1024 gaps of each.
-final class ScanStatistics: @unchecked Sendable {
+final class ScanStatistics: Sendable {
     struct Advertiser {
         var address: DeviceAddress
         var name: String?
@@ -133,20 +134,22 @@ final class ScanStatistics: @unchecked Sendable {
     }
     static let maxAdvertisers = 4096
     static let maxGaps = 1024
-    private let lock = NSLock()
-    private var advertisers: [DeviceAddress: Advertiser] = [:]
-    private var order: [DeviceAddress] = []
-    private var untracked = 0
+    private struct State {
+        var advertisers: [DeviceAddress: Advertiser] = [:]
+        var order: [DeviceAddress] = []
+        var untracked = 0
+    }
+    private let state = Mutex(State())
 
     func add(_ adv: Advertisement, at time: ContinuousClock.Instant) {
-        lock.withLock {
+        state.withLock { s in
             var a: Advertiser
-            if let known = advertisers[adv.address] {
+            if let known = s.advertisers[adv.address] {
                 a = known
             } else {
-                guard advertisers.count < Self.maxAdvertisers else { untracked += 1; return }
+                guard s.advertisers.count < Self.maxAdvertisers else { s.untracked += 1; return }
                 a = Advertiser(address: adv.address)
-                order.append(adv.address)
+                s.order.append(adv.address)
             }
             a.reports += 1
             if let name = adv.name { a.name = name }
@@ -165,7 +168,7 @@ final class ScanStatistics: @unchecked Sendable {
                 }
                 a.lastEvent = time
             }
-            advertisers[adv.address] = a
+            s.advertisers[adv.address] = a
         }
     }
 
@@ -179,7 +182,7 @@ final class ScanStatistics: @unchecked Sendable {
         return (median, sorted[0])
     }
 
-    private var snapshot: ([Advertiser], Int) { lock.withLock { (order.compactMap { advertisers[$0] }, untracked) } }
+    private var snapshot: ([Advertiser], Int) { state.withLock { s in (s.order.compactMap { s.advertisers[$0] }, s.untracked) } }
 
     /// docs/cli.md's `{"event":"summary",...}`.
     func summaryFields(duration: Duration) -> [Field] {
