@@ -11,8 +11,10 @@ public struct Advertisement: Sendable, Equatable {
     public var advertisingData: AdvertisingData
     /// Data of the last scan response, if one was received (active scans only).
     public var scanResponse: AdvertisingData?
-    /// The identity address of a bonded peer whose IRK resolves `address` (a resolvable private
-    /// address, Core Vol 6 Part B 1.3.2.2); nil otherwise.
+    /// The identity address of the bonded peer at `address` when that is not it: the bond's IRK
+    /// resolves `address` (a resolvable private address, Core Vol 6 Part B 1.3.2.2), or the peer
+    /// distributed this identity while pairing from `address` (`SMPBond.distributedIdentity`);
+    /// nil otherwise.
     public var identity: DeviceAddress?
     /// The PHYs of the last advertising report (not scan response): Primary_PHY (0x01 LE 1M,
     /// 0x03 LE Coded) and Secondary_PHY (0x00 none, as for legacy PDUs; 0x01 LE 1M, 0x02 LE 2M,

@@ -4,6 +4,7 @@ import Host
 import ATT
 import GATT
 import L2CAP
+import SMP
 
 /// The central role, as CoreBluetooth's `CBCentralManager`: scan, then connect.
 ///
@@ -64,6 +65,15 @@ public final class Central: Sendable {
             guard let first = try await group.next(), let adv = first else { throw BLEError.notFound(describe) }
             return adv
         }
+    }
+
+    /// Whether the bonded peer with this identity address may be advertising from another
+    /// address, so that it has to be found by scanning (`Advertisement.identity`) rather than
+    /// connected to directly: its bond holds an IRK (it may use resolvable private addresses),
+    /// or it distributed this identity while pairing from another address of its own.
+    public func bondedPeerMayUseAnotherAddress(_ identity: DeviceAddress) async -> Bool {
+        guard let bond = try? await stack.bondStore(for: stack.localIdentity)?.bond(for: identity) else { return false }
+        return bond.peerIRK != nil || !bond.peer.isSameIdentity(as: identity)
     }
 
     /// Connects (LE Create Connection; cancelled after `timeout`), sets up L2CAP, ATT and GATT,

@@ -46,26 +46,32 @@ final class LocalPrivacy: Sendable {
     }
 }
 
-/// Peers' resolvable private addresses resolved with the IRKs of their bonds (ah, Vol 3 Part H
-/// 2.2.2), so a bonded peer is recognised under any RPA. Results are cached per address for a
-/// few seconds (bounded): a new or removed bond changes them.
+/// The identity behind an advertiser's address, from the bonds: an RPA resolved with the IRKs
+/// of the bonds (ah, Vol 3 Part H 2.2.2), so a bonded peer is recognised under any RPA; or the
+/// identity address a peer distributed while pairing from the public or static random address it
+/// advertises from (`SMPBond.distributedIdentity`). Results are cached per address for a few
+/// seconds (bounded): a new or removed bond changes them.
 final class PeerResolver: Sendable {
     private let bonds: @Sendable () -> SMPBondStore?
     private struct Entry { var identity: DeviceAddress?; var until: ContinuousClock.Instant }
-    private let cache = Mutex<[BDAddress: Entry]>([:])
+    private let cache = Mutex<[DeviceAddress: Entry]>([:])
     private static let capacity = 1024
     private static let lifetime: Duration = .seconds(5)
 
     init(bonds: @escaping @Sendable () -> SMPBondStore?) { self.bonds = bonds }
 
-    /// The identity address of the bonded peer behind `address`, if it is an RPA one of our bonds' IRKs resolves.
+    /// The identity address of the bonded peer behind `address`, when it is not `address` itself.
     func identity(of address: DeviceAddress, now: ContinuousClock.Instant = .now) -> DeviceAddress? {
-        guard address.type == .random, address.address.isResolvablePrivate else { return nil }
-        if let hit = cache.withLock({ $0[address.address] }), now < hit.until { return hit.identity }
-        let identity = (try? bonds()?.resolve(address.address))?.peer
+        if let hit = cache.withLock({ $0[address] }), now < hit.until { return hit.identity }
+        let identity: DeviceAddress?
+        if address.type == .random, address.address.isResolvablePrivate {
+            identity = (try? bonds()?.resolve(address.address))?.peer
+        } else {
+            identity = (try? bonds()?.bond(for: address))?.distributedIdentity
+        }
         cache.withLock { table in
             if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
-            table[address.address] = Entry(identity: identity, until: now + Self.lifetime)
+            table[address] = Entry(identity: identity, until: now + Self.lifetime)
         }
         return identity
     }

@@ -42,6 +42,10 @@ public enum SecurityEvent: Sendable, Equatable {
     case pairingFailed(SMPPairingFailedReason, remote: Bool)
     /// Encryption did not start: PIN or Key Missing (0x06) means the peer lost its bond.
     case encryptionFailed(HCIStatus)
+    /// This side refused the peer's encryption (a peripheral with no key for the central's LE
+    /// Long Term Key Request answers it negatively, Core v5.4 Vol 6 Part B 5.1.3.1, and the
+    /// central sees PIN or Key Missing 0x06): `reason` says which key was missing.
+    case encryptionRefused(reason: String)
 }
 
 public struct PairingSummary: Sendable, Equatable {
@@ -439,7 +443,11 @@ final class LinkSecurity: L2CAPFixedChannel {
             key = bond?.ltk
             if let bond { expect(ATTSecurity(encrypted: true, authenticated: bond.authenticated, keySize: bond.keySize)) }
             if bond == nil {
-                log?("LTK request on \(hexCode(connection.handle, digits: 4)) for unknown EDIV \(hexCode(ediv, digits: 4)) / Rand: negative reply")
+                let reason = ediv == 0 && rand == 0
+                    ? "no Secure Connections bond with \(connection.peer)"
+                    : "no bond with EDIV \(hexCode(ediv, digits: 4)) and this Rand (a legacy key we never distributed or no longer hold)"
+                log?("LTK request on \(hexCode(connection.handle, digits: 4)): \(reason): negative reply")
+                event(.encryptionRefused(reason: reason))
             }
         }
         let handle = connection.handle
@@ -538,6 +546,9 @@ final class LinkSecurity: L2CAPFixedChannel {
         }
         if result.bonding, !result.debugKey, configuration.smp.bonding, let bonds,
            let bond = SMPBond(result: result, role: role, peerAddress: connection.peer) {
+            if let identity = bond.distributedIdentity {
+                log?("\(connection.peer) distributed the identity address \(identity) but paired from its own \(connection.peer): the bond is kept under \(connection.peer) and found by either")
+            }
             do {
                 try bonds.save(bond)
                 bonded = true
@@ -667,11 +678,6 @@ enum BondStores {
             }
         }
     }
-}
-
-extension BDAddress {
-    /// A random address whose two most significant bits are 0b01 (Core Vol 6 Part B 1.3.2.2).
-    var isResolvablePrivate: Bool { bytes[0] & 0xC0 == 0x40 }
 }
 
 /// The GATT client's requester on a central: an Insufficient Authentication / Insufficient

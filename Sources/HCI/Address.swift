@@ -40,6 +40,8 @@ public struct BDAddress: Hashable, Sendable, Comparable, CustomStringConvertible
 
     /// A random static address has its two most significant bits set (Core Vol 6 Part B 1.3.2.1).
     public var isRandomStatic: Bool { bytes[0] & 0xC0 == 0xC0 }
+    /// A random address whose two most significant bits are 0b01 (Core Vol 6 Part B 1.3.2.2).
+    public var isResolvablePrivate: Bool { bytes[0] & 0xC0 == 0x40 }
 }
 
 // AddressType (Core Vol 4 Part E 7.8.12) is generated from Tools/pdl/hci-codes.pdl.

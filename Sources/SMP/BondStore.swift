@@ -7,8 +7,14 @@ import Synchronization
 
 /// One bond with a peer (what Vol 3 Part H 2.4.x says a bonded device keeps).
 public struct SMPBond: Sendable, Equatable {
-    /// The peer's identity address (or its connection address if it gave none).
+    /// The address the bond is filed under: the peer's identity address, its connection address if
+    /// it gave none, or the address it paired from when that is an identity address of its own
+    /// (public or static random) and not the one it distributed (see `distributedIdentity`).
     public var peer: DeviceAddress
+    /// The identity address the peer distributed (Vol 3 Part H 3.6.5) when the bond is not filed
+    /// under it: the peer paired from another public or static random address, and will come
+    /// back from that one (so does BlueZ keep such a bond). Look-ups by either address find it.
+    public var distributedIdentity: DeviceAddress?
     public var keySize: Int
     public var secureConnections: Bool
     public var authenticated: Bool
@@ -27,8 +33,9 @@ public struct SMPBond: Sendable, Equatable {
     public init(peer: DeviceAddress, keySize: Int, secureConnections: Bool, authenticated: Bool,
                 ltk: [UInt8], ediv: UInt16 = 0, rand: [UInt8] = [UInt8](repeating: 0, count: 8),
                 localLTK: SMPKeys? = nil, peerIRK: [UInt8]? = nil, peerCSRK: [UInt8]? = nil, signCounter: UInt32 = 0,
-                localCSRK: [UInt8]? = nil, localSignCounter: UInt32 = 0) {
+                localCSRK: [UInt8]? = nil, localSignCounter: UInt32 = 0, distributedIdentity: DeviceAddress? = nil) {
         self.peer = peer
+        self.distributedIdentity = distributedIdentity
         self.keySize = keySize
         self.secureConnections = secureConnections
         self.authenticated = authenticated
@@ -45,17 +52,38 @@ public struct SMPBond: Sendable, Equatable {
 
     /// The bond a completed pairing leaves, or nil when it must not be stored (no bonding on either
     /// side, or the debug key was used, Vol 3 Part H 2.3.5.6.1). `peerAddress`: the connection address,
-    /// used when the peer distributed no identity address.
+    /// used when the peer distributed no identity address, or another one while pairing from an
+    /// identity address of its own.
     public init?(result: SMPPairingResult, role: SMPRole, peerAddress: DeviceAddress) {
         guard result.bonding, !result.debugKey else { return nil }
         // Legacy: the central encrypts with the key the peripheral distributed, the peripheral with its own.
         let (used, other) = result.secureConnections || role == .initiator ? (result.peer, result.local) : (result.local, result.peer)
         guard let ltk = used.ltk else { return nil }
-        self.init(peer: result.peer.identityAddress ?? peerAddress, keySize: result.keySize,
+        // A resolvable or non-resolvable private address changes: the identity is what comes back.
+        // A public or static random one is what the peer reconnects from, whatever it distributed.
+        var filedUnder = result.peer.identityAddress ?? peerAddress
+        var distributed: DeviceAddress?
+        if let identity = result.peer.identityAddress, !identity.isSameIdentity(as: peerAddress),
+           !peerAddress.type.isRandom || peerAddress.address.isRandomStatic {
+            filedUnder = peerAddress
+            distributed = identity
+        }
+        self.init(peer: filedUnder, keySize: result.keySize,
                   secureConnections: result.secureConnections, authenticated: result.authenticated,
                   ltk: ltk, ediv: used.ediv, rand: used.rand,
                   localLTK: result.secureConnections || other.ltk == nil ? nil : other,
-                  peerIRK: result.peer.irk, peerCSRK: result.peer.csrk, localCSRK: result.local.csrk)
+                  peerIRK: result.peer.irk, peerCSRK: result.peer.csrk, localCSRK: result.local.csrk,
+                  distributedIdentity: distributed)
+    }
+
+    /// Whether this is the bond of the peer at `address` (filed under it, or its distributed identity).
+    public func belongs(to address: DeviceAddress) -> Bool {
+        peer.isSameIdentity(as: address) || distributedIdentity?.isSameIdentity(as: address) == true
+    }
+
+    /// Whether `self` and `other` are bonds of the same peer (one replaces the other).
+    func isSamePeer(as other: SMPBond) -> Bool {
+        belongs(to: other.peer) || other.distributedIdentity.map(belongs(to:)) == true
     }
 
     /// Whether replacing `self` by `new` would lose protection (authentication, SC, key size).
@@ -138,7 +166,7 @@ public final class SMPBondStore: Sendable {
     }
 
     public func bond(for peer: DeviceAddress) throws -> SMPBond? {
-        try bonds().first { $0.peer.isSameIdentity(as: peer) }
+        try bonds().first { $0.belongs(to: peer) }
     }
 
     public func bond(ediv: UInt16, rand: [UInt8]) throws -> SMPBond? {
@@ -150,16 +178,16 @@ public final class SMPBondStore: Sendable {
     /// store holds it; the file is written after (`flush` waits for it).
     public func save(_ bond: SMPBond, allowDowngrade: Bool = false) throws {
         try change { file in
-            if let old = file.bonds.first(where: { $0.peer.isSameIdentity(as: bond.peer) }), !allowDowngrade, old.isWeakened(by: bond) {
+            if let old = file.bonds.first(where: { $0.isSamePeer(as: bond) }), !allowDowngrade, old.isWeakened(by: bond) {
                 throw SMPBondStoreError.downgradeRefused(peer: bond.peer, existing: Self.strength(old), new: Self.strength(bond))
             }
-            file.bonds.removeAll { $0.peer.isSameIdentity(as: bond.peer) }
+            file.bonds.removeAll { $0.isSamePeer(as: bond) }
             file.bonds.append(bond)
         }
     }
 
     public func remove(_ peer: DeviceAddress) throws {
-        try change { file in file.bonds.removeAll { $0.peer.isSameIdentity(as: peer) } }
+        try change { file in file.bonds.removeAll { $0.belongs(to: peer) } }
     }
 
     /// Removes every bond (keeps our IRK); a corrupt file is replaced by an empty one, and the
@@ -354,7 +382,7 @@ public final class SMPBondStore: Sendable {
 
 extension DeviceAddress {
     /// Same address and same public/random kind (HCI's "identity" address types count as their base type).
-    func isSameIdentity(as other: DeviceAddress) -> Bool {
+    public func isSameIdentity(as other: DeviceAddress) -> Bool {
         address == other.address && type.isRandom == other.type.isRandom
     }
 }
@@ -450,7 +478,7 @@ extension SMPKeys: Codable {
 extension SMPBond: Codable {
     enum CodingKeys: String, CodingKey {
         case peer, keySize, secureConnections, authenticated, ltk, ediv, rand, localLTK, peerIRK, peerCSRK,
-             signCounter, localCSRK, localSignCounter
+             signCounter, localCSRK, localSignCounter, distributedIdentity
     }
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -466,7 +494,8 @@ extension SMPBond: Codable {
                   peerIRK: try c.octetsIfPresent(.peerIRK, 16), peerCSRK: try c.octetsIfPresent(.peerCSRK, 16),
                   signCounter: try c.decode(UInt32.self, forKey: .signCounter),
                   localCSRK: try c.octetsIfPresent(.localCSRK, 16),
-                  localSignCounter: try c.decode(UInt32.self, forKey: .localSignCounter))
+                  localSignCounter: try c.decode(UInt32.self, forKey: .localSignCounter),
+                  distributedIdentity: try c.addressIfPresent(.distributedIdentity))
     }
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
@@ -483,5 +512,6 @@ extension SMPBond: Codable {
         try c.encode(signCounter, forKey: .signCounter)
         try c.encodeOctetsIfPresent(localCSRK, forKey: .localCSRK)
         try c.encode(localSignCounter, forKey: .localSignCounter)
+        try c.encodeIfPresent(distributedIdentity.map(CodableAddress.init), forKey: .distributedIdentity)
     }
 }

@@ -52,8 +52,11 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     return try await closing({ await central.close() }) {
 
         // Find the target (for an address without a type, the type seen while scanning).
+        // A typed address is connected to directly, unless it is a bonded identity that may
+        // advertise from another address (an RPA, or the address it paired from): found by scanning.
         let address: DeviceAddress
-        if case .address(let a, let type?) = target {
+        if case .address(let a, let type?) = target,
+           !(await central.bondedPeerMayUseAnotherAddress(DeviceAddress(a, type: type))) {
             address = DeviceAddress(a, type: type)
         } else {
             out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")

@@ -281,6 +281,9 @@ func describe(_ event: SecurityEvent, peer: DeviceAddress, bondDirectory: String
         let hint = status == .pinOrKeyMissing ? ": the peer has lost the bond (\(remove), then pair again)" : ""
         return [([.text("event", "encryptionFailed"), .code("status", status.rawValue), .text("message", status.name)],
                  "encryption failed: \(status.name) (\(hexCode(status.rawValue)))\(hint)")]
+    case .encryptionRefused(let reason):
+        return [([.text("event", "encryptionRefused"), .code("status", HCIStatus.pinOrKeyMissing.rawValue), .text("message", reason)],
+                 "refused the peer's encryption: \(reason) (it gets PIN or Key Missing, 0x06; it has to pair again)")]
     }
 }
 
@@ -315,12 +318,18 @@ func runBonds(_ c: CommandContext) async throws -> Int32 {
             }
             for b in bonds {
                 count += 1
-                out.event([.text("event", "bond"), .text("address", b.peer.address.description), .text("addressType", b.peer.type.simple),
-                           .text("local", store.localIdentity.address.description), .int("keySize", b.keySize),
-                           .bool("secureConnections", b.secureConnections), .bool("mitm", b.authenticated), .bool("irk", b.peerIRK != nil)])
+                var fields: [Field] = [.text("event", "bond"), .text("address", b.peer.address.description), .text("addressType", b.peer.type.simple),
+                                       .text("local", store.localIdentity.address.description), .int("keySize", b.keySize),
+                                       .bool("secureConnections", b.secureConnections), .bool("mitm", b.authenticated), .bool("irk", b.peerIRK != nil)]
+                if let identity = b.distributedIdentity {
+                    fields += [.text("identityAddress", identity.address.description), .text("identityAddressType", identity.type.simple)]
+                }
+                out.event(fields)
                 out.line("\(b.peer.address) (\(b.peer.type.simple)): key size \(b.keySize), "
                          + "\(b.secureConnections ? "Secure Connections" : "legacy"), \(b.authenticated ? "MITM" : "no MITM"), "
-                         + "\(b.peerIRK != nil ? "IRK held" : "no IRK")  [local \(store.localIdentity.address)]")
+                         + "\(b.peerIRK != nil ? "IRK held" : "no IRK")"
+                         + (b.distributedIdentity.map { ", identity \($0.address)/\($0.type.simple) (paired from this address)" } ?? "")
+                         + "  [local \(store.localIdentity.address)]")
             }
         }
         if count == 0 { out.note("No bonds in \(dir).") }

@@ -229,6 +229,8 @@ func temporaryDirectory() -> String {
         try #require(bonded.contains { $0.peer.address == s2.address.address })
         await #expect(throws: BLEError.encryptionFailed(.pinOrKeyMissing)) { try await remote.pair() }
         #expect(s2.centralDelegate.events.contains(.encryptionFailed(.pinOrKeyMissing)))
+        // The peripheral says why it refused: it sent the negative reply before the central heard of it.
+        #expect(s2.peripheralDelegate.events.contains { if case .encryptionRefused = $0 { true } else { false } })
         // Named and recoverable: the link is still up and serves unencrypted requests.
         #expect(remote.disconnectReason == nil)
         #expect(try await remote.read(handle: 0x0003).isEmpty == false)

@@ -64,35 +64,27 @@ import SMP
     /// Bonds reused: Bumble pairs, disconnects, reconnects and encrypts with the stored key;
     /// our peripheral answers the LTK request from its bond store and ff01 reads again.
     @Test func bumbleCentralReencryptsFromTheBond() async throws { try await bumbleCentralReencryptsFromTheBond(on: .bumble) }
-    func bumbleCentralReencryptsFromTheBond(on kind: ControllerKind) async throws {
+    /// Issue 29: Bumble distributes a public identity address (Identity Address Information,
+    /// Core v5.4 Vol 3 Part H 3.6.5) while it connects from its random static one, and reconnects
+    /// from that one: our peripheral finds the bond under the address it paired from and answers
+    /// the LE Long Term Key Request with the bond's key, with no new pairing. (Over Rootcanal,
+    /// whose controller has a public BD_ADDR, Bumble does this by itself.)
+    @Test func bumbleCentralWithAnotherIdentityReencryptsFromTheBond() async throws {
+        try await bumbleCentralReencryptsFromTheBond(on: .bumble, publicIdentity: "00:1B:DC:07:32:AA")
+    }
+    func bumbleCentralReencryptsFromTheBond(on kind: ControllerKind, publicIdentity: String? = nil) async throws {
         try await interop(on: kind) { scope in
             let ours = try await securePeripheral(scope, name: "smp-bond") { _ in }
             let bumble = try scope.script("central.py", [
                 "--transport", scope.controllers.bumbleTransport(1), "--name", "smp-bond", "--pair", "--read", "ff01",
-                "--reconnect", "--encrypt", "--read", "ff01", "--timeout", "40"])
+                "--reconnect", "--encrypt", "--read", "ff01", "--timeout", "40"] + (publicIdentity.map { ["--public-identity", $0] } ?? []))
             _ = try await bumble.event("paired", timeout: .seconds(30))
             #expect(try await bumble.event("read", timeout: .seconds(10))["value"] as? String == hex(Array("secret".utf8)))
-            try await knownIdentityAddressDefect(on: kind) {
-                _ = try await bumble.event("encrypted", timeout: .seconds(30))
-                #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(8))")
-                #expect(bumble.all("read").compactMap { $0["value"] as? String } == [hex(Array("secret".utf8)), hex(Array("secret".utf8))])
-                #expect(ours.all.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)))
-            }
+            _ = try await bumble.event("encrypted", timeout: .seconds(30))
+            #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(8))")
+            #expect(bumble.all("read").compactMap { $0["value"] as? String } == [hex(Array("secret".utf8)), hex(Array("secret".utf8))])
+            #expect(ours.all.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)))
             #expect(ours.paired.count == 1)
-        }
-    }
-
-    /// Issue 29's bond defect, reproduced over Rootcanal: Bumble's host on a controller with a
-    /// public BD_ADDR (Rootcanal's; Bumble's controllers have none) connects from that address but
-    /// distributes another identity address while pairing, and our side files the bond under the
-    /// identity only: our peripheral answers the reconnection's LE Long Term Key Request with the
-    /// wrong key (Bumble: Encryption Change with Authentication Failure 0x05), our central finds
-    /// no bond for the peer and pairs again. The fix belongs to the bond store (SMP / BLE); when it
-    /// lands this known issue stops being recorded and the test fails until it is removed.
-    func knownIdentityAddressDefect(on kind: ControllerKind, _ body: @Sendable () async throws -> Void) async throws {
-        guard kind == .rootcanal else { return try await body() }
-        await withKnownIssue("issue 29: bond filed under the distributed identity address, not the address the peer paired from") {
-            try await body()
         }
     }
 
@@ -147,12 +139,19 @@ import SMP
     /// `ble-hci central --pair` against Bumble's peripheral, then reading its
     /// encryption-required ...def4 (Bumble's value "secret"); the bond is stored.
     @Test func ourCentralPairsWithBumblePeripheral() async throws { try await ourCentralPairsWithBumblePeripheral(on: .bumble) }
-    func ourCentralPairsWithBumblePeripheral(on kind: ControllerKind) async throws {
+    /// Issue 29, our central: the Bumble peripheral advertises from its random static address and
+    /// distributes a public identity while pairing; the next `central` run finds the bond for the
+    /// address it advertises from and encrypts with it; a third, given the distributed identity
+    /// with its type (`ADDRESS/public`, as `bonds` prints it), finds the peer by scanning.
+    @Test func ourCentralPairsWithBumblePeripheralOfAnotherIdentity() async throws {
+        try await ourCentralPairsWithBumblePeripheral(on: .bumble, publicIdentity: "00:1B:DC:07:32:BB")
+    }
+    func ourCentralPairsWithBumblePeripheral(on kind: ControllerKind, publicIdentity: String? = nil) async throws {
         try await interop(on: kind) { scope in
             let bonds = FileManager.default.temporaryDirectory.appendingPathComponent("smp-interop-\(UUID().uuidString)").path
             let peer = try scope.script("peripheral.py", ["--transport", scope.controllers.bumbleTransport(1), "--name", "bumble-enc",
-                                                          "--timeout", "60"])
-            _ = try await peer.event("ready")
+                                                          "--timeout", "60"] + (publicIdentity.map { ["--public-identity", $0] } ?? []))
+            let ready = try await peer.event("ready")
             let ours = try scope.bleHCI(["-t", scope.controllers.transport(0), "central", "name:bumble-enc", "--pair",
                                          "--read", "12345678-1234-5678-1234-56789abcdef4", "--bonds", bonds, "--json"])
             let paired = try await ours.event("paired", timeout: .seconds(30))
@@ -167,20 +166,34 @@ import SMP
             // Again: encrypted from the bond (Bumble finds its key for our EDIV/Rand), no pairing.
             let again = try scope.bleHCI(["-t", scope.controllers.transport(0), "central", "name:bumble-enc",
                                           "--read", "12345678-1234-5678-1234-56789abcdef4", "--bonds", bonds, "--json"])
-            try await knownIdentityAddressDefect(on: kind) {
-                let encrypted = try await again.event("encrypted", timeout: .seconds(30))
-                #expect(encrypted["bonded"] as? Bool == true)
-                #expect(try await again.event("read", timeout: .seconds(10))["value"] as? String == hex(Array("secret".utf8)))
-                #expect(try await again.exited() == 0, "\(again.output.suffix(5))")
-                #expect(again.all("paired").isEmpty)
-            }
+            let encrypted = try await again.event("encrypted", timeout: .seconds(30))
+            #expect(encrypted["bonded"] as? Bool == true)
+            #expect(try await again.event("read", timeout: .seconds(10))["value"] as? String == hex(Array("secret".utf8)))
+            #expect(try await again.exited() == 0, "\(again.output.suffix(5))")
+            #expect(again.all("paired").isEmpty)
+
+            guard let publicIdentity else { return }
+            // Filed under the address it paired from, with the identity it distributed beside it.
+            let listed = try scope.bleHCI(["bonds", "--bonds", bonds, "--json"])
+            let bond = try await listed.event("bond", timeout: .seconds(10))
+            #expect(bond["address"] as? String == ready["address"] as? String && bond["addressType"] as? String == "random")
+            #expect(bond["identityAddress"] as? String == publicIdentity && bond["identityAddressType"] as? String == "public")
+            #expect(try await listed.exited() == 0)
+            let byIdentity = try scope.bleHCI(["-t", scope.controllers.transport(0), "central", publicIdentity + "/public",
+                                               "--read", "12345678-1234-5678-1234-56789abcdef4", "--bonds", bonds, "--json"])
+            let connected = try await byIdentity.event("connected", timeout: .seconds(30))
+            #expect(connected["addressType"] as? String == "random", "reached at the address it advertises from")
+            #expect(try await byIdentity.event("encrypted", timeout: .seconds(30))["bonded"] as? Bool == true)
+            #expect(try await byIdentity.exited() == 0, "\(byIdentity.output.suffix(5))")
+            #expect(byIdentity.all("paired").isEmpty)
         }
     }
 }
 
 extension SMPInteropTests {
     /// Over Rootcanal (`make rootcanal-test`): pairing through its link-layer encryption, both
-    /// roles, LE Secure Connections and legacy; reconnections from the bond hit issue 29's defect.
+    /// roles, LE Secure Connections and legacy; reconnections from the bond, where Bumble (on
+    /// Rootcanal's public BD_ADDR) distributes an identity other than the address it pairs from.
     @Suite(.rootcanal) struct OverRootcanal {
         @Test func bumbleCentralJustWorksSecureConnections() async throws {
             try await SMPInteropTests().bumbleCentralJustWorks(legacy: false, on: .rootcanal)

@@ -239,4 +239,42 @@ import HCI
         result.bonding = false
         #expect(SMPBond(result: result, role: .responder, peerAddress: Self.peer) == nil)
     }
+
+    /// Issue 29: where a bond is filed when the peer distributes an identity address (Identity
+    /// Address Information, Core v5.4 Vol 3 Part H 3.6.5) that is not the one it paired from.
+    /// An RPA (Vol 6 Part B 1.3.2.2, top bits 0b01) changes, so the identity is the key; a public
+    /// or static random address (top bits 0b11, 1.3.2.1) is what the peer comes back from, so the
+    /// bond stays under it (as BlueZ keeps it) and is found by either address.
+    @Test func bondOfAPeerThatDistributedAnotherIdentity() throws {
+        let identity = DeviceAddress(BDAddress(be("0011223344AA")), type: .public)
+        var peerKeys = SMPKeys(ltk: Array(repeating: 1, count: 16))
+        peerKeys.identityAddress = identity
+        peerKeys.irk = Array(repeating: 0x42, count: 16)
+        let result = SMPPairingResult(method: .justWorks, secureConnections: true, authenticated: false, bonding: true,
+                                      keySize: 16, debugKey: false, local: SMPKeys(ltk: peerKeys.ltk), peer: peerKeys)
+        let staticRandom = DeviceAddress(BDAddress(be("C1D2E3F40506")), type: .random)
+        let kept = try #require(SMPBond(result: result, role: .responder, peerAddress: staticRandom))
+        #expect(kept.peer == staticRandom && kept.distributedIdentity == identity)
+        let rpa = DeviceAddress(BDAddress(be("4A0B0C0D0E0F")), type: .random)
+        let resolved = try #require(SMPBond(result: result, role: .responder, peerAddress: rpa))
+        #expect(resolved.peer == identity && resolved.distributedIdentity == nil)
+        let same = try #require(SMPBond(result: result, role: .responder, peerAddress: identity))
+        #expect(same.peer == identity && same.distributedIdentity == nil)
+
+        try Self.withDirectory { dir in
+            let store = try SMPBondStore(directory: dir, localIdentity: Self.local)
+            try store.save(kept)
+            try store.flush()
+            // Read back from the file by a second store: both addresses find it, no other does.
+            let reread = try SMPBondStore(directory: dir, localIdentity: Self.local)
+            #expect(try reread.bond(for: staticRandom) == kept)
+            #expect(try reread.bond(for: identity) == kept)
+            #expect(try reread.bond(for: DeviceAddress(identity.address, type: .random)) == nil)
+            // A new pairing of the same peer (under either address) replaces it, not adds to it.
+            try reread.save(resolved)
+            #expect(try reread.bonds() == [resolved])
+            try reread.remove(identity)
+            #expect(try reread.bonds().isEmpty)
+        }
+    }
 }

@@ -265,6 +265,10 @@ class Central:
             device.keystore = MemoryKeyStore()
             device.on("advertisement", self.on_advertisement)
             await device.power_on()
+            if args.public_identity:
+                # Distributed as the identity while pairing (Bumble prefers the public address),
+                # though this device connects and advertises from its random static address.
+                device.public_address = args.public_identity
             if args.scan_only:
                 await device.start_scanning(active=not args.passive, filter_duplicates=False)
                 await asyncio.sleep(args.duration)
@@ -384,6 +388,8 @@ if __name__ == "__main__":
     parser.add_argument("--encrypt", action=OrderedAction, nargs=0, metavar="",
                         help="encrypt with the stored key")
     parser.add_argument("--io", choices=sorted(IO_CAPABILITIES), default="none", help="IO capability for pairing")
+    parser.add_argument("--public-identity", type=lambda t: common.parse_address(t, "public"), metavar="ADDRESS",
+                        help="distribute this public identity address while pairing from the random static one")
     parser.add_argument("--legacy", action="store_true", help="LE legacy pairing (no Secure Connections)")
     parser.add_argument("--mitm", action="store_true", help="require MITM protection")
     parser.add_argument("--passkey", type=int, help="passkey to enter when asked (and to display)")

@@ -248,6 +248,10 @@ class Peripheral:
             self.device.on("connection", self.on_connection)
             self.device.on("characteristic_subscription", self.on_subscription)
             await self.device.power_on()
+            if args.public_identity:
+                # Distributed as the identity while pairing (Bumble prefers the public address),
+                # though this device connects and advertises from its random static address.
+                self.device.public_address = args.public_identity
             data = advertising_data(args.name, args.tx_power, args.legacy)
             if args.legacy:
                 await self.device.start_advertising(
@@ -285,6 +289,8 @@ if __name__ == "__main__":
     parser.add_argument("--name", default="bumble-peer", help="complete local name")
     parser.add_argument("--address", type=lambda t: common.parse_address(t, "random"),
                         help="random static address (default: a generated one)")
+    parser.add_argument("--public-identity", type=lambda t: common.parse_address(t, "public"), metavar="ADDRESS",
+                        help="distribute this public identity address while pairing from the random static one")
     parser.add_argument("--legacy", action="store_true",
                         help="legacy advertising with a subset of the data (31-byte limit)")
     parser.add_argument("--tx-power", type=int, default=4, help="TX power level AD (dBm)")
