@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HCI
 #if canImport(Glibc)
 import Glibc
@@ -141,17 +142,23 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
 /// the file always ends on a whole record as far as the kernel is concerned: a process killed
 /// with SIGKILL leaves a file readable to its last complete record, and a write that fails
 /// part-way (disk full) is cut back to the last whole record. Thread-safe.
-public final class CaptureWriter: @unchecked Sendable {
+public final class CaptureWriter: Sendable {
     public enum Format: Sendable, Equatable { case btsnoop, pcap, pcapng }
 
     public let path: String
     public let format: Format
-    private let lock = NSLock()
-    private var fd: Int32
-    /// File length up to the end of the last whole record.
-    private var wholeLength: off_t = 0
-    /// The first write error; later writes are skipped (the capture is incomplete from there).
-    public private(set) var failure: CaptureError?
+    private struct File {
+        var fd: Int32
+        /// File length up to the end of the last whole record.
+        var wholeLength: off_t = 0
+        /// The first write error; later writes are skipped (the capture is incomplete from there).
+        var failure: CaptureError?
+    }
+    /// One record written at a time, whole, in the order the writers got the lock.
+    private let file: Mutex<File>
+
+    /// The first write error; later writes were skipped (the capture is incomplete from there).
+    public var failure: CaptureError? { file.withLock { $0.failure } }
 
     /// `*.pcap` → pcap (linktype 201); `*.pcapng` → pcapng (link type 201); anything else →
     /// btsnoop (datalink 1002).
@@ -168,7 +175,7 @@ public final class CaptureWriter: @unchecked Sendable {
     public init(path: String, format: Format) throws(CaptureError) {
         self.path = path
         self.format = format
-        fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             let e = errno
             throw CaptureError("cannot create capture file \(path): \(String(cString: strerror(e)))")
@@ -179,11 +186,11 @@ public final class CaptureWriter: @unchecked Sendable {
         case .pcapng: header = PcapngWriter.fileHeader()
         case .btsnoop: header = BtsnoopWriter.fileHeader()
         }
-        if let e = writeAll(header) {
+        if let e = Self.writeAll(header, to: fd, path: path) {
             Glibc.close(fd)
             throw e
         }
-        wholeLength = off_t(header.count)
+        file = Mutex(File(fd: fd, wholeLength: off_t(header.count)))
     }
 
     public func write(_ packet: HCIPacket, direction: Direction, time: Date = Date()) {
@@ -193,26 +200,26 @@ public final class CaptureWriter: @unchecked Sendable {
         case .pcapng: record = PcapngWriter.record(packet, direction: direction, time: time)
         case .btsnoop: record = BtsnoopWriter.record(packet, direction: direction, time: time)
         }
-        lock.lock()
-        defer { lock.unlock() }
-        guard fd >= 0, failure == nil else { return }
-        failure = writeAll(record)
-        if failure == nil {
-            wholeLength += off_t(record.count)
-        } else {
-            _ = ftruncate(fd, wholeLength)
+        file.withLock { f in
+            guard f.fd >= 0, f.failure == nil else { return }
+            f.failure = Self.writeAll(record, to: f.fd, path: path)
+            if f.failure == nil {
+                f.wholeLength += off_t(record.count)
+            } else {
+                _ = ftruncate(f.fd, f.wholeLength)
+            }
         }
     }
 
     public func close() {
-        lock.lock()
-        defer { lock.unlock() }
-        if fd >= 0 { Glibc.close(fd); fd = -1 }
+        file.withLock { f in
+            if f.fd >= 0 { Glibc.close(f.fd); f.fd = -1 }
+        }
     }
 
-    deinit { if fd >= 0 { Glibc.close(fd) } }
+    deinit { close() }
 
-    private func writeAll(_ bytes: [UInt8]) -> CaptureError? {
+    private static func writeAll(_ bytes: [UInt8], to fd: Int32, path: String) -> CaptureError? {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }

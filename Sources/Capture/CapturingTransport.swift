@@ -4,7 +4,7 @@ import Transport
 
 /// Wraps a transport: every packet sent and received is written to the capture writers and
 /// shown to the observer (the CLI's `--trace`), then passed on unchanged.
-public final class CapturingTransport: HCITransport, @unchecked Sendable {
+public final class CapturingTransport: HCITransport, Sendable {
     public typealias Observer = @Sendable (Direction, HCIPacket, Date) -> Void
 
     public let inner: any HCITransport

@@ -90,15 +90,15 @@ public struct DecodedPacket: Sendable {
 
 /// Decodes the packets of one capture or live session, in order. Stateful: it reassembles
 /// L2CAP frames from ACL fragments per (connection handle, direction) and learns the GATT
-/// database from discovery to annotate later handles. Thread-safe (one lock), but packets
-/// must be given in capture order.
-public final class PacketDecoder: @unchecked Sendable {
+/// database from discovery to annotate later handles. Packets must be given in capture order.
+/// Plain state, not `Sendable`: a user decoding from several threads (the live trace) holds it
+/// in a `Mutex`.
+public final class PacketDecoder {
     /// At most this many L2CAP frames are being reassembled at once (across handles and
     /// directions); a new one evicts the oldest. A frame is at most 65539 octets (16-bit
     /// length), so reassembly holds at most ~1 MiB.
     public static let maxPendingFrames = 16
 
-    private let lock = NSLock()
     private var nextIndex = 1
     private var reassembly = Reassembly()
     private var gatt = GATTTracker()
@@ -118,7 +118,6 @@ public final class PacketDecoder: @unchecked Sendable {
 
     /// What the packets decoded so far carried (nil unless made with `statistics: true`).
     public func statistics() -> CaptureStatistics? {
-        lock.lock(); defer { lock.unlock() }
         return collector?.finished()
     }
 
@@ -128,8 +127,7 @@ public final class PacketDecoder: @unchecked Sendable {
         case .packet(let result):
             return decode(direction: record.direction, packet: result, raw: record.raw, time: record.time, index: record.number)
         case let .monitor(opcode, name, text):
-            lock.lock(); defer { lock.unlock() }
-            nextIndex = record.number + 1
+                nextIndex = record.number + 1
             var f: [Field] = [.int("opcode", opcode), .text("name", name)]
             if let i = record.controllerIndex { f.append(.int("controllerIndex", i)) }
             if let text { f.append(.text("text", text)) }
@@ -138,8 +136,7 @@ public final class PacketDecoder: @unchecked Sendable {
                                  summary: "Monitor \(name)" + (text.map { ": \($0)" } ?? ""),
                                  layers: [DecodedLayer("monitor", f)])
         case .note(let text):
-            lock.lock(); defer { lock.unlock() }
-            nextIndex = record.number + 1
+                nextIndex = record.number + 1
             collector?.packet(type: "note", time: record.time, malformed: false)
             return DecodedPacket(index: record.number, time: record.time, direction: record.direction, type: "note",
                                  summary: "Note: \(text)", layers: [DecodedLayer("note", [.text("text", text)])])
@@ -150,7 +147,6 @@ public final class PacketDecoder: @unchecked Sendable {
     /// defaults to one more than the previous packet's.
     public func decode(direction: Direction?, packet: Result<HCIPacket, DecodeError>, raw: [UInt8],
                        time: CaptureTime, index: Int? = nil) -> DecodedPacket {
-        lock.lock(); defer { lock.unlock() }
         let idx = index ?? nextIndex
         nextIndex = idx + 1
         var p = DecodedPacket(index: idx, time: time, direction: direction, type: "unknown", summary: "", layers: [])

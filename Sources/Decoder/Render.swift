@@ -85,7 +85,7 @@ public struct LayerSelection: Sendable {
 /// capacity check and a memcpy per append; `[UInt8].append(contentsOf:)` cost a quarter of
 /// `dump`'s time, issue 14). Not copyable: it owns its memory, so an append needs no
 /// uniqueness check (read it with `bytes`, `string` or `withUnsafeBytes`).
-public struct RenderBuffer: ~Copyable, @unchecked Sendable {
+public struct RenderBuffer: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     private var capacity: Int
     public private(set) var count = 0

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HCI
 import BLE
 
@@ -43,24 +44,26 @@ func connectHint(_ target: Target, _ address: DeviceAddress) -> String {
 
 /// Advertisers seen while looking for a target or scanning: how many (up to 10 000 counted)
 /// and the first 20 with their names, for messages. Bounded: a crowded room cannot grow it.
-final class SeenAdvertisers: @unchecked Sendable {
-    private let lock = NSLock()
-    private var addresses: Set<String> = []
-    private var labels: [String: String] = [:]
-    private var order: [String] = []
+final class SeenAdvertisers: Sendable {
+    private struct State {
+        var addresses: Set<String> = []
+        var labels: [String: String] = [:]
+        var order: [String] = []
+    }
+    private let state = Mutex(State())
 
     func add(_ a: Advertisement) {
         let key = a.address.description
-        lock.withLock {
-            if addresses.count < 10_000 { addresses.insert(key) }
-            if labels[key] == nil {
-                guard order.count < 20 else { return }
-                order.append(key)
+        state.withLock { s in
+            if s.addresses.count < 10_000 { s.addresses.insert(key) }
+            if s.labels[key] == nil {
+                guard s.order.count < 20 else { return }
+                s.order.append(key)
             }
-            if labels[key] == nil || a.name != nil { labels[key] = a.name.map { "\(key) \"\($0)\"" } ?? key }
+            if s.labels[key] == nil || a.name != nil { s.labels[key] = a.name.map { "\(key) \"\($0)\"" } ?? key }
         }
     }
 
-    var summary: String { lock.withLock { order.compactMap { labels[$0] }.joined(separator: ", ") } }
-    var count: Int { lock.withLock { addresses.count } }
+    var summary: String { state.withLock { s in s.order.compactMap { s.labels[$0] }.joined(separator: ", ") } }
+    var count: Int { state.withLock { $0.addresses.count } }
 }

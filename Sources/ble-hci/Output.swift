@@ -3,7 +3,7 @@ import HCI
 
 /// Where results go: human lines (colour only on a terminal) or exactly one JSON object per
 /// line on stdout. Errors always go to stderr, in one sentence.
-final class Output: @unchecked Sendable {
+final class Output: Sendable {
     let json: Bool
     let colour: Bool
     private let lock = NSLock()

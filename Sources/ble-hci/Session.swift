@@ -3,6 +3,7 @@ import HCI
 import Transport
 import Capture
 import Decoder
+import Synchronization
 
 /// Opens what `-t`, `-w` and `--trace` ask for: the transport, wrapped so that every packet is
 /// recorded to the capture file and/or decoded and printed live.
@@ -21,11 +22,14 @@ struct TracedTransport {
 func wrapForCaptureAndTrace(_ inner: any HCITransport, context c: CommandContext, writer: CaptureWriter?, label: String? = nil) -> any HCITransport {
     var observer: CapturingTransport.Observer? = nil
     if let layers = c.traceLayers {
-        let decoder = PacketDecoder()
+        // The observer runs on the transport's reader and on senders: one decode at a time, in order.
+        let decoder = LiveDecoder()
         let out = c.out
         observer = { direction, packet, date in
-            let p = decoder.decode(direction: direction, packet: .success(packet), raw: packet.h4, time: CaptureTime(date))
-            var text = render(p, layers: layers, json: out.json)
+            var text = decoder.state.withLock { d in
+                render(d.decode(direction: direction, packet: .success(packet), raw: packet.h4, time: CaptureTime(date)),
+                       layers: layers, json: out.json)
+            }
             // A packet with nothing in the chosen layers (e.g. an HCI event under --trace=att).
             guard !text.allSatisfy(\.isWhitespace) else { return }
             if let label {
@@ -37,6 +41,11 @@ func wrapForCaptureAndTrace(_ inner: any HCITransport, context c: CommandContext
     }
     guard writer != nil || observer != nil else { return inner }
     return CapturingTransport(inner, writers: writer.map { [$0] } ?? [], observer: observer)
+}
+
+/// The live trace's decoder, shared by the threads that see packets.
+final class LiveDecoder: Sendable {
+    let state = Mutex(PacketDecoder())
 }
 
 /// Closes a capture file and says so on stderr when a record could not be written (disk full):

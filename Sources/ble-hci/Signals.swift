@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Why a long-running command stopped.
 enum StopReason { case interrupted, durationElapsed }
@@ -65,17 +66,19 @@ func interruptible<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
 }
 
 /// A value set once by whichever of several tasks gets there first.
-final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value_: Value?
-    private var waiter: CheckedContinuation<Value, Never>?
+final class FirstOutcome<Value: Sendable>: Sendable {
+    private struct State {
+        var value: Value?
+        var waiter: CheckedContinuation<Value, Never>?
+    }
+    private let state = Mutex(State())
 
     func resolve(_ v: Value) {
-        let w: CheckedContinuation<Value, Never>? = lock.withLock {
-            guard value_ == nil else { return nil }
-            value_ = v
-            defer { waiter = nil }
-            return waiter
+        let w: CheckedContinuation<Value, Never>? = state.withLock { s in
+            guard s.value == nil else { return nil }
+            s.value = v
+            defer { s.waiter = nil }
+            return s.waiter
         }
         w?.resume(returning: v)
     }
@@ -83,9 +86,9 @@ final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
     var value: Value {
         get async {
             await withCheckedContinuation { c in
-                let ready: Value? = lock.withLock {
-                    if let v = value_ { return v }
-                    waiter = c
+                let ready: Value? = state.withLock { s in
+                    if let v = s.value { return v }
+                    s.waiter = c
                     return nil
                 }
                 if let ready { c.resume(returning: ready) }
@@ -97,19 +100,26 @@ final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
 /// SIGINT/SIGTERM delivered through Dispatch so the async code can stop cleanly (disconnect,
 /// flush the capture) instead of dying mid-write. A second signal exits at once (every capture
 /// record is already whole on disk: the writer writes each record in one call).
-final class SignalWatcher: @unchecked Sendable {
+final class SignalWatcher: Sendable {
     static let shared = SignalWatcher()
-    private let lock = NSLock()
-    private var first: Int32?
-    private var sources: [DispatchSourceSignal] = []
+    /// The first signal received (0: none yet).
+    private let first = Atomic<Int32>(0)
+    /// Kept alive for the process's life (a released source stops delivering); Dispatch's
+    /// sources are not marked Sendable, so they are held behind the lock they never need.
+    private let sources: Mutex<[any DispatchSourceSignal]>
 
     private init() {
+        var made: [any DispatchSourceSignal] = []
         for sig in [SIGINT, SIGTERM] {
             signal(sig, SIG_IGN)
-            let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            s.setEventHandler { [weak self] in self?.fire(sig) }
-            s.resume()
-            sources.append(s)
+            made.append(DispatchSource.makeSignalSource(signal: sig, queue: .global()))
+        }
+        sources = Mutex(made)
+        sources.withLock { sources in
+            for (s, sig) in zip(sources, [SIGINT, SIGTERM]) {
+                s.setEventHandler { [weak self] in self?.fire(sig) }
+                s.resume()
+            }
         }
     }
 
@@ -117,18 +127,18 @@ final class SignalWatcher: @unchecked Sendable {
     static func install() { _ = shared }
 
     private func fire(_ sig: Int32) {
-        let earlier: Int32? = lock.withLock {
-            defer { if first == nil { first = sig } }
-            return first
-        }
-        if earlier != nil {
+        let (stored, _) = first.compareExchange(expected: 0, desired: sig, ordering: .acquiringAndReleasing)
+        if !stored {
             FileHandle.standardError.write(Data("ble-hci: second signal: exiting now\n".utf8))
             exit(128 + sig)
         }
     }
 
     /// The first signal received, if any.
-    var received: Int32? { lock.withLock { first } }
+    var received: Int32? {
+        let s = first.load(ordering: .acquiring)
+        return s == 0 ? nil : s
+    }
     var interrupted: Bool { received != nil }
 }
 
