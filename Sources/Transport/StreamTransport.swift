@@ -18,6 +18,11 @@ import Glibc
 /// the controller (command and ACL credits), so this backlog stays small; a controller that
 /// takes nothing for `sendTimeout` is declared lost, and only a sender that outruns the
 /// `maxBacklog` bound (no flow control) waits for room, at most `sendTimeout`.
+///
+/// `@unchecked Sendable`: a wrapper of a C descriptor whose `send` must let go of its lock in
+/// the middle (it polls for room without it, so that the reader thread can flush), which a
+/// `Mutex`'s scoped `withLock` cannot express. Sound because every stored `var` is read and
+/// written under `lock` only, and the descriptor is closed by the reader thread alone.
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let name: String
     private let packets = PacketInbox()
