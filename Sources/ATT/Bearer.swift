@@ -11,12 +11,35 @@ import Transport
 /// one retain).
 public protocol ATTSynchronousServerDelegate: ATTServerDelegate, AnyObject {
     func response(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTPDU?
+    /// Like `response`, but a request whose answer the application produces asynchronously
+    /// (a GATT server's async handlers) is answered `.later`: the bearer runs it off the host's
+    /// loop and holds the peer's next PDUs until it is sent. Defaults to `.now(response(...))`.
+    func answer(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTServerAnswer
+}
+
+extension ATTSynchronousServerDelegate {
+    public func answer(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTServerAnswer {
+        .now(response(to: pdu, from: peer, mtu: mtu, security: security))
+    }
+}
+
+/// How a synchronous server delegate answers one PDU.
+public enum ATTServerAnswer: Sendable {
+    /// The response (nil for a command or a PDU a server does not answer), ready now.
+    case now(ATTPDU?)
+    /// Produced by application code that may wait: the bearer awaits it off its host's loop,
+    /// within `ATTBearerConfiguration.asyncHandlerTimeout`.
+    case later(@Sendable () async -> ATTPDU?)
 }
 
 /// Tunables of an `ATTBearer`.
 public struct ATTBearerConfiguration: Sendable {
     /// The transaction timeout (Core Vol 3 Part F 3.3.3): 30 s; shorter in tests.
     public var transactionTimeout: Duration = .seconds(30)
+    /// How long an application's asynchronous handler may take to answer a request before the
+    /// bearer answers Unlikely Error in its place: under the client's 30 s transaction timeout
+    /// (Core Vol 3 Part F 3.3.3), so the client gets an answer rather than losing its bearer.
+    public var asyncHandlerTimeout: Duration = .seconds(25)
     /// Our Rx MTU, sent in Exchange MTU Responses (and the default of `exchangeMTU`).
     public var serverRxMTU: UInt16 = 517
     /// Called for every dropped or refused PDU.
@@ -187,6 +210,21 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     var indicationDeadline: DeadlineID?
     var queuedRequests: [(frame: [UInt8], transaction: Transaction)] = []
     var queuedHead = 0
+
+    // Server: a request answered `.later` (`ATTServerAnswer`) while its answer is produced off
+    // the loop, and the peer's server-side PDUs that came meanwhile, held in arrival order (a
+    // client waits for an answer before its next request, so these are commands; at most
+    // `queueLimit`). Tokens tell a handler's late answer from the one being waited for.
+    struct DeferredAnswer {
+        let token: UInt64
+        let request: ATTPDU
+        let task: Task<Void, Never>
+        let deadline: DeadlineID
+    }
+    var deferredAnswer: DeferredAnswer?
+    var deferredTokens: UInt64 = 0
+    var heldWhileDeferred: [ATTPDU] = []
+    var heldHead = 0
 
     // Server indication.
     var indication: Transaction?
@@ -528,6 +566,9 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
 
     func serverReceived(_ pdu: ATTPDU, host: isolated Host) {
         let op = pdu.opcode
+        if deferredAnswer != nil, op != .handleValueConfirmation {
+            return holdWhileDeferred(pdu)
+        }
         switch pdu {
         case .handleValueConfirmation:
             guard let t = indication else {
@@ -581,8 +622,12 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         }
         let (mtu, security) = link.state.withLock { ($0.mtu, $0.security) }
         if let server = synchronousDelegate {
-            let response = server.response(to: pdu, from: peer, mtu: mtu, security: security)
-            if op.isRequest { enqueue(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)) }
+            switch server.answer(to: pdu, from: peer, mtu: mtu, security: security) {
+            case .now(let response):
+                if op.isRequest { enqueue(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)) }
+            case .later(let produce):
+                answerLater(pdu, produce, host: host)
+            }
             return
         }
         // An asynchronous delegate is application code: it answers in a task, one PDU after the other.
@@ -595,6 +640,65 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
             guard op.isRequest, let self, self.closedReason == nil else { return }
             await self.answer(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError), host: host)
         }
+    }
+
+    /// Starts producing `request`'s answer off the host's loop (the handler is not isolated to
+    /// the host, so its waiting holds up no other link), with its deadline in the host's table.
+    func answerLater(_ request: ATTPDU, _ produce: @escaping @Sendable () async -> ATTPDU?, host: isolated Host) {
+        deferredTokens &+= 1
+        let token = deferredTokens
+        let task = host.spawn { [weak self] in
+            let response = await produce()
+            self?.deferredAnswered(token, response, host: host)
+        }
+        let timeout = configuration.asyncHandlerTimeout
+        let deadline = host.arm(after: timeout) { [weak self] in
+            self?.log("\(request.opcode): the application's handler gave no answer within \(timeout): Unlikely Error")
+            self?.deferredAnswered(token, nil, host: host)
+        }
+        deferredAnswer = DeferredAnswer(token: token, request: request, task: task, deadline: deadline)
+    }
+
+    /// The answer produced `.later` (nil: none, or its deadline passed: Unlikely Error for a
+    /// request); a late one, after the deadline answered, is dropped. Then the PDUs held
+    /// meanwhile are served, in order, until one is answered `.later` again.
+    func deferredAnswered(_ token: UInt64, _ response: ATTPDU?, host: isolated Host) {
+        guard let d = deferredAnswer, d.token == token else { return }
+        deferredAnswer = nil
+        host.disarm(d.deadline)
+        d.task.cancel()  // a handler past its deadline is told; one that answered has ended
+        let op = d.request.opcode
+        if closedReason == nil, op.isRequest {
+            enqueue(response ?? .errorResponse(requestOpcode: op, handle: Self.attributeHandle(of: d.request), error: .unlikelyError))
+        }
+        while deferredAnswer == nil, closedReason == nil, heldHead < heldWhileDeferred.count {
+            let next = heldWhileDeferred[heldHead]
+            heldHead += 1
+            serverReceived(next, host: host)
+        }
+        if heldHead == heldWhileDeferred.count {
+            heldWhileDeferred.removeAll()
+            heldHead = 0
+        }
+    }
+
+    /// The attribute a request is about, for its Error Response's Attribute Handle In Error
+    /// (Core v5.4 Vol 3 Part F 3.4.1.1); 0 when it names none.
+    static func attributeHandle(of request: ATTPDU) -> UInt16 {
+        switch request {
+        case .readRequest(let h), .readBlobRequest(let h, _), .writeRequest(let h, _), .prepareWriteRequest(let h, _, _): h
+        case .readMultipleRequest(let hs), .readMultipleVariableRequest(let hs): hs.first ?? 0
+        case .readByTypeRequest(let start, _, _): start
+        default: 0
+        }
+    }
+
+    /// A PDU of the peer's that came while an answer is produced `.later`: served after it.
+    func holdWhileDeferred(_ pdu: ATTPDU) {
+        guard heldWhileDeferred.count - heldHead < Self.queueLimit else {
+            return log("\(pdu.opcode) dropped: \(Self.queueLimit) PDUs already wait for an application handler's answer")
+        }
+        heldWhileDeferred.append(pdu)
     }
 
     /// Sends an asynchronous delegate's answer (waiting for the link's room).
@@ -688,6 +792,13 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         if let t = takeTransaction(where: { _ in true }) { t.resolve(.failure(reason)) }
         startQueuedRequest()
         if let i = indication { setIndication(nil, host: host); i.resolve(.failure(reason)) }
+        if let d = deferredAnswer {
+            deferredAnswer = nil
+            host.disarm(d.deadline)
+            d.task.cancel()
+        }
+        heldWhileDeferred.removeAll()
+        heldHead = 0
         for w in indicationWaiters { w.resume(throwing: reason) }
         indicationWaiters.removeAll()
         notificationsContinuation.finish()

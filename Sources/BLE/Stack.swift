@@ -12,6 +12,10 @@ public struct StackOptions: Sendable {
     public var host = HostConfiguration()
     /// ATT transaction timeout (30 s in the spec; shorter in tests).
     public var attTimeout: Duration = .seconds(30)
+    /// Peripheral: how long an asynchronous read or write handler (`GATTCharacteristic(asyncRead:)`)
+    /// may take before the central is answered Unlikely Error instead (25 s: under the central's
+    /// 30 s ATT transaction timeout).
+    public var asyncHandlerTimeout: Duration = .seconds(25)
     /// L2CAP signaling timeout.
     public var signalingTimeout: Duration = .seconds(30)
     /// Central: the Client Rx MTU `connect` exchanges before it returns (ATT Exchange MTU,
@@ -311,6 +315,7 @@ actor Stack {
                 let l2cap = L2CAPConnection(connection: connection, configuration: l2capConfig)
                 var attConfig = ATTBearerConfiguration()
                 attConfig.transactionTimeout = options.attTimeout
+                attConfig.asyncHandlerTimeout = options.asyncHandlerTimeout
                 attConfig.log = options.log
                 let bearer = ATTBearer(connection: connection, host: host, configuration: attConfig)
                 bearer.start(host: host)

@@ -68,6 +68,16 @@ public typealias GATTReadHandler = @Sendable (_ context: GATTRequestContext) thr
 /// Accepts a written value (for a long write: the assembled value at `context.offset`).
 public typealias GATTWriteHandler = @Sendable (_ context: GATTRequestContext, _ value: [UInt8]) throws -> Void
 
+/// A read handler that may wait (for a database, another device, a person): it runs off the
+/// host's loop, so every other link is served meanwhile, and the bearer holds this peer's later
+/// PDUs until it answers. It must answer within `ATTBearerConfiguration.asyncHandlerTimeout`
+/// (25 s), else the client gets Unlikely Error; it is then cancelled. CoreBluetooth's
+/// `peripheralManager(_:didReceiveRead:)` with a later `respond(to:withResult:)`.
+public typealias GATTAsyncReadHandler = @Sendable (_ context: GATTRequestContext) async throws -> [UInt8]
+/// A write handler that may wait; as `GATTAsyncReadHandler`. A Write Request is answered when it
+/// returns (an Error Response with its `ATTError`'s code when it throws).
+public typealias GATTAsyncWriteHandler = @Sendable (_ context: GATTRequestContext, _ value: [UInt8]) async throws -> Void
+
 extension ATTError {
     /// An error for an application handler to throw: the server fills in opcode and handle.
     public static func rejecting(_ code: ATTErrorCode) -> ATTError { ATTError(code, requestOpcode: ATTOpcode(0)) }
@@ -79,6 +89,8 @@ public enum GATTValueSource: Sendable {
     case stored([UInt8])
     /// Produced/consumed by the application. A nil handler answers Read/Write Not Permitted.
     case handlers(read: GATTReadHandler?, write: GATTWriteHandler?)
+    /// Produced/consumed by application code that may wait (`GATTAsyncReadHandler`).
+    case asyncHandlers(read: GATTAsyncReadHandler?, write: GATTAsyncWriteHandler?)
 }
 
 /// A characteristic descriptor (Core Vol 3 Part G 3.3.3).
@@ -100,6 +112,13 @@ public struct GATTDescriptor: Sendable {
     public init(uuid: BluetoothUUID, permissions: GATTPermissions, read: GATTReadHandler?, write: GATTWriteHandler? = nil,
                 maximumLength: Int = 512, minimumKeySize: Int = 7) {
         self.uuid = uuid; self.permissions = permissions; self.value = .handlers(read: read, write: write)
+        self.maximumLength = maximumLength; self.minimumKeySize = minimumKeySize
+    }
+
+    /// A descriptor whose value application code produces and consumes asynchronously.
+    public init(uuid: BluetoothUUID, permissions: GATTPermissions, asyncRead: GATTAsyncReadHandler?,
+                asyncWrite: GATTAsyncWriteHandler? = nil, maximumLength: Int = 512, minimumKeySize: Int = 7) {
+        self.uuid = uuid; self.permissions = permissions; self.value = .asyncHandlers(read: asyncRead, write: asyncWrite)
         self.maximumLength = maximumLength; self.minimumKeySize = minimumKeySize
     }
 
@@ -151,6 +170,23 @@ public struct GATTCharacteristic: Sendable {
         self.value = .handlers(read: read, write: write); self.descriptors = descriptors
         self.maximumLength = maximumLength; self.minimumKeySize = minimumKeySize
     }
+
+    /// A characteristic whose value application code produces and consumes asynchronously
+    /// (`GATTAsyncReadHandler`): the handlers may wait without holding up other links.
+    ///
+    /// ```swift
+    /// GATTCharacteristic(uuid: 0xFFF4, properties: [.read, .write],
+    ///                    asyncRead: { _ in try await sensor.sample() },
+    ///                    asyncWrite: { _, value in try await door.set(value) })
+    /// ```
+    public init(uuid: BluetoothUUID, properties: GATTCharacteristicProperties, permissions: GATTPermissions? = nil,
+                asyncRead: GATTAsyncReadHandler?, asyncWrite: GATTAsyncWriteHandler? = nil, maximumLength: Int = 512,
+                minimumKeySize: Int = 7, descriptors: [GATTDescriptor] = []) {
+        self.uuid = uuid; self.properties = properties
+        self.permissions = permissions ?? GATTPermissions(for: properties)
+        self.value = .asyncHandlers(read: asyncRead, write: asyncWrite); self.descriptors = descriptors
+        self.maximumLength = maximumLength; self.minimumKeySize = minimumKeySize
+    }
 }
 
 /// A service. `includes` name other services of the same server by UUID (the first with that UUID).
@@ -185,6 +221,7 @@ struct Attribute: Sendable {
         case constant
         case stored
         case handlers(read: GATTReadHandler?, write: GATTWriteHandler?)
+        case asyncHandlers(read: GATTAsyncReadHandler?, write: GATTAsyncWriteHandler?)
         /// A CCCD: per-peer value.
         case cccd(valueHandle: UInt16, properties: GATTCharacteristicProperties)
         /// Client Supported Features: per-peer value.
@@ -221,6 +258,8 @@ struct AttributeTable: Sendable {
     var serviceChangedHandle: UInt16 = 0
     /// The Database Hash (Core v5.4 Vol 3 Part G 7.3), empty until `computeHashIfNeeded()`.
     private(set) var hash: [UInt8] = []
+    /// Some attribute's value comes from asynchronous handlers (`GATTValueSource.asyncHandlers`).
+    private(set) var hasAsyncHandlers = false
 
     init(deviceName: String, appearance: UInt16, services: [GATTService]) {
         let all = Self.ownServices(deviceName: deviceName, appearance: appearance) + services
@@ -262,6 +301,9 @@ struct AttributeTable: Sendable {
                 case .handlers(let r, let w):
                     add(c.uuid, .handlers(read: r, write: w), [], c.permissions, maxLength: c.maximumLength,
                         keySize: c.minimumKeySize, characteristic: c.uuid, isValue: true)
+                case .asyncHandlers(let r, let w):
+                    add(c.uuid, .asyncHandlers(read: r, write: w), [], c.permissions, maxLength: c.maximumLength,
+                        keySize: c.minimumKeySize, characteristic: c.uuid, isValue: true)
                 }
                 if c.uuid == GATTUUID.clientSupportedFeatures { attributes[attributes.count - 1].kind = .clientFeatures }
                 if c.uuid == GATTUUID.serviceChanged && s.uuid == GATTUUID.genericAttribute { serviceChangedHandle = valueHandle }
@@ -281,6 +323,9 @@ struct AttributeTable: Sendable {
                     case .handlers(let r, let w):
                         add(d.uuid, .handlers(read: r, write: w), [], d.permissions, maxLength: d.maximumLength,
                             keySize: d.minimumKeySize, characteristic: c.uuid)
+                    case .asyncHandlers(let r, let w):
+                        add(d.uuid, .asyncHandlers(read: r, write: w), [], d.permissions, maxLength: d.maximumLength,
+                            keySize: d.minimumKeySize, characteristic: c.uuid)
                     }
                 }
                 characteristics.append(CharacteristicEntry(uuid: c.uuid, valueHandle: valueHandle, cccdHandle: cccd,
@@ -289,6 +334,7 @@ struct AttributeTable: Sendable {
         }
         // The server's own services may sit after the application's (explicit handles).
         attributes.sort { $0.handle < $1.handle }
+        hasAsyncHandlers = attributes.contains { if case .asyncHandlers = $0.kind { true } else { false } }
     }
 
     /// Computes the Database Hash and writes it into its characteristic value, once. Not done

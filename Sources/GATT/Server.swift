@@ -125,6 +125,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// Whether the table's Database Hash is computed: on the first request answered (or
     /// `databaseHash`), not when the server is made (see `AttributeTable.computeHashIfNeeded`).
     private let hashReady = Atomic<Bool>(false)
+    /// Some attribute has asynchronous handlers (the table's `hasAsyncHandlers`, read without the
+    /// lock per request: a server without them answers every request `.now`).
+    private let asyncHandlers: Atomic<Bool>
     /// Checks Signed Write Commands; none: they are ignored (GATT holds no keys).
     private let signedWrites = Mutex<(any GATTSignedWriteVerifier)?>(nil)
     /// Application events; one consumer. Empty while an event handler is set (`setEventHandler`).
@@ -150,6 +153,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     private init(table: AttributeTable, configuration: Configuration) {
         self.configuration = configuration
+        asyncHandlers = Atomic(table.hasAsyncHandlers)
         state = Mutex(State(table: table))
         (events, sink) = AsyncStream.makeStream(of: GATTServerEvent.self,
                                                 bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferLimit)))
@@ -307,6 +311,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         var table = AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
                                    services: services)
         table.computeHashIfNeeded()  // peers read it next (hashReady may already be set)
+        if table.hasAsyncHandlers { asyncHandlers.store(true, ordering: .releasing) }
         let scHandle: UInt16 = state.withLock { s in
             let sc = s.table.characteristics.first { $0.valueHandle == s.table.serviceChangedHandle }?.cccdHandle
             s.table = table
@@ -319,6 +324,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
             s.reindex()
             return table.serviceChangedHandle
         }
+        asyncHandlers.store(table.hasAsyncHandlers, ordering: .releasing)
         return await indicate(handle: scHandle, value: [0x01, 0x00, 0xFF, 0xFF])
     }
 
@@ -424,18 +430,37 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     }
 
     public func respond(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) async -> ATTPDU? {
-        response(to: pdu, from: peer, mtu: mtu, security: security)
+        switch answer(to: pdu, from: peer, mtu: mtu, security: security) {
+        case .now(let response): return response
+        case .later(let produce): return await produce()
+        }
+    }
+
+    /// The answer to `pdu`: `.now` unless it reads or writes an attribute with asynchronous
+    /// handlers; then `.later`, which awaits those handlers (reads first, writes after the
+    /// checks), and answers as `response` would have with their results.
+    public func answer(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTServerAnswer {
+        guard asyncHandlers.load(ordering: .acquiring), let targets = asyncTargets(of: pdu, peer: peer, mtu: mtu) else {
+            return .now(response(to: pdu, from: peer, mtu: mtu, security: security))
+        }
+        return .later { @Sendable [self] in
+            await self.deferredResponse(to: pdu, from: peer, mtu: mtu, security: security, reading: targets.reads)
+        }
     }
 
     /// The synchronous core of `respond`: the response (or Error Response) to a request, nil
     /// for a command or anything a server does not answer. Reports each answered request.
     public func response(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTPDU? {
-        let answer = answer(to: pdu, from: peer, mtu: mtu, security: security)
-        if let answer, configuration.reportsAnswers { emit(.answered(peer, request: pdu, response: answer)) }
+        let answer = dispatchedAnswer(to: pdu, from: peer, mtu: mtu, security: security)
+        if let answer { reportAnswer(answer, to: pdu, from: peer) }
         return answer
     }
 
-    private func answer(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTPDU? {
+    private func reportAnswer(_ answer: ATTPDU, to pdu: ATTPDU, from peer: ATTPeer) {
+        if configuration.reportsAnswers { emit(.answered(peer, request: pdu, response: answer)) }
+    }
+
+    private func dispatchedAnswer(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity) -> ATTPDU? {
         computeHashIfNeeded()
         return dispatch(pdu, ATTRequestContext(peer: peer, mtu: min(max(mtu, 23), 517), security: security))
     }
@@ -570,7 +595,9 @@ extension GATTServer: ATTServerHandler {
     /// Reads one attribute's whole value with permission checks.
     private func read(_ handle: UInt16, _ peer: ATTPeer, _ security: ATTSecurity, offset: Int,
                       op: ATTOpcode) -> Result<[UInt8], ATTError> {
-        enum Step { case value([UInt8], BluetoothUUID?), handler(GATTReadHandler?, BluetoothUUID?), error(ATTErrorCode) }
+        enum Step {
+            case value([UInt8], BluetoothUUID?), handler(GATTReadHandler?, BluetoothUUID?), fetched(BluetoothUUID?), error(ATTErrorCode)
+        }
         let step: Step = state.withLock { s in
             guard let i = s.table.index(handle) else { return .error(.invalidHandle) }
             // The attribute's fields read in place (a copy of it is a retain per field).
@@ -580,6 +607,7 @@ extension GATTServer: ATTServerHandler {
             switch s.table.attributes[i].kind {
             case .constant, .stored: return .value(s.table.attributes[i].value, event)
             case .handlers(let r, _): return .handler(r, event)
+            case .asyncHandlers: return .fetched(event)
             case .cccd:
                 let v = s.peers[peer.id]?.cccd[handle] ?? 0
                 return .value([UInt8(v & 0xFF), UInt8(v >> 8)], nil)
@@ -600,13 +628,25 @@ extension GATTServer: ATTServerHandler {
             } catch {
                 return .failure(ATTError(Self.code(of: error), requestOpcode: op, handle: handle))
             }
+        case .fetched(let event):
+            // Read by the asynchronous handler before this dispatch (`deferredResponse`).
+            switch Self.deferred?.reads[handle] {
+            case .value(let v)?:
+                if let event { emit(.read(peer, event)) }
+                return .success(v)
+            case .refused(let code)?: return .failure(ATTError(code, requestOpcode: op, handle: handle))
+            case nil: return .failure(ATTError(.unlikelyError, requestOpcode: op, handle: handle))
+            }
         }
     }
 
     /// Writes one attribute's value with permission and length checks.
     private func write(_ handle: UInt16, _ value: [UInt8], _ peer: ATTPeer, _ security: ATTSecurity,
                        offset: Int = 0, op: ATTOpcode) -> ATTError? {
-        enum Step { case done([GATTServerEvent]), handler(GATTWriteHandler?, BluetoothUUID?), error(ATTErrorCode) }
+        enum Step {
+            case done([GATTServerEvent]), handler(GATTWriteHandler?, BluetoothUUID?)
+            case asyncHandler(GATTAsyncWriteHandler?, BluetoothUUID?), error(ATTErrorCode)
+        }
         let step: Step = state.withLock { s in
             guard let i = s.table.index(handle) else { return .error(.invalidHandle) }
             let a = s.table.attributes[i]
@@ -619,6 +659,7 @@ extension GATTServer: ATTServerHandler {
                 s.table.attributes[i].value = value
                 return .done(event.map { [.wrote(peer, $0, value)] } ?? [])
             case .handlers(_, let w): return .handler(w, event)
+            case .asyncHandlers(_, let w): return .asyncHandler(w, event)
             case let .cccd(_, properties):
                 guard value.count == 2 else { return .error(.invalidAttributeValueLength) }
                 guard s.peers[peer.id] != nil else { return .error(.unlikelyError) }
@@ -662,6 +703,15 @@ extension GATTServer: ATTServerHandler {
             } catch {
                 return ATTError(Self.code(of: error), requestOpcode: op, handle: handle)
             }
+        case let .asyncHandler(w, event):
+            guard let w else { return ATTError(.writeNotPermitted, requestOpcode: op, handle: handle) }
+            // Checked: the handler runs after this dispatch (`deferredResponse`), in order.
+            guard let deferred = Self.deferred else { return ATTError(.unlikelyError, requestOpcode: op, handle: handle) }
+            deferred.writes.withLock {
+                $0.append(DeferredWrite(handle: handle, op: op, handler: w, event: event, value: value,
+                                        context: GATTRequestContext(peer: peer, security: security, offset: offset)))
+            }
+            return nil
         }
     }
 
@@ -785,7 +835,7 @@ extension GATTServer: ATTServerHandler {
                 let v = peerState?.cccd[a.handle] ?? 0
                 current = [UInt8(v & 0xFF), UInt8(v >> 8)]
             case .clientFeatures: current = peerState?.clientFeatures ?? [0]
-            case .handlers: continue
+            case .handlers, .asyncHandlers: continue
             }
             // Only values the client may read are compared: a match on any other would tell it
             // the value (Core v5.4 Vol 3 Part F 3.2.5). Unreadable ones cannot match, so a
@@ -859,5 +909,99 @@ extension GATTServer: ATTServerHandler {
         }
         guard let format, !list.isEmpty else { return fail(op, start, .attributeNotFound) }
         return .findInformationResponse(format: format, information: list)
+    }
+}
+
+// MARK: - Asynchronous handlers
+
+extension GATTServer {
+    /// What an answer produced `.later` hands the synchronous dispatch it runs: the values its
+    /// asynchronous read handlers gave, by handle, and (filled by the dispatch) the writes it
+    /// accepted for asynchronous write handlers, run after it in order. Task-local, so the
+    /// dispatch and its per-opcode handlers stay one synchronous path for every attribute.
+    final class Deferred: Sendable {
+        /// An asynchronous read handler's outcome.
+        enum Read: Sendable { case value([UInt8]), refused(ATTErrorCode) }
+        let reads: [UInt16: Read]
+        let writes = Mutex<[DeferredWrite]>([])
+        init(reads: [UInt16: Read]) { self.reads = reads }
+    }
+
+    struct DeferredWrite: Sendable {
+        let handle: UInt16
+        let op: ATTOpcode
+        let handler: GATTAsyncWriteHandler
+        let event: BluetoothUUID?
+        let value: [UInt8]
+        let context: GATTRequestContext
+    }
+
+    @TaskLocal static var deferred: Deferred?
+
+    /// The attributes with asynchronous handlers that `pdu` reads (their values are fetched
+    /// first) and whether it writes one; nil when it touches none. Read By Type looks at the
+    /// same attributes its answer would (`readByTypeRequest`).
+    func asyncTargets(of pdu: ATTPDU, peer: ATTPeer, mtu: Int) -> (reads: [UInt16], writes: Bool)? {
+        state.withLock { s in
+            func isAsync(_ h: UInt16) -> Bool {
+                guard let i = s.table.index(h), case .asyncHandlers = s.table.attributes[i].kind else { return false }
+                return true
+            }
+            var reads: [UInt16] = []
+            var writes = false
+            switch pdu {
+            case .readRequest(let h), .readBlobRequest(let h, _): if isAsync(h) { reads = [h] }
+            case .readMultipleRequest(let hs), .readMultipleVariableRequest(let hs): reads = hs.filter(isAsync)
+            case let .readByTypeRequest(start, end, type) where start != 0 && start <= end:
+                let range = s.table.indices(start, end)
+                var found = 0
+                for i in range where s.table.attributes[i].type == type && found < min(max(mtu, 23), 517) / 2 {
+                    found += 1
+                    if case .asyncHandlers = s.table.attributes[i].kind { reads.append(s.table.attributes[i].handle) }
+                }
+            case .writeRequest(let h, _), .writeCommand(let h, _), .signedWriteCommand(let h, _, _): writes = isAsync(h)
+            case .executeWriteRequest(.write): writes = s.peers[peer.id]?.queue.contains { isAsync($0.handle) } ?? false
+            default: break
+            }
+            return reads.isEmpty && !writes ? nil : (reads, writes)
+        }
+    }
+
+    /// `response(to:...)` for a PDU that reads or writes attributes with asynchronous handlers:
+    /// their read handlers are awaited first (each after the same permission check the
+    /// dispatch makes, so a refused request never reaches the application), then the
+    /// synchronous dispatch answers with their values, then the write handlers it accepted are
+    /// awaited in order; the first that throws answers the request with its code.
+    func deferredResponse(to pdu: ATTPDU, from peer: ATTPeer, mtu: Int, security: ATTSecurity,
+                          reading handles: [UInt16]) async -> ATTPDU? {
+        var reads: [UInt16: Deferred.Read] = [:]
+        for h in handles where reads[h] == nil {
+            let handler: GATTAsyncReadHandler?? = state.withLock { s in
+                guard let i = s.table.index(h), case .asyncHandlers(let r, _) = s.table.attributes[i].kind,
+                      Self.denial(s.table.attributes[i], write: false, security) == nil else { return nil }
+                return .some(r)
+            }
+            guard let handler else { continue }  // refused: the dispatch answers why
+            guard let read = handler else { reads[h] = .refused(.readNotPermitted); continue }
+            let offset: Int = if case .readBlobRequest(_, let o) = pdu { Int(o) } else { 0 }
+            do {
+                reads[h] = .value(try await read(GATTRequestContext(peer: peer, security: security, offset: offset)))
+            } catch {
+                reads[h] = .refused(Self.code(of: error))
+            }
+        }
+        let deferred = Deferred(reads: reads)
+        var answer = Self.$deferred.withValue(deferred) { dispatchedAnswer(to: pdu, from: peer, mtu: mtu, security: security) }
+        for w in deferred.writes.withLock({ $0 }) {
+            do {
+                try await w.handler(w.context, w.value)
+                if let event = w.event { emit(.wrote(peer, event, w.value)) }
+            } catch {
+                if answer != nil { answer = ATTError(Self.code(of: error), requestOpcode: w.op, handle: w.handle).pdu }
+                break
+            }
+        }
+        if let answer { reportAnswer(answer, to: pdu, from: peer) }
+        return answer
     }
 }
