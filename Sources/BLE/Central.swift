@@ -18,12 +18,38 @@ import SMP
 /// ```
 public final class Central: Sendable {
     let stack: Stack
+    /// The central's links coming and going and their parameters changing, in order, for every
+    /// consumer (CoreBluetooth's `didConnect` / `didDisconnectPeripheral` as a sequence; each
+    /// `for await` loop gets them all from when it starts, the first also those before it).
+    public let events: CentralEvents
+    private let sink = EventQueues<CentralEvent>(limit: 1024)
 
-    private init(stack: Stack) { self.stack = stack }
+    private init(stack: Stack) {
+        self.stack = stack
+        events = CentralEvents(storage: sink)
+    }
 
     /// Brings up the controller behind `transport` (Reset, features, buffers, event masks).
     public static func open(_ transport: any HCITransport, options: StackOptions = .init()) async throws -> Central {
-        Central(stack: try await Stack.open(transport, options: options))
+        let central = Central(stack: try await Stack.open(transport, options: options))
+        let sink = central.sink
+        await central.stack.observeLinks { event in
+            switch event {
+            case .connected(let link):
+                guard link.connection.role == .central else { return }
+                sink.yield(.connected(connection: link.connection.handle, peripheral: link.connection.peer))
+            case .disconnected(let link, let reason):
+                guard link.connection.role == .central else { return }
+                sink.yield(.disconnected(connection: link.connection.handle, reason: reason))
+            case .parametersUpdated(let link, let parameters):
+                guard link.connection.role == .central else { return }
+                sink.yield(.parametersUpdated(connection: link.connection.handle, parameters: parameters))
+            case .transportLost(let reason):
+                sink.yield(.failure(reason))
+                sink.finish()
+            }
+        }
+        return central
     }
 
     /// The controller's identity, version and buffers.
@@ -102,17 +128,34 @@ public final class Central: Sendable {
         get async { await stack.currentLinks().filter { $0.connection.role == .central }.map { RemotePeripheral(stack: stack, link: $0) } }
     }
 
+    /// Whether the controller is scanning (CoreBluetooth's `isScanning`): while a `scan` stream
+    /// is consumed.
+    public var isScanning: Bool { get async { await stack.host.isScanning } }
+
     /// Stops scanning, disconnects every link and closes the transport: the controller is left
     /// as found (not scanning, no links), whatever the next host's HCI_Reset does.
     public func close() async {
         await stack.host.stopScanningAndAdvertising()
         await stack.close()
+        sink.finish()
     }
 
     /// Why the transport to the controller was lost (closed, hardware error), once it was.
     /// Links are then marked down without any Disconnection Complete event: callers must not
     /// report that as a disconnection the controller announced.
     public var transportLost: String? { get async { await stack.lostReason } }
+}
+
+/// What `Central.events` reports. `connection` is the connection handle of the link.
+public enum CentralEvent: Sendable, Equatable {
+    case connected(connection: UInt16, peripheral: DeviceAddress)
+    case disconnected(connection: UInt16, reason: HCIStatus)
+    /// The link's parameters changed (LE Connection Update Complete, Core v5.4 Vol 4 Part E
+    /// 7.7.65.3): after `RemotePeripheral.updateConnectionParameters`, or a peripheral's request
+    /// that `StackOptions.connectionParameterPolicy` accepted.
+    case parametersUpdated(connection: UInt16, parameters: ConnectionParameters)
+    /// The transport to the controller was lost; no event follows.
+    case failure(String)
 }
 
 /// How to write a characteristic value.
@@ -304,6 +347,17 @@ public final class RemotePeripheral: Sendable {
 
     /// RSSI of the link in dBm (HCI Read RSSI).
     public func readRSSI() async throws -> Int8 { try await stack.host.readRSSI(handle: connectionHandle) }
+
+    /// Changes the link's parameters (LE Connection Update, Core v5.4 Vol 4 Part E 7.8.18) and
+    /// returns those the controller chose: interval in 1.25 ms units (6...3200), latency in
+    /// connection events (0...499), supervision timeout in 10 ms units (10...3200, above
+    /// (1 + latency) × interval × 2); the controller refuses others.
+    @discardableResult
+    public func updateConnectionParameters(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16 = 0,
+                                           supervisionTimeout: UInt16, timeout: Duration = .seconds(10)) async throws -> ConnectionParameters {
+        try await stack.host.updateConnection(handle: connectionHandle, intervalMin: intervalMin, intervalMax: intervalMax,
+                                              latency: latency, supervisionTimeout: supervisionTimeout, timeout: timeout)
+    }
 
     /// Disconnects (Remote User Terminated Connection) and returns the reason the controller
     /// reports for this side (normally Connection Terminated By Local Host).

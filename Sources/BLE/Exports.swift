@@ -6,3 +6,6 @@
 @_exported import Transport
 @_exported import ATT
 @_exported import GATT
+// The connection-parameter types of `CentralEvent` and `StackOptions.connectionParameterPolicy`.
+@_exported import struct Host.ConnectionParameters
+@_exported import struct L2CAP.ConnectionParameterUpdateRequest

@@ -148,6 +148,8 @@ public final class Peripheral: Sendable {
                         }
                     }
                 }
+            case .parametersUpdated:
+                break
             case .transportLost(let reason):
                 sink.yield(.failure(reason))
                 sink.finish()
@@ -195,6 +197,36 @@ public final class Peripheral: Sendable {
     public func stopAdvertising() async throws {
         advertising.current = nil
         try await stack.host.stopAdvertising()
+    }
+
+    /// Whether the controller is advertising (CoreBluetooth's `isAdvertising`): false once a
+    /// central connected to a legacy set, until advertising is started again.
+    public var isAdvertising: Bool { get async { await stack.host.isAdvertising } }
+
+    /// Disconnects the central on `connection` (HCI Disconnect, Core v5.4 Vol 4 Part E 7.1.6:
+    /// the central is told `reason`) and returns the reason of the Disconnection Complete
+    /// event here (Connection Terminated by Local Host, 0x16).
+    @discardableResult
+    public func disconnect(connection: UInt16, reason: HCIStatus = .remoteUserTerminated) async throws -> HCIStatus {
+        try await stack.host.disconnect(handle: connection, reason: reason)
+    }
+
+    /// Asks the central on `connection` for new connection parameters (L2CAP Connection
+    /// Parameter Update Request, Core v5.4 Vol 3 Part A 4.20; CoreBluetooth's
+    /// `setDesiredConnectionLatency(_:for:)` with the numbers spelt out): interval in 1.25 ms
+    /// units (6...3200), latency in connection events (0...499), supervision timeout in 10 ms
+    /// units (10...3200, above (1 + latency) × interval × 2). Returns whether the central
+    /// accepted; the change itself follows as LE Connection Update Complete. Throws for
+    /// parameters out of range, or when the central rejects the command.
+    public func requestConnectionParameters(connection: UInt16, intervalMin: UInt16, intervalMax: UInt16,
+                                            latency: UInt16 = 0, supervisionTimeout: UInt16) async throws -> Bool {
+        guard let link = await stack.existingLink(connection) else {
+            throw BLEError.notPermitted("no connection with handle \(hexCode(connection, digits: 4))")
+        }
+        return try await link.run { layers, host in
+            try await layers.l2cap.requestConnectionParameterUpdate(intervalMin: intervalMin, intervalMax: intervalMax,
+                                                                     latency: latency, timeout: supervisionTimeout, host: host)
+        }
     }
 
     /// Notifies subscribers of `characteristic` (all, or only those on `connections`); returns

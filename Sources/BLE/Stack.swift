@@ -18,6 +18,10 @@ public struct StackOptions: Sendable {
     public var asyncHandlerTimeout: Duration = .seconds(25)
     /// L2CAP signaling timeout.
     public var signalingTimeout: Duration = .seconds(30)
+    /// Central: decides a peripheral's Connection Parameter Update Request (Core v5.4 Vol 3
+    /// Part A 4.20); true accepts it, and the central then applies it with LE Connection Update.
+    /// nil (the default) accepts every request whose parameters are in the spec's ranges.
+    public var connectionParameterPolicy: (@Sendable (ConnectionParameterUpdateRequest) async -> Bool)?
     /// Central: the Client Rx MTU `connect` exchanges before it returns (ATT Exchange MTU,
     /// Core v5.4 Vol 3 Part F 3.4.2.1), as CoreBluetooth does; nil leaves ATT_MTU at 23 until
     /// `RemotePeripheral.exchangeMTU`.
@@ -163,6 +167,8 @@ actor Stack {
     enum LinkEvent: Sendable {
         case connected(Link)
         case disconnected(Link, HCIStatus)
+        /// LE Connection Update Complete with success (Core v5.4 Vol 4 Part E 7.7.65.3).
+        case parametersUpdated(Link, ConnectionParameters)
         case transportLost(String)
     }
 
@@ -258,6 +264,10 @@ actor Stack {
             let link = await task.value  // its security heard the disconnection from the host
             link.markDisconnected(reason)
             for o in linkObservers { o(.disconnected(link, reason)) }
+        case .connectionUpdated(let handle, let status, let parameters):
+            guard status == .success, let task = links[handle] else { return }
+            let link = await task.value
+            for o in linkObservers { o(.parametersUpdated(link, parameters)) }
         case .transportLost(let error):
             lose("the controller transport was lost: \(error)")
         case .hardwareError(let code):
@@ -313,6 +323,7 @@ actor Stack {
                 l2capConfig.signalingTimeout = options.signalingTimeout
                 l2capConfig.log = options.log
                 let l2cap = L2CAPConnection(connection: connection, configuration: l2capConfig)
+                l2cap.setConnectionParameterPolicy(options.connectionParameterPolicy)
                 var attConfig = ATTBearerConfiguration()
                 attConfig.transactionTimeout = options.attTimeout
                 attConfig.asyncHandlerTimeout = options.asyncHandlerTimeout
