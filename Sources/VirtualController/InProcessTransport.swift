@@ -7,7 +7,7 @@ import Transport
 /// `inbox` gets what the controller sends (queued on the link's context, no
 /// extra hops; the host has it handed over in batches as jobs on `executor`, the link's, which
 /// every host on the link shares).
-public final class InProcessTransport: HCITransport, @unchecked Sendable {
+public final class InProcessTransport: HCITransport {
     public let controller: VirtualController
     public let name: String
     private let packets = PacketInbox()
