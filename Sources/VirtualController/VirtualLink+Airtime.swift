@@ -224,8 +224,9 @@ extension VirtualLink {
         guard conn.alive, !conn.air.supervisionArmed else { return }
         conn.air.supervisionArmed = true
         let now = currentTime()
-        // An idle link exchanges empty PDUs at every anchor: it was last heard at the last one.
-        if conn.air.isIdle && !conn.air.centralGone && !conn.air.peripheralGone {
+        // An idle link exchanges empty PDUs at every anchor until now: it was last heard at the
+        // last one.
+        if conn.air.isIdle {
             conn.air.lastReceived = max(conn.air.lastReceived, conn.anchor(atOrAfter: now) - conn.intervalSeconds)
         }
         let deadline = conn.air.lastReceived + Double(conn.timeout) * 0.01

@@ -264,6 +264,7 @@ import HCI
         let h = try rig.connect(c, p, interval: 24, timeout: 100)
         rig.link.advance(by: 0.1)
         _ = c.take()
+        let resetAt = rig.link.now
         p.controller.powerCycle()
         rig.link.advance(by: 0.5)
         #expect(!c.events().contains { $0.event is DisconnectionComplete })
@@ -272,8 +273,10 @@ import HCI
         rig.link.advance(by: 0.6)
         let events = c.events()
         #expect(!events.contains { $0.event is NumberOfCompletedPackets })
-        let d = events.compactMap { $0.event as? DisconnectionComplete }
-        #expect(d.count == 1 && d.first?.connectionHandle == h.central && d.first?.reason == .connectionTimeout)
+        let d = events.compactMap { e in (e.event as? DisconnectionComplete).map { (e.time, $0) } }
+        #expect(d.count == 1 && d.first?.1.connectionHandle == h.central && d.first?.1.reason == .connectionTimeout)
+        // Last heard at the last anchor before the reset (30 ms interval): 1 s (100 × 10 ms) after it.
+        if let t = d.first?.0 { #expect(t - resetAt > 1.0 - 0.030 - 1e-9 && t - resetAt <= 1.0 + 1e-9, "lost \(t - resetAt) s after the reset") }
     }
 
     @Test func aPeerBackBeforeTheTimeoutKeepsTheLink() throws {
