@@ -5,7 +5,9 @@ import BLE
 import VirtualController
 
 /// A virtual radio in this process with one controller per stack on it. The controllers see
-/// each other's advertising and connect as over the air (no airtime: packets go through at once).
+/// each other's advertising and connect as over the air. Packets go through at once, unless
+/// `airtime` is set: then connection events, PDUs per event and advertising events keep time as
+/// a radio does (the airtime model of `ble-hci controllers`, docs/ARCHITECTURE.md).
 public final class VirtualRadio: Sendable {
     private let link: VirtualLink
     private let transports: [InProcessTransport]
@@ -13,8 +15,9 @@ public final class VirtualRadio: Sendable {
     /// `controllers` controllers, each with `aclBuffers` LE ACL buffers of 27 octets (the
     /// smallest LE data length, Core v5.4 Vol 6 Part B 4.5.10, so long values are fragmented
     /// as on a real link).
-    public init(controllers: Int = 2, aclBuffers: Int = 8) {
-        (link, transports) = VirtualLink.inProcess(count: max(1, controllers), aclBuffers: aclBuffers)
+    public init(controllers: Int = 2, aclBuffers: Int = 8, airtime: Bool = false) {
+        (link, transports) = VirtualLink.inProcess(count: max(1, controllers), aclBuffers: aclBuffers,
+                                                   airtime: airtime ? Airtime.Configuration() : nil)
     }
 
     /// How many controllers the radio has.

@@ -7,7 +7,7 @@ import Transport
 /// `inbox` gets what the controller sends (queued on the link's context, no
 /// extra hops; the host has it handed over in batches as jobs on `executor`, the link's, which
 /// every host on the link shares).
-public final class InProcessTransport: HCITransport, @unchecked Sendable {
+public final class InProcessTransport: HCITransport {
     public let controller: VirtualController
     public let name: String
     private let packets = PacketInbox()
@@ -42,8 +42,10 @@ public final class InProcessTransport: HCITransport, @unchecked Sendable {
 
 extension VirtualLink {
     /// A live link with `count` controllers, each with an in-process transport for its host.
-    public static func inProcess(count: Int = 2, aclBuffers: Int = 8, aclDataLength: Int = 27) -> (VirtualLink, [InProcessTransport]) {
-        let link = VirtualLink(mode: .live)
+    /// `airtime`: the airtime model (nil: instant mode, packets through at once).
+    public static func inProcess(count: Int = 2, aclBuffers: Int = 8, aclDataLength: Int = 27,
+                                 airtime: Airtime.Configuration? = nil) -> (VirtualLink, [InProcessTransport]) {
+        let link = VirtualLink(mode: .live, airtime: airtime)
         let transports = (0..<count).map { _ in
             InProcessTransport(controller: link.addController(aclBuffers: aclBuffers, aclDataLength: aclDataLength))
         }

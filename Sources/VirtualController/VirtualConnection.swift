@@ -19,6 +19,8 @@ final class VirtualConnection: @unchecked Sendable {
     var rxPHY: UInt8 = 1
     /// Read for every ACL packet (link context only).
     var alive = true
+    /// Airtime mode: the link's schedule and queues (VirtualLink+Airtime.swift).
+    var air = ConnectionAir()
 
     init(central: VirtualController, peripheral: VirtualController, interval: UInt16, latency: UInt16, timeout: UInt16) {
         self.central = central
@@ -35,8 +37,9 @@ final class VirtualConnection: @unchecked Sendable {
     func isCentral(_ c: VirtualController) -> Bool { c === central }
 
     /// Connects `central` (initiating) to `peripheral` (advertising `adv`).
-    static func establish(central: VirtualController, peripheral: VirtualController, via adv: VirtualController.Advertisement) {
-        guard let initiating = central.initiating else { return }
+    @discardableResult
+    static func establish(central: VirtualController, peripheral: VirtualController, via adv: VirtualController.Advertisement) -> VirtualConnection? {
+        guard let initiating = central.initiating else { return nil }
         central.initiating = nil
         peripheral.stopAdvertising(adv)
         let conn = VirtualConnection(central: central, peripheral: peripheral, interval: initiating.interval,
@@ -56,6 +59,7 @@ final class VirtualConnection: @unchecked Sendable {
             peripheral.sendLE(LEAdvertisingSetTerminated(status: .success, advertisingHandle: set,
                                                          connectionHandle: conn.peripheralHandle))
         }
+        return conn
     }
 
     /// Forgets the connection on both controllers and drops what they still had to send on it;
@@ -67,14 +71,34 @@ final class VirtualConnection: @unchecked Sendable {
         peripheral.connections[peripheralHandle] = nil
         central.dropQueuedACL(handle: centralHandle)
         peripheral.dropQueuedACL(handle: peripheralHandle)
+        dropAir(of: nil)
+        return true
+    }
+
+    /// `close` in airtime mode, where a side reset earlier has forgotten the link already (and
+    /// may have given its handle to a new one).
+    func closeAirtime() -> Bool {
+        guard alive else { return false }
+        alive = false
+        dropAir(of: nil)
+        if !air.centralGone {
+            if central.connections[centralHandle] === self { central.connections[centralHandle] = nil }
+            central.dropQueuedACL(handle: centralHandle)
+        }
+        if !air.peripheralGone {
+            if peripheral.connections[peripheralHandle] === self { peripheral.connections[peripheralHandle] = nil }
+            peripheral.dropQueuedACL(handle: peripheralHandle)
+        }
         return true
     }
 
     /// Ends the connection: each side's host gets Disconnection Complete with its reason.
     func terminate(reasonForA: HCIStatus, reasonForB: HCIStatus) {
-        guard close() else { return }
-        central.send(DisconnectionComplete(connectionHandle: centralHandle, reason: reasonForA))
-        peripheral.send(DisconnectionComplete(connectionHandle: peripheralHandle, reason: reasonForB))
+        // (A side reset in airtime mode has forgotten the link: it is not told.)
+        let tellA = !air.centralGone, tellB = !air.peripheralGone
+        guard central.link.airtime == nil ? close() : closeAirtime() else { return }
+        if tellA { central.send(DisconnectionComplete(connectionHandle: centralHandle, reason: reasonForA)) }
+        if tellB { peripheral.send(DisconnectionComplete(connectionHandle: peripheralHandle, reason: reasonForB)) }
     }
 
     /// Ends the connection from `c`'s side: `c`'s host gets `local`, the peer's host `remote`.
@@ -83,7 +107,18 @@ final class VirtualConnection: @unchecked Sendable {
     }
 
     /// Ends the connection without telling `c`'s host (it was reset); the peer gets `reason`.
+    /// In airtime mode nothing goes on the air to say so: the peer learns of it at its
+    /// supervision timeout (Vol 6 Part B 4.5.2).
     func drop(silentlyFor c: VirtualController, reason: HCIStatus) {
+        if c.link.airtime != nil {
+            guard alive else { return }
+            dropAir(of: c)
+            if c === central { air.centralGone = true } else { air.peripheralGone = true }
+            c.dropQueuedACL(handle: handle(of: c))
+            if air.centralGone && air.peripheralGone { _ = closeAirtime(); return }
+            c.link.armSupervision(self)
+            return
+        }
         guard close() else { return }
         let other = peer(of: c)
         other.send(DisconnectionComplete(connectionHandle: handle(of: other), reason: reason))

@@ -329,7 +329,10 @@ extension VirtualController: HCICommandHandler {
             advEnabled = false
         }
         complete(LESetAdvertisingEnable.self)
-        if c.advertisingEnable { notifyInitiators() }
+        if c.advertisingEnable {
+            if link.airtime != nil { link.advertisingEnabled(self, key: -1) }
+            notifyInitiators()
+        }
     }
 
     // MARK: Legacy scanning
@@ -417,7 +420,10 @@ extension VirtualController: HCICommandHandler {
             for s in c.sets { sets[s.advertisingHandle]?.enabled = false }
         }
         complete(LESetExtendedAdvertisingEnable.self)
-        if c.enable { notifyInitiators() }
+        if c.enable {
+            if link.airtime != nil { for s in c.sets { link.advertisingEnabled(self, key: Int(s.advertisingHandle)) } }
+            notifyInitiators()
+        }
     }
 
     package func handle(_ _: LEReadMaximumAdvertisingDataLength) {

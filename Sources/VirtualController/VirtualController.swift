@@ -45,6 +45,8 @@ public final class VirtualController: @unchecked Sendable {
     var leEventMask: UInt64 = 0x1F
     var randomAddress: BDAddress?
     var silent = false
+    /// Airtime mode: the controller's one radio (VirtualLink+Airtime.swift).
+    var radio = Radio()
     var nextHandle: UInt16 = 0x0040
     var connections: [UInt16: VirtualConnection] = [:]
     /// The connection the last ACL packet from the host went on: the next one usually goes on
@@ -181,6 +183,9 @@ public final class VirtualController: @unchecked Sendable {
         enqueue(.control { [self] in resetState() })
     }
 
+    /// Runs `work` on the link's context after what the host has queued.
+    func runOnLink(_ work: @escaping @Sendable () -> Void) { enqueue(.control(work)) }
+
     private func enqueue(_ item: Inbound) {
         let schedule = inbox.withLock { items -> Bool in
             items.append(item)
@@ -312,6 +317,7 @@ public final class VirtualController: @unchecked Sendable {
         initiating = nil
         advertisingCommands = nil
         aclQueue = []
+        radio.inFlight = 0
         silent = false
     }
 
@@ -381,15 +387,22 @@ public final class VirtualController: @unchecked Sendable {
             if initiating == nil { return }
         }
         guard scanEnabled else { return }
-        let me = ownAddress(scanOwnAddressType)
         for other in all where other !== self {
-            for adv in other.currentAdvertisements() where scannerAccepts(adv) {
-                report(adv, scanResponse: false)
-                if scanActive && adv.scannable && other.advertiser(adv, acceptsScanRequestFrom: me) {
-                    report(adv, scanResponse: true)
-                }
-            }
+            for adv in other.currentAdvertisements() { see(adv, from: other) }
         }
+    }
+
+    /// This scanner sees `adv` of `other` once: its report, and the scan response when the
+    /// scan is active and `other` answers it. Returns whether a scan response was sent.
+    @discardableResult
+    func see(_ adv: Advertisement, from other: VirtualController) -> Bool {
+        guard scannerAccepts(adv) else { return false }
+        report(adv, scanResponse: false)
+        guard scanActive && adv.scannable && other.advertiser(adv, acceptsScanRequestFrom: ownAddress(scanOwnAddressType)) else {
+            return false
+        }
+        report(adv, scanResponse: true)
+        return true
     }
 
     private func report(_ adv: Advertisement, scanResponse: Bool) {
@@ -456,7 +469,7 @@ public final class VirtualController: @unchecked Sendable {
         }
         // A buffer is in use until Number Of Completed Packets has returned it to the host
         // (Core v5.4 Vol 4 Part E 4.1.1), not only while its packet waits to be sent.
-        if aclQueue.count + unreportedTotal + withheldTotal >= aclBuffers {
+        if aclQueue.count + unreportedTotal + withheldTotal + radio.inFlight >= aclBuffers {
             link.note("controller \(index): host sent an ACL packet with all \(aclBuffers) buffers in use: Data Buffer Overflow")
             send(DataBufferOverflow(linkType: 1))
             return nil
@@ -491,22 +504,40 @@ public final class VirtualController: @unchecked Sendable {
     /// Sends one accepted packet to the peer on `conn` and frees its buffer (counted for
     /// Number Of Completed Packets), unless a fault drops or delays it.
     private func transmit(_ p: HCIACLPacket, on conn: VirtualConnection) {
+        if link.airtime != nil, conn.alive {
+            // Airtime: to the link's queue for its next connection event (VirtualLink+Airtime.swift).
+            let peer = conn.peer(of: self)
+            conn.enqueue(p, out: HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first,
+                                              data: p.data), from: self)
+            return
+        }
+        countCompleted(handle: p.handle)
+        // (A connection that ended took its packets out of the queue, `dropQueuedACL`: none here.)
+        guard conn.alive else { return }
+        let peer = conn.peer(of: self)
+        peer.receiveFromAir(HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first,
+                                         data: p.data), on: conn)
+    }
+
+    /// A packet's buffer is free: counted for Number Of Completed Packets (or withheld).
+    func countCompleted(handle: UInt16) {
         if withholdingCompletions {
-            withheldCompletions[p.handle, default: 0] += 1
+            withheldCompletions[handle, default: 0] += 1
             withheldTotal += 1
         } else {
-            if let i = unreported.firstIndex(where: { $0.connectionHandle == p.handle }) {
+            if let i = unreported.firstIndex(where: { $0.connectionHandle == handle }) {
                 unreported[i].numCompletedPackets += 1
             } else {
-                unreported.append(NumberOfCompletedPackets.Entry(connectionHandle: p.handle, numCompletedPackets: 1))
+                unreported.append(NumberOfCompletedPackets.Entry(connectionHandle: handle, numCompletedPackets: 1))
             }
             unreportedTotal += 1
         }
-        // (A connection that ended took its packets out of the queue, `dropQueuedACL`: none here.)
-        guard conn.alive else { return }
+    }
+
+    /// A packet from the peer on `conn` (already carrying this side's handle) for the host,
+    /// unless a fault drops or delays it.
+    func receiveFromAir(_ out: HCIACLPacket, on conn: VirtualConnection) {
         let n = link.countACLPacket()
-        let peer = conn.peer(of: self)
-        let out = HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first, data: p.data)
         // (Faults are rare: no hashing per packet when none is set.)
         if !link.dropACL.isEmpty, link.dropACL.remove(n) != nil {
             link.note("fault: dropped ACL packet #\(n)")
@@ -514,15 +545,15 @@ public final class VirtualController: @unchecked Sendable {
         }
         if !link.delayACL.isEmpty, let delay = link.delayACL.removeValue(forKey: n) {
             link.note("fault: delayed ACL packet #\(n) by \(delay) s")
-            link.schedule(after: delay) { if conn.alive { peer.deliver(.acl(out)) } }
+            link.schedule(after: delay) { [self] in if conn.alive { deliver(.acl(out)) } }
             return
         }
-        peer.deliver(.acl(out))
+        deliver(.acl(out))
     }
 
     /// After a connection event: reports the completed packets at once when half the buffers
     /// are, else makes sure the link's report tick will (Core v5.4 Vol 4 Part E 4.3).
-    private func completedPacketsSent() {
+    func completedPacketsSent() {
         if unreportedTotal >= max(1, aclBuffers / 2) {
             reportCompletions()
         } else if unreportedTotal > 0 {

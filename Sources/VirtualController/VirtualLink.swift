@@ -14,10 +14,20 @@ import Transport
 ///   `InProcessTransport` and stack tests.
 /// - `.manual`: nothing runs until the test calls `runUntilIdle()` or `advance(by:)`, which
 ///   execute queued work on the caller's thread against a virtual clock. No sleeps.
+///
+/// With `airtime` the link simulates time on the air (connection events, PDUs per event,
+/// advertising events, one radio per controller, supervision timeout:
+/// VirtualLink+Airtime.swift); without it (instant mode) every packet goes through at once.
 public final class VirtualLink: @unchecked Sendable {
     public enum Mode: Sendable { case live, manual }
 
     public let mode: Mode
+    /// The airtime model, or nil for instant mode.
+    public let airtime: Airtime.Configuration?
+    /// Live mode: the monotonic clock when the link was made (link time 0).
+    let startNanoseconds = DispatchTime.now().uptimeNanoseconds
+    /// Link context: the advDelay draws.
+    var advDelayGenerator: SplitMix64
     /// Time between advertising events the link delivers to scanners (real seconds in live
     /// mode, virtual seconds in manual mode). Kept short so scans are quick.
     public let advertisingInterval: Double
@@ -80,9 +90,12 @@ public final class VirtualLink: @unchecked Sendable {
         set { lock.withLock { _logHandler = newValue } }
     }
 
-    public init(mode: Mode = .live, advertisingInterval: Double = 0.02) {
+    /// `advertisingInterval` is instant mode's; in airtime mode each advertiser has its own.
+    public init(mode: Mode = .live, advertisingInterval: Double = 0.02, airtime: Airtime.Configuration? = nil) {
         self.mode = mode
         self.advertisingInterval = advertisingInterval
+        self.airtime = airtime
+        advDelayGenerator = SplitMix64(state: airtime?.seed ?? 0)
     }
 
     /// Adds a controller with the next index; its public address is F0:F1:F2:F3:F4:(index+1).
@@ -297,7 +310,7 @@ public final class VirtualLink: @unchecked Sendable {
 
     /// Makes sure advertising events are being delivered while anyone scans or initiates.
     func ensureTicking() {
-        guard !tickScheduled else { return }
+        guard airtime == nil, !tickScheduled else { return }
         tickScheduled = true
         schedule(after: advertisingInterval) { [self] in tick() }
     }
@@ -314,8 +327,9 @@ public final class VirtualLink: @unchecked Sendable {
     }
 
     /// Finds a connectable advertiser at `address`; tries to connect `initiator` to it.
+    /// (In airtime mode initiators connect at the advertiser's advertising events instead.)
     func tryConnect(_ initiator: VirtualController) {
-        guard let target = initiator.initiating else { return }
+        guard airtime == nil, let target = initiator.initiating else { return }
         for c in controllers where c !== initiator {
             if let adv = c.currentAdvertisements().first(where: { $0.connectable && initiator.initiatorAccepts($0, target)
                 && c.advertiser($0, acceptsConnectionFrom: target.ownAddress) }) {

@@ -3,8 +3,9 @@ import HCI
 import Transport
 import VirtualController
 
-/// `ble-hci controllers --listen SPEC...`: virtual LE controllers on one shared link, served
-/// as H4 on TCP/UNIX sockets (or attached to the kernel with `vhci`), until SIGINT/SIGTERM.
+/// `ble-hci controllers --listen SPEC... [--airtime on|off]`: virtual LE controllers on one
+/// shared link, served as H4 on TCP/UNIX sockets (or attached to the kernel with `vhci`), until
+/// SIGINT/SIGTERM. With airtime (the default) the link simulates time on the air (issue 29).
 func runControllers(_ c: CommandContext) async throws -> Int32 {
     let specs = c.args.all("listen")
     guard !specs.isEmpty else {
@@ -13,8 +14,14 @@ func runControllers(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("controllers takes only --listen options, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
     }
+    let airtime: Bool
+    switch c.args.last("airtime") ?? "on" {
+    case "on": airtime = true
+    case "off": airtime = false
+    case let other: throw UsageError("--airtime is on or off, got \(other)", command: c.command)
+    }
     SignalWatcher.install()
-    let link = VirtualLink(mode: .live)
+    let link = VirtualLink(mode: .live, airtime: airtime ? Airtime.Configuration() : nil)
     // Host connections, refusals and disconnections (and the controllers' own notes) on stderr,
     // so stdout keeps only the `listening` lines.
     link.logHandler = { line in FileHandle.standardError.write(Data("\(timestamp()) \(line)\n".utf8)) }

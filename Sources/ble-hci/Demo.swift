@@ -31,7 +31,8 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
         }
     }
     defer { peripheralWriter.map(closeCapture) }
-    let (_, transports) = VirtualLink.inProcess(count: 2)
+    // --airtime: connection events, PDUs per event and advertising events as on the air (issue 29).
+    let (_, transports) = VirtualLink.inProcess(count: 2, airtime: c.args.has("airtime") ? Airtime.Configuration() : nil)
     let centralTransport = wrapForCaptureAndTrace(transports[1], context: context, writer: writer, label: "central")
     let peripheralTransport = wrapForCaptureAndTrace(transports[0], context: context, writer: peripheralWriter, label: "peripheral")
 

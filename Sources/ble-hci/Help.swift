@@ -252,17 +252,21 @@ let commandHelp: [String: String] = [
       ble-hci dump capture.pcapng --stats --json | jq '.connections[].channels[].att.latencyUs'
     """,
     "demo": """
-    Usage: ble-hci demo [--capture FILE]
+    Usage: ble-hci demo [--capture FILE] [--airtime]
 
     A central and a peripheral (profile demo) in one process on an in-process virtual link:
     advertise, scan, connect, MTU exchange, discovery, reads, a write, a refused write,
     notifications, disconnect, traced layer by layer. Both hosts are traced (each trace line
     starts with [central] or [peripheral]; in --json, a "host" key) and, with -w FILE, recorded:
     the central in FILE, the peripheral in FILE with "-peripheral" before its extension
-    (demo.pcap → demo-peripheral.pcap). Needs no adapter and no root.
+    (demo.pcap → demo-peripheral.pcap). Needs no adapter and no root. --airtime runs the link
+    with the airtime model of `controllers` (connection events at the 30 ms interval, PDUs per
+    event, advertising events at 100 ms + advDelay): the capture's timestamps then show the
+    latency a radio gives; without it every packet goes through at once.
 
     Examples:
       ble-hci demo -w demo.pcap && ble-hci dump demo.pcap --json
+      ble-hci demo --airtime -w air.pcap && ble-hci dump air.pcap --stats
       ble-hci demo -w demo.pcap && ble-hci dump demo-peripheral.pcap --flow
     """,
     "adapters": """
@@ -307,7 +311,7 @@ let commandHelp: [String: String] = [
       ble-hci proxy --host tcp:127.0.0.1:0 --controller virtual --trace --json
     """,
     "controllers": """
-    Usage: ble-hci controllers --listen SPEC [--listen SPEC]...
+    Usage: ble-hci controllers --listen SPEC [--listen SPEC]... [--airtime on|off]
 
     Serves virtual LE controllers that share one virtual link. Each --listen (tcp:HOST:PORT or
     unix:PATH) is one controller an H4 host connects to; each new connection starts that
@@ -317,10 +321,19 @@ let commandHelp: [String: String] = [
     attached is refused (closed at once, logged) and the first keeps working. Host connections,
     refusals and disconnections are logged on stderr. Runs until Ctrl-C.
 
-    Example:
+    --airtime on (the default) simulates time on the air: data goes in connection events at the
+    connection interval (PDUs per event from the PHY, 1M or 2M, the data length and the event
+    length; empty PDUs and the MD bit), advertising events come at their interval plus advDelay,
+    all links and advertising sets of a controller share its one radio, and a link whose peer
+    goes silent (its host disconnected) ends at the supervision timeout. --airtime off passes
+    every packet at once (fast tests). Partial: no Coded PHY on links, no peripheral latency,
+    idle links' empty events take no radio time (docs/performance.md).
+
+    Examples:
       ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002 &
       ble-hci -t tcp:127.0.0.1:9001 peripheral &
       ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci
+      ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002 --airtime off
     """,
 ]
 
@@ -334,8 +347,8 @@ let commandSpecs: [String: OptionSpec] = [
                              valued: Set(["name", "profile", "duration", "gatt"]).union(securityValued)),
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),
     "dump": OptionSpec(flags: ["flow", "stats", "hex"], valued: ["layers", "svg"]),
-    "demo": OptionSpec(flags: [], valued: []),
-    "controllers": OptionSpec(flags: [], valued: ["listen"]),
+    "demo": OptionSpec(flags: ["airtime"], valued: []),
+    "controllers": OptionSpec(flags: [], valued: ["listen", "airtime"]),
     "proxy": OptionSpec(flags: [], valued: ["host", "controller"]),
     "adapters": OptionSpec(flags: [], valued: []),
 ]

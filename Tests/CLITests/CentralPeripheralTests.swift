@@ -35,6 +35,19 @@ extension CLITests {
             }
         }
 
+        /// `controllers` as users get it, with its airtime model (issue 29): the same exchange
+        /// over connection events works, only slower.
+        @Test func aWriteAndReadOverAirtimeControllers() async throws {
+            try await withRig(airtime: []) { rig in
+                let value = hexOf("airtime \(Int.random(in: 1000...9999))")
+                let r = try await rig.central(["central", "name:ble-hci", "--write", "fff2=\(value)", "--read", "fff2", "--json"])
+                expectStatus(r, 0, "central --write fff2 --read fff2 over airtime controllers")
+                let names = r.stdout.compactMap(ChildProcess.json).compactMap { $0["event"] as? String }
+                #expect(names == ["connected", "write", "read", "disconnected"])
+                #expect(r.events("read").first?["value"] as? String == value)
+            }
+        }
+
         @Test func writeIsReadBackAndThePeripheralSeesIt() async throws {
             try await withRig { rig in
                 let value = hexOf("cli-test \(Int.random(in: 1000...9999))")

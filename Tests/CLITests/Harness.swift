@@ -71,14 +71,15 @@ final class Rig: @unchecked Sendable {
     /// Starts the controllers and, when `profile` is given, a peripheral serving it
     /// (`extraPeripheralArgs` go before the command, e.g. `-w FILE`).
     static func start(profile: String? = "demo", peripheralGlobalArgs: [String] = [], peripheralArgs: [String] = [],
-                      onRootcanal: Bool = false) async throws -> Rig {
+                      onRootcanal: Bool = false, airtime: [String] = ["--airtime", "off"]) async throws -> Rig {
         if onRootcanal {
             let rootcanal = try await RootcanalControllers.start(lifetime: 120)
             let rig = Rig(controllers: rootcanal.process, specs: [rootcanal.transport(0), rootcanal.transport(1)])
             rig.rootcanal = rootcanal
             return try await rig.startPeripheral(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs, peripheralArgs: peripheralArgs)
         }
-        let controllers = try BleHCI.start(["controllers", "--listen", "tcp:127.0.0.1:0", "--listen", "tcp:127.0.0.1:0", "--json"],
+        // Instant mode (no airtime, issue 29): the CLI tests need no radio timing, and stay fast.
+        let controllers = try BleHCI.start(["controllers", "--listen", "tcp:127.0.0.1:0", "--listen", "tcp:127.0.0.1:0", "--json"] + airtime,
                                            lifetime: 120)
         var specs: [String] = []
         do {
@@ -134,9 +135,10 @@ final class Rig: @unchecked Sendable {
 
 /// Runs `body` with a started rig and always shuts it down (processes killed), even on failure.
 func withRig<T>(profile: String? = "demo", peripheralGlobalArgs: [String] = [], peripheralArgs: [String] = [],
-                onRootcanal: Bool = false, _ body: (Rig) async throws -> T) async throws -> T {
+                onRootcanal: Bool = false, airtime: [String] = ["--airtime", "off"],
+                _ body: (Rig) async throws -> T) async throws -> T {
     let rig = try await Rig.start(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs, peripheralArgs: peripheralArgs,
-                                  onRootcanal: onRootcanal)
+                                  onRootcanal: onRootcanal, airtime: airtime)
     do {
         let result = try await body(rig)
         await rig.shutdown()

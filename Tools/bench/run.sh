@@ -95,6 +95,29 @@ for len in 251 27; do
     echo "links: ${out:-fail}"
 done
 
+# 2d. The airtime model of the virtual link (issue 29), on a manual clock: simulated throughput
+# per link (1M/2M × 27/251-octet PDUs at 7.5 ms) against the limit computed from the PHY
+# timings (within 5 %), read latency at 7.5 and 30 ms against the computed mean, and the CPU
+# the model costs per simulated second with 1, 8 and 32 links (every link full).
+airtime=$(timeout 300 "$BIN/ble-hci-bench" airtime 2>&1)
+if grep -q '^metric=airtime-cpu links=32' <<<"$airtime"; then
+    grep '^metric=airtime-throughput' <<<"$airtime" | while read -r l; do
+        r=$(field ratio <<<"$l")
+        printf 'airtime %-3s/%-3s PDUs/s %8s   limit %8s   ratio %s  (%s)\n' "$(field phy <<<"$l")" "$(field octets <<<"$l")" \
+            "$(field pdus_per_s <<<"$l")" "$(field limit <<<"$l")" "$r" \
+            "$(awk -v r="$r" 'BEGIN { print (r >= 0.95 && r <= 1.05) ? "within 5 %" : "OFF BY MORE THAN 5 %" }')"
+    done
+    grep '^metric=airtime-read-latency' <<<"$airtime" | while read -r l; do
+        printf 'airtime read latency at %4s ms: mean %6s ms   computed %6s ms   (min %s, max %s)\n' "$(field interval_ms <<<"$l")" \
+            "$(field mean_ms <<<"$l")" "$(field computed_mean_ms <<<"$l")" "$(field min_ms <<<"$l")" "$(field max_ms <<<"$l")"
+    done
+    grep '^metric=airtime-cpu' <<<"$airtime" | while read -r l; do
+        printf 'airtime CPU per simulated second, %2s links: %7s ms\n' "$(field links <<<"$l")" "$(field cpu_ms_per_simulated_s <<<"$l")"
+    done
+else
+    echo "airtime: fail: $(tail -3 <<<"$airtime")"
+fi
+
 # 3. Idle peripheral resident memory (ours and a Bumble peripheral on our TCP controllers),
 # and ours again linked with the static Swift runtime (`make install`'s binary; its own
 # scratch directory, so the build above is not redone).

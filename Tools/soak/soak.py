@@ -352,7 +352,8 @@ async def soak(args) -> int:
         log(f"soak: {binary} is not an executable; build it (swift build -c release --product ble-hci) or pass --bin")
         return common.EXIT_USAGE
     listeners = 5  # peripheral, Bumble A, B, C, ble-hci central
-    controllers = Process("controllers", [binary, "--json", "controllers",
+    # Instant mode (issue 29's airtime off): the soak measures memory per connection, not timing.
+    controllers = Process("controllers", [binary, "--json", "controllers", "--airtime", "off",
                                           *[a for _ in range(listeners) for a in ("--listen", "tcp:127.0.0.1:0")]], work)
     peripheral = None
     centrals: list = []

@@ -10,6 +10,9 @@
 //   ble-hci-bench links L [RATE S [LEN]]  one Central connected to L Peripherals (one virtual link),
 //                                  each notifying RATE values/s (default 720) of 244 octets for
 //                                  S seconds (default 5): loss, process CPU, anonymous memory
+//   ble-hci-bench airtime          the airtime model on a manual clock (AirtimeBench.swift): throughput
+//                                  per link for 1M/2M × 27/251 octets against the PHY limits, read
+//                                  latency at 7.5 and 30 ms, CPU per simulated second with 1/8/32 links
 //   ble-hci-bench links-split L [RATE S [LEN]]  the same with the Central in a child process over
 //                                  H4/TCP (`links-central SPEC L RATE S`): the Central's own CPU
 //
@@ -330,8 +333,15 @@ func makeCapture(input: String, output: String, count: Int) throws {
 
 let args = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | reads-on-stack N | notifications-on-stack N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]]\n".utf8))
+    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | reads-on-stack N | notifications-on-stack N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]] | airtime\n".utf8))
     exit(2)
+}
+if args.count == 2 && args[1] == "airtime" {
+    do { try benchAirtime() } catch {
+        FileHandle.standardError.write(Data("ble-hci-bench: \(error)\n".utf8))
+        exit(1)
+    }
+    exit(0)
 }
 guard args.count >= 3 else { usage() }
 do {
