@@ -149,8 +149,6 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     }
     /// `delegate` when it answers synchronously (cast once, not per request).
     var synchronousDelegate: (any ATTSynchronousServerDelegate)?
-    /// Serialises the answers of an asynchronous (not `ATTSynchronousServerDelegate`) delegate.
-    var delegateTask: Task<Void, Never>?
     var notificationHandler: ((ATTPDU) async -> Void)?
     var notificationFast: ((ATTPDU) -> Bool)?
     /// PDUs in the notification stream not yet handled (the fast receiver is used only at 0,
@@ -630,16 +628,11 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
             }
             return
         }
-        // An asynchronous delegate is application code: it answers in a task, one PDU after the other.
+        // An asynchronous delegate is application code: every PDU is answered later, one after
+        // the other (the next is held until then), as a synchronous delegate's `.later` answers.
         guard let delegate else { return }
         let peer = self.peer
-        let previous = delegateTask
-        delegateTask = host.spawn { [weak self] in
-            await previous?.value
-            let response = await delegate.respond(to: pdu, from: peer, mtu: mtu, security: security)
-            guard op.isRequest, let self, self.closedReason == nil else { return }
-            await self.answer(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError), host: host)
-        }
+        answerLater(pdu, { await delegate.respond(to: pdu, from: peer, mtu: mtu, security: security) }, host: host)
     }
 
     /// Starts producing `request`'s answer off the host's loop (the handler is not isolated to
@@ -699,11 +692,6 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
             return log("\(pdu.opcode) dropped: \(Self.queueLimit) PDUs already wait for an application handler's answer")
         }
         heldWhileDeferred.append(pdu)
-    }
-
-    /// Sends an asynchronous delegate's answer (waiting for the link's room).
-    func answer(_ pdu: ATTPDU, host: isolated Host) async {
-        do { try await push(Self.frame(pdu)) } catch { log("could not send \(pdu.opcode): \(error)") }
     }
 
     /// Puts a notification/indication into the ordered stream for the notification handler.
