@@ -78,6 +78,8 @@ struct DeadlineTable {
     var nextID: UInt64 = 0
     var sweeper: Task<Void, Never>?
     var sweeperWakesAt: ContinuousClock.Instant?
+    /// `untilArmed` waiters: resumed once `entries.count` reaches their count.
+    var armedWaiters: [(id: UInt64, count: Int, continuation: CheckedContinuation<Void, any Error>)] = []
 }
 
 extension Host {
@@ -90,6 +92,7 @@ extension Host {
         let id = deadlines.nextID
         let deadline = configuration.clock.now.advanced(by: after)
         deadlines.entries[id] = DeadlineTable.Entry(deadline: deadline, fire: fire)
+        if !deadlines.armedWaiters.isEmpty { resumeArmedWaiters() }
         // The sweep already wakes in time (the usual case: procedures of the same kind are
         // armed in deadline order): nothing to do.
         if let w = deadlines.sweeperWakesAt, w <= deadline { return DeadlineID(raw: id) }
@@ -107,6 +110,47 @@ extension Host {
 
     /// Deadlines registered and not yet fired or disarmed.
     public var armedDeadlineCount: Int { deadlines.entries.count }
+
+    /// Returns once `count` deadlines are armed (at once if they are): for tests, which then
+    /// move their manual clock knowing the procedure they time is waiting. Throws
+    /// `CancellationError` when the waiting task is cancelled.
+    public func untilArmed(_ count: Int) async throws {
+        if deadlines.entries.count >= count { return }
+        deadlines.nextID &+= 1
+        let id = deadlines.nextID
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                if Task.isCancelled { c.resume(throwing: CancellationError()); return }
+                deadlines.armedWaiters.append((id, count, c))
+            }
+        } onCancel: {
+            Task { await self.cancelArmedWaiter(id) }
+        }
+    }
+
+    private func cancelArmedWaiter(_ id: UInt64) {
+        guard let i = deadlines.armedWaiters.firstIndex(where: { $0.id == id }) else { return }
+        deadlines.armedWaiters.remove(at: i).continuation.resume(throwing: CancellationError())
+    }
+
+    private func resumeArmedWaiters() {
+        let n = deadlines.entries.count
+        var kept: [(id: UInt64, count: Int, continuation: CheckedContinuation<Void, any Error>)] = []
+        for w in deadlines.armedWaiters {
+            if n >= w.count { w.continuation.resume() } else { kept.append(w) }
+        }
+        deadlines.armedWaiters = kept
+    }
+
+    /// Fires, now, every deadline that the clock has passed (the sweep task would, a moment
+    /// later): a test that moves its manual clock calls this to know that what was due has
+    /// fired and what was not has not, with no wait.
+    public func fireExpiredDeadlines() {
+        let now = configuration.clock.now
+        let due = deadlines.entries.filter { $0.value.deadline <= now }.sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }
+        for (id, _) in due { deadlines.entries[id] = nil }
+        for (_, e) in due { e.fire() }
+    }
 
     /// Fires every expired deadline, earliest first, then sleeps until the next.
     func sweepDeadlines() {
@@ -143,5 +187,8 @@ extension Host {
     func disarmAll() {
         deadlines.entries.removeAll()
         stopSweep()
+        let waiters = deadlines.armedWaiters
+        deadlines.armedWaiters = []
+        for w in waiters { w.continuation.resume(throwing: CancellationError()) }
     }
 }

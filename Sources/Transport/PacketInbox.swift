@@ -1,4 +1,5 @@
 import HCI
+import Dispatch
 import Synchronization
 
 /// Packets from the controller, handed to one reader in batches: the reader is resumed once per
@@ -44,6 +45,8 @@ public final class PacketInbox: Sendable {
         /// The emptied array of the last batch `drain` handed over: it and `packets` swap, so
         /// a batch allocates nothing.
         var spare: [HCIPacket] = []
+        /// `whenReaderWaits` callbacks, run when a `next()` reader parks.
+        var readerWaitWatchers: [@Sendable () -> Void] = []
     }
 
     /// What `deliver(on:to:)` hands over: packets in arrival order, then the end once.
@@ -206,6 +209,12 @@ public final class PacketInbox: Sendable {
         }, park: { s, c in
             s.waiting.waiter = c
             s.readerParked = true
+            if !s.readerWaitWatchers.isEmpty {
+                // Not under the lock, and not before the continuation is parked.
+                let watchers = s.readerWaitWatchers
+                s.readerWaitWatchers = []
+                DispatchQueue.global().async { for w in watchers { w() } }
+            }
         }, onCancel: {
             let w = state.withLock { s -> CheckedContinuation<[HCIPacket]?, any Error>? in
                 s.readerParked = false
@@ -214,6 +223,20 @@ public final class PacketInbox: Sendable {
             }
             w?.resume(returning: nil)
         })
+    }
+
+    /// Whether a `next()` reader is parked waiting for a packet.
+    public var hasWaitingReader: Bool { state.withLock { $0.readerParked } }
+
+    /// Runs `body` once a `next()` reader is parked waiting for a packet (at once when one
+    /// is): for tests that hand packets to a waiting reader, instead of sleeping until it waits.
+    public func whenReaderWaits(_ body: @escaping @Sendable () -> Void) {
+        let now = state.withLock { s -> Bool in
+            if s.readerParked { return true }
+            s.readerWaitWatchers.append(body)
+            return false
+        }
+        if now { body() }
     }
 
     /// The packets as an `AsyncThrowingStream`, for a reader other than the host (tests,

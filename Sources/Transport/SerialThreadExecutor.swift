@@ -65,6 +65,12 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
         var shutdownRequested = false
         var wakes = 0
         var threadsStarted = 0
+        /// Jobs run so far (counted after each batch).
+        var jobsRun = 0
+        /// `whenIdle` callbacks, run when the thread finds no job, once more than `after` jobs ran.
+        var idleWaiters: [(after: Int, body: @Sendable () -> Void)] = []
+        /// `whenThreadExits` callbacks, run when the running thread has exited.
+        var exitWaiters: [@Sendable () -> Void] = []
     }
 
     /// What the executor is for (diagnostics).
@@ -184,6 +190,46 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
         return state.threadRunning
     }
 
+    /// Whether the thread is parked waiting for work (none queued). False with no thread.
+    public var isSleeping: Bool {
+        pthread_mutex_lock(mutex); defer { pthread_mutex_unlock(mutex) }
+        return state.sleeping
+    }
+
+    /// Runs `body` once the executor has nothing to run: at once (on the calling thread) when
+    /// it has no thread or its thread is parked; else on its thread, when it has run every job
+    /// queued and is about to park (`isSleeping` is then already true, so a job enqueued from
+    /// another thread after `body` counts as a wake). For tests that wait for a host to have
+    /// handled what it was given, instead of sleeping.
+    ///
+    /// With `after`, only once more than that many jobs have run (`completedJobCount`): a
+    /// waiter registered from inside a job with the count then (the jobs before it) runs when
+    /// that job's batch is done; registered from an idle callback, when another job has run.
+    /// A callback run on the executor's thread may reach its actors with `assumeIsolated`.
+    public func whenIdle(after jobs: Int = -1, _ body: @escaping @Sendable () -> Void) {
+        pthread_mutex_lock(mutex)
+        let now = (!state.threadRunning || (state.sleeping && state.jobs.isEmpty)) && state.jobsRun > jobs
+        if !now { state.idleWaiters.append((jobs, body)) }
+        pthread_mutex_unlock(mutex)
+        if now { body() }
+    }
+
+    /// How many jobs the thread has run (counted after each batch).
+    public var completedJobCount: Int {
+        pthread_mutex_lock(mutex); defer { pthread_mutex_unlock(mutex) }
+        return state.jobsRun
+    }
+
+    /// Runs `body` once no thread runs: at once when none does, else when the running thread
+    /// has exited (idle timeout or `shutdownWhenIdle`). For tests of the thread's lifetime.
+    public func whenThreadExits(_ body: @escaping @Sendable () -> Void) {
+        pthread_mutex_lock(mutex)
+        let now = !state.threadRunning
+        if !now { state.exitWaiters.append(body) }
+        pthread_mutex_unlock(mutex)
+        if now { body() }
+    }
+
     // MARK: - The thread
 
     private func startThread() {
@@ -220,12 +266,28 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
                     case .work(let w): w()
                     }
                 }
+                let ran = batch.count
                 batch.removeAll(keepingCapacity: true)
                 pthread_mutex_lock(mutex)
+                state.jobsRun += ran
                 continue
             }
             if state.shutdownRequested { break }
             state.sleeping = true
+            if state.idleWaiters.contains(where: { $0.after < state.jobsRun }) {
+                // Run outside the lock (a waiter may enqueue here); a job that came meanwhile
+                // cleared `sleeping` (and counted a wake): run it instead of parking.
+                let ran = state.jobsRun
+                let waiters = state.idleWaiters.filter { $0.after < ran }
+                state.idleWaiters.removeAll { $0.after < ran }
+                pthread_mutex_unlock(mutex)
+                for w in waiters { w.body() }
+                pthread_mutex_lock(mutex)
+                if !state.sleeping || !state.jobs.isEmpty || state.shutdownRequested {
+                    state.sleeping = false
+                    continue
+                }
+            }
             var deadline = timespec()
             clock_gettime(CLOCK_MONOTONIC, &deadline)
             let (s, a) = idleTimeout.components
@@ -238,7 +300,12 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
         }
         state.shutdownRequested = false
         state.threadRunning = false
+        let idle = state.idleWaiters, exited = state.exitWaiters
+        state.idleWaiters = []
+        state.exitWaiters = []
         runningThread.store(0, ordering: .releasing)
         pthread_mutex_unlock(mutex)
+        for w in idle { w.body() }
+        for w in exited { w() }
     }
 }

@@ -113,14 +113,14 @@ struct BearerTests {
         let c = await ATTEnd.start(on: pair.centralHost, pair.central)
         await L2CAPEnd.start(on: pair.peripheralHost, pair.peripheral)
         let first = Task { try await c.request(.readRequest(handle: 1)) }
-        try await eventually("the first request outstanding") { try await c.hasOutstandingRequest }
+        try await c.until("the first request outstanding") { $0.hasOutstandingRequest }
         let waiting = Task { try await c.request(.readRequest(handle: 2)) }   // queued behind the first
-        try await eventually("the second queued") { try await c.queuedRequestCount == 1 }
+        try await c.until("the second queued") { $0.queuedRequestCount == 1 }
         // 1 ms short of the timeout, nothing has failed yet (the bearer's deadline is armed
         // from its start; the manual clock has not moved since).
-        pair.clock.advance(by: .seconds(30) - .milliseconds(1))
+        await advance(pair.clock, by: .seconds(30) - .milliseconds(1), firing: pair.centralHost)
         #expect(try await c.closedReason == nil)
-        pair.clock.advance(by: .milliseconds(1))
+        await advance(pair.clock, by: .milliseconds(1), firing: pair.centralHost)
         await #expect(throws: ATTBearerError.self) { _ = try await first.value }
         await #expect(throws: ATTBearerError.self) { _ = try await waiting.value }
         guard case .transactionTimeout(let what)? = try await c.closedReason else {
@@ -149,16 +149,16 @@ struct BearerTests {
         func answer(_ pdu: ATTPDU) async throws {
             try await pair.peripheralHost.sendL2CAP(L2CAPFrame(cid: .att, payload: pdu.bytes).bytes, on: pair.peripheral.handle)
         }
-        let first = Task { try await c.request(.readRequest(handle: 1)) }
+        let first = Pending { try await c.request(.readRequest(handle: 1)) }
         #expect(try await nextRequest() == .readRequest(handle: 1))
         first.cancel()
-        let cancelled = await outcome(of: first, within: .seconds(5))
-        guard case .failure(let error)? = cancelled else { Issue.record("not ended by the cancellation: \(String(describing: cancelled))"); return }
+        let cancelled = try await first.result(within: .seconds(5), "the cancelled request")
+        guard case .failure(let error) = cancelled else { Issue.record("not ended by the cancellation: \(String(describing: cancelled))"); return }
         #expect(error is CancellationError, "\(error)")
         let carried = pair.link.aclPacketCount
         let second = Task { try await c.request(.readRequest(handle: 2)) }
         // (An isolated call of the bearer runs after the second request was handed to it.)
-        try await eventually("the second request queued") { try await c.queuedRequestCount == 1 }
+        try await c.until("the second request queued") { $0.queuedRequestCount == 1 }
         #expect(pair.link.aclPacketCount == carried, "the second request went out with the first outstanding")
         try await answer(.readResponse(value: [0xAA]))  // the first's, late
         #expect(try await nextRequest() == .readRequest(handle: 2))
@@ -245,7 +245,7 @@ struct BearerTests {
         let b = try await BearerPair.make(timeout: .seconds(30))
         defer { Task { await b.pair.close() } }
         // The client's handler holds the confirmation back past the disconnection.
-        let reached = Mutex(false)
+        let reached = Watched(false)
         let (never, held) = AsyncStream<Void>.makeStream()
         defer { held.finish() }
         try await b.client.setNotificationHandler { _ in
@@ -254,7 +254,7 @@ struct BearerTests {
         }
         let push = try #require(b.delegate.push.withLock { $0 })
         let waiting = Task { try await push.indicate(handle: 1, value: [1]) }
-        try await eventually("the indication at the client's handler") { reached.withLock { $0 } }
+        try await reached.until("the indication at the client's handler") { $0 }
         try await b.pair.centralHost.disconnect(handle: b.pair.central.handle)
         await #expect(throws: ATTBearerError.self) { try await waiting.value }
         // The bearer went with its link: its host holds it no more.

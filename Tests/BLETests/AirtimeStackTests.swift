@@ -24,7 +24,7 @@ import GATT
         let ticker = try #require(tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.ticker })
         let n = 1500
         let values = try await remote.notifications(for: ticker.characteristic, bufferLimit: n)
-        try await eventually("subscribed") { peripheral.subscribers(of: DemoProfile.ticker).count == 1 }
+        try await peripheral.until("subscribed") { $0.subscribers(of: DemoProfile.ticker).count == 1 }
 
         // The link's interval, as the controllers use it (the host asks, the central's controller picks).
         let intervalUnits = try #require(await withCheckedContinuation { (c: CheckedContinuation<UInt16?, Never>) in

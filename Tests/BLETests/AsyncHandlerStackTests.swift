@@ -80,7 +80,10 @@ import VirtualController
         options.asyncHandlerTimeout = .milliseconds(300)
         let cancelled = Signal()
         let (peripheral, centrals, links, slow, stored) = try await setUp(slowRead: { _ in
-            do { try await Task.sleep(for: .seconds(600)) } catch { cancelled.signal() }
+            let (never, held) = AsyncStream<Void>.makeStream()  // nothing is ever yielded
+            for await _ in never {}  // until the handler's task is cancelled
+            withExtendedLifetime(held) {}
+            if Task.isCancelled { cancelled.signal() }
             return [0x01]
         }, options: options)
         await #expect(throws: ATTError(.unlikelyError, requestOpcode: .readRequest, handle: slow)) {

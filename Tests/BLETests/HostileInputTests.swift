@@ -32,7 +32,7 @@ import BLE
         _ = try await attacker.start()
         let link = try await connect(attacker, toAdvertiserNamed: "hostile")
         let inbox = Inbox()
-        let reader = Task { for await f in link.frames { await inbox.put(f) } }
+        let reader = Task { for await f in link.frames { inbox.put(f) } }
 
         let model = DemoDatabase(deviceName: "ble-hci", databaseHash: peripheral.server.databaseHash, mtu: Self.mtu)
         // The model is written from the profile: check it describes this server's table.
@@ -66,7 +66,7 @@ import BLE
                      "Credit Based Connection refused", "no answer"] {
             #expect(tally[kind, default: 0] > 0, "no \(kind) exercised: \(tally)")
         }
-        let smpAnswers = await inbox.smpAnswers
+        let smpAnswers = inbox.smpAnswers
         let malformed = smpAnswers.filter { pdu in
             !((pdu.count == 7 && pdu[0] == SMPPDU.Code.pairingResponse) || (pdu.count == 2 && pdu[0] == SMPPDU.Code.pairingFailed))
         }
@@ -142,51 +142,31 @@ private struct Expectation {
     }
 }
 
-/// Frames received by the raw host, read with a timeout.
-private actor Inbox {
-    private var frames: [[UInt8]] = []
-    private var head = 0
-    private var waiter: CheckedContinuation<[UInt8]?, Never>?
-    private var timer: Task<Void, Never>?
-    private var waiterID = 0
+/// Frames received by the raw host, read with a timeout (each frame wakes the reader).
+private final class Inbox: Sendable {
+    private struct State: Sendable {
+        var frames: [[UInt8]] = []
+        var head = 0
+        /// SMP payloads received (CID 0x0006), kept apart from the strict request/answer checks.
+        var smpAnswers: [[UInt8]] = []
+    }
+    private let state = Watched(State())
 
-    /// SMP payloads received (CID 0x0006), kept apart from the strict request/answer checks.
-    private(set) var smpAnswers: [[UInt8]] = []
+    var smpAnswers: [[UInt8]] { state.value.smpAnswers }
 
     func put(_ frame: [UInt8]) {
-        if let f = try? L2CAPFrame.decode(frame), f.cid == .smp {
-            smpAnswers.append(f.payload)
-            return
-        }
-        if let w = waiter {
-            waiter = nil
-            timer?.cancel()
-            w.resume(returning: frame)
-        } else {
-            frames.append(frame)
+        state.withLock { s in
+            if let f = try? L2CAPFrame.decode(frame), f.cid == .smp { s.smpAnswers.append(f.payload) } else { s.frames.append(frame) }
         }
     }
 
+    /// The next frame not yet read, or nil when none comes within `timeout`.
     func next(timeout: Duration) async -> [UInt8]? {
-        if head < frames.count {
-            head += 1
-            return frames[head - 1]
+        guard (try? await state.until("a frame", timeout: timeout, { $0.frames.count > $0.head })) != nil else { return nil }
+        return state.withLock { s in
+            s.head += 1
+            return s.frames[s.head - 1]
         }
-        waiterID += 1
-        let id = waiterID
-        return await withCheckedContinuation { c in
-            waiter = c
-            timer = Task { [weak self] in
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                await self?.expire(id)
-            }
-        }
-    }
-
-    private func expire(_ id: Int) {
-        guard id == waiterID, let w = waiter else { return }
-        waiter = nil
-        w.resume(returning: nil)
     }
 }
 

@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
 import TestSupport
+import StackTestSupport
 import HCI
 import Host
 import L2CAP
@@ -27,15 +28,12 @@ import VirtualController
         }
         try await client.stopScanning()
         let link = try await client.connect(to: try #require(found).address)
-        let answers = Mutex(0)
-        let reader = Task {
-            for await f in link.frames where (try? L2CAPFrame.decode(f))?.cid == .att { answers.withLock { $0 += 1 } }
-        }
+        let answers = await ATTFrameCounter.attach(to: link, of: client)
         let nameHandle = try #require(peripheral.server.valueHandle(of: DemoProfile.name))
         let read = L2CAPFrame(cid: .att, payload: ATTPDU.readRequest(handle: nameHandle).bytes).bytes
         // One request answered normally first.
         try await client.sendL2CAP(read, on: link.handle)
-        try await eventually("answers.withLock { $0 } == 1") { answers.withLock { $0 } == 1 }
+        try await answers.until("the first answer") { $0 == 1 }
 
         // The peripheral's controller stops returning buffers; the client sends 200 requests
         // without waiting. Each Read Response is one ACL packet: 8 fill the controller's
@@ -44,19 +42,19 @@ import VirtualController
         for _ in 0..<200 { try await client.sendL2CAP(read, on: link.handle) }
         let peripheralHost = await peripheral.stack.host
         let handle = try #require(await peripheralHost.connections.first?.handle)
-        try await eventually("answers.withLock { $0 } == 1 + 8") { answers.withLock { $0 } == 1 + 8 }
-        try await eventually("await peripheralHost.queuedFrameCount(handle) == 64") { await peripheralHost.queuedFrameCount(handle) == 64 }
-        try await Task.sleep(for: .milliseconds(200))
+        try await answers.until("8 answers, in the controller's buffers") { $0 == 1 + 8 }
+        try await peripheralHost.until("64 answers waiting") { $0.queuedFrameCount(handle) == 64 }
+        try await peripheralHost.settled()  // every request handled (one executor for the link)
         #expect(await peripheralHost.queuedFrameCount(handle) == 64)
+        #expect(answers.value == 1 + 8)
 
         transports[0].controller.setCompletingPackets(true)
-        try await eventually("answers.withLock { $0 } == 1 + 8 + 64") { answers.withLock { $0 } == 1 + 8 + 64 }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(answers.withLock { $0 } == 1 + 8 + 64)
+        try await answers.until("the 64 waiting answers") { $0 == 1 + 8 + 64 }
+        try await peripheralHost.settled()  // and no more
+        #expect(answers.value == 1 + 8 + 64)
         // Served again once the answers drained.
         try await client.sendL2CAP(read, on: link.handle)
-        try await eventually("answers.withLock { $0 } == 1 + 8 + 64 + 1") { answers.withLock { $0 } == 1 + 8 + 64 + 1 }
-        reader.cancel()
+        try await answers.until("the next answer") { $0 == 1 + 8 + 64 + 1 }
         await client.close()
         await peripheral.close()
     }
@@ -86,12 +84,12 @@ import VirtualController
         for _ in 0..<200 { try await centralHost.sendL2CAP(read, on: remote.connectionHandle) }
         let peripheralHost = await peripheral.stack.host
         let handle = try #require(await peripheralHost.connections.first?.handle)
-        try await eventually("await peripheralHost.queuedFrameCount(handle) == 64") { await peripheralHost.queuedFrameCount(handle) == 64 }
+        try await peripheralHost.until("64 answers waiting") { $0.queuedFrameCount(handle) == 64 }
 
         // Pairing starts while the answer slots are full; the Pairing Response is queued
         // behind them, and goes out once the controller returns buffers.
         let pairing = Task { try await remote.pair() }
-        try await eventually("await peripheralHost.queuedFrameCount(handle) == 65") { await peripheralHost.queuedFrameCount(handle) == 65 }
+        try await peripheralHost.until("the Pairing Response queued behind them") { $0.queuedFrameCount(handle) == 65 }
         transports[0].controller.setCompletingPackets(true)
         let result = try await pairing.value
         #expect(result.encrypted)

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import StackTestSupport
 import TestSupport
 import HCI
 import Host
@@ -34,7 +35,7 @@ import VirtualController
         let pd = RecordingPairingDelegate(), cd = RecordingPairingDelegate()
         let po = options(pd, rotation: .seconds(2)), co = options(cd, rotation: .milliseconds(200))
         let peripheral = try await Peripheral.open(transports[0], services: SecureProfile.services, name: "secure", options: po)
-        let centralsSeen = Mutex<[DeviceAddress]>([])
+        let centralsSeen = Watched<[DeviceAddress]>([])
         let watcher = Task { for await e in peripheral.events { if case .connected(_, let c) = e { centralsSeen.withLock { $0.append(c) } } } }
         try await peripheral.startAdvertising(AdvertisingOptions(name: "secure", serviceUUIDs: SecureProfile.advertisedServices))
         let central = try await Central.open(transports[1], options: co)
@@ -46,11 +47,11 @@ import VirtualController
         let adv = try await central.find(ScanFilter(nameContains: "secure"), timeout: .seconds(5))
         #expect(adv.address == firstAddress)
         #expect(adv.identity == nil, "no bond yet: nothing resolves it")
-        try await eventually("await !central.stack.host.isScanning") { await !central.stack.host.isScanning }
+        try await central.stack.host.until("the scan stopped") { !$0.isScanning }
         var remote = try await central.connect(to: adv.address)
         _ = try await remote.pair()
         #expect(cd.paired.count == 1)
-        try await eventually("pd.paired.count == 1") { pd.paired.count == 1 }
+        try await pd.until("the peripheral paired") { $0.paired.count == 1 }
 
         // Each side's bond is filed under the other's identity address and holds the IRK that
         // resolves the RPA the other used on this link.
@@ -68,12 +69,12 @@ import VirtualController
 
         // After rotation the peripheral advertises from a new RPA; the central's scan names its
         // identity, and scanning for the identity address finds it.
-        try await eventually("await peripheral.address != firstAddress") { await peripheral.address != firstAddress }
+        try await peripheral.stack.host.until("the peripheral's address rotated") { $0.advertisingAddress != firstAddress }
         let again = try await central.find(ScanFilter(address: peripheralIdentity.address), timeout: .seconds(5))
         #expect(again.address != firstAddress && Self.isRPA(again.address, of: peripheralBond.peerIRK))
         #expect(again.identity == peripheralIdentity)
         #expect(again.jsonFields.contains(.text("identityAddress", peripheralIdentity.address.description)))
-        try await eventually("await !central.stack.host.isScanning") { await !central.stack.host.isScanning }
+        try await central.stack.host.until("the scan stopped") { !$0.isScanning }
 
         // Reconnected from a new central RPA too (its shorter rotation time has passed): both find
         // their bond (re-encryption, no pairing).
@@ -82,7 +83,7 @@ import VirtualController
         #expect(try await remote.read(handle: ff01) == Array("secret".utf8))
         #expect(cd.paired.count == 1 && pd.paired.count == 1, "re-encrypted from the bonds, no second pairing")
         #expect(cd.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)))
-        try await eventually("centralsSeen.withLock { $0.count } == 2") { centralsSeen.withLock { $0.count } == 2 }
+        try await centralsSeen.until("the second connection seen by the peripheral") { $0.count == 2 }
         let secondCentral = try #require(centralsSeen.withLock { $0.last })
         #expect(secondCentral != firstCentral && Self.isRPA(secondCentral, of: centralBond.peerIRK))
         try await remote.disconnect()

@@ -9,6 +9,7 @@ import L2CAP
 import ATT
 import VirtualController
 import StackTestSupport
+import TestSupport
 
 @Suite(.timeLimit(.minutes(1))) struct ProcedureTimeoutTests {
     /// A central whose host runs on a manual clock, linked to a host that never answers
@@ -36,12 +37,8 @@ import StackTestSupport
     /// The peer's side of the link: it learns of it from its own LE Connection Complete, which
     /// may come after the central's, so wait for it (bounded) rather than race it.
     func connection(of peer: Host) async throws -> LEConnection {
-        var found = await peer.connections.first
-        for _ in 0..<300 where found == nil {
-            try await Task.sleep(for: .milliseconds(10))
-            found = await peer.connections.first
-        }
-        return try #require(found)
+        try await peer.until("the peer's side of the link") { !$0.connections.isEmpty }
+        return try #require(await peer.connections.first)
     }
 
     /// `linkToASilentPeer` and the peer's side of the link: the test puts the layers it needs on each.
@@ -64,13 +61,12 @@ import StackTestSupport
             try await l2cap.signalingRequest(.leCreditBasedConnectionRequest(spsm: 0x0080, sourceCID: 0x0040, mtu: 23, mps: 23,
                                                                               initialCredits: 1))
         }
-        for _ in 0..<500 where await central.armedDeadlineCount < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        try await central.armed(2)
         #expect(await central.armedDeadlineCount == 2)
         // 29 s: neither deadline has come.
-        clock.advance(by: .seconds(29))
-        try await Task.sleep(for: .milliseconds(100))
+        await advance(clock, by: .seconds(29), firing: central)
         #expect(await central.armedDeadlineCount == 2)
-        clock.advance(by: .seconds(1))
+        await advance(clock, by: .seconds(1), firing: central)
         await #expect {
             _ = try await read.value
         } throws: { error in
@@ -104,12 +100,11 @@ extension ProcedureTimeoutTests {
         try await channel.send([1, 2, 3])
         #expect(await central.armedDeadlineCount == 0)
         let second = Task { try await channel.send([4, 5, 6]) }
-        for _ in 0..<500 where await central.armedDeadlineCount < 1 { try await Task.sleep(for: .milliseconds(10)) }
+        try await central.armed(1)
         #expect(await central.armedDeadlineCount == 1)
-        clock.advance(by: .seconds(29))
-        try await Task.sleep(for: .milliseconds(100))
+        await advance(clock, by: .seconds(29), firing: central)
         #expect(await central.armedDeadlineCount == 1)
-        clock.advance(by: .seconds(1))
+        await advance(clock, by: .seconds(1), firing: central)
         await #expect(throws: L2CAPError.creditTimeout(cid: channel.localCID, waited: .seconds(30))) { try await second.value }
         #expect(await central.armedDeadlineCount == 0)
         await central.close()
@@ -128,29 +123,27 @@ extension ProcedureTimeoutTests {
         let (central, peer, link, peerLink) = try await linkToAPeer(clock: clock)
         let bearer = await ATTEnd.start(on: central, link)
         // The peer speaks raw ATT: the test answers the first request by hand.
-        let received = Mutex<[[UInt8]]>([])
+        let received = Watched<[[UInt8]]>([])
         let p = await ATTEnd.start(on: peer, peerLink, raw: { pdu in received.withLock { $0.append(pdu) } })
         func requestsReceived(_ n: Int) async throws {
-            for _ in 0..<500 where received.withLock({ $0.count }) < n { try await Task.sleep(for: .milliseconds(10)) }
-            #expect(received.withLock { $0.count } == n)
+            try await received.until("\(n) request(s) at the peer") { $0.count >= n }
+            #expect(received.value.count == n)
         }
         let first = Task { try await bearer.request(.readRequest(handle: 0x0001)) }
         try await requestsReceived(1)
-        clock.advance(by: .seconds(20))
+        await advance(clock, by: .seconds(20), firing: central)
         try await p.sendRaw([0x0B, 0x2A])  // Read Response (opcode 0x0B, Core v5.4 Vol 3 Part F 3.4.4.4)
         #expect(try await first.value == .readResponse(value: [0x2A]))
         let second = Task { try await bearer.request(.readRequest(handle: 0x0002)) }
         try await requestsReceived(2)
         // 30 s after the first request: its deadline comes; the second has waited 10 s.
-        clock.advance(by: .seconds(10))
-        try await Task.sleep(for: .milliseconds(100))
+        await advance(clock, by: .seconds(10), firing: central)
         #expect(try await bearer.closedReason == nil)
         // 29 s after the second request: still waiting.
-        clock.advance(by: .seconds(19))
-        try await Task.sleep(for: .milliseconds(100))
+        await advance(clock, by: .seconds(19), firing: central)
         #expect(try await bearer.closedReason == nil)
         // 30 s after it: it times out, and the bearer closes.
-        clock.advance(by: .seconds(1))
+        await advance(clock, by: .seconds(1), firing: central)
         await #expect {
             _ = try await second.value
         } throws: { error in
@@ -167,10 +160,12 @@ extension ProcedureTimeoutTests {
 @Suite(.timeLimit(.minutes(1))) struct ReceiveOrderTests {
     @Test func notificationsArrivingWhileAnEarlierOneIsStillHandledKeepTheirOrder() async throws {
         let (central, peer, link) = try await ProcedureTimeoutTests().linkToASilentPeer(clock: ManualDeadlineClock())
-        let seen = Mutex<[UInt8]>([])
+        let seen = Watched<[UInt8]>([])
+        let released = Watched<Set<UInt8>>([])
         // Values 5 and 12 are declined by the synchronous receiver (as GATTClient declines
-        // Service Changed) and go to the asynchronous handler, which takes its time: the
-        // values after them arrive meanwhile and must still be seen after them.
+        // Service Changed) and go to the asynchronous handler, which takes its time (until the
+        // test releases it, once every value has arrived): the values after them arrive
+        // meanwhile and must still be seen after them.
         await ATTEnd.start(on: central, link, configure: { bearer in
             bearer.setNotificationFastHandler { pdu in
                 guard case .handleValueNotification(_, let v) = pdu, v != [5], v != [12] else { return false }
@@ -179,7 +174,7 @@ extension ProcedureTimeoutTests {
             }
             bearer.setNotificationHandler { pdu in
                 guard case .handleValueNotification(_, let v) = pdu else { return }
-                try? await Task.sleep(for: .milliseconds(50))
+                _ = try? await released.until("value \(v[0]) released") { $0.contains(v[0]) }
                 seen.withLock { $0.append(v[0]) }
             }
         })
@@ -188,8 +183,15 @@ extension ProcedureTimeoutTests {
             try await peer.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.handleValueNotification(handle: 0x0010, value: [i]).bytes).bytes,
                                      on: handle)
         }
-        for _ in 0..<300 where seen.withLock({ $0.count }) < 20 { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(seen.withLock { $0 } == Array(0..<20))
+        try await central.settled()  // all 20 arrived (one executor for the link); 5 is being handled
+        #expect(seen.value == Array(0..<5))
+        released.withLock { _ = $0.insert(5) }
+        try await seen.until("the values up to 11") { $0.count == 12 }
+        try await central.settled()  // 12 is being handled
+        #expect(seen.value == Array(0..<12))
+        released.withLock { _ = $0.insert(12) }
+        try await seen.until("all 20 values") { $0.count == 20 }
+        #expect(seen.value == Array(0..<20))
         await central.close()
         await peer.close()
     }

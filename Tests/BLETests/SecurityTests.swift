@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TestSupport
+import StackTestSupport
 import HCI
 import Transport
 import Host
@@ -16,17 +17,31 @@ import VirtualController
 final class RecordingPairingDelegate: PairingDelegate, Sendable {
     let passkey: UInt32?
     let accept: Bool
-    private let log = Mutex<[SecurityEvent]>([])
+    private let log = Watched(Recorded(events: []))
     init(passkey: UInt32? = nil, accept: Bool = true) { self.passkey = passkey; self.accept = accept }
 
-    var events: [SecurityEvent] { log.withLock { $0 } }
-    var paired: [PairingSummary] { events.compactMap { if case .paired(let p) = $0 { return p } else { return nil } } }
-    var shownNumbers: [UInt32] { events.compactMap { if case .pairing(_, _, let n?) = $0 { return n } else { return nil } } }
-    var shownPasskeys: [UInt32] { events.compactMap { if case .pairing(_, let p?, _) = $0 { return p } else { return nil } } }
+    /// The events so far, and what they say.
+    struct Recorded: Sendable, CustomStringConvertible {
+        var events: [SecurityEvent]
+        var paired: [PairingSummary] { events.compactMap { if case .paired(let p) = $0 { return p } else { return nil } } }
+        var shownNumbers: [UInt32] { events.compactMap { if case .pairing(_, _, let n?) = $0 { return n } else { return nil } } }
+        var shownPasskeys: [UInt32] { events.compactMap { if case .pairing(_, let p?, _) = $0 { return p } else { return nil } } }
+        var description: String { "\(events)" }
+    }
+
+    var events: [SecurityEvent] { log.value.events }
+    var paired: [PairingSummary] { log.value.paired }
+    var shownNumbers: [UInt32] { log.value.shownNumbers }
+    var shownPasskeys: [UInt32] { log.value.shownPasskeys }
+
+    /// Returns once the events recorded satisfy `predicate` (each event wakes the wait).
+    func until(_ what: String, _ predicate: @escaping @Sendable (Recorded) -> Bool) async throws {
+        try await log.until(what, predicate)
+    }
 
     func enterPasskey(peer: DeviceAddress) async -> UInt32? { passkey }
     func confirmNumber(_ number: UInt32, peer: DeviceAddress) async -> Bool { accept }
-    func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) { log.withLock { $0.append(event) } }
+    func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) { log.withLock { $0.events.append(event) } }
 }
 
 /// The bonds in `directory`'s file of `local` as they are on disk: the process's stores have
@@ -101,7 +116,7 @@ func temporaryDirectory() -> String {
         #expect(try await remote.read(handle: ff01) == Array("secret".utf8))
         let expected = PairingSummary(method: .justWorks, secureConnections: !legacy, authenticated: false, bonded: bonding, keySize: 16)
         #expect(s.centralDelegate.paired == [expected])
-        try await eventually("s.peripheralDelegate.paired.count == 1") { s.peripheralDelegate.paired.count == 1 }
+        try await s.peripheralDelegate.until("s.peripheralDelegate.paired.count == 1") { $0.paired.count == 1 }
         #expect(s.peripheralDelegate.paired.first?.method == .justWorks)
         #expect(s.peripheralDelegate.paired.first?.secureConnections == !legacy)
         let security = await remote.security
@@ -193,7 +208,7 @@ func temporaryDirectory() -> String {
         let remote = try await s.central.connect(to: s.address)
         await #expect(throws: BLEError.pairingFailed(.confirmValueFailed, remote: true)) { try await remote.pair() }
         await #expect(throws: BLEError.pairingFailed(.repeatedAttempts, remote: true)) { try await remote.pair() }
-        try await eventually("s.peripheralDelegate.events.contains(.pairingFailed(.repeatedAttemp...") { s.peripheralDelegate.events.contains(.pairingFailed(.repeatedAttempts, remote: false)) }
+        try await s.peripheralDelegate.until("the peripheral refused with Repeated Attempts") { $0.events.contains(.pairingFailed(.repeatedAttempts, remote: false)) }
         #expect(s.centralDelegate.shownPasskeys.isEmpty && s.peripheralDelegate.paired.isEmpty)
         await s.close()
     }
@@ -206,7 +221,7 @@ func temporaryDirectory() -> String {
         #expect(s.centralDelegate.paired.first?.method == .numericComparison)
         #expect(s.centralDelegate.paired.first?.authenticated == true)
         #expect(s.centralDelegate.shownNumbers.count == 1)
-        try await eventually("s.peripheralDelegate.shownNumbers.count == 1") { s.peripheralDelegate.shownNumbers.count == 1 }
+        try await s.peripheralDelegate.until("s.peripheralDelegate.shownNumbers.count == 1") { $0.shownNumbers.count == 1 }
         #expect(s.centralDelegate.shownNumbers == s.peripheralDelegate.shownNumbers)
         await s.close()
     }
@@ -246,16 +261,16 @@ func temporaryDirectory() -> String {
         p.requestSecurityOnConnect = true
         let s = try await open(central: Self.config(), peripheral: p)
         let remote = try await s.central.connect(to: s.address)
-        try await eventually("s.centralDelegate.paired.count == 1") { s.centralDelegate.paired.count == 1 }
-        try await eventually("(await remote.security).encrypted") { (await remote.security).encrypted }
+        try await s.centralDelegate.until("s.centralDelegate.paired.count == 1") { $0.paired.count == 1 }
+        try await remote.untilSecurity("the link encrypted") { $0.encrypted }
         #expect(try await s.peripheral.requestSecurity(connection: await waitForHandle(s.peripheral)).encrypted)
         try await remote.disconnect()
         // Bonded now: the next Security Request is answered with encryption from the bond (the
         // peripheral finds the key by EDIV/Rand), not with a new pairing.
         let again = try await s.central.connect(to: s.address)
-        try await eventually("central: \(s.centralDelegate.events) peripheral: \(s.peripheralDelegate.events)") { (await again.security).encrypted }
+        try await again.untilSecurity("encrypted from the bond (central: \(s.centralDelegate.events) peripheral: \(s.peripheralDelegate.events))") { $0.encrypted }
         #expect(s.centralDelegate.paired.count == 1)
-        try await eventually("peripheral encrypted from the bond: \(s.peripheralDelegate.events)") { s.peripheralDelegate.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)) }
+        try await s.peripheralDelegate.until("peripheral encrypted from the bond: \(s.peripheralDelegate.events)") { $0.events.contains(.encrypted(keySize: 16, bonded: true, authenticated: false)) }
         #expect(!s.peripheralDelegate.events.contains { if case .pairingFailed = $0 { true } else { false } })
         await s.close()
     }
@@ -310,7 +325,7 @@ func temporaryDirectory() -> String {
         try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
         let response = try L2CAPFrame.decode(try #require(await frames.next()))
         #expect(response.cid == .smp && response.payload.first == SMPPDU.Code.pairingResponse)
-        try await eventually("events.events.contains(.pairingFailed(.unspecifiedReason, remote: f...") { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) }
+        try await events.until("the pairing failed by the SMP timeout") { $0.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) }
         // A new Pairing Request gets nothing; an ATT request still gets its answer.
         try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
         try await attacker.sendL2CAP(L2CAPFrame(cid: .att, payload: ATTPDU.exchangeMTURequest(clientRxMTU: 23).bytes).bytes, on: link.handle)
@@ -339,19 +354,18 @@ func temporaryDirectory() -> String {
         var frames = link.frames.makeAsyncIterator()
         let host = await peripheral.stack.host
         // The link's ATT bearer keeps its requests' deadline armed while it is open: one.
-        try await eventually("the link set up") { await host.armedDeadlineCount == 1 }
+        try await host.armed(1)  // the link set up
         let request = SMPPDU.pairingRequest(SMPPairingParameters(
             ioCapability: .noInputNoOutput, authReq: SMPAuthReq(bonding: true), initiatorKeyDistribution: [], responderKeyDistribution: []))
         try await attacker.sendL2CAP(L2CAPFrame(cid: .smp, payload: request.bytes).bytes, on: link.handle)
         let response = try L2CAPFrame.decode(try #require(await frames.next()))
         #expect(response.cid == .smp && response.payload.first == SMPPDU.Code.pairingResponse)
-        try await eventually("the SMP timer armed") { await host.armedDeadlineCount == 2 }
-        clock.advance(by: .seconds(29))
-        try await Task.sleep(for: .milliseconds(100))
+        try await host.armed(2)  // the SMP timer
+        await advance(clock, by: .seconds(29), firing: host)
         #expect(!events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)))
         #expect(await host.armedDeadlineCount == 2)
-        clock.advance(by: .seconds(1))
-        try await eventually("events.events.contains(.pairingFailed(.unspecifiedReason, remote: f...") { events.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) }
+        await advance(clock, by: .seconds(1), firing: host)
+        try await events.until("the pairing failed by the SMP timeout") { $0.events.contains(.pairingFailed(.unspecifiedReason, remote: false)) }
         #expect(await host.armedDeadlineCount == 1, "the SMP timer is gone; the bearer's deadline stays")
         await attacker.close()
         await peripheral.close()
@@ -367,7 +381,7 @@ func temporaryDirectory() -> String {
         let s = try await open(central: weak, peripheral: Self.config())
         let remote = try await s.central.connect(to: s.address)
         await #expect(throws: BLEError.pairingFailed(.encryptionKeySize, remote: true)) { try await remote.pair() }
-        try await eventually("s.peripheralDelegate.events.contains(.pairingFailed(.encryptionKeyS...") { s.peripheralDelegate.events.contains(.pairingFailed(.encryptionKeySize, remote: false)) }
+        try await s.peripheralDelegate.until("the peripheral refused the key size") { $0.events.contains(.pairingFailed(.encryptionKeySize, remote: false)) }
         try await remote.disconnect()
         await s.central.close()
 

@@ -33,7 +33,7 @@ import VirtualController
         co.security = SecurityTests.config()
         co.security.encryptBondedLinks = false   // the second link stays unencrypted: signing is for those
         let peripheral = try await Peripheral.open(transports[0], services: Self.services, name: "signed", options: po)
-        let writes = Mutex<[[UInt8]]>([])
+        let writes = Watched<[[UInt8]]>([])
         let watcher = Task { for await e in peripheral.events { if case .wrote(_, Self.signed, let v) = e { writes.withLock { $0.append(v) } } } }
         try await peripheral.startAdvertising(AdvertisingOptions(name: "signed"))
         let central = try await Central.open(transports[1], options: co)
@@ -50,8 +50,8 @@ import VirtualController
         #expect(!(await remote.security).encrypted)
         try await remote.write(Array("one".utf8), to: characteristic, type: .withoutResponse)
         try await remote.write(Array("two".utf8), to: characteristic, type: .withoutResponse)
-        try await eventually("writes.withLock { $0.count } == 2") { writes.withLock { $0.count } == 2 }
-        #expect(writes.withLock { $0 } == [Array("one".utf8), Array("two".utf8)])
+        try await writes.until("both signed writes applied") { $0.count == 2 }
+        #expect(writes.value == [Array("one".utf8), Array("two".utf8)])
 
         // Both counters moved past the two signatures (0 and 1).
         let centralDir = try #require(co.security.bondDirectory), peripheralDir = try #require(po.security.bondDirectory)
@@ -91,7 +91,7 @@ import VirtualController
         writer.suspend()
         let held = try SMPBondStore(directory: peripheralDir, localIdentity: peripheral.identityAddress, writer: writer)
         BondStores.adopt(held, directory: peripheralDir)
-        let writes = Mutex(0)
+        let writes = Watched(0)
         let watcher = Task { for await e in peripheral.events { if case .wrote(_, Self.signed, _) = e { writes.withLock { $0 += 1 } } } }
         try await peripheral.startAdvertising(AdvertisingOptions(name: "signed"))
         let flooder = try await Central.open(transports[1], options: co)
@@ -120,9 +120,7 @@ import VirtualController
             slowest = max(slowest, clock.now - start)
         }
         try await flood.value
-        try await eventually("\(count) signed writes applied (\(writes.withLock { $0 }))", timeout: .seconds(20)) {
-            writes.withLock { $0 } == count
-        }
+        try await writes.until("\(count) signed writes applied", timeout: .seconds(20)) { $0 == count }
         // Generous: a read on the in-process link takes well under a millisecond.
         #expect(slowest < .seconds(1), "a read waited \(slowest) behind the signed writes")
         #expect(FileManager.default.contents(atPath: held.path).flatMap { String(decoding: $0, as: UTF8.self) }?.contains("signCounter") != true,

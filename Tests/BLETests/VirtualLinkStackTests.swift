@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+import StackTestSupport
 import TestSupport
 import Synchronization
 import HCI
@@ -56,7 +57,7 @@ import VirtualController
         }
 
         let values = try await remote.notifications(for: ticker.characteristic)
-        try await eventually("peripheral.subscribers(of: DemoProfile.ticker).count == 1") { peripheral.subscribers(of: DemoProfile.ticker).count == 1 }
+        try await peripheral.until("subscribed to DemoProfile.ticker") { $0.subscribers(of: DemoProfile.ticker).count == 1 }
         for s in [7, 8, 9] { try await peripheral.notify(DemoProfile.tick(second: s), for: DemoProfile.ticker) }
         var got: [[UInt8]] = []
         for try await v in values {
@@ -87,10 +88,10 @@ import VirtualController
         let tree = try await remote.discoverAll()
         let ticker = try #require(tree.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.ticker })
         let values = try await remote.notifications(for: ticker.characteristic)
-        try await eventually("peripheral.subscribers(of: DemoProfile.ticker).count == 1") { peripheral.subscribers(of: DemoProfile.ticker).count == 1 }
+        try await peripheral.until("subscribed to DemoProfile.ticker") { $0.subscribers(of: DemoProfile.ticker).count == 1 }
         try await peripheral.notify(DemoProfile.tick(second: 1), for: DemoProfile.ticker)
         for try await _ in values { break }
-        try await eventually("still subscribed after the loop: \(peripheral.subscribers(of: DemoProfile.ticker))") { peripheral.subscribers(of: DemoProfile.ticker).isEmpty }
+        try await peripheral.until("unsubscribed after the loop") { $0.subscribers(of: DemoProfile.ticker).isEmpty }
         withExtendedLifetime(values) {}
         _ = try await remote.disconnect()
         await central.close()
@@ -122,7 +123,8 @@ import VirtualController
         // The request is sent once per connection (3.4.2.1): asking again returns what it gave.
         #expect(try await toFirst.exchangeMTU(100) == 517)
         _ = try await toFirst.disconnect()
-        try await eventually("await central.connections.map(\\.address.address) == [second.identi...") { await central.connections.map(\.address.address) == [second.identityAddress.address] }
+        // (`disconnect` returns once the link is down.)
+        #expect(await central.connections.map(\.address.address) == [second.identityAddress.address])
         await central.close()
         await first.close()
         await second.close()
@@ -183,7 +185,7 @@ import VirtualController
         try await remote.write(written, to: c)
         #expect(peripheral.server.value(of: 0xAAA1) == written)
         let values = try await remote.notifications(for: c)
-        try await eventually("peripheral.subscribers(of: 0xAAA1).count == 1") { peripheral.subscribers(of: 0xAAA1).count == 1 }
+        try await peripheral.until("subscribed to 0xAAA1") { $0.subscribers(of: 0xAAA1).count == 1 }
         // ATT_MTU 517: a notification carries at most 517 − 3 octets (Core v5.4 Vol 3 Part F
         // 3.4.7.1); a longer value is refused, not cut, and nothing is sent.
         let subscriber = try #require(peripheral.subscribers(of: 0xAAA1).first)
@@ -219,7 +221,7 @@ extension VirtualLinkStackTests {
         let notifying = chars[0].characteristic, indicating = chars[1].characteristic
 
         let values = try await remote.notifications(for: notifying)
-        try await eventually("peripheral.subscribers(of: 0xAAA1).count == 1") { peripheral.subscribers(of: 0xAAA1).count == 1 }
+        try await peripheral.until("subscribed to 0xAAA1") { $0.subscribers(of: 0xAAA1).count == 1 }
         for i in 0..<1100 { try await peripheral.notify([UInt8(i & 0xFF), UInt8(i >> 8)], for: 0xAAA1) }
         // A read's response follows the notifications on the link: they have all arrived.
         _ = try await remote.read(notifying)
@@ -229,19 +231,20 @@ extension VirtualLinkStackTests {
         #expect(try await it.next() == [76, 0])   // the 76 oldest were dropped
 
         let indications = try await remote.notifications(for: indicating)
-        try await eventually("peripheral.subscribers(of: 0xAAA2).count == 1") { peripheral.subscribers(of: 0xAAA2).count == 1 }
+        try await peripheral.until("subscribed to 0xAAA2") { $0.subscribers(of: 0xAAA2).count == 1 }
         let subscriber = peripheral.subscribers(of: 0xAAA2)
-        let returned = Mutex(false)
-        let confirmed = Task {
-            let peers = try await peripheral.indicate([0x17], for: 0xAAA2)
-            returned.withLock { $0 = true }
-            return peers
-        }
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(!returned.withLock { $0 }, "the indication was confirmed before the application took it")
+        let confirmed = Pending { try await peripheral.indicate([0x17], for: 0xAAA2) }
+        let handle = try #require(subscriber.first)
+        try await peripheral.untilIndicationOutstanding(on: handle)  // sent
+        let peripheralHost = await peripheral.stack.host
+        // The indication reached the central's stream (one executor for the link: idle, it
+        // has handled everything) and waits for the application there.
+        try await peripheralHost.settled()
+        #expect(await peripheral.indicationOutstanding(on: handle), "the indication was confirmed before the application took it")
+        #expect(!confirmed.isDone)
         var ii = indications.makeAsyncIterator()
         #expect(try await ii.next() == [0x17])
-        #expect(try await confirmed.value == subscriber)
+        #expect(try await confirmed.value(within: .seconds(10)) == subscriber)
         await central.close()
         await peripheral.close()
     }

@@ -2,6 +2,7 @@ import Testing
 import Synchronization
 import HCI
 import ATT
+import TestSupport
 @testable import GATT
 
 /// An in-memory ATT bearer: the client's requests go through the ATT codec (bytes and back) to
@@ -104,24 +105,19 @@ actor Values {
     }
 }
 
-/// The next value of a subscription, or TimedOut after `seconds`.
+/// The next value of a subscription; throws after `seconds`, or TimedOut when it ends.
 func next(_ values: Values, within seconds: Double = 2) async throws -> [UInt8] {
-    try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
-        group.addTask { try await values.next() }
-        group.addTask { try await Task.sleep(for: .seconds(seconds)); throw TimedOut() }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else { throw TimedOut() }
+    try await withTimeout(.seconds(seconds), "the next value") {
+        guard let value = try await values.next() else { throw TimedOut() }
         return value
     }
 }
 
-/// The next element of a stream, or TimedOut after `seconds`.
+/// The next element of a stream; throws after `seconds`, or TimedOut when it ends.
 func next<S: AsyncSequence & Sendable>(_ stream: S, within seconds: Double = 2) async throws -> S.Element where S.Element: Sendable {
-    try await withThrowingTaskGroup(of: S.Element?.self) { group in
-        group.addTask { var it = stream.makeAsyncIterator(); return try await it.next() }
-        group.addTask { try await Task.sleep(for: .seconds(seconds)); throw TimedOut() }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else { throw TimedOut() }
+    try await withTimeout(.seconds(seconds), "the next element") {
+        var it = stream.makeAsyncIterator()
+        guard let value = try await it.next() else { throw TimedOut() }
         return value
     }
 }

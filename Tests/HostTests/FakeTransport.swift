@@ -1,19 +1,21 @@
 import HCI
 import Synchronization
+import TestSupport
 import Transport
 @testable import Host
 
 /// An in-memory transport: records what the host sends, lets a test inject packets, and can
 /// answer commands automatically (a scripted controller).
 final class FakeTransport: HCITransport, @unchecked Sendable {
-    struct State {
+    struct State: Sendable {
         var sent: [HCIPacket] = []
         var aclInFlight = 0
         var maxACLInFlight = 0
         var closed = false
     }
 
-    let state = Mutex(State())
+    /// What the host sent: a test awaits it (`untilSent`) instead of polling.
+    let state = Watched(State())
     let inbox = PacketInbox()
     let name = "fake"
     /// Answers to a command (packets injected right after it was sent); nil: no answer.
@@ -63,6 +65,20 @@ final class FakeTransport: HCITransport, @unchecked Sendable {
     }
 
     var maxACLInFlight: Int { state.withLock { $0.maxACLInFlight } }
+
+    /// Returns once the host has sent at least `count` commands.
+    func untilSent(commands count: Int) async throws {
+        try await state.until("\(count) command(s) sent") { s in
+            s.sent.count(where: { if case .command = $0 { true } else { false } }) >= count
+        }
+    }
+
+    /// Returns once the host has sent at least `count` ACL packets.
+    func untilSent(acl count: Int) async throws {
+        try await state.until("\(count) ACL packet(s) sent") { s in
+            s.sent.count(where: { if case .acl = $0 { true } else { false } }) >= count
+        }
+    }
 
     /// A scripted controller good enough for bring-up: LE ACL buffers `count`×`length`.
     static func controller(aclLength: UInt16 = 27, aclCount: UInt8 = 4,

@@ -1,5 +1,6 @@
 import HCI
 import Testing
+import StackTestSupport
 import TestSupport
 import Transport
 @testable import Host
@@ -19,18 +20,9 @@ import Transport
     /// Next event matching `match` within `timeout`.
     func next<T: Sendable>(_ host: Host, _ what: String, timeout: Duration = .seconds(10),
                            _ match: @escaping @Sendable (HostEvent) -> T?) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask {
-                for await e in host.events { if let v = match(e) { return v } }
-                return nil
-            }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let v = first else { throw TestFailure("no \(what) within \(timeout)") }
-            return v
+        try await withTimeout(timeout, "\(what)") {
+            for await e in host.events { if let v = match(e) { return v } }
+            throw TestFailure("no \(what): the host's events ended")
         }
     }
 
@@ -91,7 +83,7 @@ import Transport
         for i in 0..<40 { #expect(await itA.next() == l2capFrame(100, seed: UInt8(i))) }
         // Every buffer the controller reported (LE Read Buffer Size, Core v5.4 Vol 4 Part E 7.8.2)
         // is free again once its Number Of Completed Packets came (4.1.1).
-        try await eventually("B's credits back", timeout: .seconds(5)) { await b.aclStatus.free == info.aclBufferCount }
+        try await b.until("B's credits back") { $0.aclStatus.free == info.aclBufferCount }
 
         // Disconnect from B: both sides see it with the reason; frames finish.
         let aDisconnected = Task { try await next(a, "A disconnected") { e -> HCIStatus? in

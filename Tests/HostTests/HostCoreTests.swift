@@ -1,5 +1,6 @@
 import HCI
 import Testing
+import StackTestSupport
 import TestSupport
 import Transport
 @testable import Host
@@ -49,8 +50,8 @@ import Transport
         let a = Task { try await host.execute(SetEventMask(eventMask: 1)) }
         let b = Task { try await host.execute(SetEventMask(eventMask: 2)) }
         let c = Task { try await host.execute(ReadBDADDR()) }
-        try await eventually("first command sent") { t.sentCommands.count == 1 }
-        try await Task.sleep(for: .milliseconds(30))
+        try await t.untilSent(commands: 1)
+        try await host.until("the other two commands waiting for a credit") { $0.commandQueue.count == 2 }
         #expect(t.sentCommands.count == 1)  // one credit: the others wait
         // The three tasks race for the one credit: answer whichever went first with success and
         // 2 credits; both remaining commands then go out. Read BD_ADDR always succeeds; a Set
@@ -62,7 +63,7 @@ import Transport
         } else {
             t.inject(CommandComplete(numHCICommandPackets: 2, opcode: first.opcode, returnParameters: [0]))
         }
-        try await eventually("two more sent") { t.sentCommands.count == 3 }
+        try await t.untilSent(commands: 3)
         for cmd in t.sentCommands.dropFirst() {
             if cmd.opcode == ReadBDADDR.opcode {
                 t.inject(CommandComplete(ReadBDADDR.self, .init(address: address)))
@@ -90,11 +91,11 @@ import Transport
         let host = Host(transport: t)
         await host.startReader()
         let ok = Task { try await host.execute(Disconnect(connectionHandle: 1)) }
-        try await eventually("sent") { t.sentCommands.count == 1 }
+        try await t.untilSent(commands: 1)
         t.inject(CommandStatus(status: .success, opcode: Disconnect.opcode))
         _ = try await ok.value
         let bad = Task { try await host.execute(Disconnect(connectionHandle: 2)) }
-        try await eventually("sent") { t.sentCommands.count == 2 }
+        try await t.untilSent(commands: 2)
         t.inject(CommandStatus(status: .unknownConnectionIdentifier, opcode: Disconnect.opcode))
         await #expect(throws: HCIError(.unknownConnectionIdentifier, opcode: Disconnect.opcode)) { try await bad.value }
         await host.close()
@@ -105,7 +106,7 @@ import Transport
         let host = Host(transport: t)
         await host.startReader()
         let pending = Task { try await host.execute(Reset(), timeout: .seconds(30)) }
-        try await eventually("sent") { t.sentCommands.count == 1 }
+        try await t.untilSent(commands: 1)
         let clock = ContinuousClock()
         let started = clock.now
         let lost = TransportError(.lost, "peer closed the stream")
@@ -128,7 +129,7 @@ import Transport
         let host = Host(transport: t)
         await host.startReader()
         let pending = Task { try await host.execute(Reset(), timeout: .seconds(30)) }
-        try await eventually("sent") { t.sentCommands.count == 1 }
+        try await t.untilSent(commands: 1)
         t.inject(.event(HCIEventPacket(code: 0x10, parameters: [0x42])))
         await #expect(throws: HostError.hardwareError(0x42)) { try await pending.value }
         var saw = false
@@ -144,7 +145,8 @@ import Transport
         let host = Host(transport: t)
         _ = try await host.start()
         for h in handles { t.inject(le: connectionComplete(h)) }
-        try await eventually("links up") { await host.connections.count == handles.count }
+        // (An `await host` runs after the host has handled what was injected before it.)
+        #expect(await host.connections.count == handles.count)
         return (host, t)
     }
 
@@ -154,8 +156,8 @@ import Transport
         let send = Task { try await host.sendL2CAP(frame, on: 0x40) }
         var completed = 0
         while completed < 12 {
-            try await eventually("fragments sent") { t.sentACL.count > completed }
-            try await Task.sleep(for: .milliseconds(5))
+            try await t.untilSent(acl: completed + 1)
+            try await host.settled()  // every fragment the free buffers allow has gone out
             let inFlight = t.sentACL.count - completed
             #expect(inFlight <= 4)
             t.complete(0x40, inFlight)
@@ -169,7 +171,7 @@ import Transport
         #expect(packets.allSatisfy { $0.data.count <= 27 && $0.handle == 0x40 })
         #expect(packets.flatMap(\.data) == frame)
         #expect(t.maxACLInFlight == 4)
-        try await eventually("credits back") { await host.aclStatus.free == 4 }
+        #expect(await host.aclStatus.free == 4)  // the last completions handled
         await host.close()
     }
 
@@ -183,19 +185,15 @@ import Transport
         var tasks: [Task<Void, any Error>] = []
         for (i, (seed, handle)) in [(0, 0x40), (10, 0x41), (1, 0x40), (11, 0x41)].enumerated() {
             tasks.append(Task { try await host.sendL2CAP(l2capFrame(50, seed: UInt8(seed)), on: UInt16(handle)) })
-            try await eventually("send \(i + 1) queued") {
-                let a = await host.queuedFrameCount(0x40)
-                let b = await host.queuedFrameCount(0x41)
-                return a + b == i + 1
-            }
+            try await host.until("send \(i + 1) queued") { $0.queuedFrameCount(0x40) + $0.queuedFrameCount(0x41) == i + 1 }
         }
         var inFlight: [UInt16: Int] = [0x40: 2]
         while t.sentACL.count < 10 {
             let before = t.sentACL.count
             for (h, n) in inFlight where n > 0 { t.complete(h, n) }
             inFlight = [:]
-            try await eventually("more sent") { t.sentACL.count > before || t.sentACL.count == 10 }
-            try await Task.sleep(for: .milliseconds(5))
+            try await host.settled()  // the completions handled: what they allow has gone out
+            guard t.sentACL.count > before else { Issue.record("nothing sent after buffers came back"); break }
             for p in t.sentACL[before...] { inFlight[p.handle, default: 0] += 1 }
             #expect(t.sentACL.count - before <= 2)
         }
@@ -219,11 +217,7 @@ import Transport
         try await host.sendL2CAP(l2capFrame(50), on: 0x40)  // both credits now in flight on 0x40
         let queued = Task { try await host.sendL2CAP(l2capFrame(100), on: 0x40) }
         let other = Task { try await host.sendL2CAP(l2capFrame(10), on: 0x41) }
-        try await eventually("queued") {
-            let a = await host.queuedFrameCount(0x40)
-            let b = await host.queuedFrameCount(0x41)
-            return a == 1 && b == 1
-        }
+        try await host.until("one frame queued on each link") { $0.queuedFrameCount(0x40) == 1 && $0.queuedFrameCount(0x41) == 1 }
         t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
         await #expect(throws: HostError.disconnected(handle: 0x40, reason: .remoteUserTerminated)) { try await queued.value }
         // The credits held by 0x40 are freed: 0x41's frame goes out without any NOCP.

@@ -1,3 +1,4 @@
+import StackTestSupport
 import Testing
 import TestSupport
 import HCI
@@ -57,13 +58,7 @@ import VirtualController
         // The controller complains (Data Buffer Overflow) if a host ever exceeds its 8 buffers.
         #expect(!link.log.contains { $0.contains("Data Buffer Overflow") })
         // Every buffer comes back (the last Number Of Completed Packets may still be on its way).
-        var free = 0
-        for _ in 0..<200 {
-            free = await central.aclStatus.free
-            if free == 8 { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        #expect(free == 8)
+        try await central.until("every ACL buffer back") { $0.aclStatus.free == 8 }
 
         let status = try await central.disconnect(handle: toPeripheral.handle)
         #expect(status == .localHostTerminated)
@@ -89,12 +84,12 @@ import VirtualController
         _ = try await peripheral.start()
         _ = try await central.start()
         let absent = DeviceAddress(BDAddress([0xC0, 0xDE, 0xAD, 0x00, 0x00, 0x01]), type: .random)
-        let attempt = Task { try await central.connect(to: absent, timeout: .seconds(60)) }
+        let attempt = Pending { try await central.connect(to: absent, timeout: .seconds(60)) }
         // The attempt is under way once its wait (a deadline) is armed.
-        try await eventually("the connect waiting") { await central.armedDeadlineCount == 1 }
+        try await central.armed(1)
         attempt.cancel()
-        let result = await outcome(of: attempt, within: .seconds(5))
-        guard case .failure(let error)? = result else { Issue.record("the cancelled connect did not end: \(String(describing: result))"); return }
+        let result = try await attempt.result(within: .seconds(5), "the cancelled connect")
+        guard case .failure(let error) = result else { Issue.record("the cancelled connect did not end: \(String(describing: result))"); return }
         #expect(error is CancellationError, "\(error)")
         // The controller is no longer initiating: a connect to an advertiser goes through.
         try await peripheral.startAdvertising(AdvertisingParameters(data: [0x02, 0x01, 0x06], ownAddress: .randomStatic))
@@ -120,13 +115,13 @@ import VirtualController
         let absent = DeviceAddress(BDAddress([0xC0, 0xDE, 0xAD, 0x00, 0x00, 0x02]), type: .random)
         // The first holds the initiator (the absent one: until cancelled), the others queue.
         let first = Task { try await central.connect(to: absent, timeout: .seconds(60)) }
-        try await eventually("the first connect waiting") { await central.armedDeadlineCount == 1 }
+        try await central.armed(1)
         let toA = Task { try await central.connect(to: addressA) }
         let toB = Task { try await central.connect(to: addressB) }
-        let dropped = Task { try await central.connect(to: addressA) }
-        try await eventually("three connects queued") { await central.connectQueue.count == 3 }
+        let dropped = Pending { try await central.connect(to: addressA) }
+        try await central.until("three connects queued") { $0.connectQueue.count == 3 }
         dropped.cancel()
-        guard case .failure(let e)? = await outcome(of: dropped, within: .seconds(5)) else { Issue.record("queued connect not ended by its cancellation"); return }
+        guard case .failure(let e) = try await dropped.result(within: .seconds(5), "the cancelled queued connect") else { Issue.record("queued connect not ended by its cancellation"); return }
         #expect(e is CancellationError)
         #expect(await central.connectQueue.count == 2)
         first.cancel()

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import StackTestSupport
 import TestSupport
 import HCI
 @testable import Host
@@ -7,14 +8,14 @@ import HCI
 /// What a link layer saw, in order, and whether a frame ever reached it while it was still
 /// handling the previous one.
 final class SinkRecord: Sendable {
-    struct State {
+    struct State: Sendable {
         var frames: [[UInt8]] = []
         var events: [HostLinkEvent] = []
         var inside = false
         var overlapped = false
         var closed = 0
     }
-    let state = Mutex(State())
+    let state = Watched(State())
 }
 
 /// A link layer that records what its host hands it.
@@ -72,7 +73,7 @@ extension ACLFlowTests {
         #expect(await attachRecordingLayer(link, record, host: host))
         await concurrent.value
         for f in frames[40...] { inject(f) }
-        try await eventually("all frames handled") { record.state.withLock { $0.frames.count } == frames.count }
+        try await record.state.until("all frames handled") { $0.frames.count == frames.count }
         let seen = record.state.withLock { $0 }
         #expect(seen.frames == frames)
         #expect(!seen.overlapped)
@@ -80,7 +81,8 @@ extension ACLFlowTests {
         var it = link.frames.makeAsyncIterator()
         #expect(await it.next() == nil)
         t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
-        try await eventually("closed once") { record.state.withLock { $0.closed } == 1 }
+        try await host.settled()  // the disconnection handled
+        #expect(record.state.value.closed == 1)
         await host.close()
     }
 
@@ -90,7 +92,7 @@ extension ACLFlowTests {
         let frames = (0..<5).map { l2capFrame(10, seed: UInt8($0)) }
         for f in frames { t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: .first, data: f))) }
         t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
-        try await eventually("link down") { await host.connection(0x40) == nil }
+        #expect(await host.connection(0x40) == nil)  // (runs after the disconnection's handling)
         // Consumer attached after the disconnection: every frame, then the end.
         var got: [[UInt8]] = []
         for await f in link.frames { got.append(f) }
@@ -114,11 +116,10 @@ extension ACLFlowTests {
         _ = try await host.start()
         #expect(await host.armedDeadlineCount == 0)
         let pending = Task { try await host.execute(ReadRSSI(connectionHandle: 0x0040), timeout: .seconds(5)) }
-        try await eventually("armed") { await host.armedDeadlineCount == 1 }
-        clock.advance(by: .milliseconds(4_999))
-        try await Task.sleep(for: .milliseconds(50))
+        try await host.armed(1)
+        await advance(clock, by: .milliseconds(4_999), firing: host)
         #expect(await host.armedDeadlineCount == 1)
-        clock.advance(by: .milliseconds(1))
+        await advance(clock, by: .milliseconds(1), firing: host)
         await #expect(throws: HostError.commandTimeout(ReadRSSI.opcode.name)) { try await pending.value }
         #expect(await host.armedDeadlineCount == 0)
         await host.close()
@@ -144,19 +145,19 @@ extension ACLFlowTests {
         // Encryption Change (7.7.8) after the frame, then the disconnection (7.7.5).
         t.inject(EncryptionChange(status: .success, connectionHandle: 0x40, encryptionEnabled: 1))
         t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
-        try await eventually("three events") { record.state.withLock { $0.events.count } == 3 }
+        try await host.settled()  // both events handled
         #expect(record.state.withLock { $0.events } == [.longTermKeyRequest(random: 0x1122, ediv: 0x33),
                                                          .encryptionChanged(enabled: true, status: .success),
                                                          .disconnected(.remoteUserTerminated)])
         #expect(record.state.withLock { $0.frames } == [frame])
         // The handle again: a new link, whose events are not the old layer's.
         t.inject(le: connectionComplete(0x40))
-        try await eventually("the new link") { await host.connection(0x40) != nil }
+        #expect(await host.connection(0x40) != nil)
         t.inject(EncryptionChange(status: .success, connectionHandle: 0x40, encryptionEnabled: 1))
         let renewed = try #require(await host.connection(0x40))
         let later = SinkRecord()
         #expect(await attachRecordingLayer(renewed, later, host: host))
-        try await eventually("the new link's event") { later.state.withLock { $0.events.count } == 1 }
+        try await host.settled()  // what was held for the layer handed over
         #expect(later.state.withLock { $0.events } == [.encryptionChanged(enabled: true, status: .success)])
         #expect(record.state.withLock { $0.events.count } == 3)
         await host.close()
@@ -172,7 +173,7 @@ extension ACLFlowTests {
         let frame = l2capFrame(8, seed: 3)
         t.inject(.acl(HCIACLPacket(handle: 0x40, boundary: .first, data: frame)))
         t.inject(DisconnectionComplete(connectionHandle: 0x40, reason: .remoteUserTerminated))
-        try await eventually("link down") { await host.connection(0x40) == nil }
+        #expect(await host.connection(0x40) == nil)  // (runs after the disconnection's handling)
         let record = SinkRecord()
         #expect(await attachRecordingLayer(link, record, host: host))
         #expect(record.state.withLock { $0.frames } == [frame])

@@ -1,5 +1,6 @@
 import HCI
 import Testing
+import StackTestSupport
 import TestSupport
 import Transport
 @testable import Host
@@ -14,7 +15,7 @@ import Transport
         let host = Host(transport: t, configuration: configuration)
         _ = try await host.start()
         t.inject(le: connectionComplete(0x40))
-        try await eventually("link up") { await host.connections.count == 1 }
+        #expect(await host.connections.count == 1)  // (runs after the event's handling)
         return (host, t)
     }
 
@@ -39,7 +40,7 @@ import Transport
         #expect(await host.canEnqueueL2CAP(on: 0x40) == false)
         // Buffers come back: the queue drains and answers are accepted again.
         t.complete(0x40, 1)
-        try await eventually("queue drains") { await host.canEnqueueL2CAP(on: 0x40) }
+        #expect(await host.canEnqueueL2CAP(on: 0x40))  // (runs after the completion's handling)
         try await host.enqueueL2CAP(l2capFrame(10), on: 0x40)
         await host.close()
     }
@@ -63,7 +64,8 @@ import Transport
         // In order: every queued frame goes out as buffers come back, then each kind has room again.
         for n in 1...80 {
             t.complete(0x40, 1)
-            try await eventually("frame \(n + 1) sent") { t.sentACL.count == n + 1 }
+            try await t.untilSent(acl: n + 1)
+            #expect(t.sentACL.count == n + 1)
         }
         #expect(await host.canEnqueueL2CAP(on: 0x40))
         try await host.enqueueL2CAP(l2capFrame(10), on: 0x40, kind: .control)
@@ -77,11 +79,8 @@ import Transport
         let (host, t) = try await makeHost(configuration)
         try await host.sendL2CAP(l2capFrame(10), on: 0x40)  // takes the only buffer, never freed
         try await host.enqueueL2CAP(l2capFrame(10), on: 0x40)
-        let waiting = Task { try await host.sendL2CAP(l2capFrame(10), on: 0x40) }
-        guard let result = await outcome(of: waiting, within: .seconds(10)) else {
-            Issue.record("sendL2CAP still waiting for ACL buffers after 10 s")
-            return
-        }
+        let waiting = Pending { try await host.sendL2CAP(l2capFrame(10), on: 0x40) }
+        let result = try await waiting.result(within: .seconds(10), "sendL2CAP waiting for ACL buffers")
         guard case .failure(let error) = result, case .procedureTimeout(let what)? = error as? HostError else {
             Issue.record("expected HostError.procedureTimeout, got \(result)")
             return
@@ -103,16 +102,13 @@ import Transport
         let (host, _) = try await makeHost(configuration)
         try await host.sendL2CAP(l2capFrame(10), on: 0x40)  // takes the only buffer, never freed
         #expect(await host.armedDeadlineCount == 0)
-        let waiting = Task { try await host.sendL2CAP(l2capFrame(10), on: 0x40) }
-        try await eventually("watchdog armed") { await host.armedDeadlineCount == 1 }
-        clock.advance(by: .milliseconds(29_999))
-        try await Task.sleep(for: .milliseconds(100))
+        let waiting = Pending { try await host.sendL2CAP(l2capFrame(10), on: 0x40) }
+        try await host.armed(1)  // the watchdog
+        await advance(clock, by: .milliseconds(29_999), firing: host)
         #expect(await host.queuedFrameCount(0x40) == 1)
-        clock.advance(by: .milliseconds(1))
-        guard let result = await outcome(of: waiting, within: .seconds(10)) else {
-            Issue.record("sendL2CAP still waiting after the clock passed the credit timeout")
-            return
-        }
+        #expect(!waiting.isDone)
+        await advance(clock, by: .milliseconds(1), firing: host)
+        let result = try await waiting.result(within: .seconds(10), "sendL2CAP after the clock passed the credit timeout")
         guard case .failure(let error) = result, case .procedureTimeout(let what)? = error as? HostError else {
             Issue.record("expected HostError.procedureTimeout, got \(result)")
             return
@@ -122,24 +118,25 @@ import Transport
         await host.close()
     }
 
-    /// Buffers that keep coming back, however slowly, are progress: nothing fails.
+    /// Buffers that keep coming back, however slowly, are progress: nothing fails. On the
+    /// manual clock: a buffer back every 20 s, for 100 s, against the 30 s timeout.
     @Test func slowButSteadyCreditsDoNotTimeOut() async throws {
+        let clock = ManualDeadlineClock()
         var configuration = HostConfiguration()
-        configuration.aclCreditTimeout = .milliseconds(300)
+        configuration.clock = clock
         let (host, t) = try await makeHost(configuration)
-        let sends = Task {
+        #expect(configuration.aclCreditTimeout == .seconds(30))
+        let sends = Pending {
             for _ in 0..<6 { try await host.sendL2CAP(l2capFrame(10), on: 0x40) }
         }
         for n in 1...5 {
-            try await eventually("fragment \(n + 1) sent") { t.sentACL.count == n }
-            try await Task.sleep(for: .milliseconds(200))
+            try await t.untilSent(acl: n)
+            try await host.until("send \(n + 1) waiting for a buffer") { $0.queuedFrameCount(0x40) == 1 }
+            await advance(clock, by: .seconds(20), firing: host)
+            #expect(!sends.isDone, "a send ended while its frame waited (\(n) buffer(s) back)")
             t.complete(0x40, 1)
         }
-        guard let result = await outcome(of: sends, within: .seconds(10)) else {
-            Issue.record("sends did not finish")
-            return
-        }
-        if case .failure(let e) = result { Issue.record("a send failed: \(e)") }
+        if case .failure(let e) = try await sends.result(within: .seconds(10), "the sends") { Issue.record("a send failed: \(e)") }
         #expect(t.sentACL.count == 6)
         await host.close()
     }

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import TestSupport
 
-/// Async waits for the interop tests: they poll with `Task.sleep`, never block the cooperative
-/// pool (which has only two threads here), and every one has a timeout.
+/// Async waits for the interop tests: they wait on the child's output and exit (its
+/// `progress`), never block the cooperative pool (which has only two threads here), and every
+/// one has a timeout.
 struct InteropTimeout: Error, CustomStringConvertible {
     let description: String
 }
@@ -11,21 +12,22 @@ struct InteropTimeout: Error, CustomStringConvertible {
 extension ChildProcess {
     /// Waits (asynchronously) for the `index`-th JSON line (0-based, counting only lines whose
     /// "event" is `event` and that satisfy `matching`); throws with the child's output on timeout
-    /// or when the child has exited without printing it.
+    /// or when the child has closed its stdout without printing it.
     func event(_ event: String, index: Int = 0, timeout: Duration = .seconds(15),
                matching: ([String: Any]) -> Bool = { _ in true }) async throws -> [String: Any] {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        var exitedChecks = 0
+        let start = ContinuousClock.now
         while true {
+            let seen = progress.value  // (before the lines: one that comes meanwhile is not missed)
             let found = events.filter { $0["event"] as? String == event && matching($0) }
             if found.count > index { return found[index] }
-            if !isRunning {
-                exitedChecks += 1  // let the reader thread drain the pipe once more
-                if exitedChecks > 10 { break }
+            let left = timeout - (ContinuousClock.now - start)
+            if seen.stdoutClosed || left <= .zero { break }
+            // The next line, or the end of stdout.
+            guard (try? await progress.until("a line", timeout: left, { $0.lines > seen.lines || $0.stdoutClosed })) != nil else {
+                let found = events.filter { $0["event"] as? String == event && matching($0) }
+                if found.count > index { return found[index] }
+                break
             }
-            if clock.now >= deadline { break }
-            try await Task.sleep(for: .milliseconds(25))
         }
         throw InteropTimeout(description: """
             no \(event) event #\(index + 1) from \(command.dropFirst().first ?? command[0]) within \(timeout) \
@@ -42,7 +44,7 @@ extension ChildProcess {
 
     /// Waits asynchronously for the child to exit by itself; kills it and throws after `timeout`.
     func exited(within timeout: Duration = .seconds(15)) async throws -> Int32 {
-        do { try await eventually("exit", timeout: timeout) { !isRunning } } catch {
+        do { try await progress.until("exit", timeout: timeout) { $0.exited } } catch {
             stop()
             throw InteropTimeout(description: "\(command.joined(separator: " ")) did not exit within \(timeout)\n\(output.suffix(30).joined(separator: "\n"))\n\(stderr.suffix(3000))")
         }

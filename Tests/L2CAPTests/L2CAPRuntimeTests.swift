@@ -40,7 +40,7 @@ struct L2CAPRuntimeTests {
         }
         // Link loss fails everything pending at once (no time passes).
         let pending = Task { try await c.connectChannel(psm: 0x81) }
-        try await eventually("the second request armed") { await pair.centralHost.armedDeadlineCount > armed }
+        try await pair.centralHost.armed(armed + 1)
         try await pair.centralHost.disconnect(handle: pair.central.handle)
         await #expect(throws: L2CAPError.disconnected(handle: pair.central.handle)) { try await pending.value }
         #expect(await c.isDisconnected)
@@ -108,7 +108,7 @@ struct L2CAPRuntimeTests {
         await #expect(throws: L2CAPError.sduTooLarge(length: 1001, mtu: 1000)) { try await ch.send(pattern(1001, seed: 0)) }
         // Close: the other side's stream ends normally.
         try await ch.close()
-        let end = try await withTimeout(.seconds(5), "end of SDUs") { try await server.receive() }
+        let end = try await server.receive()  // (the suite's time limit bounds every wait)
         #expect(end == nil)
         await #expect(throws: L2CAPError.self) { try await server.send([1]) }
     }
@@ -147,8 +147,8 @@ struct L2CAPRuntimeTests {
             for await _ in gate.stream { break }
             return true
         }
-        let seen = Mutex<[SignalingCommand]>([])
-        let responses = Task { () throws -> [SignalingCommand] in
+        let seen = Watched<[SignalingCommand]>([])
+        let responses = Pending { () throws -> [SignalingCommand] in
             for await f in pair.peripheral.frames {
                 try Task.checkCancellation()
                 guard let frame = try? L2CAPFrame.decode(f), frame.cid == .leSignaling,
@@ -164,11 +164,11 @@ struct L2CAPRuntimeTests {
                                                     on: pair.peripheral.handle)
         }
         // Requests 2–20 are answered while the first is being decided.
-        try await eventually("19 rejections (\(seen.withLock { $0.count }))") { seen.withLock { $0.count } == 19 }
+        try await seen.until("19 rejections") { $0.count == 19 }
         #expect(asked.all.count == 1)
         gate.continuation.yield()
-        guard let result = await outcome(of: responses, within: .seconds(10)), case .success(let got) = result else {
-            Issue.record("not 20 responses within 10 s")
+        guard case .success(let got) = try await responses.result(within: .seconds(10)) else {
+            Issue.record("reading the 20 responses failed")
             return
         }
         let rejected = got.filter { $0.body == SignalingCommand.Body.connectionParameterUpdateResponse(result: 1) }.map { $0.identifier }
@@ -192,13 +192,9 @@ struct L2CAPRuntimeTests {
         let channel = try await c.connectChannel(psm: 0x80)
         try await channel.send([1, 2, 3])
         let armed = await pair.centralHost.armedDeadlineCount
-        let second = Task { try await channel.send([4, 5, 6]) }
+        let second = Pending { try await channel.send([4, 5, 6]) }
         try await pair.advance(by: config.creditTimeout, once: pair.centralHost, hasArmed: armed + 1)
-        guard let result = await outcome(of: second, within: .seconds(10)) else {
-            Issue.record("send still waiting for credits after 10 s")
-            return
-        }
-        guard case .failure(let error) = result else { Issue.record("the second send succeeded without credits"); return }
+        guard case .failure(let error) = try await second.result(within: .seconds(10), "the send waiting for credits") else { Issue.record("the second send succeeded without credits"); return }
         #expect(error as? L2CAPError == .creditTimeout(cid: channel.localCID, waited: config.creditTimeout))
     }
 

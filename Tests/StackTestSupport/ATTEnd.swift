@@ -72,6 +72,13 @@ public struct ATTEnd: Sendable {
         return try await host.run { host in try await body(ATTBearer.of(handle, on: host), host) }
     }
 
+    /// Returns once `predicate` holds for the bearer (checked in its host's isolation each time
+    /// the host has run: `Host.until`).
+    public func until(_ what: String, _ predicate: @escaping @Sendable (ATTBearer) -> Bool) async throws {
+        let handle = handle
+        try await host.until(what) { host in (try? ATTBearer.of(handle, on: host)).map(predicate) ?? false }
+    }
+
     public var mtu: Int { link?.mtu ?? 23 }
     public func request(_ pdu: ATTPDU) async throws -> ATTPDU { try await run { b, _ in try await b.request(pdu) } }
     public func command(_ pdu: ATTPDU) async throws { try await run { b, _ in try await b.command(pdu) } }

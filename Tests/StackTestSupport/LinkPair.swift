@@ -51,12 +51,10 @@ public final class LinkPair: Sendable {
     }
 
     /// Moves both hosts' time forward by `d` once `host` has armed `deadlines` deadlines (the
-    /// procedure whose timeout the test wants is waiting), so the due ones fire.
+    /// procedure whose timeout the test wants is waiting); the due ones have fired when it returns.
     public func advance(by d: Duration, once host: Host, hasArmed deadlines: Int = 1) async throws {
-        try await eventually("\(deadlines) deadline(s) armed") {
-            await host.armedDeadlineCount >= deadlines
-        }
-        clock.advance(by: d)
+        try await host.armed(deadlines)
+        await StackTestSupport.advance(clock, by: d, firing: centralHost, peripheralHost)
     }
 
     public func close() async {

@@ -20,6 +20,16 @@ public final class ChildProcess: @unchecked Sendable {
     private var stdoutClosed = false
     private var stderrClosed = false
     private var stopped = false
+    /// Signalled by the process's termination handler (and again by each wait that saw it).
+    private let exitSignal = DispatchSemaphore(value: 0)
+    /// What the child did so far, for async waits: each line, the end of stdout and the exit
+    /// wake them (no polling).
+    public struct Progress: Sendable {
+        public var lines = 0
+        public var stdoutClosed = false
+        public var exited = false
+    }
+    public let progress = Watched(Progress())
     /// The child's own `XDG_STATE_HOME`: a `ble-hci` started without `--bonds` keeps its bonds
     /// here, never in the user's ~/.local/state, so no test sees bonds another run left.
     private let stateHome = FileManager.default.temporaryDirectory
@@ -46,6 +56,10 @@ public final class ChildProcess: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = stdinPipe
+        process.terminationHandler = { [exitSignal, progress] _ in
+            exitSignal.signal()
+            progress.withLock { $0.exited = true }
+        }
         do { try process.run() } catch {
             throw HarnessError("could not start \(command.joined(separator: " ")): \(error)")
         }
@@ -75,6 +89,7 @@ public final class ChildProcess: @unchecked Sendable {
                         let line = String(decoding: pending[pending.startIndex..<nl], as: UTF8.self)
                         pending.removeSubrange(pending.startIndex...nl)
                         condition.withLock { stdoutLines.append(line); condition.broadcast() }
+                        progress.withLock { $0.lines += 1 }
                         continuation.yield(line)
                     }
                 } else {
@@ -85,6 +100,7 @@ public final class ChildProcess: @unchecked Sendable {
                 if !pending.isEmpty {
                     let line = String(decoding: pending, as: UTF8.self)
                     condition.withLock { stdoutLines.append(line) }
+                    progress.withLock { $0.lines += 1 }
                     continuation.yield(line)
                 }
                 continuation.finish()
@@ -93,6 +109,7 @@ public final class ChildProcess: @unchecked Sendable {
                 if isStdout { stdoutClosed = true } else { stderrClosed = true }
                 condition.broadcast()
             }
+            if isStdout { progress.withLock { $0.stdoutClosed = true } }
             try? handle.close()
         }
         thread.start()
@@ -155,13 +172,9 @@ public final class ChildProcess: @unchecked Sendable {
     /// Waits for the child to exit by itself and returns its exit status; kills it and throws
     /// if it has not exited within `timeout`.
     public func waitForExit(timeout: TimeInterval = 10) throws -> Int32 {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning {
-            if Date() >= deadline {
-                stop()
-                throw HarnessError("\(name) did not exit within \(timeout) s\(failureContext())")
-            }
-            usleep(20_000)
+        guard waitForTermination(timeout: timeout) else {
+            stop()
+            throw HarnessError("\(name) did not exit within \(timeout) s\(condition.withLock { failureContext() })")
         }
         // Let the readers drain the pipes.
         condition.lock()
@@ -183,13 +196,17 @@ public final class ChildProcess: @unchecked Sendable {
         guard process.isRunning else { return }
         let pid = process.processIdentifier
         kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(grace)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
+        if !waitForTermination(timeout: grace) {
             kill(pid, SIGKILL)
-            let hard = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < hard { usleep(10_000) }
+            _ = waitForTermination(timeout: 5)
         }
+    }
+
+    /// Waits (blocking) for the termination handler; false after `timeout` seconds.
+    private func waitForTermination(timeout: TimeInterval) -> Bool {
+        guard exitSignal.wait(timeout: .now() + timeout) == .success else { return false }
+        exitSignal.signal()  // for the next wait
+        return true
     }
 
     deinit {

@@ -1,4 +1,5 @@
 import HCI
+import StackTestSupport
 import Testing
 import Transport
 
@@ -29,7 +30,8 @@ import Transport
             while got.count < 200, let batch = try await inbox.next() { got += batch.compactMap(number) }
             return got
         }
-        try await Task.sleep(for: .milliseconds(50))  // the reader is parked
+        try await inbox.readerWaiting()  // the reader is parked
+        #expect(inbox.hasWaitingReader)
         for n in 0..<200 { inbox.deliver(event(UInt8(n))) }
         #expect(try await reader.value == (0..<200).map { UInt8($0) })
         inbox.finish()
@@ -40,7 +42,7 @@ import Transport
     @Test func cancellationEndsTheWait() async throws {
         let inbox = PacketInbox()
         let reader = Task { try await inbox.next() }
-        try await Task.sleep(for: .milliseconds(50))
+        try await inbox.readerWaiting()
         reader.cancel()
         #expect(try await reader.value == nil)
     }

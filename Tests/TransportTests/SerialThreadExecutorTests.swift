@@ -3,6 +3,7 @@ import Glibc
 import HCI
 import Synchronization
 import Testing
+import StackTestSupport
 import TestSupport
 import Transport
 
@@ -40,7 +41,7 @@ import Transport
     /// the submitter's.
     @Test func jobsRunInOrderOnTheExecutorsThread() async throws {
         let executor = SerialThreadExecutor(name: "test order")
-        let log = Mutex<[Int]>([])
+        let log = Watched<[Int]>([])
         let threads = Mutex<Set<UInt>>([])
         for n in 0..<1000 {
             executor.submit {
@@ -48,8 +49,8 @@ import Transport
                 threads.withLock { _ = $0.insert(UInt(pthread_self())) }
             }
         }
-        try await eventually("1000 jobs ran") { log.withLock { $0.count } == 1000 }
-        #expect(log.withLock { $0 } == Array(0..<1000))
+        try await log.until("1000 jobs ran") { $0.count == 1000 }
+        #expect(log.value == Array(0..<1000))
         #expect(threads.withLock { $0.count } == 1)
         #expect(!threads.withLock { $0.contains(UInt(pthread_self())) })
     }
@@ -59,7 +60,7 @@ import Transport
     /// enqueuer holds a lock), and the thread is not woken for it.
     @Test func enqueueFromOwnThreadAppendsWithoutWake() async throws {
         let executor = SerialThreadExecutor(name: "test own")
-        let log = Mutex<[String]>([])
+        let log = Watched<[String]>([])
         let lock = Mutex(0)
         executor.submit {
             lock.withLock { _ in
@@ -68,32 +69,33 @@ import Transport
                 log.withLock { $0.append("outer end") }
             }
         }
-        try await eventually("inner ran") { log.withLock { $0.count } == 2 }
-        #expect(log.withLock { $0 } == ["outer end", "inner"])
+        try await log.until("inner ran") { $0.count == 2 }
+        #expect(log.value == ["outer end", "inner"])
         // Let the thread go to sleep, then chain 100 jobs each enqueued by the previous one.
-        try await Task.sleep(for: .milliseconds(20))  // the thread parks (the count holds either way)
+        try await executor.idle()
         let wakesBefore = executor.wakeCount
-        let done = Mutex(0)
+        let done = Watched(0)
         @Sendable func chain(_ n: Int) {
             done.withLock { $0 = n }
             if n < 100 { executor.submit { chain(n + 1) } }
         }
         executor.submit { chain(1) }
-        try await eventually("chain done") { done.withLock { $0 } == 100 }
-        // At most one wake: the first submit from this (foreign) thread, if the thread slept.
+        try await done.until("chain done") { $0 == 100 }
+        // At most one wake: the first submit from this (foreign) thread (none if the parked
+        // thread reached its idle timeout meanwhile and a new one was started).
         #expect(executor.wakeCount - wakesBefore <= 1)
     }
 
     /// A job enqueued from another thread while the executor's thread sleeps wakes it.
     @Test func enqueueFromAnotherThreadWakesTheSleepingThread() async throws {
         let executor = SerialThreadExecutor(name: "test wake", idleTimeout: .seconds(30))
-        let ran = Mutex(0)
+        let ran = Watched(0)
         executor.submit { ran.withLock { $0 += 1 } }
-        try await eventually("first ran") { ran.withLock { $0 } == 1 }
-        try await Task.sleep(for: .milliseconds(20))  // the thread is parked on its condition
+        try await executor.idle()  // the first ran; the thread parks on its condition
+        #expect(ran.value == 1)
         let wakes = executor.wakeCount
         executor.submit { ran.withLock { $0 += 1 } }
-        try await eventually("second ran") { ran.withLock { $0 } == 2 }
+        try await ran.until("second ran") { $0 == 2 }
         #expect(executor.wakeCount == wakes + 1)
         #expect(executor.threadStartCount == 1)
     }
@@ -102,18 +104,20 @@ import Transport
     /// starts a new one and still runs.
     @Test func threadExitsWhenIdleAndRestartsForNewWork() async throws {
         let executor = SerialThreadExecutor(name: "test idle", idleTimeout: .seconds(30))
-        let ran = Mutex(0)
+        let ran = Watched(0)
         executor.submit { ran.withLock { $0 += 1 } }
-        try await eventually("ran") { ran.withLock { $0 } == 1 }
+        try await ran.until("ran") { $0 == 1 }
         executor.shutdownWhenIdle()
-        try await eventually("thread gone after shutdownWhenIdle") { !executor.hasThread }
+        try await executor.threadExited()
+        #expect(!executor.hasThread)
         executor.submit { ran.withLock { $0 += 1 } }
-        try await eventually("ran again") { ran.withLock { $0 } == 2 }
+        try await ran.until("ran again") { $0 == 2 }
         #expect(executor.threadStartCount == 2)
 
         let short = SerialThreadExecutor(name: "test timeout", idleTimeout: .milliseconds(1))
         short.submit {}
-        try await eventually("thread gone after the idle timeout") { !short.hasThread && short.threadStartCount == 1 }
+        try await short.threadExited()  // after its idle timeout
+        #expect(!short.hasThread && short.threadStartCount == 1)
     }
 
     /// Actor jobs run on the thread, and a task preferring the executor (SE-0417) runs its
@@ -145,7 +149,7 @@ import Transport
         let first = OnExecutor(executor), second = OnExecutor(executor)
         let log = Log()
         await first.submitThenCall(second, log: log)
-        try await eventually("the submitted job ran") { log.entries.count == 3 }
+        try await executor.idle()  // the submitted job ran
         #expect(log.entries == ["second", "continuation body", "submitted job"])
     }
 
@@ -162,7 +166,7 @@ import Transport
                 actor.assumeIsolated { $0.append(n) }
             }
         }
-        try await eventually("100 calls ran") { await actor.log.count == 100 }
+        try await executor.idle()  // the 100 jobs ran
         #expect(await actor.log == Array(0..<100))
         #expect(offThread.withLock { $0 } == 0)
     }
@@ -207,7 +211,9 @@ import Transport
             return Task(executorPreference: executor.taskExecutor) {
                 var on: [Bool] = []
                 for _ in 0..<3 {
-                    try? await Task.sleep(for: .milliseconds(5))  // the thread exits meanwhile
+                    // The thread exits meanwhile (its idle timeout); the job that resumes this
+                    // task starts another.
+                    try? await weakExecutor?.threadExited()
                     on.append(weakExecutor?.isCurrent ?? false)
                 }
                 return on
@@ -223,8 +229,8 @@ import Transport
         let inbox = PacketInbox()
         func event(_ n: UInt8) -> HCIPacket { .event(HCIEventPacket(code: 0x3E, parameters: [n])) }
         for n in 0..<3 { inbox.deliver(event(UInt8(n))) }  // before the reader: kept
-        struct Seen { var numbers: [UInt8] = []; var ends: [TransportError?] = []; var offThread = 0 }
-        let seen = Mutex(Seen())
+        struct Seen: Sendable { var numbers: [UInt8] = []; var ends: [TransportError?] = []; var offThread = 0 }
+        let seen = Watched(Seen())
         inbox.deliver(on: executor) { d in
             let on = executor.isCurrent
             seen.withLock { s in
@@ -239,9 +245,9 @@ import Transport
         inbox.finish(throwing: TransportError(.lost, "gone"))
         inbox.finish()           // only the first end counts
         inbox.deliver(event(0))  // after the end: ignored
-        try await eventually("end delivered") { seen.withLock { !$0.ends.isEmpty } }
-        try await Task.sleep(for: .milliseconds(20))  // anything wrongly queued after the end would run now
-        let s = seen.withLock { $0 }
+        try await seen.until("end delivered") { !$0.ends.isEmpty }
+        try await executor.idle()  // anything wrongly queued after the end has run now
+        let s = seen.value
         #expect(s.numbers == (0..<200).map { UInt8($0) })
         #expect(s.ends == [TransportError(.lost, "gone")])
         #expect(s.offThread == 0)

@@ -1,5 +1,6 @@
 import Foundation
 import HCI
+import TestSupport
 import Transport
 #if canImport(Glibc)
 import Glibc
@@ -11,43 +12,39 @@ struct TestTimeout: Error, CustomStringConvertible {
 }
 
 /// Drains a transport's `incoming` on one task so tests can wait for packets with a deadline
-/// (AsyncThrowingStream has a single consumer, and cancelling it would end the stream).
-final class Inbox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var packets: [HCIPacket] = []
-    private var endError: (any Error)?
-    private var ended = false
-    private var endCount = 0
+/// (AsyncThrowingStream has a single consumer, and cancelling it would end the stream). Each
+/// packet and the end wake the waiting test (no polling).
+final class Inbox: Sendable {
+    private struct State: Sendable {
+        var packets: [HCIPacket] = []
+        var endError: (any Error)?
+        var ended = false
+        var endCount = 0
+    }
+    private let state = Watched(State())
 
     init(_ stream: AsyncThrowingStream<HCIPacket, any Error>) {
+        let state = state
         Task {
             do {
-                for try await p in stream { self.lock.withLock { self.packets.append(p) } }
-                self.lock.withLock { self.ended = true; self.endCount += 1 }
+                for try await p in stream { state.withLock { $0.packets.append(p) } }
+                state.withLock { $0.ended = true; $0.endCount += 1 }
             } catch {
-                self.lock.withLock { self.ended = true; self.endError = error; self.endCount += 1 }
+                state.withLock { $0.ended = true; $0.endError = error; $0.endCount += 1 }
             }
         }
     }
 
     func next(timeout: Double = 5) async throws -> HCIPacket {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let p = lock.withLock({ packets.isEmpty ? nil : packets.removeFirst() }) { return p }
-            if lock.withLock({ ended }) { throw TestTimeout(what: "a packet (stream ended: \(String(describing: endError)))") }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        throw TestTimeout(what: "a packet")
+        try await state.until("a packet", timeout: .seconds(timeout)) { !$0.packets.isEmpty || $0.ended }
+        if let p = state.withLock({ $0.packets.isEmpty ? nil : $0.packets.removeFirst() }) { return p }
+        throw TestTimeout(what: "a packet (stream ended: \(String(describing: state.value.endError)))")
     }
 
     /// Waits for the stream to end; returns its error (nil for a normal finish).
     func end(timeout: Double = 5) async throws -> (error: (any Error)?, count: Int) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let r = lock.withLock({ ended ? (endError, endCount) : nil }) { return r }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        throw TestTimeout(what: "the end of the stream")
+        let s = try await state.until("the end of the stream", timeout: .seconds(timeout)) { $0.ended }
+        return (s.endError, s.endCount)
     }
 }
 
