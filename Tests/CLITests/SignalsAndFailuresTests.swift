@@ -7,12 +7,18 @@ import Glibc
 
 /// Waits until the child's stderr contains `text` (progress lines go there).
 func waitForStderr(_ child: ChildProcess, _ text: String, timeout: TimeInterval = 10) async throws {
-    let deadline = Date().addingTimeInterval(timeout)
-    while !child.stderr.contains(text) {
-        guard Date() < deadline, child.isRunning else {
+    let start = Date()
+    while true {
+        let seen = child.progress.value  // (before the text: output that comes meanwhile wakes the wait)
+        if child.stderr.contains(text) { return }
+        let left = timeout - Date().timeIntervalSince(start)
+        // More stderr, or the child's end.
+        guard !seen.exited, left > 0, (try? await child.progress.until("stderr", timeout: .seconds(left), {
+            $0.stderrOctets > seen.stderrOctets || $0.exited
+        })) != nil else {
+            if child.stderr.contains(text) { return }
             throw HarnessError("no '\(text)' on stderr within \(timeout) s; stderr:\n\(child.stderr)\nstdout:\n\(child.output.joined(separator: "\n"))")
         }
-        try await Task.sleep(for: .milliseconds(50))
     }
 }
 

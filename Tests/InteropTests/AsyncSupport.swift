@@ -135,15 +135,28 @@ func interop<T: Sendable>(on kind: ControllerKind = .bumble, controllers count: 
     }
 }
 
-/// A thread-safe list that a background task appends to (events of our `Peripheral`).
-final class Recorder<Element: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var items: [Element] = []
-    func append(_ e: Element) { lock.withLock { items.append(e) } }
-    var all: [Element] { lock.withLock { items } }
+/// A list that a background task appends to (events of our `Peripheral`); a test awaits a
+/// state of it (`until`), each append waking the wait.
+final class Recorder<Element: Sendable>: Sendable {
+    private let items = Watched<[Element]>([])
+    func append(_ e: Element) { items.withLock { $0.append(e) } }
+    var all: [Element] { items.value }
+    func until(_ what: String, timeout: Duration = .seconds(10), _ predicate: @escaping @Sendable ([Element]) -> Bool) async throws {
+        try await items.until(what, timeout: timeout, predicate)
+    }
 }
 
-import BLE
+extension Peripheral {
+    /// Returns once `predicate` holds for our peripheral (what it reports changes in its host
+    /// when the peer's PDUs arrive, so it is checked each time the host has run: `Host.until`).
+    func until(_ what: String, timeout: Duration = .seconds(15), _ predicate: @escaping @Sendable (Peripheral) -> Bool) async throws {
+        try await stack.host.until(what, timeout: timeout) { _ in predicate(self) }
+    }
+}
+
+@testable import BLE
+import Host
+import StackTestSupport
 import Transport
 import GATT
 import HCI

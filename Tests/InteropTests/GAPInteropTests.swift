@@ -133,8 +133,8 @@ import HCI
             #expect(try await bumble.exited() == 0, "central.py: \(bumble.output)")
 
             // Our side saw the connection and the Bumble central's disconnection.
-            try await eventually("our Peripheral's events: \(events.all)", timeout: .seconds(5)) {
-                events.all.contains { if case .disconnected(_, .remoteUserTerminated) = $0 { return true }; return false }
+            try await events.until("our Peripheral's disconnection: \(events.all)", timeout: .seconds(5)) {
+                $0.contains { if case .disconnected(_, .remoteUserTerminated) = $0 { return true }; return false }
             }
             let connects = events.all.compactMap { e -> DeviceAddress? in
                 if case .connected(_, let central) = e { return central }

@@ -103,9 +103,7 @@ import HCI
             #expect(writes.contains(hex(big)), "Bumble's writes: \(writes)")
             // Write Without Response: Bumble applies it; read back.
             try await c.remote.write([0x42, 0x43, 0x44], to: long, type: .withoutResponse)
-            try await eventually("Bumble's write event: \(c.peer.output.suffix(5))") {
-                c.peer.all("write").last?["value"] as? String == "424344"
-            }
+            _ = try await c.peer.event("write", timeout: .seconds(5)) { $0["value"] as? String == "424344" }
             #expect(try await c.remote.read(long) == [0x42, 0x43, 0x44])
             // A write on def3 (write-only) is accepted.
             try await c.remote.write([0x07], to: try c.characteristic(Self.u(3)))

@@ -26,6 +26,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// wake them (no polling).
     public struct Progress: Sendable {
         public var lines = 0
+        public var stderrOctets = 0
         public var stdoutClosed = false
         public var exited = false
     }
@@ -94,6 +95,7 @@ public final class ChildProcess: @unchecked Sendable {
                     }
                 } else {
                     condition.withLock { stderrData.append(contentsOf: buffer[0..<n]) }
+                    progress.withLock { $0.stderrOctets += n }
                 }
             }
             if isStdout {
