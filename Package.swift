@@ -55,7 +55,7 @@ let package = Package(
         .target(name: "StackTestSupport", dependencies: ["HCI", "Host", "L2CAP", "ATT", "Transport", "VirtualController", "TestSupport"], path: "Tests/StackTestSupport"),
         .testTarget(name: "HCITests", dependencies: ["HCI"]),
         .testTarget(name: "TransportTests", dependencies: ["HCI", "Transport", "TestSupport", "StackTestSupport"]),
-        .testTarget(name: "CaptureTests", dependencies: ["HCI", "Transport", "Capture"]),
+        .testTarget(name: "CaptureTests", dependencies: ["HCI", "Transport", "Capture", "TestSupport"]),
         .testTarget(name: "VirtualControllerTests", dependencies: ["VirtualController", "HCI", "Transport", "TestSupport"]),
         .testTarget(name: "HostTests", dependencies: ["HCI", "Transport", "Host", "VirtualController", "TestSupport", "StackTestSupport"]),
         .testTarget(name: "L2CAPTests", dependencies: ["HCI", "Transport", "Host", "L2CAP", "TestSupport", "StackTestSupport"]),

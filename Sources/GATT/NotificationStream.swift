@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 import Transport
 
@@ -143,7 +144,18 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
             var expired: Set<UInt64> = []
             /// Indications dropped (queue full) before their deliverer began to wait.
             var droppedIndications: Set<UInt64> = []
+            /// `whenParked` callbacks (tests): run once the consumer or an indication's
+            /// deliverer is parked.
+            var parkWatchers: [@Sendable () -> Void] = []
             var waiting: Int { items.count - head }
+
+            /// Hands the park watchers to a thread of their own (the caller holds the lock).
+            mutating func parkedNow() {
+                guard !parkWatchers.isEmpty else { return }
+                let watchers = parkWatchers
+                parkWatchers = []
+                DispatchQueue.global().async { for w in watchers { w() } }
+            }
 
             /// Every value waiting, in order; the queue is left empty.
             mutating func takeAll() -> [Item] {
@@ -219,6 +231,7 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
             }, park: { s, c in
                 s.consumer = c
                 s.parked = true
+                s.parkedNow()
             }, onCancel: {
                 finish(nil, cancelled: true)
             })
@@ -279,10 +292,23 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
                     if s.expired.remove(sequence) != nil { return false }
                     if s.droppedIndications.remove(sequence) != nil { return false }
                     s.waiters[sequence] = c
+                    s.parkedNow()
                     return nil
                 }
                 if let now { c.resume(returning: now) }
             }
+        }
+
+        /// Runs `body` once the application's consumer is parked waiting for a value, or a
+        /// deliverer waits for its indication to be taken (at once if either is): for tests,
+        /// which then look at what did not happen meanwhile instead of sleeping.
+        func whenParked(_ body: @escaping @Sendable () -> Void) {
+            let now = state.withLock { s -> Bool in
+                if s.parked || !s.waiters.isEmpty { return true }
+                s.parkWatchers.append(body)
+                return false
+            }
+            if now { body() }
         }
 
         private func expire(_ sequence: UInt64) {

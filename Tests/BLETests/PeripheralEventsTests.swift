@@ -2,6 +2,7 @@
 // kept when nobody reads (as the `AsyncStream` with `.bufferingNewest` it replaced), the end
 // after the queued events, and a cancelled consumer released.
 import Testing
+import TestSupport
 import HCI
 @testable import BLE
 
@@ -29,14 +30,19 @@ import HCI
 
     @Test func aWaitingConsumerGetsEachEventThenTheEnd() async throws {
         let storage = PeripheralEvents.Storage(limit: 4)
+        let got = Watched(0)
         let consumer = Task { () -> [PeripheralEvent] in
             var seen: [PeripheralEvent] = []
-            for await e in PeripheralEvents(storage: storage) { seen.append(e) }
+            for await e in PeripheralEvents(storage: storage) {
+                seen.append(e)
+                got.withLock { $0 += 1 }
+            }
             return seen
         }
+        // Each event once the consumer has the one before (and waits again).
         for h in UInt16(1)...10 {
             storage.yield(read(h))
-            try await Task.sleep(for: .milliseconds(1))
+            try await got.until("event \(h) taken") { $0 == Int(h) }
         }
         storage.finish()
         #expect(await consumer.value == (UInt16(1)...10).map(read))

@@ -60,7 +60,7 @@ extension CLITests {
                 central += refused.stdout
                 let peripheral = try #require(rig.peripheral)
                 _ = try await peripheral.nextEvent("pairingFailed", timeout: 10)
-                try await Task.sleep(for: .milliseconds(500))  // its disconnected
+                _ = try await peripheral.nextEvent("disconnected", timeout: 10)  // the refused central's
                 let peripheralLines = peripheral.output
 
                 // The peripheral lost the bond: the central's encryption fails (PIN or Key Missing).

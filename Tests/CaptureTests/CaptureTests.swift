@@ -1,6 +1,7 @@
 import Foundation
 import HCI
 import Testing
+import TestSupport
 import Transport
 @testable import Capture
 #if canImport(Glibc)
@@ -212,16 +213,20 @@ let hasTshark = FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark")
         defer { unlink(path) }
         let writer = try CaptureWriter.open(path: path)
         let stop = ManagedAtomicFlag()
+        let written = Watched(0)
         let thread = Thread {
             // Bounded so the test stays fast; the pauses make the copy land mid-stream.
             for i in 0..<20_000 where !stop.isSet {
                 let (p, d) = samplePackets[i % samplePackets.count]
                 writer.write(p, direction: d)
-                if i % 16 == 0 { usleep(100) }
+                if i % 16 == 0 {
+                    written.withLock { $0 = i }
+                    usleep(100)
+                }
             }
         }
         thread.start()
-        try await Task.sleep(for: .milliseconds(30))
+        try await written.until("the writer under way") { $0 >= 1_000 }
         // Snapshot mid-writing, as a SIGKILL would leave it: whatever write(2) calls completed.
         let snapshot = FileManager.default.contents(atPath: path)!
         stop.set()

@@ -91,6 +91,7 @@ extension Loopback {
     @MainActor func deliver(_ pdu: ATTPDU) async { await client?.received(pdu) }
 }
 
+/// A stream ended before the value a test waited for.
 struct TimedOut: Error {}
 
 /// A subscription's values, read by one iterator for the whole test: leaving an iterator ends
@@ -105,21 +106,18 @@ actor Values {
     }
 }
 
-/// The next value of a subscription; throws after `seconds`, or TimedOut when it ends.
-func next(_ values: Values, within seconds: Double = 2) async throws -> [UInt8] {
-    try await withTimeout(.seconds(seconds), "the next value") {
-        guard let value = try await values.next() else { throw TimedOut() }
-        return value
-    }
+/// The next value of a subscription; TimedOut when it ends first. (An `await` of the loopback:
+/// the suites' time limit bounds it, as every wait of these stack tests.)
+func next(_ values: Values) async throws -> [UInt8] {
+    guard let value = try await values.next() else { throw TimedOut() }
+    return value
 }
 
-/// The next element of a stream; throws after `seconds`, or TimedOut when it ends.
-func next<S: AsyncSequence & Sendable>(_ stream: S, within seconds: Double = 2) async throws -> S.Element where S.Element: Sendable {
-    try await withTimeout(.seconds(seconds), "the next element") {
-        var it = stream.makeAsyncIterator()
-        guard let value = try await it.next() else { throw TimedOut() }
-        return value
-    }
+/// The next element of a stream; TimedOut when it ends first.
+func next<S: AsyncSequence & Sendable>(_ stream: S) async throws -> S.Element where S.Element: Sendable {
+    var it = stream.makeAsyncIterator()
+    guard let value = try await it.next() else { throw TimedOut() }
+    return value
 }
 
 /// The ATT error a call threw: code, request opcode and handle in error (nil when it did not

@@ -2,11 +2,20 @@ import Synchronization
 import Testing
 import HCI
 import ATT
+import TestSupport
 @testable import GATT
+
+/// Returns once `stream`'s consumer is parked waiting for a value, or a deliverer waits for its
+/// indication to be taken (the stream's own hook: no sleep).
+func parked(_ stream: GATTNotificationStream) async throws {
+    let done = Watched(false)
+    stream.storage.whenParked { done.withLock { $0 = true } }
+    try await done.until("the stream's consumer or an indication's deliverer waiting") { $0 }
+}
 
 /// No notification is lost without a word, and an indication is confirmed only once the
 /// application has it (issue 13, defect 10).
-@MainActor @Suite struct NotificationDeliveryTests {
+@MainActor @Suite(.timeLimit(.minutes(1))) struct NotificationDeliveryTests {
     /// Regression: values beyond the 1024 waiting were dropped silently. The oldest are still
     /// dropped (the newest matter most), and counted.
     @Test func valuesBeyondTheBufferAreCounted() async throws {
@@ -30,7 +39,7 @@ import ATT
         let c = try #require(findChar(try await client.discoverDatabase(), 0xFFE3)).characteristic
         let values = try await client.subscribe(c, indications: true)
         let indicated = Task { await server.indicate(characteristic: 0xFFE3, value: [4, 2]) }
-        try await Task.sleep(for: .milliseconds(300))
+        try await parked(values)  // the indication is in the stream, its deliverer waiting
         #expect(link.confirmations == 0, "confirmed before the application took the value")
         var it = values.makeAsyncIterator()
         #expect(try await it.next() == [4, 2])
@@ -47,7 +56,7 @@ import ATT
         #expect(await continuation.deliverIndication([1], timeout: .milliseconds(200)) == false)
         #expect(clock.now - start >= .milliseconds(200))
         let waiting = Task { await continuation.deliverIndication([2], timeout: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(100))
+        try await parked(stream)  // the deliverer waits
         continuation.finish()
         #expect(await waiting.value == false)
         _ = stream
@@ -87,7 +96,7 @@ import ATT
             do { for try await _ in stream { n += 1 } } catch {}
             return n
         }
-        try await Task.sleep(for: .milliseconds(50))
+        try await parked(stream)  // the reader waits
         reader.cancel()
         #expect(await reader.value == 0)
         #expect(ended.withLock { $0 } == [true, true])

@@ -3,7 +3,7 @@ import HCI
 import ATT
 @testable import GATT
 
-@MainActor @Suite struct NotificationTests {
+@MainActor @Suite(.timeLimit(.minutes(1))) struct NotificationTests {
     @Test func notificationsAndIndicationsPerPeer() async throws {
         let server = GATTServer(services: demoServices())
         let (c1, l1) = await Loopback.connect(server, id: 1)
@@ -141,7 +141,7 @@ import ATT
     }
 }
 
-@MainActor @Suite struct DatabaseHashTests {
+@MainActor @Suite(.timeLimit(.minutes(1))) struct DatabaseHashTests {
     // AES-CMAC itself (OpenSSLCrypto.AES128.cmac) is checked against RFC 4493 in SMPCryptoTests.
 
     @Test func hashOfTheMandatoryDatabase() async throws {
@@ -209,7 +209,7 @@ import ATT
     }
 }
 
-@MainActor @Suite struct CharacteristicDeclarationTests {
+@MainActor @Suite(.timeLimit(.minutes(1))) struct CharacteristicDeclarationTests {
     @Test func roundTripsAndRejectsBadLengths() throws {
         // Core Vol 3 Part G 3.3.1: properties 0x12 (read, notify), value handle 0x0003, UUID 0x2A37.
         let bytes: [UInt8] = [0x12, 0x03, 0x00, 0x37, 0x2A]

@@ -5,7 +5,7 @@ import ATT
 
 /// Every path that exposes or compares a value checks the reader's permissions (issue 13,
 /// defect 2). The error codes are Core v5.4 Vol 3 Part F 3.4.1.1 Table 3.4's.
-@MainActor @Suite struct PermissionPathTests {
+@MainActor @Suite(.timeLimit(.minutes(1))) struct PermissionPathTests {
     /// FFD1: readable with encryption and a 16-octet key, value [1]. FFC1: notify, encrypted reads.
     static func services() -> [GATTService] {
         demoServices() + [

@@ -57,7 +57,7 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
     tree.flatMap(\.characteristics).first { $0.characteristic.uuid == uuid }
 }
 
-@MainActor @Suite struct DiscoveryTests {
+@MainActor @Suite(.timeLimit(.minutes(1))) struct DiscoveryTests {
     @Test func mandatoryServicesAndLayout() async throws {
         let server = GATTServer(services: [], configuration: .init(deviceName: "dev", appearance: 0x03C1))
         let (client, _) = await Loopback.connect(server)
@@ -126,7 +126,7 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
     }
 }
 
-@MainActor @Suite struct ReadWriteTests {
+@MainActor @Suite(.timeLimit(.minutes(1))) struct ReadWriteTests {
     @Test(arguments: [23, 517]) func longReadAndLongWrite(mtu: Int) async throws {
         let server = GATTServer(services: demoServices())
         let (client, _) = await Loopback.connect(server, mtu: mtu)
@@ -228,7 +228,7 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
 /// Error Responses name the request and the attribute in error (Core v5.4 Vol 3 Part F
 /// 3.4.1.1); codes per Table 3.4; prepared-write errors per 3.4.6.1 and 3.4.6.3 (the handle
 /// from the prepare queue that caused the error).
-@MainActor @Suite struct PermissionTests {
+@MainActor @Suite(.timeLimit(.minutes(1))) struct PermissionTests {
     @Test func everyPermissionError() async throws {
         let server = GATTServer(services: demoServices())
         let (client, link) = await Loopback.connect(server)
@@ -330,7 +330,7 @@ func findChar(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> GATTRem
     }
 }
 
-@MainActor @Suite struct PermissionNameTests {
+@MainActor @Suite(.timeLimit(.minutes(1))) struct PermissionNameTests {
     /// CLI.md `--gatt FILE`: "permissions" names; the secure ones imply the access.
     @Test func namesMapToPermissions() throws {
         #expect(try GATTPermissions(names: ["read", "write"]) == .readWrite)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import HCI
+import TestSupport
 import Transport
 import VirtualController
 
@@ -29,21 +30,13 @@ struct VMTests {
     /// 4.4: the controller answers every command; 7.7.14 Command Complete), within 5 s.
     func execute(_ command: HCICommandPacket, on t: FileDescriptorTransport) async throws -> CommandComplete {
         try t.send(.command(command))
-        return try await withThrowingTaskGroup(of: CommandComplete?.self) { group in
-            group.addTask {
-                for try await packet in t.incoming {
-                    if case .event(let e) = packet, let cc = try? HCIEvents.decode(e) as? CommandComplete, cc.opcode == command.opcode {
-                        return cc
-                    }
+        return try await withTimeout(.seconds(5), "Command Complete for \(command.opcode.name) over the user channel") {
+            for try await packet in t.incoming {
+                if case .event(let e) = packet, let cc = try? HCIEvents.decode(e) as? CommandComplete, cc.opcode == command.opcode {
+                    return cc
                 }
-                return nil
             }
-            group.addTask { try await Task.sleep(for: .seconds(5)); return nil }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let cc = first else {
-                throw TransportError(.open, "no Command Complete for \(command.opcode.name) within 5 s over the user channel")
-            }
-            return cc
+            throw TransportError(.open, "the user channel ended before Command Complete for \(command.opcode.name)")
         }
     }
 

@@ -8,7 +8,7 @@ import ATT
 // spec's encodings (Part F 3.4). Organised by GATT.TS client case identifiers, cross-checked
 // with BlueZ unit/test-gatt.c (/TP/<group>/CL/<id>). ATT_MTU is 23.
 
-@Suite("GATT client conformance (GATT/CL/...)")
+@Suite("GATT client conformance (GATT/CL/...)", .timeLimit(.minutes(1)))
 struct ClientConformanceTests {
     /// GATT/CL/GAD/BV-01-C Discover All Primary Services (Part G 4.4.1): Read By Group Type
     /// 0x2800 from 0x0001, then from one past the last End Group Handle, until Attribute Not
