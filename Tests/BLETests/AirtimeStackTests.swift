@@ -35,21 +35,24 @@ import GATT
         // default data length (27, Vol 6 Part B 4.5.10), on LE 1M. Exchange: 296 µs data + 150
         // T_IFS + 80 µs empty + 150 T_IFS = 676 µs (Vol 6 Part B 2.1, 4.1.1).
         let perEvent = Airtime.pdusPerEvent(octets: 27, phy: .le1M, eventLength: interval)
-        let counter = Task { () -> [Double] in
-            var times: [Double] = []
+        let arrivals = Watched<[Double]>([])
+        let counter = Task {
             do {
                 for try await _ in values {
-                    times.append(Double(DispatchTime.now().uptimeNanoseconds) / 1e9)
-                    if times.count == n { break }
+                    let count = arrivals.withLock { times in
+                        times.append(Double(DispatchTime.now().uptimeNanoseconds) / 1e9)
+                        return times.count
+                    }
+                    if count == n { break }
                 }
             } catch {}
-            return times
         }
         let value = [UInt8](repeating: 0x42, count: 20)
         for _ in 0..<n { try await peripheral.notify(value, for: DemoProfile.ticker) }
-        let timeout = Task { try? await Task.sleep(for: .seconds(20)); counter.cancel() }
-        let times = await counter.value
-        timeout.cancel()
+        // The air paces them (real time, the live link's clock): each arrival wakes the wait.
+        _ = try? await arrivals.until("\(n) notifications", timeout: .seconds(20)) { $0.count == n }
+        counter.cancel()
+        let times = arrivals.value
         #expect(times.count == n, "\(times.count) of \(n) notifications arrived")
         let span = try #require(times.last) - times[0]
         // Events spanned by the arrivals: at most span / interval + 1 (and one more for a late

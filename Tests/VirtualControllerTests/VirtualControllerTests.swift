@@ -13,8 +13,14 @@ final class RecordingHost: @unchecked Sendable {
     private var received: [HCIPacket] = []
     init(_ c: VirtualController) {
         controller = c
-        c.attachHost { [self] p in lock.lock(); received.append(p); lock.unlock() }
+        c.attachHost { [self] p in
+            lock.lock(); received.append(p); lock.unlock()
+            Self.arrivals.note()
+        }
     }
+    /// Every packet any recording host receives (live links deliver on their threads), for
+    /// tests that wait for packets: they wake on an arrival instead of polling.
+    static let arrivals = Arrivals()
     func send(_ c: some HCICommand) { controller.receive(fromHost: .command(c.packet)) }
     /// Everything received since the last take.
     func take() -> [HCIPacket] { lock.lock(); defer { received = []; lock.unlock() }; return received }
@@ -23,6 +29,33 @@ final class RecordingHost: @unchecked Sendable {
     }
     func le<T: LEMetaEventParameters>(_ events: [any HCIEventParameters], _ t: T.Type) -> [T] {
         events.compactMap { ($0 as? LEMetaEvent)?.subevent as? T }
+    }
+}
+
+/// A count of arrivals and a condition signalled on each.
+final class Arrivals: Sendable {
+    private let condition = NSCondition()
+    private let count = Mutex(0)
+
+    func note() {
+        condition.lock()
+        count.withLock { $0 += 1 }
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits (blocking) until `condition` holds, checking it again after each arrival; false
+    /// when it still does not at `deadline`.
+    func wait(until deadline: Date, for holds: () -> Bool) -> Bool {
+        while true {
+            let seen = count.withLock { $0 }
+            if holds() { return true }
+            condition.lock()
+            defer { condition.unlock() }
+            while count.withLock({ $0 }) == seen {
+                if !condition.wait(until: deadline) { return false }
+            }
+        }
     }
 }
 
@@ -554,13 +587,14 @@ func DataHex(_ s: String) -> [UInt8] {
 /// when no thread is running link work, and is queued behind that thread's work otherwise:
 /// the same delivery, order and completion reports as the queued path (`ACLTests`, manual mode).
 @Suite(.timeLimit(.minutes(1))) struct LiveLinkACLTests {
-    /// Polls `condition` (every millisecond, at most 5 s); records an issue on timeout.
+    /// Waits until `condition` holds, checked again on each packet delivered (at most 5 s);
+    /// records an issue on timeout.
     @discardableResult
     func waitFor(_ what: String, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition() {
-            if Date() > deadline { Issue.record("timed out waiting for \(what)"); return false }
-            usleep(1000)
+        // The live link delivers on its threads: each packet a recording host gets wakes this.
+        guard RecordingHost.arrivals.wait(until: Date().addingTimeInterval(5), for: condition) || condition() else {
+            Issue.record("timed out waiting for \(what)")
+            return false
         }
         return true
     }
