@@ -83,7 +83,7 @@ import VirtualController
             do { try await Task.sleep(for: .seconds(600)) } catch { cancelled.signal() }
             return [0x01]
         }, options: options)
-        await #expect(throws: ATTError(.unlikelyError, requestOpcode: .readRequest, handle: slow)) {
+        await #expect(throws: BLEError.att(ATTError(.unlikelyError, requestOpcode: .readRequest, handle: slow))) {
             _ = try await links[0].read(handle: slow)
         }
         await cancelled.wait()
