@@ -31,13 +31,15 @@ public final class Central: Sendable {
 
     /// Brings up the controller behind `transport` (Reset, features, buffers, event masks).
     public static func open(_ transport: any HCITransport, options: StackOptions = .init()) async throws -> Central {
-        let central = Central(stack: try await Stack.open(transport, options: options))
+        let central = Central(stack: try await boundary { try await Stack.open(transport, options: options) })
         let sink = central.sink
         await central.stack.observeLinks { event in
             switch event {
             case .connected(let link):
                 guard link.connection.role == .central else { return }
-                sink.yield(.connected(connection: link.connection.handle, peripheral: link.connection.peer))
+                let handle = link.connection.handle
+                link.writesReady.set { sink.yield(.readyToSendWriteWithoutResponse(connection: handle)) }
+                sink.yield(.connected(connection: handle, peripheral: link.connection.peer))
             case .disconnected(let link, let reason):
                 guard link.connection.role == .central else { return }
                 sink.yield(.disconnected(connection: link.connection.handle, reason: reason))
@@ -72,7 +74,7 @@ public final class Central: Sendable {
     /// Starts scanning; advertisers arrive when first seen and whenever their data changes
     /// (every report with `everyReport`). Scanning stops when the stream is dropped or cancelled.
     public func scan(_ filter: ScanFilter = .init(), active: Bool = true, everyReport: Bool = false) async throws -> AsyncThrowingStream<Advertisement, any Error> {
-        try await stack.scan(filter: filter, active: active, everyReport: everyReport)
+        try await boundary { try await stack.scan(filter: filter, active: active, everyReport: everyReport) }
     }
 
     /// Scans until the first advertiser matching `filter`, or throws `BLEError.notFound` after `timeout`.
@@ -106,13 +108,15 @@ public final class Central: Sendable {
     /// and exchanges the ATT MTU (`StackOptions.mtuOnConnect`, 517 by default): a peer that
     /// refuses it stays at 23 (Core v5.4 Vol 3 Part F 3.4.2.1), which is not an error.
     public func connect(to address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
-        let connection = try await stack.host.connect(to: address, parameters: ConnectParameters(ownAddress: await stack.ownAddressForConnecting()), timeout: timeout)
+        let connection = try await boundary {
+            try await stack.host.connect(to: address, parameters: ConnectParameters(ownAddress: await stack.ownAddressForConnecting()), timeout: timeout)
+        }
         let link = await stack.link(for: connection)
         let remote = RemotePeripheral(stack: stack, link: link)
         if let mtu = stack.options.mtuOnConnect {
             do {
                 try await remote.exchangeMTU(Int(mtu))
-            } catch is ATTError {
+            } catch BLEError.att {
                 // Refused (Request Not Supported): ATT_MTU stays 23.
             } catch {
                 if Task.isCancelled { _ = try? await remote.disconnect() }
@@ -154,6 +158,10 @@ public enum CentralEvent: Sendable, Equatable {
     /// 7.7.65.3): after `RemotePeripheral.updateConnectionParameters`, or a peripheral's request
     /// that `StackOptions.connectionParameterPolicy` accepted.
     case parametersUpdated(connection: UInt16, parameters: ConnectionParameters)
+    /// `sendWriteWithoutResponse` refused a command on `connection` because its queue was full,
+    /// and the queue has drained to half since (CoreBluetooth's
+    /// `peripheralIsReady(toSendWriteWithoutResponse:)`): send again.
+    case readyToSendWriteWithoutResponse(connection: UInt16)
     /// The transport to the controller was lost; no event follows.
     case failure(String)
 }
@@ -183,7 +191,7 @@ public final class RemotePeripheral: Sendable {
     /// Runs `body` with the link's GATT client, for procedures this API doesn't wrap (read
     /// multiple, reliable write, ...), inside the host's isolation where the client lives.
     public func withGATT<R: Sendable>(_ body: @Sendable (GATTClient, isolated Host) async throws -> R) async throws -> R {
-        try await link.run { layers, host in try await body(layers.client, host) }
+        try await boundary(link) { try await link.run { layers, host in try await body(layers.client, host) } }
     }
 
     /// The current ATT_MTU.
@@ -192,24 +200,24 @@ public final class RemotePeripheral: Sendable {
     /// Exchanges MTU (ATT Exchange MTU Request); returns the effective ATT_MTU.
     @discardableResult
     public func exchangeMTU(_ mtu: Int = 517) async throws -> Int {
-        try await link.run { layers, _ in try await layers.bearer.exchangeMTU(UInt16(clamping: max(23, min(mtu, 517)))) }
+        try await boundary(link) { try await link.run { layers, _ in try await layers.bearer.exchangeMTU(UInt16(clamping: max(23, min(mtu, 517)))) } }
     }
 
     public func discoverServices(_ uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteService] {
-        try await link.run { layers, _ in try await layers.client.discoverServices(uuid: uuid) }
+        try await boundary(link) { try await link.run { layers, _ in try await layers.client.discoverServices(uuid: uuid) } }
     }
 
     public func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
-        try await link.run { layers, _ in try await layers.client.discoverCharacteristics(of: service, uuid: uuid) }
+        try await boundary(link) { try await link.run { layers, _ in try await layers.client.discoverCharacteristics(of: service, uuid: uuid) } }
     }
 
     public func discoverDescriptors(of characteristic: GATTRemoteCharacteristic) async throws -> [GATTRemoteDescriptor] {
-        try await link.run { layers, _ in try await layers.client.discoverDescriptors(of: characteristic) }
+        try await boundary(link) { try await link.run { layers, _ in try await layers.client.discoverDescriptors(of: characteristic) } }
     }
 
     /// Services, characteristics and descriptors, all at once (cached until Service Changed).
     public func discoverAll() async throws -> [GATTRemoteServiceTree] {
-        try await link.run { layers, _ in try await layers.client.discoverDatabase() }
+        try await boundary(link) { try await link.run { layers, _ in try await layers.client.discoverDatabase() } }
     }
 
     /// Reads a characteristic value in full (Read Blob for long values).
@@ -217,12 +225,12 @@ public final class RemotePeripheral: Sendable {
         guard characteristic.properties.contains(.read) else {
             throw BLEError.notPermitted("characteristic \(characteristic.uuid) is not readable (properties: \(characteristic.properties))")
         }
-        return try await link.run { layers, _ in try await layers.client.read(characteristic) }
+        return try await boundary(link) { try await link.run { layers, _ in try await layers.client.read(characteristic) } }
     }
 
     /// Reads any attribute by handle (descriptors included), in full.
     public func read(handle: UInt16) async throws -> [UInt8] {
-        try await link.run { layers, _ in try await layers.client.read(handle: handle) }
+        try await boundary(link) { try await link.run { layers, _ in try await layers.client.read(handle: handle) } }
     }
 
     /// Writes a characteristic value, checking its properties first.
@@ -232,24 +240,39 @@ public final class RemotePeripheral: Sendable {
             guard characteristic.properties.contains(.write) else {
                 throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write with response (properties: \(characteristic.properties))")
             }
-            try await link.run { layers, _ in try await layers.client.write(value, to: characteristic) }
+            try await boundary(link) { try await link.run { layers, _ in try await layers.client.write(value, to: characteristic) } }
         case .withoutResponse:
-            let writable = characteristic.properties.contains(.writeWithoutResponse)
-            try await link.run { layers, _ in
-                // Signed when the characteristic wants it and the link is not encrypted (Core
-                // Vol 3 Part C 10.4.2: on an encrypted link a plain Write Command is used), with our CSRK.
-                let security = layers.security
-                if characteristic.properties.contains(.authenticatedSignedWrites), !security.state.encrypted, security.canSign {
-                    try await layers.client.signedWrite(value, handle: characteristic.valueHandle) { try security.sign($0) }
-                    return
-                }
-                guard writable else {
-                    throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write without response (properties: \(characteristic.properties))")
-                }
-                try await layers.client.writeWithoutResponse(value, handle: characteristic.valueHandle)
-            }
+            try await boundary(link) { try await link.run { layers, _ in try await layers.writeCommand(value, to: characteristic) } }
         }
     }
+
+    /// Writes without response and without waiting (CoreBluetooth's `writeValue(_:for:type:
+    /// .withoutResponse)` with `canSendWriteWithoutResponse`): queues the Write Command and returns
+    /// true, from any thread and without entering the stack; the link sends the queued commands
+    /// in order as its ACL buffers free. Returns false, queueing nothing, when `Link.writeQueueLimit`
+    /// (64) commands already wait on this link: `Central.events` then reports
+    /// `.readyToSendWriteWithoutResponse` once there is room for half as many again. Throws
+    /// `BLEError.notPermitted` for a characteristic that takes no Write Command and
+    /// `.invalidArgument` for a value longer than `maximumWriteValueLength(for: .withoutResponse)`
+    /// (nothing queued). A command still queued when the link goes down is not sent.
+    public func sendWriteWithoutResponse(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic) throws -> Bool {
+        let p = characteristic.properties
+        let signed = p.contains(.authenticatedSignedWrites) && !link.att.security.encrypted
+        guard p.contains(.writeWithoutResponse) || signed else {
+            throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write without response (properties: \(characteristic.properties))")
+        }
+        // ATT_MTU − 3, or − 15 with the Authentication Signature (Core v5.4 Vol 3 Part F 3.4.5.3, 3.4.5.4).
+        let maximum = link.att.mtu - (signed ? 15 : 3)
+        guard value.count <= maximum else {
+            throw BLEError.invalidArgument(GATTClientError.valueTooLong(length: value.count, maximum: maximum).description)
+        }
+        guard link.disconnectReason == nil else { return false }
+        return link.writes.offer(Link.WriteCommand(value: value, characteristic: characteristic))
+    }
+
+    /// Whether `sendWriteWithoutResponse` would take a command now (CoreBluetooth's
+    /// `canSendWriteWithoutResponse`).
+    public var canSendWriteWithoutResponse: Bool { link.disconnectReason == nil && link.writes.hasRoom }
 
     /// The longest value `write(_:to:type:)` takes now (CoreBluetooth's
     /// `maximumWriteValueLength(for:)`): with a response, 512, the longest attribute value
@@ -260,10 +283,10 @@ public final class RemotePeripheral: Sendable {
     public func maximumWriteValueLength(for type: WriteType, of characteristic: GATTRemoteCharacteristic? = nil) async throws -> Int {
         guard type == .withoutResponse else { return Self.maximumAttributeValueLength }
         let signed = characteristic?.properties.contains(.authenticatedSignedWrites) ?? false
-        return try await link.run { layers, _ in
+        return try await boundary(link) { try await link.run { layers, _ in
             let mtu = layers.bearer.mtu
             return signed && !layers.security.state.encrypted && layers.security.canSign ? mtu - 15 : mtu - 3
-        }
+        } }
     }
 
     /// The longest attribute value (Core v5.4 Vol 3 Part F 3.2.9).
@@ -271,7 +294,7 @@ public final class RemotePeripheral: Sendable {
 
     /// Writes any attribute by handle with a Write Request (descriptors included).
     public func write(_ value: [UInt8], handle: UInt16) async throws {
-        try await link.run { layers, _ in try await layers.client.write(value, handle: handle) }
+        try await boundary(link) { try await link.run { layers, _ in try await layers.client.write(value, handle: handle) } }
     }
 
     /// Subscribes (notifications, or indications when that's all it has) and streams the
@@ -285,7 +308,7 @@ public final class RemotePeripheral: Sendable {
         // the GATT client's subscriber, in the host's isolation for notifications.
         let (stream, continuation) = GATTNotificationStream.makeStream(bufferLimit: bufferLimit)
         let timeout = stack.options.attTimeout
-        try await link.run { layers, _ in
+        try await boundary(link) { try await link.run { layers, _ in
             try await layers.client.subscribe(characteristic, onValue: { continuation.yield($0) },
                                               onIndication: { await continuation.deliverIndication($0, timeout: timeout) }, onEnd: {
                 if let reason = link.disconnectReason {
@@ -294,7 +317,7 @@ public final class RemotePeripheral: Sendable {
                     continuation.finish()
                 }
             })
-        }
+        } }
         let watcher = link.onDisconnection { reason in continuation.finish(throwing: BLEError.disconnected(reason)) }
         continuation.onTermination { cancelled in
             link.stopObserving(watcher)
@@ -306,6 +329,14 @@ public final class RemotePeripheral: Sendable {
         return stream
     }
 
+    /// Whether values of `characteristic` are being delivered to a `notifications(for:)` stream
+    /// (CoreBluetooth's `CBCharacteristic.isNotifying`): true once `notifications(for:)` has
+    /// returned, false after `stopNotifications`, once the stream's consumer let go of it (its
+    /// unsubscription under way or done) and once the link is down.
+    public func isNotifying(_ characteristic: GATTRemoteCharacteristic) async -> Bool {
+        (try? await link.run { layers, _ in layers.client.isSubscribed(characteristic) }) ?? false
+    }
+
     /// Notifications and indications the link dropped before any subscription saw them,
     /// because 1024 were already waiting to be processed (a peer flooding faster than they
     /// are handled). Values a subscription's stream dropped are in its own `droppedCount`.
@@ -313,7 +344,7 @@ public final class RemotePeripheral: Sendable {
 
     /// Unsubscribes (writes 0x0000 to the CCCD) and ends the stream `notifications(for:)` returned.
     public func stopNotifications(for characteristic: GATTRemoteCharacteristic) async throws {
-        try await link.run { layers, _ in try await layers.client.unsubscribe(characteristic) }
+        try await boundary(link) { try await link.run { layers, _ in try await layers.client.unsubscribe(characteristic) } }
     }
 
     /// Secures the link: encrypts from the bond when there is one (unless `force`), otherwise
@@ -321,7 +352,7 @@ public final class RemotePeripheral: Sendable {
     /// throws `BLEError.pairingFailed` / `.encryptionFailed` with the cause.
     @discardableResult
     public func pair(force: Bool = false, mitm: Bool = false) async throws -> ATTSecurity {
-        try await link.run { layers, host in try await layers.security.secure(force: force, mitm: mitm, host: host) }
+        try await boundary(link) { try await link.run { layers, host in try await layers.security.secure(force: force, mitm: mitm, host: host) } }
     }
 
     /// Returns once a pairing or encryption in progress (e.g. answering the peripheral's Security
@@ -338,15 +369,15 @@ public final class RemotePeripheral: Sendable {
     /// `openL2CAPChannel(_:)`; LE Credit Based Connection Request, Core v5.4 Vol 3 Part A 4.22).
     /// `mtu`, `mps` and `credits` are what we receive with. The channel sends SDUs with
     /// back-pressure (it waits for the peer's credits) and receives them as an AsyncSequence
-    /// (`sdus`). Throws `L2CAPError.connectionRefused` with the peer's result.
+    /// (`sdus`). Throws `BLEError.refused` with the peer's result.
     public func openL2CAPChannel(psm: UInt16, mtu: UInt16 = 2048, mps: UInt16 = 247, credits: UInt16 = 16) async throws -> L2CAPChannel {
-        try await link.run { layers, host in
+        try await boundary(link) { try await link.run { layers, host in
             try await layers.l2cap.connectChannel(psm: psm, mtu: mtu, mps: mps, credits: credits, host: host)
-        }
+        } }
     }
 
     /// RSSI of the link in dBm (HCI Read RSSI).
-    public func readRSSI() async throws -> Int8 { try await stack.host.readRSSI(handle: connectionHandle) }
+    public func readRSSI() async throws -> Int8 { try await boundary(link) { try await stack.host.readRSSI(handle: connectionHandle) } }
 
     /// Changes the link's parameters (LE Connection Update, Core v5.4 Vol 4 Part E 7.8.18) and
     /// returns those the controller chose: interval in 1.25 ms units (6...3200), latency in
@@ -355,8 +386,10 @@ public final class RemotePeripheral: Sendable {
     @discardableResult
     public func updateConnectionParameters(intervalMin: UInt16, intervalMax: UInt16, latency: UInt16 = 0,
                                            supervisionTimeout: UInt16, timeout: Duration = .seconds(10)) async throws -> ConnectionParameters {
-        try await stack.host.updateConnection(handle: connectionHandle, intervalMin: intervalMin, intervalMax: intervalMax,
-                                              latency: latency, supervisionTimeout: supervisionTimeout, timeout: timeout)
+        try await boundary(link) {
+            try await stack.host.updateConnection(handle: connectionHandle, intervalMin: intervalMin, intervalMax: intervalMax,
+                                                  latency: latency, supervisionTimeout: supervisionTimeout, timeout: timeout)
+        }
     }
 
     /// Disconnects (Remote User Terminated Connection) and returns the reason the controller
@@ -364,7 +397,7 @@ public final class RemotePeripheral: Sendable {
     @discardableResult
     public func disconnect(reason: HCIStatus = .remoteUserTerminated) async throws -> HCIStatus {
         if let done = link.disconnectReason { return done }
-        _ = try await stack.host.disconnect(handle: connectionHandle, reason: reason)
+        _ = try await boundary(link) { try await stack.host.disconnect(handle: connectionHandle, reason: reason) }
         return await link.waitForDisconnection()
     }
 

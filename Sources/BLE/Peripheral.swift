@@ -15,6 +15,12 @@ public enum PeripheralEvent: Sendable, Equatable {
     case unsubscribed(connection: UInt16, characteristic: BluetoothUUID)
     case wrote(connection: UInt16, characteristic: BluetoothUUID, value: [UInt8])
     case read(connection: UInt16, characteristic: BluetoothUUID)
+    /// The link's parameters changed (LE Connection Update Complete, Core v5.4 Vol 4 Part E
+    /// 7.7.65.3): after `requestConnectionParameters`, or the central's own choice.
+    case parametersUpdated(connection: UInt16, parameters: ConnectionParameters)
+    /// `updateValue` refused a value because its queue was full, and the queue has drained to
+    /// half since (CoreBluetooth's `peripheralManagerIsReady(toUpdateSubscribers:)`): offer again.
+    case readyToUpdateSubscribers
     /// A request the server answered (`response`: its answer, an Error Response when refused).
     case answered(connection: UInt16, request: ATTPDU, response: ATTPDU)
     /// Advertising could not be restarted after a disconnection, or the transport was lost.
@@ -90,18 +96,33 @@ public final class Peripheral: Sendable {
     private let advertising = AdvertisingState()
     /// Moves advertising to a new RPA when the current one has lived its time (privacy only).
     private let rotation = Mutex<Task<Void, Never>?>(nil)
+    /// The values `updateValue` took and has not sent yet.
+    private let updates: UpdateQueue<Update>
+    private struct Update: Sendable {
+        let value: [UInt8]
+        let characteristic: BluetoothUUID
+        let connections: [UInt16]?
+    }
+
+    /// Values `updateValue` holds at most before it refuses one.
+    public static let updateQueueLimit = 64
 
     private init(stack: Stack, server: GATTServer) {
         self.stack = stack
         self.server = server
-        sink = PeripheralEvents.Storage(limit: 4096)
+        let sink = PeripheralEvents.Storage(limit: 4096)
+        self.sink = sink
         events = PeripheralEvents(storage: sink)
+        updates = UpdateQueue(limit: Self.updateQueueLimit, executor: stack.host.executor, send: { update in
+            // A subscriber gone meanwhile is left out, as `notify` leaves it out.
+            _ = try? await server.notify(characteristic: update.characteristic, value: update.value, toHandles: update.connections)
+        }, ready: { sink.yield(.readyToUpdateSubscribers) })
     }
 
     /// Brings up the controller and installs `services` (plus Generic Access and Generic Attribute).
     public static func open(_ transport: any HCITransport, services: [GATTService], name: String = "ble-hci",
                             appearance: UInt16 = 0, options: StackOptions = .init()) async throws -> Peripheral {
-        let stack = try await Stack.open(transport, options: options)
+        let stack = try await boundary { try await Stack.open(transport, options: options) }
         let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance, reportsAnswers: true))
         await stack.setServer(server)
         let p = Peripheral(stack: stack, server: server)
@@ -148,8 +169,9 @@ public final class Peripheral: Sendable {
                         }
                     }
                 }
-            case .parametersUpdated:
-                break
+            case .parametersUpdated(let link, let parameters):
+                guard link.connection.role == .peripheral else { return }
+                sink.yield(.parametersUpdated(connection: link.connection.handle, parameters: parameters))
             case .transportLost(let reason):
                 sink.yield(.failure(reason))
                 sink.finish()
@@ -184,7 +206,7 @@ public final class Peripheral: Sendable {
     /// Starts connectable advertising (legacy PDUs, or extended when the controller has them).
     public func startAdvertising(_ options: AdvertisingOptions) async throws {
         advertising.current = options
-        try await Peripheral.advertise(options, on: stack)
+        try await boundary { try await Peripheral.advertise(options, on: stack) }
     }
 
     private static func advertise(_ options: AdvertisingOptions, on stack: Stack) async throws {
@@ -196,7 +218,7 @@ public final class Peripheral: Sendable {
 
     public func stopAdvertising() async throws {
         advertising.current = nil
-        try await stack.host.stopAdvertising()
+        try await boundary { try await stack.host.stopAdvertising() }
     }
 
     /// Whether the controller is advertising (CoreBluetooth's `isAdvertising`): false once a
@@ -208,7 +230,7 @@ public final class Peripheral: Sendable {
     /// event here (Connection Terminated by Local Host, 0x16).
     @discardableResult
     public func disconnect(connection: UInt16, reason: HCIStatus = .remoteUserTerminated) async throws -> HCIStatus {
-        try await stack.host.disconnect(handle: connection, reason: reason)
+        try await boundary { try await stack.host.disconnect(handle: connection, reason: reason) }
     }
 
     /// Asks the central on `connection` for new connection parameters (L2CAP Connection
@@ -223,27 +245,45 @@ public final class Peripheral: Sendable {
         guard let link = await stack.existingLink(connection) else {
             throw BLEError.notPermitted("no connection with handle \(hexCode(connection, digits: 4))")
         }
-        return try await link.run { layers, host in
+        return try await boundary(link) { try await link.run { layers, host in
             try await layers.l2cap.requestConnectionParameterUpdate(intervalMin: intervalMin, intervalMax: intervalMax,
                                                                      latency: latency, timeout: supervisionTimeout, host: host)
-        }
+        } }
     }
 
     /// Notifies subscribers of `characteristic` (all, or only those on `connections`); returns
     /// the connections reached. Waits while the link is busy (back-pressure). A value longer than a
-    /// subscriber's `maximumUpdateValueLength` is refused (`GATTPushError.valueTooLong`, nothing
+    /// subscriber's `maximumUpdateValueLength` is refused (`BLEError.invalidArgument`, nothing
     /// sent), not cut.
     @discardableResult
     public nonisolated(nonsending) func notify(_ value: [UInt8], for characteristic: BluetoothUUID,
                                                to connections: [UInt16]? = nil) async throws -> [UInt16] {
-        try await server.notify(characteristic: characteristic, value: value, toHandles: connections)
+        try await boundary { try await server.notify(characteristic: characteristic, value: value, toHandles: connections) }
     }
+
+    /// Notifies without waiting (CoreBluetooth's `updateValue(_:for:onSubscribedCentrals:)`):
+    /// queues the value for the subscribers of `characteristic` (all, or those on `connections`)
+    /// and returns true, from any thread and without entering the stack; the values go out in
+    /// order as each link takes them. Returns false, queueing nothing, when
+    /// `updateQueueLimit` values already wait: `events` then reports `.readyToUpdateSubscribers`
+    /// once there is room for half as many again. Throws `BLEError.invalidArgument` for a value
+    /// longer than a subscriber's `maximumUpdateValueLength` (nothing queued), as `notify` does.
+    /// A subscriber that goes away before its value is sent does not get it.
+    public func updateValue(_ value: [UInt8], for characteristic: BluetoothUUID, onSubscribedCentrals connections: [UInt16]? = nil) throws -> Bool {
+        if let (peer, maximum) = server.firstTooShort(uuid: characteristic, for: value.count, to: connections?.map { ATTPeer(id: $0) }, bit: 1) {
+            throw BLEError.invalidArgument(GATTPushError.valueTooLong(length: value.count, maximum: maximum, peer: peer).description)
+        }
+        return updates.offer(Update(value: value, characteristic: characteristic, connections: connections))
+    }
+
+    /// Whether `updateValue` would take a value now.
+    public var canUpdateValue: Bool { updates.hasRoom }
 
     /// Indicates to subscribers (all, or those on `connections`); returns the connections that confirmed. A value too long for a
     /// subscriber is refused, as by `notify`.
     @discardableResult
     public func indicate(_ value: [UInt8], for characteristic: BluetoothUUID, to connections: [UInt16]? = nil) async throws -> [UInt16] {
-        try await server.indicateChecked(characteristic: characteristic, value: value, to: connections?.map { ATTPeer(id: $0) }).map(\.id)
+        try await boundary { try await server.indicateChecked(characteristic: characteristic, value: value, to: connections?.map { ATTPeer(id: $0) }).map(\.id) }
     }
 
     /// The longest value one notification or indication carries to the central on `connection`
@@ -259,7 +299,7 @@ public final class Peripheral: Sendable {
     @discardableResult
     public func requestSecurity(connection: UInt16) async throws -> ATTSecurity {
         guard let link = await stack.existingLink(connection) else { throw BLEError.notPermitted("no connection with handle \(hexCode(connection, digits: 4))") }
-        return try await link.run { layers, host in try await layers.security.secure(host: host) }
+        return try await boundary(link) { try await link.run { layers, host in try await layers.security.secure(host: host) } }
     }
 
     /// Publishes an LE credit-based channel (CoreBluetooth's `publishL2CAPChannel`): centrals
@@ -271,7 +311,7 @@ public final class Peripheral: Sendable {
                                     credits: UInt16? = nil) async throws -> PublishedL2CAPChannel {
         let (channels, continuation) = AsyncStream.makeStream(of: L2CAPChannel.self, bufferingPolicy: .bufferingOldest(64))
         let listener = ChannelListener(mtu: mtu, mps: mps, credits: credits, channels: continuation)
-        let spsm = try await stack.publish(psm: psm, listener)
+        let spsm = try await boundary { try await stack.publish(psm: psm, listener) }
         return PublishedL2CAPChannel(psm: spsm, channels: channels)
     }
 
@@ -290,6 +330,7 @@ public final class Peripheral: Sendable {
     /// every link and closes the transport: the controller is left as found.
     public func close() async {
         rotation.withLock { $0?.cancel() }
+        updates.close()
         advertising.current = nil
         await stack.host.stopScanningAndAdvertising()
         sink.finish()

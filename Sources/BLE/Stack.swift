@@ -38,9 +38,16 @@ public struct StackOptions: Sendable {
     public init() {}
 }
 
-/// Why an operation of the BLE API failed, in words a user can act on.
+/// Why an operation of the BLE API failed, in words a user can act on: the one error type the
+/// `BLE` API throws (besides Swift's `CancellationError` when the calling task is cancelled, as
+/// `Task.sleep` and every other async API do). The case is the cause; `description` says it in
+/// words. What a layer below failed with arrives here as one of these cases, whatever layer it
+/// came from (`init(_:)`), so the same disconnection is `.disconnected(reason)` from a read, a
+/// write, a discovery or a notification stream.
 public enum BLEError: Error, Sendable, Equatable, CustomStringConvertible {
     case notFound(String)
+    /// The link went down, with the reason the controller gave (Disconnection Complete, Core
+    /// v5.4 Vol 4 Part E 7.7.5), or Unknown Connection Identifier when it was never up.
     case disconnected(HCIStatus)
     case notPermitted(String)
     case unknownCharacteristic(String)
@@ -50,6 +57,27 @@ public enum BLEError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Encryption did not start (PIN or Key Missing 0x06: the peer has lost the bond).
     case encryptionFailed(HCIStatus)
     case securityFailed(String)
+    /// The peer answered with an ATT Error Response (Core v5.4 Vol 3 Part F 3.4.1.1): its code
+    /// and name are in the `ATTError` (CoreBluetooth's `CBATTError`).
+    case att(ATTError)
+    /// The controller refused a command: the HCI status and the command (Vol 4 Part E 7.7.14/15).
+    case hci(HCIError)
+    /// The transport to the controller could not be opened or was lost.
+    case transport(TransportError)
+    /// A wait ran out: connecting, an ATT transaction (30 s, Vol 3 Part F 3.3.3), a controller's
+    /// answer, an SMP procedure. Says which.
+    case timeout(String)
+    /// The peer or the controller answered with something that does not decode or does not fit.
+    case invalidResponse(String)
+    /// The call's arguments cannot be carried as given (a value too long, a bad handle range).
+    case invalidArgument(String)
+    /// The controller or the peer does not support what was asked.
+    case unsupported(String)
+    /// The peer refused or ended an L2CAP request (a channel to a PSM, a parameter update).
+    case refused(String)
+    /// The controller failed (Hardware Error, Vol 4 Part E 7.7.16) or is busy with the same kind
+    /// of operation.
+    case controller(String)
 
     public var description: String {
         switch self {
@@ -64,7 +92,78 @@ public enum BLEError: Error, Sendable, Equatable, CustomStringConvertible {
             let hint = status == .pinOrKeyMissing ? ": the peer has no key for our bond (remove the bond and pair again)" : ""
             return "encryption failed: \(status.name) (\(hexCode(status.rawValue)))\(hint)"
         case .securityFailed(let why): return why
+        case .att(let e): return e.description
+        case .hci(let e): return e.description
+        case .transport(let e): return e.description
+        case .timeout(let what), .invalidResponse(let what), .invalidArgument(let what), .unsupported(let what),
+             .refused(let what), .controller(let what):
+            return what
         }
+    }
+
+    /// `error` as the BLE API reports it: the lower layers' errors mapped to their cause, kept
+    /// in their words. `CancellationError` stays what it is (`BLE.boundary` passes it through).
+    public init(_ error: any Error) {
+        switch error {
+        case let e as BLEError: self = e
+        case let e as ATTError: self = .att(e)
+        case let e as HCIError: self = .hci(e)
+        case let e as TransportError: self = .transport(e)
+        case let e as HostError:
+            switch e {
+            case .commandTimeout, .connectTimeout, .procedureTimeout: self = .timeout(e.description)
+            case .disconnected(_, let reason): self = .disconnected(reason)
+            case .unknownConnection: self = .disconnected(.unknownConnectionIdentifier)
+            case .transportLost(let t): self = .transport(t)
+            case .hardwareError, .busy, .notStarted: self = .controller(e.description)
+            case .unsupported: self = .unsupported(e.description)
+            case .malformed: self = .invalidResponse(e.description)
+            case .invalidArgument: self = .invalidArgument(e.description)
+            case .encryptionFailed(_, let status): self = .encryptionFailed(status)
+            }
+        case let e as ATTBearerError:
+            switch e {
+            case .transactionTimeout: self = .timeout(e.description)
+            // The bearer closes when its link goes down; `boundary` names the link's reason when it knows it.
+            case .closed: self = .disconnected(.unknownConnectionIdentifier)
+            case .invalidResponse: self = .invalidResponse(e.description)
+            case .pduTooLarge, .invalidArgument: self = .invalidArgument(e.description)
+            }
+        case let e as GATTClientError:
+            switch e {
+            case .unexpectedResponse, .invalidResponse: self = .invalidResponse(e.description)
+            case .valueTooLong, .invalidHandleRange: self = .invalidArgument(e.description)
+            case .notSubscribable: self = .notPermitted(e.description)
+            }
+        case let e as GATTPushError: self = .invalidArgument(e.description)
+        case let e as L2CAPError:
+            switch e {
+            case .disconnected: self = .disconnected(.unknownConnectionIdentifier)
+            case .signalingTimeout, .creditTimeout: self = .timeout(e.description)
+            case .unexpectedResponse: self = .invalidResponse(e.description)
+            case .sduTooLarge, .invalidArgument: self = .invalidArgument(e.description)
+            case .commandRejected, .connectionRefused, .channelClosed, .notAllowed, .noResources: self = .refused(e.description)
+            }
+        case let e as SMPBondStoreError: self = .securityFailed(e.description)
+        default: self = .controller("\(error)")
+        }
+    }
+}
+
+/// Runs one BLE API operation and reports its failure as a `BLEError` (`CancellationError`
+/// passes through): the one place the layers' errors cross into the application. A closed
+/// bearer or channel on a link that went down is that link's disconnection, with its reason.
+nonisolated(nonsending) func boundary<R>(_ link: Link? = nil, _ body: () async throws -> R) async throws -> R {
+    do {
+        return try await body()
+    } catch let cancelled as CancellationError {
+        throw cancelled
+    } catch {
+        var mapped = BLEError(error)
+        if case .disconnected(.unknownConnectionIdentifier) = mapped, let reason = link?.disconnectReason {
+            mapped = .disconnected(reason)
+        }
+        throw mapped
     }
 }
 
@@ -84,6 +183,21 @@ final class LinkLayers: L2CAPLinkLayer {
     }
 
     func received(_ frame: [UInt8], host: isolated Host) { l2cap.received(frame, host: host) }
+
+    /// A Write Command of `value` to `characteristic`, signed when the characteristic wants it
+    /// and the link is not encrypted (Core v5.4 Vol 3 Part C 10.4.2: on an encrypted link a plain
+    /// Write Command is used), with our CSRK.
+    nonisolated(nonsending) func writeCommand(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic) async throws {
+        if characteristic.properties.contains(.authenticatedSignedWrites), !security.state.encrypted, security.canSign {
+            let security = self.security
+            try await client.signedWrite(value, handle: characteristic.valueHandle) { try security.sign($0) }
+            return
+        }
+        guard characteristic.properties.contains(.writeWithoutResponse) else {
+            throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write without response (properties: \(characteristic.properties))")
+        }
+        try await client.writeWithoutResponse(value, handle: characteristic.valueHandle)
+    }
     func linkEvent(_ event: HostLinkEvent, host: isolated Host) { l2cap.linkEvent(event, host: host) }
 
     /// The layers of the link `handle` of `host`, while it is up.
@@ -104,11 +218,33 @@ final class Link: Sendable {
     /// The ATT bearer's ATT_MTU and counters (read without entering the host).
     let att: ATTLink
     private let disconnection = OneShot<HCIStatus>()
+    /// The Write Commands `RemotePeripheral.sendWriteWithoutResponse` took and has not sent.
+    let writes: UpdateQueue<WriteCommand>
+    /// Called when `writes` has room again after refusing one (the central's event).
+    let writesReady = LateCallback()
+
+    /// One queued Write Command (or Signed Write Command) to a characteristic.
+    struct WriteCommand: Sendable {
+        let value: [UInt8]
+        let characteristic: GATTRemoteCharacteristic
+    }
+
+    /// Values `sendWriteWithoutResponse` holds at most per link before it refuses one.
+    static let writeQueueLimit = 64
 
     init(connection: LEConnection, host: Host, att: ATTLink) {
         self.connection = connection
         self.host = host
         self.att = att
+        let handle = connection.handle, route = connection.route
+        let ready = writesReady
+        writes = UpdateQueue(limit: Self.writeQueueLimit, executor: host.executor, send: { command in
+            // A link gone meanwhile takes nothing, as CoreBluetooth drops writes to a lost peripheral.
+            _ = try? await host.run { host in
+                guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else { return }
+                try await layers.writeCommand(command.value, to: command.characteristic)
+            }
+        }, ready: { ready() })
     }
 
     /// Runs `body` with the link's layers inside the host's isolation (one `await`); throws
@@ -123,7 +259,10 @@ final class Link: Sendable {
         }
     }
 
-    func markDisconnected(_ reason: HCIStatus) { disconnection.fulfil(reason) }
+    func markDisconnected(_ reason: HCIStatus) {
+        disconnection.fulfil(reason)
+        writes.close()
+    }
     var disconnectReason: HCIStatus? { disconnection.value }
     func waitForDisconnection() async -> HCIStatus { await disconnection.wait() }
     /// Calls `body` with the reason when the link goes down; returns a token for `stopObserving`.
@@ -286,7 +425,7 @@ actor Stack {
     private func lose(_ reason: String) {
         guard lostReason == nil else { return }
         lostReason = reason
-        for (_, s) in scanners { s.continuation.finish(throwing: TransportError(.lost, reason)) }
+        for (_, s) in scanners { s.continuation.finish(throwing: BLEError.transport(TransportError(.lost, reason))) }
         scanners = [:]
         for o in linkObservers { o(.transportLost(reason)) }
         let pending = links
@@ -410,7 +549,7 @@ actor Stack {
     // MARK: Scanning
 
     func scan(filter: ScanFilter, active: Bool, everyReport: Bool) async throws -> AsyncThrowingStream<Advertisement, any Error> {
-        if let lostReason { throw TransportError(.lost, lostReason) }
+        if let lostReason { throw BLEError.transport(TransportError(.lost, lostReason)) }
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Advertisement.self, bufferingPolicy: .bufferingNewest(1024))
         let id = nextScannerID
         nextScannerID += 1

@@ -565,6 +565,12 @@ public final class GATTClient {
         }
     }
 
+    /// Whether the characteristic's value reaches a subscriber now: from `subscribe` until
+    /// `unsubscribe`, a replacing subscription, a failed CCCD write or the client going away.
+    public func isSubscribed(_ characteristic: GATTRemoteCharacteristic) -> Bool {
+        subscribers[characteristic.valueHandle] != nil
+    }
+
     /// Writes 0x0000 to the CCCD and finishes the stream.
     public nonisolated(nonsending) func unsubscribe(_ characteristic: GATTRemoteCharacteristic, cccdHandle: UInt16? = nil) async throws {
         let handle = try await cccd(of: characteristic, given: cccdHandle)

@@ -270,7 +270,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// The first subscriber (notifications: `bit` 1, indications: 2) of the characteristic whose
     /// link cannot carry a value of `length` in one PDU (ATT_MTU − 3, Core v5.4 Vol 3 Part F
     /// 3.4.7.1), with its maximum.
-    func firstTooShort(uuid: BluetoothUUID, for length: Int, to peers: [ATTPeer]?, bit: UInt16) -> (ATTPeer, Int)? {
+    package func firstTooShort(uuid: BluetoothUUID, for length: Int, to peers: [ATTPeer]?, bit: UInt16) -> (ATTPeer, Int)? {
         let (first, more) = pushTargets(uuid: uuid, handle: nil, to: peers, bit: bit)
         guard let first else { return nil }
         for t in [first] + more where t.pusher.push.mtu - 3 < length {

@@ -1,6 +1,7 @@
 import Foundation
 import HCI
 import Transport
+import BLE
 import Host
 
 /// Exit codes from CLI.md.
@@ -109,7 +110,12 @@ func runCLI(_ argv: [String]) async -> Int32 {
         return e.exitCode
     } catch let e as TransportError where e.kind == .badSpec {
         return usageFailure(UsageError(e.message, command: command))
+    } catch BLEError.transport(let e) where e.kind == .badSpec {
+        return usageFailure(UsageError(e.message, command: command))
     } catch let e as TransportError {
+        out.error("\(e)\(lostHint(e.kind == .lost, context.transportSpec))")
+        return ExitCode.transport
+    } catch BLEError.transport(let e) {
         out.error("\(e)\(lostHint(e.kind == .lost, context.transportSpec))")
         return ExitCode.transport
     } catch HostError.transportLost(let e) {

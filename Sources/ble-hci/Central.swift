@@ -67,8 +67,8 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         let remote: RemotePeripheral
         do {
             remote = try await interruptible { try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000))) }
-        } catch let e as HostError {
-            if case .transportLost = e { throw e }  // exit 3, not a failed connection
+        } catch let e as BLEError {
+            if case .transport = e { throw e }  // exit 3, not a failed connection
             throw CLIFailure("could not connect to \(address): \(e)\(connectHint(target, address))", exitCode: ExitCode.failure)
         }
         let effectiveMTU: Int
@@ -134,9 +134,9 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
             }
         } catch let e as Interrupted {
             interrupted = e
-        } catch let e as TransportError {
+        } catch BLEError.transport(let e) {
             throw e  // exit 3, without a disconnection to wait for
-        } catch let e as ATTError {
+        } catch BLEError.att(let e) {
             out.error("the peripheral refused: \(e)")
             exitCode = ExitCode.failure
         } catch {
@@ -326,7 +326,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout Char
         var f = fields("error", uuid, handle)
         f.insert(.text("op", op), at: 1)
         let target = uuid?.description ?? hexCode(handle, digits: 4)
-        if let e = error as? ATTError {
+        if case BLEError.att(let e)? = error as? BLEError {
             f.append(.code("att", e.code.rawValue))
             f.append(.text("message", e.code.name))
             out.error("the peripheral refused \(op) \(target): \(e.code.name) (\(hexCode(e.code.rawValue)))")

@@ -106,13 +106,13 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     step("Central: a write the peripheral refuses", "peripheral.writeValue(data, for: ffe1, type: .withResponse) → didWriteValueFor error")
     do {
         try await remote.write([0x01], handle: ffe1.valueHandle)
-    } catch let e as ATTError {
+    } catch BLEError.att(let e) {
         reportATTError(e, op: "write", uuid: ffe1.uuid, handle: ffe1.valueHandle, out: out)
     }
     step("Central: a read the peripheral refuses", "peripheral.readValue(for: fff1) → didUpdateValueFor error")
     do {
         _ = try await remote.read(handle: fff1.valueHandle)
-    } catch let e as ATTError {
+    } catch BLEError.att(let e) {
         reportATTError(e, op: "read", uuid: fff1.uuid, handle: fff1.valueHandle, out: out)
     }
 

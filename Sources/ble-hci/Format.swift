@@ -89,12 +89,12 @@ func readEverything(_ remote: RemotePeripheral) async throws -> GATTSnapshot {
     for s in snapshot.tree {
         for c in s.characteristics {
             if c.characteristic.properties.contains(.read) {
-                do { snapshot.values[c.characteristic.valueHandle] = try await remote.read(c.characteristic) } catch let e as ATTError {
+                do { snapshot.values[c.characteristic.valueHandle] = try await remote.read(c.characteristic) } catch BLEError.att(let e) {
                     snapshot.errors[c.characteristic.valueHandle] = e
                 }
             }
             for d in c.descriptors {
-                do { snapshot.values[d.handle] = try await remote.read(handle: d.handle) } catch let e as ATTError {
+                do { snapshot.values[d.handle] = try await remote.read(handle: d.handle) } catch BLEError.att(let e) {
                     snapshot.errors[d.handle] = e
                 }
             }

@@ -90,6 +90,12 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
                 case .read(let handle, let uuid):
                     out.event([.text("event", "read"), .text("uuid", uuid.description), .int("connection", handle)])
                     out.line("\(timestamp()) read \(uuidLabel(uuid))")
+                case .parametersUpdated(let handle, let parameters):
+                    out.event([.text("event", "connectionParameters"), .int("connection", handle), .int("interval", Int(parameters.interval)),
+                               .int("latency", Int(parameters.latency)), .int("supervisionTimeout", Int(parameters.supervisionTimeout))])
+                    out.line("\(timestamp()) connection parameters (handle \(handle)): \(parameters)")
+                case .readyToUpdateSubscribers:
+                    break  // the CLI notifies with `notify`, which waits
                 case .answered(let handle, let request, let response):
                     reportAnswer(request, response, connection: handle, server: peripheral.server, out: out)
                 case .failure(let message):

@@ -86,7 +86,7 @@ import VirtualController
             if Task.isCancelled { cancelled.signal() }
             return [0x01]
         }, options: options)
-        await #expect(throws: ATTError(.unlikelyError, requestOpcode: .readRequest, handle: slow)) {
+        await #expect(throws: BLEError.att(ATTError(.unlikelyError, requestOpcode: .readRequest, handle: slow))) {
             _ = try await links[0].read(handle: slow)
         }
         await cancelled.wait()

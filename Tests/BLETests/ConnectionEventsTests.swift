@@ -65,6 +65,7 @@ import VirtualController
         var (central, peripheral, remote, events, _) = try await connected(options)
         _ = await events.next()  // connected
         let connection = try #require(await peripheralConnection(peripheral))
+        var peripheralEvents = peripheral.events.makeAsyncIterator()
         #expect(try await peripheral.requestConnectionParameters(connection: connection, intervalMin: 40, intervalMax: 56,
                                                                  supervisionTimeout: 500))
         guard case .parametersUpdated(let handle, let p)? = await events.next() else {
@@ -73,10 +74,17 @@ import VirtualController
         }
         #expect(handle == remote.connectionHandle)
         #expect((40...56).contains(p.interval) && p.latency == 0 && p.supervisionTimeout == 500)
+        // The peripheral's controller reports the same LE Connection Update Complete (both
+        // sides get it, Core v5.4 Vol 4 Part E 7.7.65.3) in the peripheral's events.
+        var heard: ConnectionParameters?
+        while heard == nil, let e = await peripheralEvents.next() {
+            if case .parametersUpdated(connection, let q) = e { heard = q }
+        }
+        #expect(heard == p)
         #expect(try await peripheral.requestConnectionParameters(connection: connection, intervalMin: 40, intervalMax: 56,
                                                                  latency: 2, supervisionTimeout: 500) == false)
         // Supervision timeout 100 ms is not above (1 + 0) × 70 ms × 2 (Vol 3 Part A 4.20).
-        await #expect(throws: (any Error).self) {
+        await #expect(throws: BLEError.self) {
             _ = try await peripheral.requestConnectionParameters(connection: connection, intervalMin: 56, intervalMax: 56,
                                                                  supervisionTimeout: 10)
         }

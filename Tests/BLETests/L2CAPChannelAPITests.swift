@@ -60,7 +60,7 @@ import VirtualController
         let adv = try await central.find(ScanFilter(nameContains: "coc"), timeout: .seconds(5))
         let remote = try await central.connect(to: adv.address)
         #expect(CreditBasedConnectionResult.spsmNotSupported.rawValue == 0x0002)
-        await #expect(throws: L2CAPError.connectionRefused(.spsmNotSupported)) {
+        await #expect(throws: BLEError.refused(L2CAPError.connectionRefused(.spsmNotSupported).description)) {
             _ = try await remote.openL2CAPChannel(psm: 0x0081)
         }
         await central.close()

@@ -123,7 +123,7 @@ func temporaryDirectory() -> String {
         #expect(security.encrypted && !security.authenticated && security.keySize == 16)
         // Just Works is unauthenticated: ff02 still needs MITM (Insufficient Authentication).
         let ff02 = try await valueHandle(remote, SecureProfile.authenticated)
-        await #expect(throws: ATTError(.insufficientAuthentication, requestOpcode: .readRequest, handle: ff02)) {
+        await #expect(throws: BLEError.att(ATTError(.insufficientAuthentication, requestOpcode: .readRequest, handle: ff02))) {
             _ = try await remote.read(handle: ff02)
         }
         try await remote.disconnect()

@@ -45,14 +45,14 @@ import VirtualController
         #expect(try await remote.read(name.characteristic) == Array("hello".utf8))
 
         // fff1 is notify-only: reading it is refused by the server, not just by the API.
-        await #expect(throws: ATTError(.readNotPermitted, requestOpcode: .readRequest, handle: ticker.characteristic.valueHandle)) {
+        await #expect(throws: BLEError.att(ATTError(.readNotPermitted, requestOpcode: .readRequest, handle: ticker.characteristic.valueHandle))) {
             _ = try await remote.read(handle: ticker.characteristic.valueHandle)
         }
         let ffe1 = try #require(tree.first { $0.service.uuid == 0xFFE0 }?.characteristics.first)
         do {
             try await remote.write([0x01], handle: ffe1.characteristic.valueHandle)
             Issue.record("write to ffe1 succeeded")
-        } catch let e as ATTError {
+        } catch BLEError.att(let e) {
             #expect(e == ATTError(.writeNotPermitted, requestOpcode: .writeRequest, handle: ffe1.characteristic.valueHandle))
         }
 
@@ -190,7 +190,7 @@ import VirtualController
         // 3.4.7.1); a longer value is refused, not cut, and nothing is sent.
         let subscriber = try #require(peripheral.subscribers(of: 0xAAA1).first)
         #expect(await peripheral.maximumUpdateValueLength(for: subscriber) == 514)
-        await #expect(throws: GATTPushError.valueTooLong(length: 515, maximum: 514, peer: ATTPeer(id: subscriber))) {
+        await #expect(throws: BLEError.invalidArgument(GATTPushError.valueTooLong(length: 515, maximum: 514, peer: ATTPeer(id: subscriber)).description)) {
             try await peripheral.notify(Array(repeating: 0x11, count: 515), for: 0xAAA1)
         }
         let big = Array(repeating: UInt8(0x5A), count: 514)

@@ -113,8 +113,8 @@ import HCI
 
     /// ATT errors Bumble's server answers, as our client reports them.
     func attError(_ body: () async throws -> Void) async -> ATTError? {
-        do { try await body(); return nil } catch let e as ATTError { return e } catch {
-            Issue.record("expected an ATTError, got \(error)")
+        do { try await body(); return nil } catch BLEError.att(let e) { return e } catch {
+            Issue.record("expected BLEError.att, got \(error)")
             return nil
         }
     }

@@ -38,6 +38,13 @@ for metric in reads notifications; do
     peer=$(timeout 120 "$PY" Tools/bench/bumble_bench.py "$metric" "$N" 2>&1 | field rate)
     line "gatt $metric/s (N=$N)" "${ours:-fail}" bumble "${peer:-fail}" "$(ratio "$ours" "$peer")" "target ≥ 50×"
     line "gatt $metric/s on-stack (N=$N)" "${same:-fail}" bumble "${peer:-fail}" "$(ratio "$same" "$peer")" "one thread, as Bumble; ${samecpu:-?} µs CPU per exchange; target ≥ 50×"
+    if [ "$metric" = notifications ]; then
+        # The application on the pool with the non-blocking call (Peripheral.updateValue, then the
+        # ready event when refused: CoreBluetooth's pattern), none lost.
+        qout=$(timeout 60 "$BIN/ble-hci-bench" notifications-queued "$N" 2>&1)
+        queued=$(field rate <<<"$qout"); qlost=$(field lost <<<"$qout")
+        line "gatt notifications/s updateValue (N=$N)" "${queued:-fail}" bumble "${peer:-fail}" "$(ratio "$queued" "$peer")" "pool, non-blocking; lost ${qlost:-?}; target ≥ 20×"
+    fi
 done
 
 # 2. dump (tree, to /dev/null) vs tshark -V on a capture of BENCH_PACKETS varied packets (issue

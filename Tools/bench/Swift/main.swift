@@ -5,6 +5,8 @@
 //   ble-hci-bench reads-on-stack N, notifications-on-stack N  the same, the bench's tasks
 //                                  running on the stacks' executor (`withTaskExecutorPreference`,
 //                                  `Central.executor`): one thread in all, as Bumble's asyncio loop
+//   ble-hci-bench notifications-queued N  notifications from the pool with the non-blocking
+//                                  Peripheral.updateValue (then the ready event when refused)
 //   ble-hci-bench capture IN OUT N a btsnoop of N packets: IN's records repeated, times increasing
 //   ble-hci-bench varied OUT N [SEED] a btsnoop of N packets, no exchange repeated (VariedCapture.swift)
 //   ble-hci-bench links L [RATE S [LEN]]  one Central connected to L Peripherals (one virtual link),
@@ -76,7 +78,7 @@ func benchReads(_ n: Int, onStack: Bool) async throws {
     await peripheral.close()
 }
 
-func benchNotifications(_ n: Int, onStack: Bool) async throws {
+func benchNotifications(_ n: Int, onStack: Bool, queued: Bool = false) async throws {
     let (peripheral, central, remote, tree) = try await connectedPair()
     let c = characteristic(tree, DemoProfile.ticker)
     // The sender is not flow controlled by the receiving application (notifications have no
@@ -97,8 +99,21 @@ func benchNotifications(_ n: Int, onStack: Bool) async throws {
     }
     let value: [UInt8] = Array("12345678".utf8)
     let (t0, cpu0) = (now(), cpuSeconds())
-    try await run(onStack: onStack, central) {
-        for _ in 0..<n { try await peripheral.notify(value, for: DemoProfile.ticker) }
+    if queued {
+        // CoreBluetooth's pattern: updateValue until it refuses, then wait for the ready event.
+        var events = peripheral.events.makeAsyncIterator()
+        var sent = 0
+        while sent < n {
+            if try peripheral.updateValue(value, for: DemoProfile.ticker) {
+                sent += 1
+                continue
+            }
+            while let e = await events.next(), e != .readyToUpdateSubscribers {}
+        }
+    } else {
+        try await run(onStack: onStack, central) {
+            for _ in 0..<n { try await peripheral.notify(value, for: DemoProfile.ticker) }
+        }
     }
     // Whatever the central's stream dropped (it buffers 1024) is not counted: give it 2 s.
     let timeout = Task { try? await Task.sleep(for: .seconds(2)); counter.cancel() }
@@ -106,7 +121,7 @@ func benchNotifications(_ n: Int, onStack: Bool) async throws {
     let cpu1 = cpuSeconds()
     timeout.cancel()
     // (CPU until the counter ended: a run that lost values includes the 2 s wait, idle.)
-    report(onStack ? "notifications-on-stack" : "notifications", count: count, seconds: last - t0,
+    report(queued ? "notifications-queued" : onStack ? "notifications-on-stack" : "notifications", count: count, seconds: last - t0,
            extra: "sent=\(n) lost=\(n - count) dropped_by_stream=\(values.droppedCount) dropped_by_bearer=\(remote.droppedNotifications)"
                + " cpu_us_per_exchange=\(String(format: "%.2f", (cpu1 - cpu0) / Double(n) * 1e6))")
     await central.close()
@@ -333,7 +348,7 @@ func makeCapture(input: String, output: String, count: Int) throws {
 
 let args = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | reads-on-stack N | notifications-on-stack N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]] | airtime\n".utf8))
+    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | notifications-queued N | reads-on-stack N | notifications-on-stack N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]] | airtime\n".utf8))
     exit(2)
 }
 if args.count == 2 && args[1] == "airtime" {
@@ -349,6 +364,8 @@ do {
     case "reads", "reads-on-stack": try await benchReads(Int(args[2]) ?? 10_000, onStack: args[1] == "reads-on-stack")
     case "notifications", "notifications-on-stack":
         try await benchNotifications(Int(args[2]) ?? 10_000, onStack: args[1] == "notifications-on-stack")
+    case "notifications-queued":
+        try await benchNotifications(Int(args[2]) ?? 10_000, onStack: false, queued: true)
     case "links", "links-split":
         // links L [RATE SECONDS [ACL_DATA_LENGTH]]: 27-octet ACL buffers by default, 251 with
         // Data Length Extension (the issue's "251-octet PDUs").
