@@ -38,7 +38,10 @@ import Host
         let services = [GATTService(uuid: 0xFFC0, characteristics: [
             GATTCharacteristic(uuid: Self.hold, properties: [.read], asyncRead: { _ in
                 entered.signal()
-                try await Task.sleep(for: .seconds(20))  // until cancelled by the disconnection
+                let (never, held) = AsyncStream<Void>.makeStream()  // nothing is ever yielded
+                for await _ in never {}  // until cancelled by the disconnection
+                withExtendedLifetime(held) {}
+                try Task.checkCancellation()
                 return [0x00]
             }),
             GATTCharacteristic(uuid: Self.notifying, properties: [.read, .notify], value: [0x01]),
