@@ -309,14 +309,22 @@ import BLETesting
         await rig.close()
     }
 
-    /// Scanning stops when the loop over the scan stream is left.
+    /// Scanning stops when the loop over the scan stream is left with the stream, and when its
+    /// task is cancelled.
     func cmStopScan() async throws {
         let rig = try await Rig.start()
         #expect(await rig.central.isScanning == false)
-        let stream = try await rig.central.scan(ScanFilter(nameContains: rig.fake.name))
-        #expect(await rig.central.isScanning)
-        try await withTimeout(.seconds(5), "a report") { for try await _ in stream { break } }
-        try await eventually("scanning stops after the loop") { await rig.central.isScanning == false }
+        let central = rig.central, name = rig.fake.name
+        // The loop left, and the stream with it (a stream still referenced keeps scanning).
+        try await withTimeout(.seconds(5), "a report") {
+            for try await _ in try await central.scan(ScanFilter(nameContains: name)) { break }
+        }
+        try await eventually("scanning stops after the loop") { await central.isScanning == false }
+        // The consuming task cancelled.
+        let scanning = Task { for try await _ in try await central.scan(ScanFilter(nameContains: "nobody")) {} }
+        try await eventually("scanning starts") { await central.isScanning }
+        scanning.cancel()
+        try await eventually("scanning stops after the cancellation") { await central.isScanning == false }
         await rig.close()
     }
 
@@ -641,7 +649,8 @@ import BLETesting
         while got.count < count, let e = await events.next() {
             if case .wrote(_, Self.greeting, let v) = e { got.append(v) }
         }
-        #expect(got == (0..<count).map { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
+        let sent: [[UInt8]] = (0..<count).map { (i: Int) -> [UInt8] in [UInt8(i & 0xFF), UInt8(i >> 8)] }
+        #expect(got == sent)
         await rig.close()
     }
 
@@ -693,10 +702,11 @@ import BLETesting
         let rig = try await Rig.start()
         let remote = try await rig.connect()
         let c = try await rig.characteristic(remote, Self.measurement)
-        _ = try await remote.notifications(for: c)
+        let subscription = try await remote.notifications(for: c)
         #expect(rig.peripheral.subscribers(of: Self.measurement).count == 1)
         try await remote.stopNotifications(for: c)
         #expect(rig.peripheral.subscribers(of: Self.measurement).isEmpty)
+        withExtendedLifetime(subscription) {}
         await rig.close()
     }
 
@@ -705,10 +715,11 @@ import BLETesting
         let remote = try await rig.connect()
         let c = try await rig.characteristic(remote, Self.measurement)
         #expect(await remote.isNotifying(c) == false)
-        _ = try await remote.notifications(for: c)
+        let subscription = try await remote.notifications(for: c)
         #expect(await remote.isNotifying(c))
         try await remote.stopNotifications(for: c)
         #expect(await remote.isNotifying(c) == false)
+        withExtendedLifetime(subscription) {}
         await rig.close()
     }
 
@@ -840,13 +851,14 @@ import BLETesting
             _ = try await remote.notifications(for: c)
             Issue.record("subscribed on an unencrypted link")
         } catch BLEError.att(let e) {
-            #expect(e.code == .insufficientAuthentication || e.code == .insufficientEncryption, "\(e)")
+            #expect(e.code == .insufficientAuthentication && e.code.rawValue == 0x05, "\(e)")
         }
         #expect(await remote.security.encrypted == false)
         try await remote.pair()
         #expect(await remote.security.encrypted)
-        _ = try await remote.notifications(for: c)
+        let subscription = try await remote.notifications(for: c)
         #expect(rig.peripheral.subscribers(of: Self.secureNotify).count == 1)
+        withExtendedLifetime(subscription) {}
         await rig.close()
     }
 
@@ -919,12 +931,13 @@ import BLETesting
         var events = rig.peripheral.events.makeAsyncIterator()
         let remote = try await rig.connect()
         let connection = try await Self.connection(&events)
-        _ = try await remote.notifications(for: try await rig.characteristic(remote, Self.measurement))
+        let subscription = try await remote.notifications(for: try await rig.characteristic(remote, Self.measurement))
         let subscribed = await Self.next(&events) { e -> PeripheralEvent? in
             if case .subscribed = e { return e } else { return nil }
         }
         #expect(subscribed == .subscribed(connection: connection, characteristic: Self.measurement, indications: false))
         #expect(rig.peripheral.subscribers(of: Self.measurement) == [connection])
+        withExtendedLifetime(subscription) {}
         await rig.close()
     }
 
@@ -934,12 +947,13 @@ import BLETesting
         let remote = try await rig.connect()
         let connection = try await Self.connection(&events)
         let c = try await rig.characteristic(remote, Self.measurement)
-        _ = try await remote.notifications(for: c)
+        let subscription = try await remote.notifications(for: c)
         try await remote.stopNotifications(for: c)
         let unsubscribed = await Self.next(&events) { e -> PeripheralEvent? in
             if case .unsubscribed = e { return e } else { return nil }
         }
         #expect(unsubscribed == .unsubscribed(connection: connection, characteristic: Self.measurement))
+        withExtendedLifetime(subscription) {}
         await rig.close()
     }
 
@@ -961,7 +975,7 @@ import BLETesting
     func pmReadyToUpdate() async throws {
         let rig = try await Rig.start()
         let remote = try await rig.connect()
-        _ = try await remote.notifications(for: try await rig.characteristic(remote, Self.measurement), bufferLimit: 4096)
+        let subscription = try await remote.notifications(for: try await rig.characteristic(remote, Self.measurement), bufferLimit: 4096)
         var events = rig.peripheral.events.makeAsyncIterator()
         let peripheral = rig.peripheral
         let limit = Peripheral.updateQueueLimit
@@ -973,6 +987,7 @@ import BLETesting
         #expect(taken == limit)
         #expect(await Self.next(&events) { $0 == .readyToUpdateSubscribers ? true : nil } == true)
         #expect(peripheral.canUpdateValue)
+        withExtendedLifetime(subscription) {}
         await rig.close()
     }
 
