@@ -18,7 +18,7 @@ TEST_SUITES += rootcanal-test
 TEST_SUITES += api-docs
 
 # libFuzzer targets (Tools/fuzz/Targets, docs/fuzzing.md) and seconds per target for `make fuzz`.
-FUZZ_TARGETS := h4 hci acl l2cap-signaling att-server att-client smp ad capture
+FUZZ_TARGETS := h4 hci acl l2cap-signaling att-server att-client smp ad capture gatt-file
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps sysdeps build demo test $(TEST_SUITES) bench soak fixtures clean docs install man fuzz fuzz-build tsan

@@ -89,6 +89,7 @@ if Context.environment["BLE_HCI_FUZZ"] != nil {
         ("smp", ["HCI", "SMP"]),
         ("ad", ["HCI", "Host", "GATT"]),
         ("capture", ["HCI", "Capture", "Decoder"]),
+        ("gatt-file", ["HCI", "GATT"]),
     ]
     package.targets.append(.systemLibrary(name: "CLibFuzzer", path: "Tools/fuzz/CLibFuzzer"))
     package.targets.append(.target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "Tools/fuzz/Support"))

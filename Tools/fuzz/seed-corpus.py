@@ -109,7 +109,14 @@ def advertising_data(recs):
 
 def main():
     out = sys.argv[1]
-    corpora = {t: set() for t in ["h4", "hci", "acl", "l2cap-signaling", "att-server", "att-client", "smp", "ad", "capture"]}
+    corpora = {t: set() for t in ["h4", "hci", "acl", "l2cap-signaling", "att-server", "att-client", "smp", "ad", "capture",
+                                  "gatt-file"]}
+    # `--gatt` tables (docs/cli.md): the example a new user copies, as an object and as the
+    # central's JSON lines around it.
+    with open(os.path.join(HERE, "..", "examples", "Testing", "heart-rate.json"), "rb") as f:
+        table = f.read()
+    corpora["gatt-file"].add(table)
+    corpora["gatt-file"].add(b'{"event":"connected","handle":64}\n' + table.replace(b"\n", b"") + b'\n{"event":"done"}\n')
     # pcapng fixtures (editcap's conversions of the others, Tests/DecoderTests/PcapngTests.swift):
     # whole files for the capture reader, and all of them one after another (one section
     # each: a new Section Header Block resets the interfaces). Their packets are the other
