@@ -15,7 +15,7 @@ DOCC=${DOCC:-$(command -v docc || echo "$toolchain_bin/docc")}
 EXTRACT=${SYMBOLGRAPH_EXTRACT:-$(command -v swift-symbolgraph-extract || echo "$toolchain_bin/swift-symbolgraph-extract")}
 for tool in "$DOCC" "$EXTRACT"; do
     if [ ! -x "$tool" ]; then
-        echo "## api-docs: $(basename "$tool") is not in this Swift toolchain ($toolchain_bin)" >&2
+        echo "## api-docs: no $(basename "$tool") at $tool (it comes with the Swift toolchain; DOCC= / SYMBOLGRAPH_EXTRACT= name another)" >&2
         exit 77
     fi
 done
