@@ -21,7 +21,8 @@ let package = Package(
     products: [
         .executable(name: "ble-hci", targets: ["ble-hci"]),
         .library(name: "BLE", targets: ["BLE"]),
-        // Two stacks on an in-process virtual radio, for an application's tests (`swift test`).
+        // Two stacks on an in-process virtual radio, for an application's tests (`swift test`):
+        // TestBench, and FakePeripheral from a GATT table or a `--gatt` file.
         .library(name: "BLETesting", targets: ["BLETesting"]),
     ],
     targets: [

@@ -6,7 +6,7 @@ import FuzzSupport
 import GATT
 
 runFuzzer { data in
-    do {
+    do throws(GATTFileError) {
         let file = try GATTFile(data: Data(data))
         require(file.services.allSatisfy { $0.uuid != GATTUUID.genericAccess && $0.uuid != GATTUUID.genericAttribute },
                 "the server's own services were kept")
