@@ -16,6 +16,7 @@ import BLETesting
 /// Expected values are the declared GATT table's and advertising's, or the Core Specification's.
 @Suite(.serialized, .timeLimit(.minutes(2))) struct CoreBluetoothTableTests {
     enum Row: String, CaseIterable, Sendable {
+        case mAuthorization = "m-authorization"
         case cmInit = "cm-init", cmState = "cm-state", cmScan = "cm-scan", cmAllowDuplicates = "cm-allow-duplicates"
         case cmStopScan = "cm-stop-scan", cmDidDiscover = "cm-did-discover", cmConnect = "cm-connect"
         case cmDidFailToConnect = "cm-did-fail-to-connect", cmCancelPending = "cm-cancel-pending"
@@ -31,7 +32,7 @@ import BLETesting
         case pCanSendWriteWithoutResponse = "p-can-send-write-without-response"
         case pNotify = "p-notify", pIndicate = "p-indicate", pStopNotify = "p-stop-notify", pIsNotifying = "p-is-notifying"
         case pReadRSSI = "p-read-rssi", pOpenL2CAP = "p-open-l2cap"
-        case pmInitAdd = "pm-init-add", pmState = "pm-state", pmRemove = "pm-remove", pmMutableService = "pm-mutable-service"
+        case pmInitAdd = "pm-init-add", pmRestoreState = "pm-restore-state", pmState = "pm-state", pmRemove = "pm-remove", pmMutableService = "pm-mutable-service"
         case pmMutableCharacteristic = "pm-mutable-characteristic", pmMutableDescriptor = "pm-mutable-descriptor"
         case pmPermissions = "pm-permissions", pmEncryptionRequired = "pm-encryption-required"
         case pmStartAdvertising = "pm-start-advertising", pmStopAdvertising = "pm-stop-advertising"
@@ -70,6 +71,7 @@ import BLETesting
 
     @Test(arguments: Row.allCases) func row(_ row: Row) async throws {
         switch row {
+        case .mAuthorization: try mAuthorization()
         case .cmInit: try await cmInit()
         case .cmState: try await cmState()
         case .cmScan: try await cmScan()
@@ -108,6 +110,7 @@ import BLETesting
         case .pReadRSSI: try await pReadRSSI()
         case .pOpenL2CAP: try await pOpenL2CAP()
         case .pmInitAdd: try await pmInitAdd()
+        case .pmRestoreState: try await pmRestoreState()
         case .pmState: try await pmState()
         case .pmRemove: try await pmRemove()
         case .pmMutableService: try await pmMutableService()
@@ -251,6 +254,21 @@ import BLETesting
     /// The peripheral's connection handle of its next link (its `connected` event).
     static func connection(_ events: inout PeripheralEvents.Iterator) async throws -> UInt16 {
         try #require(await next(&events) { if case .connected(let c, _) = $0 { return c } else { return nil } })
+    }
+
+    // MARK: CBManager
+
+    /// An adapter that is not there (no hci99 here; without Bluetooth in the kernel, no
+    /// AF_BLUETOOTH at all): opening its user channel throws a `TransportError` naming it, with
+    /// the kernel's errno in words.
+    func mAuthorization() throws {
+        do {
+            _ = try TransportSpec(parsing: "hci99").open()
+            Issue.record("hci99 opened")
+        } catch {
+            #expect(error.description.contains("hci99"), "\(error)")
+            #expect(error.description.contains("errno"), "\(error)")
+        }
     }
 
     // MARK: CBCentralManager
@@ -764,6 +782,18 @@ import BLETesting
         #expect(custom.characteristics.map(\.characteristic.uuid)
                 == Self.services(Written()).first { $0.uuid == Self.custom }?.characteristics.map(\.uuid))
         await rig.close()
+    }
+
+    /// After `close` the central's link is down and nothing advertises any more.
+    func pmRestoreState() async throws {
+        let rig = try await Rig.start()
+        let remote = try await rig.connect()
+        await rig.fake.close()
+        // The peripheral's HCI Disconnect reached the central with its reason (Core v5.4 Vol 4
+        // Part E 7.1.6), and its advertising is off.
+        #expect(await remote.disconnected() == .remoteUserTerminated)
+        await #expect(throws: BLEError.self) { _ = try await rig.find(timeout: .milliseconds(500)) }
+        await rig.central.close()
     }
 
     func pmState() async throws {
