@@ -28,14 +28,6 @@ public struct GATTFile: Sendable {
     /// JSON path: "$.services[0].characteristics[1].value: 600 octets, over the 512 of ...".
     public var warnings: [String]
 
-    /// The names of the `"permissions"` lists; each encrypted / authenticated name implies the
-    /// plain access.
-    public static let permissionNames: [(String, GATTPermissions)] = [
-        ("read", .readable), ("write", .writable),
-        ("readEncrypted", [.readable, .readEncryptionRequired]), ("writeEncrypted", [.writable, .writeEncryptionRequired]),
-        ("readAuthenticated", [.readable, .readAuthenticationRequired]), ("writeAuthenticated", [.writable, .writeAuthenticationRequired]),
-    ]
-
     /// Reads and parses the file at `path` (see ``init(data:warning:)``).
     public init(contentsOf path: String, warning: (String) -> Void = { _ in }) throws(GATTFileError) {
         guard let data = FileManager.default.contents(atPath: path) else { throw GATTFileError("(file)", "cannot read it") }
@@ -104,9 +96,11 @@ public struct GATTFile: Sendable {
             guard let value else { return nil }
             guard let names = value as? [Any] else { throw E(at, "must be a list of names") }
             var p: GATTPermissions = []
+            // The names of the `"permissions"` lists (GATTPermissions.namedPermissions).
+            let known = GATTPermissions.namedPermissions
             for (i, n) in names.enumerated() {
-                guard let name = n as? String, let bits = Self.permissionNames.first(where: { $0.0 == name })?.1 else {
-                    throw E("\(at)[\(i)]", "unknown permission \(n) (known: \(Self.permissionNames.map(\.0).joined(separator: ", ")))")
+                guard let name = n as? String, let bits = known.first(where: { $0.name == name })?.permissions else {
+                    throw E("\(at)[\(i)]", "unknown permission \(n) (known: \(known.map(\.name).joined(separator: ", ")))")
                 }
                 p.formUnion(bits)
             }

@@ -68,6 +68,14 @@ import GATT
         #expect(file.services[0].startHandle == nil && file.services[0].characteristics[0].declarationHandle == nil)
     }
 
+    /// An unknown permission is refused listing the names docs/cli.md gives, in its order.
+    @Test func unknownPermissionListsTheKnownNames() {
+        #expect(throws: GATTFileError("$.services[0].characteristics[0].permissions[1]",
+                                      "unknown permission root (known: read, write, readEncrypted, writeEncrypted, readAuthenticated, writeAuthenticated)")) {
+            _ = try Self.parse(#"{"services":[{"uuid":"fff0","characteristics":[{"uuid":"fff1","properties":["read"],"permissions":["read","root"]}]}]}"#)
+        }
+    }
+
     /// Hostile and malformed input: each refused with the path of the problem.
     @Test(arguments: [
         ("", "(file)"),
