@@ -37,7 +37,9 @@ public final class Central: Sendable {
             switch event {
             case .connected(let link):
                 guard link.connection.role == .central else { return }
-                sink.yield(.connected(connection: link.connection.handle, peripheral: link.connection.peer))
+                let handle = link.connection.handle
+                link.writesReady.set { sink.yield(.readyToSendWriteWithoutResponse(connection: handle)) }
+                sink.yield(.connected(connection: handle, peripheral: link.connection.peer))
             case .disconnected(let link, let reason):
                 guard link.connection.role == .central else { return }
                 sink.yield(.disconnected(connection: link.connection.handle, reason: reason))
@@ -156,6 +158,10 @@ public enum CentralEvent: Sendable, Equatable {
     /// 7.7.65.3): after `RemotePeripheral.updateConnectionParameters`, or a peripheral's request
     /// that `StackOptions.connectionParameterPolicy` accepted.
     case parametersUpdated(connection: UInt16, parameters: ConnectionParameters)
+    /// `sendWriteWithoutResponse` refused a command on `connection` because its queue was full,
+    /// and the queue has drained to half since (CoreBluetooth's
+    /// `peripheralIsReady(toSendWriteWithoutResponse:)`): send again.
+    case readyToSendWriteWithoutResponse(connection: UInt16)
     /// The transport to the controller was lost; no event follows.
     case failure(String)
 }
@@ -236,22 +242,37 @@ public final class RemotePeripheral: Sendable {
             }
             try await boundary(link) { try await link.run { layers, _ in try await layers.client.write(value, to: characteristic) } }
         case .withoutResponse:
-            let writable = characteristic.properties.contains(.writeWithoutResponse)
-            try await boundary(link) { try await link.run { layers, _ in
-                // Signed when the characteristic wants it and the link is not encrypted (Core
-                // Vol 3 Part C 10.4.2: on an encrypted link a plain Write Command is used), with our CSRK.
-                let security = layers.security
-                if characteristic.properties.contains(.authenticatedSignedWrites), !security.state.encrypted, security.canSign {
-                    try await layers.client.signedWrite(value, handle: characteristic.valueHandle) { try security.sign($0) }
-                    return
-                }
-                guard writable else {
-                    throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write without response (properties: \(characteristic.properties))")
-                }
-                try await layers.client.writeWithoutResponse(value, handle: characteristic.valueHandle)
-            } }
+            try await boundary(link) { try await link.run { layers, _ in try await layers.writeCommand(value, to: characteristic) } }
         }
     }
+
+    /// Writes without response and without waiting (CoreBluetooth's `writeValue(_:for:type:
+    /// .withoutResponse)` with `canSendWriteWithoutResponse`): queues the Write Command and returns
+    /// true, from any thread and without entering the stack; the link sends the queued commands
+    /// in order as its ACL buffers free. Returns false, queueing nothing, when `Link.writeQueueLimit`
+    /// (64) commands already wait on this link: `Central.events` then reports
+    /// `.readyToSendWriteWithoutResponse` once there is room for half as many again. Throws
+    /// `BLEError.notPermitted` for a characteristic that takes no Write Command and
+    /// `.invalidArgument` for a value longer than `maximumWriteValueLength(for: .withoutResponse)`
+    /// (nothing queued). A command still queued when the link goes down is not sent.
+    public func sendWriteWithoutResponse(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic) throws -> Bool {
+        let p = characteristic.properties
+        let signed = p.contains(.authenticatedSignedWrites) && !link.att.security.encrypted
+        guard p.contains(.writeWithoutResponse) || signed else {
+            throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write without response (properties: \(characteristic.properties))")
+        }
+        // ATT_MTU − 3, or − 15 with the Authentication Signature (Core v5.4 Vol 3 Part F 3.4.5.3, 3.4.5.4).
+        let maximum = link.att.mtu - (signed ? 15 : 3)
+        guard value.count <= maximum else {
+            throw BLEError.invalidArgument(GATTClientError.valueTooLong(length: value.count, maximum: maximum).description)
+        }
+        guard link.disconnectReason == nil else { return false }
+        return link.writes.offer(Link.WriteCommand(value: value, characteristic: characteristic))
+    }
+
+    /// Whether `sendWriteWithoutResponse` would take a command now (CoreBluetooth's
+    /// `canSendWriteWithoutResponse`).
+    public var canSendWriteWithoutResponse: Bool { link.disconnectReason == nil && link.writes.hasRoom }
 
     /// The longest value `write(_:to:type:)` takes now (CoreBluetooth's
     /// `maximumWriteValueLength(for:)`): with a response, 512, the longest attribute value

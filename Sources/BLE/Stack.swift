@@ -183,6 +183,21 @@ final class LinkLayers: L2CAPLinkLayer {
     }
 
     func received(_ frame: [UInt8], host: isolated Host) { l2cap.received(frame, host: host) }
+
+    /// A Write Command of `value` to `characteristic`, signed when the characteristic wants it
+    /// and the link is not encrypted (Core v5.4 Vol 3 Part C 10.4.2: on an encrypted link a plain
+    /// Write Command is used), with our CSRK.
+    nonisolated(nonsending) func writeCommand(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic) async throws {
+        if characteristic.properties.contains(.authenticatedSignedWrites), !security.state.encrypted, security.canSign {
+            let security = self.security
+            try await client.signedWrite(value, handle: characteristic.valueHandle) { try security.sign($0) }
+            return
+        }
+        guard characteristic.properties.contains(.writeWithoutResponse) else {
+            throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write without response (properties: \(characteristic.properties))")
+        }
+        try await client.writeWithoutResponse(value, handle: characteristic.valueHandle)
+    }
     func linkEvent(_ event: HostLinkEvent, host: isolated Host) { l2cap.linkEvent(event, host: host) }
 
     /// The layers of the link `handle` of `host`, while it is up.
@@ -203,11 +218,33 @@ final class Link: Sendable {
     /// The ATT bearer's ATT_MTU and counters (read without entering the host).
     let att: ATTLink
     private let disconnection = OneShot<HCIStatus>()
+    /// The Write Commands `RemotePeripheral.sendWriteWithoutResponse` took and has not sent.
+    let writes: UpdateQueue<WriteCommand>
+    /// Called when `writes` has room again after refusing one (the central's event).
+    let writesReady = LateCallback()
+
+    /// One queued Write Command (or Signed Write Command) to a characteristic.
+    struct WriteCommand: Sendable {
+        let value: [UInt8]
+        let characteristic: GATTRemoteCharacteristic
+    }
+
+    /// Values `sendWriteWithoutResponse` holds at most per link before it refuses one.
+    static let writeQueueLimit = 64
 
     init(connection: LEConnection, host: Host, att: ATTLink) {
         self.connection = connection
         self.host = host
         self.att = att
+        let handle = connection.handle, route = connection.route
+        let ready = writesReady
+        writes = UpdateQueue(limit: Self.writeQueueLimit, executor: host.executor, send: { command in
+            // A link gone meanwhile takes nothing, as CoreBluetooth drops writes to a lost peripheral.
+            _ = try? await host.run { host in
+                guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else { return }
+                try await layers.writeCommand(command.value, to: command.characteristic)
+            }
+        }, ready: { ready() })
     }
 
     /// Runs `body` with the link's layers inside the host's isolation (one `await`); throws
@@ -222,7 +259,10 @@ final class Link: Sendable {
         }
     }
 
-    func markDisconnected(_ reason: HCIStatus) { disconnection.fulfil(reason) }
+    func markDisconnected(_ reason: HCIStatus) {
+        disconnection.fulfil(reason)
+        writes.close()
+    }
     var disconnectReason: HCIStatus? { disconnection.value }
     func waitForDisconnection() async -> HCIStatus { await disconnection.wait() }
     /// Calls `body` with the reason when the link goes down; returns a token for `stopObserving`.

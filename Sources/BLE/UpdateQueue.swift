@@ -91,3 +91,10 @@ final class UpdateQueue<Item: Sendable>: Sendable {
         }
     }
 }
+
+/// A callback set after the fact (by whoever reports it), called from any thread.
+final class LateCallback: Sendable {
+    private let body = Mutex<(@Sendable () -> Void)?>(nil)
+    func set(_ body: @escaping @Sendable () -> Void) { self.body.withLock { $0 = body } }
+    func callAsFunction() { body.withLock { $0 }?() }
+}

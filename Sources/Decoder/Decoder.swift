@@ -106,19 +106,27 @@ public final class PacketDecoder {
     private var summaries = Summaries()
     /// `dump --stats`: nil unless asked for (plain `dump` counts nothing).
     private var collector: StatisticsCollector?
+    /// `dump --attributes`: nil unless asked for.
+    private var attributeCollector: AttributeCollector?
     /// `dump --hex`: whether each layer keeps its octets (`DecodedLayer.octets`).
     private let keepsOctets: Bool
 
     /// `statistics`: count what `statistics()` reports while decoding. `layerOctets`: keep each
     /// layer's octets in its `DecodedLayer.octets`.
-    public init(statistics: Bool = false, layerOctets: Bool = false) {
+    public init(statistics: Bool = false, layerOctets: Bool = false, attributes: Bool = false) {
         collector = statistics ? StatisticsCollector() : nil
+        attributeCollector = attributes ? AttributeCollector() : nil
         keepsOctets = layerOctets
     }
 
     /// What the packets decoded so far carried (nil unless made with `statistics: true`).
     public func statistics() -> CaptureStatistics? {
         return collector?.finished()
+    }
+
+    /// The GATT servers the packets decoded so far revealed (nil unless made with `attributes: true`).
+    public func attributes() -> [ServerAttributes]? {
+        attributeCollector?.finished()
     }
 
     /// Decodes one capture record (HCI packet or btmon record).
@@ -300,6 +308,7 @@ public final class PacketDecoder {
 
     private func forgetConnection(_ handle: UInt16) {
         gatt.reset(connection: handle)
+        attributeCollector?.reset(connection: handle)
         reassembly.reset(handle: handle)
         channels.reset(handle: handle)
     }
@@ -489,6 +498,7 @@ public final class PacketDecoder {
             p.summary = summaries.att(pdu.opcode)
             let (g, answered) = gatt.process(pdu, connection: handle, direction: direction, bearer: bearer, time: p.time)
             collector?.att(pdu, direction: direction, answered: answered, time: p.time)
+            attributeCollector?.att(pdu, connection: handle, direction: direction, request: answered?.pdu)
             if let g, !g.isEmpty {
                 p.layers.append(DecodedLayer("gatt", g))
             }

@@ -204,10 +204,12 @@ extension Host {
             }
             if legacy { props.insert(.legacy) }
             let own = p.ownAddress.isRandom ? AddressType.random : .public
-            _ = try await execute(LESetExtendedAdvertisingParameters(
+            _ = try await executeRecovering(LESetExtendedAdvertisingParameters(
                 advertisingHandle: 0, advertisingEventProperties: props,
                 primaryAdvertisingIntervalMin: UInt32(p.intervalMin), primaryAdvertisingIntervalMax: UInt32(p.intervalMax),
-                ownAddressType: own))
+                ownAddressType: own), still: "advertising") {
+                _ = try await self.execute(LESetExtendedAdvertisingEnable(enable: false, sets: []))
+            }
             _ = try await prepareOwnAddress(p.ownAddress, extendedHandle: 0)
             if !(p.kind == .scannable && !legacy) || !p.data.isEmpty {
                 for (operation, part) in Self.extendedDataFragments(p.data) {
@@ -230,8 +232,10 @@ extension Host {
             case .scannable: 0x02
             case .nonConnectable: 0x03
             }
-            _ = try await execute(LESetAdvertisingParameters(advertisingIntervalMin: p.intervalMin, advertisingIntervalMax: p.intervalMax,
-                                                             advertisingType: type, ownAddressType: own))
+            _ = try await executeRecovering(LESetAdvertisingParameters(advertisingIntervalMin: p.intervalMin, advertisingIntervalMax: p.intervalMax,
+                                                                       advertisingType: type, ownAddressType: own), still: "advertising") {
+                _ = try await self.execute(LESetAdvertisingEnable(advertisingEnable: false))
+            }
             _ = try await execute(LESetAdvertisingData(advertisingData: p.data))
             _ = try await execute(LESetScanResponseData(scanResponseData: p.scanResponse))
             _ = try await execute(LESetAdvertisingEnable(advertisingEnable: true))
@@ -287,17 +291,38 @@ extension Host {
         let extended = info.supports(LESetExtendedScanParameters.opcode) && info.supports(LESetExtendedScanEnable.opcode)
         let own = try await prepareOwnAddress(p.ownAddress)
         if extended {
-            _ = try await execute(LESetExtendedScanParameters(
+            _ = try await executeRecovering(LESetExtendedScanParameters(
                 ownAddressType: own, scanningPHYs: 0x01,
-                phyParameters: [.init(scanType: p.active ? 1 : 0, scanInterval: p.interval, scanWindow: p.window)]))
+                phyParameters: [.init(scanType: p.active ? 1 : 0, scanInterval: p.interval, scanWindow: p.window)]), still: "scanning") {
+                _ = try await self.execute(LESetExtendedScanEnable(enable: false))
+            }
             _ = try await execute(LESetExtendedScanEnable(enable: true, filterDuplicates: p.filterDuplicates ? 1 : 0))
         } else {
-            _ = try await execute(LESetScanParameters(leScanType: p.active ? 1 : 0, leScanInterval: p.interval,
-                                                      leScanWindow: p.window, ownAddressType: own))
+            _ = try await executeRecovering(LESetScanParameters(leScanType: p.active ? 1 : 0, leScanInterval: p.interval,
+                                                                leScanWindow: p.window, ownAddressType: own), still: "scanning") {
+                _ = try await self.execute(LESetScanEnable(leScanEnable: false))
+            }
             _ = try await execute(LESetScanEnable(leScanEnable: true, filterDuplicates: p.filterDuplicates))
         }
         scanningExtended = extended
         scanning = true
+    }
+
+    /// Runs a scanning or advertising parameters command. The parameters may not be changed
+    /// while scanning or advertising is enabled (Command Disallowed, 0x0C: Core v5.4 Vol 4 Part E
+    /// 7.8.5, 7.8.10, 7.8.53, 7.8.64), and a controller the last host left scanning or advertising
+    /// may still be (HCI_Reset should stop both, 7.3.2; Bumble's controller keeps them going).
+    /// Such a refusal, while we believe it idle, is recovered from once: `disable` is sent, a
+    /// line is logged, and the command is retried.
+    func executeRecovering<C: HCICommand>(_ command: C, still what: String,
+                                          disable: () async throws -> Void) async throws -> C.ReturnParameters {
+        do {
+            return try await execute(command)
+        } catch let e as HCIError where e.status == .commandDisallowed {
+            warn("\(C.opcode.name): Command Disallowed: the controller is still \(what) (an earlier host left it so); disabling it and retrying")
+            try? await disable()
+            return try await execute(command)
+        }
     }
 
     /// Stops scanning (no-op when not scanning).

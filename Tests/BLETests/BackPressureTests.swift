@@ -52,4 +52,45 @@ import VirtualController
         await peripheral.close()
         #expect(try peripheral.updateValue([0x01], for: Self.ticker) == false)
     }
+
+    /// The same for Write Commands from the central: 64 taken, the next refused, the ready event
+    /// in `Central.events`, and the peripheral hears every command taken, in order (Write
+    /// Command, Core v5.4 Vol 3 Part F 3.4.5.3: no response, so nothing else tells them apart).
+    @Test func aFullWriteQueueRefusesThenReportsReadyAndLosesNothing() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        let sink: BluetoothUUID = 0xFFD2
+        let services = [GATTService(uuid: 0xFFD0, characteristics: [
+            GATTCharacteristic(uuid: sink, properties: [.writeWithoutResponse], value: []),
+        ])]
+        let peripheral = try await Peripheral.open(transports[0], services: services, name: "writes")
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "writes", restartAfterDisconnection: false))
+        let central = try await Central.open(transports[1])
+        var centralEvents = central.events.makeAsyncIterator()
+        let adv = try await central.find(ScanFilter(nameContains: "writes"), timeout: .seconds(5))
+        let remote = try await central.connect(to: adv.address)
+        let tree = try #require(try await remote.discoverAll().first { $0.service.uuid == 0xFFD0 })
+        let c = try #require(tree.characteristics.first?.characteristic)
+        var peripheralEvents = peripheral.events.makeAsyncIterator()
+
+        let limit = 64
+        #expect(remote.canSendWriteWithoutResponse)
+        let taken = try await withTaskExecutorPreference(central.executor.taskExecutor) {
+            var taken = 0
+            while taken < limit + 1, try remote.sendWriteWithoutResponse([UInt8(taken)], to: c) { taken += 1 }
+            return taken
+        }
+        #expect(taken == limit)
+        while let e = await centralEvents.next(), e != .readyToSendWriteWithoutResponse(connection: remote.connectionHandle) {}
+        #expect(remote.canSendWriteWithoutResponse)
+        var written: [[UInt8]] = []
+        while written.count < limit, let e = await peripheralEvents.next() {
+            if case .wrote(_, sink, let value) = e { written.append(value) }
+        }
+        #expect(written == (0..<limit).map { [UInt8($0)] })
+        // ATT_MTU − 3 is the most a Write Command carries (Core v5.4 Vol 3 Part F 3.4.5.3).
+        #expect(throws: BLEError.self) { _ = try remote.sendWriteWithoutResponse(Array(repeating: 0, count: remote.mtu - 2), to: c) }
+        await central.close()
+        await peripheral.close()
+        #expect(remote.canSendWriteWithoutResponse == false)
+    }
 }

@@ -169,6 +169,44 @@ import HCI
             #expect(ad["connectable"] as? Bool == true)
         }
     }
+
+    /// Issue 27: a host that went away while scanning (killed: no LE Set Scan Enable off) leaves
+    /// Bumble's controller scanning, and Bumble's HCI_Reset does not stop it (Core v5.4 Vol 4
+    /// Part E 7.3.2 says it should). Our Central on that controller then meets Command Disallowed
+    /// (0x0C) for LE Set Scan Parameters (7.8.10), turns scanning off, retries, and finds our
+    /// advertiser on the other controller.
+    @Test func aControllerLeftScanningIsBroughtBack() async throws {
+        try await interop { scope in
+            // The earlier host, in raw HCI: Reset, scan parameters, scan enable, then gone.
+            let raw = try TransportSpec(parsing: scope.controllers.transport(0)).open()
+            var incoming = raw.incoming.makeAsyncIterator()
+            func run(_ packet: HCICommandPacket) async throws -> UInt8? {
+                try raw.send(.command(packet))
+                while let p = try await incoming.next() {
+                    if case .event(let e) = p, e.code == 0x0E, e.parameters.count >= 4,
+                       UInt16(e.parameters[1]) | UInt16(e.parameters[2]) << 8 == packet.opcode.rawValue {
+                        return e.parameters[3]
+                    }
+                }
+                return nil
+            }
+            #expect(try await run(Reset().packet) == 0x00)
+            #expect(try await run(LESetScanParameters(leScanType: 0).packet) == 0x00)
+            #expect(try await run(LESetScanEnable(leScanEnable: true, filterDuplicates: false).packet) == 0x00)
+            raw.close()
+
+            let (peripheral, _) = try await scope.peripheral(on: 1, services: [], name: "left-scanning")
+            try await peripheral.startAdvertising(AdvertisingOptions(name: "left-scanning"))
+            let logged = Recorder<String>()
+            var options = Scope.stackOptions
+            options.log = { logged.append($0) }
+            let central = try await scope.central(on: 0, options: options)
+            let found = try await central.find(ScanFilter(nameContains: "left-scanning"), timeout: .seconds(10))
+            #expect(found.address == (await peripheral.address))
+            // The pinned Bumble keeps scanning across Reset: the recovery ran (and said so).
+            #expect(logged.all.contains { $0.contains("Command Disallowed: the controller is still scanning") }, "log: \(logged.all)")
+        }
+    }
 }
 
 extension GAPInteropTests {

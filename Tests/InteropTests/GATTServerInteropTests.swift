@@ -124,6 +124,39 @@ import HCI
         }
     }
 
+    /// The value behind the asynchronous characteristic: handlers that await it, as an app's
+    /// handler awaits its sensor or store.
+    actor Store {
+        var value = Array("async".utf8)
+        func get() -> [UInt8] { value }
+        func set(_ v: [UInt8]) { value = v }
+    }
+
+    /// Issue 25: Bumble's client reads, writes and reads back a characteristic whose handlers are
+    /// asynchronous (`asyncRead` / `asyncWrite`): each request is answered when its handler
+    /// returns (Read Response with the value, Write Response; Core v5.4 Vol 3 Part F 3.4.4.4,
+    /// 3.4.5.2), within Bumble's ATT timeout, with no error.
+    @Test func bumbleClientReadsAndWritesAnAsynchronousCharacteristic() async throws {
+        let store = Store()
+        let services = [GATTService(uuid: 0xAB00, characteristics: [
+            GATTCharacteristic(uuid: 0xAB01, properties: [.read, .write],
+                               asyncRead: { _ in await store.get() },
+                               asyncWrite: { _, value in await store.set(value) }),
+        ])]
+        try await interop { scope in
+            let (peripheral, _) = try await scope.peripheral(on: 0, services: services, name: "interop-async")
+            try await peripheral.startAdvertising(AdvertisingOptions(name: "interop-async"))
+            let bumble = try scope.script("gatt_client_check.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", "interop-async",
+                "--read", "ab01", "--write", "ab01=0a0b0c", "--read", "ab01",
+                "--duration", "10", "--timeout", "60"])
+            #expect(try await bumble.exited() == 0, "gatt_client_check.py: \(bumble.output.suffix(10))")
+            #expect(bumble.all("read").compactMap { $0["value"] as? String } == [hex(Array("async".utf8)), "0a0b0c"])
+            #expect(bumble.all("error").isEmpty, "errors: \(bumble.all("error"))")
+            #expect(await store.get() == [0x0A, 0x0B, 0x0C])
+        }
+    }
+
     /// Waits for exactly one subscriber of `uuid` and returns its connection handle.
     func subscriber(_ peripheral: Peripheral, _ uuid: BluetoothUUID, count: Int = 1) async throws -> UInt16 {
         try await eventually("\(uuid): \(count) subscribers (\(peripheral.subscribers(of: uuid)))", timeout: .seconds(15)) {
