@@ -654,21 +654,40 @@ import BLETesting
         await rig.close()
     }
 
-    /// Many writes without response in a row: each call waits while the link is busy, and the
-    /// peripheral receives every value, in order.
+    /// Offered from the stack's executor (so nothing drains in between), the link's queue takes
+    /// commands until it refuses one; `canSendWriteWithoutResponse` is then false, the central's
+    /// events report ready once it drained, and the peripheral receives every command taken, in
+    /// order. The awaiting form delivers in order too.
     func pCanSendWriteWithoutResponse() async throws {
         let rig = try await Rig.start()
         let remote = try await rig.connect()
         let c = try await rig.characteristic(remote, Self.greeting)
-        let count = 200
-        var events = rig.peripheral.events.makeAsyncIterator()
-        for i in 0..<count { try await remote.write([UInt8(i & 0xFF), UInt8(i >> 8)], to: c, type: .withoutResponse) }
-        var got: [[UInt8]] = []
-        while got.count < count, let e = await events.next() {
-            if case .wrote(_, Self.greeting, let v) = e { got.append(v) }
+        var peripheralEvents = rig.peripheral.events.makeAsyncIterator()
+        var centralEvents = rig.central.events.makeAsyncIterator()
+        #expect(remote.canSendWriteWithoutResponse)
+        let (taken, full) = try await withTaskExecutorPreference(rig.central.executor.taskExecutor) {
+            var taken = 0
+            while taken < 10_000, try remote.sendWriteWithoutResponse([UInt8(taken & 0xFF), UInt8(taken >> 8)], to: c) { taken += 1 }
+            return (taken, remote.canSendWriteWithoutResponse == false)
         }
-        let sent: [[UInt8]] = (0..<count).map { (i: Int) -> [UInt8] in [UInt8(i & 0xFF), UInt8(i >> 8)] }
-        #expect(got == sent)
+        #expect(taken > 0 && taken < 10_000 && full)
+        var ready = false
+        while !ready, let e = await centralEvents.next() {
+            if e == .readyToSendWriteWithoutResponse(connection: remote.connectionHandle) { ready = true }
+        }
+        #expect(ready && remote.canSendWriteWithoutResponse)
+        func received(_ count: Int) async -> [[UInt8]] {
+            var got: [[UInt8]] = []
+            while got.count < count, let e = await peripheralEvents.next() {
+                if case .wrote(_, Self.greeting, let v) = e { got.append(v) }
+            }
+            return got
+        }
+        func values(_ range: Range<Int>) -> [[UInt8]] { range.map { (i: Int) -> [UInt8] in [UInt8(i & 0xFF), UInt8(i >> 8)] } }
+        #expect(await received(taken) == values(0..<taken))
+        // The awaiting form, once the queue is empty.
+        for i in taken..<(taken + 50) { try await remote.write([UInt8(i & 0xFF), UInt8(i >> 8)], to: c, type: .withoutResponse) }
+        #expect(await received(50) == values(taken..<(taken + 50)))
         await rig.close()
     }
 
