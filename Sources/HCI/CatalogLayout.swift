@@ -95,6 +95,11 @@ public struct CatalogDecoding: Sendable, Equatable {
     /// nil when the octets fit the layout exactly; else what went wrong (too short, octets left
     /// over). The octets not parsed are the last field ("unparsed").
     public var problem: String?
+
+    public init(fields: [Field], problem: String?) {
+        self.fields = fields
+        self.problem = problem
+    }
 }
 
 /// Decodes parameters by a catalog layout. Input is hostile: every read is bounds-checked, a
