@@ -45,10 +45,10 @@ private let tsharkDisagrees: [String: String] = [
     // 7.3.82: the return parameters begin with Status, then Bluetooth_Rx_Priority_Assert_Offset...;
     // tshark 4.0 reads the first offset from the Status octet, one octet early.
     "ret 0x0C70": "Set MWS Signaling",
-    // 7.5.8: Num_Transports, Transport_Layer[i] and Num_Baud_Rates[i], then To_MWS_Baud_Rate[k] and
+    // 7.5.11: Num_Transports, Transport_Layer[i] and Num_Baud_Rates[i], then To_MWS_Baud_Rate[k] and
     // From_MWS_Baud_Rate[k] for the k = sum of Num_Baud_Rates[i] baud rates after all transports;
     // tshark 4.0 reads the baud rates inside each transport's item (its own sub-buffer), so its
-    // positions are not the packet's. Compared with 7.5.8 in `specOnly`.
+    // positions are not the packet's. Compared with 7.5.11 in `specOnly`.
     "ret 0x140C": "Get MWS Transport Layer Configuration",
 ]
 
@@ -76,7 +76,7 @@ private let specOnly: [String: [Int]] = [
     // Codec_Configuration_Length, Codec_Configuration; returns Min_/Max_Controller_Delay (3 each).
     "cmd 0x100F": [5, 1, 1, 1, 3],
     "ret 0x100F": [3, 3],
-    // 7.5.8 Get MWS Transport Layer Configuration (returns): Num_Transports, Transport_Layer[0],
+    // 7.5.11 Get MWS Transport Layer Configuration (returns): Num_Transports, Transport_Layer[0],
     // Num_Baud_Rates[0], then To_MWS_Baud_Rate[k] and From_MWS_Baud_Rate[k] (4 each; two here).
     "ret 0x140C": [1, 1, 1, 4, 4, 4, 4],
     // 7.8.29 LE Transmitter Test [v4]: TX_Channel, Test_Data_Length, Packet_Payload, PHY, CTE_Length,
@@ -489,7 +489,7 @@ private func tsharkName(_ s: SamplePacket, _ frame: (fields: [PDMLField], protos
         let sample = Sample.make(eir.parameters)
         #expect(sample.bytes.count == 255)
         #expect(sample.leaves.map(\.size) == [1, 6, 1, 1, 3, 2, 1, 240])
-        // 7.5.8: one transport with two baud rates, then the two (To, From) pairs.
+        // 7.5.11: one transport with two baud rates, then the two (To, From) pairs.
         let mws = try #require(HCICatalog.command(HCIOpcode(rawValue: 0x140C)))
         let ret: [UInt8] = [0x01, 0x01, 0x02] + [0x10, 0, 0, 0, 0x20, 0, 0, 0] + [0x30, 0, 0, 0, 0x40, 0, 0, 0]
         let d = CatalogLayout.decode(mws.returnParameters, ret)

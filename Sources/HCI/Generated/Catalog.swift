@@ -742,7 +742,7 @@ extension HCICatalog {
             CatalogParameter("maximumPageNumber", .u8),
             CatalogParameter("extendedLMPFeatures", .u64),
         ]),
-        CatalogEntry(0x100A, "Read Data Block Size", "Core v5.4 Vol 4 Part E 7.4.7", [], returns: [
+        CatalogEntry(0x100A, "Read Data Block Size", "Core v5.2 Vol 4 Part E 7.4.7", [], returns: [
             CatalogParameter("maxACLDataPacketLength", .u16),
             CatalogParameter("dataBlockLength", .u16),
             CatalogParameter("totalNumDataBlocks", .u16),
@@ -807,11 +807,11 @@ extension HCICatalog {
             CatalogParameter("clock", .u32),
             CatalogParameter("accuracy", .u16),
         ]),
-        CatalogEntry(0x140C, "Get MWS Transport Layer Configuration", "Core v5.4 Vol 4 Part E 7.5.8", [], returns: [
+        CatalogEntry(0x140C, "Get MWS Transport Layer Configuration", "Core v5.4 Vol 4 Part E 7.5.11", [], returns: [
             CatalogParameter("transports", .list(.inline("numTransports"), [CatalogParameter("transportLayer", .u8), CatalogParameter("numBaudRates", .u8)])),
             CatalogParameter("baudRates", .list(.remaining, [CatalogParameter("toMWSBaudRate", .u32), CatalogParameter("fromMWSBaudRate", .u32)])),
         ]),
-        CatalogEntry(0x140D, "Set Triggered Clock Capture", "Core v5.4 Vol 4 Part E 7.5.9", [
+        CatalogEntry(0x140D, "Set Triggered Clock Capture", "Core v5.4 Vol 4 Part E 7.5.12", [
             CatalogParameter("connectionHandle", .handle),
             CatalogParameter("enable", .u8),
             CatalogParameter("whichClock", .u8),
@@ -1656,7 +1656,7 @@ extension HCICatalog {
             CatalogParameter("bdAddr", .address),
             CatalogParameter("hostSupportedFeatures", .u64),
         ]),
-        CatalogEntry(0x48, "Number Of Completed Data Blocks", "Core v5.4 Vol 4 Part E 7.7.59", [
+        CatalogEntry(0x48, "Number Of Completed Data Blocks", "Core v5.2 Vol 4 Part E 7.7.59", [
             CatalogParameter("totalNumDataBlocks", .u16),
             CatalogParameter("handles", .list(.inline("numHandles"), [CatalogParameter("handle", .handle), CatalogParameter("numCompletedPackets", .u16), CatalogParameter("numCompletedBlocks", .u16)])),
         ]),
