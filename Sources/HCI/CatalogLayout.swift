@@ -37,7 +37,13 @@ public struct CatalogParameter: Sendable, Equatable {
     /// The specification's parameter name in lowerCamelCase.
     public var name: String
     public var type: CatalogType
-    public init(_ name: String, _ type: CatalogType) { self.name = name; self.type = type }
+    /// An integer shown in hex (a bit mask, a LAP, a packet type), not as a number.
+    public var code: Bool
+    public init(_ name: String, _ type: CatalogType, code: Bool = false) {
+        self.name = name
+        self.type = type
+        self.code = code
+    }
 }
 
 /// One catalog entry: a command (opcode), event or LE subevent (code).
@@ -156,7 +162,7 @@ public enum CatalogLayout {
                 let n = p.type == .u8 ? 1 : p.type == .u24 ? 3 : p.type == .u32 ? 4 : 2
                 guard let v = c.uint(n, name) else { return false }
                 values[name] = Int(v)
-                fields.append(.int(name, v))
+                fields.append(p.code ? Field(name, .code(hexCode(v, digits: 2 * n))) : .int(name, v))
             case .u64:
                 guard let v = c.uint(8, name) else { return false }
                 fields.append(.code(name, v))

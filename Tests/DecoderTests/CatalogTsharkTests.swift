@@ -464,7 +464,7 @@ private func tsharkName(_ s: SamplePacket, _ frame: (fields: [PDMLField], protos
                     if leaf.size <= 4, v != raw, v != signed { issues.append("\(leaf.name): ours \(v), tshark octets \(t.value)") }
                 case .text(let a) where leaf.size == 6:
                     if a.lowercased() != t.show.lowercased() { issues.append("\(leaf.name): ours \(a), tshark \(t.show)") }
-                case .code(let c) where leaf.size == 1:
+                case .code(let c) where leaf.size <= 4:
                     if Int(c.dropFirst(2), radix: 16) != raw { issues.append("\(leaf.name): ours \(c), tshark octets \(t.value)") }
                 default: break
                 }

@@ -16,7 +16,8 @@ Format (Tools/pdl/description.py's blocks: a header line, two-space indented mem
   vendor OCF "Name" "SOURCE"               a vendor command (OGF 0x3F) named by SOURCE, a public
     param / ret                            specification
 
-TYPE: u8 i8 u16 i16 u24 u32 u64 status address handle | bytesN (N octets) | textN (N octets of
+TYPE: u8 i8 u16 i16 u24 u32 u64 status address handle (`u8 code`...`u32 code`: shown in hex, for
+bit masks, LAPs and packet types; u64 always is) | bytesN (N octets) | textN (N octets of
 UTF-8, zero-padded) | data (a length octet, then that many octets) | rest (the octets left) |
 bytes[FIELD] or bytes[FIELD*K] (an earlier field's value times K octets) | a list of elements,
 whose fields follow as `item NAME: TYPE` lines (four-space indented):
@@ -62,10 +63,12 @@ class Entry:
 
 
 def parse_param(body, where, in_list=False):
-    m = re.match(r'(\w+)(?:@(\w+))?:\s*(\S+)$', body.strip().replace("list[phys ", "list[phys:"))
+    m = re.match(r'(\w+)(?:@(\w+))?:\s*(\S+)( code)?$', body.strip().replace("list[phys ", "list[phys:"))
     if not m:
         sys.exit(f"{where}: cannot read parameter: {body}")
-    name, count, t = m.groups()
+    name, count, t, code = m.groups()
+    if code and t not in ("u8", "u16", "u24", "u32"):
+        sys.exit(f"{where}: `code` shows an unsigned integer in hex")
     t = t.replace("list[phys:", "list[phys ")
     ok = (t in SIMPLE or re.match(r'(bytes|text)\d+$', t) or re.match(r'bytes\[\w+(\*\d+)?\]$', t)
           or (t == "list" and count) or re.match(r'list\[(phys )?\w+\]$', t) or t == "list[*]")
@@ -73,7 +76,7 @@ def parse_param(body, where, in_list=False):
         sys.exit(f"{where}: unknown type {t}")
     if t.startswith("list") and in_list:
         sys.exit(f"{where}: a list inside a list (declare the inner part as bytes)")
-    return {"name": name, "count": count, "type": t, "items": [], "where": where}
+    return {"name": name, "count": count, "type": t, "items": [], "where": where, "code": bool(code)}
 
 
 def swift_type(p):
@@ -100,7 +103,8 @@ def swift_type(p):
 
 
 def swift_param(p):
-    return f'CatalogParameter("{p["name"]}", {swift_type(p)})'
+    code = ", code: true" if p["code"] else ""
+    return f'CatalogParameter("{p["name"]}", {swift_type(p)}{code})'
 
 
 def check_names(entry, params):

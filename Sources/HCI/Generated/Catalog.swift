@@ -5,7 +5,7 @@ extension HCICatalog {
     /// Every command of Core v5.4 Vol 4 Part E 7.1-7.8 hci.pdl does not declare.
     static let commands: [CatalogEntry] = [
         CatalogEntry(0x0401, "Inquiry", "Core v5.4 Vol 4 Part E 7.1.1", [
-            CatalogParameter("lap", .u24),
+            CatalogParameter("lap", .u24, code: true),
             CatalogParameter("inquiryLength", .u8),
             CatalogParameter("numResponses", .u8),
         ], returns: []),
@@ -13,14 +13,14 @@ extension HCICatalog {
         CatalogEntry(0x0403, "Periodic Inquiry Mode", "Core v5.4 Vol 4 Part E 7.1.3", [
             CatalogParameter("maxPeriodLength", .u16),
             CatalogParameter("minPeriodLength", .u16),
-            CatalogParameter("lap", .u24),
+            CatalogParameter("lap", .u24, code: true),
             CatalogParameter("inquiryLength", .u8),
             CatalogParameter("numResponses", .u8),
         ], returns: []),
         CatalogEntry(0x0404, "Exit Periodic Inquiry Mode", "Core v5.4 Vol 4 Part E 7.1.4", [], returns: []),
         CatalogEntry(0x0405, "Create Connection", "Core v5.4 Vol 4 Part E 7.1.5", [
             CatalogParameter("bdAddr", .address),
-            CatalogParameter("packetType", .u16),
+            CatalogParameter("packetType", .u16, code: true),
             CatalogParameter("pageScanRepetitionMode", .u8),
             CatalogParameter("reserved", .u8),
             CatalogParameter("clockOffset", .u16),
@@ -64,7 +64,7 @@ extension HCICatalog {
         ]),
         CatalogEntry(0x040F, "Change Connection Packet Type", "Core v5.4 Vol 4 Part E 7.1.14", [
             CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("packetType", .u16),
+            CatalogParameter("packetType", .u16, code: true),
         ], returns: []),
         CatalogEntry(0x0411, "Authentication Requested", "Core v5.4 Vol 4 Part E 7.1.15", [
             CatalogParameter("connectionHandle", .handle),
@@ -115,18 +115,18 @@ extension HCICatalog {
             CatalogParameter("transmitBandwidth", .u32),
             CatalogParameter("receiveBandwidth", .u32),
             CatalogParameter("maxLatency", .u16),
-            CatalogParameter("voiceSetting", .u16),
+            CatalogParameter("voiceSetting", .u16, code: true),
             CatalogParameter("retransmissionEffort", .u8),
-            CatalogParameter("packetType", .u16),
+            CatalogParameter("packetType", .u16, code: true),
         ], returns: []),
         CatalogEntry(0x0429, "Accept Synchronous Connection Request", "Core v5.4 Vol 4 Part E 7.1.27", [
             CatalogParameter("bdAddr", .address),
             CatalogParameter("transmitBandwidth", .u32),
             CatalogParameter("receiveBandwidth", .u32),
             CatalogParameter("maxLatency", .u16),
-            CatalogParameter("voiceSetting", .u16),
+            CatalogParameter("voiceSetting", .u16, code: true),
             CatalogParameter("retransmissionEffort", .u8),
-            CatalogParameter("packetType", .u16),
+            CatalogParameter("packetType", .u16, code: true),
         ], returns: []),
         CatalogEntry(0x042A, "Reject Synchronous Connection Request", "Core v5.4 Vol 4 Part E 7.1.28", [
             CatalogParameter("bdAddr", .address),
@@ -202,7 +202,7 @@ extension HCICatalog {
             CatalogParameter("inputTransportUnitSize", .u8),
             CatalogParameter("outputTransportUnitSize", .u8),
             CatalogParameter("maxLatency", .u16),
-            CatalogParameter("packetType", .u16),
+            CatalogParameter("packetType", .u16, code: true),
             CatalogParameter("retransmissionEffort", .u8),
         ], returns: []),
         CatalogEntry(0x043E, "Enhanced Accept Synchronous Connection Request", "Core v5.4 Vol 4 Part E 7.1.46", [
@@ -228,7 +228,7 @@ extension HCICatalog {
             CatalogParameter("inputTransportUnitSize", .u8),
             CatalogParameter("outputTransportUnitSize", .u8),
             CatalogParameter("maxLatency", .u16),
-            CatalogParameter("packetType", .u16),
+            CatalogParameter("packetType", .u16, code: true),
             CatalogParameter("retransmissionEffort", .u8),
         ], returns: []),
         CatalogEntry(0x043F, "Truncated Page", "Core v5.4 Vol 4 Part E 7.1.47", [
@@ -245,7 +245,7 @@ extension HCICatalog {
             CatalogParameter("enable", .u8),
             CatalogParameter("ltAddr", .u8),
             CatalogParameter("lpoAllowed", .u8),
-            CatalogParameter("packetType", .u16),
+            CatalogParameter("packetType", .u16, code: true),
             CatalogParameter("intervalMin", .u16),
             CatalogParameter("intervalMax", .u16),
             CatalogParameter("supervisionTimeout", .u16),
@@ -263,7 +263,7 @@ extension HCICatalog {
             CatalogParameter("supervisionTimeout", .u16),
             CatalogParameter("remoteTimingAccuracy", .u8),
             CatalogParameter("skip", .u8),
-            CatalogParameter("packetType", .u16),
+            CatalogParameter("packetType", .u16, code: true),
             CatalogParameter("afhChannelMap", .bytes(10)),
         ], returns: [
             CatalogParameter("bdAddr", .address),
@@ -321,19 +321,19 @@ extension HCICatalog {
             CatalogParameter("connectionHandle", .handle),
         ], returns: [
             CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("linkPolicySettings", .u16),
+            CatalogParameter("linkPolicySettings", .u16, code: true),
         ]),
         CatalogEntry(0x080D, "Write Link Policy Settings", "Core v5.4 Vol 4 Part E 7.2.10", [
             CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("linkPolicySettings", .u16),
+            CatalogParameter("linkPolicySettings", .u16, code: true),
         ], returns: [
             CatalogParameter("connectionHandle", .handle),
         ]),
         CatalogEntry(0x080E, "Read Default Link Policy Settings", "Core v5.4 Vol 4 Part E 7.2.11", [], returns: [
-            CatalogParameter("defaultLinkPolicySettings", .u16),
+            CatalogParameter("defaultLinkPolicySettings", .u16, code: true),
         ]),
         CatalogEntry(0x080F, "Write Default Link Policy Settings", "Core v5.4 Vol 4 Part E 7.2.12", [
-            CatalogParameter("defaultLinkPolicySettings", .u16),
+            CatalogParameter("defaultLinkPolicySettings", .u16, code: true),
         ], returns: []),
         CatalogEntry(0x0810, "Flow Specification", "Core v5.4 Vol 4 Part E 7.2.13", [
             CatalogParameter("connectionHandle", .handle),
@@ -430,16 +430,16 @@ extension HCICatalog {
             CatalogParameter("authenticationEnable", .u8),
         ], returns: []),
         CatalogEntry(0x0C23, "Read Class of Device", "Core v5.4 Vol 4 Part E 7.3.25", [], returns: [
-            CatalogParameter("classOfDevice", .u24),
+            CatalogParameter("classOfDevice", .u24, code: true),
         ]),
         CatalogEntry(0x0C24, "Write Class of Device", "Core v5.4 Vol 4 Part E 7.3.26", [
-            CatalogParameter("classOfDevice", .u24),
+            CatalogParameter("classOfDevice", .u24, code: true),
         ], returns: []),
         CatalogEntry(0x0C25, "Read Voice Setting", "Core v5.4 Vol 4 Part E 7.3.27", [], returns: [
-            CatalogParameter("voiceSetting", .u16),
+            CatalogParameter("voiceSetting", .u16, code: true),
         ]),
         CatalogEntry(0x0C26, "Write Voice Setting", "Core v5.4 Vol 4 Part E 7.3.28", [
-            CatalogParameter("voiceSetting", .u16),
+            CatalogParameter("voiceSetting", .u16, code: true),
         ], returns: []),
         CatalogEntry(0x0C27, "Read Automatic Flush Timeout", "Core v5.4 Vol 4 Part E 7.3.29", [
             CatalogParameter("connectionHandle", .handle),
@@ -506,10 +506,10 @@ extension HCICatalog {
             CatalogParameter("numSupportIAC", .u8),
         ]),
         CatalogEntry(0x0C39, "Read Current IAC LAP", "Core v5.4 Vol 4 Part E 7.3.44", [], returns: [
-            CatalogParameter("iacs", .list(.inline("numCurrentIAC"), [CatalogParameter("iacLap", .u24)])),
+            CatalogParameter("iacs", .list(.inline("numCurrentIAC"), [CatalogParameter("iacLap", .u24, code: true)])),
         ]),
         CatalogEntry(0x0C3A, "Write Current IAC LAP", "Core v5.4 Vol 4 Part E 7.3.45", [
-            CatalogParameter("iacs", .list(.inline("numCurrentIAC"), [CatalogParameter("iacLap", .u24)])),
+            CatalogParameter("iacs", .list(.inline("numCurrentIAC"), [CatalogParameter("iacLap", .u24, code: true)])),
         ], returns: []),
         CatalogEntry(0x0C3F, "Set AFH Host Channel Classification", "Core v5.4 Vol 4 Part E 7.3.46", [
             CatalogParameter("afhHostChannelClassification", .bytes(10)),
@@ -573,7 +573,7 @@ extension HCICatalog {
         ], returns: []),
         CatalogEntry(0x0C5F, "Enhanced Flush", "Core v5.4 Vol 4 Part E 7.3.66", [
             CatalogParameter("handle", .handle),
-            CatalogParameter("packetType", .u8),
+            CatalogParameter("packetType", .u8, code: true),
         ], returns: []),
         CatalogEntry(0x0C60, "Send Keypress Notification", "Core v5.4 Vol 4 Part E 7.3.63", [
             CatalogParameter("bdAddr", .address),
@@ -752,7 +752,7 @@ extension HCICatalog {
             CatalogParameter("vendorSpecificCodecs", .list(.inline("numSupportedVendorSpecificCodecs"), [CatalogParameter("vendorSpecificCodecID", .u32)])),
         ]),
         CatalogEntry(0x100C, "Read Local Simple Pairing Options", "Core v5.4 Vol 4 Part E 7.4.9", [], returns: [
-            CatalogParameter("simplePairingOptions", .u8),
+            CatalogParameter("simplePairingOptions", .u8, code: true),
             CatalogParameter("maxEncryptionKeySize", .u8),
         ]),
         CatalogEntry(0x100D, "Read Local Supported Codecs [v2]", "Core v5.4 Vol 4 Part E 7.4.8", [], returns: [
@@ -924,7 +924,7 @@ extension HCICatalog {
             CatalogParameter("advertisingHandle", .u8),
             CatalogParameter("periodicAdvertisingIntervalMin", .u16),
             CatalogParameter("periodicAdvertisingIntervalMax", .u16),
-            CatalogParameter("periodicAdvertisingProperties", .u16),
+            CatalogParameter("periodicAdvertisingProperties", .u16, code: true),
         ], returns: []),
         CatalogEntry(0x203F, "LE Set Periodic Advertising Data", "Core v5.4 Vol 4 Part E 7.8.62", [
             CatalogParameter("advertisingHandle", .u8),
@@ -1032,7 +1032,7 @@ extension HCICatalog {
         ]),
         CatalogEntry(0x2055, "LE Set Connection CTE Transmit Parameters", "Core v5.4 Vol 4 Part E 7.8.84", [
             CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("cteTypes", .u8),
+            CatalogParameter("cteTypes", .u8, code: true),
             CatalogParameter("switchingPatternLength", .u8),
             CatalogParameter("antennaIDs", .counted("switchingPatternLength", times: 1)),
         ], returns: [
@@ -1054,7 +1054,7 @@ extension HCICatalog {
             CatalogParameter("connectionHandle", .handle),
         ]),
         CatalogEntry(0x2058, "LE Read Antenna Information", "Core v5.4 Vol 4 Part E 7.8.87", [], returns: [
-            CatalogParameter("supportedSwitchingSamplingRates", .u8),
+            CatalogParameter("supportedSwitchingSamplingRates", .u8, code: true),
             CatalogParameter("numAntennae", .u8),
             CatalogParameter("maxSwitchingPatternLength", .u8),
             CatalogParameter("maxCTELength", .u8),
@@ -1316,7 +1316,7 @@ extension HCICatalog {
         ], returns: []),
         CatalogEntry(0x207C, "LE Set Data Related Address Changes", "Core v5.4 Vol 4 Part E 7.8.122", [
             CatalogParameter("advertisingHandle", .u8),
-            CatalogParameter("changeReasons", .u8),
+            CatalogParameter("changeReasons", .u8, code: true),
         ], returns: []),
         CatalogEntry(0x207D, "LE Set Default Subrate", "Core v5.4 Vol 4 Part E 7.8.123", [
             CatalogParameter("subrateMin", .u16),
@@ -1335,7 +1335,7 @@ extension HCICatalog {
         ], returns: []),
         CatalogEntry(0x207F, "LE Set Extended Advertising Parameters [v2]", "Core v6.0 Vol 4 Part E 7.8.53", [
             CatalogParameter("advertisingHandle", .u8),
-            CatalogParameter("advertisingEventProperties", .u16),
+            CatalogParameter("advertisingEventProperties", .u16, code: true),
             CatalogParameter("primaryAdvertisingIntervalMin", .u24),
             CatalogParameter("primaryAdvertisingIntervalMax", .u24),
             CatalogParameter("primaryAdvertisingChannelMap", .u8),
@@ -1372,7 +1372,7 @@ extension HCICatalog {
         ]),
         CatalogEntry(0x2084, "LE Set Periodic Sync Subevent", "Core v5.4 Vol 4 Part E 7.8.127", [
             CatalogParameter("syncHandle", .u16),
-            CatalogParameter("periodicAdvertisingProperties", .u16),
+            CatalogParameter("periodicAdvertisingProperties", .u16, code: true),
             CatalogParameter("numSubevents", .u8),
             CatalogParameter("subevent", .counted("numSubevents", times: 1)),
         ], returns: [
@@ -1385,14 +1385,14 @@ extension HCICatalog {
             CatalogParameter("ownAddressType", .u8),
             CatalogParameter("peerAddressType", .u8),
             CatalogParameter("peerAddress", .address),
-            CatalogParameter("initiatingPHYs", .u8),
+            CatalogParameter("initiatingPHYs", .u8, code: true),
             CatalogParameter("phys", .list(.phys("initiatingPHYs"), [CatalogParameter("scanInterval", .u16), CatalogParameter("scanWindow", .u16), CatalogParameter("connectionIntervalMin", .u16), CatalogParameter("connectionIntervalMax", .u16), CatalogParameter("maxLatency", .u16), CatalogParameter("supervisionTimeout", .u16), CatalogParameter("minCELength", .u16), CatalogParameter("maxCELength", .u16)])),
         ], returns: []),
         CatalogEntry(0x2086, "LE Set Periodic Advertising Parameters [v2]", "Core v5.4 Vol 4 Part E 7.8.61", [
             CatalogParameter("advertisingHandle", .u8),
             CatalogParameter("periodicAdvertisingIntervalMin", .u16),
             CatalogParameter("periodicAdvertisingIntervalMax", .u16),
-            CatalogParameter("periodicAdvertisingProperties", .u16),
+            CatalogParameter("periodicAdvertisingProperties", .u16, code: true),
             CatalogParameter("numSubevents", .u8),
             CatalogParameter("subeventInterval", .u8),
             CatalogParameter("responseSlotDelay", .u8),
@@ -1457,11 +1457,11 @@ extension HCICatalog {
             CatalogParameter("status", .status),
         ]),
         CatalogEntry(0x02, "Inquiry Result", "Core v5.4 Vol 4 Part E 7.7.2", [
-            CatalogParameter("responses", .list(.inline("numResponses"), [CatalogParameter("bdAddr", .address), CatalogParameter("pageScanRepetitionMode", .u8), CatalogParameter("reserved0", .u8), CatalogParameter("reserved1", .u8), CatalogParameter("classOfDevice", .u24), CatalogParameter("clockOffset", .u16)])),
+            CatalogParameter("responses", .list(.inline("numResponses"), [CatalogParameter("bdAddr", .address), CatalogParameter("pageScanRepetitionMode", .u8), CatalogParameter("reserved0", .u8), CatalogParameter("reserved1", .u8), CatalogParameter("classOfDevice", .u24, code: true), CatalogParameter("clockOffset", .u16)])),
         ]),
         CatalogEntry(0x04, "Connection Request", "Core v5.4 Vol 4 Part E 7.7.4", [
             CatalogParameter("bdAddr", .address),
-            CatalogParameter("classOfDevice", .u24),
+            CatalogParameter("classOfDevice", .u24, code: true),
             CatalogParameter("linkType", .u8),
         ]),
         CatalogEntry(0x06, "Authentication Complete", "Core v5.4 Vol 4 Part E 7.7.6", [
@@ -1547,7 +1547,7 @@ extension HCICatalog {
         CatalogEntry(0x1D, "Connection Packet Type Changed", "Core v5.4 Vol 4 Part E 7.7.29", [
             CatalogParameter("status", .status),
             CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("packetType", .u16),
+            CatalogParameter("packetType", .u16, code: true),
         ]),
         CatalogEntry(0x1E, "QoS Violation", "Core v5.4 Vol 4 Part E 7.7.30", [
             CatalogParameter("handle", .handle),
@@ -1568,7 +1568,7 @@ extension HCICatalog {
             CatalogParameter("accessLatency", .u32),
         ]),
         CatalogEntry(0x22, "Inquiry Result with RSSI", "Core v5.4 Vol 4 Part E 7.7.33", [
-            CatalogParameter("responses", .list(.inline("numResponses"), [CatalogParameter("bdAddr", .address), CatalogParameter("pageScanRepetitionMode", .u8), CatalogParameter("reserved", .u8), CatalogParameter("classOfDevice", .u24), CatalogParameter("clockOffset", .u16), CatalogParameter("rssi", .i8)])),
+            CatalogParameter("responses", .list(.inline("numResponses"), [CatalogParameter("bdAddr", .address), CatalogParameter("pageScanRepetitionMode", .u8), CatalogParameter("reserved", .u8), CatalogParameter("classOfDevice", .u24, code: true), CatalogParameter("clockOffset", .u16), CatalogParameter("rssi", .i8)])),
         ]),
         CatalogEntry(0x23, "Read Remote Extended Features Complete", "Core v5.4 Vol 4 Part E 7.7.34", [
             CatalogParameter("status", .status),
@@ -1609,7 +1609,7 @@ extension HCICatalog {
             CatalogParameter("bdAddr", .address),
             CatalogParameter("pageScanRepetitionMode", .u8),
             CatalogParameter("reserved", .u8),
-            CatalogParameter("classOfDevice", .u24),
+            CatalogParameter("classOfDevice", .u24, code: true),
             CatalogParameter("clockOffset", .u16),
             CatalogParameter("rssi", .i8),
             CatalogParameter("extendedInquiryResponse", .bytes(240)),
@@ -1701,7 +1701,7 @@ extension HCICatalog {
             CatalogParameter("channelMap", .bytes(10)),
         ]),
         CatalogEntry(0x56, "Inquiry Response Notification", "Core v5.4 Vol 4 Part E 7.7.74", [
-            CatalogParameter("lap", .u24),
+            CatalogParameter("lap", .u24, code: true),
             CatalogParameter("rssi", .i8),
         ]),
         CatalogEntry(0x57, "Authenticated Payload Timeout Expired", "Core v5.4 Vol 4 Part E 7.7.75", [
