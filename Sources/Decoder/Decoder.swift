@@ -215,7 +215,7 @@ public final class PacketDecoder {
                 let t = type(of: meta.subevent)
                 let code = meta.subeventCode
                 let catalog = meta.subevent is UnknownLESubevent ? HCICatalog.leSubevent(code) : nil
-                let subName = meta.subevent is UnknownLESubevent ? (catalog?.name ?? "Unknown LE Subevent") : t.name
+                let subName = meta.subevent is UnknownLESubevent ? HCIEvents.leSubeventName(code: code) : t.name
                 f.append(.code("subeventCode", code))
                 f.append(.text("subevent", subName))
                 p.summary = summaries.leMeta(code: code, summary, subName)
