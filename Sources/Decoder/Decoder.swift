@@ -198,6 +198,11 @@ public final class PacketDecoder {
         do {
             if let cmd = try HCICommands.decode(c) {
                 f += expandAdvertisingData(cmd.fields, keys: Self.commandADKeys)
+            } else if let entry = HCICatalog.command(c.opcode) {
+                // A command the stack does not send: the catalog's layout (hci-catalog.pdl).
+                let d = CatalogLayout.decode(entry.parameters, c.parameters)
+                if let problem = d.problem { p.malformed = "\(name): \(problem)" }
+                f += d.fields
             } else if !c.parameters.isEmpty {
                 f.append(.bytes("parameters", c.parameters))
             }
@@ -216,12 +221,18 @@ public final class PacketDecoder {
             let ev = try HCIEvents.decode(e)
             if let meta = ev as? LEMetaEvent {
                 let t = type(of: meta.subevent)
-                let subName = meta.subevent is UnknownLESubevent ? "Unknown LE Subevent" : t.name
                 let code = meta.subeventCode
+                let catalog = meta.subevent is UnknownLESubevent ? HCICatalog.leSubevent(code) : nil
+                let subName = meta.subevent is UnknownLESubevent ? HCIEvents.leSubeventName(code: code) : t.name
                 f.append(.code("subeventCode", code))
                 f.append(.text("subevent", subName))
                 p.summary = summaries.leMeta(code: code, summary, subName)
                 var sub = meta.subevent.fields
+                if let catalog, let unknown = meta.subevent as? UnknownLESubevent {
+                    let d = CatalogLayout.decode(catalog.parameters, unknown.parameters)
+                    if let problem = d.problem { p.malformed = "\(subName): \(problem)" }
+                    sub = d.fields
+                }
                 if meta.subevent is LEAdvertisingReport || meta.subevent is LEExtendedAdvertisingReport {
                     sub = expandAdvertisingData(sub, keys: Self.reportADKeys)
                 }
@@ -234,6 +245,10 @@ public final class PacketDecoder {
                 case let c as LEEnhancedConnectionCompleteV2: forgetConnection(c.base.connectionHandle)
                 default: break
                 }
+            } else if let unknown = ev as? UnknownEvent, let d = HCIEvents.catalogFields(code: unknown.code, parameters: unknown.parameters) {
+                // An event the stack does not handle: the catalog's layout (hci-catalog.pdl).
+                if let problem = d.problem { p.malformed = "\(name): \(problem)" }
+                f += d.fields
             } else {
                 f += ev.fields
                 if let cc = ev as? CommandComplete { p.summary = summaries.commandEvent(code: e.code, summary, cc.opcode) }

@@ -82,11 +82,15 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9002 scan --duration 5 --service-data 180f --phy 1m --json
     """,
     "central": """
-    Usage: ble-hci central TARGET [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
+    Usage: ble-hci central TARGET... [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
                           [--pair] [SECURITY OPTIONS]
 
     TARGET: AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT (first advertiser whose name
     contains TEXT, ignoring case). CHAR: a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010).
+    Several TARGETs are found and connected at once, and each link runs the same actions; every
+    --json event carries the link's "connection" and its "target", human lines and errors start
+    with [TARGET]. A target not found or not connected fails the run (exit 1) without stopping
+    the others.
 
     Actions, run in the order given:
       --read CHAR                       read a value (long values read in full)
@@ -118,6 +122,7 @@ let commandHelp: [String: String] = [
     Examples:
       ble-hci -t tcp:127.0.0.1:9001 central name:ble-hci
       sudo ble-hci -t hci0 central F0:F1:F2:F3:F4:F5/random --read fff2 --write fff2=6869 --subscribe fff1 --count 3
+      ble-hci -t tcp:127.0.0.1:9001 central name:left name:right --read 2a19 --json   # two links at once
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --read ff01          # pairs on 0x05, then reads
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io keyboard --mitm --passkey 123456 --read ff02
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io yesno --mitm --yes --json
