@@ -14,9 +14,11 @@ TEST_SUITES := swift-test docs-check vm-test fuzz-smoke
 TEST_SUITES += pdl-check
 # The interop and differential tests over Rootcanal, the second independent controller.
 TEST_SUITES += rootcanal-test
+# The DocC catalog of the BLE API, built with the toolchain's docc, warnings as errors.
+TEST_SUITES += api-docs
 
 # libFuzzer targets (Tools/fuzz/Targets, docs/fuzzing.md) and seconds per target for `make fuzz`.
-FUZZ_TARGETS := h4 hci acl l2cap-signaling att-server att-client smp ad capture
+FUZZ_TARGETS := h4 hci acl l2cap-signaling att-server att-client smp ad capture gatt-file
 FUZZ_SECONDS ?= 60
 
 .PHONY: all deps sysdeps build demo test $(TEST_SUITES) bench soak fixtures clean docs install man fuzz fuzz-build tsan
@@ -141,6 +143,12 @@ docs: build
 # The tutorial's packet excerpts must still be what the tool prints (regenerate with `make docs`).
 docs-check: build
 	BLE_HCI="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" Tools/test-suite.sh $@ Tools/docs/generate-tutorial.sh --check
+
+# The BLE module's DocC documentation (Sources/BLE/BLE.docc and the doc comments of Sources/BLE)
+# with the toolchain's docc, warnings as errors: .build/docs/BLE.doccarchive (Tools/docs/api-docs.sh;
+# skipped when the toolchain has no docc).
+api-docs: sysdeps
+	SWIFT="$(SWIFT)" Tools/test-suite.sh $@ Tools/docs/api-docs.sh $(SWIFT_FLAGS)
 
 # The generated codecs in Sources/*/Generated are what Tools/pdl/generate.py makes of Tools/pdl/*.pdl.
 pdl-check:

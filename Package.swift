@@ -21,7 +21,8 @@ let package = Package(
     products: [
         .executable(name: "ble-hci", targets: ["ble-hci"]),
         .library(name: "BLE", targets: ["BLE"]),
-        // Two stacks on an in-process virtual radio, for an application's tests (`swift test`).
+        // Two stacks on an in-process virtual radio, for an application's tests (`swift test`):
+        // TestBench, and FakePeripheral from a GATT table or a `--gatt` file.
         .library(name: "BLETesting", targets: ["BLETesting"]),
     ],
     targets: [
@@ -63,14 +64,14 @@ let package = Package(
         .testTarget(name: "GATTTests", dependencies: ["HCI", "ATT", "GATT", "TestSupport"]),
         .testTarget(name: "SMPTests", dependencies: ["HCI", "SMP"]),
         .testTarget(name: "DecoderTests", dependencies: ["Decoder", "HCI", "Transport", "Capture", "L2CAP", "ATT", "SMP", "TestSupport"]),
-        .testTarget(name: "BLETests", dependencies: ["HCI", "Transport", "VirtualController", "Host", "L2CAP", "ATT", "GATT", "SMP", "BLE", "TestSupport", "StackTestSupport"]),
+        .testTarget(name: "BLETests", dependencies: ["HCI", "Transport", "VirtualController", "Host", "L2CAP", "ATT", "GATT", "SMP", "BLE", "BLETesting", "TestSupport", "StackTestSupport"]),
 
         // Interop test harness (Bumble controllers and peer scripts as child processes).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "InteropHarnessTests", dependencies: ["TestSupport"]),
         .testTarget(name: "InteropTests", dependencies: ["HCI", "Transport", "Host", "ATT", "GATT", "SMP", "BLE", "TestSupport", "StackTestSupport"]),
         // The example test an application copies (Tools/examples/Testing).
-        .testTarget(name: "ExampleTests", dependencies: ["BLE", "BLETesting"], path: "Tools/examples/Testing"),
+        .testTarget(name: "ExampleTests", dependencies: ["BLE", "BLETesting"], path: "Tools/examples/Testing", exclude: ["heart-rate.json"]),
         .testTarget(name: "CLITests", dependencies: ["HCI", "CBluetooth", "VirtualController", "BLE", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
@@ -89,6 +90,7 @@ if Context.environment["BLE_HCI_FUZZ"] != nil {
         ("smp", ["HCI", "SMP"]),
         ("ad", ["HCI", "Host", "GATT"]),
         ("capture", ["HCI", "Capture", "Decoder"]),
+        ("gatt-file", ["HCI", "GATT"]),
     ]
     package.targets.append(.systemLibrary(name: "CLibFuzzer", path: "Tools/fuzz/CLibFuzzer"))
     package.targets.append(.target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "Tools/fuzz/Support"))

@@ -106,19 +106,27 @@ public final class PacketDecoder {
     private var summaries = Summaries()
     /// `dump --stats`: nil unless asked for (plain `dump` counts nothing).
     private var collector: StatisticsCollector?
+    /// `dump --attributes`: nil unless asked for.
+    private var attributeCollector: AttributeCollector?
     /// `dump --hex`: whether each layer keeps its octets (`DecodedLayer.octets`).
     private let keepsOctets: Bool
 
     /// `statistics`: count what `statistics()` reports while decoding. `layerOctets`: keep each
     /// layer's octets in its `DecodedLayer.octets`.
-    public init(statistics: Bool = false, layerOctets: Bool = false) {
+    public init(statistics: Bool = false, layerOctets: Bool = false, attributes: Bool = false) {
         collector = statistics ? StatisticsCollector() : nil
+        attributeCollector = attributes ? AttributeCollector() : nil
         keepsOctets = layerOctets
     }
 
     /// What the packets decoded so far carried (nil unless made with `statistics: true`).
     public func statistics() -> CaptureStatistics? {
         return collector?.finished()
+    }
+
+    /// The GATT servers the packets decoded so far revealed (nil unless made with `attributes: true`).
+    public func attributes() -> [ServerAttributes]? {
+        attributeCollector?.finished()
     }
 
     /// Decodes one capture record (HCI packet or btmon record).
@@ -190,6 +198,11 @@ public final class PacketDecoder {
         do {
             if let cmd = try HCICommands.decode(c) {
                 f += expandAdvertisingData(cmd.fields, keys: Self.commandADKeys)
+            } else if let entry = HCICatalog.command(c.opcode) {
+                // A command the stack does not send: the catalog's layout (hci-catalog.pdl).
+                let d = CatalogLayout.decode(entry.parameters, c.parameters)
+                if let problem = d.problem { p.malformed = "\(name): \(problem)" }
+                f += d.fields
             } else if !c.parameters.isEmpty {
                 f.append(.bytes("parameters", c.parameters))
             }
@@ -208,12 +221,18 @@ public final class PacketDecoder {
             let ev = try HCIEvents.decode(e)
             if let meta = ev as? LEMetaEvent {
                 let t = type(of: meta.subevent)
-                let subName = meta.subevent is UnknownLESubevent ? "Unknown LE Subevent" : t.name
                 let code = meta.subeventCode
+                let catalog = meta.subevent is UnknownLESubevent ? HCICatalog.leSubevent(code) : nil
+                let subName = meta.subevent is UnknownLESubevent ? HCIEvents.leSubeventName(code: code) : t.name
                 f.append(.code("subeventCode", code))
                 f.append(.text("subevent", subName))
                 p.summary = summaries.leMeta(code: code, summary, subName)
                 var sub = meta.subevent.fields
+                if let catalog, let unknown = meta.subevent as? UnknownLESubevent {
+                    let d = CatalogLayout.decode(catalog.parameters, unknown.parameters)
+                    if let problem = d.problem { p.malformed = "\(subName): \(problem)" }
+                    sub = d.fields
+                }
                 if meta.subevent is LEAdvertisingReport || meta.subevent is LEExtendedAdvertisingReport {
                     sub = expandAdvertisingData(sub, keys: Self.reportADKeys)
                 }
@@ -226,6 +245,10 @@ public final class PacketDecoder {
                 case let c as LEEnhancedConnectionCompleteV2: forgetConnection(c.base.connectionHandle)
                 default: break
                 }
+            } else if let unknown = ev as? UnknownEvent, let d = HCIEvents.catalogFields(code: unknown.code, parameters: unknown.parameters) {
+                // An event the stack does not handle: the catalog's layout (hci-catalog.pdl).
+                if let problem = d.problem { p.malformed = "\(name): \(problem)" }
+                f += d.fields
             } else {
                 f += ev.fields
                 if let cc = ev as? CommandComplete { p.summary = summaries.commandEvent(code: e.code, summary, cc.opcode) }
@@ -300,6 +323,7 @@ public final class PacketDecoder {
 
     private func forgetConnection(_ handle: UInt16) {
         gatt.reset(connection: handle)
+        attributeCollector?.reset(connection: handle)
         reassembly.reset(handle: handle)
         channels.reset(handle: handle)
     }
@@ -489,6 +513,7 @@ public final class PacketDecoder {
             p.summary = summaries.att(pdu.opcode)
             let (g, answered) = gatt.process(pdu, connection: handle, direction: direction, bearer: bearer, time: p.time)
             collector?.att(pdu, direction: direction, answered: answered, time: p.time)
+            attributeCollector?.att(pdu, connection: handle, direction: direction, request: answered?.pdu)
             if let g, !g.isEmpty {
                 p.layers.append(DecodedLayer("gatt", g))
             }

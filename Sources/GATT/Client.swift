@@ -35,12 +35,19 @@ public struct GATTRemoteCharacteristic: Sendable, Hashable {
     public var properties: GATTCharacteristicProperties
     /// Last handle of the characteristic (its last descriptor).
     public var endHandle: UInt16
+
+    public init(uuid: BluetoothUUID, declarationHandle: UInt16, valueHandle: UInt16,
+                properties: GATTCharacteristicProperties, endHandle: UInt16) {
+        self.uuid = uuid; self.declarationHandle = declarationHandle; self.valueHandle = valueHandle
+        self.properties = properties; self.endHandle = endHandle
+    }
 }
 
 /// A descriptor found on a peer.
 public struct GATTRemoteDescriptor: Sendable, Hashable {
     public var uuid: BluetoothUUID
     public var handle: UInt16
+    public init(uuid: BluetoothUUID, handle: UInt16) { self.uuid = uuid; self.handle = handle }
 }
 
 /// One discovered service with its characteristics and their descriptors.
@@ -51,6 +58,13 @@ public struct GATTRemoteServiceTree: Sendable, Hashable {
     public struct Characteristic: Sendable, Hashable {
         public var characteristic: GATTRemoteCharacteristic
         public var descriptors: [GATTRemoteDescriptor]
+        public init(characteristic: GATTRemoteCharacteristic, descriptors: [GATTRemoteDescriptor]) {
+            self.characteristic = characteristic; self.descriptors = descriptors
+        }
+    }
+
+    public init(service: GATTRemoteService, includedServices: [GATTRemoteService], characteristics: [Characteristic]) {
+        self.service = service; self.includedServices = includedServices; self.characteristics = characteristics
     }
 }
 

@@ -7,9 +7,14 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var ogf: UInt8 { UInt8(rawValue >> 10) }
     public var ocf: UInt16 { rawValue & 0x03ff }
 
-    /// The specification's command name, or "Unknown" with OGF/OCF.
+    /// The specification's command name (the stack's own commands, then the catalog of every
+    /// other command, Tools/pdl/hci-catalog.pdl); "Vendor Command 0x…" for a vendor command no
+    /// public specification names, else "Unknown" with OGF/OCF.
     public var name: String {
-        HCICommands.type(for: self)?.name ?? "Unknown Command (OGF \(hexCode(ogf)), OCF \(hexCode(ocf, digits: 4)))"
+        if let t = HCICommands.type(for: self) { return t.name }
+        if let e = HCICatalog.command(self) { return e.name }
+        if ogf == Self.vendor { return vendorName }
+        return "Unknown Command (OGF \(hexCode(ogf)), OCF \(hexCode(ocf, digits: 4)))"
     }
 
     public var description: String { "\(name) (\(hexCode(rawValue)))" }

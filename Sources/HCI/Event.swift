@@ -50,7 +50,11 @@ public struct LEMetaEvent: HCIEventParameters {
     }
 
     public var fields: [Field] {
-        [.code("subeventCode", subeventCode, note: type(of: subevent).name)] + subevent.fields
+        if let unknown = subevent as? UnknownLESubevent, let e = HCICatalog.leSubevent(unknown.code) {
+            let d = CatalogLayout.decode(e.parameters, unknown.parameters)
+            return [.code("subeventCode", subeventCode, note: e.name)] + d.fields
+        }
+        return [.code("subeventCode", subeventCode, note: type(of: subevent).name)] + subevent.fields
     }
 }
 
@@ -86,6 +90,11 @@ public struct UnknownEvent: HCIEventParameters, UnknownCodeParameters {
     public init(code: UInt8, parameters: [UInt8]) { self.code = code; self.parameters = parameters }
     /// The packet with the code it arrived with (`HCIEventParameters.packet` would use 0xFF).
     public var packet: HCIEventPacket { HCIEventPacket(code: code, parameters: parameters) }
+
+    /// The catalog's decoding of the parameters when it has the code, else the octets.
+    public var fields: [Field] {
+        HCIEvents.catalogFields(code: code, parameters: parameters)?.fields ?? [.bytes("parameters", parameters)]
+    }
 }
 
 public enum HCIEvents {
@@ -102,8 +111,35 @@ public enum HCIEvents {
         return e
     }
 
+    /// The specification's event name (the stack's own events, then the catalog's); "Vendor
+    /// Event" for 0xFF (Vol 4 Part E 5.4.4), else "Unknown Event (0x..)".
     public static func name(code: UInt8) -> String {
-        byCode[code]?.name ?? "Unknown Event (\(hexCode(code)))"
+        if let t = byCode[code] { return t.name }
+        if let e = HCICatalog.event(code) { return e.name }
+        return code == vendorEventCode ? "Vendor Event" : "Unknown Event (\(hexCode(code)))"
+    }
+
+    /// The LE Meta subevent's name (the stack's own subevents, then the catalog's), else
+    /// "Unknown LE Subevent (0x..)".
+    public static func leSubeventName(code: UInt8) -> String {
+        if let t = bySubevent[code] { return t.name }
+        if let e = HCICatalog.leSubevent(code) { return e.name }
+        return "Unknown LE Subevent (\(hexCode(code)))"
+    }
+
+    /// The event code reserved for vendor-specific events (Core v5.4 Vol 4 Part E 5.4.4).
+    public static let vendorEventCode: UInt8 = 0xFF
+
+    /// The parameters of an event the stack has no type for, decoded by the catalog's layout
+    /// (nil when the catalog has no entry for the code). For LE Meta, `code` is 0x3E and
+    /// `parameters` begin with the subevent code.
+    public static func catalogFields(code: UInt8, parameters: [UInt8]) -> CatalogDecoding? {
+        if code == 0x3E {
+            guard let sub = parameters.first, let e = HCICatalog.leSubevent(sub) else { return nil }
+            return CatalogLayout.decode(e.parameters, Array(parameters.dropFirst()))
+        }
+        guard let e = HCICatalog.event(code) else { return nil }
+        return CatalogLayout.decode(e.parameters, parameters)
     }
 
     public static func leSubeventType(_ code: UInt8) -> (any LEMetaEventParameters.Type)? { bySubevent[code] }
@@ -178,6 +214,10 @@ public struct CommandComplete: HCIEventParameters, Equatable {
             do {
                 if let ret = try HCICommands.decodeReturn(opcode: opcode, rest) {
                     f += ret.fields
+                } else if let e = HCICatalog.command(opcode) {
+                    let d = CatalogLayout.decode(e.returnParameters, rest)
+                    if let problem = d.problem { f.append(Field("malformed", .text(problem))) }
+                    f += d.fields
                 } else if !rest.isEmpty {
                     f.append(.bytes("returnParameters", rest))
                 }

@@ -6,14 +6,18 @@ import ATT
 import GATT
 import BLE
 
-/// `ble-hci central TARGET [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date D]]` (CLI.md).
+/// `ble-hci central TARGET... [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date D]]` (CLI.md).
+/// Several targets are found, connected and served at once, each link with the same actions;
+/// every JSON event carries its `connection`, and human lines start with the target.
 func runCentral(_ c: CommandContext) async throws -> Int32 {
     let cmd = c.command
-    guard c.args.positionals.count == 1, let targetText = c.args.positionals.first else {
-        throw UsageError(c.args.positionals.isEmpty ? "central needs a TARGET (AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT)"
-                                                    : "central takes one TARGET, got: \(c.args.positionals.joined(separator: " "))", command: cmd)
+    guard !c.args.positionals.isEmpty else {
+        throw UsageError("central needs a TARGET (AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT)", command: cmd)
     }
-    let target = try Target(parsing: targetText, command: cmd)
+    if let twice = c.args.positionals.first(where: { t in c.args.positionals.filter { $0 == t }.count > 1 }) {
+        throw UsageError("TARGET \(twice) is given twice", command: cmd)
+    }
+    let targets = try c.args.positionals.map { try Target(parsing: $0, command: cmd) }
     let mtu = try c.args.int("mtu", command: cmd, range: 23...517) ?? 517
     let timeout = try c.args.double("timeout", command: cmd) ?? 10
     let actions = try parseActions(c.args, command: cmd)
@@ -47,9 +51,45 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
     out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
-    // Whatever happens from here (a signal while scanning for the target too), the scan is
-    // stopped and the link disconnected before the transport closes.
+    let link = CentralLink(c: c, central: central, mtu: mtu, timeout: timeout, actions: actions, profile: profile,
+                           bandDate: bandDate, bondDirectory: security.bondDirectory, pairing: pairing)
+    // Whatever happens from here (a signal while scanning for the target too), the scans are
+    // stopped and the links disconnected before the transport closes.
     return try await closing({ await central.close() }) {
+        guard targets.count > 1 else { return try await link.serve(targets[0], out: out) }
+        return try await withThrowingTaskGroup(of: Int32.self) { group in
+            for (target, text) in zip(targets, c.args.positionals) {
+                let labelled = out.labelled(text)
+                group.addTask {
+                    // One target not found or not connected fails the run, not the other links.
+                    do { return try await link.serve(target, out: labelled) } catch let e as CLIFailure where e.exitCode == ExitCode.failure {
+                        labelled.error(e.message)
+                        return e.exitCode
+                    }
+                }
+            }
+            // The worst outcome: interrupted (130/143) above transport lost (3) above failure (1).
+            var worst = ExitCode.success
+            for try await code in group { worst = max(worst, code) }
+            return worst
+        }
+    }
+}
+
+/// One target's link of `central`: find, connect, exchange the MTU, run the actions, disconnect.
+struct CentralLink: Sendable {
+    let c: CommandContext
+    let central: Central
+    let mtu: Int
+    let timeout: Double
+    let actions: [CentralAction]
+    let profile: String?
+    let bandDate: BandProtocol.Day?
+    let bondDirectory: String?
+    let pairing: TerminalPairing
+
+    func serve(_ target: Target, out: Output) async throws -> Int32 {
+        let central = self.central, timeout = self.timeout, mtu = self.mtu, actions = self.actions, profile = self.profile
 
         // Find the target (for an address without a type, the type seen while scanning).
         // A typed address is connected to directly, unless it is a bonded identity that may
@@ -151,7 +191,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
         // A bond the peripheral lost makes what needed it fail: never without saying why.
         func sayIfBondLost() {
             guard pairing.peerLostBond, !pairedAgain else { return }
-            let dir = security.bondDirectory.map { " --bonds \($0)" } ?? ""
+            let dir = bondDirectory.map { " --bonds \($0)" } ?? ""
             out.error("\(address) has lost its bond with us (encryption from our bond failed: PIN or Key Missing, 0x06): "
                       + "pair again with `ble-hci central \(address.address) --pair-again\(dir)`, "
                       + "or remove our bond with `ble-hci bonds remove \(address.address)\(dir)` and connect again")

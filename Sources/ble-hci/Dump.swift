@@ -2,6 +2,8 @@ import Foundation
 import HCI
 import Capture
 import Decoder
+import ATT
+import GATT
 
 /// `ble-hci dump FILE [--layers LAYERS] [--json]` (CLI.md). Decodes every record through every
 /// layer and prints a tree (or one JSON object per line). Exit 1 with one sentence on stderr
@@ -32,6 +34,12 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
             throw UsageError("--stats summarises every packet and layer of the capture: --\(other) does not go with it (--json does)", command: c.command)
         }
         return runStats(&reader, path: path, c)
+    }
+    if c.args.has("attributes") {
+        if let other = ["flow", "svg", "layers", "hex"].first(where: c.args.has) {
+            throw UsageError("--attributes lists each GATT server's attribute table: --\(other) does not go with it (--json does)", command: c.command)
+        }
+        return runAttributes(&reader, path: path, c)
     }
     if flow || svgPath != nil {
         guard !c.out.json else { throw UsageError("--json, --flow and --svg are alternatives: choose one", command: c.command) }
@@ -108,6 +116,82 @@ private func runStats(_ reader: inout CaptureReader, path: String, _ c: CommandC
         out.flush()
     }
     return outcome(path, damage: damage, records: records, c)
+}
+
+/// `dump --attributes`: every packet decoded, nothing printed per packet; then each GATT
+/// server's attribute table as the capture revealed it. With `--json`, one `gatt` line per
+/// server in the shape `peripheral --gatt` reads (CLI.md), so a device seen in a log can be
+/// served again.
+private func runAttributes(_ reader: inout CaptureReader, path: String, _ c: CommandContext) -> Int32 {
+    let decoder = PacketDecoder(attributes: true)
+    let (records, damage) = decodeAll(&reader, decoder) { _ in }
+    if damage == nil && records == 0 { return outcome(path, damage: nil, records: 0, c) }
+    let servers = decoder.attributes() ?? []
+    let out = c.out
+    if servers.isEmpty { out.line("No ATT server traffic in the capture (no discovery, reads or notifications).") }
+    for server in servers {
+        var snapshot = GATTSnapshot(tree: server.tree, values: server.values)
+        for (handle, code) in server.readRefusals { snapshot.errors[handle] = ATTError(code, requestOpcode: .readRequest, handle: handle) }
+        snapshot.permissions = revealedPermissions(server)
+        let side = server.serverDirection.map { $0 == .received ? "remote" : "local" }
+        if c.out.json {
+            var fields = snapshot.jsonFields
+            fields.insert(.int("connection", server.connection), at: 1)
+            if let side { fields.insert(.text("server", side), at: 2) }
+            if !server.unplaced.isEmpty {
+                fields.append(Field("unplaced", .list(server.unplaced.map { h in
+                    var f: [Field] = [.int("handle", h)]
+                    if let v = server.values[h] { f.append(.bytes("value", v)) }
+                    return .object(f)
+                })))
+            }
+            out.event(fields)
+            continue
+        }
+        let whose = side.map { $0 == "remote" ? "the capture's peer" : "this host" } ?? "direction unknown"
+        out.line("GATT server on connection \(hexCode(server.connection, digits: 4)) (\(whose))")
+        if server.tree.isEmpty { out.line("  no service discovery in the capture") }
+        for line in snapshot.humanLines(out) { out.line("  \(line)") }
+        for (handle, code) in server.writeRefusals.sorted(by: { $0.key < $1.key }) {
+            out.line("  handle \(handle): writes refused: \(code.name) (\(hexCode(code.rawValue)))")
+        }
+        for handle in server.unplaced {
+            let value = server.values[handle].map { " = \(valueLabel($0))" } ?? ""
+            out.line("  handle \(handle) (no characteristic or descriptor the capture discovered)\(value)")
+        }
+    }
+    return outcome(path, damage: damage, records: records, c)
+}
+
+/// The permissions (`peripheral --gatt` names) the server's Error Responses revealed, by
+/// characteristic value handle and descriptor handle; only for attributes that were refused.
+/// Read Not Permitted (0x02) and Write Not Permitted (0x03) take the access away; Insufficient
+/// Authentication (0x05) asks for an authenticated link; Insufficient Encryption (0x0F) and
+/// Encryption Key Size Too Short (0x0C) for an encrypted one (Core v5.4 Vol 3 Part F 3.4.1.1).
+func revealedPermissions(_ server: ServerAttributes) -> [UInt16: [String]] {
+    var out: [UInt16: [String]] = [:]
+    var properties: [UInt16: GATTCharacteristicProperties] = [:]
+    for s in server.tree { for c in s.characteristics { properties[c.characteristic.valueHandle] = c.characteristic.properties } }
+    for handle in Set(server.readRefusals.keys).union(server.writeRefusals.keys) {
+        let p = properties[handle]
+        var read: String? = p.map { $0.contains(.read) ? "read" : nil } ?? "read"
+        var write: String? = p.map { $0.contains(.write) || $0.contains(.writeWithoutResponse) || $0.contains(.authenticatedSignedWrites) ? "write" : nil } ?? nil
+        switch server.readRefusals[handle] {
+        case .readNotPermitted?: read = nil
+        case .insufficientAuthentication?: read = "readAuthenticated"
+        case .insufficientEncryption?, .encryptionKeySizeTooShort?: read = "readEncrypted"
+        default: break
+        }
+        switch server.writeRefusals[handle] {
+        case .writeNotPermitted?: write = nil
+        case .insufficientAuthentication?: write = "writeAuthenticated"
+        case .insufficientEncryption?, .encryptionKeySizeTooShort?: write = "writeEncrypted"
+        case nil: break
+        default: write = write ?? "write"
+        }
+        out[handle] = [read, write].compactMap { $0 }
+    }
+    return out
 }
 
 /// `dump --flow` / `--svg OUT.svg`: the capture as a sequence diagram (Decoder's FlowBuilder,

@@ -25,6 +25,9 @@ struct GATTSnapshot {
     var tree: [GATTRemoteServiceTree]
     var values: [UInt16: [UInt8]] = [:]
     var errors: [UInt16: ATTError] = [:]
+    /// `permissions` (`peripheral --gatt` names) to write for an attribute, by handle
+    /// (`dump --attributes`: what the server's refusals revealed).
+    var permissions: [UInt16: [String]] = [:]
 
     /// CLI.md's `{"event":"gatt","services":[...]}`.
     var jsonFields: [Field] {
@@ -33,7 +36,7 @@ struct GATTSnapshot {
                 .text("uuid", s.service.uuid.description),
                 .int("start", s.service.startHandle),
                 .int("end", s.service.endHandle),
-            ] + (s.includedServices.isEmpty ? [] : [
+            ] + (s.service.primary ? [] : [.bool("primary", false)]) + (s.includedServices.isEmpty ? [] : [
                 Field("includes", .list(s.includedServices.map { .text($0.uuid.description) })),
             ]) + [
                 Field("characteristics", .list(s.characteristics.map { c in
@@ -44,9 +47,11 @@ struct GATTSnapshot {
                         Field("properties", .list(c.characteristic.properties.names.map { .text($0) })),
                     ]
                     if let v = values[c.characteristic.valueHandle] { f.append(.bytes("value", v)) }
+                    if let p = permissions[c.characteristic.valueHandle] { f.append(Field("permissions", .list(p.map { .text($0) }))) }
                     f.append(Field("descriptors", .list(c.descriptors.map { d in
                         var df: [Field] = [.text("uuid", d.uuid.description), .int("handle", d.handle)]
                         if let v = values[d.handle] { df.append(.bytes("value", v)) }
+                        if let p = permissions[d.handle] { df.append(Field("permissions", .list(p.map { .text($0) }))) }
                         return .object(df)
                     })))
                     return .object(f)

@@ -82,11 +82,15 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9002 scan --duration 5 --service-data 180f --phy 1m --json
     """,
     "central": """
-    Usage: ble-hci central TARGET [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
+    Usage: ble-hci central TARGET... [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
                           [--pair] [SECURITY OPTIONS]
 
     TARGET: AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT (first advertiser whose name
     contains TEXT, ignoring case). CHAR: a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010).
+    Several TARGETs are found and connected at once, and each link runs the same actions; every
+    --json event carries the link's "connection" and its "target", human lines and errors start
+    with [TARGET]. A target not found or not connected fails the run (exit 1) without stopping
+    the others.
 
     Actions, run in the order given:
       --read CHAR                       read a value (long values read in full)
@@ -118,6 +122,7 @@ let commandHelp: [String: String] = [
     Examples:
       ble-hci -t tcp:127.0.0.1:9001 central name:ble-hci
       sudo ble-hci -t hci0 central F0:F1:F2:F3:F4:F5/random --read fff2 --write fff2=6869 --subscribe fff1 --count 3
+      ble-hci -t tcp:127.0.0.1:9001 central name:left name:right --read 2a19 --json   # two links at once
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --read ff01          # pairs on 0x05, then reads
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io keyboard --mitm --passkey 123456 --read ff02
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io yesno --mitm --yes --json
@@ -176,6 +181,7 @@ let commandHelp: [String: String] = [
     "dump": """
     Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg] [--hex]
            ble-hci dump FILE --stats [--json]
+           ble-hci dump FILE --attributes [--json]
 
     Decodes a btsnoop (datalink 1001, 1002, 2001), pcap or pcapng (Wireshark's default format;
     link types 187, 201, 254 as btmon writes) or Apple PacketLogger (.pklg, either byte order)
@@ -220,6 +226,19 @@ let commandHelp: [String: String] = [
                         Error Responses by code; SMP Pairing Failed by reason; HCI commands that
                         failed (Command Status or Command Complete with a Status other than
                         Success). With --json, one JSON object (docs/cli.md has its fields).
+      --attributes      no packet listing: each GATT server's attribute table as the capture
+                        reveals it (Wireshark's "ATT Server Attributes"), per connection:
+                        services (Read By Group Type, Find By Type Value), characteristics (Read
+                        By Type 0x2803), descriptors (Find Information), the values last read
+                        (Read, Read Blob assembled, Read By Type, Read Multiple Variable; else the
+                        last notified), refusals (Error Responses to reads and writes) and
+                        handles outside the discovered services. Only what the capture shows: a
+                        client that had the database cached discovers nothing, and a requirement
+                        the traffic never ran into (a value first read after pairing) is not
+                        known, so a clone serves it without it. With --json, one
+                        {"event":"gatt",...} line per server, with the permissions the refusals
+                        revealed: `peripheral --gatt FILE` serves it, so a device seen in a
+                        phone's log can be emulated.
 
     Pairing (SMP) and encryption packets get their own steps; the steps' CoreBluetooth names for
     them are generic (the system pairs, no app call).
@@ -250,6 +269,7 @@ let commandHelp: [String: String] = [
       ble-hci dump demo.pcap --layers l2cap,att --hex     # each layer's octets under its fields
       ble-hci dump btsnoop_hci.log --stats                # per connection and channel: octets, latency, errors
       ble-hci dump capture.pcapng --stats --json | jq '.connections[].channels[].att.latencyUs'
+      ble-hci dump btsnoop_hci.log --attributes --json > device.json && ble-hci peripheral --gatt device.json
     """,
     "demo": """
     Usage: ble-hci demo [--capture FILE] [--airtime]
@@ -346,7 +366,7 @@ let commandSpecs: [String: OptionSpec] = [
     "peripheral": OptionSpec(flags: Set(["security-request"]).union(securityFlags),
                              valued: Set(["name", "profile", "duration", "gatt"]).union(securityValued)),
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),
-    "dump": OptionSpec(flags: ["flow", "stats", "hex"], valued: ["layers", "svg"]),
+    "dump": OptionSpec(flags: ["flow", "stats", "hex", "attributes"], valued: ["layers", "svg"]),
     "demo": OptionSpec(flags: ["airtime"], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen", "airtime"]),
     "proxy": OptionSpec(flags: [], valued: ["host", "controller"]),

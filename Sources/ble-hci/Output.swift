@@ -6,37 +6,52 @@ import HCI
 final class Output: Sendable {
     let json: Bool
     let colour: Bool
+    /// The target a line is about, when one run has several (`central A B`): human lines,
+    /// progress and errors start with it, and JSON events carry it as "target".
+    let target: String?
     private let lock = NSLock()
 
     init(json: Bool) {
         self.json = json
         self.colour = !json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+        target = nil
     }
+
+    private init(json: Bool, colour: Bool, target: String) {
+        self.json = json
+        self.colour = colour
+        self.target = target
+    }
+
+    /// The same output, with every line about `target`.
+    func labelled(_ target: String) -> Output { Output(json: json, colour: colour, target: target) }
+
+    private var prefix: String { target.map { "[\($0)] " } ?? "" }
 
     /// One JSON line (in --json mode) or nothing.
     func event(_ fields: [Field]) {
         guard json else { return }
-        write(jsonObject(fields) + "\n")
+        write(jsonObject(target.map { fields + [.text("target", $0)] } ?? fields) + "\n")
     }
 
     /// A human line (not in --json mode, where the text is not even built).
     func line(_ text: @autoclosure () -> String) {
         guard !json else { return }
-        write(text() + "\n")
+        write(prefix + text() + "\n")
     }
 
     func error(_ message: String) {
         lock.lock(); defer { lock.unlock() }
-        FileHandle.standardError.write(Data("ble-hci: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("ble-hci: \(prefix)\(message)\n".utf8))
     }
 
     /// Informational text for humans that must not pollute --json stdout.
     func note(_ message: String) {
         if json {
             lock.lock(); defer { lock.unlock() }
-            FileHandle.standardError.write(Data("\(message)\n".utf8))
+            FileHandle.standardError.write(Data("\(prefix)\(message)\n".utf8))
         } else {
-            write(message + "\n")
+            write(prefix + message + "\n")
         }
     }
 
@@ -44,7 +59,7 @@ final class Output: Sendable {
     /// only results in both modes.
     func progress(_ message: String) {
         lock.lock(); defer { lock.unlock() }
-        FileHandle.standardError.write(Data("\(message)\n".utf8))
+        FileHandle.standardError.write(Data("\(prefix)\(message)\n".utf8))
     }
 
     /// A live trace block (human mode), dimmed so application lines stand out.

@@ -10,15 +10,6 @@ import Host
 @Suite(.timeLimit(.minutes(1))) struct BLEErrorTests {
     static let hold: BluetoothUUID = 0xFFC1, notifying: BluetoothUUID = 0xFFC2
 
-    /// A one-shot signal: `wait` returns once `signal` was called (before or after).
-    struct Signal: Sendable {
-        let stream: AsyncStream<Void>
-        let continuation: AsyncStream<Void>.Continuation
-        init() { (stream, continuation) = AsyncStream<Void>.makeStream() }
-        func signal() { continuation.finish() }
-        func wait() async { for await _ in stream {} }
-    }
-
     /// A peripheral serving `services` and a central connected to it on the in-process link.
     func connected(_ services: [GATTService], name: String) async throws -> (Peripheral, Central, RemotePeripheral) {
         let (_, transports) = VirtualLink.inProcess(count: 2)
@@ -34,7 +25,7 @@ import Host
     /// the central's controller reports (HCI Disconnect, Core v5.4 Vol 4 Part E 7.1.6: the
     /// remote side is told the reason given), and all three fail with `.disconnected(0x13)`.
     @Test func oneDisconnectionIsOneErrorEverywhere() async throws {
-        let entered = Signal()
+        let entered = AsyncHandlerStackTests.Signal()
         let services = [GATTService(uuid: 0xFFC0, characteristics: [
             GATTCharacteristic(uuid: Self.hold, properties: [.read], asyncRead: { _ in
                 entered.signal()

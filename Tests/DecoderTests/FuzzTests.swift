@@ -121,8 +121,8 @@ private let resetH4: [UInt8] = [0x01, 0x03, 0x0c, 0x00]
 @Test func fuzzH4PacketsThroughEveryDecoder() {
     #expect(fixturePackets.count > 500, "fixtures missing")
     var rng = SeededGenerator(seed: 0x0b1e_4c1_f022)
-    // With --stats' counting and --hex's octets on: they must not trap either.
-    let decoder = PacketDecoder(statistics: true, layerOctets: true)
+    // With --stats' counting, --attributes' tables and --hex's octets on: they must not trap either.
+    let decoder = PacketDecoder(statistics: true, layerOctets: true, attributes: true)
     let directions: [Direction?] = [.sent, .received, nil]
     var inputs: [[UInt8]] = []
     // Every fixture packet mutated at least twice, the rest made up.
@@ -159,6 +159,10 @@ private let resetH4: [UInt8] = [0x01, 0x03, 0x0c, 0x00]
     // The generator must actually reach both outcomes.
     #expect(malformed > 1000 && malformed < inputs.count - 1000)
     expectStatistics(decoder, packets: index, "statistics of the fuzzed packets")
+    // Whatever the tables learnt, each finished one is within its bounds.
+    let servers = decoder.attributes() ?? []
+    #expect(servers.count <= 64)
+    #expect(servers.allSatisfy { $0.values.values.allSatisfy { $0.count <= ServerAttributes.maximumValueLength } })
 }
 
 @Test func fuzzH4FramerKeepsPacketsWholeOrFailsCleanly() {

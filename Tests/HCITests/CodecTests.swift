@@ -28,7 +28,9 @@ import Testing
         #expect(WriteLEHostSupport.opcode.rawValue == 0x0C6D)
         #expect(HCIOpcode(rawValue: 0x200D).name == "LE Create Connection")
         #expect(HCIOpcode(rawValue: 0x2019).description == "LE Enable Encryption (0x2019)")
-        #expect(HCIOpcode(rawValue: 0xFC01).name == "Unknown Command (OGF 0x3f, OCF 0x0001)")
+        // OGF 0x3F is the vendor-specific group (Core v5.4 Vol 4 Part E 5.4.1).
+        #expect(HCIOpcode(rawValue: 0xFC01).name == "Vendor Command 0x0001 (opcode 0xfc01)")
+        #expect(HCIOpcode(rawValue: 0x0C99).name == "Unknown Command (OGF 0x03, OCF 0x0099)")
         #expect(HCIEvents.name(code: 0x59) == "Encryption Change [v2]")
         #expect(HCIEvents.name(code: 0xF0) == "Unknown Event (0xf0)")
     }

@@ -109,7 +109,14 @@ def advertising_data(recs):
 
 def main():
     out = sys.argv[1]
-    corpora = {t: set() for t in ["h4", "hci", "acl", "l2cap-signaling", "att-server", "att-client", "smp", "ad", "capture"]}
+    corpora = {t: set() for t in ["h4", "hci", "acl", "l2cap-signaling", "att-server", "att-client", "smp", "ad", "capture",
+                                  "gatt-file"]}
+    # `--gatt` tables (docs/cli.md): the example a new user copies, as an object and as the
+    # central's JSON lines around it.
+    with open(os.path.join(HERE, "..", "examples", "Testing", "heart-rate.json"), "rb") as f:
+        table = f.read()
+    corpora["gatt-file"].add(table)
+    corpora["gatt-file"].add(b'{"event":"connected","handle":64}\n' + table.replace(b"\n", b"") + b'\n{"event":"done"}\n')
     # pcapng fixtures (editcap's conversions of the others, Tests/DecoderTests/PcapngTests.swift):
     # whole files for the capture reader, and all of them one after another (one section
     # each: a new Section Header Block resets the interfaces). Their packets are the other
@@ -178,6 +185,33 @@ def main():
             corpora["att-client"].add(bytes([112]) + b"".join(framed(p) for p in pdus))
         for ad in advertising_data(recs):
             corpora["ad"].add(bytes(ad))
+
+    # The HCI catalog (Tools/pdl/hci-catalog.pdl): each command, its Command Complete, each event
+    # and LE subevent the fixtures lack, parameters zero (counts and lengths 0), as the hci target
+    # frames them, so the fuzzer starts inside every catalog layout.
+    sys.path.insert(0, os.path.join(HERE, "..", "pdl"))
+    from gen_catalog import parse as parse_catalog
+    from pathlib import Path
+
+    def zeros(params):
+        size = 0
+        for p in params:
+            t = p["type"]
+            size += {"u8": 1, "i8": 1, "u16": 2, "i16": 2, "u24": 3, "u32": 4, "u64": 8, "status": 1,
+                     "address": 6, "handle": 2, "data": 1, "list": 1}.get(t, 0)
+            if t[:5] in ("bytes", "text") and t[5:].isdigit():
+                size += int(t[5:])
+        return bytes(size)
+
+    for e in parse_catalog(Path(HERE, "..", "pdl", "hci-catalog.pdl")):
+        if e.kind in ("command", "vendor"):
+            corpora["hci"].add(bytes([0x01]) + le16(e.code) + zeros(e.params))
+            corpora["hci"].add(bytes([0x00, 0x0E, 0x01]) + le16(e.code) + b"\x00" + zeros(e.rets))
+        elif e.kind == "event":
+            params = zeros(e.params)
+            corpora["hci"].add(bytes([0x00, e.code]) + (params or b"\x00"))
+        else:
+            corpora["hci"].add(bytes([0x00, 0x3E, e.code]) + zeros(e.params))
 
     if not corpora["smp"]:
         # The fixtures have no pairing: one PDU of each code with its fixed length (Core v5.4

@@ -49,6 +49,7 @@ TARGETS = {
     "att.pdl": ROOT / "Sources/ATT/Generated/ATT.swift",
     "smp.pdl": ROOT / "Sources/SMP/Generated/SMP.swift",
     "hci-codes.pdl": ROOT / "Sources/HCI/Generated/Codes.swift",
+    "hci-catalog.pdl": ROOT / "Sources/HCI/Generated/Catalog.swift",
     "l2cap-codes.pdl": ROOT / "Sources/L2CAP/Generated/Codes.swift",
     "gatt-codes.pdl": ROOT / "Sources/GATT/Generated/Codes.swift",
     "gap-codes.pdl": ROOT / "Sources/Host/Generated/Codes.swift",
@@ -462,6 +463,9 @@ def main():
         if name == "smp.pdl":
             from gen_smp import generate_smp
             text = generate_smp(src)
+        elif name == "hci-catalog.pdl":
+            from gen_catalog import generate_catalog
+            text = generate_catalog(src)
         elif name.endswith("-codes.pdl"):
             from gen_codes import generate_codes
             text = generate_codes(src, imports=() if name == "hci-codes.pdl" else ("HCI",))

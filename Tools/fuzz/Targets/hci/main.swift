@@ -1,4 +1,5 @@
-// HCI commands and events (HCI.HCIEvents / HCICommands, as `dump` and the host decode them):
+// HCI commands and events (HCI.HCIEvents / HCICommands, and the catalog of every other command
+// and event, HCICatalog / CatalogLayout, as `dump` and the host decode them):
 // every input is an event or a command packet run through the decoder and both renderings.
 import FuzzSupport
 import HCI
@@ -17,6 +18,8 @@ runFuzzer { data in
         let opcode = HCIOpcode(rawValue: UInt16(b0) | UInt16(b1) << 8)
         packet = .command(HCICommandPacket(opcode: opcode, parameters: body))
         _ = try? HCICommands.decodeReturn(opcode: opcode, body)?.fields
+        // The catalog's return parameters (hci-catalog.pdl) for the commands the stack does not send.
+        if let entry = HCICatalog.command(opcode) { _ = CatalogLayout.decode(entry.returnParameters, body).fields }
     }
     let decoded = PacketDecoder().decode(direction: selector & 2 == 0 ? .sent : .received, packet: .success(packet),
                                          raw: packet.h4, time: CaptureTime(seconds: 0, nanoseconds: 0))

@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+import TestSupport
+
+extension CLITests {
+    /// Issue 27: `central` with several targets finds, connects and serves them at once; each
+    /// link is reported by its `connection` (and its `target`), and one target that is not
+    /// there fails the run without stopping the others.
+    @Suite(.serialized) struct MultiTarget {
+        /// Three virtual controllers: two demo peripherals ("left", "right") and the central.
+        func withThree<T>(_ body: (_ central: String) async throws -> T) async throws -> T {
+            let controllers = try BleHCI.start(["controllers", "--listen", "tcp:127.0.0.1:0", "--listen", "tcp:127.0.0.1:0",
+                                                "--listen", "tcp:127.0.0.1:0", "--json", "--airtime", "off"], lifetime: 120)
+            defer { controllers.stop(grace: 0.5) }
+            var specs: [String] = []
+            for _ in 0..<3 { specs.append(try #require(try await controllers.nextEvent("listening", timeout: 10)["spec"] as? String)) }
+            var peripherals: [ChildProcess] = []
+            defer { for p in peripherals { p.stop(grace: 0.5) } }
+            for (spec, name) in zip(specs, ["left", "right"]) {
+                let p = try BleHCI.start(["-t", spec, "peripheral", "--profile", "demo", "--name", name, "--json"], lifetime: 90)
+                peripherals.append(p)
+                _ = try await p.nextEvent("advertising", timeout: 10)
+            }
+            return try await body(specs[2])
+        }
+
+        @Test func twoTargetsAreReadAtOnce() async throws {
+            try await withThree { central in
+                let r = try await BleHCI.run(["-t", central, "central", "name:left", "name:right", "--read", "fff2", "--json"], timeout: 40)
+                expectStatus(r, 0, "central of two targets")
+                let connected = r.events("connected")
+                #expect(Set(connected.compactMap { $0["target"] as? String }) == ["name:left", "name:right"])
+                let connections = connected.compactMap { $0["connection"] as? Int }
+                #expect(connections.count == 2 && Set(connections).count == 2, "one link per target: \(connected)")
+                // The demo profile's fff2 starts as "ble-hci" (Sources/BLE/Profiles/DemoProfile.swift's table).
+                let reads = r.events("read")
+                #expect(reads.count == 2)
+                #expect(reads.allSatisfy { $0["value"] as? String == Array("ble-hci".utf8).hex })
+                #expect(Set(reads.compactMap { $0["connection"] as? Int }) == Set(connections))
+                #expect(Set(r.events("disconnected").compactMap { $0["connection"] as? Int }) == Set(connections))
+            }
+        }
+
+        @Test func aMissingTargetFailsTheRunNotTheOthers() async throws {
+            try await withThree { central in
+                let r = try await BleHCI.run(["-t", central, "central", "name:left", "name:absent", "--read", "fff2",
+                                              "--timeout", "2", "--json"], timeout: 40)
+                expectStatus(r, 1, "one target absent")
+                #expect(r.events("read").map { $0["target"] as? String } == ["name:left"])
+                #expect(r.stderr.split(separator: "\n").contains { $0.contains("[name:absent]") && $0.contains("no advertiser matched") }, "stderr: \(r.stderr)")
+            }
+        }
+
+        @Test func aTargetGivenTwiceIsAUsageError() async throws {
+            let r = try await BleHCI.run(["-t", "tcp:127.0.0.1:1", "central", "name:left", "name:left"])
+            expectStatus(r, 2, "the same target twice")
+        }
+    }
+}
