@@ -290,10 +290,10 @@ import BLETesting
         let central = try await Central.open(radio.transport(0))
         #expect(await central.transportLost == nil)
         radio.transport(0).close()
-        let failure = try await withTimeout(.seconds(5), "failure event") { () -> String? in
+        let failure = try await { () async throws -> String? in
             for await e in central.events { if case .failure(let why) = e { return why } }
             return nil
-        }
+        }()
         #expect(failure != nil)
         #expect(await central.transportLost != nil)
         await central.close()
@@ -315,14 +315,14 @@ import BLETesting
     func cmAllowDuplicates() async throws {
         let rig = try await Rig.start()
         let stream = try await rig.central.scan(ScanFilter(nameContains: rig.fake.name), everyReport: true)
-        let reports = try await withTimeout(.seconds(5), "two reports") { () -> [Advertisement] in
+        let reports = try await { () async throws -> [Advertisement] in
             var got: [Advertisement] = []
             for try await a in stream {
                 got.append(a)
                 if got.count == 2 { break }
             }
             return got
-        }
+        }()
         #expect(reports.count == 2 && reports[0].address == reports[1].address)
         await rig.close()
     }
@@ -334,15 +334,15 @@ import BLETesting
         #expect(await rig.central.isScanning == false)
         let central = rig.central, name = rig.fake.name
         // The loop left, and the stream with it (a stream still referenced keeps scanning).
-        try await withTimeout(.seconds(5), "a report") {
+        try await { () async throws in
             for try await _ in try await central.scan(ScanFilter(nameContains: name)) { break }
-        }
-        try await eventually("scanning stops after the loop") { await central.isScanning == false }
+        }()
+        try await central.untilScanning(false, "scanning stops after the loop")
         // The consuming task cancelled.
         let scanning = Task { for try await _ in try await central.scan(ScanFilter(nameContains: "nobody")) {} }
-        try await eventually("scanning starts") { await central.isScanning }
+        try await central.untilScanning(true, "scanning starts")
         scanning.cancel()
-        try await eventually("scanning stops after the cancellation") { await central.isScanning == false }
+        try await central.untilScanning(false, "scanning stops after the cancellation")
         await rig.close()
     }
 
@@ -391,10 +391,11 @@ import BLETesting
         let rig = try await Rig.start()
         let absent = DeviceAddress(try #require(BDAddress(string: "C0:DE:00:00:00:02")), type: .random)
         let central = rig.central
-        let task = Task { try await central.connect(to: absent, timeout: .seconds(30)) }
-        try await Task.sleep(for: .milliseconds(100))  // let the connect start; no event marks it
+        let armed = await central.armedDeadlineCount
+        let task = Pending { try await central.connect(to: absent, timeout: .seconds(30)) }
+        try await central.untilArmed(armed + 1)  // the connect started: its timeout is armed
         task.cancel()
-        let result = try #require(await outcome(of: task, within: .seconds(5)), "the cancelled connect did not return")
+        let result = try await task.result(within: .seconds(5), "the cancelled connect")
         #expect(throws: CancellationError.self) { try result.get() }
         #expect(await rig.central.connections.isEmpty)
         await rig.close()
@@ -701,14 +702,14 @@ import BLETesting
         #expect(rig.peripheral.subscribers(of: Self.measurement).count == 1)
         #expect(try await rig.peripheral.notify([0x00, 72], for: Self.measurement).count == 1)
         #expect(try await rig.peripheral.notify([0x00, 73], for: Self.measurement).count == 1)
-        let got = try await withTimeout(.seconds(5), "two notifications") { () -> [[UInt8]] in
+        let got = try await { () async throws -> [[UInt8]] in
             var got: [[UInt8]] = []
             for try await v in values {
                 got.append(v)
                 if got.count == 2 { break }
             }
             return got
-        }
+        }()
         #expect(got == [[0x00, 72], [0x00, 73]])
         await rig.close()
     }
@@ -725,10 +726,10 @@ import BLETesting
             if case .subscribed(_, Self.alarm, let indications) = e { return indications } else { return nil }
         }
         #expect(indications == true)
-        let consumer = Task { try await withTimeout(.seconds(5), "indication") { () -> [UInt8]? in
+        let consumer = Task { try await { () async throws -> [UInt8]? in
             for try await v in values { return v }
             return nil
-        } }
+        }() }
         let confirmed = try await rig.peripheral.indicate([0x05], for: Self.alarm)
         #expect(confirmed.count == 1)
         #expect(try await consumer.value == [0x05])
@@ -775,10 +776,10 @@ import BLETesting
         let published = try await rig.peripheral.publishL2CAPChannel(mtu: 300)
         let remote = try await rig.connect()
         let ours = try await remote.openL2CAPChannel(psm: published.psm, mtu: 400)
-        let theirs = try await withTimeout(.seconds(5), "accepted channel") { () -> L2CAPChannel? in
+        let theirs = try await { () async throws -> L2CAPChannel? in
             for await ch in published.channels { return ch }
             return nil
-        }
+        }()
         let channel = try #require(theirs)
         #expect(ours.psm == published.psm && ours.peerMTU == 300 && channel.peerMTU == 400)
         try await ours.send(Array(repeating: 0x5A, count: 300))
@@ -819,10 +820,10 @@ import BLETesting
         let radio = VirtualRadio(controllers: 1)
         let peripheral = try await Peripheral.open(radio.transport(0), services: [], name: "state")
         radio.transport(0).close()
-        let failure = try await withTimeout(.seconds(5), "failure event") { () -> String? in
+        let failure = try await { () async throws -> String? in
             for await e in peripheral.events { if case .failure(let why) = e { return why } }
             return nil
-        }
+        }()
         #expect(failure != nil)
         await peripheral.close()
     }
@@ -1011,10 +1012,10 @@ import BLETesting
         let remote = try await rig.connect()
         let values = try await remote.notifications(for: try await rig.characteristic(remote, Self.measurement))
         #expect(try rig.peripheral.updateValue([0x00, 80], for: Self.measurement))
-        let got = try await withTimeout(.seconds(5), "notification") { () -> [UInt8]? in
+        let got = try await { () async throws -> [UInt8]? in
             for try await v in values { return v }
             return nil
-        }
+        }()
         #expect(got == [0x00, 80])
         await rig.close()
     }
@@ -1087,10 +1088,10 @@ import BLETesting
         #expect((0x0080...0x00FF).contains(published.psm))
         let remote = try await rig.connect()
         let ours = try await remote.openL2CAPChannel(psm: published.psm)
-        let theirs = try await withTimeout(.seconds(5), "accepted channel") { () -> L2CAPChannel? in
+        let theirs = try await { () async throws -> L2CAPChannel? in
             for await ch in published.channels { return ch }
             return nil
-        }
+        }()
         #expect(theirs?.psm == published.psm && theirs?.remoteCID == ours.localCID)
         await rig.close()
     }

@@ -56,3 +56,17 @@ extension Peripheral {
         }
     }
 }
+
+extension Central {
+    /// Returns once the central's controller is scanning (`true`) or not (`false`), as
+    /// `isScanning` reports it (the host's state, checked each time the host has run).
+    func untilScanning(_ scanning: Bool, _ what: String) async throws {
+        try await stack.host.until(what) { $0.isScanning == scanning }
+    }
+
+    /// Deadlines armed in the central's host's table.
+    var armedDeadlineCount: Int { get async { await stack.host.armedDeadlineCount } }
+
+    /// Returns once `count` deadlines are armed in the central's host's table.
+    func untilArmed(_ count: Int) async throws { try await stack.host.armed(count) }
+}
