@@ -69,7 +69,7 @@ let package = Package(
         // Interop test harness (Bumble controllers and peer scripts as child processes).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "InteropHarnessTests", dependencies: ["TestSupport"]),
-        .testTarget(name: "InteropTests", dependencies: ["HCI", "Transport", "Host", "ATT", "GATT", "SMP", "BLE", "TestSupport", "StackTestSupport"]),
+        .testTarget(name: "InteropTests", dependencies: ["HCI", "Transport", "ATT", "GATT", "SMP", "BLE", "TestSupport", "StackTestSupport"]),
         // The example test an application copies (Tools/examples/Testing).
         .testTarget(name: "ExampleTests", dependencies: ["BLE", "BLETesting"], path: "Tools/examples/Testing", exclude: ["heart-rate.json"]),
         .testTarget(name: "CLITests", dependencies: ["HCI", "CBluetooth", "VirtualController", "BLE", "TestSupport"]),

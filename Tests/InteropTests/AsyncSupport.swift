@@ -148,14 +148,13 @@ final class Recorder<Element: Sendable>: Sendable {
 
 extension Peripheral {
     /// Returns once `predicate` holds for our peripheral (what it reports changes in its host
-    /// when the peer's PDUs arrive, so it is checked each time the host has run: `Host.until`).
+    /// when the peer's PDUs arrive, so it is checked each time the host's executor has run).
     func until(_ what: String, timeout: Duration = .seconds(15), _ predicate: @escaping @Sendable (Peripheral) -> Bool) async throws {
-        try await stack.host.until(what, timeout: timeout) { _ in predicate(self) }
+        try await executor.until(what, timeout: timeout) { predicate(self) }
     }
 }
 
-@testable import BLE
-import Host
+import BLE
 import StackTestSupport
 import Transport
 import GATT

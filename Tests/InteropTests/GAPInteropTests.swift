@@ -134,7 +134,7 @@ import HCI
 
             // Our side saw the connection and the Bumble central's disconnection.
             try await events.until("our Peripheral's disconnection: \(events.all)", timeout: .seconds(5)) {
-                $0.contains { if case .disconnected(_, .remoteUserTerminated) = $0 { return true }; return false }
+                all in all.contains { if case .disconnected(_, .remoteUserTerminated) = $0 { return true }; return false }
             }
             let connects = events.all.compactMap { e -> DeviceAddress? in
                 if case .connected(_, let central) = e { return central }

@@ -79,8 +79,8 @@ import HCI
             #expect(reached == [[notifyHandle], [notifyHandle], [notifyHandle]])
             // (The server's view: Peripheral.subscribers(of:) only counts notification
             // subscribers, checked separately below.)
-            try await peripheral.until("Bumble enabling indications on aa06: \(bumble.output.suffix(5))") {
-                $0.server.subscribers(of: 0xAA06, indications: true).count == 1
+            try await peripheral.until("Bumble enabling indications on aa06") { p in
+                p.server.subscribers(of: 0xAA06, indications: true).count == 1
             }
             let indicateHandle = peripheral.server.subscribers(of: 0xAA06, indications: true)[0].id
             #expect(indicateHandle == notifyHandle)
@@ -159,7 +159,7 @@ import HCI
 
     /// Waits for exactly one subscriber of `uuid` and returns its connection handle.
     func subscriber(_ peripheral: Peripheral, _ uuid: BluetoothUUID, count: Int = 1) async throws -> UInt16 {
-        try await peripheral.until("\(uuid): \(count) subscribers") { $0.subscribers(of: uuid).count == count }
+        try await peripheral.until("\(uuid): \(count) subscribers") { p in p.subscribers(of: uuid).count == count }
         return peripheral.subscribers(of: uuid)[0]
     }
 
@@ -182,7 +182,7 @@ import HCI
                 "--subscribe", "aa05", "--wait", "aa05=3", "--duration", "20", "--timeout", "60"])
             _ = try await b.event("subscribed", timeout: .seconds(20))
             _ = try await a.event("subscribed", timeout: .seconds(5))
-            try await peripheral.until("two subscribers", timeout: .seconds(10)) { $0.subscribers(of: 0xAA05).count == 2 }
+            try await peripheral.until("two subscribers", timeout: .seconds(10)) { p in p.subscribers(of: 0xAA05).count == 2 }
             let handles = Set(peripheral.subscribers(of: 0xAA05))
 
             // One notification reaches both.
@@ -193,7 +193,7 @@ import HCI
 
             // A unsubscribes; B still gets the next ones, A doesn't.
             _ = try await a.event("unsubscribed")
-            try await peripheral.until("one subscriber left", timeout: .seconds(5)) { $0.subscribers(of: 0xAA05).count == 1 }
+            try await peripheral.until("one subscriber left", timeout: .seconds(5)) { p in p.subscribers(of: 0xAA05).count == 1 }
             let remaining = peripheral.subscribers(of: 0xAA05)
             #expect(remaining.count == 1 && handles.contains(remaining[0]))
             #expect(try await peripheral.notify([0x02], for: 0xAA05) == remaining)

@@ -51,20 +51,29 @@ extension Host {
     /// isolation, and again each time the host's executor has run other jobs (a packet, a
     /// task's call) and gone idle: no polling, no sleep.
     public nonisolated func until(_ what: @autoclosure () -> String, timeout: Duration = .seconds(10),
-                      _ predicate: @escaping @Sendable (isolated Host) -> Bool) async throws {
+                                  _ predicate: @escaping @Sendable (isolated Host) -> Bool) async throws {
+        try await executor.until(what(), timeout: timeout) { self.assumeIsolated { predicate($0) } }
+    }
+}
+
+extension SerialThreadExecutor {
+    /// Returns once `predicate` holds, checked on the executor's thread now and again each time
+    /// the executor has run other jobs and gone idle: for state its jobs change (a host's, or
+    /// what an API reads from it), with no polling and no sleep.
+    public func until(_ what: @autoclosure () -> String, timeout: Duration = .seconds(10),
+                      _ predicate: @escaping @Sendable () -> Bool) async throws {
         enum State { case waiting, holds, abandoned }
         let state = Watched(State.waiting)
-        let executor = executor
         @Sendable func check() {
             guard state.value == .waiting else { return }
-            guard executor.isCurrent else { executor.submit { check() }; return }
-            if assumeIsolated({ predicate($0) }) {
+            guard isCurrent else { submit { check() }; return }
+            if predicate() {
                 state.withLock { $0 = .holds }
             } else {
-                executor.whenIdle(after: executor.completedJobCount) { check() }
+                whenIdle(after: completedJobCount) { check() }
             }
         }
-        executor.submit { check() }
+        submit { check() }
         do {
             try await state.until(what(), timeout: timeout) { $0 == .holds }
         } catch {
