@@ -29,10 +29,7 @@ import Host
         let services = [GATTService(uuid: 0xFFC0, characteristics: [
             GATTCharacteristic(uuid: Self.hold, properties: [.read], asyncRead: { _ in
                 entered.signal()
-                let (never, held) = AsyncStream<Void>.makeStream()  // nothing is ever yielded
-                for await _ in never {}  // until cancelled by the disconnection
-                withExtendedLifetime(held) {}
-                try Task.checkCancellation()
+                try await Task.sleep(for: .seconds(20))  // until cancelled by the disconnection
                 return [0x00]
             }),
             GATTCharacteristic(uuid: Self.notifying, properties: [.read, .notify], value: [0x01]),
