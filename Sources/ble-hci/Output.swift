@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HCI
 
 /// Where results go: human lines (colour only on a terminal) or exactly one JSON object per
@@ -7,17 +8,33 @@ final class Output: Sendable {
     let json: Bool
     let colour: Bool
     private let lock = NSLock()
+    /// Where the text goes instead of stdout and stderr (the session's front ends: the shell
+    /// redraws its prompt around it, `session --json` tags it with the request's id).
+    let sink: (@Sendable (Destination, String) -> Void)?
+    /// Fields appended to every JSON event (`session --json`: the request's `id`).
+    let tag: [Field]
+    /// The last message `error` printed (the session's final answer of a failed request).
+    private let lastErrorText = Mutex<String?>(nil)
 
-    init(json: Bool) {
+    enum Destination: Sendable { case stdout, stderr }
+
+    init(json: Bool, colour: Bool? = nil, tag: [Field] = [], sink: (@Sendable (Destination, String) -> Void)? = nil) {
         self.json = json
-        self.colour = !json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+        self.colour = colour ?? (!json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil)
+        self.tag = tag
+        self.sink = sink
     }
 
     /// One JSON line (in --json mode) or nothing.
     func event(_ fields: [Field]) {
         guard json else { return }
-        write(jsonObject(fields) + "\n")
+        write(jsonObject(fields + tag) + "\n")
     }
+
+    /// The same output with `fields` added to every event (a link's name, a request's id).
+    func adding(_ fields: [Field]) -> Output { Output(json: json, colour: colour, tag: fields + tag, sink: sink) }
+
+    var lastError: String? { lastErrorText.withLock { $0 } }
 
     /// A human line (not in --json mode, where the text is not even built).
     func line(_ text: @autoclosure () -> String) {
@@ -26,15 +43,20 @@ final class Output: Sendable {
     }
 
     func error(_ message: String) {
+        lastErrorText.withLock { $0 = message }
+        writeError("ble-hci: \(message)\n")
+    }
+
+    private func writeError(_ s: String) {
+        if let sink { sink(.stderr, s); return }
         lock.lock(); defer { lock.unlock() }
-        FileHandle.standardError.write(Data("ble-hci: \(message)\n".utf8))
+        FileHandle.standardError.write(Data(s.utf8))
     }
 
     /// Informational text for humans that must not pollute --json stdout.
     func note(_ message: String) {
         if json {
-            lock.lock(); defer { lock.unlock() }
-            FileHandle.standardError.write(Data("\(message)\n".utf8))
+            writeError("\(message)\n")
         } else {
             write(message + "\n")
         }
@@ -43,8 +65,7 @@ final class Output: Sendable {
     /// Progress for humans (opening, scanning, connecting): always on stderr, so stdout keeps
     /// only results in both modes.
     func progress(_ message: String) {
-        lock.lock(); defer { lock.unlock() }
-        FileHandle.standardError.write(Data("\(message)\n".utf8))
+        writeError("\(message)\n")
     }
 
     /// A live trace block (human mode), dimmed so application lines stand out.
@@ -60,6 +81,7 @@ final class Output: Sendable {
     func cyan(_ s: String) -> String { styled(s, "36") }
 
     func write(_ s: String) {
+        if let sink { sink(.stdout, s); return }
         lock.lock(); defer { lock.unlock() }
         FileHandle.standardOutput.write(Data(s.utf8))
     }
