@@ -385,6 +385,7 @@ func runSession(_ c: CommandContext) async throws -> Int32 {
         }
         writer.write(jsonObject(f) + "\n")
     }
+    let quit = Mutex<FieldValue?>(nil)
     let main = Task {
         await withTaskGroup(of: Void.self) { group in
             var inFlight = 0
@@ -414,6 +415,12 @@ func runSession(_ c: CommandContext) async throws -> Int32 {
                     answer(request.id, found ? .done : .failed("no request \(target) is running", exitCode: ExitCode.failure))
                     continue
                 }
+                if request.words.first == "quit" {
+                    // Answered last, once every request has ended and the controller is left as found.
+                    quit.withLock { $0 = request.id }
+                    running.cancelAll()
+                    break
+                }
                 // At most `inFlight` at once: the next line is read when one has ended.
                 if inFlight >= SessionLimits.inFlight {
                     await group.next()
@@ -436,7 +443,6 @@ func runSession(_ c: CommandContext) async throws -> Int32 {
                 gate.resolve(true)
                 inFlight += 1
                 group.addTask { await task.value }
-                if request.words.first == "quit" { break }
             }
             // End of input (or quit): the requests still running get 30 s (a scan without
             // --duration, which runs until cancelled, is stopped then).
@@ -453,6 +459,7 @@ func runSession(_ c: CommandContext) async throws -> Int32 {
     await main.value
     stop.cancel()
     await engine.close()
+    if let id = quit.withLock({ $0 }) { answer(id, .done) }
     return signals.exitCode ?? ExitCode.success
 }
 

@@ -383,7 +383,7 @@ actor SessionEngine {
             var printed = PrintedAdvertisers()
             do {
                 for try await adv in stream {
-                    await self.remember(adv)
+                    self.remember(adv)
                     guard everyReport || printed.changed(adv) else { continue }
                     out.event(adv.jsonFields)
                     out.line(humanLine(adv, out: out))
@@ -472,7 +472,7 @@ actor SessionEngine {
         let found = Task { () -> Advertisement? in
             for try await adv in stream {
                 summary.add(adv)
-                await self.remember(adv)
+                self.remember(adv)
                 if filter.matches(adv) { return adv }
             }
             return nil
@@ -730,9 +730,16 @@ actor SessionEngine {
     var selectedLink: String? { (try? resolveLink(nil))?.name }
 
     /// What Tab offers for the word being typed after `words` (the command first).
-    func completions(for words: [String]) -> [String] {
+    func completions(for words: [String]) async -> [String] {
         guard let command = words.first else { return sessionCommands.map(\.name) }
-        let link = try? resolveLink(nil)
+        var link = try? resolveLink(nil)
+        let charCommands: Set<String> = ["read", "write", "write-without-response", "subscribe", "unsubscribe"]
+        if var l = link, l.resolver.tree == nil, charCommands.contains(command) {
+            // Discovered once (as the first read would), so that Tab offers what the link has.
+            _ = try? await l.resolver.resolve(.handle(0))
+            updateResolver(l.name, l.resolver)
+            link = l
+        }
         var chars: [String] = []
         if let tree = link?.resolver.tree {
             for s in tree {
