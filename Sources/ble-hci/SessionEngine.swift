@@ -365,7 +365,7 @@ actor SessionEngine {
     }
 
     private func remember(_ adv: Advertisement) {
-        let key = adv.address.description
+        let key = adv.address.address.description
         if seen[key] == nil {
             seenOrder.append(key)
             if seenOrder.count > 256 { seen[seenOrder.removeFirst()] = nil }
@@ -416,7 +416,7 @@ actor SessionEngine {
         let address: DeviceAddress
         if case .address(let a, let type?) = target, !(await central.bondedPeerMayUseAnotherAddress(DeviceAddress(a, type: type))) {
             address = DeviceAddress(a, type: type)
-            name = seen[address.description] ?? nil
+            name = seen[address.address.description] ?? nil
         } else {
             out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
             let adv = try await find(target, timeout: timeout)

@@ -44,6 +44,42 @@ struct BumblePeer {
     }
 }
 
+
+/// tmux on a socket of its own, every call through a python3 that empties the signal mask
+/// first: tmux started from the test runner would inherit its blocked signals (SIGCHLD among
+/// them) and its server would hang.
+struct Tmux {
+    let socket = "ble-hci-test-\(UUID().uuidString.prefix(8))"
+    /// (tmux is run as python's child, not exec'd in its place: exec'd straight from the test's
+    /// Process, the first client returned only when its server ended.)
+    static let unblock = "import signal, subprocess, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); sys.exit(subprocess.run(['tmux'] + sys.argv[1:]).returncode)"
+
+    @discardableResult
+    func run(_ arguments: [String]) async throws -> [String] {
+        let r = try await runTool("/usr/bin/python3", ["-c", Self.unblock, "-L", socket] + arguments, timeout: 10)
+        guard r.status == 0 else { throw HarnessError("tmux \(arguments.joined(separator: " ")): exit \(r.status): \(r.stderr)") }
+        return r.stdout
+    }
+
+    /// Types `keys` (tmux key names: "Enter", "Tab", "C-c"...; other words literally).
+    func send(_ keys: String...) async throws { try await run(["send-keys", "-t", "t"] + keys) }
+    /// Types `text` literally.
+    func type(_ text: String) async throws { try await run(["send-keys", "-t", "t", "-l", "--", text]) }
+    /// The pane's lines, trailing blanks cut.
+    func pane() async throws -> [String] {
+        try await run(["capture-pane", "-p", "-t", "t", "-S", "-200"]).map { String($0.reversed().drop { $0 == " " }.reversed()) }
+    }
+    /// Waits until the pane satisfies `condition`.
+    func waitFor(_ what: String, timeout: Duration = .seconds(15), _ condition: @escaping ([String]) -> Bool) async throws {
+        var last: [String] = []
+        try await eventually("\(what); the pane:\n\(last.filter { !$0.isEmpty }.joined(separator: "\n"))", timeout: timeout) {
+            last = try await pane()
+            return condition(last)
+        }
+    }
+    func kill() async { _ = try? await run(["kill-server"]) }
+}
+
 /// The JSON session's lines so far, parsed.
 private func sessionLines(_ session: ChildProcess) -> [[String: Any]] { session.output.compactMap(ChildProcess.json) }
 
@@ -171,6 +207,114 @@ extension CLITests {
             #expect(sessionLines(session).last.map { sameID($0["id"], 99) && $0["done"] as? Bool == true } == true)
             _ = try await a.process.nextEvent("disconnected", timeout: 10)
             _ = try await b.process.nextEvent("disconnected", timeout: 10)
+        }
+
+        /// The shell as a person uses it, under tmux: completion of commands, addresses and
+        /// UUIDs, two links, notifications printed above a half-typed line, Ctrl-C stopping a
+        /// command and not the shell, Ctrl-D quitting, the history kept for the next run.
+        @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux"), "tmux is not installed"))
+        func shellUnderTmux() async throws {
+            let (controllers, specs) = try await startControllers(3)
+            defer { controllers.stop(grace: 0.5) }
+            let a = try await BumblePeer.start(on: specs[0], name: "bumble-a", address: "C0:11:22:33:44:0A",
+                                               extra: ["--notify-count", "6", "--notify-interval", "0.3"])
+            defer { a.process.stop(grace: 0.5) }
+            let b = try await BumblePeer.start(on: specs[1], name: "bumble-b", address: "C0:11:22:33:44:0B")
+            defer { b.process.stop(grace: 0.5) }
+            let state = try TempDir()
+            let tmux = Tmux()
+            let shell = "XDG_STATE_HOME='\(state.url.path)' NO_COLOR=1 '\(try BleHCI.executable().path)' -t \(specs[2]) shell; echo SHELL-EXIT-$?; sleep 60"
+            try await tmux.run(["new-session", "-d", "-s", "t", "-x", "200", "-y", "60", shell])
+            do {
+                try await tmux.waitFor("the prompt") { $0.contains("ble-hci>") }
+                // Tab completes the command; a scan hears both Bumble peers.
+                try await tmux.type("sc")
+                try await tmux.send("Tab")
+                try await tmux.waitFor("scan completed") { $0.contains("ble-hci> scan") }
+                try await tmux.type("--duration 1.5")
+                try await tmux.send("Enter")
+                try await tmux.waitFor("both advertisers listed by the scan") { lines in
+                    lines.contains { $0.contains(a.address) } && lines.contains { $0.contains(b.address) } && lines.last { !$0.isEmpty } == "ble-hci>"
+                }
+                try await tmux.type("conn")
+                try await tmux.send("Tab")
+                try await tmux.waitFor("connect completed") { $0.contains("ble-hci> connect") }
+                try await tmux.type("name:bumble-a")
+                try await tmux.send("Enter")
+                try await tmux.waitFor("the first link") { $0.contains { $0.hasPrefix("Connected to bumble-a") } }
+                // Tab offers the addresses seen while scanning.
+                try await tmux.type("connect C0:11:22:33:44:0")
+                try await tmux.send("Tab", "Tab")
+                try await tmux.waitFor("both addresses listed") { lines in
+                    lines.contains { $0.contains(a.address) && $0.contains(b.address) }
+                }
+                try await tmux.type("B")
+                try await tmux.send("Tab")
+                try await tmux.waitFor("the address completed") { $0.last { !$0.isEmpty } == "ble-hci [bumble-a]> connect \(b.address)" }
+                try await tmux.send("Enter")
+                try await tmux.waitFor("the second link, named from its advertised name") { $0.contains { $0.hasPrefix("Connected to bumble-b") } }
+                // Tab offers the selected link's UUIDs (Bumble's 2a19 Battery Level among them).
+                try await tmux.type("read 2a1")
+                try await tmux.send("Tab")
+                try await tmux.waitFor("2a19 completed") { $0.last { !$0.isEmpty } == "ble-hci [bumble-b]> read 2a19" }
+                try await tmux.send("Enter")
+                try await tmux.waitFor("Battery Level read (declared 0x64)") { $0.contains { $0.hasPrefix("read 2a19") && $0.hasSuffix("(64)") } }
+                try await tmux.type("links")
+                try await tmux.send("Enter")
+                try await tmux.waitFor("two links") { lines in
+                    lines.contains { $0.contains("bumble-a") && $0.contains(a.address) } && lines.contains { $0.hasPrefix("* bumble-b") && $0.contains(b.address) }
+                }
+                // Notifications print above the prompt, which keeps what is being typed.
+                try await tmux.type("select bumble-a")
+                try await tmux.send("Enter")
+                try await tmux.type("subscribe 2a37")
+                try await tmux.send("Enter")
+                try await tmux.waitFor("subscribed") { $0.contains { $0.hasPrefix("subscribed to 2a37") } }
+                try await tmux.type("rea")
+                var sent: [String] = []
+                for _ in 0..<3 { sent.append(try await a.process.nextEvent("notified", timeout: 10)["value"] as? String ?? "?") }
+                try await tmux.waitFor("3 notifications above the half-typed line") { lines in
+                    let shown = lines.filter { $0.contains("bumble-a notification 2a37") }
+                    return shown.count >= 3 && sent.allSatisfy { v in shown.contains { $0.hasSuffix("= \(v)") } }
+                        && lines.last { !$0.isEmpty } == "ble-hci [bumble-a]> rea"
+                }
+                try await tmux.send("C-u")
+                // Ctrl-C stops a running command (a connection to nobody), not the shell.
+                try await tmux.type("connect name:nobody --timeout 60")
+                try await tmux.send("Enter")
+                try await tmux.waitFor("scanning for nobody") { $0.contains { $0.hasPrefix("Scanning for a name containing \"nobody\"") } }
+                try await tmux.send("C-c")
+                try await tmux.waitFor("the command stopped", timeout: .seconds(5)) { $0.contains("(stopped)") }
+                try await tmux.type("links")
+                try await tmux.send("Enter")
+                try await tmux.waitFor("both links still up after Ctrl-C") { lines in
+                    guard let stopped = lines.lastIndex(of: "(stopped)") else { return false }
+                    let after = lines[stopped...]
+                    return after.contains { $0.contains("bumble-a") && $0.contains(a.address) } && after.contains { $0.contains("bumble-b") && $0.contains(b.address) }
+                }
+                // Ctrl-D on an empty line ends the shell; the links are disconnected.
+                try await tmux.send("C-d")
+                try await tmux.waitFor("the shell ended") { $0.contains("SHELL-EXIT-0") }
+                _ = try await a.process.nextEvent("disconnected", timeout: 10)
+                _ = try await b.process.nextEvent("disconnected", timeout: 10)
+                await tmux.kill()
+
+                // The history is there in the next run: Up brings back the last line typed.
+                let history = try String(contentsOfFile: state.path("ble-hci/history"), encoding: .utf8)
+                #expect(history.contains("connect name:bumble-a\n") && history.hasSuffix("links\n"), "\(history)")
+                try await tmux.run(["new-session", "-d", "-s", "t", "-x", "200", "-y", "60", shell])
+                try await tmux.waitFor("the prompt again") { $0.contains("ble-hci>") }
+                try await tmux.send("Up")
+                try await tmux.waitFor("the last line back") { $0.last { !$0.isEmpty } == "ble-hci> links" }
+                try await tmux.send("Up")
+                try await tmux.waitFor("the line before") { $0.last { !$0.isEmpty }?.hasPrefix("ble-hci> connect name:nobody") == true }
+                try await tmux.send("C-u", "C-d")
+                try await tmux.waitFor("the second shell ended") { $0.contains("SHELL-EXIT-0") }
+            } catch {
+                await tmux.kill()
+                throw error
+            }
+            await tmux.kill()
         }
 
         /// The Python example driver (Tools/examples/session.py) against a Bumble peripheral.
