@@ -176,8 +176,29 @@ extension CLITests {
             try session.send(#"{"id":13,"args":"#  + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}\n")
             try session.send(#"{"id":14,"line":""# + String(repeating: "x", count: 70_000) + "\"}\n")
             try session.send(#"{"id":true,"line":"links"}"# + "\n")
+            let dir = try TempDir()
+            let capture = dir.path("session.pcap")
+            try session.send(#"{"id":16,"command":"capture","args":[""# + capture + #""]}"# + "\n")
+            #expect(try await answer(session, 16)["done"] as? Bool == true)
             try session.send(#"{"id":15,"line":"read 2a19","link":"bumble-b"}"# + "\n")
             #expect(try await answer(session, 15)["done"] as? Bool == true, "the session still answers after bad requests")
+            try session.send(#"{"id":17,"line":"capture off"}"# + "\n")
+            #expect(try await answer(session, 17)["done"] as? Bool == true)
+            // tshark decodes what `capture` recorded: the Read Response (0x0b, Core v5.4 Vol 3
+            // Part F 3.4.4.4) carrying Bumble's Battery Level.
+            let rows = try Tshark.fields(capture, ["btatt.opcode", "btatt.value"])
+            #expect(rows.contains { $0.first == "0x0b" && $0.dropFirst().first == "64" }, "\(rows)")
+
+            // Pairing: Just Works with Bumble (its PairingConfig defaults: Secure Connections, no
+            // MITM, bonding), then its ...def4, which needs encryption, reads "secret".
+            try session.send(#"{"id":18,"line":"pair","link":"bumble-b"}"# + "\n")
+            #expect(try await answer(session, 18, timeout: .seconds(30))["done"] as? Bool == true)
+            let paired = try #require(events(session, 18, "paired").first, "\(sessionLines(session).filter { sameID($0["id"], 18) })")
+            #expect(paired["method"] as? String == "justWorks")
+            #expect(paired["secureConnections"] as? Bool == true)
+            try session.send(#"{"id":19,"line":"read 12345678-1234-5678-1234-56789abcdef4","link":"bumble-b"}"# + "\n")
+            #expect(try await answer(session, 19)["done"] as? Bool == true)
+            #expect(events(session, 19, "read").first?["value"] as? String == hexOf("secret"))
             let anonymous = sessionLines(session).filter { $0["id"] == nil && $0["error"] != nil }.compactMap { $0["error"] as? String }
             #expect(anonymous.contains { $0.hasPrefix("not JSON") }, "\(anonymous)")
             #expect(anonymous.contains { $0.contains("nested") }, "\(anonymous)")
@@ -195,7 +216,7 @@ extension CLITests {
             #expect((try await answer(session, 12))["error"] as? String == "no link 'nobody'; up: bumble-a, bumble-b")
 
             // Every request got exactly one final answer.
-            for id: Any in [1, "b", 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15] {
+            for id: Any in [1, "b", 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15, 16, 17, 18, 19] {
                 let finals = sessionLines(session).filter { sameID($0["id"], id) && ($0["done"] != nil || $0["error"] != nil) }
                 #expect(finals.count == 1, "request \(id): \(finals)")
             }
@@ -315,6 +336,53 @@ extension CLITests {
                 throw error
             }
             await tmux.kill()
+        }
+
+        /// Both roles at once on one controller: the session holds a link to a Bumble
+        /// peripheral while it serves the demo profile to a Bumble central (Tools/bumble/central.py).
+        @Test func bothRolesAtOnceOnOneController() async throws {
+            let (controllers, specs) = try await startControllers(3)
+            defer { controllers.stop(grace: 0.5) }
+            let a = try await BumblePeer.start(on: specs[0], name: "bumble-a", address: "C0:11:22:33:44:0A")
+            defer { a.process.stop(grace: 0.5) }
+            let session = try BleHCI.start(["-t", specs[2], "session", "--json"], lifetime: 90)
+            defer { session.stop(grace: 0.5) }
+            _ = try await session.nextEvent("ready", timeout: 15)
+            try session.send(#"{"id":1,"line":"connect name:bumble-a"}"# + "\n")
+            #expect(try await answer(session, 1)["done"] as? Bool == true)
+            try session.send(#"{"id":2,"line":"serve --profile demo --name session-peer"}"# + "\n")
+            #expect(try await answer(session, 2)["done"] as? Bool == true)
+            #expect(events(session, 2, "advertising").first?["name"] as? String == "session-peer")
+
+            let written = hexOf("from bumble")
+            let port = specs[1].dropFirst("tcp:".count)
+            let bumble = try PythonScript.start("central.py", ["--transport", "tcp-client:\(port)", "--name", "session-peer",
+                                                               "--read", "fff2", "--write", "fff2=\(written)", "--subscribe", "fff1",
+                                                               "--count", "2", "--timeout", "40"], lifetime: 60)
+            defer { bumble.stop(grace: 0.5) }
+            _ = try await bumble.nextEvent("connected", timeout: 20)
+            // While the Bumble central is connected, the session's own link still answers.
+            try session.send(#"{"id":3,"line":"read 2a19","link":"bumble-a"}"# + "\n")
+            #expect(try await answer(session, 3)["done"] as? Bool == true)
+            #expect(events(session, 3, "read").first?["value"] as? String == "64")
+            #expect(try await bumble.exitStatus(timeout: 30) == 0, "central.py: \(bumble.output.joined(separator: "\n"))\n\(bumble.stderr)")
+            // CLI.md's demo profile: fff2 starts as the UTF-8 text "ble-hci"; fff1 notifies the
+            // current second as 2 ASCII digits.
+            let reads = bumble.output.compactMap(ChildProcess.json).filter { $0["event"] as? String == "read" }
+            #expect(reads.first?["value"] as? String == hexOf("ble-hci"), "\(bumble.output)")
+            let ticks = bumble.output.compactMap(ChildProcess.json).filter { $0["event"] as? String == "notification" }
+            #expect(ticks.count == 2 && ticks.allSatisfy { t in
+                guard let v = t["value"] as? String, v.count == 4, let n = UInt16(v, radix: 16) else { return false }
+                return (0x30...0x39).contains(n >> 8) && (0x30...0x39).contains(n & 0xFF)
+            }, "\(ticks)")
+            try await eventually("the session saw the Bumble central's write and its disconnection") {
+                !events(session, 2, "written").isEmpty && !events(session, 2, "centralDisconnected").isEmpty
+            }
+            #expect(events(session, 2, "written").first?["value"] as? String == written)
+            #expect(events(session, 2, "written").first?["uuid"] as? String == "fff2")
+            #expect(!events(session, 2, "centralConnected").isEmpty)
+            try session.send(#"{"id":4,"line":"quit"}"# + "\n")
+            #expect(try await session.exitStatus(timeout: 15) == 0)
         }
 
         /// The Python example driver (Tools/examples/session.py) against a Bumble peripheral.
