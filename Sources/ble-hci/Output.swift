@@ -14,11 +14,17 @@ final class Output: Sendable {
     /// Fields appended to every JSON event (`session --json`: the request's `id`).
     let tag: [Field]
     /// The last message `error` printed (the session's final answer of a failed request).
-    private let lastErrorText = Mutex<String?>(nil)
+    private let lastErrorText: LastError
+
+    final class LastError: Sendable {
+        let text = Mutex<String?>(nil)
+    }
 
     enum Destination: Sendable { case stdout, stderr }
 
-    init(json: Bool, colour: Bool? = nil, tag: [Field] = [], sink: (@Sendable (Destination, String) -> Void)? = nil) {
+    init(json: Bool, colour: Bool? = nil, tag: [Field] = [], sink: (@Sendable (Destination, String) -> Void)? = nil,
+         lastError: LastError = LastError()) {
+        self.lastErrorText = lastError
         self.json = json
         self.colour = colour ?? (!json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil)
         self.tag = tag
@@ -32,9 +38,12 @@ final class Output: Sendable {
     }
 
     /// The same output with `fields` added to every event (a link's name, a request's id).
-    func adding(_ fields: [Field]) -> Output { Output(json: json, colour: colour, tag: fields + tag, sink: sink) }
+    /// It shares `lastError` with this one, unless `ownError` (a new request's output).
+    func adding(_ fields: [Field], ownError: Bool = false) -> Output {
+        Output(json: json, colour: colour, tag: fields + tag, sink: sink, lastError: ownError ? LastError() : lastErrorText)
+    }
 
-    var lastError: String? { lastErrorText.withLock { $0 } }
+    var lastError: String? { lastErrorText.text.withLock { $0 } }
 
     /// A human line (not in --json mode, where the text is not even built).
     func line(_ text: @autoclosure () -> String) {
@@ -43,7 +52,7 @@ final class Output: Sendable {
     }
 
     func error(_ message: String) {
-        lastErrorText.withLock { $0 = message }
+        lastErrorText.text.withLock { $0 = message }
         writeError("ble-hci: \(message)\n")
     }
 

@@ -69,7 +69,7 @@ let sessionHelpSummary: String = {
     let width = sessionCommands.map(\.usage.count).filter { $0 < 40 }.max() ?? 20
     for c in sessionCommands {
         let usage = c.usage.count > width ? c.name + " ..." : c.usage
-        let first = c.summary.split(separator: ".", maxSplits: 1).first.map(String.init) ?? c.summary
+        let first = c.summary.range(of: ". ").map { String(c.summary[..<$0.lowerBound]) } ?? String(c.summary.dropLast(c.summary.hasSuffix(".") ? 1 : 0))
         lines.append("  " + usage.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + first)
     }
     return lines.joined(separator: "\n")
@@ -283,7 +283,7 @@ func parseSessionRequest(_ line: String) -> Result<SessionRequest, SessionReques
         }
     }
     guard let raw = dict["command"] else { return .failure(.init(id: id, message: "a request needs \"command\" (with \"args\") or \"line\"")) }
-    guard case .string(let command) = raw, !command.isEmpty else { return .failure(.init(id: id, message: "\"command\" must be a non-empty string, got \(raw.kind)")) }
+    guard case .string(let command) = raw, !command.isEmpty else { return .failure(.init(id: id, message: raw == .string("") ? "\"command\" is empty" : "\"command\" must be a string, got \(raw.kind)")) }
     var words = [command]
     if let rawArgs = dict["args"] {
         guard case .array(let list) = rawArgs else { return .failure(.init(id: id, message: "\"args\" must be an array of strings, got \(rawArgs.kind)")) }
@@ -426,7 +426,7 @@ func runSession(_ c: CommandContext) async throws -> Int32 {
                     await group.next()
                     inFlight -= 1
                 }
-                let out = base.adding([Field("id", request.id)])
+                let out = base.adding([Field("id", request.id)], ownError: true)
                 let gate = FirstOutcome<Bool>()
                 let task = Task {
                     guard await gate.value else { return }

@@ -353,6 +353,7 @@ func runShell(_ c: CommandContext, plain: Bool = false) async throws -> Int32 {
             return true
         }
         guard !words.isEmpty else { return true }
+        let out = out.adding([], ownError: true)
         let task = Task { await engine.run(words, link: nil, out: out) }
         foreground.set(task)
         let outcome = await task.value

@@ -176,6 +176,24 @@ extension CLITests {
             try session.send(#"{"id":13,"args":"#  + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}\n")
             try session.send(#"{"id":14,"line":""# + String(repeating: "x", count: 70_000) + "\"}\n")
             try session.send(#"{"id":true,"line":"links"}"# + "\n")
+            try session.send(Data([0x7B, 0x22, 0x69, 0x64, 0x22, 0x3A, 0xFF, 0xFE, 0x7D, 0x0A]))  // {"id":<bad UTF-8>}
+            try session.send(#"{"id":20,"command":"read","args":[{"uuid":"2a19"}]}"# + "\n")
+            try session.send(#"{"id":21,"command":""}"# + "\n")
+            try session.send(#"{"id":22,"line":"read 2a19","color":"red"}"# + "\n")
+            try session.send(#"{"id":23,"line":"write 2a19=zz","link":"bumble-b"}"# + "\n")
+            #expect((try await answer(session, 20))["error"] as? String == "\"args\"[0] must be a string or a number, got an object")
+            #expect((try await answer(session, 21))["error"] as? String == "\"command\" is empty")
+            #expect((try await answer(session, 22))["error"] as? String == "unknown key \"color\" (a request has id, command, args, link, or id, line, link)")
+            #expect((try await answer(session, 23))["exit"] as? Int == 2)
+
+            // Many requests at once (more than the 32 that run together), on both links.
+            let many = 100..<140
+            try session.send(many.map { #"{"id":\#($0),"line":"read 2a00","link":"\#($0 % 2 == 0 ? "bumble-a" : "bumble-b")"}"# }.joined(separator: "\n") + "\n")
+            for id in many {
+                #expect(try await answer(session, id, timeout: .seconds(30))["done"] as? Bool == true, "request \(id)")
+                #expect(events(session, id, "read").first?["value"] as? String == hexOf(id % 2 == 0 ? "bumble-a" : "bumble-b"), "request \(id)")
+            }
+
             let dir = try TempDir()
             let capture = dir.path("session.pcap")
             try session.send(#"{"id":16,"command":"capture","args":[""# + capture + #""]}"# + "\n")
@@ -381,8 +399,10 @@ extension CLITests {
             #expect(events(session, 2, "written").first?["value"] as? String == written)
             #expect(events(session, 2, "written").first?["uuid"] as? String == "fff2")
             #expect(!events(session, 2, "centralConnected").isEmpty)
-            try session.send(#"{"id":4,"line":"quit"}"# + "\n")
-            #expect(try await session.exitStatus(timeout: 15) == 0)
+            // SIGTERM ends the session as quit does: the link to Bumble is disconnected first.
+            kill(session.pid, SIGTERM)
+            #expect(try await session.exitStatus(timeout: 15) == 128 + SIGTERM)
+            _ = try await a.process.nextEvent("disconnected", timeout: 10)
         }
 
         /// The Python example driver (Tools/examples/session.py) against a Bumble peripheral.

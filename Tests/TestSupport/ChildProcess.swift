@@ -178,6 +178,12 @@ public final class ChildProcess: @unchecked Sendable {
         try stdinPipe.fileHandleForWriting.write(contentsOf: Data(text.utf8))
     }
 
+    /// Writes `bytes` to the child's stdin, as they are (malformed input for a parser).
+    public func send(_ bytes: Data) throws {
+        signal(SIGPIPE, SIG_IGN)
+        try stdinPipe.fileHandleForWriting.write(contentsOf: bytes)
+    }
+
     /// Closes the child's stdin (its end of input).
     public func closeInput() {
         try? stdinPipe.fileHandleForWriting.close()
