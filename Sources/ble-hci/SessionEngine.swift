@@ -618,7 +618,7 @@ actor SessionEngine {
         let l = try resolveLink(text)
         if let i = links.firstIndex(where: { $0.name == l.name }) { links[i].closing = true }
         let reason = try await l.remote.disconnect()
-        reportDisconnected(reason, out: out, prefix: "\(l.name): ", connection: l.remote.connectionHandle)
+        reportDisconnected(reason, out: out.adding([.text("link", l.name)]), prefix: "\(l.name): ", connection: l.remote.connectionHandle)
         return .done
     }
 
