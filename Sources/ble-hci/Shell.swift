@@ -149,11 +149,26 @@ final class LineEditor: Sendable {
         }
     }
 
+    /// The prompt and the line; a line wider than the terminal is shown as the window of it
+    /// around the cursor (redrawing with "\r" works on one terminal row only).
     private static func rendering(_ s: State) -> String {
-        var t = s.prompt + String(s.buffer)
-        let back = s.buffer.count - s.cursor
+        let room = max(8, terminalWidth() - s.prompt.count - 1)
+        var start = 0, end = s.buffer.count
+        if s.buffer.count > room {
+            start = max(0, min(s.cursor - room / 2, s.buffer.count - room))
+            end = start + room
+        }
+        var t = s.prompt + String(s.buffer[start..<end])
+        let back = end - s.cursor
         if back > 0 { t += "\u{1B}[\(back)D" }
         return t
+    }
+
+    /// Columns of the terminal on stdout (80 when it cannot say).
+    private static func terminalWidth() -> Int {
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return 80 }
+        return Int(size.ws_col)
     }
 
     private func redraw(_ s: State) { out.write("\r\u{1B}[K" + Self.rendering(s)) }

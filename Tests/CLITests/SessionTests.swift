@@ -405,6 +405,26 @@ extension CLITests {
             _ = try await a.process.nextEvent("disconnected", timeout: 10)
         }
 
+        /// The shell with stdin not a terminal reads plain lines (no prompt, no editor) and
+        /// prints human lines; end of input quits it.
+        @Test func shellReadsPlainLinesWhenStdinIsNotATerminal() async throws {
+            let (controllers, specs) = try await startControllers(2)
+            defer { controllers.stop(grace: 0.5) }
+            let peer = try await BumblePeer.start(on: specs[0], name: "bumble-plain", address: "C0:11:22:33:44:0D")
+            defer { peer.process.stop(grace: 0.5) }
+            let shell = try BleHCI.start(["-t", specs[1], "shell"], lifetime: 60)
+            defer { shell.stop(grace: 0.5) }
+            try shell.send("connect name:bumble-plain\nread 2a19\nread 2a00\nfrobnicate\n")
+            shell.closeInput()
+            #expect(try await shell.exitStatus(timeout: 30) == 0, "\(shell.output)\n\(shell.stderr)")
+            #expect(shell.output.first?.hasPrefix("Connected to bumble-plain") == true, "\(shell.output)")
+            // Bumble's declared Battery Level 0x64 (the ASCII letter d) and its device name.
+            #expect(shell.output.contains("read 2a19 Battery Level = \"d\" (64)"), "\(shell.output)")
+            #expect(shell.output.contains("read 2a00 Device Name = \"bumble-plain\" (\(hexOf("bumble-plain")))"), "\(shell.output)")
+            #expect(shell.stderr.contains("ble-hci: unknown command 'frobnicate'"), "\(shell.stderr)")
+            _ = try await peer.process.nextEvent("disconnected", timeout: 10)
+        }
+
         /// The Python example driver (Tools/examples/session.py) against a Bumble peripheral.
         @Test func pythonExampleDriver() async throws {
             let (controllers, specs) = try await startControllers(2)
