@@ -150,7 +150,23 @@ actor SessionEngine {
     private var seen: [String: String?] = [:]
     private var seenOrder: [String] = []
     private var peripheral: Peripheral?
+    /// The served profile's ticker (demo, secure): stopped with the peripheral.
     private var peripheralTasks: [Task<Void, Never>] = []
+    /// Tasks that report what happens after a request ended (a link going down, a served
+    /// table's events): `close` lets them say it before the session's last line.
+    private var reporters: [Int: Task<Void, Never>] = [:]
+    private var nextReporter = 0
+
+    /// Keeps `body` as a reporter until it ends (bounded: a finished one is let go).
+    private func report(_ body: @escaping @Sendable () async -> Void) {
+        let key = nextReporter
+        nextReporter += 1
+        reporters[key] = Task { [weak self] in
+            await body()
+            await self?.reported(key)
+        }
+    }
+    private func reported(_ key: Int) { reporters[key] = nil }
     private var serving: (profile: String, name: String, services: [BluetoothUUID])?
     private var closed = false
 
@@ -209,6 +225,15 @@ actor SessionEngine {
         for t in peripheralTasks { t.cancel() }
         await peripheral?.close()
         await central.close()
+        // The links are down (or the transport is): their disconnections are reported now,
+        // bounded in case a controller never answered.
+        let pending = Array(reporters.values)
+        let all = Task { for t in pending { await t.value } }
+        let done = FirstOutcome<Bool>()
+        Task { await all.value; done.resolve(true) }
+        let limit = Task { try? await Task.sleep(for: .seconds(5)); done.resolve(false) }
+        _ = await done.value
+        limit.cancel()
         tap.setCapture(nil).map(closeCapture)
     }
 
@@ -445,7 +470,7 @@ actor SessionEngine {
                    .text("link", linkName)])
         out.line("Connected to \(out.bold(linkName)) (\(address), handle \(remote.connectionHandle)), ATT MTU \(effectiveMTU); selected")
         // A disconnection the session did not ask for is the connect request's event.
-        Task { [weak self] in
+        report { [weak self] in
             let reason = await remote.disconnected()
             await self?.linkWentDown(linkName, remote: remote, reason: reason)
         }
@@ -629,14 +654,14 @@ actor SessionEngine {
         if let old = peripheral {
             for t in peripheralTasks { t.cancel() }
             peripheralTasks = []
-            await old.close()
+            await old.close()  // its events end (the reporter below finishes with them)
         }
         let p = await Peripheral.open(sharing: central, services: services, name: name)
         peripheral = p
         if profile == "demo" { peripheralTasks.append(DemoProfile.startTicker(on: p)) }
         if profile == "secure" { peripheralTasks.append(SecureProfile.startTicker(on: p)) }
         let pairing = self.pairing
-        peripheralTasks.append(Task {
+        report {
             for await e in p.events {
                 switch e {
                 case .connected(let handle, let central):
@@ -665,7 +690,7 @@ actor SessionEngine {
                     break
                 }
             }
-        })
+        }
         return p
     }
 

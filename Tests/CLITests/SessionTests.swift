@@ -244,6 +244,9 @@ extension CLITests {
             try session.send(#"{"id":99,"line":"quit"}"# + "\n")
             #expect(try await session.exitStatus(timeout: 15) == 0)
             #expect(sessionLines(session).last.map { sameID($0["id"], 99) && $0["done"] as? Bool == true } == true)
+            // Each link's disconnection is an event of the request that connected it, before quit's answer.
+            #expect(events(session, 1, "disconnected").count == 1 && events(session, "b", "disconnected").count == 1,
+                    "\(session.output.suffix(5))")
             _ = try await a.process.nextEvent("disconnected", timeout: 10)
             _ = try await b.process.nextEvent("disconnected", timeout: 10)
         }
