@@ -376,6 +376,11 @@ func runSession(_ c: CommandContext) async throws -> Int32 {
     base.event([.text("event", "ready"), .text("address", controller.address.description), .text("transport", engine.transportName),
                 .int("maxInFlight", SessionLimits.inFlight), .int("maxLineLength", SessionLimits.lineLength)])
     let signals = SessionSignals()
+    engine.watchTransport { message in
+        base.event([.text("event", "transportLost"), .text("message", message)])
+        base.error("\(message); check the controller and start again")
+        signals.quit(exitCode: ExitCode.transport)
+    }
     let running = RunningRequests()
     func answer(_ id: FieldValue?, _ outcome: SessionOutcome) {
         var f: [Field] = id.map { [Field("id", $0)] } ?? []
@@ -466,7 +471,7 @@ func runSession(_ c: CommandContext) async throws -> Int32 {
 /// SIGINT / SIGTERM / SIGHUP for the session front ends, which end cleanly on them (the shell
 /// sends its Ctrl-C to the running command instead: its terminal does not make a signal of it).
 final class SessionSignals: Sendable {
-    private let state = Mutex<(signal: Int32?, quit: Bool, waiters: [CheckedContinuation<Void, Never>])>((nil, false, []))
+    private let state = Mutex<(signal: Int32?, quit: Bool, exitCode: Int32?, waiters: [CheckedContinuation<Void, Never>])>((nil, false, nil, []))
     private let sources: Mutex<[any DispatchSourceSignal]>
     /// Called for SIGINT instead of ending the session (the shell: stop the running command).
     let onInterrupt: (@Sendable () -> Bool)?
@@ -497,9 +502,11 @@ final class SessionSignals: Sendable {
         for w in waiters { w.resume() }
     }
 
-    func quit() {
+    /// Ends the session (quit, or `exitCode`: the transport was lost, 3).
+    func quit(exitCode: Int32? = nil) {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.quit = true
+            if s.exitCode == nil { s.exitCode = exitCode }
             defer { s.waiters = [] }
             return s.waiters
         }
@@ -508,7 +515,7 @@ final class SessionSignals: Sendable {
 
     var fired: Bool { state.withLock { $0.signal != nil || $0.quit } }
     /// 128 + the signal that ended the session, if one did.
-    var exitCode: Int32? { state.withLock { $0.signal.map { 128 + $0 } } }
+    var exitCode: Int32? { state.withLock { $0.exitCode ?? $0.signal.map { 128 + $0 } } }
 
     func wait() async {
         await withCheckedContinuation { c in

@@ -216,6 +216,16 @@ actor SessionEngine {
                              bondDirectory: security.bondDirectory, base: base)
     }
 
+    /// Calls `lost` once if the transport to the controller is lost (the session cannot go on).
+    nonisolated func watchTransport(_ lost: @escaping @Sendable (String) -> Void) {
+        let events = central.events
+        Task {
+            for await e in events {
+                if case .failure(let message) = e { lost(message); return }
+            }
+        }
+    }
+
     /// Leaves the controller as found: subscriptions ended, advertising and scans stopped, links
     /// disconnected, the transport and the capture closed.
     func close() async {

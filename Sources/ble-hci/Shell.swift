@@ -358,6 +358,10 @@ func runShell(_ c: CommandContext, plain: Bool = false) async throws -> Int32 {
     if terminal != nil { out.progress("Opening \(c.transportSpec)…") }
     let engine: SessionEngine
     do { engine = try await SessionEngine.open(c, base: out) } catch let e as UsageError { throw UsageError(e.message, command: c.command) }
+    engine.watchTransport { message in
+        out.error("\(message); check the controller and start again")
+        signals.quit(exitCode: ExitCode.transport)
+    }
     out.progress("Local controller \(engine.central.controller.address) on \(engine.transportName). `help` lists the commands; Tab completes; Ctrl-C stops a command, Ctrl-D (or quit) ends.")
 
     /// Runs one line in the foreground; true: go on.

@@ -428,6 +428,18 @@ extension CLITests {
             _ = try await peer.process.nextEvent("disconnected", timeout: 10)
         }
 
+        /// A lost controller ends the session with exit 3 (CLI.md) after a `transportLost` event.
+        @Test func aLostControllerEndsTheSessionWithExitThree() async throws {
+            let (controllers, specs) = try await startControllers(1)
+            defer { controllers.stop(grace: 0.5) }
+            let session = try BleHCI.start(["-t", specs[0], "session", "--json"], lifetime: 60)
+            defer { session.stop(grace: 0.5) }
+            _ = try await session.nextEvent("ready", timeout: 15)
+            await controllers.stopAsync(grace: 0.5)
+            #expect(try await session.exitStatus(timeout: 15) == 3, "\(session.output)\n\(session.stderr)")
+            #expect(sessionLines(session).contains { $0["event"] as? String == "transportLost" }, "\(session.output)")
+        }
+
         /// The Python example driver (Tools/examples/session.py) against a Bumble peripheral.
         @Test func pythonExampleDriver() async throws {
             let (controllers, specs) = try await startControllers(2)
