@@ -219,9 +219,10 @@ actor SessionEngine {
     /// Calls `lost` once if the transport to the controller is lost (the session cannot go on).
     nonisolated func watchTransport(_ lost: @escaping @Sendable (String) -> Void) {
         let events = central.events
-        Task {
+        Task { [weak self] in
             for await e in events {
-                if case .failure(let message) = e { lost(message); return }
+                // (Closing the session ends the host too: not a loss.)
+                if case .failure(let message) = e, let self, !(await self.closed) { lost(message); return }
             }
         }
     }
