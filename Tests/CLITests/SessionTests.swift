@@ -266,8 +266,8 @@ extension CLITests {
             let state = try TempDir()
             let tmux = Tmux()
             let shell = "XDG_STATE_HOME='\(state.url.path)' NO_COLOR=1 '\(try BleHCI.executable().path)' -t \(specs[2]) shell; echo SHELL-EXIT-$?; sleep 60"
-            try await tmux.run(["new-session", "-d", "-s", "t", "-x", "200", "-y", "60", shell])
             do {
+                try await tmux.run(["new-session", "-d", "-s", "t", "-x", "200", "-y", "60", shell])
                 try await tmux.waitFor("the prompt") { $0.contains("ble-hci>") }
                 // Tab completes the command; a scan hears both Bumble peers.
                 try await tmux.type("sc")
