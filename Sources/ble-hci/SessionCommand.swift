@@ -170,16 +170,10 @@ final class LineWriter: Sendable {
 /// `ahead` lines wait to be taken (the reader stops reading meanwhile).
 enum InputLine: Sendable { case line(String), tooLong(Int) }
 
-func readLines(fd: Int32, limit: Int, ahead: Int = 4) -> AsyncStream<InputLine> {
+func readLines(fd: Int32, limit: Int, ahead: Int = 4) -> BoundedLines {
     let (stream, continuation) = AsyncStream.makeStream(of: InputLine.self, bufferingPolicy: .unbounded)
+    // The reader waits for room before each line: a line makes room when it is taken.
     let room = DispatchSemaphore(value: ahead)
-    let taken = AsyncStream<InputLine> { c in
-        let t = Task {
-            for await l in stream { room.signal(); c.yield(l) }
-            c.finish()
-        }
-        c.onTermination = { _ in t.cancel() }
-    }
     let thread = Thread {
         var pending: [UInt8] = []
         var dropping = 0
@@ -213,7 +207,25 @@ func readLines(fd: Int32, limit: Int, ahead: Int = 4) -> AsyncStream<InputLine> 
         continuation.finish()
     }
     thread.start()
-    return taken
+    return BoundedLines(stream: stream, room: room)
+}
+
+/// `readLines`' lines: taking one lets the reader read another.
+struct BoundedLines: AsyncSequence, Sendable {
+    let stream: AsyncStream<InputLine>
+    let room: DispatchSemaphore
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncStream<InputLine>.AsyncIterator
+        let room: DispatchSemaphore
+        mutating func next() async -> InputLine? {
+            guard let line = await base.next() else { return nil }
+            room.signal()
+            return line
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator(), room: room) }
 }
 
 /// The deepest nesting of arrays and objects in `text` (outside strings), counted without
