@@ -377,7 +377,7 @@ GATT table and advertise it, trace and capture, all with the one-shot commands' 
 Editing: Left/Right (Ctrl-B/F), Home/End (Ctrl-A/E), Alt-B/F a word, Backspace, Delete,
 Ctrl-K / Ctrl-U / Ctrl-W kill to the end / the start / a word, Ctrl-L clears the screen,
 Up/Down (Ctrl-P/N) the history, kept across runs in $XDG_STATE_HOME/ble-hci/history (else
-~/.local/state/ble-hci/history). Tab completes commands, then the addresses and names seen,
+~/.local/state/ble-hci/history). Tab completes commands and options, then the addresses and names seen,
 the UUIDs and handles of the selected link and link names; a second Tab lists the choices.
 Ctrl-C stops the running command (a scan, a connection) and leaves the shell running; at the
 prompt it clears the line. Ctrl-D on an empty line, or quit, ends the session: links are

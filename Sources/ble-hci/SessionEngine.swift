@@ -768,6 +768,7 @@ actor SessionEngine {
     /// What Tab offers for the word being typed after `words` (the command first).
     func completions(for words: [String]) async -> [String] {
         guard let command = words.first else { return sessionCommands.map(\.name) }
+        if words.last == "--link" { return links.map(\.name) }
         var link = try? resolveLink(nil)
         let charCommands: Set<String> = ["read", "write", "write-without-response", "subscribe", "unsubscribe"]
         if var l = link, l.resolver.tree == nil, charCommands.contains(command) {

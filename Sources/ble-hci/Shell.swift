@@ -475,8 +475,14 @@ private func complete(editor: LineEditor, engine: SessionEngine, list: Bool) asy
     let before = editor.beforeCursor
     var words = before.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
     let current = before.hasSuffix(" ") || before.isEmpty ? "" : (words.popLast() ?? "")
-    let candidates = await engine.completions(for: words)
-        .filter { $0.lowercased().hasPrefix(current.lowercased()) }
+    let offered: [String]
+    if current.hasPrefix("-"), let command = words.first.flatMap(sessionCommand(named:)) {
+        // The command's options.
+        offered = (command.spec.flags.union(command.spec.valued)).sorted().map { "--" + $0 } + ["--help"]
+    } else {
+        offered = await engine.completions(for: words)
+    }
+    let candidates = offered.filter { $0.lowercased().hasPrefix(current.lowercased()) }
     guard !candidates.isEmpty else { return }
     if candidates.count == 1 {
         let c = candidates[0]

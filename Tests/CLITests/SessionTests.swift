@@ -273,7 +273,11 @@ extension CLITests {
                 try await tmux.type("sc")
                 try await tmux.send("Tab")
                 try await tmux.waitFor("scan completed") { $0.contains("ble-hci> scan") }
-                try await tmux.type("--duration 1.5")
+                // Options complete too.
+                try await tmux.type("--dur")
+                try await tmux.send("Tab")
+                try await tmux.waitFor("--duration completed") { $0.last { !$0.isEmpty } == "ble-hci> scan --duration" }
+                try await tmux.type("1.5")
                 try await tmux.send("Enter")
                 try await tmux.waitFor("both advertisers listed by the scan") { lines in
                     lines.contains { $0.contains(a.address) } && lines.contains { $0.contains(b.address) } && lines.last { !$0.isEmpty } == "ble-hci>"
