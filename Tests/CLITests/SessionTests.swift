@@ -444,6 +444,36 @@ extension CLITests {
             #expect(sessionLines(session).contains { $0["event"] as? String == "transportLost" }, "\(session.output)")
         }
 
+        /// `serve --gatt FILE`: a Bumble central reads the value the file declares, and its write
+        /// reaches the session as a `written` event.
+        @Test func serveAGATTFile() async throws {
+            let (controllers, specs) = try await startControllers(2)
+            defer { controllers.stop(grace: 0.5) }
+            let dir = try TempDir()
+            let table = dir.path("table.json")
+            let declared = hexOf("declared in the file")
+            try #"{"services":[{"uuid":"abc0","characteristics":[{"uuid":"abc1","properties":["read","write"],"value":"\#(declared)"}]}]}"#
+                .write(toFile: table, atomically: true, encoding: .utf8)
+            let session = try BleHCI.start(["-t", specs[0], "session", "--json"], lifetime: 60)
+            defer { session.stop(grace: 0.5) }
+            _ = try await session.nextEvent("ready", timeout: 15)
+            try session.send(#"{"id":1,"command":"serve","args":["--gatt",""# + table + #"","--name","gatt-peer"]}"# + "\n")
+            #expect(try await answer(session, 1)["done"] as? Bool == true)
+            #expect(events(session, 1, "advertising").first?["profile"] as? String == "gatt")
+            let port = specs[1].dropFirst("tcp:".count)
+            let written = hexOf("new")
+            let bumble = try PythonScript.start("central.py", ["--transport", "tcp-client:\(port)", "--name", "gatt-peer", "--read", "abc1",
+                                                               "--write", "abc1=\(written)", "--read", "abc1", "--timeout", "30"], lifetime: 45)
+            defer { bumble.stop(grace: 0.5) }
+            #expect(try await bumble.exitStatus(timeout: 30) == 0, "central.py: \(bumble.output.joined(separator: "\n"))\n\(bumble.stderr)")
+            let reads = bumble.output.compactMap(ChildProcess.json).filter { $0["event"] as? String == "read" }.compactMap { $0["value"] as? String }
+            #expect(reads == [declared, written], "\(bumble.output)")
+            try await eventually("the session saw the write") { !events(session, 1, "written").isEmpty }
+            #expect(events(session, 1, "written").first?["value"] as? String == written)
+            try session.send(#"{"id":2,"line":"quit"}"# + "\n")
+            #expect(try await session.exitStatus(timeout: 15) == 0)
+        }
+
         /// The Python example driver (Tools/examples/session.py) against a Bumble peripheral.
         @Test func pythonExampleDriver() async throws {
             let (controllers, specs) = try await startControllers(2)
