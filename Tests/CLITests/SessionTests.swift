@@ -305,7 +305,15 @@ extension CLITests {
                 try await tmux.waitFor("2a19 completed") { $0.last { !$0.isEmpty } == "ble-hci [bumble-b]> read 2a19" }
                 try await tmux.send("Enter")
                 try await tmux.waitFor("Battery Level read (declared 0x64)") { $0.contains { $0.hasPrefix("read 2a19") && $0.hasSuffix("(64)") } }
-                try await tmux.type("links")
+                // Editing keys as the terminal sends them (escape sequences for the arrows, Home, Delete).
+                try await tmux.type("xlnks")
+                try await tmux.send("Left", "Left", "Left")
+                try await tmux.type("i")
+                try await tmux.send("Home", "DC")
+                try await tmux.waitFor("the line edited") { $0.last { !$0.isEmpty } == "ble-hci [bumble-b]> links" }
+                try await tmux.type(" extra words")
+                try await tmux.send("C-w", "C-w", "BSpace")
+                try await tmux.waitFor("words deleted") { $0.last { !$0.isEmpty } == "ble-hci [bumble-b]> links" }
                 try await tmux.send("Enter")
                 try await tmux.waitFor("two links") { lines in
                     lines.contains { $0.contains("bumble-a") && $0.contains(a.address) } && lines.contains { $0.hasPrefix("* bumble-b") && $0.contains(b.address) }
