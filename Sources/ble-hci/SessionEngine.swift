@@ -299,6 +299,9 @@ actor SessionEngine {
             return help(p.first, out: out)
         case "quit":
             return .quit
+        case "cancel":
+            // (The JSON session answers it before it reaches here.)
+            throw UsageError("cancel ID stops a request of the JSON session; in the shell, Ctrl-C stops the running command")
         case "scan":
             try noPositionals()
             return try await scan(args, out: out)

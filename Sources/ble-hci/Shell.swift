@@ -387,7 +387,7 @@ func runShell(_ c: CommandContext, plain: Bool = false) async throws -> Int32 {
     }
 
     let main = Task {
-        guard let editor, let terminal else {
+        guard let editor, terminal != nil else {
             // Plain lines: no prompt, no editing.
             for await input in readLines(fd: STDIN_FILENO, limit: SessionLimits.lineLength) {
                 guard case .line(let line) = input else {
@@ -398,7 +398,6 @@ func runShell(_ c: CommandContext, plain: Bool = false) async throws -> Int32 {
             }
             return
         }
-        _ = terminal
         let keys = keyStream(foreground: foreground, editor: editor)
         var iterator = keys.makeAsyncIterator()
         lines: while true {
