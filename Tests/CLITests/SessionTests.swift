@@ -305,6 +305,10 @@ extension CLITests {
                 try await tmux.waitFor("2a19 completed") { $0.last { !$0.isEmpty } == "ble-hci [bumble-b]> read 2a19" }
                 try await tmux.send("Enter")
                 try await tmux.waitFor("Battery Level read (declared 0x64)") { $0.contains { $0.hasPrefix("read 2a19") && $0.hasSuffix("(64)") } }
+                // Bytes no key sends (an endless CSI, a stray escape, malformed UTF-8) are dropped.
+                try await tmux.run(["send-keys", "-t", "t", "-H", "1b", "5b"] + Array(repeating: "39", count: 40)
+                                   + ["7a", "1b", "21", "ff", "fe", "c3", "28", "e2", "82"])
+                try await tmux.send("C-u")
                 // Editing keys as the terminal sends them (escape sequences for the arrows, Home, Delete).
                 try await tmux.type("xlnks")
                 try await tmux.send("Left", "Left", "Left")
