@@ -63,9 +63,10 @@ let commandHelp: [String: String] = [
       --rssi DBM          only reports at least this strong, -127 to 20 dBm (also --rssi-min);
                           a report without an RSSI does not match
       --phy P             only advertising whose data came on P: 1m, 2m or coded (the secondary
-                          PHY of extended advertising, else the primary; legacy is 1m). Partial:
-                          the scan itself runs on LE 1M only, so advertisers whose primary
-                          channel is LE Coded are not heard
+                          PHY of extended advertising, else the primary; legacy is 1m). The scan
+                          runs on LE Coded as well as LE 1M when the controller has the LE Coded
+                          PHY feature; on one without it, long-range (Coded primary) advertisers
+                          are not heard
       --manufacturer ID   only advertisers with Manufacturer Specific Data from company ID
                           (16-bit hex, e.g. 0x004c; repeatable; any matches)
       --service-data UUID only advertisers with Service Data for UUID (repeatable; any matches)
