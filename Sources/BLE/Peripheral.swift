@@ -107,8 +107,13 @@ public final class Peripheral: Sendable {
     /// Values `updateValue` holds at most before it refuses one.
     public static let updateQueueLimit = 64
 
-    private init(stack: Stack, server: GATTServer) {
+    /// Whether `close` closes the stack (false for a peripheral on a central's stack, which the
+    /// central closes).
+    private let ownsStack: Bool
+
+    private init(stack: Stack, server: GATTServer, ownsStack: Bool = true) {
         self.stack = stack
+        self.ownsStack = ownsStack
         self.server = server
         let sink = PeripheralEvents.Storage(limit: 4096)
         self.sink = sink
@@ -126,6 +131,22 @@ public final class Peripheral: Sendable {
         let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance, reportsAnswers: true))
         await stack.setServer(server)
         let p = Peripheral(stack: stack, server: server)
+        await p.start()
+        return p
+    }
+
+    /// The peripheral role on the controller `central` already drives: both roles at once on
+    /// one host and one controller (a controller may advertise, scan and hold links in both
+    /// roles together, Core v5.4 Vol 6 Part B 1.1.1), as CoreBluetooth's central and peripheral
+    /// managers share one radio. `services` (plus Generic Access and Generic Attribute) are
+    /// served on the links made from now on, in both roles; links already up keep the server
+    /// they had. `close()` stops advertising and leaves the stack to the central's `close()`.
+    public static func open(sharing central: Central, services: [GATTService], name: String = "ble-hci",
+                            appearance: UInt16 = 0) async -> Peripheral {
+        let stack = central.stack
+        let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance, reportsAnswers: true))
+        await stack.setServer(server)
+        let p = Peripheral(stack: stack, server: server, ownsStack: false)
         await p.start()
         return p
     }
@@ -332,8 +353,13 @@ public final class Peripheral: Sendable {
         rotation.withLock { $0?.cancel() }
         updates.close()
         advertising.current = nil
-        await stack.host.stopScanningAndAdvertising()
         sink.finish()
+        guard ownsStack else {
+            // A central's stack: only our advertising stops; its scans and links are its own.
+            try? await stack.host.stopAdvertising()
+            return
+        }
+        await stack.host.stopScanningAndAdvertising()
         await stack.close()
     }
 }

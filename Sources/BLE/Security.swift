@@ -11,8 +11,12 @@ import SMP
 
 /// Security settings of a `Central` or `Peripheral` (CLI.md "Security (SMP) options").
 public struct SecurityConfiguration: Sendable {
-    /// IO capability, MITM, bonding, Secure Connections, key sizes, fixed passkey.
+    /// IO capability, MITM, bonding, Secure Connections, key sizes, fixed passkey, OOB data.
     public var smp = SMPConfiguration()
+    /// The P-256 key pair every Secure Connections pairing uses, when our OOB data was handed out
+    /// before (`SMPOOBData.local(keyPair:)`: its confirm value covers this public key, Core v5.4
+    /// Vol 3 Part H 2.3.5.6.4). Nil: a fresh key pair per pairing (2.3.5.6.1).
+    public var oobKeyPair: SMPKeyPair?
     /// Where bonds live (one file per local identity address); nil keeps no bonds.
     public var bondDirectory: String?
     /// Peripheral: send a Security Request to every central once connected.
@@ -269,7 +273,8 @@ final class LinkSecurity: L2CAPFixedChannel {
         var smp = configuration.smp
         if mitm { smp.mitm = true }
         let p = SMPPairing(role: role, configuration: smp, local: connection.local, peer: connection.peer,
-                           attempts: attempts, peerIdentity: storedBond()?.peer, now: { [clock] in clock.now })
+                           keyPair: configuration.oobKeyPair, attempts: attempts, peerIdentity: storedBond()?.peer,
+                               now: { [clock] in clock.now })
         pairing = p
         offeredKeySizes = []
         bondInUse = nil
@@ -336,7 +341,8 @@ final class LinkSecurity: L2CAPFixedChannel {
         switch (role, code) {
         case (.responder, SMPPDU.Code.pairingRequest):
             let p = SMPPairing(role: .responder, configuration: configuration.smp, local: connection.local, peer: connection.peer,
-                               attempts: attempts, peerIdentity: storedBond()?.peer, now: { [clock] in clock.now })
+                               keyPair: configuration.oobKeyPair, attempts: attempts, peerIdentity: storedBond()?.peer,
+                               now: { [clock] in clock.now })
             pairing = p
             offeredKeySizes = []
             noteParameters(pdu)

@@ -291,9 +291,14 @@ extension Host {
         let extended = info.supports(LESetExtendedScanParameters.opcode) && info.supports(LESetExtendedScanEnable.opcode)
         let own = try await prepareOwnAddress(p.ownAddress)
         if extended {
+            // On LE Coded as well as LE 1M when the controller has it (Core v5.4 Vol 6 Part B
+            // 4.6.12), so long-range advertisers are heard: Scanning_PHYs bits 0 and 2, one
+            // parameter block per PHY in bit order (Vol 4 Part E 7.8.64).
+            let coded = LEFeatures(rawValue: info.leFeatures).contains(.leCodedPHY)
+            let block = LESetExtendedScanParameters.PHYParameters(scanType: p.active ? 1 : 0, scanInterval: p.interval, scanWindow: p.window)
             _ = try await executeRecovering(LESetExtendedScanParameters(
-                ownAddressType: own, scanningPHYs: 0x01,
-                phyParameters: [.init(scanType: p.active ? 1 : 0, scanInterval: p.interval, scanWindow: p.window)]), still: "scanning") {
+                ownAddressType: own, scanningPHYs: coded ? 0x05 : 0x01,
+                phyParameters: coded ? [block, block] : [block]), still: "scanning") {
                 _ = try await self.execute(LESetExtendedScanEnable(enable: false))
             }
             _ = try await execute(LESetExtendedScanEnable(enable: true, filterDuplicates: p.filterDuplicates ? 1 : 0))

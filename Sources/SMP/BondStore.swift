@@ -350,10 +350,21 @@ public final class SMPBondStore: Sendable {
     private static func write(_ file: BondFile, to path: String, directory: String) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let data = try encoder.encode(file)
+        if let failure = AtomicFile.write(try encoder.encode(file), to: path, directory: directory) {
+            throw SMPBondStoreError.io(path: failure.path, errno: failure.errno)
+        }
+    }
+}
+
+/// Writing a file whole or not at all: a temp file (`PATH.tmp-PID`, `mode` from creation),
+/// fsync, rename over `path`, then the directory fsynced. After a kill at any moment the file
+/// holds the old or the new contents (bond files, OOB data).
+public enum AtomicFile {
+    /// Nil when written; else the path that failed and errno.
+    public static func write(_ data: Data, to path: String, directory: String, mode: mode_t = 0o600) -> (path: String, errno: Int32)? {
         let tmp = path + ".tmp-\(getpid())"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SMPBondStoreError.io(path: tmp, errno: errno) }
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard fd >= 0 else { return (tmp, errno) }
         var ok = data.withUnsafeBytes { buf -> Bool in
             var offset = 0
             while offset < buf.count {
@@ -363,13 +374,13 @@ public final class SMPBondStore: Sendable {
             }
             return true
         }
-        ok = ok && fchmod(fd, 0o600) == 0 && fsync(fd) == 0
+        ok = ok && fchmod(fd, mode) == 0 && fsync(fd) == 0
         let err = errno
         close(fd)
         guard ok, rename(tmp, path) == 0 else {
             let e = ok ? errno : err
             unlink(tmp)
-            throw SMPBondStoreError.io(path: path, errno: e)
+            return (path, e)
         }
         // Make the rename itself durable.
         let dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -377,6 +388,7 @@ public final class SMPBondStore: Sendable {
             fsync(dirFD)
             close(dirFD)
         }
+        return nil
     }
 }
 

@@ -80,7 +80,7 @@ func runCLI(_ argv: [String]) async -> Int32 {
         return usageFailure(UsageError("proxy names its controller with --controller SPEC (and where the other host connects with --host SPEC), not -t", command: command))
     }
     if !hostCommands.contains(command), command != "proxy", let given = ["transport", "capture", "trace"].first(where: args.has) {
-        return usageFailure(UsageError("--\(given) is for the commands that drive a controller (scan, central, peripheral, demo), not \(command)", command: command))
+        return usageFailure(UsageError("--\(given) is for the commands that drive a controller (scan, central, peripheral, demo, session, shell), not \(command)", command: command))
     }
     if args.has("trace") {
         do { _ = try parseLayers(args.last("trace")) } catch let e as UsageError { return usageFailure(UsageError(e.message, command: command)) } catch {}
@@ -98,6 +98,8 @@ func runCLI(_ argv: [String]) async -> Int32 {
         case "proxy": return try await runProxy(context)
         case "adapters": return try await runAdapters(context)
         case "bonds": return try await runBonds(context)
+        case "session": return try await runSession(context)
+        case "shell": return try await runShell(context)
         default: return usageFailure(UsageError("unknown command '\(command)'"))
         }
     } catch let e as UsageError {
@@ -134,7 +136,7 @@ func lostHint(_ lost: Bool, _ spec: String) -> String {
 }
 
 /// The commands that open a controller as its host, and so take -t, -w and --trace.
-let hostCommands: Set<String> = ["scan", "central", "peripheral", "demo"]
+let hostCommands: Set<String> = ["scan", "central", "peripheral", "demo", "session", "shell"]
 
 func usageFailure(_ e: UsageError) -> Int32 {
     let hint = e.command.map { "ble-hci \($0) --help" } ?? "ble-hci --help"

@@ -10,6 +10,8 @@ Commands:
   scan          list advertisers (active scan by default)
   central       connect to a peripheral, discover, read, write, subscribe
   peripheral    advertise and serve the `demo`, `band` or `secure` profile, or a GATT table
+  shell         an interactive session: both roles, several links, Tab completion, history
+  session       the shell's commands as JSON lines on stdin (--json), for scripts and tests
   bonds         list or remove the stored bonds (SMP keys)
   dump          decode a btsnoop, pcap, pcapng or PacketLogger capture, layer by layer, or draw it (--flow, --svg)
   demo          central + peripheral on an in-process virtual link, traced
@@ -61,9 +63,10 @@ let commandHelp: [String: String] = [
       --rssi DBM          only reports at least this strong, -127 to 20 dBm (also --rssi-min);
                           a report without an RSSI does not match
       --phy P             only advertising whose data came on P: 1m, 2m or coded (the secondary
-                          PHY of extended advertising, else the primary; legacy is 1m). Partial:
-                          the scan itself runs on LE 1M only, so advertisers whose primary
-                          channel is LE Coded are not heard
+                          PHY of extended advertising, else the primary; legacy is 1m). The scan
+                          runs on LE Coded as well as LE 1M when the controller has the LE Coded
+                          PHY feature; on one without it, long-range (Coded primary) advertisers
+                          are not heard
       --manufacturer ID   only advertisers with Manufacturer Specific Data from company ID
                           (16-bit hex, e.g. 0x004c; repeatable; any matches)
       --service-data UUID only advertisers with Service Data for UUID (repeatable; any matches)
@@ -166,6 +169,8 @@ let commandHelp: [String: String] = [
       ble-hci --json -t tcp:127.0.0.1:9002 central F0:F1:F2:F3:F4:F5 > table.json   # clone a device
       ble-hci -t tcp:127.0.0.1:9001 peripheral --gatt table.json
     """,
+    "shell": shellHelp,
+    "session": sessionHelp,
     "bonds": """
     Usage: ble-hci bonds [--bonds DIR] [list | remove ADDRESS | clear]
 
@@ -366,9 +371,79 @@ let commandSpecs: [String: OptionSpec] = [
     "peripheral": OptionSpec(flags: Set(["security-request"]).union(securityFlags),
                              valued: Set(["name", "profile", "duration", "gatt"]).union(securityValued)),
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),
+    "session": OptionSpec(flags: securityFlags, valued: securityValued),
+    "shell": OptionSpec(flags: securityFlags, valued: securityValued),
     "dump": OptionSpec(flags: ["flow", "stats", "hex", "attributes"], valued: ["layers", "svg"]),
     "demo": OptionSpec(flags: ["airtime"], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen", "airtime"]),
     "proxy": OptionSpec(flags: [], valued: ["host", "controller"]),
     "adapters": OptionSpec(flags: [], valued: []),
 ]
+
+/// The session's commands as the help of `shell` and `session` list them.
+var sessionCommandList: String {
+    sessionCommands.map { "  " + $0.usage }.joined(separator: "\n")
+}
+
+let shellHelp = """
+Usage: ble-hci [-t SPEC] [-w FILE] [--trace[=LAYERS]] shell [SECURITY OPTIONS]
+
+An interactive session on one controller, in both roles at once: scan, connect to several
+peripherals (each link named by the peer's name, else its address), discover, read, write,
+subscribe (notifications print as they come, above the prompt), pair, serve a profile or a
+GATT table and advertise it, trace and capture, all with the one-shot commands' words:
+
+\(sessionCommandList)
+
+Editing: Left/Right (Ctrl-B/F), Home/End (Ctrl-A/E), Alt-B/F a word, Backspace, Delete,
+Ctrl-K / Ctrl-U / Ctrl-W kill to the end / the start / a word, Ctrl-L clears the screen,
+Up/Down (Ctrl-P/N) the history, kept across runs in $XDG_STATE_HOME/ble-hci/history (else
+~/.local/state/ble-hci/history). Tab completes commands and options, then the addresses and names seen,
+the UUIDs and handles of the selected link and link names; a second Tab lists the choices.
+Ctrl-C stops the running command (a scan, a connection) and leaves the shell running; at the
+prompt it clears the line. Ctrl-D on an empty line, or quit, ends the session: links are
+disconnected, scans and advertising stopped, the capture closed. SIGTERM ends it the same way.
+When stdin is not a terminal, lines are read plainly, without a prompt.
+Pairing: Just Works; passkey entry and numeric comparison only with --passkey N / --yes
+(the shell does not prompt in the middle of a line). No OOB.
+
+\(securityHelp)
+
+Examples:
+  ble-hci -t tcp:127.0.0.1:9002 shell
+    ble-hci> connect name:ble-hci
+    ble-hci [ble-hci]> read fff2
+    ble-hci [ble-hci]> subscribe fff1
+    ble-hci [ble-hci]> connect F0:F1:F2:F3:F4:F5
+    ble-hci [F0:F1:F2:F3:F4:F5]> links
+  printf 'connect name:ble-hci\\nread 2a00\\nquit\\n' | ble-hci -t tcp:127.0.0.1:9002 shell
+"""
+
+let sessionHelp = """
+Usage: ble-hci [-t SPEC] [-w FILE] [--trace[=LAYERS]] session --json [SECURITY OPTIONS]
+
+The shell's commands as JSON lines, for a program driving a device under test (see
+Tools/examples/session.py and docs/cli.md). One request per stdin line:
+  {"id": 1, "command": "read", "args": ["2a19"], "link": "Thermo"}
+  {"id": "r2", "line": "write fff2=6869"}
+Every answer and event is one JSON object per stdout line carrying the request's "id"
+({"event":"read",...,"id":1}); each request ends with exactly one {"id":1,"done":true} or
+{"id":1,"error":"...","exit":N} (N: the one-shot command's exit code). Events a request
+causes later carry its id too: a subscription's notifications, a link's disconnection (the
+connect request's), advertisements (the scan's), a served table's connections, reads and
+writes (the serve request's); the rest carry none. The first line is {"event":"ready",...}.
+Requests run concurrently (at most 32 at once; input waits meanwhile); a line is at most
+65536 octets and nests at most 8 deep; a malformed line gets an error object naming the cause.
+"cancel ID" stops a running request (a scan without --duration ends so); at the end of input
+the requests still running get 30 s, then the session quits as "quit" does.
+Without --json, one command per line and human output (the shell without its editor).
+
+Commands (as in the shell; "help COMMAND" in a request answers with its help):
+\(sessionCommandList)
+
+\(securityHelp)
+
+Examples:
+  printf '%s\\n' '{"id":1,"line":"connect name:ble-hci"}' '{"id":2,"line":"read fff2"}' | ble-hci -t tcp:127.0.0.1:9002 session --json
+  Tools/examples/session.py --transport tcp:127.0.0.1:9002 name:ble-hci
+"""

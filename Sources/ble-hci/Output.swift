@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import HCI
 
 /// Where results go: human lines (colour only on a terminal) or exactly one JSON object per
@@ -6,33 +7,52 @@ import HCI
 final class Output: Sendable {
     let json: Bool
     let colour: Bool
-    /// The target a line is about, when one run has several (`central A B`): human lines,
-    /// progress and errors start with it, and JSON events carry it as "target".
-    let target: String?
     private let lock = NSLock()
+    /// Where the text goes instead of stdout and stderr (the session's front ends: the shell
+    /// redraws its prompt around it, `session --json` tags it with the request's id).
+    let sink: (@Sendable (Destination, String) -> Void)?
+    /// Fields appended to every JSON event (`session --json`: the request's `id`).
+    let tag: [Field]
+    /// The last message `error` printed (the session's final answer of a failed request).
+    private let lastErrorText: LastError
+    /// What human lines, progress and errors start with: "[TARGET] " when one run has several
+    /// targets (`central A B`), else nothing.
+    private let prefix: String
 
-    init(json: Bool) {
-        self.json = json
-        self.colour = !json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
-        target = nil
+    final class LastError: Sendable {
+        let text = Mutex<String?>(nil)
     }
 
-    private init(json: Bool, colour: Bool, target: String) {
+    enum Destination: Sendable { case stdout, stderr }
+
+    init(json: Bool, colour: Bool? = nil, tag: [Field] = [], sink: (@Sendable (Destination, String) -> Void)? = nil,
+         lastError: LastError = LastError(), prefix: String = "") {
+        self.lastErrorText = lastError
+        self.prefix = prefix
         self.json = json
-        self.colour = colour
-        self.target = target
+        self.colour = colour ?? (!json && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil)
+        self.tag = tag
+        self.sink = sink
     }
-
-    /// The same output, with every line about `target`.
-    func labelled(_ target: String) -> Output { Output(json: json, colour: colour, target: target) }
-
-    private var prefix: String { target.map { "[\($0)] " } ?? "" }
 
     /// One JSON line (in --json mode) or nothing.
     func event(_ fields: [Field]) {
         guard json else { return }
-        write(jsonObject(target.map { fields + [.text("target", $0)] } ?? fields) + "\n")
+        write(jsonObject(fields + tag) + "\n")
     }
+
+    /// The same output with `fields` added to every event (a link's name, a request's id).
+    /// It shares `lastError` with this one, unless `ownError` (a new request's output).
+    func adding(_ fields: [Field], ownError: Bool = false) -> Output {
+        Output(json: json, colour: colour, tag: fields + tag, sink: sink, lastError: ownError ? LastError() : lastErrorText, prefix: prefix)
+    }
+
+    /// The same output for one of several targets: its events carry `"target"`, its lines start with `[target]`.
+    func labelled(_ target: String) -> Output {
+        Output(json: json, colour: colour, tag: tag + [.text("target", target)], sink: sink, lastError: LastError(), prefix: "[\(target)] ")
+    }
+
+    var lastError: String? { lastErrorText.text.withLock { $0 } }
 
     /// A human line (not in --json mode, where the text is not even built).
     func line(_ text: @autoclosure () -> String) {
@@ -41,15 +61,20 @@ final class Output: Sendable {
     }
 
     func error(_ message: String) {
+        lastErrorText.text.withLock { $0 = message }
+        writeError("ble-hci: \(prefix)\(message)\n")
+    }
+
+    private func writeError(_ s: String) {
+        if let sink { sink(.stderr, s); return }
         lock.lock(); defer { lock.unlock() }
-        FileHandle.standardError.write(Data("ble-hci: \(prefix)\(message)\n".utf8))
+        FileHandle.standardError.write(Data(s.utf8))
     }
 
     /// Informational text for humans that must not pollute --json stdout.
     func note(_ message: String) {
         if json {
-            lock.lock(); defer { lock.unlock() }
-            FileHandle.standardError.write(Data("\(prefix)\(message)\n".utf8))
+            writeError("\(prefix)\(message)\n")
         } else {
             write(prefix + message + "\n")
         }
@@ -58,8 +83,7 @@ final class Output: Sendable {
     /// Progress for humans (opening, scanning, connecting): always on stderr, so stdout keeps
     /// only results in both modes.
     func progress(_ message: String) {
-        lock.lock(); defer { lock.unlock() }
-        FileHandle.standardError.write(Data("\(prefix)\(message)\n".utf8))
+        writeError("\(prefix)\(message)\n")
     }
 
     /// A live trace block (human mode), dimmed so application lines stand out.
@@ -75,6 +99,7 @@ final class Output: Sendable {
     func cyan(_ s: String) -> String { styled(s, "36") }
 
     func write(_ s: String) {
+        if let sink { sink(.stdout, s); return }
         lock.lock(); defer { lock.unlock() }
         FileHandle.standardOutput.write(Data(s.utf8))
     }

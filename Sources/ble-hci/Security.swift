@@ -6,7 +6,7 @@ import Synchronization
 
 /// The security options of `central` and `peripheral` (CLI.md "Security (SMP) options").
 let securityFlags: Set<String> = ["yes", "mitm", "legacy", "sc-only", "no-bond", "privacy"]
-let securityValued: Set<String> = ["io", "passkey", "min-key-size", "bonds"]
+let securityValued: Set<String> = ["io", "passkey", "min-key-size", "bonds", "oob-out", "oob-in"]
 
 let securityHelp = """
 Security (SMP):
@@ -24,9 +24,17 @@ Security (SMP):
                      our IRK (kept in the bonds directory), changed every 15 minutes; peers
                      that bond get the IRK and identity address to recognise us. Host-based
                      (the controller's resolving list is not used)
+  --oob-out FILE     write our out-of-band data to FILE before anything else (JSON:
+                     "confirm" and "random" for Secure Connections, C = f4(PKx, PKx, r, 0) of
+                     the key pair this run pairs with; "tk" for legacy pairing), for the peer's
+                     --oob-in; written whole (temp file, fsync, rename), mode 0600
+  --oob-in FILE      read the peer's out-of-band data from FILE (its --oob-out): pairing then
+                     uses the OOB method (authenticated: MITM-protected, Core v5.4 Vol 3 Part H
+                     2.3.5.6.4 and 2.3.5.4). Secure Connections needs one side to have the
+                     other's data; legacy pairing needs both to hold the same "tk": give
+                     --oob-out to one side and --oob-in to the other
 Bonded peers advertising from resolvable private addresses are recognised with their IRKs:
 TARGET may be their identity address.
-Not there yet: OOB pairing from the command line.
 """
 
 /// `--bonds DIR`, or the default of CLI.md.
@@ -65,10 +73,50 @@ func securityConfiguration(_ c: CommandContext) throws -> SecurityConfiguration 
     s.smp.secureConnectionsOnly = c.args.has("sc-only")
     if let n = try c.args.int("min-key-size", command: cmd, range: 7...16) { s.smp.minimumKeySize = n }
     s.smp.bonding = !c.args.has("no-bond")
+    try configureOOB(&s, c)
     let directory = bondDirectory(c)
     s.bondDirectory = directory
     s.bondStoreProblem = bondStoreReporter(out: c.out, directory: directory)
     return s
+}
+
+/// `--oob-out FILE` (our OOB data, written now) and `--oob-in FILE` (the peer's).
+func configureOOB(_ s: inout SecurityConfiguration, _ c: CommandContext) throws {
+    let cmd = c.command
+    var oob = SMPOOBData()
+    if let path = c.args.last("oob-out") {
+        let keyPair = SMPKeyPair.generate()
+        let (confirm, random) = SMPOOBData.local(keyPair: keyPair)
+        let tk = SMPCrypto.randomBytes(16)
+        s.oobKeyPair = keyPair
+        oob.localRandom = random
+        oob.legacyTK = tk
+        let text = jsonObject([.bytes("confirm", confirm), .bytes("random", random), .bytes("tk", tk)]) + "\n"
+        let directory = (path as NSString).deletingLastPathComponent
+        if let failure = AtomicFile.write(Data(text.utf8), to: path, directory: directory.isEmpty ? "." : directory) {
+            throw UsageError("--oob-out \(path): cannot write \(failure.path): \(String(cString: strerror(failure.errno)))", command: cmd)
+        }
+    }
+    if let path = c.args.last("oob-in") {
+        func bad(_ what: String) -> UsageError { UsageError("--oob-in \(path): \(what)", command: cmd) }
+        guard let data = FileManager.default.contents(atPath: path) else { throw bad("cannot read it") }
+        guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw bad("not a JSON object (write it with the peer's --oob-out)")
+        }
+        func octets(_ key: String) throws -> [UInt8]? {
+            guard let value = object[key] else { return nil }
+            guard let text = value as? String, let b = [UInt8](hex: text), b.count == 16 else { throw bad("\"\(key)\" must be 16 octets in hex") }
+            return b
+        }
+        let confirm = try octets("confirm"), random = try octets("random"), tk = try octets("tk")
+        guard (confirm == nil) == (random == nil) else { throw bad("\"confirm\" and \"random\" go together (Secure Connections OOB data)") }
+        guard confirm != nil || tk != nil else { throw bad("has neither \"confirm\"/\"random\" nor \"tk\"") }
+        oob.peerConfirm = confirm
+        oob.peerRandom = random
+        // Legacy OOB: both sides hold the same TK, the one the peer wrote.
+        if let tk { oob.legacyTK = tk }
+    }
+    if c.args.last("oob-out") != nil || c.args.last("oob-in") != nil { s.smp.oob = oob }
 }
 
 /// Reports bond-store errors on stderr and as `bondStoreError` events (docs/cli.md), naming the

@@ -83,3 +83,46 @@ import Transport
         await host.close()
     }
 }
+
+/// Issue 27 (`scan --phy coded`): a controller with the LE Coded PHY feature (bit 11, Core v5.4
+/// Vol 6 Part B 4.6.12) scans on LE Coded as well as LE 1M: LE Set Extended Scan Parameters with
+/// Scanning_PHYs 0x05 and one parameter block per PHY, in bit order (Vol 4 Part E 7.8.64).
+@Suite struct CodedScanningTests {
+    static func controller(leFeatures: LEFeatures) -> FakeTransport {
+        let base = FakeTransport.controller()
+        return FakeTransport { c in
+            func ok(_ ret: [UInt8]) -> [HCIPacket] {
+                [.event(CommandComplete(numHCICommandPackets: 1, opcode: c.opcode, returnParameters: [0] + ret).packet)]
+            }
+            func enc(_ p: some HCIReturnParameters) -> [UInt8] { var w = ByteWriter(); p.encode(into: &w); return w.bytes }
+            switch c.opcode {
+            case ReadLocalSupportedCommands.opcode:
+                return ok(enc(ReadLocalSupportedCommands.ReturnParameters(supporting: [
+                    Reset.opcode, ReadLocalSupportedFeatures.opcode, LEReadLocalSupportedFeatures.opcode, LEReadBufferSize.opcode,
+                    ReadBDADDR.opcode, SetEventMask.opcode, LESetEventMask.opcode, LESetExtendedScanParameters.opcode, LESetExtendedScanEnable.opcode,
+                ])))
+            case LEReadLocalSupportedFeatures.opcode:
+                return ok(enc(LEReadLocalSupportedFeatures.ReturnParameters(leFeatures: leFeatures)))
+            default:
+                return base.responder!(c)
+            }
+        }
+    }
+
+    /// The command's parameters: Own_Address_Type, Scanning_Filter_Policy, Scanning_PHYs, then
+    /// per PHY Scan_Type, Scan_Interval, Scan_Window (16-bit little-endian).
+    @Test(arguments: [(LEFeatures([.leEncryption, .leCodedPHY]), UInt8(0x05), 2), (LEFeatures([.leEncryption]), UInt8(0x01), 1)])
+    func scanningPHYsFollowTheControllersFeatures(_ features: LEFeatures, _ phys: UInt8, _ blocks: Int) async throws {
+        let t = Self.controller(leFeatures: features)
+        let host = Host(transport: t)
+        _ = try await host.start()
+        try await host.startScanning(ScanParameters(active: true, interval: 0x0060, window: 0x0030))
+        let sent = try #require(t.sentCommands.first { $0.opcode == LESetExtendedScanParameters.opcode })
+        let block: [UInt8] = [0x01, 0x60, 0x00, 0x30, 0x00]
+        var expected: [UInt8] = [phys]
+        for _ in 0..<blocks { expected += block }
+        let got = Array(sent.parameters.dropFirst(2))
+        #expect(got == expected)
+        await host.close()
+    }
+}

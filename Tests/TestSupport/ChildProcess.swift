@@ -187,6 +187,23 @@ public final class ChildProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// Writes `text` to the child's stdin (a session's requests). Throws once stdin is closed.
+    public func send(_ text: String) throws {
+        signal(SIGPIPE, SIG_IGN)  // a child that has exited fails the write, not the test process
+        try stdinPipe.fileHandleForWriting.write(contentsOf: Data(text.utf8))
+    }
+
+    /// Writes `bytes` to the child's stdin, as they are (malformed input for a parser).
+    public func send(_ bytes: Data) throws {
+        signal(SIGPIPE, SIG_IGN)
+        try stdinPipe.fileHandleForWriting.write(contentsOf: bytes)
+    }
+
+    /// Closes the child's stdin (its end of input).
+    public func closeInput() {
+        try? stdinPipe.fileHandleForWriting.close()
+    }
+
     /// Terminates the child (SIGTERM, then SIGKILL after `grace` seconds). Idempotent.
     public func stop(grace: TimeInterval = 2) {
         let first = condition.withLock { () -> Bool in
