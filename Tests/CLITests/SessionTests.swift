@@ -94,9 +94,9 @@ private func sameID(_ a: Any?, _ b: Any) -> Bool {
 /// Waits for the final answer of request `id` ({"id":..,"done":true} or {"id":..,"error":..}).
 private func answer(_ session: ChildProcess, _ id: Any, timeout: Duration = .seconds(20)) async throws -> [String: Any] {
     var found: [String: Any]? = nil
-    try await eventually("the answer to request \(id); stdout:\n\(session.output.suffix(30).joined(separator: "\n"))\nstderr:\n\(session.stderr.suffix(3000))",
-                         timeout: timeout) {
-        found = sessionLines(session).first { sameID($0["id"], id) && ($0["done"] != nil || $0["error"] != nil) }
+    try await session.until("the answer to request \(id); stdout:\n\(session.output.suffix(30).joined(separator: "\n"))\nstderr:\n\(session.stderr.suffix(3000))",
+                            timeout: timeout) {
+        found = sessionLines(session).first { line in sameID(line["id"], id) && (line["done"] != nil || line["error"] != nil) }
         return found != nil
     }
     return found!
@@ -162,7 +162,7 @@ extension CLITests {
             #expect(try await answer(session, 8)["done"] as? Bool == true)
             var sent: [String] = []
             for _ in 0..<3 { sent.append(try await a.process.nextEvent("notified", timeout: 10)["value"] as? String ?? "?") }
-            try await eventually("3 notifications of request 8", timeout: .seconds(10)) { events(session, 8, "notification").count >= 3 }
+            try await session.until("3 notifications of request 8", timeout: .seconds(10)) { events(session, 8, "notification").count >= 3 }
             let notified = events(session, 8, "notification")
             #expect(notified.compactMap { $0["value"] as? String } == sent)
             #expect(notified.allSatisfy { $0["uuid"] as? String == "2a37" && $0["link"] as? String == "bumble-a" })
@@ -412,7 +412,7 @@ extension CLITests {
                 guard let v = t["value"] as? String, v.count == 4, let n = UInt16(v, radix: 16) else { return false }
                 return (0x30...0x39).contains(n >> 8) && (0x30...0x39).contains(n & 0xFF)
             }, "\(ticks)")
-            try await eventually("the session saw the Bumble central's write and its disconnection") {
+            try await session.until("the session saw the Bumble central's write and its disconnection") {
                 !events(session, 2, "written").isEmpty && !events(session, 2, "centralDisconnected").isEmpty
             }
             #expect(events(session, 2, "written").first?["value"] as? String == written)
@@ -480,7 +480,7 @@ extension CLITests {
             #expect(try await bumble.exitStatus(timeout: 30) == 0, "central.py: \(bumble.output.joined(separator: "\n"))\n\(bumble.stderr)")
             let reads = bumble.output.compactMap(ChildProcess.json).filter { $0["event"] as? String == "read" }.compactMap { $0["value"] as? String }
             #expect(reads == [declared, written], "\(bumble.output)")
-            try await eventually("the session saw the write") { !events(session, 1, "written").isEmpty }
+            try await session.until("the session saw the write") { !events(session, 1, "written").isEmpty }
             #expect(events(session, 1, "written").first?["value"] as? String == written)
             try session.send(#"{"id":2,"line":"quit"}"# + "\n")
             #expect(try await session.exitStatus(timeout: 15) == 0)

@@ -187,6 +187,26 @@ public final class ChildProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// Waits until `condition` (on what the child printed) holds: it is checked again on each
+    /// line of stdout, each write to stderr, and the child's exit, never on a timer. Throws naming
+    /// `what` when it still does not hold after `timeout`, or once the child is gone without it.
+    public func until(_ what: @autoclosure () -> String, timeout: Duration = .seconds(15),
+                      _ condition: () -> Bool) async throws {
+        let start = ContinuousClock.now
+        while true {
+            let seen = progress.value  // (before the check: output that comes meanwhile wakes the wait)
+            if condition() { return }
+            let left = timeout - (ContinuousClock.now - start)
+            let gone = seen.exited && seen.stdoutClosed
+            if left > .zero, !gone, (try? await progress.until("output", timeout: left, {
+                $0.lines != seen.lines || $0.stderrOctets != seen.stderrOctets || $0.exited != seen.exited
+                    || $0.stdoutClosed != seen.stdoutClosed
+            })) != nil { continue }
+            if condition() { return }
+            throw HarnessError("\(what()): not so within \(timeout)\(gone ? " (the child is gone)" : "")")
+        }
+    }
+
     /// Writes `text` to the child's stdin (a session's requests). Throws once stdin is closed.
     public func send(_ text: String) throws {
         signal(SIGPIPE, SIG_IGN)  // a child that has exited fails the write, not the test process
