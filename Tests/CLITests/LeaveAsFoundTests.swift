@@ -67,9 +67,10 @@ extension CLITests {
             defer { controllers.stop() }
             let scan = try BleHCI.start(["-t", controllers.transport(0), "scan"] + (sig == 0 ? ["--duration", "1"] : []), lifetime: 40)
             defer { scan.stop(grace: 0.5) }
+            // Printed once LE Set Scan Enable has completed (`Central.scan` returns after it): the
+            // controller scans when the signal comes.
             try await waitForStderr(scan, "Scanning (active)")
             if sig != 0 {
-                try await Task.sleep(for: .milliseconds(300))
                 #expect(kill(scan.pid, sig) == 0)
             }
             let status = try await scan.exitStatus(timeout: 10)
