@@ -14,6 +14,12 @@ extension CLITests {
                 let read = try await rig.central(["central", "name:ble-hci", "--read", "fff2", "--json"])
                 expectStatus(read, 0, "central after the refused host")
                 #expect(read.events("read").first?["value"] as? String == hexOf("ble-hci"))
+                // The controllers process logs the central's disconnection when it sees it, after
+                // the central exited: each write to its stderr wakes this wait.
+                let controllers = rig.controllers, central = rig.centralSpec
+                try await controllers.until("the central's disconnection logged") {
+                    controllers.stderr.contains("\(central): host disconnected")
+                }
                 let log = rig.controllers.stderr
                 #expect(log.contains("\(rig.peripheralSpec): refused a second host"), "controllers stderr: \(log)")
                 #expect(log.contains("\(rig.centralSpec): host connected"), "controllers stderr: \(log)")
