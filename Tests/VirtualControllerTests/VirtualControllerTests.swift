@@ -853,7 +853,10 @@ final class Counter: Sendable {
         }
         stop.store(true, ordering: .relaxed)
         #expect(slowest < .seconds(1), "the other host waited \(slowest) behind the flooder")
-        #expect(answered > 20)
+        // The claim is the bound on each answer above, not a rate: on a loaded machine (the
+        // suites run in parallel on two cores, in a debug build) an exchange behind a 64 KiB
+        // batch of the flooder's commands takes hundreds of milliseconds, and fewer fit in 2 s.
+        #expect(answered >= 2, "\(answered) exchanges: too few to measure")
         // The flooder was held back: what it got accepted is bounded by the kernel's socket
         // buffers and the connection's queue, not by how long it tried. Answers queued: the
         // bound, then those of its controller's backlog and of one 64 KiB read at most (4
