@@ -79,21 +79,7 @@ final class Rig: @unchecked Sendable {
             return try await rig.startPeripheral(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs, peripheralArgs: peripheralArgs)
         }
         // Instant mode (no airtime, issue 29): the CLI tests need no radio timing, and stay fast.
-        let controllers = try BleHCI.start(["controllers", "--listen", "tcp:127.0.0.1:0", "--listen", "tcp:127.0.0.1:0", "--json"] + airtime,
-                                           lifetime: 120)
-        var specs: [String] = []
-        do {
-            for _ in 0..<2 {
-                let e = try await controllers.nextEvent("listening", timeout: 10)
-                guard let spec = e["spec"] as? String, spec.hasPrefix("tcp:127.0.0.1:"), !spec.hasSuffix(":0") else {
-                    throw HarnessError("controllers reported \(e) (want a bound tcp:127.0.0.1:PORT)")
-                }
-                specs.append(spec)
-            }
-        } catch {
-            controllers.stop(grace: 0.5)
-            throw error
-        }
+        let (controllers, specs) = try await startControllers(2, airtime: airtime)
         return try await Rig(controllers: controllers, specs: specs)
             .startPeripheral(profile: profile, peripheralGlobalArgs: peripheralGlobalArgs, peripheralArgs: peripheralArgs)
     }
@@ -187,3 +173,23 @@ extension Array where Element == UInt8 {
 }
 
 func hexOf(_ text: String) -> String { Array(text.utf8).hex }
+
+/// `ble-hci controllers` with `count` listeners on kernel-picked ports (one virtual link).
+func startControllers(_ count: Int, airtime: [String] = ["--airtime", "off"]) async throws -> (process: ChildProcess, specs: [String]) {
+    let controllers = try BleHCI.start(["controllers", "--json"] + airtime
+                                       + Array(repeating: ["--listen", "tcp:127.0.0.1:0"], count: count).flatMap { $0 }, lifetime: 150)
+    var specs: [String] = []
+    do {
+        for _ in 0..<count {
+            let e = try await controllers.nextEvent("listening", timeout: 10)
+            guard let spec = e["spec"] as? String, spec.hasPrefix("tcp:127.0.0.1:"), !spec.hasSuffix(":0") else {
+                throw HarnessError("controllers reported \(e) (want a bound tcp:127.0.0.1:PORT)")
+            }
+            specs.append(spec)
+        }
+    } catch {
+        controllers.stop(grace: 0.5)
+        throw error
+    }
+    return (controllers, specs)
+}

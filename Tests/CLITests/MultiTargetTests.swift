@@ -9,11 +9,8 @@ extension CLITests {
     @Suite(.serialized) struct MultiTarget {
         /// Three virtual controllers: two demo peripherals ("left", "right") and the central.
         func withThree<T>(_ body: (_ central: String) async throws -> T) async throws -> T {
-            let controllers = try BleHCI.start(["controllers", "--listen", "tcp:127.0.0.1:0", "--listen", "tcp:127.0.0.1:0",
-                                                "--listen", "tcp:127.0.0.1:0", "--json", "--airtime", "off"], lifetime: 120)
+            let (controllers, specs) = try await startControllers(3)
             defer { controllers.stop(grace: 0.5) }
-            var specs: [String] = []
-            for _ in 0..<3 { specs.append(try #require(try await controllers.nextEvent("listening", timeout: 10)["spec"] as? String)) }
             var peripherals: [ChildProcess] = []
             defer { for p in peripherals { p.stop(grace: 0.5) } }
             for (spec, name) in zip(specs, ["left", "right"]) {

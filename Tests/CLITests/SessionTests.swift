@@ -2,26 +2,6 @@ import Foundation
 import Testing
 import TestSupport
 
-/// `ble-hci controllers` with `count` listeners on kernel-picked ports (one virtual link).
-func startControllers(_ count: Int) async throws -> (process: ChildProcess, specs: [String]) {
-    let controllers = try BleHCI.start(["controllers", "--json", "--airtime", "off"]
-                                       + Array(repeating: ["--listen", "tcp:127.0.0.1:0"], count: count).flatMap { $0 }, lifetime: 150)
-    var specs: [String] = []
-    do {
-        for _ in 0..<count {
-            let e = try await controllers.nextEvent("listening", timeout: 10)
-            guard let spec = e["spec"] as? String, spec.hasPrefix("tcp:127.0.0.1:"), !spec.hasSuffix(":0") else {
-                throw HarnessError("controllers reported \(e) (want a bound tcp:127.0.0.1:PORT)")
-            }
-            specs.append(spec)
-        }
-    } catch {
-        controllers.stop(grace: 0.5)
-        throw error
-    }
-    return (controllers, specs)
-}
-
 /// A Bumble peripheral (Tools/bumble/peripheral.py) on one of our controllers, and its `ready`
 /// event: its address and the handles of its GATT database as Bumble declared them.
 struct BumblePeer {

@@ -338,16 +338,7 @@ private func attribute(_ line: Substring, _ name: String) -> String? {
 
 /// tshark's PDML of `path`: per frame, its fields and the proto lines' shownames.
 private func pdml(_ path: String) throws -> [(fields: [PDMLField], protos: [String])] {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: try Tshark.executable())
-    p.arguments = ["-r", path, "-T", "pdml"]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    #expect(p.terminationStatus == 0)
+    let data = try Tshark.output(["-r", path, "-T", "pdml"])
     var frames: [(fields: [PDMLField], protos: [String])] = []
     for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
         let l = line.drop { $0 == " " }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import HCI
 import Capture
 @testable import Decoder
@@ -9,18 +10,7 @@ import Capture
 // frame for a fragmented one), and PDUs built here from the specification's layouts.
 
 private func tsharkRaw(_ path: String) throws -> [[String: String]] {
-    let exe = try #require(["/usr/bin/tshark", "/usr/local/bin/tshark"].first { FileManager.default.isExecutableFile(atPath: $0) },
-                           "tshark is not installed")
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = ["-n", "-r", path, "-T", "json", "-x"]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    #expect(p.terminationStatus == 0)
+    let data = try Tshark.output(["-n", "-r", path, "-T", "json", "-x"])
     let frames = try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]])
     return frames.map { frame in
         let layers = (frame["_source"] as? [String: Any])?["layers"] as? [String: Any] ?? [:]

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import HCI
 import Capture
 @testable import Decoder
@@ -30,18 +31,7 @@ private let packetLoggerTypes: [Int: (type: Int, direction: Int)] = [
 ]
 
 private func tsharkRows(_ path: String) throws -> [[String]] {
-    let exe = try #require(["/usr/bin/tshark", "/usr/local/bin/tshark"].first { FileManager.default.isExecutableFile(atPath: $0) },
-                           "tshark is not installed")
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: exe)
-    p.arguments = ["-n", "-r", path, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"] + statsFields.flatMap { ["-e", $0] }
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    #expect(p.terminationStatus == 0)
+    let data = try Tshark.output(["-n", "-r", path, "-T", "fields", "-E", "separator=/t", "-E", "occurrence=f"] + statsFields.flatMap { ["-e", $0] })
     return String(decoding: data, as: UTF8.self).split(separator: "\n").map {
         $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
     }

@@ -116,15 +116,7 @@ func agreesWithTsharkOnEveryPacket(_ fixture: String, packets: Int, attPackets: 
 func timestampsAgreeWithTshark(_ fixture: String) throws {
     let path = fixturePath(fixture)
     let ours = try decodeCapture(path)
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/tshark")
-    p.arguments = ["-r", path, "-T", "fields", "-e", "frame.time_epoch"]
-    let out = Pipe()
-    p.standardOutput = out
-    p.standardError = FileHandle.nullDevice
-    try p.run()
-    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    p.waitUntilExit()
+    let text = String(decoding: try Tshark.output(["-r", path, "-T", "fields", "-e", "frame.time_epoch"]), as: UTF8.self)
     let theirs = text.split(separator: "\n").map { line -> Int64 in
         let parts = line.split(separator: ".")
         return Int64(parts[0])! * 1_000_000 + Int64(String(parts[1].prefix(6)))!

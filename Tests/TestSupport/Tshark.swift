@@ -18,19 +18,27 @@ public enum Tshark {
     /// occurs several times in a frame gives all its values joined by commas (`allOccurrences`),
     /// else its first. Throws when tshark fails.
     public static func fields(_ path: String, _ fields: [String], allOccurrences: Bool = true) throws -> [[String]] {
+        let occurrence = allOccurrences ? ["-E", "occurrence=a", "-E", "aggregator=,"] : ["-E", "occurrence=f"]
+        let data = try output(["-r", path, "-T", "fields", "-E", "separator=/t"] + occurrence + fields.flatMap { ["-e", $0] })
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map {
+            $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        }
+    }
+
+    /// What `tshark ARGUMENTS` writes on stdout (stderr discarded); throws when it fails.
+    public static func output(_ arguments: [String]) throws -> Data {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: try executable())
-        let occurrence = allOccurrences ? ["-E", "occurrence=a", "-E", "aggregator=,"] : ["-E", "occurrence=f"]
-        p.arguments = ["-r", path, "-T", "fields", "-E", "separator=/t"] + occurrence + fields.flatMap { ["-e", $0] }
+        p.arguments = arguments
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
         try p.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        guard p.terminationStatus == 0 else { throw Failure(description: "tshark -r \(path) exited with \(p.terminationStatus)") }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map {
-            $0.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+        guard p.terminationStatus == 0 else {
+            throw Failure(description: "tshark \(arguments.joined(separator: " ")) exited with \(p.terminationStatus)")
         }
+        return data
     }
 }
