@@ -92,25 +92,12 @@ struct CentralLink: Sendable {
         let central = self.central, timeout = self.timeout, mtu = self.mtu, actions = self.actions, profile = self.profile
 
         // Find the target (for an address without a type, the type seen while scanning).
-        // A typed address is connected to directly, unless it is a bonded identity that may
-        // advertise from another address (an RPA, or the address it paired from): found by scanning.
-        let address: DeviceAddress
-        if case .address(let a, let type?) = target,
-           !(await central.bondedPeerMayUseAnotherAddress(DeviceAddress(a, type: type))) {
-            address = DeviceAddress(a, type: type)
-        } else {
+        let (address, _) = try await targetAddress(target, central: central) {
             out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
-            let adv = try await findTarget(target, central: central, timeout: timeout, out: out)
-            address = adv.address
+            return try await findTarget(target, central: central, timeout: timeout, out: out)
         }
         out.progress("Connecting to \(address) (up to \(formatSeconds(timeout)))…")
-        let remote: RemotePeripheral
-        do {
-            remote = try await interruptible { try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000))) }
-        } catch let e as BLEError {
-            if case .transport = e { throw e }  // exit 3, not a failed connection
-            throw CLIFailure("could not connect to \(address): \(e)\(connectHint(target, address))", exitCode: ExitCode.failure)
-        }
+        let remote = try await interruptible { try await connectTarget(address, for: target, central: central, timeout: timeout) }
         let effectiveMTU: Int
         do {
             effectiveMTU = try await interruptible { try await remote.exchangeMTU(mtu) }

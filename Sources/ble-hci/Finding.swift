@@ -35,6 +35,29 @@ func findTarget(_ target: Target, central: Central, timeout: Double, out: Output
     return adv
 }
 
+/// Where TARGET is: a typed address connected to directly, unless it is a bonded identity that
+/// may advertise from another address (an RPA, or the address it paired from); else the
+/// advertiser `find` scans for (returned with it).
+nonisolated(nonsending) func targetAddress(_ target: Target, central: Central,
+                   find: () async throws -> Advertisement) async throws -> (address: DeviceAddress, found: Advertisement?) {
+    if case .address(let a, let type?) = target, !(await central.bondedPeerMayUseAnotherAddress(DeviceAddress(a, type: type))) {
+        return (DeviceAddress(a, type: type), nil)
+    }
+    let adv = try await find()
+    return (adv.address, adv)
+}
+
+/// Connects to `address`, found for `target`: a failure other than a lost transport (exit 3)
+/// is a CLIFailure naming the address, with a hint when the address was given with a type.
+func connectTarget(_ address: DeviceAddress, for target: Target, central: Central, timeout: Double) async throws -> RemotePeripheral {
+    do {
+        return try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000)))
+    } catch let e as BLEError {
+        if case .transport = e { throw e }
+        throw CLIFailure("could not connect to \(address): \(e)\(connectHint(target, address))", exitCode: ExitCode.failure)
+    }
+}
+
 /// For a failed connection to an address given with a type: the type may be the wrong one.
 func connectHint(_ target: Target, _ address: DeviceAddress) -> String {
     guard case .address(_, _?) = target else { return "" }

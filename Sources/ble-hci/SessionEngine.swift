@@ -451,28 +451,16 @@ actor SessionEngine {
     private func connect(_ target: Target, _ args: ParsedArguments, out: Output) async throws -> SessionOutcome {
         let timeout = try args.double("timeout", command: "connect") ?? 10
         let mtu = try args.int("mtu", command: "connect", range: 23...517) ?? 517
-        var name: String? = nil
-        let address: DeviceAddress
-        if case .address(let a, let type?) = target, !(await central.bondedPeerMayUseAnotherAddress(DeviceAddress(a, type: type))) {
-            address = DeviceAddress(a, type: type)
-            name = seen[address.address.description] ?? nil
-        } else {
+        let (address, found) = try await targetAddress(target, central: central) {
             out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
-            let adv = try await find(target, timeout: timeout)
-            address = adv.address
-            name = adv.name
+            return try await find(target, timeout: timeout)
         }
+        let name = found.map(\.name) ?? seen[address.address.description] ?? nil
         if let up = links.first(where: { $0.remote.address == address && $0.remote.disconnectReason == nil }) {
             throw CLIFailure("already connected to \(address) as \(up.name)", exitCode: ExitCode.failure)
         }
         out.progress("Connecting to \(address) (up to \(formatSeconds(timeout)))…")
-        let remote: RemotePeripheral
-        do {
-            remote = try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000)))
-        } catch let e as BLEError {
-            if case .transport = e { throw e }
-            throw CLIFailure("could not connect to \(address): \(e)\(connectHint(target, address))", exitCode: ExitCode.failure)
-        }
+        let remote = try await connectTarget(address, for: target, central: central, timeout: timeout)
         let effectiveMTU: Int
         do { effectiveMTU = try await remote.exchangeMTU(mtu) } catch BLEError.att { effectiveMTU = remote.mtu }
         let linkName = uniqueName(name ?? address.address.description)
