@@ -21,6 +21,10 @@ import SMP
         func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) { log.withLock { $0.append(event) } }
     }
 
+    static func temporaryPath(_ name: String) -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("smp-oob-\(name)-\(UUID().uuidString).json").path
+    }
+
     func securePeripheral(_ scope: Scope, name: String, _ configure: (inout SecurityConfiguration) -> Void) async throws -> Events {
         var options = Scope.stackOptions
         options.security.bondDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("smp-interop-\(UUID().uuidString)").path
@@ -133,6 +137,52 @@ import SMP
             #expect(oursShown.map { String(format: "%06d", $0) } == [number])
             #expect(ours.paired.first?.method == .numericComparison)
             #expect(ours.paired.first?.authenticated == true)
+        }
+    }
+
+    /// Issue 27, OOB pairing with an independent peer. Our `peripheral --oob-out FILE` writes its
+    /// OOB data; Bumble's central (Tools/bumble/central.py `--oob-in FILE`, Bumble's own
+    /// OobSharedData / OobLegacyContext) pairs with it. Secure Connections: Bumble alone received
+    /// data, which is enough (Core v5.4 Vol 3 Part H 2.3.5.1: OOB when either side has the
+    /// peer's data; 2.3.5.6.4: C = f4(PKx, PKx, r, 0) checked by Bumble). Legacy: both hold the TK
+    /// (2.3.5.1: OOB when both flags are set; 2.3.5.4). OOB is MITM-protected either way, so
+    /// ff02 (authenticated link required) reads "authenticated" (CLI.md secure profile).
+    @Test(arguments: [false, true]) func bumbleCentralPairsWithOurOOBData(legacy: Bool) async throws {
+        try await interop { scope in
+            let file = Self.temporaryPath("ours"), name = legacy ? "smp-oob-legacy" : "smp-oob-sc"
+            let ours = try scope.bleHCI(["-t", scope.controllers.transport(0), "peripheral", "--profile", "secure", "--name", name,
+                                         "--no-bond", "--oob-out", file, "--json"])
+            _ = try await ours.event("advertising", timeout: .seconds(15))
+            let bumble = try scope.script("central.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", name, "--pair", "--oob-in", file,
+                "--read", "ff02", "--timeout", "40"] + (legacy ? ["--legacy"] : []))
+            let paired = try await bumble.event("paired", timeout: .seconds(30))
+            #expect(paired["secureConnections"] as? Bool == !legacy)
+            #expect(try await bumble.event("read", timeout: .seconds(10))["value"] as? String == hex(Array("authenticated".utf8)))
+            #expect(try await bumble.exited() == 0, "\(bumble.output.suffix(5))")
+            let oursPaired = try await ours.event("paired", timeout: .seconds(10))
+            #expect(oursPaired["method"] as? String == "oob")
+            #expect(oursPaired["mitm"] as? Bool == true)
+        }
+    }
+
+    /// The other way: Bumble's peripheral writes its OOB data (`--oob-out`, from Bumble's own
+    /// OobContext.share()), our `central --oob-in` pairs with it (SC, our side alone received
+    /// data) and reads ...def6, which Bumble serves only on an authenticated link
+    /// (READ_REQUIRES_AUTHENTICATION): Bumble itself judges the pairing MITM-protected.
+    @Test func ourCentralPairsWithBumblesOOBData() async throws {
+        try await interop { scope in
+            let file = Self.temporaryPath("bumble")
+            let peer = try scope.script("peripheral.py", ["--transport", scope.controllers.bumbleTransport(1), "--name", "bumble-oob",
+                                                          "--oob-out", file, "--timeout", "60"])
+            _ = try await peer.event("ready")
+            let ours = try scope.bleHCI(["-t", scope.controllers.transport(0), "central", "name:bumble-oob", "--pair", "--oob-in", file,
+                                         "--no-bond", "--read", "12345678-1234-5678-1234-56789abcdef6", "--json"])
+            let paired = try await ours.event("paired", timeout: .seconds(30))
+            #expect(paired["method"] as? String == "oob")
+            #expect(paired["secureConnections"] as? Bool == true)
+            #expect(try await ours.event("read", timeout: .seconds(10))["value"] as? String == hex(Array("private".utf8)))
+            #expect(try await ours.exited() == 0, "\(ours.output.suffix(5))")
         }
     }
 

@@ -10,6 +10,7 @@
         [--duration S] [--timeout S]
         pairing (--pair): [--io none|display|keyboard|yesno|keyboard-display] [--legacy] [--mitm]
         [--passkey N] (entered when asked; also the one displayed) [--reject] (refuse comparisons)
+        [--oob-out FILE] [--oob-in FILE] (OOB data in ble-hci's --oob-out format, common.py)
 
 CHAR is a UUID (2a37, 128-bit dashed) or a value handle (0x0010).
 JSON lines on stdout (the same shapes as `ble-hci`'s, see shared CLI contract):
@@ -260,8 +261,9 @@ class Central:
         args = self.args
         async with await open_transport(args.transport) as (source, sink):
             device = Device.with_hci("bumble-central", common.random_static_address(), source, sink)
+            oob = common.oob_config(args)
             device.pairing_config_factory = lambda _connection: PairingConfig(
-                sc=not args.legacy, mitm=args.mitm, bonding=True, delegate=CentralPairingDelegate(args))
+                sc=not args.legacy, mitm=args.mitm, bonding=True, delegate=CentralPairingDelegate(args), oob=oob)
             device.keystore = MemoryKeyStore()
             device.on("advertisement", self.on_advertisement)
             await device.power_on()
@@ -394,6 +396,7 @@ if __name__ == "__main__":
     parser.add_argument("--mitm", action="store_true", help="require MITM protection")
     parser.add_argument("--passkey", type=int, help="passkey to enter when asked (and to display)")
     parser.add_argument("--reject", action="store_true", help="answer numeric comparisons with no")
+    common.add_oob_arguments(parser)
     parser.add_argument("--duration", type=float, default=5.0,
                         help="seconds to scan (--scan-only) or to wait for --count values")
     arguments = parser.parse_args()

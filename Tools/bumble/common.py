@@ -50,6 +50,47 @@ def random_static_address() -> hci.Address:
     return hci.Address(":".join(f"{o:02X}" for o in octets), hci.Address.RANDOM_DEVICE_ADDRESS)
 
 
+def add_oob_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--oob-out FILE` / `--oob-in FILE`, in the file format of `ble-hci --oob-out` (docs/cli.md):
+    {"confirm": hex, "random": hex, "tk": hex}, 16 octets each, least significant octet first
+    (the order of the SMP PDUs and of the OOB AD types, Core v5.4 Vol 3 Part H 2.3.5.6.4)."""
+    parser.add_argument("--oob-out", metavar="FILE", help="write our OOB data (SC confirm/random, legacy TK) to FILE")
+    parser.add_argument("--oob-in", metavar="FILE", help="read the peer's OOB data from FILE")
+
+
+def oob_config(args):
+    """The PairingConfig.OobConfig for --oob-out/--oob-in, or None without them.
+
+    Bumble needs its own SC context even when it shares nothing; its r then stays 0, the value
+    of an r that was never sent (Vol 3 Part H 2.3.5.6.4: a device that did not receive the
+    peer's OOB data uses 0 for the peer's r)."""
+    if not (args.oob_out or args.oob_in):
+        return None
+    from bumble.pairing import PairingConfig
+    from bumble.smp import OobContext, OobLegacyContext, OobSharedData
+    our = OobContext() if args.oob_out else OobContext(r=bytes(16))
+    legacy = OobLegacyContext()
+    if args.oob_out:
+        shared = our.share()
+        text = json.dumps({"confirm": shared.c.hex(), "random": shared.r.hex(), "tk": legacy.tk.hex()})
+        temporary = args.oob_out + ".tmp"
+        with open(temporary, "w") as file:
+            file.write(text + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.rename(temporary, args.oob_out)
+    peer = None
+    if args.oob_in:
+        with open(args.oob_in) as file:
+            data = json.load(file)
+        if "confirm" in data and "random" in data:
+            peer = OobSharedData(c=bytes.fromhex(data["confirm"]), r=bytes.fromhex(data["random"]))
+        if "tk" in data:
+            # Legacy OOB: both sides hold the same TK, the one the peer wrote.
+            legacy = OobLegacyContext(tk=bytes.fromhex(data["tk"]))
+    return PairingConfig.OobConfig(our_context=our, peer_data=peer, legacy_context=legacy)
+
+
 def base_parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--transport", required=True,

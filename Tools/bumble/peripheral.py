@@ -2,6 +2,7 @@
 
     python Tools/bumble/peripheral.py --transport tcp-client:127.0.0.1:PORT [--name N]
         [--address C0:11:22:33:44:55] [--legacy] [--notify-count N] [--exit-after N]
+        [--oob-out FILE] [--oob-in FILE] (OOB pairing data in ble-hci's --oob-out format, common.py)
 
 Prints one JSON line per thing that happened (stdout):
   {"event":"ready","address":"C0:..","addressType":"random","name":"..","advertising":"extended",
@@ -48,6 +49,7 @@ from bumble.device import (AdvertisingEventProperties, AdvertisingParameters, Ad
                            Device)
 from bumble.gatt import Characteristic, CharacteristicValue, Service
 from bumble.keys import MemoryKeyStore
+from bumble.pairing import PairingConfig
 from bumble.transport import open_transport
 
 import common
@@ -244,6 +246,10 @@ class Peripheral:
             self.device = Device.with_hci(args.name, address, source, sink)
             # Bonds made by a central's pairing are kept for this run (LTK requests on reconnection).
             self.device.keystore = MemoryKeyStore()
+            oob = common.oob_config(args)
+            if oob:
+                # Bumble's default pairing answers, plus the OOB data of --oob-out/--oob-in.
+                self.device.pairing_config_factory = lambda _connection: PairingConfig(oob=oob)
             self.device.add_services(self.build_services())
             self.device.on("connection", self.on_connection)
             self.device.on("characteristic_subscription", self.on_subscription)
@@ -302,4 +308,5 @@ if __name__ == "__main__":
     parser.add_argument("--notify-interval", type=float, default=0.1)
     parser.add_argument("--exit-after", type=int, default=0,
                         help="exit after this many disconnections (0: run until --timeout)")
+    common.add_oob_arguments(parser)
     common.run(main, parser.parse_args())
