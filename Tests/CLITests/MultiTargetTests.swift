@@ -38,6 +38,33 @@ extension CLITests {
             }
         }
 
+        /// The same against an independent peer: two Bumble peripherals (Tools/bumble/peripheral.py)
+        /// on two controllers, read and subscribed at once. Each Bumble reports its own connection,
+        /// the subscription our central wrote to its CCCD (Core v5.4 Vol 3 Part G 4.10) and the
+        /// values it notified; our central must report exactly those values on that link.
+        @Test func twoBumblePeripheralsAreServedAtOnce() async throws {
+            let (controllers, specs) = try await startControllers(3)
+            defer { controllers.stop(grace: 0.5) }
+            let peers = [try await BumblePeer.start(on: specs[0], name: "bumble-a", address: "C0:27:00:00:00:0A", extra: ["--notify-count", "3"]),
+                         try await BumblePeer.start(on: specs[1], name: "bumble-b", address: "C0:27:00:00:00:0B", extra: ["--notify-count", "3"])]
+            defer { for peer in peers { peer.process.stop(grace: 0.5) } }
+            let r = try await BleHCI.run(["-t", specs[2], "central", "name:bumble-a", "name:bumble-b", "--read", "2a38",
+                                          "--subscribe", "2a37", "--count", "3", "--json"], timeout: 60)
+            expectStatus(r, 0, "central of two Bumble peripherals")
+            let connected = r.events("connected")
+            #expect(Set(connected.compactMap { $0["target"] as? String }) == ["name:bumble-a", "name:bumble-b"])
+            // 2a38 Body Sensor Location is 01 in Bumble's database (peripheral.py).
+            #expect(r.events("read").map { $0["value"] as? String } == ["01", "01"])
+            for peer in peers {
+                let link = try #require(connected.first { ($0["address"] as? String)?.uppercased() == peer.address.uppercased() }, "\(connected)")
+                _ = try await peer.process.nextEvent("subscribed", timeout: 10)
+                var sent: [String] = []
+                for _ in 0..<3 { sent.append(try #require(try await peer.process.nextEvent("notified", timeout: 10)["value"] as? String)) }
+                let received = r.events("notification").filter { $0["connection"] as? Int == link["connection"] as? Int }
+                #expect(received.compactMap { $0["value"] as? String } == sent, "\(peer.name)")
+            }
+        }
+
         @Test func aMissingTargetFailsTheRunNotTheOthers() async throws {
             try await withThree { central in
                 let r = try await BleHCI.run(["-t", central, "central", "name:left", "name:absent", "--read", "fff2",
