@@ -89,13 +89,89 @@ final class SessionTap: Sendable {
     var capturePath: String? { state.withLock { $0.writer?.path } }
 }
 
-/// Answers pairing from the session's options (no prompt: the shell's terminal is its own) and
-/// reports the security events of every link, with its `connection`.
+/// What a pairing asks the user when the session has no `--passkey` or `--yes` for it: the
+/// passkey the peer shows (Passkey Entry, Core v5.4 Vol 3 Part H 2.3.5.3) or whether both show
+/// the same number (Numeric Comparison, 2.3.5.6.2). The first answer wins; none within
+/// `PairingQuestion.patience` refuses, before SMP's own 30 s timeout (3.4) ends the pairing.
+final class PairingQuestion: Sendable {
+    enum Kind: Sendable, Equatable { case passkey, comparison(UInt32) }
+    static let patience: Duration = .seconds(25)
+    let kind: Kind
+    let peer: DeviceAddress
+    let connection: UInt16?
+    private let state = Mutex<(answer: UInt32??, waiter: CheckedContinuation<UInt32?, Never>?)>((nil, nil))
+    private let expired = Atomic<Bool>(false)
+
+    init(_ kind: Kind, peer: DeviceAddress, connection: UInt16?) {
+        self.kind = kind
+        self.peer = peer
+        self.connection = connection
+    }
+
+    var word: String { kind == .passkey ? "passkey" : "confirm" }
+
+    /// What the user is asked, and how to answer at a prompt that takes commands.
+    var text: String {
+        switch kind {
+        case .passkey: "\(peer) asks for the passkey it shows: answer `passkey NNNNNN` (or `passkey no` to refuse)"
+        case .comparison(let n): "does \(peer) show \(sixDigits(n))? answer `confirm yes` or `confirm no`"
+        }
+    }
+
+    /// The passkey, or 1 for "yes" to a comparison; nil refuses. False: answered already.
+    @discardableResult
+    func answer(_ value: UInt32?) -> Bool {
+        let waiter = state.withLock { s -> CheckedContinuation<UInt32?, Never>?? in
+            guard s.answer == nil else { return nil }
+            s.answer = .some(value)
+            defer { s.waiter = nil }
+            return .some(s.waiter)
+        }
+        guard let waiter else { return false }
+        waiter?.resume(returning: value)
+        return true
+    }
+
+    var isAnswered: Bool { state.withLock { $0.answer != nil } }
+    /// Whether `wait` gave up for want of an answer.
+    var timedOut: Bool { expired.load(ordering: .relaxed) }
+
+    /// The answer; nil after `patience` or when the pairing's task is cancelled.
+    func wait() async -> UInt32? {
+        let timer = Task { [weak self] in
+            guard (try? await Task.sleep(for: Self.patience)) != nil, let self else { return }
+            // (Marked first: the answer resumes the waiter, which reads the mark.)
+            self.expired.store(true, ordering: .relaxed)
+            self.answer(nil)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { c in
+                let ready = state.withLock { s -> UInt32?? in
+                    if let a = s.answer { return .some(a) }
+                    s.waiter = c
+                    return nil
+                }
+                if let ready { c.resume(returning: ready) }
+            }
+        } onCancel: { answer(nil) }
+    }
+}
+
+/// Answers pairing from the session's options (`--passkey`, `--yes`), else asks: a
+/// `pairingQuestion` event and line, answered by the `passkey` and `confirm` commands or, in the
+/// shell, at a prompt of its own (`prompter`). Reports the security events of every link, with
+/// its `connection`.
 final class SessionPairing: PairingDelegate, Sendable {
     let passkey: UInt32?
     let yes: Bool
     let bondDirectory: String?
     private let outputs = Mutex<(base: Output?, byPeer: [DeviceAddress: (Output, UInt16)])>((nil, [:]))
+    /// Questions not answered yet, oldest first (one per pairing in progress, so few).
+    private let questions = Mutex<[PairingQuestion]>([])
+    /// The shell's: shows the question at its prompt and answers it; false: it cannot now (no
+    /// command in the foreground), the user answers with `passkey` or `confirm`.
+    let prompter = Mutex<(@Sendable (PairingQuestion) -> Bool)?>(nil)
 
     init(passkey: UInt32?, yes: Bool, bondDirectory: String?) {
         self.passkey = passkey
@@ -114,14 +190,38 @@ final class SessionPairing: PairingDelegate, Sendable {
 
     func enterPasskey(peer: DeviceAddress) async -> UInt32? {
         if let passkey { return passkey }
-        output(for: peer).0?.error("\(peer) asks for a passkey: start the session with --passkey N (a session does not prompt)")
-        return nil
+        return await ask(.passkey, peer: peer)
     }
 
     func confirmNumber(_ number: UInt32, peer: DeviceAddress) async -> Bool {
         if yes { return true }
-        output(for: peer).0?.error("numeric comparison with \(peer) (\(sixDigits(number))) refused: start the session with --yes to accept")
-        return false
+        return await ask(.comparison(number), peer: peer) == 1
+    }
+
+    private func ask(_ kind: PairingQuestion.Kind, peer: DeviceAddress) async -> UInt32? {
+        let (out, connection) = output(for: peer)
+        let question = PairingQuestion(kind, peer: peer, connection: connection)
+        questions.withLock { $0.append(question) }
+        defer { questions.withLock { $0.removeAll { $0 === question } } }
+        var fields: [Field] = [.text("event", "pairingQuestion"), .text("question", question.word), .text("address", peer.address.description)]
+        if case .comparison(let n) = kind { fields.append(.text("number", sixDigits(n))) }
+        out?.event(fields + (connection.map { [.int("connection", $0)] } ?? []))
+        let prompted = prompter.withLock { $0 }?(question) ?? false
+        if !prompted { out?.line("\(timestamp()) \(question.text)") }
+        let answer = await question.wait()
+        if answer == nil, !Task.isCancelled {
+            out?.error("\(question.word) for \(peer): " + (question.timedOut ? "no answer in \(formatSeconds(Double(PairingQuestion.patience.components.seconds))), refused" : "refused"))
+        }
+        return answer
+    }
+
+    /// `passkey N|no` or `confirm yes|no`: answers the oldest open question of that kind (on
+    /// `connection`, if given). False: none is open.
+    func answer(_ word: String, _ value: UInt32?, connection: UInt16?) -> Bool {
+        let open = questions.withLock { list in
+            list.first { $0.word == word && !$0.isAnswered && (connection == nil || $0.connection == connection) }
+        }
+        return open?.answer(value) ?? false
     }
 
     func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) {
@@ -338,6 +438,22 @@ actor SessionEngine {
         case "pair":
             try noPositionals()
             return try await pair(args, link: link, out: out)
+        case "passkey", "confirm":
+            let w = try one(command == "passkey" ? "the passkey the peer shows (6 digits), or no" : "yes or no")
+            let value: UInt32?
+            switch (command, w.lowercased()) {
+            case (_, "no"), (_, "n"): value = nil
+            case ("confirm", "yes"), ("confirm", "y"): value = 1
+            case ("passkey", _) where w.count <= 6 && w.allSatisfy(\.isASCIIDigit): value = UInt32(w)
+            default: throw UsageError(command == "passkey" ? "passkey takes up to 6 digits (000000-999999) or no, got '\(w)'" : "confirm takes yes or no, got '\(w)'")
+            }
+            let connection = try link.map { try resolveLink($0).remote.connectionHandle }
+            guard pairing.answer(command, value, connection: connection) else {
+                throw CLIFailure("no pairing asks for " + (command == "passkey" ? "a passkey" : "a confirmation") + " now", exitCode: ExitCode.failure)
+            }
+            out.event([.text("event", "answered"), .text("question", command), .bool("accepted", value != nil)] + (connection.map { [.int("connection", $0)] } ?? []))
+            out.line(value == nil ? "refused" : "answered")
+            return .done
         case "bonds":
             var a = args
             if !a.has("bonds"), let dir = bondDirectory { a.options.append(("bonds", dir)) }
@@ -633,7 +749,7 @@ actor SessionEngine {
         do {
             let s = try await l.remote.pair(force: args.has("force"), mitm: args.has("mitm"))
             await l.remote.securitySettled()
-            out.line("\(l.name): \(s)")
+            out.line("\(l.name): " + (s.encrypted ? "encrypted, key size \(s.keySize), " + (s.authenticated ? "authenticated (MITM)" : "unauthenticated") : "not encrypted"))
             return .done
         } catch let e as BLEError {
             if case .transport = e { throw e }

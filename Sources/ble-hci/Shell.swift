@@ -18,6 +18,7 @@ enum Key: Sendable, Equatable {
     case deleteWord     // Ctrl-W
     case clearScreen    // Ctrl-L
     case wordLeft, wordRight  // Alt-B / Alt-F, Ctrl-Left / Ctrl-Right
+    case wake           // not a key: the foreground command has news (a question, its end)
 }
 
 /// Turns the bytes a terminal sends into keys: UTF-8 text, control characters and the usual
@@ -326,12 +327,104 @@ final class RawTerminal: Sendable {
     }
 }
 
-/// The command running in the foreground, which Ctrl-C (or SIGINT) cancels.
+/// The command running in the foreground, which Ctrl-C (or SIGINT) cancels, and the pairing
+/// questions it brought up, which the shell asks at a prompt of their own.
 final class ForegroundCommand: Sendable {
-    private let task = Mutex<Task<SessionOutcome, Never>?>(nil)
-    func set(_ t: Task<SessionOutcome, Never>?) { task.withLock { $0 = t } }
+    private struct State {
+        var task: Task<SessionOutcome, Never>?
+        var finished = false
+        var questions: [PairingQuestion] = []
+        var wake: AsyncStream<Key>.Continuation?
+    }
+    private let state = Mutex(State())
+
+    func set(_ t: Task<SessionOutcome, Never>?) {
+        state.withLock { $0.task = t; $0.finished = t == nil; $0.questions = [] }
+        guard let t else { return }
+        // Its end wakes a prompt waiting for keys.
+        Task {
+            _ = await t.value
+            let wake = state.withLock { s -> AsyncStream<Key>.Continuation? in
+                s.finished = true
+                return s.wake
+            }
+            wake?.yield(.wake)
+        }
+    }
+    func setWake(_ c: AsyncStream<Key>.Continuation) { state.withLock { $0.wake = c } }
+    var isFinished: Bool { state.withLock { $0.finished } }
     /// Cancels it; false when nothing runs.
-    func interrupt() -> Bool { task.withLock { $0 }.map { $0.cancel(); return true } ?? false }
+    func interrupt() -> Bool { state.withLock { $0.task }.map { $0.cancel(); return true } ?? false }
+
+    /// Takes `q` to ask while a command runs; false when none runs (the user answers with
+    /// `passkey` or `confirm` at the prompt).
+    func offer(_ q: PairingQuestion) -> Bool {
+        let wake = state.withLock { s -> AsyncStream<Key>.Continuation?? in
+            guard s.task != nil, !s.finished else { return nil }
+            s.questions.append(q)
+            return .some(s.wake)
+        }
+        guard let wake else { return false }
+        wake?.yield(.wake)
+        return true
+    }
+    func nextQuestion() -> PairingQuestion? {
+        state.withLock { s in s.questions.isEmpty ? nil : s.questions.removeFirst() }
+    }
+}
+
+/// The terminal's keys for the main loop, with the type-ahead a running command did not use.
+final class ShellKeys {
+    private var iterator: AsyncStream<Key>.AsyncIterator
+    private var typeAhead: [Key] = []
+    init(_ stream: AsyncStream<Key>) { iterator = stream.makeAsyncIterator() }
+
+    func next() async -> Key? {
+        while true {
+            let key = typeAhead.isEmpty ? await iterator.next() : typeAhead.removeFirst()
+            if key != .wake { return key }
+        }
+    }
+
+    /// Waits for the foreground command, asking its pairing questions at a prompt of their own;
+    /// other keys typed meanwhile are kept for the next prompt.
+    func serve(_ foreground: ForegroundCommand, editor: LineEditor) async {
+        while !foreground.isFinished {
+            if let q = foreground.nextQuestion() {
+                await ask(q, foreground: foreground, editor: editor)
+                continue
+            }
+            guard let key = await iterator.next() else { return }
+            if key != .wake { typeAhead.append(key) }
+        }
+    }
+
+    private func ask(_ q: PairingQuestion, foreground: ForegroundCommand, editor: LineEditor) async {
+        switch q.kind {
+        case .passkey: editor.show(prompt: "Passkey shown by \(q.peer) (6 digits; empty refuses): ")
+        case .comparison(let n): editor.show(prompt: "Does \(q.peer) show \(sixDigits(n))? [y/N] ")
+        }
+        while true {
+            guard let key = await iterator.next() else { q.answer(nil); return }
+            switch key {
+            case .wake where q.isAnswered || foreground.isFinished:
+                _ = editor.finish(echo: q.timedOut ? " (no answer in time)" : "")
+                return
+            case .wake, .tab, .up, .down: continue
+            case .enter, .endOfInput:
+                let line = editor.finish().trimmingCharacters(in: .whitespaces)
+                switch q.kind {
+                case .passkey:
+                    q.answer(line.count <= 6 && !line.isEmpty && line.allSatisfy(\.isASCIIDigit) ? UInt32(line) : nil)
+                case .comparison:
+                    q.answer(line.lowercased().hasPrefix("y") ? 1 : nil)
+                }
+                return
+            default:
+                editor.edit(key)
+            }
+        }
+    }
 }
 
 /// `ble-hci shell` (and `session` without --json, `plain`).
@@ -362,10 +455,12 @@ func runShell(_ c: CommandContext, plain: Bool = false) async throws -> Int32 {
         out.error("\(message); check the controller and start again")
         signals.quit(exitCode: ExitCode.transport)
     }
+    // With a terminal, a pairing question while a command runs is asked at a prompt of its own.
+    if terminal != nil { engine.pairing.prompter.withLock { $0 = { foreground.offer($0) } } }
     out.progress("Local controller \(engine.central.controller.address) on \(engine.transportName). `help` lists the commands; Tab completes; Ctrl-C stops a command, Ctrl-D (or quit) ends.")
 
     /// Runs one line in the foreground; true: go on.
-    func execute(_ line: String) async -> Bool {
+    func execute(_ line: String, keys: ShellKeys? = nil) async -> Bool {
         let words: [String]
         do { words = try splitWords(line) } catch {
             out.error("\(error)")
@@ -375,6 +470,7 @@ func runShell(_ c: CommandContext, plain: Bool = false) async throws -> Int32 {
         let out = out.adding([], ownError: true)
         let task = Task { await engine.run(words, link: nil, out: out) }
         foreground.set(task)
+        if let keys, let editor { await keys.serve(foreground, editor: editor) }
         let outcome = await task.value
         foreground.set(nil)
         switch outcome {
@@ -398,14 +494,13 @@ func runShell(_ c: CommandContext, plain: Bool = false) async throws -> Int32 {
             }
             return
         }
-        let keys = keyStream(foreground: foreground, editor: editor)
-        var iterator = keys.makeAsyncIterator()
+        let keys = ShellKeys(keyStream(foreground: foreground, editor: editor))
         lines: while true {
             let selected = await engine.selectedLink
             editor.show(prompt: selected.map { "ble-hci [\($0)]> " } ?? "ble-hci> ")
             var lastWasTab = false
             keysLoop: while true {
-                guard let key = await iterator.next() else { break lines }
+                guard let key = await keys.next() else { break lines }
                 let tab = key == .tab
                 defer { lastWasTab = tab }
                 switch key {
@@ -415,7 +510,7 @@ func runShell(_ c: CommandContext, plain: Bool = false) async throws -> Int32 {
                     if !line.trimmingCharacters(in: .whitespaces).isEmpty {
                         appendHistory(line, to: historyPath, all: [])
                     }
-                    if !(await execute(line)) { break lines }
+                    if !(await execute(line, keys: keys)) { break lines }
                     break keysLoop
                 case .interrupt:
                     _ = editor.finish(echo: "^C")
@@ -446,6 +541,7 @@ func runShell(_ c: CommandContext, plain: Bool = false) async throws -> Int32 {
 /// it at once (it is not queued behind the type-ahead).
 private func keyStream(foreground: ForegroundCommand, editor: LineEditor) -> AsyncStream<Key> {
     let (stream, continuation) = AsyncStream.makeStream(of: Key.self, bufferingPolicy: .bufferingNewest(4096))
+    foreground.setWake(continuation)
     let thread = Thread {
         var decoder = KeyDecoder()
         var buffer = [UInt8](repeating: 0, count: 256)

@@ -355,6 +355,48 @@ extension CLITests {
             await tmux.kill()
         }
 
+        /// The shell asks a pairing's question at a prompt of its own while `pair` runs: the
+        /// peripheral (--io display) shows the passkey 024680, the shell (--io keyboard) asks
+        /// for it (Passkey Entry, Core v5.4 Vol 3 Part H 2.3.5.3) and the typed digits pair; the
+        /// link is then authenticated, so ff02 reads "authenticated" (CLI.md secure profile).
+        @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux"), "tmux is not installed"))
+        func shellPromptsForThePasskey() async throws {
+            let (controllers, specs) = try await startControllers(2)
+            defer { controllers.stop(grace: 0.5) }
+            let state = try TempDir()
+            let peripheral = try BleHCI.start(["-t", specs[0], "peripheral", "--profile", "secure", "--name", "shows", "--io", "display",
+                                               "--passkey", "024680", "--bonds", state.path("peripheral"), "--json"], lifetime: 90)
+            defer { peripheral.stop(grace: 0.5) }
+            _ = try await peripheral.nextEvent("advertising", timeout: 15)
+            let tmux = Tmux()
+            let shell = "XDG_STATE_HOME='\(state.url.path)' NO_COLOR=1 '\(try BleHCI.executable().path)' -t \(specs[1]) shell --io keyboard --bonds '\(state.path("shell"))'; echo SHELL-EXIT-$?; sleep 60"
+            do {
+                try await tmux.run(["new-session", "-d", "-s", "t", "-x", "200", "-y", "60", shell])
+                try await tmux.waitFor("the prompt") { $0.contains("ble-hci>") }
+                try await tmux.type("connect name:shows")
+                try await tmux.send("Enter")
+                try await tmux.waitFor("the link") { $0.contains { $0.hasPrefix("Connected to shows") } }
+                try await tmux.type("pair --mitm")
+                try await tmux.send("Enter")
+                try await tmux.waitFor("the passkey prompt") { $0.last { !$0.isEmpty }?.hasPrefix("Passkey shown by ") == true }
+                try await tmux.type("024680")
+                try await tmux.send("Enter")
+                try await tmux.waitFor("paired, and the prompt back") { lines in
+                    lines.contains { $0.contains("paired") && $0.contains("passkey") } && lines.last { !$0.isEmpty } == "ble-hci [shows]>"
+                }
+                try await tmux.type("read ff02")
+                try await tmux.send("Enter")
+                try await tmux.waitFor("ff02 read on the authenticated link") { $0.contains { $0.hasPrefix("read ff02") && $0.contains("authenticated") } }
+                try await tmux.send("C-d")
+                try await tmux.waitFor("the shell ended") { $0.contains("SHELL-EXIT-0") }
+            } catch {
+                print(try await tmux.pane().joined(separator: "\n"))
+                await tmux.kill()
+                throw error
+            }
+            await tmux.kill()
+        }
+
         /// Both roles at once on one controller: the session holds a link to a Bumble
         /// peripheral while it serves the demo profile to a Bumble central (Tools/bumble/central.py).
         @Test func bothRolesAtOnceOnOneController() async throws {
@@ -402,6 +444,52 @@ extension CLITests {
             kill(session.pid, SIGTERM)
             #expect(try await session.exitStatus(timeout: 15) == 128 + SIGTERM)
             _ = try await a.process.nextEvent("disconnected", timeout: 10)
+        }
+
+        /// A session without --passkey or --yes asks: a `pairingQuestion` event, answered by the
+        /// `passkey` and `confirm` requests. Bumble's central pairs with the session's secure
+        /// profile. Passkey Entry (Core v5.4 Vol 3 Part H 2.3.5.3, Table 2.8: Bumble DisplayOnly,
+        /// we KeyboardOnly, so we type what Bumble displays); Numeric Comparison (2.3.5.6.2, both
+        /// DisplayYesNo): the number we are asked about is the one Bumble computed (g2) and shows.
+        /// Both are MITM-protected, so ff02 (authenticated link required, CLI.md) reads.
+        @Test(arguments: ["passkey", "comparison"]) func pairingQuestionsAreAnswered(_ method: String) async throws {
+            let (controllers, specs) = try await startControllers(2)
+            defer { controllers.stop(grace: 0.5) }
+            let io = method == "passkey" ? "keyboard" : "yesno"
+            let bonds = try TempDir()
+            let session = try BleHCI.start(["-t", specs[1], "session", "--json", "--io", io, "--bonds", bonds.url.path], lifetime: 90)
+            defer { session.stop(grace: 0.5) }
+            _ = try await session.nextEvent("ready", timeout: 15)
+            try session.send(#"{"id":1,"line":"serve --profile secure --name asks"}"# + "\n")
+            #expect(try await answer(session, 1)["done"] as? Bool == true)
+            let port = specs[0].dropFirst("tcp:".count)
+            let bumble = try PythonScript.start("central.py", ["--transport", "tcp-client:\(port)", "--name", "asks", "--pair", "--mitm",
+                                                               "--io", method == "passkey" ? "display" : "yesno", "--passkey", "024680",
+                                                               "--read", "ff02", "--timeout", "40"], lifetime: 60)
+            defer { bumble.stop(grace: 0.5) }
+            let shown = try await bumble.nextEvent("pairing", timeout: 20)
+            var question: [String: Any] = [:]
+            try await session.until("a pairingQuestion") {
+                question = events(session, 1, "pairingQuestion").first ?? [:]
+                return !question.isEmpty
+            }
+            if method == "passkey" {
+                #expect(question["question"] as? String == "passkey")
+                #expect(shown["passkey"] as? String == "024680")
+                try session.send(#"{"id":2,"line":"passkey 024680"}"# + "\n")
+            } else {
+                #expect(question["question"] as? String == "confirm")
+                #expect(question["number"] as? String == shown["number"] as? String, "Bumble shows \(shown)")
+                try session.send(#"{"id":2,"command":"confirm","args":["yes"]}"# + "\n")
+            }
+            #expect(try await answer(session, 2)["done"] as? Bool == true)
+            #expect(events(session, 2, "answered").first?["accepted"] as? Bool == true)
+            #expect(try await bumble.exitStatus(timeout: 30) == 0, "central.py: \(bumble.output.joined(separator: "\n"))\n\(bumble.stderr)")
+            let read = bumble.output.compactMap(ChildProcess.json).first { $0["event"] as? String == "read" }
+            #expect(read?["value"] as? String == hexOf("authenticated"))
+            // Nothing is asked now: an answer is refused with the reason.
+            try session.send(#"{"id":3,"line":"confirm no"}"# + "\n")
+            #expect((try await answer(session, 3)["error"] as? String)?.contains("no pairing asks") == true)
         }
 
         /// The shell with stdin not a terminal reads plain lines (no prompt, no editor) and
