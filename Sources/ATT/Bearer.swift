@@ -149,7 +149,9 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     }
     /// `delegate` when it answers synchronously (cast once, not per request).
     var synchronousDelegate: (any ATTSynchronousServerDelegate)?
-    var notificationHandler: ((ATTPDU) async -> Void)?
+    /// Nonsending: it runs in the notification loop's isolation, the host's (a plain async
+    /// closure would run on the global executor, off the host that owns the GATT client).
+    var notificationHandler: (nonisolated(nonsending) (ATTPDU) async -> Void)?
     var notificationFast: ((ATTPDU) -> Bool)?
     /// PDUs in the notification stream not yet handled (the fast receiver is used only at 0,
     /// so the application sees notifications in arrival order).
@@ -270,7 +272,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     /// Receives every Handle Value Notification / Indication / Multiple Handle Value
     /// Notification, in order, in the host's isolation; an indication is confirmed after the
     /// handler returns.
-    public func setNotificationHandler(_ h: ((ATTPDU) async -> Void)?) {
+    public func setNotificationHandler(_ h: (nonisolated(nonsending) (ATTPDU) async -> Void)?) {
         notificationHandler = h
     }
 

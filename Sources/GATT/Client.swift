@@ -685,10 +685,12 @@ public final class GATTClient {
         guard var tree = cache else { changes.yield(range); return }
         tree.removeAll { $0.service.startHandle <= range.upperBound && $0.service.endHandle >= range.lowerBound }
         cache = nil
-        Task { _ = isolation; await self.rediscover(range, keeping: tree) }
+        // The rediscovery runs where this client lives (its requester's isolation, the host's),
+        // handed over as an isolated parameter: the bearer's requests trap anywhere else.
+        Task { await self.rediscover(range, keeping: tree, on: isolation) }
     }
 
-    private nonisolated(nonsending) func rediscover(_ range: ClosedRange<UInt16>, keeping kept: [GATTRemoteServiceTree]) async {
+    private func rediscover(_ range: ClosedRange<UInt16>, keeping kept: [GATTRemoteServiceTree], on isolation: isolated (any Actor)?) async {
         if let fresh = try? await discoverTrees(in: range) {
             let merged = (kept + fresh).sorted { $0.service.startHandle < $1.service.startHandle }
             cache = merged

@@ -133,19 +133,13 @@ struct CentralLink: Sendable {
                 out.event(snapshot.jsonFields + [.int("connection", remote.connectionHandle)])
                 for l in snapshot.humanLines(out) { out.line(l) }
             } else {
-                var resolver = CharacteristicResolver(remote: remote)
                 for action in actions {
                     let ok: Bool
                     if case .subscribe = action {
                         // Watches for signals itself: it unsubscribes, then the link is closed below.
-                        ok = try await run(action, remote: remote, resolver: &resolver, out: out)
+                        ok = try await run(action, remote: remote, out: out)
                     } else {
-                        let current = resolver
-                        let (done, updated) = try await interruptible { () -> (Bool, CharacteristicResolver) in
-                            var r = current
-                            return (try await run(action, remote: remote, resolver: &r, out: out), r)
-                        }
-                        (ok, resolver) = (done, updated)
+                        ok = try await interruptible { try await run(action, remote: remote, out: out) }
                     }
                     // A subscription without --count or --duration runs until Ctrl-C: that signal
                     // is its requested end. A signal during anything else interrupts the run.
@@ -313,17 +307,12 @@ func parseActions(_ args: ParsedArguments, command: String) throws -> [CentralAc
     return actions
 }
 
-/// Finds characteristics by UUID or handle, discovering once.
-struct CharacteristicResolver {
-    let remote: RemotePeripheral
-    var tree: [GATTRemoteServiceTree]?
-
-    init(remote: RemotePeripheral) { self.remote = remote }
-
-    mutating func resolve(_ ref: CharacteristicRef) async throws -> GATTRemoteCharacteristic? {
-        if tree == nil { tree = try await remote.discoverAll() }
-        guard let tree else { return nil }
-        let all = tree.flatMap(\.characteristics).map(\.characteristic)
+extension RemotePeripheral {
+    /// The characteristic CHAR names (a UUID, or a value or declaration handle), from the
+    /// discovered table: discovered at the first call, then the GATT client's cache, which the
+    /// peer's Service Changed updates (Core v5.4 Vol 3 Part G 7.1).
+    func characteristic(_ ref: CharacteristicRef) async throws -> GATTRemoteCharacteristic? {
+        let all = try await discoverAll().flatMap(\.characteristics).map(\.characteristic)
         switch ref {
         case .uuid(let u): return all.first { $0.uuid == u }
         case .handle(let h): return all.first { $0.valueHandle == h || $0.declarationHandle == h }
@@ -332,9 +321,9 @@ struct CharacteristicResolver {
 }
 
 /// Runs one action; false when it failed (an error line was printed).
-func run(_ action: CentralAction, remote: RemotePeripheral, resolver: inout CharacteristicResolver, out: Output) async throws -> Bool {
+func run(_ action: CentralAction, remote: RemotePeripheral, out: Output) async throws -> Bool {
     func resolve(_ ref: CharacteristicRef, for op: String) async throws -> (uuid: BluetoothUUID?, handle: UInt16, characteristic: GATTRemoteCharacteristic?)? {
-        if let c = try await resolver.resolve(ref) { return (c.uuid, c.valueHandle, c) }
+        if let c = try await remote.characteristic(ref) { return (c.uuid, c.valueHandle, c) }
         if case .handle(let h) = ref { return (nil, h, nil) }  // a descriptor or any attribute
         out.event([.text("event", "error"), .text("op", op), .text("uuid", ref.description), .text("message", "no such characteristic"),
                    .int("connection", remote.connectionHandle)])

@@ -30,7 +30,8 @@ struct SessionLink: Sendable {
     let remote: RemotePeripheral
     /// Where its spontaneous events (disconnection) go: the `connect` request's output.
     let out: Output
-    var resolver: CharacteristicResolver
+    /// The peer's Service Changed indications, watched from the first discovery on.
+    var serviceChangedWatch: Task<Void, Never>?
     /// Consumers of notification streams, by value handle.
     var subscriptions: [UInt16: Task<Void, Never>] = [:]
     /// Set by `disconnect`: the disconnection is that request's to report.
@@ -581,7 +582,7 @@ actor SessionEngine {
         do { effectiveMTU = try await remote.exchangeMTU(mtu) } catch BLEError.att { effectiveMTU = remote.mtu }
         let linkName = uniqueName(name ?? address.address.description)
         pairing.route(address, to: out, connection: remote.connectionHandle)
-        links.append(SessionLink(name: linkName, remote: remote, out: out, resolver: CharacteristicResolver(remote: remote)))
+        links.append(SessionLink(name: linkName, remote: remote, out: out))
         selected = linkName
         out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
                    .int("handle", remote.connectionHandle), .int("connection", remote.connectionHandle), .int("mtu", effectiveMTU),
@@ -667,30 +668,45 @@ actor SessionEngine {
         }
     }
 
-    private func updateResolver(_ name: String, _ resolver: CharacteristicResolver) {
-        guard let i = links.firstIndex(where: { $0.name == name }) else { return }
-        links[i].resolver = resolver
-    }
-
     /// read, write, discover: central's own actions (the same events and lines), on one link.
     private func action(_ a: CentralAction, link: String?, out: Output) async throws -> SessionOutcome {
         let l = try resolveLink(link)
-        var resolver = l.resolver
         // The link's name in every event of the request.
         let tagged = out.adding([.text("link", l.name)])
-        let ok = try await ble_hci.run(a, remote: l.remote, resolver: &resolver, out: tagged)
-        updateResolver(l.name, resolver)
+        let ok = try await ble_hci.run(a, remote: l.remote, out: tagged)
+        watchServiceChanged(l)
         return ok ? .done : .failed(tagged.lastError ?? "failed", exitCode: ExitCode.failure)
     }
 
     private func characteristic(_ ref: CharacteristicRef, on l: SessionLink, for op: String) async throws -> GATTRemoteCharacteristic {
-        var resolver = l.resolver
-        let c = try await resolver.resolve(ref)
-        updateResolver(l.name, resolver)
+        let c = try await l.remote.characteristic(ref)
+        watchServiceChanged(l)
         guard let c else {
             throw CLIFailure("\(l.name) has no characteristic \(ref) to \(op): `discover` shows what it has", exitCode: ExitCode.failure)
         }
         return c
+    }
+
+    /// From a link's first discovery on, its peer's Service Changed indications are subscribed
+    /// to (Core v5.4 Vol 3 Part G 7.1: a client configures them itself) and reported; the GATT
+    /// client rediscovers the range in its cache, which every later command resolves from.
+    private func watchServiceChanged(_ l: SessionLink) {
+        guard let i = links.firstIndex(where: { $0.name == l.name && $0.remote === l.remote }), links[i].serviceChangedWatch == nil else { return }
+        let remote = l.remote, name = l.name, out = l.out
+        links[i].serviceChangedWatch = Task {
+            guard let tree = try? await remote.discoverAll(),
+                  let sc = tree.first(where: { $0.service.uuid == GATTUUID.genericAttribute })?.characteristics.map(\.characteristic)
+                      .first(where: { $0.uuid == GATTUUID.serviceChanged && $0.properties.contains(.indicate) }),
+                  let values = try? await remote.notifications(for: sc) else { return }
+            do {
+                for try await v in values where v.count == 4 {
+                    let start = UInt16(v[0]) | UInt16(v[1]) << 8, end = UInt16(v[2]) | UInt16(v[3]) << 8
+                    out.event([.text("event", "servicesChanged"), .int("start", start), .int("end", end),
+                               .int("connection", remote.connectionHandle), .text("link", name)])
+                    out.line("\(timestamp()) \(name) changed its services in \(hexCode(start, digits: 4))-\(hexCode(end, digits: 4)): commands use them rediscovered")
+                }
+            } catch {}
+        }
     }
 
     private func subscribe(_ ref: CharacteristicRef, link: String?, out: Output) async throws -> SessionOutcome {
@@ -876,23 +892,20 @@ actor SessionEngine {
     func completions(for words: [String]) async -> [String] {
         guard let command = words.first else { return sessionCommands.map(\.name) }
         if words.last == "--link" { return links.map(\.name) }
-        var link = try? resolveLink(nil)
+        let link = try? resolveLink(nil)
         let charCommands: Set<String> = ["read", "write", "write-without-response", "subscribe", "unsubscribe"]
-        if var l = link, l.resolver.tree == nil, charCommands.contains(command) {
-            // Discovered once (as the first read would), so that Tab offers what the link has.
-            _ = try? await l.resolver.resolve(.handle(0))
-            updateResolver(l.name, l.resolver)
-            link = l
-        }
         var chars: [String] = []
-        if let tree = link?.resolver.tree {
-            for s in tree {
+        if let l = link, charCommands.contains(command) {
+            // Discovered at the first Tab if need be (as the first read would), so that Tab
+            // offers what the link has.
+            for s in (try? await l.remote.discoverAll()) ?? [] {
                 for c in s.characteristics {
                     chars.append(c.characteristic.uuid.description)
                     chars.append(hexCode(c.characteristic.valueHandle, digits: 4))
                     for d in c.descriptors { chars.append(hexCode(d.handle, digits: 4)) }
                 }
             }
+            watchServiceChanged(l)
         }
         var unique: [String] = []
         for c in chars where !unique.contains(c) { unique.append(c) }

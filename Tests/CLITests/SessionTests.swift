@@ -492,6 +492,38 @@ extension CLITests {
             #expect((try await answer(session, 3)["error"] as? String)?.contains("no pairing asks") == true)
         }
 
+        /// Service Changed (Core v5.4 Vol 3 Part G 7.1): from the link's first discovery on, the
+        /// session subscribes to the peer's Service Changed; Bumble then adds a service at run
+        /// time and indicates its range, which the session reports as Bumble gave it, and the new
+        /// characteristic is found by the next command, rediscovered, not from a stale table.
+        @Test func serviceChangedRefreshesTheLinksTable() async throws {
+            let (controllers, specs) = try await startControllers(2)
+            defer { controllers.stop(grace: 0.5) }
+            let a = try await BumblePeer.start(on: specs[0], name: "bumble-a", address: "C0:11:22:33:44:0A", extra: ["--add-service-after", "0.3"])
+            defer { a.process.stop(grace: 0.5) }
+            let session = try BleHCI.start(["-t", specs[1], "session", "--json"], lifetime: 90)
+            defer { session.stop(grace: 0.5) }
+            _ = try await session.nextEvent("ready", timeout: 15)
+            try session.send(#"{"id":1,"line":"connect name:bumble-a"}"# + "\n")
+            #expect(try await answer(session, 1)["done"] as? Bool == true)
+            try session.send(#"{"id":2,"line":"read 2a38"}"# + "\n")
+            #expect(try await answer(session, 2)["done"] as? Bool == true)
+            #expect(try await a.process.nextEvent("subscribed", timeout: 10)["uuid"] as? String == "2a05")
+            let added = try await a.process.nextEvent("serviceAdded", timeout: 10)
+            var changed: [String: Any] = [:]
+            try await session.until("servicesChanged reported") {
+                changed = events(session, 1, "servicesChanged").first ?? [:]
+                return !changed.isEmpty
+            }
+            #expect(changed["start"] as? Int == added["start"] as? Int && changed["end"] as? Int == added["end"] as? Int, "Bumble: \(added)")
+            #expect(changed["link"] as? String == "bumble-a")
+            try session.send(#"{"id":3,"line":"read 12345678-1234-5678-1234-56789abcdef8"}"# + "\n")
+            #expect(try await answer(session, 3)["done"] as? Bool == true)
+            let read = try #require(events(session, 3, "read").first)
+            #expect(read["value"] as? String == hexOf("added"))
+            #expect(read["handle"] as? Int == (added["handles"] as? [String: Int])?["12345678-1234-5678-1234-56789abcdef8"])
+        }
+
         /// The shell with stdin not a terminal reads plain lines (no prompt, no editor) and
         /// prints human lines; end of input quits it.
         @Test func shellReadsPlainLinesWhenStdinIsNotATerminal() async throws {

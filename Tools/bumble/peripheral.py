@@ -3,6 +3,8 @@
     python Tools/bumble/peripheral.py --transport tcp-client:127.0.0.1:PORT [--name N]
         [--address C0:11:22:33:44:55] [--legacy] [--notify-count N] [--exit-after N]
         [--oob-out FILE] [--oob-in FILE] (OOB pairing data in ble-hci's --oob-out format, common.py)
+        [--add-service-after S] (a service added at run time, Service Changed indicated:
+         {"event":"serviceAdded","uuid":..,"start":..,"end":..,"handles":{..}})
 
 Prints one JSON line per thing that happened (stdout):
   {"event":"ready","address":"C0:..","addressType":"random","name":"..","advertising":"extended",
@@ -61,6 +63,8 @@ NO_READ_UUID = "12345678-1234-5678-1234-56789abcdef3"
 ENCRYPTED_UUID = "12345678-1234-5678-1234-56789abcdef4"
 INDICATE_UUID = "12345678-1234-5678-1234-56789abcdef5"
 AUTHENTICATED_UUID = "12345678-1234-5678-1234-56789abcdef6"
+ADDED_SERVICE_UUID = "12345678-1234-5678-1234-56789abcdef7"
+ADDED_CHARACTERISTIC_UUID = "12345678-1234-5678-1234-56789abcdef8"
 LONG_VALUE = bytes(i % 256 for i in range(600))
 COMPANY_ID = 0xFFFF
 MANUFACTURER_BYTES = bytes([1, 2, 3, 4])
@@ -196,11 +200,30 @@ class Peripheral:
         self.subscribed.add(key)
         common.emit("subscribed", uuid=uuid, handle=characteristic.handle,
                     notify=bool(notify_enabled), indicate=bool(indicate_enabled))
+        if uuid == "2a05" and self.args.add_service_after is not None:
+            task = asyncio.create_task(self.add_service_later(connection, characteristic))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            return
         if self.args.notify_count > 0:
             task = asyncio.create_task(
                 self.send_updates(connection, characteristic, bool(indicate_enabled)))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
+
+    async def add_service_later(self, connection, service_changed):
+        """--add-service-after: a service added to the running database, then Service Changed
+        indicated with its handle range (Core v5.4 Vol 3 Part G 7.1)."""
+        await asyncio.sleep(self.args.add_service_after)
+        added = Characteristic(ADDED_CHARACTERISTIC_UUID, Characteristic.Properties.READ,
+                               Attribute.Permissions.READABLE, b"added")
+        service = Service(ADDED_SERVICE_UUID, [added])
+        self.device.add_service(service)
+        start, end = service.handle, service.end_group_handle
+        await self.device.indicate_subscriber(connection, service_changed,
+                                              start.to_bytes(2, "little") + end.to_bytes(2, "little"))
+        common.emit("serviceAdded", uuid=ADDED_SERVICE_UUID, start=start, end=end,
+                    handles={ADDED_CHARACTERISTIC_UUID: added.handle})
 
     def on_connection(self, connection):
         common.emit("connected", address=common.address_string(connection.peer_address),
@@ -308,5 +331,8 @@ if __name__ == "__main__":
     parser.add_argument("--notify-interval", type=float, default=0.1)
     parser.add_argument("--exit-after", type=int, default=0,
                         help="exit after this many disconnections (0: run until --timeout)")
+    parser.add_argument("--add-service-after", type=float, metavar="S",
+                        help="S seconds after a client subscribes to Service Changed, add the service ...def7 "
+                             "(characteristic ...def8, read \"added\") and indicate Service Changed with its range")
     common.add_oob_arguments(parser)
     common.run(main, parser.parse_args())
