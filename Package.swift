@@ -30,6 +30,7 @@ let package = Package(
         // libssl (TLS), whose loading cost the idle peripheral 0.25 MB (docs/performance.md).
         .systemLibrary(name: "CBluetooth", path: "Sources/CBluetooth"),
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "libcrypto"),
+        .systemLibrary(name: "CWideChar", path: "Sources/CWideChar"),
         // AES-128 and AES-CMAC over libcrypto, shared by SMP, GATT and the virtual controller.
         .target(name: "OpenSSLCrypto", dependencies: ["COpenSSL"]),
 
@@ -42,7 +43,7 @@ let package = Package(
         .target(name: "ATT", dependencies: ["HCI", "Transport", "Host", "L2CAP"]),
         .target(name: "GATT", dependencies: ["HCI", "Transport", "ATT", "OpenSSLCrypto"]),
         .target(name: "SMP", dependencies: ["HCI", "COpenSSL", "OpenSSLCrypto"]),
-        .target(name: "Decoder", dependencies: ["HCI", "Capture", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
+        .target(name: "Decoder", dependencies: ["HCI", "Capture", "Host", "L2CAP", "ATT", "GATT", "SMP", "CWideChar"]),
         .target(name: "BLE", dependencies: ["HCI", "Transport", "Host", "L2CAP", "ATT", "GATT", "SMP"]),
         .target(name: "BLETesting", dependencies: ["BLE", "VirtualController"]),
         .executableTarget(name: "ble-hci", dependencies: ["HCI", "Transport", "Capture", "VirtualController", "Host", "ATT", "GATT", "SMP", "BLE", "Decoder"],

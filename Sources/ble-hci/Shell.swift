@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import HCI
+import Decoder
 
 // `ble-hci shell`: the session's commands typed at a prompt, with a small line editor of our
 // own over termios (no libedit/readline: nothing the machine lacks): editing keys, history kept
@@ -151,16 +152,24 @@ final class LineEditor: Sendable {
     }
 
     /// The prompt and the line; a line wider than the terminal is shown as the window of it
-    /// around the cursor (redrawing with "\r" works on one terminal row only).
+    /// around the cursor (redrawing with "\r" works on one terminal row only). Widths are in
+    /// columns: an East Asian wide character takes two (`TextWidth`).
     private static func rendering(_ s: State) -> String {
-        let room = max(8, terminalWidth() - s.prompt.count - 1)
+        let widths = s.buffer.map(TextWidth.columns(of:))
+        let room = max(8, terminalWidth() - TextWidth.columns(of: s.prompt) - 1)
         var start = 0, end = s.buffer.count
-        if s.buffer.count > room {
-            start = max(0, min(s.cursor - room / 2, s.buffer.count - room))
-            end = start + room
+        if widths.reduce(0, +) > room {
+            // Up to half the room before the cursor, then as much after it as fits, then
+            // whatever room is left before it again.
+            var used = 0
+            start = s.cursor
+            while start > 0, used + widths[start - 1] <= room / 2 { start -= 1; used += widths[start] }
+            end = s.cursor
+            while end < widths.count, used + widths[end] <= room { used += widths[end]; end += 1 }
+            while start > 0, used + widths[start - 1] <= room { start -= 1; used += widths[start] }
         }
         var t = s.prompt + String(s.buffer[start..<end])
-        let back = end - s.cursor
+        let back = widths[s.cursor..<end].reduce(0, +)
         if back > 0 { t += "\u{1B}[\(back)D" }
         return t
     }

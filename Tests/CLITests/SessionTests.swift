@@ -387,6 +387,17 @@ extension CLITests {
                 try await tmux.type("read ff02")
                 try await tmux.send("Enter")
                 try await tmux.waitFor("ff02 read on the authenticated link") { $0.contains { $0.hasPrefix("read ff02") && $0.contains("authenticated") } }
+                // Wide characters take two columns (UAX #11): moved left over two of them, the
+                // terminal's cursor is right after the prompt, where the letter typed lands.
+                try await tmux.type("中文")
+                try await tmux.send("Left", "Left")
+                let promptColumns = "ble-hci [shows]> ".count
+                try await eventually("the cursor before the wide characters, at column \(promptColumns)", timeout: .seconds(15)) {
+                    try await tmux.run(["display", "-p", "-t", "t", "#{cursor_x}"]).first == String(promptColumns)
+                }
+                try await tmux.type("x")
+                try await tmux.waitFor("x typed before the two wide characters") { $0.last { !$0.isEmpty } == "ble-hci [shows]> x中文" }
+                try await tmux.send("End", "C-u")
                 try await tmux.send("C-d")
                 try await tmux.waitFor("the shell ended") { $0.contains("SHELL-EXIT-0") }
             } catch {
