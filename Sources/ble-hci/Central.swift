@@ -94,7 +94,7 @@ struct CentralLink: Sendable {
         // Find the target (for an address without a type, the type seen while scanning).
         let (address, _) = try await targetAddress(target, central: central) {
             out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
-            return try await findTarget(target, central: central, timeout: timeout, out: out)
+            return try await findTarget(target, central: central, timeout: timeout)
         }
         out.progress("Connecting to \(address) (up to \(formatSeconds(timeout)))…")
         let remote = try await interruptible { try await connectTarget(address, for: target, central: central, timeout: timeout) }

@@ -6,26 +6,35 @@ import BLE
 // Finding the central's TARGET, and what was seen on the way (also scan's summary).
 
 /// Scans for TARGET; on failure, names the advertisers seen (with their address types) so a
-/// wrong name or address type is visible at once.
-func findTarget(_ target: Target, central: Central, timeout: Double, out: Output) async throws -> Advertisement {
+/// wrong name or address type is visible at once. `onSeen` hears every advertisement (the
+/// session remembers them for completion); `untilSignal`: SIGINT/SIGTERM end the wait (the
+/// one-shot commands), else only the caller's cancellation (the session's requests).
+func findTarget(_ target: Target, central: Central, timeout: Double, onSeen: @escaping @Sendable (Advertisement) -> Void = { _ in },
+                untilSignal: Bool = true) async throws -> Advertisement {
     let seen = SeenAdvertisers()
-    let stream = try await interruptible { try await central.scan(ScanFilter()) }
+    let stream = untilSignal ? try await interruptible { try await central.scan(ScanFilter()) } : try await central.scan(ScanFilter())
     let filter = target.filter
     let found = Task { () -> Advertisement? in
         for try await adv in stream {
             seen.add(adv)
+            onSeen(adv)
             if filter.matches(adv) { return adv }
         }
         return nil
     }
     let limit = Task { try? await Task.sleep(for: .milliseconds(Int(timeout * 1000))); found.cancel() }
     defer { limit.cancel(); found.cancel() }
+    let wait: @Sendable () async throws -> Advertisement? = {
+        try await withTaskCancellationHandler { try await found.value } onCancel: { found.cancel() }
+    }
     let adv: Advertisement?
     do {
-        adv = try await interruptible { try await found.value }
+        adv = untilSignal ? try await interruptible(wait) : try await wait()
     } catch is CancellationError {
         adv = nil
     }
+    // Cancelled by the caller (not by the time limit): say so, not "no advertiser matched".
+    try Task.checkCancellation()
     guard let adv else {
         let list = seen.summary
         throw CLIFailure("no advertiser matched \(target.description) within \(formatSeconds(timeout))"
@@ -33,6 +42,34 @@ func findTarget(_ target: Target, central: Central, timeout: Double, out: Output
                          exitCode: ExitCode.failure)
     }
     return adv
+}
+
+/// The advertisers a session heard (scans, connects), by address with their names, for names
+/// and Tab completion: the last 256.
+final class AdvertiserNames: Sendable {
+    private struct State {
+        var names: [String: String?] = [:]
+        var order: [String] = []
+    }
+    private let state = Mutex(State())
+
+    func remember(_ adv: Advertisement) {
+        let key = adv.address.address.description
+        state.withLock { s in
+            if s.names[key] == nil {
+                s.order.append(key)
+                if s.order.count > 256 { s.names[s.order.removeFirst()] = nil }
+            }
+            if s.names[key] == nil || adv.name != nil { s.names[key] = .some(adv.name) }
+        }
+    }
+
+    func name(of address: String) -> String? { state.withLock { $0.names[address] ?? nil } }
+
+    /// Each address heard, followed by `name:NAME` when it had one, oldest first.
+    var targets: [String] {
+        state.withLock { s in s.order.flatMap { key in [key] + ((s.names[key] ?? nil).map { ["name:" + $0] } ?? []) } }
+    }
 }
 
 /// Where TARGET is: a typed address connected to directly, unless it is a bonded identity that

@@ -248,8 +248,7 @@ actor SessionEngine {
     private var links: [SessionLink] = []
     private var selected: String?
     /// Advertisers heard (scan, connect), for names and completion: bounded.
-    private var seen: [String: String?] = [:]
-    private var seenOrder: [String] = []
+    private let names = AdvertiserNames()
     private var peripheral: Peripheral?
     /// The served profile's ticker (demo, secure): stopped with the peripheral.
     private var peripheralTasks: [Task<Void, Never>] = []
@@ -520,15 +519,6 @@ actor SessionEngine {
         return .done
     }
 
-    private func remember(_ adv: Advertisement) {
-        let key = adv.address.address.description
-        if seen[key] == nil {
-            seenOrder.append(key)
-            if seenOrder.count > 256 { seen[seenOrder.removeFirst()] = nil }
-        }
-        if seen[key] == nil || adv.name != nil { seen[key] = .some(adv.name) }
-    }
-
     private func scan(_ args: ParsedArguments, out: Output) async throws -> SessionOutcome {
         let duration = try args.double("duration", command: "scan")
         let filter = try scanFilter(args, command: "scan")
@@ -539,7 +529,7 @@ actor SessionEngine {
             var printed = PrintedAdvertisers()
             do {
                 for try await adv in stream {
-                    self.remember(adv)
+                    names.remember(adv)
                     guard everyReport || printed.changed(adv) else { continue }
                     out.event(adv.jsonFields)
                     out.line(humanLine(adv, out: out))
@@ -570,9 +560,9 @@ actor SessionEngine {
         let mtu = try args.int("mtu", command: "connect", range: 23...517) ?? 517
         let (address, found) = try await targetAddress(target, central: central) {
             out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
-            return try await find(target, timeout: timeout)
+            return try await findTarget(target, central: central, timeout: timeout, onSeen: { [names] in names.remember($0) }, untilSignal: false)
         }
-        let name = found.map(\.name) ?? seen[address.address.description] ?? nil
+        let name = found.map(\.name) ?? names.name(of: address.address.description)
         if let up = links.first(where: { $0.remote.address == address && $0.remote.disconnectReason == nil }) {
             throw CLIFailure("already connected to \(address) as \(up.name)", exitCode: ExitCode.failure)
         }
@@ -606,33 +596,6 @@ actor SessionEngine {
         l.out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name),
                      .int("connection", remote.connectionHandle), .text("link", name)])
         l.out.line("\(timestamp()) \(name) disconnected: \(reason.name) (\(hexCode(reason.rawValue)))")
-    }
-
-    /// Scans for `target` until `timeout`; names the advertisers seen when none matched.
-    private func find(_ target: Target, timeout: Double) async throws -> Advertisement {
-        let stream = try await central.scan(ScanFilter())
-        let filter = target.filter
-        let summary = SeenAdvertisers()
-        let found = Task { () -> Advertisement? in
-            for try await adv in stream {
-                summary.add(adv)
-                self.remember(adv)
-                if filter.matches(adv) { return adv }
-            }
-            return nil
-        }
-        let limit = Task { try? await Task.sleep(for: .milliseconds(Int(timeout * 1000))); found.cancel() }
-        defer { limit.cancel(); found.cancel() }
-        let adv: Advertisement? = try await withTaskCancellationHandler {
-            do { return try await found.value } catch is CancellationError { return nil }
-        } onCancel: { found.cancel() }
-        try Task.checkCancellation()
-        guard let adv else {
-            let list = summary.summary
-            throw CLIFailure("no advertiser matched \(target.description) within \(formatSeconds(timeout))"
-                             + (list.isEmpty ? " (none seen at all: is anything advertising?)" : "; seen: " + list), exitCode: ExitCode.failure)
-        }
-        return adv
     }
 
     /// LINK: a link's name, its peer's address, or its connection handle; nil: the selected one
@@ -911,12 +874,7 @@ actor SessionEngine {
         for c in chars where !unique.contains(c) { unique.append(c) }
         switch command {
         case "connect":
-            var out: [String] = []
-            for key in seenOrder {
-                out.append(key)
-                if let n = seen[key] ?? nil { out.append("name:" + n) }
-            }
-            return out
+            return names.targets
         case "read", "subscribe", "unsubscribe": return unique
         case "write", "write-without-response": return unique.map { $0 + "=" }
         case "select", "disconnect": return links.map(\.name)
