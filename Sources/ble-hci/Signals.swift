@@ -7,15 +7,14 @@ enum StopReason { case interrupted, durationElapsed }
 /// Returns when the user presses Ctrl-C (SIGINT) or the process gets SIGTERM, or after
 /// `duration` seconds if given. Cancellable.
 func waitForStop(duration: Double?) async -> StopReason {
-    let clock = ContinuousClock()
-    let deadline = duration.map { clock.now + .milliseconds(Int($0 * 1000)) }
-    // Polled: cheap, and cancelling the caller ends it at once.
-    while !Task.isCancelled {
-        if SignalWatcher.shared.interrupted { return .interrupted }
-        if let deadline, clock.now >= deadline { return .durationElapsed }
-        try? await Task.sleep(for: .milliseconds(50))
+    let stop = FirstOutcome<StopReason>()
+    let signal = Task { if await SignalWatcher.shared.nextSignal() != nil { stop.resolve(.interrupted) } }
+    let timer = Task {
+        guard let duration else { return }
+        if (try? await Task.sleep(for: .milliseconds(Int(duration * 1000)))) != nil { stop.resolve(.durationElapsed) }
     }
-    return .interrupted
+    defer { signal.cancel(); timer.cancel() }
+    return await withTaskCancellationHandler { await stop.value } onCancel: { stop.resolve(.interrupted) }
 }
 
 /// Runs `consume` (reading a stream) until it ends, or until `duration` elapses or a stop signal
@@ -53,13 +52,11 @@ func interruptible<T: Sendable>(_ body: @escaping @Sendable () async throws -> T
     let work = Task { try await body() }
     let outcome = FirstOutcome<Result<T, any Error>>()
     let watcher = Task {
-        while !Task.isCancelled {
-            if let s = SignalWatcher.shared.received { outcome.resolve(.failure(Interrupted(signal: s))); return }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        if let s = await SignalWatcher.shared.nextSignal() { outcome.resolve(.failure(Interrupted(signal: s))) }
     }
     Task { outcome.resolve(await work.result) }
-    let result = await outcome.value
+    // The caller's cancellation reaches the body (which then ends with its own error).
+    let result = await withTaskCancellationHandler { await outcome.value } onCancel: { work.cancel() }
     watcher.cancel()
     if case .failure(let e) = result, e is Interrupted { work.cancel() }
     return try result.get()
@@ -104,6 +101,9 @@ final class SignalWatcher: Sendable {
     static let shared = SignalWatcher()
     /// The first signal received (0: none yet).
     private let first = Atomic<Int32>(0)
+    /// Tasks waiting in `nextSignal`, by ticket; `fire` sets `first` and takes them under this
+    /// lock, so a waiter either sees the signal or is resumed by it.
+    private let waiters = Mutex<(next: Int, waiting: [Int: CheckedContinuation<Int32?, Never>])>((0, [:]))
     /// Kept alive for the process's life (a released source stops delivering); Dispatch's
     /// sources are not marked Sendable, so they are held behind the lock they never need.
     private let sources: Mutex<[any DispatchSourceSignal]>
@@ -127,10 +127,35 @@ final class SignalWatcher: Sendable {
     static func install() { _ = shared }
 
     private func fire(_ sig: Int32) {
-        let (stored, _) = first.compareExchange(expected: 0, desired: sig, ordering: .acquiringAndReleasing)
+        let (stored, woken) = waiters.withLock { w in
+            let (stored, _) = first.compareExchange(expected: 0, desired: sig, ordering: .acquiringAndReleasing)
+            defer { if stored { w.waiting = [:] } }
+            return (stored, stored ? Array(w.waiting.values) : [])
+        }
         if !stored {
             FileHandle.standardError.write(Data("ble-hci: second signal: exiting now\n".utf8))
             exit(128 + sig)
+        }
+        for c in woken { c.resume(returning: sig) }
+    }
+
+    /// The first signal, once it has come (at once if it already has); nil when the waiting
+    /// task is cancelled first.
+    func nextSignal() async -> Int32? {
+        let ticket = waiters.withLock { w in defer { w.next += 1 }; return w.next }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Int32?, Never>) in
+                let now: Int32?? = waiters.withLock { w in
+                    let s = first.load(ordering: .acquiring)
+                    if s != 0 { return .some(s) }
+                    if Task.isCancelled { return .some(nil) }
+                    w.waiting[ticket] = c
+                    return nil
+                }
+                if let now { c.resume(returning: now) }
+            }
+        } onCancel: {
+            waiters.withLock { $0.waiting.removeValue(forKey: ticket) }?.resume(returning: nil)
         }
     }
 
