@@ -192,6 +192,8 @@ final class TerminalPairing: PairingDelegate, Sendable {
     }
     /// Where our bonds live, for the commands the events suggest.
     let bondDirectory: String?
+    /// At most this many events wait for their link's `connected`.
+    static let heldLimit = 256
     private let lostBond = Mutex(false)
 
     init(out: Output, passkey: UInt32?, yes: Bool, holdUntilReleased: Bool = false, bondDirectory: String? = nil) {
@@ -282,6 +284,8 @@ final class TerminalPairing: PairingDelegate, Sendable {
             let line = "\(timestamp()) \(text)"
             let connection = links.withLock { l -> UInt16? in
                 guard l.released, let handle = l.only ?? l.handles[peer] else {
+                    // Bounded: a link that never comes up leaves its events here; the oldest go.
+                    if l.held.count >= Self.heldLimit { l.held.removeFirst() }
                     l.held.append((peer, fields, line))
                     return nil
                 }
