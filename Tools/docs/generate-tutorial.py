@@ -517,6 +517,9 @@ def main():
     check = "--check" in sys.argv[1:]
     ble = binary()
     with tempfile.TemporaryDirectory(prefix="ble-hci-tutorial-") as tmp:
+        # Bonds, history and the privacy IRK of runs without --bonds go here, not to this
+        # machine's ~/.local/state: the output does not depend on what earlier runs left.
+        os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
         S, svgs = build(ble, tmp)
         doc = render(S)
     if check:
