@@ -78,6 +78,9 @@ struct DeadlineTable {
     var nextID: UInt64 = 0
     var sweeper: Task<Void, Never>?
     var sweeperWakesAt: ContinuousClock.Instant?
+    /// Which sweep is the current one: a replaced sweep that had already woken (its cancel came
+    /// too late) finds another number and leaves the table and the current sweep alone.
+    var sweepGeneration: UInt64 = 0
     /// `untilArmed` waiters: resumed once `entries.count` reaches their count.
     var armedWaiters: [(id: UInt64, count: Int, continuation: CheckedContinuation<Void, any Error>)] = []
 }
@@ -153,7 +156,8 @@ extension Host {
     }
 
     /// Fires every expired deadline, earliest first, then sleeps until the next.
-    func sweepDeadlines() {
+    func sweepDeadlines(generation: UInt64) {
+        guard generation == deadlines.sweepGeneration else { return }
         deadlines.sweeper = nil
         deadlines.sweeperWakesAt = nil
         let now = configuration.clock.now
@@ -170,15 +174,17 @@ extension Host {
     private func startSweep(until earliest: ContinuousClock.Instant) {
         deadlines.sweeper?.cancel()
         deadlines.sweeperWakesAt = earliest
-        let clock = configuration.clock
+        deadlines.sweepGeneration &+= 1
+        let clock = configuration.clock, generation = deadlines.sweepGeneration
         // On the host's thread: the wake-up enqueues the sweep there directly (no pool thread).
         deadlines.sweeper = Task(executorPreference: executor.taskExecutor) { [weak self] in
             do { try await clock.sleep(until: earliest) } catch { return }
-            await self?.sweepDeadlines()
+            await self?.sweepDeadlines(generation: generation)
         }
     }
 
     private func stopSweep() {
+        deadlines.sweepGeneration &+= 1
         deadlines.sweeper?.cancel()
         deadlines.sweeper = nil
         deadlines.sweeperWakesAt = nil
