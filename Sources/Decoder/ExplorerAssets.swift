@@ -41,10 +41,10 @@ header input, header select { font: inherit; padding: 2px 4px; }
 header input { width: 9em; }
 #status { margin-left: auto; }
 #main { display: grid; grid-template-columns: minmax(0, 1fr) 430px; height: calc(100vh - 40px); }
-#left { display: flex; flex-direction: column; min-width: 0; border-right: 1px solid #ccc; }
+#left { display: flex; flex-direction: column; min-width: 0; min-height: 0; border-right: 1px solid #ccc; }
 #lanes { position: relative; height: 34px; background: #eef1f4; border-bottom: 1px solid #ccc; flex: none; overflow: hidden; }
 #lanes div { position: absolute; top: 2px; font-weight: bold; text-align: center; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; font-size: 11px; }
-#list { flex: 1; overflow-y: auto; position: relative; }
+#list { flex: 1; min-height: 0; overflow-y: auto; position: relative; }
 #spacer { position: relative; }
 .row { position: absolute; left: 0; right: 0; height: var(--row); display: flex; align-items: center; white-space: nowrap; cursor: pointer; border-bottom: 1px solid #f0f0f0; }
 .row:hover { background: #eef5ff; }
@@ -86,7 +86,7 @@ ul.tree .ex { border-bottom: 1px dotted #777; }
 
     static let body = #"""
 <header><h1 id="title"></h1>
-<label>layer <select id="f-layer"><option value="">all</option><option>hci</option><option>l2cap</option><option>signaling</option><option>att</option><option>smp</option><option>gatt</option></select></label>
+<label>layer <select id="f-layer"><option value="">all</option><option value="hci">hci</option><option value="l2cap">l2cap</option><option value="signaling">signaling</option><option value="att">att</option><option value="smp">smp</option><option value="gatt">gatt</option></select></label>
 <label>opcode <input id="f-opcode" placeholder="0x0a"></label>
 <label>handle <input id="f-handle" placeholder="3"></label>
 <label>text <input id="f-text" placeholder="Read"></label>
@@ -317,7 +317,12 @@ function applyFilters() {
   render();
   if (selected !== null) reveal(selected);
 }
-for (const id of ["f-layer", "f-opcode", "f-handle", "f-text"]) document.getElementById(id).addEventListener("input", applyFilters);
+// Typing filters once it pauses: one pass over a large capture, not one per keystroke.
+let typing = null;
+for (const id of ["f-layer", "f-opcode", "f-handle", "f-text"]) document.getElementById(id).addEventListener("input", () => {
+  clearTimeout(typing);
+  typing = setTimeout(applyFilters, 150);
+});
 
 // The GATT tree: a handle filters the list.
 function gattHTML() {

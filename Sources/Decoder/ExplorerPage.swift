@@ -198,19 +198,17 @@ public struct ExplorerPage {
     /// JSON that cannot end the `<script>` element it sits in: `<`, `>` and `&` only occur in
     /// strings, where their \u escapes mean the same (a device named "</script>" stays text).
     static func scriptSafe(_ json: String) -> String {
-        var out = ""
-        out.reserveCapacity(json.utf8.count)
-        for ch in json.unicodeScalars {
-            switch ch {
-            case "<": out += "\\u003c"
-            case ">": out += "\\u003e"
-            case "&": out += "\\u0026"
-            case "\u{2028}": out += "\\u2028"
-            case "\u{2029}": out += "\\u2029"
-            default: out.unicodeScalars.append(ch)
+        var out: [UInt8] = []
+        out.reserveCapacity(json.utf8.count + 64)
+        for byte in json.utf8 {
+            switch byte {
+            case UInt8(ascii: "<"): out += Array("\\u003c".utf8)
+            case UInt8(ascii: ">"): out += Array("\\u003e".utf8)
+            case UInt8(ascii: "&"): out += Array("\\u0026".utf8)
+            default: out.append(byte)
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 }
 
