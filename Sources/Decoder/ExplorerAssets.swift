@@ -2,14 +2,11 @@
 // nothing fetched. The model (ExplorerPage) is JSON in a <script type="application/json">.
 // Only the visible rows of the packet list are in the DOM (a 50 000-packet capture scrolls).
 enum ExplorerAssets {
-    /// Fonts with CJK glyphs after the Latin ones, so device names and values in any script show.
-    static let fontStack = "\"DejaVu Sans Mono\", \"Noto Sans Mono CJK SC\", \"Noto Sans CJK SC\", \"WenQuanYi Zen Hei Mono\", \"Droid Sans Fallback\", monospace"
-
     static func page(title: String, model: String) -> String {
         var s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         s += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         s += "<title>" + escape(title) + " — ble-hci explorer</title>\n<style>\n"
-        s += css.replacingOccurrences(of: "FONTS", with: fontStack)
+        s += css.replacingOccurrences(of: "FONTS", with: FlowSVG.fontStack)
         s += "</style></head><body>\n" + body
         s += "<script id=\"model\" type=\"application/json\">" + model + "</script>\n"
         s += "<script>\n" + script + "</script>\n</body></html>\n"
@@ -119,6 +116,7 @@ function reindex() { rowOf.clear(); rows.forEach((r, k) => { if (r[0] === "p") r
 
 const list = document.getElementById("list"), spacer = document.getElementById("spacer");
 const lanes = document.getElementById("lanes");
+lanes.innerHTML = '<div style="left:0;width:56px">#</div><div style="left:56px;width:86px">time (s)</div>';
 M.lanes.forEach((t, k) => {
   const d = document.createElement("div");
   d.style.left = (142 + LANE0 + k * LANE - LANE / 2) + "px";
@@ -330,6 +328,7 @@ function gattHTML() {
   let s = "";
   for (const srv of M.gatt) {
     s += "<div><b>Server on connection 0x" + srv.connection.toString(16).padStart(4, "0") + (srv.side ? " (" + (srv.side === "remote" ? "the capture's peer" : "this host") + ")" : "") + "</b></div><ul class=\"tree\">";
+    if (!srv.services.length) s += '<li class="none">no service discovery in the capture</li>';
     for (const sv of srv.services) {
       s += '<li><span data-h="' + sv.h[0] + '">' + sv.h[0] + "–" + sv.h[1] + " " + esc(sv.n) + '</span><ul class="tree">';
       for (const c of sv.c) {
