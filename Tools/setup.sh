@@ -18,8 +18,9 @@ ROOT=$PWD
 BUILD_PACKAGES=(libbluetooth-dev libssl-dev pkg-config)
 # The tests: tshark (capture oracle), the venv's python, the VM suite (qemu, busybox, BlueZ),
 # man-db (`man -l` renders the generated ble-hci(1) in the CLI tests), zsh (its completion), chromium (screenshots of the SVG diagrams) and
-# chromium-driver (Selenium drives it in the browser-test suite, `dump --html`).
-TEST_PACKAGES=(tshark python3-venv qemu-system-x86 busybox-static bluez man-db zsh chromium chromium-driver)
+# chromium-driver (Selenium drives it in the browser-test suite, `dump --html`), fonts-wqy-zenhei
+# (CJK glyphs for the pages' font stack, seen in the browser test's screenshots).
+TEST_PACKAGES=(tshark python3-venv qemu-system-x86 busybox-static bluez man-db zsh chromium chromium-driver fonts-wqy-zenhei)
 APT_PACKAGES=("${BUILD_PACKAGES[@]}")
 ((SYSTEM_ONLY)) || APT_PACKAGES+=("${TEST_PACKAGES[@]}")
 

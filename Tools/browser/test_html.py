@@ -82,10 +82,11 @@ def btsnoop(path, records):
 
 
 def big_capture(path, notifications):
-    """LE Advertising Report naming the device "</script><b>x", LE Connection Complete, then
+    """LE Advertising Report naming the device "</script><b>x 心率" (a CJK name for the font
+    stack), LE Connection Complete, then
     `notifications` - 2 ATT Handle Value Notifications (Core v5.4 Vol 3 Part F 3.4.7.1), each
     received over handle 0x0040 on the ATT channel."""
-    name = "</script><b>x".encode()
+    name = "</script><b>x 心率".encode()
     ad = bytes([len(name) + 1, 0x09]) + name  # Complete Local Name (Supplement Part A 1.2)
     report = bytes([0x02, 0x01, 0x00, 0x00]) + bytes.fromhex("010203040506") + bytes([len(ad)]) + ad + bytes([0xC4])
     records = [(3, bytes([0x04, 0x3E, len(report)]) + report)]
@@ -243,6 +244,7 @@ def test_big(driver, page, out):
     check(load < 20, f"50 000 packets: page loaded in {load:.1f} s")
     rows = driver.execute_script("return document.querySelectorAll('#spacer .row').length")
     check(rows < 150, f"{rows} rows in the DOM at first")
+    driver.save_screenshot(os.path.join(out, "3-big-folded.png"))
     # Unfold the run of notifications: 50 000 rows, still only the visible ones drawn.
     driver.find_element(By.CSS_SELECTOR, "#spacer .row.fold").click()
     total = driver.execute_script("return window.explorer.rows().length")
@@ -264,7 +266,7 @@ def test_big(driver, page, out):
         "const l = document.getElementById('list'); return [...document.querySelectorAll('#spacer .row')]"
         ".filter(r => r.offsetTop >= l.scrollTop && r.offsetTop < l.scrollTop + l.clientHeight).length")
     check(visible > 10, f"{visible} rows visible after scrolling")
-    driver.save_screenshot(os.path.join(out, "3-big-scrolled.png"))
+    driver.save_screenshot(os.path.join(out, "4-big-scrolled.png"))
     # The first text filter reads every packet's fields (later ones reuse that).
     took = driver.execute_script("document.getElementById('f-text').value = '</script>';"
                                  "const t0 = performance.now(); window.explorer.applyFilters(); return performance.now() - t0")
@@ -272,9 +274,9 @@ def test_big(driver, page, out):
     check(took < 1500, f"filtering 50 000 packets by text took {took:.0f} ms (bound 1500)")
     row(driver, 1).click()
     detail = driver.find_element(By.ID, "detail").text
-    check("</script><b>x" in detail, "a device name holding </script> is shown as text")
+    check("</script><b>x 心率" in detail, "a device name holding </script> is shown as text")
     check(driver.execute_script("return document.querySelectorAll('#detail b b').length") == 0, "and is not markup")
-    driver.save_screenshot(os.path.join(out, "4-script-name.png"))
+    driver.save_screenshot(os.path.join(out, "5-script-name.png"))
 
 
 if __name__ == "__main__":
