@@ -585,7 +585,7 @@ public final class PacketDecoder {
             let pdu = try decoded.get()
             var att = DecodedLayer("att", pdu.fields, octets: keepsOctets ? payload[...] : nil)
             if keepsRanges, let base {
-                att.fields.place(reads, aliases: ["name": "opcode"])
+                att.fields.place(reads, aliases: ["name": "opcode", "type": "uuid"])
                 att.range = base..<base + payload.count
             }
             p.layers.append(att)

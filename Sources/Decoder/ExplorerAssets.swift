@@ -51,7 +51,7 @@ header input { width: 9em; }
 .row svg { flex: none; }
 .row .sm { padding-left: 8px; overflow: hidden; text-overflow: ellipsis; }
 .row .ln { color: #1f6fb4; padding-left: 6px; }
-.row.step { background: #fff6d5; border-top: 1px solid #e0c060; font-weight: bold; cursor: default; }
+.row.step { padding-left: 6px; background: #fff6d5; border-top: 1px solid #e0c060; font-weight: bold; cursor: default; }
 .row.step span.cb { font-weight: normal; color: #6a5a20; padding-left: 10px; overflow: hidden; text-overflow: ellipsis; }
 .row.fold, .row.rep { background: #eeeeee; font-style: italic; color: #444; }
 .row.bad .sm { color: #b00020; }
@@ -119,8 +119,11 @@ const lanes = document.getElementById("lanes");
 lanes.innerHTML = '<div style="left:0;width:56px">#</div><div style="left:56px;width:86px">time (s)</div>';
 M.lanes.forEach((t, k) => {
   const d = document.createElement("div");
+  // The last lane's title (a peer's address) may run on to the right of the diagram.
+  const last = k === laneCount - 1;
   d.style.left = (142 + LANE0 + k * LANE - LANE / 2) + "px";
-  d.style.width = LANE + "px";
+  d.style.width = (last ? 3 * LANE : LANE) + "px";
+  if (last) d.style.textAlign = "left";
   d.textContent = t;
   d.title = t;
   lanes.appendChild(d);
