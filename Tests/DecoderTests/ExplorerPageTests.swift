@@ -30,20 +30,25 @@ private func model(_ html: String) throws -> [String: Any] {
 
 @Suite("dump --html page model")
 struct ExplorerPageTests {
-    @Test("every ATT response is linked to the request tshark pairs it with (Core v5.4 Vol 3 Part F 3.3.2)",
+    @Test("every ATT response and HCI Command Complete / Status is linked as tshark pairs them (Core v5.4 Vol 3 Part F 3.3.2, Vol 4 Part E 4.4)",
           arguments: ["bumble-central.btsnoop", "bumble-peripheral.btsnoop", "ble-hci-demo.pcap"])
     func linksAsTshark(fixture: String) throws {
         let m = try model(try page(fixturePath(fixture)))
         let links = try #require(m["links"] as? [String: Int])
-        let pairs = try Tshark.fields(fixturePath(fixture), ["frame.number", "btatt.request_in_frame"])
-            .compactMap { row -> (Int, Int)? in
-                guard row.count == 2, let response = Int(row[0]), let request = Int(row[1]) else { return nil }
-                return (request, response)
+        // tshark also ties a command's later completion event (LE Connection Complete) to it;
+        // the link is the command's own answer, Command Complete (0x0e) or Command Status (0x0f).
+        for answer in ["btatt.request_in_frame", "bthci_evt.command_in_frame"] {
+            let pairs = try Tshark.fields(fixturePath(fixture), ["frame.number", answer, "bthci_evt.code"])
+                .compactMap { row -> (Int, Int)? in
+                    guard row.count == 3, let response = Int(row[0]), let request = Int(row[1]),
+                          row[2].isEmpty || row[2] == "0x0e" || row[2] == "0x0f" else { return nil }
+                    return (request, response)
+                }
+            #expect(pairs.count > 5, "tshark pairs \(pairs.count) by \(answer) in \(fixture)")
+            for (request, response) in pairs {
+                #expect(links[String(request)] == response, "\(fixture): #\(request) → \(links[String(request)].map(String.init) ?? "nil"), tshark #\(response)")
+                #expect(links[String(response)] == request, "\(fixture): #\(response) ← \(links[String(response)].map(String.init) ?? "nil"), tshark #\(request)")
             }
-        #expect(pairs.count > 5, "tshark pairs \(pairs.count) in \(fixture)")
-        for (request, response) in pairs {
-            #expect(links[String(request)] == response, "\(fixture): #\(request) → \(links[String(request)].map(String.init) ?? "nil"), tshark #\(response)")
-            #expect(links[String(response)] == request, "\(fixture): #\(response) ← \(links[String(response)].map(String.init) ?? "nil"), tshark #\(request)")
         }
     }
 
