@@ -22,7 +22,7 @@ struct ReadPlacer {
     /// its own spans its members'.
     mutating func place(_ fields: inout [Field]) {
         for i in fields.indices {
-            let own = take(fields[i].name, isBytes: { if case .bytes = fields[i].value { true } else { false } }())
+            let own = take(fields[i].name, isBytes: fields[i].value.isBytes)
             switch fields[i].value {
             case .object(var inner):
                 place(&inner)
@@ -63,6 +63,13 @@ struct ReadPlacer {
         let present = ranges.compactMap { $0 }
         guard let lower = present.map(\.lowerBound).min(), let upper = present.map(\.upperBound).max() else { return nil }
         return lower..<upper
+    }
+}
+
+extension FieldValue {
+    fileprivate var isBytes: Bool {
+        if case .bytes = self { return true }
+        return false
     }
 }
 

@@ -9,12 +9,12 @@ import Capture
 // pairing (`btatt.request_in_frame`); the embedded JSON against Foundation's JSON parser (an
 // independent reader of RFC 8259), the page's self-containment by what it must not reference.
 
-private func page(_ path: String) throws -> String {
+private func page(_ path: String, explain: ExplorerPage.Explain? = nil) throws -> String {
     var reader = try CaptureReader(path: path)
     let (records, error) = reader.readAll()
     if let error { throw error }
     let decoder = PacketDecoder(attributes: true, fieldRanges: true)
-    var page = ExplorerPage(title: "</script><b>title")
+    var page = ExplorerPage(title: "</script><b>title", explain: explain)
     for r in records { page.add(decoder.decode(r), raw: r.raw) }
     return page.render(servers: decoder.attributes() ?? [])
 }
@@ -79,5 +79,27 @@ struct ExplorerPageTests {
         let fields = try #require(att["f"] as? [[String: Any]])
         #expect(fields.first { $0["n"] as? String == "opcode" }?["r"] as? [Int] == [9, 10])
         #expect(fields.first { $0["n"] as? String == "handle" }?["r"] as? [Int] == [10, 12])
+    }
+
+    @Test("a field's explain text, when one is given, is in the model for that field only")
+    func explainIsCarried() throws {
+        let m = try model(try page(fixturePath("bumble-central.btsnoop")) { layer, field in
+            layer == "att" && field.name == "opcode" ? "The PDU's kind <Vol 3 Part F 3.3>" : nil
+        })
+        let packets = try #require(m["packets"] as? [[String: Any]])
+        var explained = 0, others = 0
+        for p in packets {
+            for layer in p["l"] as? [[String: Any]] ?? [] {
+                for f in layer["f"] as? [[String: Any]] ?? [] {
+                    if let e = f["e"] as? String {
+                        #expect(layer["n"] as? String == "att" && f["n"] as? String == "opcode" && e == "The PDU's kind <Vol 3 Part F 3.3>")
+                        explained += 1
+                    } else if layer["n"] as? String == "att" && f["n"] as? String == "opcode" {
+                        others += 1
+                    }
+                }
+            }
+        }
+        #expect(explained > 10 && others == 0, "explained \(explained), att opcodes without: \(others)")
     }
 }
