@@ -76,7 +76,7 @@ public struct ExplorerPage {
                     if k > 0 { o += "," }
                     if case .object(let inner) = item {
                         o += "{\"n\":\"[\(k)]\",\"v\":\"\""
-                        if let r = spanOf(inner) { o += ",\"r\":[\(r.lowerBound),\(r.upperBound)]" }
+                        if let r = ReadPlacer.span(inner.map(\.range)) { o += ",\"r\":[\(r.lowerBound),\(r.upperBound)]" }
                         o += ",\"c\":"
                         appendFields(inner, layer: layer, to: &o)
                         o += "}"
@@ -100,12 +100,6 @@ public struct ExplorerPage {
             o += "}"
         }
         o += "]"
-    }
-
-    private func spanOf(_ fields: [Field]) -> Range<Int>? {
-        let rs = fields.compactMap(\.range)
-        guard let lo = rs.map(\.lowerBound).min(), let hi = rs.map(\.upperBound).max() else { return nil }
-        return lo..<hi
     }
 
     /// The page: `servers` is what `PacketDecoder(attributes: true)` revealed.

@@ -27,17 +27,17 @@ struct ReadPlacer {
             case .object(var inner):
                 place(&inner)
                 fields[i].value = .object(inner)
-                fields[i].range = own ?? span(inner.map(\.range))
+                fields[i].range = own ?? Self.span(inner.map(\.range))
             case .list(var items):
                 var spans: [Range<Int>?] = []
                 for j in items.indices {
                     guard case .object(var inner) = items[j] else { continue }
                     place(&inner)
-                    spans.append(span(inner.map(\.range)))
+                    spans.append(Self.span(inner.map(\.range)))
                     items[j] = .object(inner)
                 }
                 fields[i].value = .list(items)
-                fields[i].range = own ?? span(spans)
+                fields[i].range = own ?? Self.span(spans)
             default:
                 fields[i].range = own
             }
@@ -59,7 +59,8 @@ struct ReadPlacer {
         return nil
     }
 
-    private func span(_ ranges: [Range<Int>?]) -> Range<Int>? {
+    /// The smallest range holding every range given (nil when none is).
+    static func span(_ ranges: [Range<Int>?]) -> Range<Int>? {
         let present = ranges.compactMap { $0 }
         guard let lower = present.map(\.lowerBound).min(), let upper = present.map(\.upperBound).max() else { return nil }
         return lower..<upper

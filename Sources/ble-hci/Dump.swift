@@ -79,12 +79,18 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
 /// and the damage (the reader's message names the record number and byte offset), if any.
 private func decodeAll(_ reader: inout CaptureReader, _ decoder: PacketDecoder = PacketDecoder(),
                        _ body: (DecodedPacket) -> Void) -> (records: Int, damage: String?) {
+    decodeRecords(&reader, decoder) { p, _ in body(p) }
+}
+
+/// `decodeAll`, with each packet's record (its bytes: `dump --html` shows them).
+private func decodeRecords(_ reader: inout CaptureReader, _ decoder: PacketDecoder,
+                           _ body: (DecodedPacket, CaptureRecord) -> Void) -> (records: Int, damage: String?) {
     var records = 0
     while true {
         do {
             guard let record = try reader.next() else { return (records, nil) }
             records += 1
-            body(decoder.decode(record))
+            body(decoder.decode(record), record)
         } catch {
             return (records, error.description)
         }
@@ -234,18 +240,7 @@ private func runFlow(_ reader: inout CaptureReader, path: String, layers: Set<St
 private func runHTML(_ reader: inout CaptureReader, path: String, htmlPath: String, _ c: CommandContext) -> Int32 {
     let decoder = PacketDecoder(attributes: true, fieldRanges: true)
     var page = ExplorerPage(title: path == "-" ? "stdin" : (path as NSString).lastPathComponent)
-    var records = 0
-    var damage: String?
-    while true {
-        do {
-            guard let record = try reader.next() else { break }
-            records += 1
-            page.add(decoder.decode(record), raw: record.raw)
-        } catch {
-            damage = error.description
-            break
-        }
-    }
+    let (records, damage) = decodeRecords(&reader, decoder) { p, record in page.add(p, raw: record.raw) }
     if damage == nil && records == 0 { return outcome(path, damage: nil, records: 0, c) }
     do {
         // Written whole to a temporary file, then renamed: never a half-written page.
