@@ -250,9 +250,10 @@ public final class PacketDecoder {
         var f: [Field] = [.code("eventCode", e.code), .text("name", name)]
         p.summary = summary
         let (decoded, reads) = parsing(e.parameters, at: 3) { Result { () throws(DecodeError) in try HCIEvents.decode(e) } }
+        var returnReads: [FieldReads.Read] = []
         defer {
             if keepsRanges {
-                p.layers[p.layers.count - 1].fields.place(headerReads + reads, aliases: ["name": "eventCode", "subevent": "subeventCode"])
+                p.layers[p.layers.count - 1].fields.place(headerReads + reads + returnReads, aliases: ["name": "eventCode", "subevent": "subeventCode"])
                 p.layers[p.layers.count - 1].range = 1..<packetLength
             }
         }
@@ -289,7 +290,16 @@ public final class PacketDecoder {
                 if let problem = d.problem { p.malformed = "\(name): \(problem)" }
                 f += d.fields
             } else {
-                f += ev.fields
+                if let cc = ev as? CommandComplete {
+                    // Its own `fields` reads the return parameters, from its copy of them, which
+                    // sits at 6 (H4, event header, Num_HCI_Command_Packets, Command_Opcode; Vol 4
+                    // Part E 7.7.14).
+                    let (fields, r) = parsing(cc.returnParameters, at: 6) { cc.fields }
+                    f += fields
+                    returnReads = r
+                } else {
+                    f += ev.fields
+                }
                 if let cc = ev as? CommandComplete { p.summary = summaries.commandEvent(code: e.code, summary, cc.opcode) }
                 if let cs = ev as? CommandStatus { p.summary = summaries.commandEvent(code: e.code, summary, cs.opcode) }
                 if let d = ev as? DisconnectionComplete, d.status == .success { forgetConnection(d.connectionHandle) }

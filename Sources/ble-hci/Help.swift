@@ -226,9 +226,10 @@ let commandHelp: [String: String] = [
                         database the capture revealed (as --attributes; a handle filters);
                         filters by layer, opcode, attribute handle and text. Only the visible
                         rows are drawn: a 50 000-packet capture scrolls. Partial: fields of a
-                        frame reassembled from several ACL packets, AD structures, Command
-                        Complete return parameters and the catalog's commands have no octet
-                        range (they are listed, not highlighted). Not with other options.
+                        frame reassembled from several ACL packets, AD structures, the GATT
+                        layer's and those of commands and events only the catalog describes
+                        have no octet range (they are listed, not highlighted). Not with
+                        other options.
       --hex             under each layer's fields, that layer's octets in hex (16 a line after
                         their offset, as tshark -x): hci the HCI packet after the H4 indicator,
                         l2cap the whole frame with its basic header (a fragment: its ACL data),

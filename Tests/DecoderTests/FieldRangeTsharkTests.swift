@@ -24,6 +24,9 @@ private let mapping: [String: (layer: String, field: String)] = [
     "bthci_evt.le_meta_subevent": ("hci", "subeventCode"),
     "bthci_evt.num_command_packets": ("hci", "numHCICommandPackets"),
     "bthci_evt.opcode": ("hci", "commandOpcode"),
+    "bthci_evt.status": ("hci", "status"),
+    "bthci_evt.lmp_vers_nr": ("hci", "lmpVersion"),
+    "bthci_evt.num_supp_le_adv_sets": ("hci", "numSupportedAdvertisingSets"),
     "bthci_acl.chandle": ("hci", "handle"),
     "bthci_acl.length": ("hci", "length"),
     "btl2cap.length": ("l2cap", "length"),
@@ -43,7 +46,7 @@ private let mapping: [String: (layer: String, field: String)] = [
 
 /// These must have been compared at least once over the fixtures: the header fields of every
 /// layer and the ATT fields every GATT exchange has.
-private let required = ["bthci_cmd.opcode", "bthci_evt.code", "bthci_evt.opcode", "bthci_acl.chandle", "bthci_acl.length",
+private let required = ["bthci_cmd.opcode", "bthci_evt.code", "bthci_evt.opcode", "bthci_evt.status", "bthci_evt.lmp_vers_nr", "bthci_acl.chandle", "bthci_acl.length",
                         "btl2cap.length", "btl2cap.cid", "btatt.opcode", "btatt.handle", "btatt.starting_handle", "btatt.value"]
 
 private struct PDMLField { var name: String; var pos: Int; var size: Int }
