@@ -16,6 +16,8 @@ TEST_SUITES += pdl-check
 TEST_SUITES += rootcanal-test
 # The DocC catalog of the BLE API, built with the toolchain's docc, warnings as errors.
 TEST_SUITES += api-docs
+# The capture explorer (`dump --html`) in Debian's chromium, headless, driven by Selenium.
+TEST_SUITES += browser-test
 
 # libFuzzer targets (Tools/fuzz/Targets, docs/fuzzing.md) and seconds per target for `make fuzz`.
 FUZZ_TARGETS := h4 hci acl l2cap-signaling att-server att-client smp ad capture gatt-file
@@ -149,6 +151,13 @@ docs-check: build
 # skipped when the toolchain has no docc).
 api-docs: sysdeps
 	SWIFT="$(SWIFT)" Tools/test-suite.sh $@ Tools/docs/api-docs.sh $(SWIFT_FLAGS)
+
+# `dump --html` in a real browser (Tools/browser/test_html.py): a page made from a `demo -w`
+# capture, checked against tshark (highlighted octets, filters, request → response links), and a
+# 50 000-packet capture scrolled; screenshots in .build/browser. Skipped (77) without chromium,
+# chromium-driver or selenium.
+browser-test: deps build
+	Tools/test-suite.sh $@ .venv/bin/python Tools/browser/test_html.py --bin "$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" --out .build/browser
 
 # The generated codecs in Sources/*/Generated are what Tools/pdl/generate.py makes of Tools/pdl/*.pdl.
 pdl-check:

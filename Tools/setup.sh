@@ -17,8 +17,10 @@ ROOT=$PWD
 # The build: headers and pkg-config for the CBluetooth and COpenSSL system-library targets.
 BUILD_PACKAGES=(libbluetooth-dev libssl-dev pkg-config)
 # The tests: tshark (capture oracle), the venv's python, the VM suite (qemu, busybox, BlueZ),
-# man-db (`man -l` renders the generated ble-hci(1) in the CLI tests), zsh (its completion), chromium (screenshots of the SVG diagrams).
-TEST_PACKAGES=(tshark python3-venv qemu-system-x86 busybox-static bluez man-db zsh chromium)
+# man-db (`man -l` renders the generated ble-hci(1) in the CLI tests), zsh (its completion), chromium (screenshots of the SVG diagrams) and
+# chromium-driver (Selenium drives it in the browser-test suite, `dump --html`), fonts-wqy-zenhei
+# (CJK glyphs for the pages' font stack, seen in the browser test's screenshots).
+TEST_PACKAGES=(tshark python3-venv qemu-system-x86 busybox-static bluez man-db zsh chromium chromium-driver fonts-wqy-zenhei)
 APT_PACKAGES=("${BUILD_PACKAGES[@]}")
 ((SYSTEM_ONLY)) || APT_PACKAGES+=("${TEST_PACKAGES[@]}")
 
@@ -55,7 +57,7 @@ STAMP=$VENV/.ble-hci-requirements.sha256
 want=$(cat Tools/requirements.txt Tools/constraints.txt | sha256sum | cut -d' ' -f1)
 
 if [[ -x $VENV/bin/python && -f $STAMP && "$(cat "$STAMP")" == "$want" ]] \
-    && "$VENV/bin/python" -c 'import bumble, rootcanal.binaries' 2>/dev/null; then
+    && "$VENV/bin/python" -c 'import bumble, rootcanal.binaries, selenium' 2>/dev/null; then
     log "venv .venv up to date"
     exit 0
 fi

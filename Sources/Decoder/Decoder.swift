@@ -22,6 +22,10 @@ public struct DecodedLayer: Sendable, Equatable {
     /// signaling, att and smp their PDU (the SDU reassembled from K-frames for ATT on a
     /// credit-based channel). nil for layers that have none of their own (gatt, notes).
     public var octets: ArraySlice<UInt8>?
+    /// The octets of the packet (H4 indicator at 0) that are this layer's (its header and, for
+    /// the top layer, its parameters); nil unless the decoder keeps ranges (`fieldRanges`) or
+    /// when the layer is not within this one packet (a reassembled frame).
+    public var range: Range<Int>?
     /// `name` resolved once, so rendering doesn't compare strings per layer per packet.
     private(set) var kind: LayerKind
 
@@ -110,13 +114,28 @@ public final class PacketDecoder {
     private var attributeCollector: AttributeCollector?
     /// `dump --hex`: whether each layer keeps its octets (`DecodedLayer.octets`).
     private let keepsOctets: Bool
+    /// `dump --html`: whether fields and layers get their octets' ranges (`Field.range`).
+    private let keepsRanges: Bool
+    /// The reads of the current packet's HCI header (H4 body at 1), while keeping ranges.
+    private var headerReads: [FieldReads.Read] = []
+    /// The current packet's length with its H4 indicator (the end of its top layer's range).
+    private var packetLength = 0
 
     /// `statistics`: count what `statistics()` reports while decoding. `layerOctets`: keep each
-    /// layer's octets in its `DecodedLayer.octets`.
-    public init(statistics: Bool = false, layerOctets: Bool = false, attributes: Bool = false) {
+    /// layer's octets in its `DecodedLayer.octets`. `fieldRanges`: give fields and layers the
+    /// range of the packet's octets they came from (`Field.range`, `DecodedLayer.range`).
+    public init(statistics: Bool = false, layerOctets: Bool = false, attributes: Bool = false, fieldRanges: Bool = false) {
         collector = statistics ? StatisticsCollector() : nil
         attributeCollector = attributes ? AttributeCollector() : nil
         keepsOctets = layerOctets
+        keepsRanges = fieldRanges
+    }
+
+    /// Runs `parse` (a layer's parser over `root`, which sits at `base` in the packet) and, when
+    /// ranges are kept and `base` is known, the reads it made.
+    private func parsing<T>(_ root: [UInt8], at base: Int?, _ parse: () -> T) -> (T, [FieldReads.Read]) {
+        guard keepsRanges, let base else { return (parse(), []) }
+        return FieldReads.record(root, base: base, parse)
     }
 
     /// What the packets decoded so far carried (nil unless made with `statistics: true`).
@@ -159,6 +178,7 @@ public final class PacketDecoder {
         nextIndex = idx + 1
         var p = DecodedPacket(index: idx, time: time, direction: direction, type: "unknown", summary: "", layers: [])
         p.layers.reserveCapacity(4)  // hci, l2cap, att, gatt: one allocation, not three
+        packetLength = raw.count
         switch packet {
         case .failure(let error):
             if let first = raw.first, let t = HCIPacketType(rawValue: first) { p.type = t.description }
@@ -167,6 +187,11 @@ public final class PacketDecoder {
             p.raw = raw
         case .success(let packet):
             p.type = packet.type.description
+            if keepsRanges {
+                // The packet's own parser again, over the H4 body, for where its header fields sit.
+                let body = Array(raw.dropFirst())
+                headerReads = parsing(body, at: 1) { try? HCIPacket(type: packet.type, body: body) }.1
+            }
             switch packet {
             case .command(let c): decodeCommand(c, into: &p)
             case .event(let e): decodeEvent(e, into: &p)
@@ -195,8 +220,15 @@ public final class PacketDecoder {
         let (name, summary) = summaries.command(c.opcode)
         var f: [Field] = [.code("opcode", c.opcode.rawValue), .text("name", name)]
         p.summary = summary
+        let (decoded, reads) = parsing(c.parameters, at: 4) { Result { () throws(DecodeError) in try HCICommands.decode(c) } }
+        defer {
+            if keepsRanges {
+                p.layers[p.layers.count - 1].fields.place(headerReads + reads, aliases: ["name": "opcode"])
+                p.layers[p.layers.count - 1].range = 1..<packetLength
+            }
+        }
         do {
-            if let cmd = try HCICommands.decode(c) {
+            if let cmd = try decoded.get() {
                 f += expandAdvertisingData(cmd.fields, keys: Self.commandADKeys)
             } else if let entry = HCICatalog.command(c.opcode) {
                 // A command the stack does not send: the catalog's layout (hci-catalog.pdl).
@@ -217,8 +249,16 @@ public final class PacketDecoder {
         let (name, summary) = summaries.event(e.code)
         var f: [Field] = [.code("eventCode", e.code), .text("name", name)]
         p.summary = summary
+        let (decoded, reads) = parsing(e.parameters, at: 3) { Result { () throws(DecodeError) in try HCIEvents.decode(e) } }
+        var returnReads: [FieldReads.Read] = []
+        defer {
+            if keepsRanges {
+                p.layers[p.layers.count - 1].fields.place(headerReads + reads + returnReads, aliases: ["name": "eventCode", "subevent": "subeventCode"])
+                p.layers[p.layers.count - 1].range = 1..<packetLength
+            }
+        }
         do {
-            let ev = try HCIEvents.decode(e)
+            let ev = try decoded.get()
             if let meta = ev as? LEMetaEvent {
                 let t = type(of: meta.subevent)
                 let code = meta.subeventCode
@@ -250,7 +290,16 @@ public final class PacketDecoder {
                 if let problem = d.problem { p.malformed = "\(name): \(problem)" }
                 f += d.fields
             } else {
-                f += ev.fields
+                if let cc = ev as? CommandComplete {
+                    // Its own `fields` reads the return parameters, from its copy of them, which
+                    // sits at 6 (H4, event header, Num_HCI_Command_Packets, Command_Opcode; Vol 4
+                    // Part E 7.7.14).
+                    let (fields, r) = parsing(cc.returnParameters, at: 6) { cc.fields }
+                    f += fields
+                    returnReads = r
+                } else {
+                    f += ev.fields
+                }
                 if let cc = ev as? CommandComplete { p.summary = summaries.commandEvent(code: e.code, summary, cc.opcode) }
                 if let cs = ev as? CommandStatus { p.summary = summaries.commandEvent(code: e.code, summary, cs.opcode) }
                 if let d = ev as? DisconnectionComplete, d.status == .success { forgetConnection(d.connectionHandle) }
@@ -364,10 +413,15 @@ public final class PacketDecoder {
     // MARK: ACL and L2CAP
 
     private func decodeACL(_ a: HCIACLPacket, direction: Direction?, into p: inout DecodedPacket) {
-        p.layers.append(DecodedLayer("hci", [
+        var hci = DecodedLayer("hci", [
             .int("handle", a.handle), .text("pb", a.boundary.description), .int("bc", a.broadcast),
             .int("length", a.data.count),
-        ]))
+        ])
+        if keepsRanges {
+            hci.fields.place(headerReads, aliases: ["pb": "handle", "bc": "handle", "length": "dataTotalLength"])
+            hci.range = 1..<5
+        }
+        p.layers.append(hci)
         p.summary = "ACL data"
         collector?.acl(handle: a.handle, direction: direction, octets: a.data.count, time: p.time)
         switch reassembly.add(a, direction: direction, index: p.index) {
@@ -381,7 +435,9 @@ public final class PacketDecoder {
             var f: [Field] = [.int("fragment", number), .int("frameStart", firstIndex), .int("octetsSoFar", received)]
             if let total { f.append(.int("frameOctets", total, note: "4-octet basic header + \(total - 4)-octet payload")) }
             if let dropped { f.append(.text("droppedIncompleteFrame", dropped)) }
-            p.layers.append(DecodedLayer("l2cap", f, octets: keepsOctets ? a.data[...] : nil))
+            var fragment = DecodedLayer("l2cap", f, octets: keepsOctets ? a.data[...] : nil)
+            if keepsRanges { fragment.range = 5..<packetLength }
+            p.layers.append(fragment)
             p.summary = "L2CAP fragment \(number) of frame starting at #\(firstIndex)"
         case let .frame(bytes, indexes, dropped):
             decodeFrame(bytes, indexes: indexes, dropped: dropped, handle: a.handle, direction: direction, into: &p)
@@ -391,8 +447,11 @@ public final class PacketDecoder {
     private func decodeFrame(_ bytes: [UInt8], indexes: [Int], dropped: String?, handle: UInt16,
                              direction: Direction?, into p: inout DecodedPacket) {
         let frame: L2CAPFrame
+        // A frame reassembled from several packets has no place in this one: no ranges.
+        let base: Int? = indexes.count > 1 ? nil : 5
+        let (decoded, reads) = parsing(bytes, at: base) { Result { () throws(DecodeError) in try L2CAPFrame.decode(bytes) } }
         do {
-            frame = try L2CAPFrame.decode(bytes)
+            frame = try decoded.get()
         } catch {
             p.malformed = "L2CAP: \(error)"
             p.summary = "Malformed L2CAP"
@@ -401,28 +460,30 @@ public final class PacketDecoder {
         if collector != nil { countFrame(frame, handle: handle, direction: direction, time: p.time) }
         let frameOctets: ArraySlice<UInt8>? = keepsOctets ? bytes[...] : nil
         var l2: [Field] = frame.fields
+        l2.place(reads, aliases: ["cid": "channelId", "channel": "channelId"])
+        let payloadBase = base.map { $0 + 4 }
         if indexes.count > 1 {
             l2.append(Field("fragments", .list(indexes.map { .int($0) }), note: "packets that made this frame"))
         }
         if let dropped { l2.append(.text("droppedIncompleteFrame", dropped)) }
         switch frame.cid {
         case .att:
-            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
-            decodeATT(frame.payload, handle: handle, direction: direction, bearer: 0, into: &p)
+            p.layers.append(l2capLayer(l2, frameOctets, base))
+            decodeATT(frame.payload, at: payloadBase, handle: handle, direction: direction, bearer: 0, into: &p)
         case .leSignaling:
-            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
+            p.layers.append(l2capLayer(l2, frameOctets, base))
             let index = p.index
-            appendLayer("signaling", malformed: "L2CAP signaling", octets: frame.payload, into: &p) { () throws(DecodeError) in
+            appendLayer("signaling", malformed: "L2CAP signaling", octets: frame.payload, at: payloadBase, into: &p) { () throws(DecodeError) in
                 let cmd = try SignalingCommand.decode(frame.payload)
                 channels.observe(cmd.body, identifier: cmd.identifier, handle: handle, direction: direction, index: index)
                 return (cmd.fields, "L2CAP \(cmd.code.name ?? "Unknown signaling command (\(hexCode(cmd.code.rawValue)))")")
             }
         case .signaling:
-            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
-            decodeACLUSignaling(frame.payload, handle: handle, direction: direction, into: &p)
+            p.layers.append(l2capLayer(l2, frameOctets, base))
+            decodeACLUSignaling(frame.payload, at: payloadBase, handle: handle, direction: direction, into: &p)
         case .smp, .bredrSMP:
-            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
-            appendLayer("smp", malformed: "SMP", octets: frame.payload, into: &p) { () throws(DecodeError) in
+            p.layers.append(l2capLayer(l2, frameOctets, base))
+            appendLayer("smp", malformed: "SMP", octets: frame.payload, at: payloadBase, into: &p) { () throws(DecodeError) in
                 let pdu = try SMPPDU.decode(frame.payload)
                 collector?.smp(pdu, direction: direction)
                 return (pdu.fields, "SMP \(pdu.name)")
@@ -430,13 +491,22 @@ public final class PacketDecoder {
         default:
             let key = ChannelTracker.Key(handle: handle, direction: direction, cid: frame.cid.rawValue)
             guard let ch = channels.channel(handle: handle, direction: direction, cid: frame.cid.rawValue) else {
-                l2.append(.bytes("payload", frame.payload))
-                p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
+                l2.append(Field("payload", .bytes(frame.payload), range: payloadBase.map { $0..<packetLength }))
+                p.layers.append(l2capLayer(l2, frameOctets, base, whole: true))
                 p.summary = "L2CAP \(frame.cid.description)"
                 return
             }
-            decodeChannel(frame.payload, channel: ch, key: key, l2: l2, frameOctets: frameOctets, into: &p)
+            decodeChannel(frame.payload, channel: ch, key: key, l2: l2, frameOctets: frameOctets, base: base, into: &p)
         }
+    }
+
+    /// The L2CAP layer of a frame at `base` in the packet: its range is the basic header
+    /// (Vol 3 Part A 3.1), plus `extra` header octets, or the whole frame when it is the top layer.
+    private func l2capLayer(_ fields: [Field], _ octets: ArraySlice<UInt8>?, _ base: Int?, extra: Int = 0,
+                            whole: Bool = false) -> DecodedLayer {
+        var layer = DecodedLayer("l2cap", fields, octets: octets)
+        if keepsRanges, let base { layer.range = base..<(whole ? packetLength : base + 4 + extra) }
+        return layer
     }
 
     /// `dump --stats`: the frame's channel as the channel tracking knows it.
@@ -457,19 +527,25 @@ public final class PacketDecoder {
     /// A frame on a followed dynamic channel: its PSM and mode in the L2CAP layer, then the SDU
     /// decoded by the PSM's protocol (ATT on 0x001F and 0x0027), else shown as octets.
     private func decodeChannel(_ payload: [UInt8], channel ch: ChannelTracker.Channel, key: ChannelTracker.Key,
-                               l2 base: [Field], frameOctets: ArraySlice<UInt8>?, into p: inout DecodedPacket) {
+                               l2 fields: [Field], frameOctets: ArraySlice<UInt8>?, base: Int?, into p: inout DecodedPacket) {
         let psm = PSM(ch.psm)
         let protocolName = psm.name ?? "PSM \(hexCode(ch.psm, digits: 4))"
-        var l2 = base.filter { $0.name != "channel" }
+        var l2 = fields.filter { $0.name != "channel" }
         l2.append(.text("channel", protocolName))
         l2.append(.code("psm", ch.psm, note: psm.name))
         l2.append(.text("mode", ch.mode.name))
         l2.append(.int("openedIn", ch.openedIn))
         let sdu: [UInt8]
+        // Where the SDU starts in this packet: after the basic header, and the 2-octet SDU
+        // Length of a K-frame that carries a whole SDU (Vol 3 Part A 3.4.3); nil when the SDU
+        // came in several frames.
+        var sduBase = base.map { $0 + 4 }
+        var sduHeader = 0
         switch ch.mode {
         case .framed:
-            l2.append(.bytes("payload", payload, note: "I-/S-frames of this mode are not decoded"))
-            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
+            l2.append(Field("payload", .bytes(payload), note: "I-/S-frames of this mode are not decoded",
+                            range: base.map { $0 + 4..<packetLength }))
+            p.layers.append(l2capLayer(l2, frameOctets, base, whole: true))
             p.summary = "L2CAP \(protocolName) (\(ch.mode.name))"
             return
         case .basic:
@@ -478,38 +554,51 @@ public final class PacketDecoder {
             switch channels.kFrame(payload, key: key, index: p.index) {
             case let .malformed(reason):
                 l2.append(.bytes("payload", payload))
-                p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
+                p.layers.append(l2capLayer(l2, frameOctets, base, whole: true))
                 p.malformed = "L2CAP K-frame: \(reason)"
                 p.summary = "Malformed L2CAP K-frame"
                 return
             case let .partial(number, firstIndex, received, length):
                 if number == 1 { l2.append(.int("sduLength", length)) }
                 l2 += [.int("sduFragment", number), .int("sduStart", firstIndex), .int("sduOctetsSoFar", received)]
-                p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
+                p.layers.append(l2capLayer(l2, frameOctets, base, whole: true))
                 p.summary = "L2CAP \(protocolName) K-frame \(number) of SDU starting at #\(firstIndex)"
                 return
             case let .sdu(bytes, length, frames):
-                if frames.isEmpty { l2.append(.int("sduLength", length)) }
-                else { l2.append(Field("sduFrames", .list(frames.map { .int($0) }), note: "packets that made this SDU")) }
+                if frames.isEmpty {
+                    l2.append(Field("sduLength", .int(length), range: sduBase.map { $0..<$0 + 2 }))
+                    sduBase = sduBase.map { $0 + 2 }
+                    sduHeader = 2
+                } else {
+                    l2.append(Field("sduFrames", .list(frames.map { .int($0) }), note: "packets that made this SDU"))
+                    sduBase = nil
+                }
                 sdu = bytes
             }
         }
         switch psm {
         case .att, .eatt:
-            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
-            decodeATT(sdu, handle: key.handle, direction: key.direction, bearer: ch.serial, into: &p)
+            p.layers.append(l2capLayer(l2, frameOctets, base, extra: sduHeader))
+            decodeATT(sdu, at: sduBase, handle: key.handle, direction: key.direction, bearer: ch.serial, into: &p)
         default:
-            l2.append(.bytes("sdu", sdu))
-            p.layers.append(DecodedLayer("l2cap", l2, octets: frameOctets))
+            l2.append(Field("sdu", .bytes(sdu), range: sduBase.map { $0..<packetLength }))
+            p.layers.append(l2capLayer(l2, frameOctets, base, whole: true))
             p.summary = "L2CAP \(protocolName)"
         }
     }
 
     /// An ATT PDU on the fixed channel (`bearer` 0) or a followed channel (its serial).
-    private func decodeATT(_ payload: [UInt8], handle: UInt16, direction: Direction?, bearer: Int, into p: inout DecodedPacket) {
+    private func decodeATT(_ payload: [UInt8], at base: Int?, handle: UInt16, direction: Direction?, bearer: Int,
+                           into p: inout DecodedPacket) {
+        let (decoded, reads) = parsing(payload, at: base) { Result { () throws(DecodeError) in try ATTPDU.decode(payload) } }
         do {
-            let pdu = try ATTPDU.decode(payload)
-            p.layers.append(DecodedLayer("att", pdu.fields, octets: keepsOctets ? payload[...] : nil))
+            let pdu = try decoded.get()
+            var att = DecodedLayer("att", pdu.fields, octets: keepsOctets ? payload[...] : nil)
+            if keepsRanges, let base {
+                att.fields.place(reads, aliases: ["name": "opcode", "type": "uuid"])
+                att.range = base..<base + payload.count
+            }
+            p.layers.append(att)
             p.summary = summaries.att(pdu.opcode)
             let (g, answered) = gatt.process(pdu, connection: handle, direction: direction, bearer: bearer, time: p.time)
             collector?.att(pdu, direction: direction, answered: answered, time: p.time)
@@ -533,8 +622,9 @@ public final class PacketDecoder {
 
     /// The BR/EDR signaling channel: every command of the C-frame (one layer; several commands
     /// are listed under `commands`), each followed for the channels it opens or closes.
-    private func decodeACLUSignaling(_ payload: [UInt8], handle: UInt16, direction: Direction?, into p: inout DecodedPacket) {
-        let (commands, error) = ACLUSignalingCommand.decodeAll(payload)
+    private func decodeACLUSignaling(_ payload: [UInt8], at base: Int?, handle: UInt16, direction: Direction?,
+                                     into p: inout DecodedPacket) {
+        let ((commands, error), reads) = parsing(payload, at: base) { ACLUSignalingCommand.decodeAll(payload) }
         for c in commands {
             switch c.body {
             case .shared(let b): channels.observe(b, identifier: c.identifier, handle: handle, direction: direction, index: p.index)
@@ -542,11 +632,14 @@ public final class PacketDecoder {
             }
         }
         let names = commands.map { $0.code.name ?? "Unknown signaling command (\(hexCode($0.code.rawValue)))" }
-        if commands.count == 1 {
-            p.layers.append(DecodedLayer("signaling", commands[0].fields, octets: keepsOctets ? payload[...] : nil))
-        } else if !commands.isEmpty {
-            p.layers.append(DecodedLayer("signaling", [Field("commands", .list(commands.map { .object($0.fields) }))],
-                                         octets: keepsOctets ? payload[...] : nil))
+        if !commands.isEmpty {
+            var layer = DecodedLayer("signaling", commands.count == 1 ? commands[0].fields : [Field("commands", .list(commands.map { .object($0.fields) }))],
+                                     octets: keepsOctets ? payload[...] : nil)
+            if keepsRanges, let base {
+                layer.fields.place(reads)
+                layer.range = base..<base + payload.count
+            }
+            p.layers.append(layer)
         }
         p.summary = "L2CAP " + (names.isEmpty ? "signaling" : names.joined(separator: ", "))
         if let error {
@@ -557,11 +650,17 @@ public final class PacketDecoder {
 
     /// A payload that makes one layer: its fields and the packet's summary, or, when it does not
     /// decode, the packet marked malformed with the cause (`what` names the protocol).
-    private func appendLayer(_ layer: String, malformed what: String, octets: [UInt8], into p: inout DecodedPacket,
+    private func appendLayer(_ layer: String, malformed what: String, octets: [UInt8], at base: Int?, into p: inout DecodedPacket,
                              _ decode: () throws(DecodeError) -> (fields: [Field], summary: String)) {
+        let (decoded, reads) = parsing(octets, at: base) { Result(catching: decode) }
         do {
-            let (fields, summary) = try decode()
-            p.layers.append(DecodedLayer(layer, fields, octets: keepsOctets ? octets[...] : nil))
+            let (fields, summary) = try decoded.get()
+            var l = DecodedLayer(layer, fields, octets: keepsOctets ? octets[...] : nil)
+            if keepsRanges, let base {
+                l.fields.place(reads, aliases: ["name": "code"])
+                l.range = base..<base + octets.count
+            }
+            p.layers.append(l)
             p.summary = summary
         } catch {
             p.malformed = "\(what): \(error)"

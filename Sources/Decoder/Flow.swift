@@ -148,8 +148,10 @@ public struct FlowBuilder {
         let arrow = FlowArrow(index: p.index, time: p.time, from: from, to: to, layer: label.layer, label: label.text,
                               malformed: p.malformed != nil, shape: label.shape)
         if let (kind, asServer) = placement {
-            if let last = steps.last, last.kind == kind, last.asServer == asServer {
-                steps[steps.count - 1].arrows.append(arrow)
+            // Not `if let last = steps.last`: that copy would share the arrows' buffer, and the
+            // append would copy it whole, for every packet (quadratic: 50 000 packets took minutes).
+            if let n = steps.indices.last, steps[n].kind == kind, steps[n].asServer == asServer {
+                steps[n].arrows.append(arrow)
             } else {
                 steps.append(FlowStep(kind: kind, asServer: asServer, arrows: [arrow]))
             }

@@ -13,6 +13,9 @@ public enum FlowSVG {
     static let firstLane = 230
     static let top = 96
     static let charWidth = 6.6  // 11 px monospace
+    /// Monospace fonts with CJK glyphs after the Latin ones (device names and values in any
+    /// script); the explorer page (`dump --html`) uses the same stack.
+    static let fontStack = "'DejaVu Sans Mono', 'Noto Sans Mono CJK SC', 'Noto Sans CJK SC', 'WenQuanYi Zen Hei Mono', 'Droid Sans Fallback', monospace"
 
     /// A run repeated at least this many times is collapsed.
     public static let collapseThreshold = 4
@@ -123,7 +126,7 @@ public enum FlowSVG {
         var s = ""
         s.reserveCapacity(rows.count * 260 + 4096)
         s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\" font-family=\"DejaVu Sans Mono, monospace\" font-size=\"11\">\n"
+        s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\" font-family=\"\(fontStack)\" font-size=\"11\">\n"
         s += "<title>ble-hci flow: \(d.packetCount) packets in \(d.steps.count) steps</title>\n"
         s += "<defs>\n"
         for c in colours {

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Little-endian byte cursor used by every PDU parser in the stack and the decoder.
 ///
 /// Input is hostile: every read checks bounds and throws `DecodeError` instead of trapping.
@@ -32,6 +34,7 @@ public struct ByteReader: Sendable {
         guard n >= 0, remaining >= n else {
             throw DecodeError.truncated(field: "\(field)", needed: n, available: remaining)
         }
+        if FieldReads.recording.load(ordering: .relaxed) != 0 { FieldReads.note(field, bytes, offset, n) }
     }
 
     public mutating func u8(_ field: StaticString = "octet") throws(DecodeError) -> UInt8 {
@@ -103,7 +106,8 @@ public struct ByteReader: Sendable {
     }
 
     /// Everything not read yet.
-    public mutating func rest() -> [UInt8] {
+    public mutating func rest(_ field: StaticString = FieldReads.rest) -> [UInt8] {
+        if FieldReads.recording.load(ordering: .relaxed) != 0 { FieldReads.note(field, bytes, offset, remaining) }
         defer { offset = end }
         return Array(bytes[offset..<end])
     }
@@ -120,6 +124,52 @@ public struct ByteReader: Sendable {
     /// Throws when bytes are left over: a PDU of fixed length must not be longer than the spec says.
     public func expectEnd(_ pdu: String) throws(DecodeError) {
         if remaining != 0 { throw DecodeError.trailingBytes(pdu: pdu, count: remaining) }
+    }
+}
+
+/// The octets each named read of a parser covered (`dump --html` highlights a field's bytes):
+/// the parser of a PDU is the only one that knows where its fields sit, so `ByteReader` notes
+/// every bounds-checked read while a `record` is under way. Only reads of a reader over the
+/// recorded array itself (or a window of it) count: a parser that copies bytes out and reads
+/// the copy has no place in the packet for them. Off (one relaxed load per read) otherwise.
+public final class FieldReads: Sendable {
+    public struct Read: Sendable, Equatable {
+        /// The name the parser gave the read (`r.u16("handle")`), `FieldReads.rest` for `rest()`.
+        public let name: String
+        /// Octets within the packet: offsets in the recorded array plus the `base` given.
+        public let range: Range<Int>
+    }
+
+    /// The name of a `rest()` that was not given one.
+    public static let rest: StaticString = "(rest)"
+
+    /// How many `record`s are under way in the process: while 0, reads note nothing.
+    static let recording = Atomic<Int>(0)
+    @TaskLocal static var current: FieldReads?
+
+    private let root: [UInt8]
+    private let base: Int
+    private let reads = Mutex<[Read]>([])
+
+    private init(root: [UInt8], base: Int) {
+        self.root = root
+        self.base = base
+    }
+
+    /// Runs `body` (which parses `root`) and returns what it returned and the reads it made of
+    /// `root`, each placed at `base` + its offset in `root`.
+    public static func record<T>(_ root: [UInt8], base: Int, _ body: () -> T) -> (T, [Read]) {
+        let r = FieldReads(root: root, base: base)
+        recording.add(1, ordering: .relaxed)
+        defer { recording.subtract(1, ordering: .relaxed) }
+        let value = $current.withValue(r) { body() }
+        return (value, r.reads.withLock { $0 })
+    }
+
+    static func note(_ field: StaticString, _ bytes: [UInt8], _ offset: Int, _ count: Int) {
+        // `==` is an identity check first: a reader over the recorded array costs no comparison.
+        guard let r = current, r.root == bytes else { return }
+        r.reads.withLock { $0.append(Read(name: "\(field)", range: r.base + offset ..< r.base + offset + count)) }
     }
 }
 

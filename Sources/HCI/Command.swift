@@ -103,8 +103,13 @@ public enum HCICommands {
 
     /// Decodes the return parameters (after Status) of `opcode`'s Command Complete.
     public static func decodeReturn(opcode: HCIOpcode, _ bytes: [UInt8]) throws(DecodeError) -> (any HCIReturnParameters)? {
+        try decodeReturn(opcode: opcode, from: ByteReader(bytes))
+    }
+
+    /// The same, read from `reader` in place (Command Complete reads them after its Status).
+    public static func decodeReturn(opcode: HCIOpcode, from reader: ByteReader) throws(DecodeError) -> (any HCIReturnParameters)? {
         guard let t = type(for: opcode) else { return nil }
-        return try t.decodeReturnParameters(bytes)
+        return try t.decodeReturnParameters(reader)
     }
 
     private static let byOpcode: [UInt16: any HCICommand.Type] = {
@@ -115,8 +120,8 @@ public enum HCICommands {
 }
 
 extension HCICommand {
-    static func decodeReturnParameters(_ bytes: [UInt8]) throws(DecodeError) -> any HCIReturnParameters {
-        var r = ByteReader(bytes)
+    static func decodeReturnParameters(_ reader: ByteReader) throws(DecodeError) -> any HCIReturnParameters {
+        var r = reader
         return try ReturnParameters(returnParameters: &r)
     }
 }

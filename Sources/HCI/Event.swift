@@ -207,12 +207,16 @@ public struct CommandComplete: HCIEventParameters, Equatable {
             .int("numHCICommandPackets", numHCICommandPackets),
             .code("commandOpcode", opcode.rawValue, note: opcode.name),
         ]
-        guard !returnParameters.isEmpty else { return f }
+        // Status, then the command's return parameters, read in place (so `dump --html` knows
+        // where each sits in the event).
+        var r = ByteReader(returnParameters)
+        guard let code = try? r.u8("status") else { return f }
+        let status = HCIStatus(code)
         f.append(.code("status", status.rawValue, note: status.name))
         let rest = Array(returnParameters.dropFirst())
         if status.isSuccess {
             do {
-                if let ret = try HCICommands.decodeReturn(opcode: opcode, rest) {
+                if let ret = try HCICommands.decodeReturn(opcode: opcode, from: r) {
                     f += ret.fields
                 } else if let e = HCICatalog.command(opcode) {
                     let d = CatalogLayout.decode(e.returnParameters, rest)

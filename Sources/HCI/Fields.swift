@@ -7,12 +7,17 @@ public struct Field: Sendable, Equatable {
     public var value: FieldValue
     /// A human gloss shown after the value in the tree ("30.00 ms", "Success"); not in JSON.
     public var note: String?
+    /// The octets of the packet (H4 indicator at 0) the field was read from; nil unless the
+    /// decoder was asked for ranges (`dump --html`), or when the parser read it from a copy
+    /// or from other packets (a reassembled frame).
+    public var range: Range<Int>?
 
     @inlinable
-    public init(_ name: String, _ value: FieldValue, note: String? = nil) {
+    public init(_ name: String, _ value: FieldValue, note: String? = nil, range: Range<Int>? = nil) {
         self.name = name
         self.value = value
         self.note = note
+        self.range = range
     }
 }
 

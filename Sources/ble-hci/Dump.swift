@@ -27,6 +27,14 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
     let flow = c.args.has("flow")
     let svgPath = c.args.last("svg")
     let hex = c.args.has("hex")
+    if let htmlPath = c.args.last("html") {
+        // The page is the whole explorer: it has its own layer filter, listing and diagram.
+        if let other = ["flow", "svg", "layers", "hex", "stats", "attributes"].first(where: c.args.has) {
+            throw UsageError("--html writes the whole capture explorer: --\(other) does not go with it", command: c.command)
+        }
+        guard !c.out.json else { throw UsageError("--html writes a page: --json does not go with it", command: c.command) }
+        return runHTML(&reader, path: path, htmlPath: htmlPath, c)
+    }
     if c.args.has("stats") {
         // The statistics cover every packet and layer: the options that select packets to
         // print or draw them have nothing to act on.
@@ -71,12 +79,18 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
 /// and the damage (the reader's message names the record number and byte offset), if any.
 private func decodeAll(_ reader: inout CaptureReader, _ decoder: PacketDecoder = PacketDecoder(),
                        _ body: (DecodedPacket) -> Void) -> (records: Int, damage: String?) {
+    decodeRecords(&reader, decoder) { p, _ in body(p) }
+}
+
+/// `decodeAll`, with each packet's record (its bytes: `dump --html` shows them).
+private func decodeRecords(_ reader: inout CaptureReader, _ decoder: PacketDecoder,
+                           _ body: (DecodedPacket, CaptureRecord) -> Void) -> (records: Int, damage: String?) {
     var records = 0
     while true {
         do {
             guard let record = try reader.next() else { return (records, nil) }
             records += 1
-            body(decoder.decode(record))
+            body(decoder.decode(record), record)
         } catch {
             return (records, error.description)
         }
@@ -218,6 +232,23 @@ private func runFlow(_ reader: inout CaptureReader, path: String, layers: Set<St
         }
     }
     // A damaged capture fails as plain `dump` does, after drawing what came before the damage.
+    return outcome(path, damage: damage, records: records, c)
+}
+
+/// `dump --html OUT.html`: every packet decoded with its fields' octet ranges, the flow, the
+/// exchanges and the GATT database, into one page (Decoder's ExplorerPage).
+private func runHTML(_ reader: inout CaptureReader, path: String, htmlPath: String, _ c: CommandContext) -> Int32 {
+    let decoder = PacketDecoder(attributes: true, fieldRanges: true)
+    var page = ExplorerPage(title: path == "-" ? "stdin" : (path as NSString).lastPathComponent)
+    let (records, damage) = decodeRecords(&reader, decoder) { p, record in page.add(p, raw: record.raw) }
+    if damage == nil && records == 0 { return outcome(path, damage: nil, records: 0, c) }
+    do {
+        // Written whole to a temporary file, then renamed: never a half-written page.
+        try Data(page.render(servers: decoder.attributes() ?? []).utf8).write(to: URL(fileURLWithPath: htmlPath), options: .atomic)
+    } catch {
+        c.out.error("cannot write \(htmlPath): \(error.localizedDescription)")
+        return ExitCode.failure
+    }
     return outcome(path, damage: damage, records: records, c)
 }
 

@@ -185,6 +185,7 @@ let commandHelp: [String: String] = [
     """,
     "dump": """
     Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg] [--hex]
+           ble-hci dump FILE --html OUT.html
            ble-hci dump FILE --stats [--json]
            ble-hci dump FILE --attributes [--json]
 
@@ -214,6 +215,21 @@ let commandHelp: [String: String] = [
                         exchanges and repeated sessions folded into one "× N" row (clicking a
                         folded exchange lists up to 40 of its packets; the text diagram lists
                         every packet). With --flow, both.
+      --html OUT.html   the capture explorer: one self-contained page to open in a browser
+                        (no network, no external script or font). The packet list grouped by
+                        the steps of --flow with repeated exchanges folded (click to unfold),
+                        the sequence diagram beside it row by row; the selected packet's layer
+                        tree and its octets in hex, one colour band per layer (H4, HCI, L2CAP,
+                        ATT / SMP / signaling); pointing at or clicking a field highlights the
+                        octets it was read from; a request's or command's row links to its
+                        response (ATT, HCI Command Complete / Status) and back; the GATT
+                        database the capture revealed (as --attributes; a handle filters);
+                        filters by layer, opcode, attribute handle and text. Only the visible
+                        rows are drawn: a 50 000-packet capture scrolls. Partial: fields of a
+                        frame reassembled from several ACL packets, AD structures, the GATT
+                        layer's and those of commands and events only the catalog describes
+                        have no octet range (they are listed, not highlighted). Not with
+                        other options.
       --hex             under each layer's fields, that layer's octets in hex (16 a line after
                         their offset, as tshark -x): hci the HCI packet after the H4 indicator,
                         l2cap the whole frame with its basic header (a fragment: its ACL data),
@@ -269,6 +285,7 @@ let commandHelp: [String: String] = [
       ble-hci dump demo.pcap --layers hci,att
       ble-hci dump demo.pcap --flow
       ble-hci dump demo.pcap --layers att --flow --svg demo.svg
+      ble-hci dump demo.pcap --html demo.html             # then open demo.html in a browser
       ble-hci dump btsnoop_hci.log --layers l2cap,att   # ATT over BR/EDR and EATT channels too
       ble-hci dump iphone.pklg --json
       ble-hci dump demo.pcap --layers l2cap,att --hex     # each layer's octets under its fields
@@ -373,7 +390,7 @@ let commandSpecs: [String: OptionSpec] = [
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),
     "session": OptionSpec(flags: securityFlags, valued: securityValued),
     "shell": OptionSpec(flags: securityFlags, valued: securityValued),
-    "dump": OptionSpec(flags: ["flow", "stats", "hex", "attributes"], valued: ["layers", "svg"]),
+    "dump": OptionSpec(flags: ["flow", "stats", "hex", "attributes"], valued: ["layers", "svg", "html"]),
     "demo": OptionSpec(flags: ["airtime"], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen", "airtime"]),
     "proxy": OptionSpec(flags: [], valued: ["host", "controller"]),

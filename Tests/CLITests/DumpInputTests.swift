@@ -81,20 +81,43 @@ extension CLITests {
         // Issue 16 item 7 counts "header only" among the corrupt captures that must exit 1
         // (tshark reads such a file as an empty capture: 0 frames, which we check as the
         // independent reading of the file). Same for the diagram paths: no text, no SVG.
-        @Test(arguments: [[String](), ["--json"], ["--flow"], ["--svg"]])
+        @Test(arguments: [[String](), ["--json"], ["--flow"], ["--svg"], ["--html"]])
         func headerOnlyFailsAndSaysSo(_ options: [String]) async throws {
             let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.fixture)))
             let dir = try TempDir()
             let path = dir.path("empty.btsnoop")
             try Data(Array(bytes[..<16])).write(to: URL(fileURLWithPath: path))
             let svg = dir.path("empty.svg")
-            let r = try await BleHCI.run(["dump", path] + (options == ["--svg"] ? ["--svg", svg] : options))
+            let r = try await BleHCI.run(["dump", path] + (options == ["--svg"] || options == ["--html"] ? [options[0], svg] : options))
             let t = try await Self.tsharkFrames(path)
             #expect(t.status == 0 && t.count == 0, "tshark: \(t)")
             expectStatus(r, 1, "dump \(options) of a header-only capture")
             #expect(r.stdout.isEmpty)
             #expect(r.stderr.contains("no packets"), "stderr: \(r.stderr)")
             #expect(!FileManager.default.fileExists(atPath: svg))
+        }
+
+        /// `dump --html`: a page holding every packet tshark reads; of a cut capture, the page of
+        /// the records before the cut, and exit 1 naming the record, as plain `dump`.
+        @Test func htmlHoldsEveryPacketAndACutCaptureFailsAfterThePage() async throws {
+            let dir = try TempDir()
+            let page = dir.path("page.html")
+            let r = try await BleHCI.run(["dump", Self.fixture, "--html", page])
+            expectStatus(r, 0, "dump --html")
+            let html = try String(contentsOfFile: page, encoding: .utf8)
+            let t = try await Self.tsharkFrames(Self.fixture)
+            #expect(html.components(separatedBy: "{\"i\":").count - 1 == t.count, "packets in the page vs tshark's \(t.count) frames")
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.fixture)))
+            let offsets = Self.btsnoopRecordOffsets(bytes)
+            let cut = dir.path("cut.btsnoop")
+            try Data(Array(bytes[..<(offsets[7] + 24 + 1)])).write(to: URL(fileURLWithPath: cut))
+            let c = try await BleHCI.run(["dump", cut, "--html", page])
+            expectStatus(c, 1, "dump --html of a cut capture")
+            #expect(c.stderr.contains("record 8"), "stderr: \(c.stderr)")
+            let partial = try String(contentsOfFile: page, encoding: .utf8)
+            #expect(partial.components(separatedBy: "{\"i\":").count - 1 == 7)
+            let both = try await BleHCI.run(["dump", Self.fixture, "--html", page, "--json"])
+            expectStatus(both, 2, "dump --html --json")
         }
 
         @Test(arguments: ["-", "/dev/stdin"])
