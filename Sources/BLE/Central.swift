@@ -371,9 +371,10 @@ public final class RemotePeripheral: Sendable {
     /// back-pressure (it waits for the peer's credits) and receives them as an AsyncSequence
     /// (`sdus`). Throws `BLEError.refused` with the peer's result.
     public func openL2CAPChannel(psm: UInt16, mtu: UInt16 = 2048, mps: UInt16 = 247, credits: UInt16 = 16) async throws -> L2CAPChannel {
-        try await boundary(link) { try await link.run { layers, host in
+        let base = try await boundary(link) { try await link.run { layers, host in
             try await layers.l2cap.connectChannel(psm: psm, mtu: mtu, mps: mps, credits: credits, host: host)
         } }
+        return L2CAPChannel(base, link: LinkSlot(link))
     }
 
     /// RSSI of the link in dBm (HCI Read RSSI).

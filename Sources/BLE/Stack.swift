@@ -454,6 +454,7 @@ actor Stack {
         let attempts = pairingAttempts
         let pairingDelegate = options.pairingDelegate
         let published = self.published
+        let slot = LinkSlot()
         let task = Task { [host] () -> Link in
             // Set up in one job of the host: the layers are made, registered and attached there
             // (frames that arrive meanwhile wait in the link's route and are handed over first).
@@ -478,7 +479,7 @@ actor Stack {
                 let client = GATTClient(requester: requester)
                 bearer.setNotificationHandler { pdu in await client.received(pdu) }
                 bearer.setNotificationFastHandler { pdu in client.deliverNotification(pdu) }
-                if connection.role == .peripheral { for (psm, l) in published { l.listen(psm, on: l2cap) } }
+                if connection.role == .peripheral { for (psm, l) in published { l.listen(psm, on: l2cap, link: slot) } }
                 l2cap.setFixedChannel(.att, bearer, host: host)
                 l2cap.setFixedChannel(.smp, security, host: host)
                 if let server { await bearer.setServerDelegate(server, host: host) }
@@ -487,6 +488,7 @@ actor Stack {
                     : options.security.encryptBondedLinks && security.hasBond(), bearer.link)
             }
             let link = Link(connection: connection, host: host, att: att)
+            slot.set(link)
             if secureNow { Task { _ = try? await link.run { layers, host in try await layers.security.secure(host: host) } } }
             return link
         }
@@ -507,7 +509,7 @@ actor Stack {
         }
         published[spsm] = listener
         for link in await currentLinks() where link.connection.role == .peripheral {
-            _ = try? await link.run { layers, _ in listener.listen(spsm, on: layers.l2cap) }
+            _ = try? await link.run { layers, _ in listener.listen(spsm, on: layers.l2cap, link: LinkSlot(link)) }
         }
         return spsm
     }
@@ -599,9 +601,9 @@ struct ChannelListener: Sendable {
     let credits: UInt16?
     let channels: AsyncStream<L2CAPChannel>.Continuation
 
-    func listen(_ psm: UInt16, on l2cap: L2CAPConnection) {
+    func listen(_ psm: UInt16, on l2cap: L2CAPConnection, link: LinkSlot) {
         let channels = channels
-        l2cap.listen(psm: psm, mtu: mtu, mps: mps, credits: credits) { channels.yield($0) }
+        l2cap.listen(psm: psm, mtu: mtu, mps: mps, credits: credits) { channels.yield(L2CAPChannel($0, link: link)) }
     }
 
     func finish() { channels.finish() }

@@ -3,7 +3,6 @@ import Synchronization
 import Testing
 import TestSupport
 import HCI
-import L2CAP
 import VirtualController
 import BLE
 import BLETesting

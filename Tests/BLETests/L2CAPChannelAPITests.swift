@@ -40,12 +40,39 @@ import VirtualController
         // The other way, and an SDU above the peer's MTU is refused before anything is sent.
         try await theirs.send(Array(repeating: 0xA5, count: 700))
         #expect(try await ours.receive() == Array(repeating: 0xA5, count: 700))
-        await #expect(throws: L2CAPError.sduTooLarge(length: 601, mtu: 600)) { try await ours.send(Array(repeating: 0, count: 601)) }
+        // (A BLEError at the BLE boundary, as every failure of the API: issue 25.)
+        await #expect { try await ours.send(Array(repeating: 0, count: 601)) } throws: { error in
+            guard case BLEError.invalidArgument(let message) = error else { return false }
+            return message.contains("601") && message.contains("MTU 600")
+        }
         // Closing ends the peer's SDUs normally (Disconnection Request/Response, 4.6, 4.7).
         try await ours.close()
         #expect(try await theirs.receive() == nil)
         await peripheral.unpublishL2CAPChannel(psm: published.psm)
         #expect(await accepted.next() == nil)
+        await central.close()
+        await peripheral.close()
+    }
+
+    /// A channel whose link goes down throws the link's disconnection, with the reason the
+    /// peer gave in its HCI Disconnect (Core v5.4 Vol 4 Part E 7.1.6: the remote controller
+    /// reports that reason), on both sides' open channels.
+    @Test func aChannelOfALinkThatWentDownThrowsTheDisconnection() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        let peripheral = try await Peripheral.open(transports[0], services: [], name: "coc")
+        let published = try await peripheral.publishL2CAPChannel()
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "coc", restartAfterDisconnection: false))
+        let central = try await Central.open(transports[1])
+        let adv = try await central.find(ScanFilter(nameContains: "coc"), timeout: .seconds(5))
+        let remote = try await central.connect(to: adv.address)
+        let ours = try await remote.openL2CAPChannel(psm: published.psm)
+        var accepted = published.channels.makeAsyncIterator()
+        let theirs = try #require(await accepted.next())
+        #expect(ours.connection == remote.connectionHandle)
+        _ = try await peripheral.disconnect(connection: theirs.connection, reason: .remoteLowResources)
+        #expect(await remote.disconnected() == .remoteLowResources)
+        await #expect(throws: BLEError.disconnected(.remoteLowResources)) { _ = try await ours.receive() }
+        await #expect(throws: BLEError.disconnected(.remoteLowResources)) { try await ours.send([0x01]) }
         await central.close()
         await peripheral.close()
     }
