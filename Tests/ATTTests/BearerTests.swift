@@ -1,5 +1,5 @@
-// The ATT bearer between two of our stacks over Bumble's virtual controllers (27-octet ACL
-// buffers, so every PDU above 23 octets is fragmented).
+// The ATT bearer between two of our stacks on the in-process virtual link (`LinkPair`: 27-octet
+// ACL buffers, so every PDU above 23 octets is fragmented; one manual deadline clock).
 import Synchronization
 import Testing
 import HCI

@@ -1,5 +1,6 @@
-// L2CAP runtime: signaling and LE credit-based channels, between two of our stacks over
-// Bumble's virtual controllers, and against Bumble's own L2CAP (Tools/bumble/l2cap_coc.py).
+// L2CAP runtime: signaling and LE credit-based channels, between two of our stacks on the
+// in-process virtual link (`LinkPair`, one manual deadline clock), and against Bumble's own
+// L2CAP (Tools/bumble/l2cap_coc.py) for interop.
 import Synchronization
 import Testing
 import HCI
