@@ -34,13 +34,12 @@ public enum HCIBitFields {
     }
 
     /// The events Set Event Mask enables (Core v5.4 Vol 4 Part E 7.3.1): bit n is the event
-    /// whose code is n + 1. Bits 13 and 14 (Command Complete, Command Status) are reserved:
-    /// those two events cannot be masked.
+    /// whose code is n + 1 (so in every row of the table, as Bumble's HCI_Set_Event_Mask_Command
+    /// also notes).
     public static func eventMask(_ mask: UInt64) -> [NamedBit] {
         setBits(mask).map { n in
             let code = UInt8(n + 1)
-            let known = n != 13 && n != 14 && HCIEvents.isKnown(code: code)
-            return NamedBit(bit: n, name: known ? HCIEvents.name(code: code) : "reserved")
+            return NamedBit(bit: n, name: HCIEvents.isKnown(code: code) ? HCIEvents.name(code: code) : "reserved")
         }
     }
 

@@ -146,9 +146,9 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
     public static let connectedIsochronousStreamPeripheral = Self(rawValue: 1 << 29)
     public static let isochronousBroadcaster = Self(rawValue: 1 << 30)
     public static let synchronizedReceiver = Self(rawValue: 1 << 31)
-    public static let connectedIsochronousStreamHostSupport = Self(rawValue: 1 << 32)
+    public static let isochronousChannelsHostSupport = Self(rawValue: 1 << 32)
     public static let lePowerControlRequest = Self(rawValue: 1 << 33)
-    public static let lePowerControlRequestSecondBit = Self(rawValue: 1 << 34)
+    public static let lePowerControlRequest2 = Self(rawValue: 1 << 34)
     public static let lePathLossMonitoring = Self(rawValue: 1 << 35)
     public static let periodicAdvertisingADISupport = Self(rawValue: 1 << 36)
     public static let connectionSubrating = Self(rawValue: 1 << 37)
@@ -195,9 +195,9 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
         if contains(.connectedIsochronousStreamPeripheral) { parts.append("Connected Isochronous Stream - Peripheral") }
         if contains(.isochronousBroadcaster) { parts.append("Isochronous Broadcaster") }
         if contains(.synchronizedReceiver) { parts.append("Synchronized Receiver") }
-        if contains(.connectedIsochronousStreamHostSupport) { parts.append("Connected Isochronous Stream (Host Support)") }
+        if contains(.isochronousChannelsHostSupport) { parts.append("Isochronous Channels (Host Support)") }
         if contains(.lePowerControlRequest) { parts.append("LE Power Control Request") }
-        if contains(.lePowerControlRequestSecondBit) { parts.append("LE Power Control Request (second bit)") }
+        if contains(.lePowerControlRequest2) { parts.append("LE Power Control Request") }
         if contains(.lePathLossMonitoring) { parts.append("LE Path Loss Monitoring") }
         if contains(.periodicAdvertisingADISupport) { parts.append("Periodic Advertising ADI support") }
         if contains(.connectionSubrating) { parts.append("Connection Subrating") }
@@ -245,9 +245,9 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
         (29, "Connected Isochronous Stream - Peripheral"),
         (30, "Isochronous Broadcaster"),
         (31, "Synchronized Receiver"),
-        (32, "Connected Isochronous Stream (Host Support)"),
+        (32, "Isochronous Channels (Host Support)"),
         (33, "LE Power Control Request"),
-        (34, "LE Power Control Request (second bit)"),
+        (34, "LE Power Control Request"),
         (35, "LE Path Loss Monitoring"),
         (36, "Periodic Advertising ADI support"),
         (37, "Connection Subrating"),
