@@ -72,6 +72,22 @@ public enum FlowStepKind: String, Sendable, CaseIterable {
         case .disconnect: return asServer ? "(the central disconnected: no CBPeripheralManager callback)" : "centralManager.cancelPeripheralConnection(_:) → centralManager(_:didDisconnectPeripheral:error:)"
         }
     }
+
+    /// What the step is when the stack or the controller did it, not the application (no
+    /// CoreBluetooth call causes it); nil for kinds only an application starts.
+    public func bySystem(asServer: Bool) -> String? {
+        switch self {
+        // Core v5.4 Vol 4 Part E 7.7.65.18: the controller ends an advertising set when a
+        // connection is created from it; the stack then turns advertising off.
+        case .stopAdvertising: return "(the controller and the stack: advertising ends when a central connects; no app call)"
+        case .stopScan: return "(the stack stops scanning to connect; a CoreBluetooth app calls centralManager.stopScan() itself)"
+        case .read: return asServer ? "(answered by the stack from its own attributes: no peripheralManager(_:didReceiveRead:))"
+                                    : "(the stack: the Database Hash read for GATT caching, Vol 3 Part G 2.5.2.1; CoreBluetooth does it itself)"
+        case .write: return asServer ? "(answered by the stack: Client Supported Features; no peripheralManager(_:didReceiveWrite:))"
+                                     : "(the stack: Client Supported Features written for GATT caching, Vol 3 Part G 7.2; CoreBluetooth does it itself)"
+        default: return nil
+        }
+    }
 }
 
 /// One packet as an arrow: from whom to whom, labelled in its own layer's words.
@@ -95,8 +111,30 @@ public struct FlowStep: Sendable {
     public var kind: FlowStepKind
     /// Whether this host is the GATT server (CBPeripheralManager) in this step.
     public var asServer: Bool
+    /// Whether the stack or the controller did it by itself (no application call): advertising
+    /// ended by a connection, reads of the attributes the stack holds.
+    public var bySystem: Bool
     public var arrows: [FlowArrow]
-    public var coreBluetooth: String { kind.coreBluetooth(asServer: asServer) }
+    public var coreBluetooth: String {
+        (bySystem ? kind.bySystem(asServer: asServer) : nil) ?? kind.coreBluetooth(asServer: asServer)
+    }
+
+    public init(kind: FlowStepKind, asServer: Bool, bySystem: Bool = false, arrows: [FlowArrow]) {
+        self.kind = kind
+        self.asServer = asServer
+        self.bySystem = bySystem
+        self.arrows = arrows
+    }
+
+    func sameStep(as other: FlowStep) -> Bool { kind == other.kind && asServer == other.asServer && bySystem == other.bySystem }
+}
+
+/// Where a packet goes: the step's kind, whether this host is the GATT server, whether the
+/// stack did it by itself.
+struct FlowPlacement: Equatable {
+    var kind: FlowStepKind
+    var asServer: Bool
+    var bySystem = false
 }
 
 /// The whole diagram: the columns (host, controller, peers) and the steps in capture order.
@@ -121,12 +159,12 @@ public struct FlowBuilder {
     private var peerByHandle: [UInt16: Int] = [:]
     /// The step of the ATT request awaiting its response, per (connection, request direction):
     /// ATT allows one outstanding request per direction (Core v5.4 Vol 3 Part F 3.3.2).
-    private var pendingRequest: [PendingKey: (FlowStepKind, Bool)] = [:]
+    private var pendingRequest: [PendingKey: FlowPlacement] = [:]
     /// Whether this host acts as GATT server on a connection (it received an ATT request).
     private var serverOn: [UInt16: Bool] = [:]
     private var start: CaptureTime?
     /// The step of each HCI command awaiting its Command Complete / Command Status, by opcode.
-    private var pendingCommand: [Int: (FlowStepKind, Bool)?] = [:]
+    private var pendingCommand: [Int: FlowPlacement?] = [:]
 
     private struct PendingKey: Hashable {
         var handle: UInt16
@@ -147,11 +185,12 @@ public struct FlowBuilder {
         guard let label = Self.label(p, layers) else { return }
         let arrow = FlowArrow(index: p.index, time: p.time, from: from, to: to, layer: label.layer, label: label.text,
                               malformed: p.malformed != nil, shape: label.shape)
-        if let (kind, asServer) = placement {
-            if let last = steps.last, last.kind == kind, last.asServer == asServer {
+        if let placement {
+            let step = FlowStep(kind: placement.kind, asServer: placement.asServer, bySystem: placement.bySystem, arrows: [arrow])
+            if let last = steps.last, last.sameStep(as: step) {
                 steps[steps.count - 1].arrows.append(arrow)
             } else {
-                steps.append(FlowStep(kind: kind, asServer: asServer, arrows: [arrow]))
+                steps.append(step)
             }
         } else if steps.isEmpty {
             steps.append(FlowStep(kind: .powerOn, asServer: false, arrows: [arrow]))
@@ -177,7 +216,7 @@ public struct FlowBuilder {
         // Neighbouring steps that became the same (e.g. connect events of both roles) merge.
         var merged: [FlowStep] = []
         for s in steps {
-            if let last = merged.last, last.kind == s.kind, last.asServer == s.asServer {
+            if let last = merged.last, last.sameStep(as: s) {
                 merged[merged.count - 1].arrows += s.arrows
             } else {
                 merged.append(s)
@@ -258,11 +297,11 @@ public struct FlowBuilder {
 
     /// The step a packet starts or belongs to; nil for packets that serve whatever step is
     /// going on (Number Of Completed Packets, L2CAP fragments, vendor or unknown commands).
-    private mutating func classify(_ p: DecodedPacket) -> (FlowStepKind, Bool)? {
-        if p.layer("smp") != nil { return (.pair, false) }
+    private mutating func classify(_ p: DecodedPacket) -> FlowPlacement? {
+        if p.layer("smp") != nil { return FlowPlacement(kind: .pair, asServer: false) }
         if let sig = p.layer("signaling") {
             let name = textValue(field("name", sig)) ?? ""
-            return (name.contains("Connection Parameter Update") ? .connectionParameters : .l2capChannel, false)
+            return FlowPlacement(kind: name.contains("Connection Parameter Update") ? .connectionParameters : .l2capChannel, asServer: false)
         }
         let hci = p.layer("hci") ?? []
         if let att = p.layer("att") { return classifyATT(att, gatt: p.layer("gatt"), hci: hci, sent: p.direction != .received) }
@@ -270,10 +309,12 @@ public struct FlowBuilder {
         case "command":
             let kind = Self.commandStep(textValue(field("name", hci)) ?? "")
             // Core v5.4 Vol 4 Part E 7.8.11 / 7.8.65: Enable 0x00 stops scanning.
-            var step = kind.map { ($0, false) }
+            var step = kind.map { FlowPlacement(kind: $0, asServer: false) }
             // Core v5.4 Vol 4 Part E 7.8.9 / 7.8.56: Advertising_Enable / Enable 0x00 stops advertising.
-            if kind == .advertise, let e = field("enable", hci) ?? field("advertisingEnable", hci), codeValue(e) == 0 { step = (.stopAdvertising, false) }
-            if kind == .scan, let e = field("enable", hci) ?? field("leScanEnable", hci), codeValue(e) == 0 { step = (.stopScan, false) }
+            if kind == .advertise, let e = field("enable", hci) ?? field("advertisingEnable", hci), codeValue(e) == 0 { step = FlowPlacement(kind: .stopAdvertising, asServer: false) }
+            if kind == .scan, let e = field("enable", hci) ?? field("leScanEnable", hci), codeValue(e) == 0 { step = FlowPlacement(kind: .stopScan, asServer: false) }
+            // Advertising or scanning off right after a connection: the connection ended it.
+            if step?.kind == .stopAdvertising || step?.kind == .stopScan, steps.last?.kind == .connect { step?.bySystem = true }
             if let op = codeValue(field("opcode", hci)) { pendingCommand[op] = step }
             return step
         case "event":
@@ -289,24 +330,24 @@ public struct FlowBuilder {
                     pendingRequest[PendingKey(handle: handle, sent: false)] = nil
                     serverOn[handle] = nil
                 }
-                return (.disconnect, false)
+                return FlowPlacement(kind: .disconnect, asServer: false)
             }
-            if name.hasPrefix("Encryption") { return (.encrypt, false) }
+            if name.hasPrefix("Encryption") { return FlowPlacement(kind: .encrypt, asServer: false) }
             guard let sub = textValue(field("subevent", hci)) else { return nil }
             if sub.contains("Advertising Report") {
                 // A report still arriving while the connection is being made belongs to it.
-                return steps.last?.kind == .connect ? nil : (.scan, false)
+                return steps.last?.kind == .connect ? nil : FlowPlacement(kind: .scan, asServer: false)
             }
             if sub.contains("Advertising Set Terminated") || sub.contains("Connection Complete") {
                 // Core v5.4 Vol 4 Part E 7.7.65.1: role 0x01 = this host is the peripheral.
-                return (.connect, codeValue(field("role", hci)) == 1)
+                return FlowPlacement(kind: .connect, asServer: codeValue(field("role", hci)) == 1)
             }
             if sub.contains("Channel Selection") || sub.contains("Data Length") || sub.contains("Remote Features") || sub.contains("PHY Update") {
-                return (.connect, false)
+                return FlowPlacement(kind: .connect, asServer: false)
             }
-            if sub.contains("Connection Update") || sub.contains("Connection Parameter") { return (.connectionParameters, false) }
-            if sub.contains("Long Term Key") { return (.encrypt, false) }
-            if sub.contains("P-256") || sub.contains("DHKey") { return (.pair, false) }
+            if sub.contains("Connection Update") || sub.contains("Connection Parameter") { return FlowPlacement(kind: .connectionParameters, asServer: false) }
+            if sub.contains("Long Term Key") { return FlowPlacement(kind: .encrypt, asServer: false) }
+            if sub.contains("P-256") || sub.contains("DHKey") { return FlowPlacement(kind: .pair, asServer: false) }
             return nil
         default:
             return nil
@@ -329,29 +370,48 @@ public struct FlowBuilder {
         return nil
     }
 
-    private mutating func classifyATT(_ att: [Field], gatt: [Field]?, hci: [Field], sent: Bool) -> (FlowStepKind, Bool)? {
+    private mutating func classifyATT(_ att: [Field], gatt: [Field]?, hci: [Field], sent: Bool) -> FlowPlacement? {
         guard let code = codeValue(field("opcode", att)) else { return nil }
         let op = ATTOpcode(UInt8(truncatingIfNeeded: code))
         let handle = UInt16(truncatingIfNeeded: intValue(field("handle", hci)) ?? 0)
         // Server-initiated PDUs: the server sends notifications and indications, the client
         // confirms (Core v5.4 Vol 3 Part F 3.4.7).
         switch op {
-        case .handleValueNotification, .multipleHandleValueNotification: return (.notify, serverOn[handle] ?? sent)
-        case .handleValueIndication: return (.indicate, serverOn[handle] ?? sent)
-        case .handleValueConfirmation: return (.indicate, serverOn[handle] ?? !sent)
+        case .handleValueNotification, .multipleHandleValueNotification: return FlowPlacement(kind: .notify, asServer: serverOn[handle] ?? sent)
+        case .handleValueIndication: return FlowPlacement(kind: .indicate, asServer: serverOn[handle] ?? sent)
+        case .handleValueConfirmation: return FlowPlacement(kind: .indicate, asServer: serverOn[handle] ?? !sent)
         default: break
         }
         if op.isResponse || op == .errorResponse {
             // Answers the request outstanding in the other direction.
             if let step = pendingRequest.removeValue(forKey: PendingKey(handle: handle, sent: !sent)) { return step }
             guard op != .errorResponse, let kind = Self.requestStep(ATTOpcode(op.rawValue - 1), att: att, gatt: gatt) else { return nil }
-            return (kind, sent)  // a response sent: this host is the server
+            return FlowPlacement(kind: kind, asServer: sent)  // a response sent: this host is the server
         }
         guard let kind = Self.requestStep(op, att: att, gatt: gatt) else { return nil }
         let server = !sent  // a request received: this host is the server
         serverOn[handle] = server
-        if op.isRequest { pendingRequest[PendingKey(handle: handle, sent: sent)] = (kind, server) }
-        return (kind, server)
+        let placement = FlowPlacement(kind: kind, asServer: server, bySystem: Self.byStack(kind, op, att: att, gatt: gatt, asServer: server))
+        if op.isRequest { pendingRequest[PendingKey(handle: handle, sent: sent)] = placement }
+        return placement
+    }
+
+    /// The attributes every server's stack holds and answers itself: Generic Access (Device
+    /// Name, Appearance, Peripheral Preferred Connection Parameters; Core v5.4 Vol 3 Part C 12),
+    /// Generic Attribute (Service Changed, Client Supported Features, Database Hash, Server
+    /// Supported Features; Part G 7) and descriptors (Part G 3.3.3), as CBPeripheralManager does.
+    static let stackAttributes: Set<String> = ["2a00", "2a01", "2a04", "2a05", "2b29", "2b2a", "2b3a",
+                                               "2900", "2901", "2902", "2903", "2904", "2905", "2906"]
+
+    /// Whether a read or write is the stack's own: on the server, one of `stackAttributes`; on
+    /// the client, the Database Hash read by type and the Client Supported Features written for
+    /// GATT caching (Vol 3 Part G 2.5.2.1, 7.2).
+    static func byStack(_ kind: FlowStepKind, _ op: ATTOpcode, att: [Field], gatt: [Field]?, asServer: Bool) -> Bool {
+        guard kind == .read || kind == .write else { return false }
+        let uuid = gatt.flatMap { textValue(field("uuid", $0)) } ?? (op == .readByTypeRequest ? textValue(field("type", att)) : nil)
+        guard let uuid else { return false }
+        if kind == .write { return uuid == "2b29" }
+        return asServer ? stackAttributes.contains(uuid) : op == .readByTypeRequest && uuid == "2b2a"
     }
 
     /// The step of an ATT request or command, per the GATT procedure it belongs to

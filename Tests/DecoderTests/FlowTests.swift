@@ -93,60 +93,68 @@ struct FlowTests {
     ///   disconnect; Command Complete/Status → the step of the command they answer (their
     ///   opcode); anything else (Number Of Completed Packets, fragments, other bring-up
     ///   commands) → the step going on.
-    static func expectedSteps() throws -> [(index: Int, kind: FlowStepKind)] { try expectedOnce.get() }
+    /// - The stack's own steps (`system`), no application call: Scan Enable(0) right after the
+    ///   connection (scanning stopped to connect), and the client's Read By Type of the Database
+    ///   Hash 0x2B2A (GATT caching, Vol 3 Part G 2.5.2.1).
+    static func expectedSteps() throws -> [(index: Int, kind: FlowStepKind, system: Bool)] { try expectedOnce.get() }
     /// Computed once for the 15 step tests (one tshark run).
     private static let expectedOnce = Result { try computeExpectedSteps() }
 
-    private static func computeExpectedSteps() throws -> [(index: Int, kind: FlowStepKind)] {
+    private static func computeExpectedSteps() throws -> [(index: Int, kind: FlowStepKind, system: Bool)] {
         let rows = try tsharkRows(fixturePath("ble-hci-demo.pcap"), [
             "frame.number", "hci_h4.direction", "bthci_cmd.opcode", "bthci_evt.code", "bthci_evt.le_meta_subevent",
             "bthci_evt.opcode", "btatt.opcode", "btatt.uuid16", "btatt.characteristic_configuration_client", "bthci_cmd.le_scan_enable",
         ])
-        var out: [(Int, FlowStepKind)] = []
-        var current = FlowStepKind.powerOn
-        var pending: [Bool: FlowStepKind] = [:]  // request direction (sent?) → its step
-        var commandSteps: [Int: FlowStepKind] = [:]
+        var out: [(Int, FlowStepKind, Bool)] = []
+        var current = (FlowStepKind.powerOn, false)
+        var pending: [Bool: (FlowStepKind, Bool)] = [:]  // request direction (sent?) → its step
+        var commandSteps: [Int: (FlowStepKind, Bool)] = [:]
         for r in rows {
             let sent = r[1] == "0x00"
             var kind: FlowStepKind? = nil
+            var system = false
             if let op = hex(r[6]) {
                 let uuids = r[7].split(separator: ",").compactMap { hex(String($0)) }
                 switch op {
                 case 0x10: kind = .discoverServices
-                case 0x08: kind = uuids.contains(0x2803) ? .discoverCharacteristics : uuids.contains(0x2802) ? .discoverIncludedServices : .read
+                case 0x08:
+                    kind = uuids.contains(0x2803) ? .discoverCharacteristics : uuids.contains(0x2802) ? .discoverIncludedServices : .read
+                    system = sent && uuids.contains(0x2B2A)
                 case 0x04: kind = .discoverDescriptors
                 case 0x02: kind = .exchangeMTU
                 case 0x0A, 0x0C: kind = .read
                 case 0x12: kind = uuids.contains(0x2902) ? (hex(r[8]) == 0 ? .unsubscribe : .subscribe) : .write
                 case 0x1B: kind = .notify
-                default: kind = pending.removeValue(forKey: !sent)  // a response
+                default: (kind, system) = pending.removeValue(forKey: !sent).map { ($0.0, $0.1) } ?? (nil, false)  // a response
                 }
-                if [0x02, 0x04, 0x08, 0x0A, 0x0C, 0x10, 0x12].contains(op) { pending[sent] = kind }
+                if [0x02, 0x04, 0x08, 0x0A, 0x0C, 0x10, 0x12].contains(op), let kind { pending[sent] = (kind, system) }
             } else if let op = hex(r[2]) {
                 switch op {
                 case 0x0C03: kind = .powerOn
                 case 0x2041: kind = .scan
-                case 0x2042: kind = r[9] == "0x00" ? .stopScan : .scan
+                case 0x2042:
+                    kind = r[9] == "0x00" ? .stopScan : .scan
+                    system = kind == .stopScan && current.0 == .connect
                 case 0x2043: kind = .connect
                 case 0x0406: kind = .disconnect
                 default: kind = nil
                 }
-                if let kind { commandSteps[op] = kind }
+                if let kind { commandSteps[op] = (kind, system) }
             } else if let code = hex(r[3]) {
                 switch code {
-                case 0x0E, 0x0F: kind = hex(r[5]).flatMap { commandSteps[$0] }
+                case 0x0E, 0x0F: (kind, system) = hex(r[5]).flatMap { commandSteps[$0] }.map { ($0.0, $0.1) } ?? (nil, false)
                 case 0x05: kind = .disconnect
                 case 0x3E:
                     switch hex(r[4]) {
-                    case 0x02?, 0x0D?: kind = current == .connect ? nil : .scan
+                    case 0x02?, 0x0D?: kind = current.0 == .connect ? nil : .scan
                     case 0x01?, 0x0A?: kind = .connect
                     default: kind = nil
                     }
                 default: kind = nil
                 }
             }
-            if let kind { current = kind }
-            out.append((Int(r[0])!, current))
+            if let kind { current = (kind, system) }
+            out.append((Int(r[0])!, current.0, current.1))
         }
         return out
     }
@@ -165,22 +173,33 @@ struct FlowTests {
         let ours = d.steps.filter { $0.kind == kind }
         #expect(!ours.isEmpty, "no \(kind.rawValue) step")
         #expect(ours.flatMap { $0.arrows.map(\.index) } == expected.filter { $0.kind == kind }.map(\.index))
-        // Step boundaries: a step starts where the expected step changes.
+        // Step boundaries: a step starts where the expected step changes (its kind, or whether
+        // the stack took it by itself).
         var starts: [Int] = []
-        var previous: FlowStepKind? = nil
+        var systemSteps: [Bool] = []
+        var previous: (FlowStepKind, Bool)? = nil
         for e in expected {
-            if e.kind != previous, e.kind == kind { starts.append(e.index) }
-            previous = e.kind
+            if e.kind != previous?.0 || e.system != previous?.1, e.kind == kind {
+                starts.append(e.index)
+                systemSteps.append(e.system)
+            }
+            previous = (e.kind, e.system)
         }
         #expect(ours.map { $0.arrows[0].index } == starts)
-        #expect(ours.allSatisfy { $0.coreBluetooth == kind.coreBluetooth(asServer: false) })
+        #expect(ours.map(\.bySystem) == systemSteps)
+        #expect(ours.allSatisfy { $0.coreBluetooth == ($0.bySystem ? kind.bySystem(asServer: false)! : kind.coreBluetooth(asServer: false)) })
     }
 
     /// The Bumble peripheral's capture is named from the peripheral's side.
     @Test func peripheralSideUsesPeripheralManagerCalls() throws {
         let d = try diagram("bumble-peripheral.btsnoop")
-        let read = try #require(d.steps.first { $0.kind == .read })
+        let read = try #require(d.steps.first { $0.kind == .read && !$0.bySystem })
         #expect(read.asServer && read.coreBluetooth.hasPrefix("peripheralManager(_:didReceiveRead:)"))
+        // Device Name (0x2A00) and CCCDs are the server stack's own attributes (Core v5.4 Vol 3
+        // Part C 12.1, Part G 3.3.3.3): answered without the application.
+        let stackReads = d.steps.filter { $0.kind == .read && $0.bySystem }
+        #expect(!stackReads.isEmpty && stackReads.allSatisfy { $0.asServer && $0.coreBluetooth.hasPrefix("(answered by the stack") })
+        #expect(stackReads.flatMap(\.arrows).contains { $0.label.contains("Read Request 0x0003 2a00") })
         #expect(d.steps.contains { $0.kind == .advertise })
     }
 
