@@ -260,6 +260,41 @@ struct FlowTests {
         #expect(counter.counts["line", default: 0] > 0)
     }
 
+    /// Issue 28: an arrow label that does not fit between its lifelines is abbreviated, then cut
+    /// in the middle, never before its last word ("Advertising Enable o…" lost on/off). Measured
+    /// with the renderer's own character width against the arrow's drawn length.
+    @Test(arguments: fixtures)
+    func svgLabelsKeepTheirLastWord(_ fixture: String) throws {
+        let svg = FlowSVG.render(try diagram(fixture))
+        func unescape(_ t: Substring) -> String {
+            t.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+                .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
+                .replacingOccurrences(of: "&amp;", with: "&")
+        }
+        var checked = 0
+        for group in svg.split(separator: "\n") where group.hasPrefix("<g><title>#") {
+            let title = unescape(group.drop { $0 != " " }.dropFirst().prefix { $0 != "<" })
+            guard let open = group.range(of: ">", options: .backwards, range: group.startIndex..<group.index(group.endIndex, offsetBy: -"</text></g>".count)) else { continue }
+            let shown = unescape(group[open.upperBound..<group.index(group.endIndex, offsetBy: -"</text></g>".count)])
+            // The room the renderer had: the arrow's length, or a lane for a dot.
+            var px = FlowSVG.laneSpacing - 20
+            if let x1 = group.firstMatch(of: /x1="(\d+)"/), let x2 = group.firstMatch(of: /x2="(\d+)"/) {
+                px = abs(Int(x2.1)! - Int(x1.1)!) - 16
+            }
+            #expect(shown.count <= FlowSVG.capacity(px: px), "\(shown) is wider than \(px) px")
+            // The last word whole, or in the table's short spelling ("Connection" → "Conn").
+            let last = title.split(separator: " ").last.map(String.init) ?? ""
+            let spellings = [last] + FlowSVG.abbreviations.map { last.replacingOccurrences(of: $0.0.trimmingCharacters(in: .whitespaces),
+                                                                                             with: $0.1.trimmingCharacters(in: .whitespaces)) }
+            if last.count + 2 < FlowSVG.capacity(px: px) {
+                #expect(spellings.contains { shown.hasSuffix(" " + $0) || shown == $0 }, "\(title) drawn as \(shown)")
+            }
+            checked += 1
+        }
+        #expect(checked > 10)
+        #expect(FlowSVG.fit("HCI Command LE Set Extended Advertising Enable off", px: FlowSVG.laneSpacing - 16).hasSuffix(" off"))
+    }
+
     /// A run of the same exchange collapses into first, "× N", last.
     @Test func svgFoldsRepetition() throws {
         let step = FlowStep(kind: .notify, asServer: false, arrows: (1...60).map {
