@@ -72,20 +72,34 @@ public enum FlowStepKind: String, Sendable, CaseIterable {
         case .disconnect: return asServer ? "(the central disconnected: no CBPeripheralManager callback)" : "centralManager.cancelPeripheralConnection(_:) → centralManager(_:didDisconnectPeripheral:error:)"
         }
     }
+}
 
-    /// What the step is when the stack or the controller did it, not the application (no
-    /// CoreBluetooth call causes it); nil for kinds only an application starts.
-    public func bySystem(asServer: Bool) -> String? {
+/// Why a step is the stack's or the controller's own, with no application call causing it.
+public enum FlowSystemStep: Sendable, Equatable {
+    /// Advertising or scanning turned off right after a connection: the connection ended it.
+    case endedByConnection
+    /// A server's reads and writes of the attributes its stack holds (`FlowBuilder.stackAttributes`).
+    case stackAttribute
+    /// A client's Database Hash read and Client Supported Features write (GATT caching).
+    case gattCaching
+    /// A request the server refused for security, sent again once pairing or encryption is done.
+    case retryAfterSecurity
+
+    /// The step's label in place of the CoreBluetooth call.
+    public func label(_ kind: FlowStepKind, asServer: Bool) -> String {
         switch self {
         // Core v5.4 Vol 4 Part E 7.7.65.18: the controller ends an advertising set when a
         // connection is created from it; the stack then turns advertising off.
-        case .stopAdvertising: return "(the controller and the stack: advertising ends when a central connects; no app call)"
-        case .stopScan: return "(the stack stops scanning to connect; a CoreBluetooth app calls centralManager.stopScan() itself)"
-        case .read: return asServer ? "(answered by the stack from its own attributes: no peripheralManager(_:didReceiveRead:))"
-                                    : "(the stack: the Database Hash read for GATT caching, Vol 3 Part G 2.5.2.1; CoreBluetooth does it itself)"
-        case .write: return asServer ? "(answered by the stack: Client Supported Features; no peripheralManager(_:didReceiveWrite:))"
-                                     : "(the stack: Client Supported Features written for GATT caching, Vol 3 Part G 7.2; CoreBluetooth does it itself)"
-        default: return nil
+        case .endedByConnection:
+            return kind == .stopScan ? "(the stack stops scanning to connect; a CoreBluetooth app calls centralManager.stopScan() itself)"
+                                     : "(the controller and the stack: advertising ends when a central connects; no app call)"
+        case .stackAttribute:
+            return kind == .write ? "(answered by the stack from its own attributes: no peripheralManager(_:didReceiveWrite:))"
+                                  : "(answered by the stack from its own attributes: no peripheralManager(_:didReceiveRead:))"
+        case .gattCaching:
+            return "(the stack: Database Hash and Client Supported Features for GATT caching, Vol 3 Part G 2.5.2.1; CoreBluetooth does it itself)"
+        case .retryAfterSecurity:
+            return "(the stack sends the refused request again on the secured link; the app's call is the one before, its callback comes now)"
         }
     }
 }
@@ -111,30 +125,28 @@ public struct FlowStep: Sendable {
     public var kind: FlowStepKind
     /// Whether this host is the GATT server (CBPeripheralManager) in this step.
     public var asServer: Bool
-    /// Whether the stack or the controller did it by itself (no application call): advertising
-    /// ended by a connection, reads of the attributes the stack holds.
-    public var bySystem: Bool
+    /// Why the stack or the controller took this step by itself; nil for an application's call.
+    public var system: FlowSystemStep?
     public var arrows: [FlowArrow]
-    public var coreBluetooth: String {
-        (bySystem ? kind.bySystem(asServer: asServer) : nil) ?? kind.coreBluetooth(asServer: asServer)
-    }
+    public var bySystem: Bool { system != nil }
+    public var coreBluetooth: String { system?.label(kind, asServer: asServer) ?? kind.coreBluetooth(asServer: asServer) }
 
-    public init(kind: FlowStepKind, asServer: Bool, bySystem: Bool = false, arrows: [FlowArrow]) {
+    public init(kind: FlowStepKind, asServer: Bool, system: FlowSystemStep? = nil, arrows: [FlowArrow]) {
         self.kind = kind
         self.asServer = asServer
-        self.bySystem = bySystem
+        self.system = system
         self.arrows = arrows
     }
 
-    func sameStep(as other: FlowStep) -> Bool { kind == other.kind && asServer == other.asServer && bySystem == other.bySystem }
+    func sameStep(as other: FlowStep) -> Bool { kind == other.kind && asServer == other.asServer && system == other.system }
 }
 
-/// Where a packet goes: the step's kind, whether this host is the GATT server, whether the
-/// stack did it by itself.
+/// Where a packet goes: the step's kind, whether this host is the GATT server, and why the
+/// stack took it by itself (nil: the application did).
 struct FlowPlacement: Equatable {
     var kind: FlowStepKind
     var asServer: Bool
-    var bySystem = false
+    var system: FlowSystemStep?
 }
 
 /// The whole diagram: the columns (host, controller, peers) and the steps in capture order.
@@ -160,6 +172,10 @@ public struct FlowBuilder {
     /// The step of the ATT request awaiting its response, per (connection, request direction):
     /// ATT allows one outstanding request per direction (Core v5.4 Vol 3 Part F 3.3.2).
     private var pendingRequest: [PendingKey: FlowPlacement] = [:]
+    /// The last ATT request per (connection, direction), and the one refused for security
+    /// (Insufficient Authentication, Encryption, Encryption Key Size) awaiting its retry.
+    private var lastRequest: [PendingKey: [Field]] = [:]
+    private var refused: [PendingKey: [Field]] = [:]
     /// Whether this host acts as GATT server on a connection (it received an ATT request).
     private var serverOn: [UInt16: Bool] = [:]
     private var start: CaptureTime?
@@ -186,7 +202,7 @@ public struct FlowBuilder {
         let arrow = FlowArrow(index: p.index, time: p.time, from: from, to: to, layer: label.layer, label: label.text,
                               malformed: p.malformed != nil, shape: label.shape)
         if let placement {
-            let step = FlowStep(kind: placement.kind, asServer: placement.asServer, bySystem: placement.bySystem, arrows: [arrow])
+            let step = FlowStep(kind: placement.kind, asServer: placement.asServer, system: placement.system, arrows: [arrow])
             if let last = steps.last, last.sameStep(as: step) {
                 steps[steps.count - 1].arrows.append(arrow)
             } else {
@@ -314,7 +330,7 @@ public struct FlowBuilder {
             if kind == .advertise, let e = field("enable", hci) ?? field("advertisingEnable", hci), codeValue(e) == 0 { step = FlowPlacement(kind: .stopAdvertising, asServer: false) }
             if kind == .scan, let e = field("enable", hci) ?? field("leScanEnable", hci), codeValue(e) == 0 { step = FlowPlacement(kind: .stopScan, asServer: false) }
             // Advertising or scanning off right after a connection: the connection ended it.
-            if step?.kind == .stopAdvertising || step?.kind == .stopScan, steps.last?.kind == .connect { step?.bySystem = true }
+            if step?.kind == .stopAdvertising || step?.kind == .stopScan, steps.last?.kind == .connect { step?.system = .endedByConnection }
             if let op = codeValue(field("opcode", hci)) { pendingCommand[op] = step }
             return step
         case "event":
@@ -326,8 +342,12 @@ public struct FlowBuilder {
             if name == "Disconnection Complete" {
                 if let h = intValue(field("connectionHandle", hci)) {
                     let handle = UInt16(truncatingIfNeeded: h)
-                    pendingRequest[PendingKey(handle: handle, sent: true)] = nil
-                    pendingRequest[PendingKey(handle: handle, sent: false)] = nil
+                    for sent in [true, false] {
+                        let key = PendingKey(handle: handle, sent: sent)
+                        pendingRequest[key] = nil
+                        lastRequest[key] = nil
+                        refused[key] = nil
+                    }
                     serverOn[handle] = nil
                 }
                 return FlowPlacement(kind: .disconnect, asServer: false)
@@ -382,6 +402,12 @@ public struct FlowBuilder {
         case .handleValueConfirmation: return FlowPlacement(kind: .indicate, asServer: serverOn[handle] ?? !sent)
         default: break
         }
+        if op == .errorResponse, let code = codeValue(field("errorCode", att)), [0x05, 0x0C, 0x0F].contains(code),
+           let request = lastRequest[PendingKey(handle: handle, sent: !sent)] {
+            // Insufficient Authentication / Encryption Key Size / Encryption (Core v5.4 Vol 3
+            // Part F 3.4.1.1): a client that pairs or encrypts sends the request again.
+            refused[PendingKey(handle: handle, sent: !sent)] = request
+        }
         if op.isResponse || op == .errorResponse {
             // Answers the request outstanding in the other direction.
             if let step = pendingRequest.removeValue(forKey: PendingKey(handle: handle, sent: !sent)) { return step }
@@ -391,8 +417,15 @@ public struct FlowBuilder {
         guard let kind = Self.requestStep(op, att: att, gatt: gatt) else { return nil }
         let server = !sent  // a request received: this host is the server
         serverOn[handle] = server
-        let placement = FlowPlacement(kind: kind, asServer: server, bySystem: Self.byStack(kind, op, att: att, gatt: gatt, asServer: server))
-        if op.isRequest { pendingRequest[PendingKey(handle: handle, sent: sent)] = placement }
+        var placement = FlowPlacement(kind: kind, asServer: server, system: Self.byStack(kind, op, att: att, gatt: gatt, asServer: server))
+        // The client's stack resends it; on the server it is a request like any other.
+        if refused.removeValue(forKey: PendingKey(handle: handle, sent: sent)) == Self.requestShape(att), !server {
+            placement.system = .retryAfterSecurity
+        }
+        if op.isRequest {
+            pendingRequest[PendingKey(handle: handle, sent: sent)] = placement
+            lastRequest[PendingKey(handle: handle, sent: sent)] = Self.requestShape(att)
+        }
         return placement
     }
 
@@ -406,12 +439,17 @@ public struct FlowBuilder {
     /// Whether a read or write is the stack's own: on the server, one of `stackAttributes`; on
     /// the client, the Database Hash read by type and the Client Supported Features written for
     /// GATT caching (Vol 3 Part G 2.5.2.1, 7.2).
-    static func byStack(_ kind: FlowStepKind, _ op: ATTOpcode, att: [Field], gatt: [Field]?, asServer: Bool) -> Bool {
-        guard kind == .read || kind == .write else { return false }
+    static func byStack(_ kind: FlowStepKind, _ op: ATTOpcode, att: [Field], gatt: [Field]?, asServer: Bool) -> FlowSystemStep? {
+        guard kind == .read || kind == .write else { return nil }
         let uuid = gatt.flatMap { textValue(field("uuid", $0)) } ?? (op == .readByTypeRequest ? textValue(field("type", att)) : nil)
-        guard let uuid else { return false }
-        if kind == .write { return uuid == "2b29" }
-        return asServer ? stackAttributes.contains(uuid) : op == .readByTypeRequest && uuid == "2b2a"
+        guard let uuid else { return nil }
+        if asServer { return stackAttributes.contains(uuid) ? .stackAttribute : nil }
+        return (kind == .write && uuid == "2b29") || (op == .readByTypeRequest && uuid == "2b2a") ? .gattCaching : nil
+    }
+
+    /// A request's opcode and the fields that name its attribute: a request sent again is the same.
+    static func requestShape(_ att: [Field]) -> [Field] {
+        att.filter { ["opcode", "handle", "startHandle", "endHandle", "type", "valueOffset"].contains($0.name) }
     }
 
     /// The step of an ATT request or command, per the GATT procedure it belongs to

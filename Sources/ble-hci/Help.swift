@@ -208,7 +208,11 @@ let commandHelp: [String: String] = [
                         descriptors, read, write, subscribe, notify, pair, encrypt, disconnect...)
                         each naming the CoreBluetooth call that causes it (centralManager.connect,
                         peripheral.readValue(for:), or peripheralManager's side when this host
-                        is the GATT server)
+                        is the GATT server); a step the stack or the controller takes by itself
+                        says so instead: advertising or scanning off right after a connection,
+                        a server's reads of the attributes its stack holds (Generic Access,
+                        Generic Attribute, descriptors), the client's GATT caching reads and
+                        writes, a request sent again after pairing or encryption
       --svg OUT.svg     the same diagram as a standalone SVG (no scripts, no external resources):
                         layers in colours, time since the first packet on the left, repeated
                         exchanges and repeated sessions folded into one "× N" row (clicking a

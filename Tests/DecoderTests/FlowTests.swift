@@ -187,7 +187,7 @@ struct FlowTests {
         }
         #expect(ours.map { $0.arrows[0].index } == starts)
         #expect(ours.map(\.bySystem) == systemSteps)
-        #expect(ours.allSatisfy { $0.coreBluetooth == ($0.bySystem ? kind.bySystem(asServer: false)! : kind.coreBluetooth(asServer: false)) })
+        #expect(ours.allSatisfy { $0.coreBluetooth == ($0.system?.label(kind, asServer: false) ?? kind.coreBluetooth(asServer: false)) })
     }
 
     /// The Bumble peripheral's capture is named from the peripheral's side.
@@ -258,6 +258,31 @@ struct FlowTests {
         #expect(counter.counts["script", default: 0] == 0)
         #expect(counter.hrefs.isEmpty, "external references: \(counter.hrefs)")  // only "#..." links inside the document
         #expect(counter.counts["line", default: 0] > 0)
+    }
+
+    /// A read refused with Insufficient Authentication (0x05), pairing, then the same Read
+    /// Request again: the client's stack retries it (Core v5.4 Vol 3 Part F 3.4.1.1: the client
+    /// may pair or encrypt and send the request again), so that step is the stack's, not an app
+    /// call. On the server the retried request is answered like any other.
+    @Test func readRetriedAfterPairingIsTheStacks() {
+        func packet(_ i: Int, _ sent: Bool, _ layer: DecodedLayer) -> DecodedPacket {
+            DecodedPacket(index: i, time: CaptureTime(seconds: 0, nanoseconds: 0), direction: sent ? .sent : .received, type: "acl",
+                          summary: "", layers: [DecodedLayer("hci", [.int("handle", 64)]), layer])
+        }
+        let read = DecodedLayer("att", [.code("opcode", UInt8(0x0a)), .int("handle", 16)])
+        let refusal = DecodedLayer("att", [.code("opcode", UInt8(0x01)), .code("requestOpcodeInError", UInt8(0x0a)),
+                                           .int("attributeHandleInError", 16), .code("errorCode", UInt8(0x05))])
+        let answer = DecodedLayer("att", [.code("opcode", UInt8(0x0b)), .bytes("value", [1])])
+        let pairing = DecodedLayer("smp", [.code("code", UInt8(0x01))])
+        for clientSide in [true, false] {
+            var b = FlowBuilder()
+            for (i, (sentByClient, layer)) in [(true, read), (false, refusal), (true, pairing), (false, pairing), (true, read), (false, answer)].enumerated() {
+                b.add(packet(i + 1, sentByClient == clientSide, layer))
+            }
+            let steps = b.finish().steps
+            #expect(steps.map(\.kind) == [.read, .pair, .read])
+            #expect(steps.map(\.system) == [nil, nil, clientSide ? .retryAfterSecurity : nil], "client side: \(clientSide)")
+        }
     }
 
     /// Issue 28: an arrow label that does not fit between its lifelines is abbreviated, then cut
