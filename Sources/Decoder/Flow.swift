@@ -76,7 +76,7 @@ public enum FlowStepKind: String, Sendable, CaseIterable {
 
 /// Why a step is the stack's or the controller's own, with no application call causing it.
 public enum FlowSystemStep: Sendable, Equatable {
-    /// Advertising or scanning turned off right after a connection: the connection ended it.
+    /// Advertising turned off right after a connection: the connection ended it.
     case endedByConnection
     /// A server's reads and writes of the attributes its stack holds (`FlowBuilder.stackAttributes`).
     case stackAttribute
@@ -91,8 +91,7 @@ public enum FlowSystemStep: Sendable, Equatable {
         // Core v5.4 Vol 4 Part E 7.7.65.18: the controller ends an advertising set when a
         // connection is created from it; the stack then turns advertising off.
         case .endedByConnection:
-            return kind == .stopScan ? "(the stack stops scanning to connect; a CoreBluetooth app calls centralManager.stopScan() itself)"
-                                     : "(the controller and the stack: advertising ends when a central connects; no app call)"
+            return "(the controller and the stack: advertising ends when a central connects; no app call)"
         case .stackAttribute:
             return kind == .write ? "(answered by the stack from its own attributes: no peripheralManager(_:didReceiveWrite:))"
                                   : "(answered by the stack from its own attributes: no peripheralManager(_:didReceiveRead:))"
@@ -329,8 +328,9 @@ public struct FlowBuilder {
             // Core v5.4 Vol 4 Part E 7.8.9 / 7.8.56: Advertising_Enable / Enable 0x00 stops advertising.
             if kind == .advertise, let e = field("enable", hci) ?? field("advertisingEnable", hci), codeValue(e) == 0 { step = FlowPlacement(kind: .stopAdvertising, asServer: false) }
             if kind == .scan, let e = field("enable", hci) ?? field("leScanEnable", hci), codeValue(e) == 0 { step = FlowPlacement(kind: .stopScan, asServer: false) }
-            // Advertising or scanning off right after a connection: the connection ended it.
-            if step?.kind == .stopAdvertising || step?.kind == .stopScan, steps.last?.kind == .connect { step?.system = .endedByConnection }
+            // Advertising off right after a connection: the connection ended it. (Scanning off
+            // is the application's: its scan ends, in a race with the connection.)
+            if step?.kind == .stopAdvertising, steps.last?.kind == .connect { step?.system = .endedByConnection }
             if let op = codeValue(field("opcode", hci)) { pendingCommand[op] = step }
             return step
         case "event":

@@ -209,7 +209,7 @@ let commandHelp: [String: String] = [
                         each naming the CoreBluetooth call that causes it (centralManager.connect,
                         peripheral.readValue(for:), or peripheralManager's side when this host
                         is the GATT server); a step the stack or the controller takes by itself
-                        says so instead: advertising or scanning off right after a connection,
+                        says so instead: advertising off right after a connection,
                         a server's reads of the attributes its stack holds (Generic Access,
                         Generic Attribute, descriptors), the client's GATT caching reads and
                         writes, a request sent again after pairing or encryption

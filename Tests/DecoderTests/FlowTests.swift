@@ -93,9 +93,8 @@ struct FlowTests {
     ///   disconnect; Command Complete/Status → the step of the command they answer (their
     ///   opcode); anything else (Number Of Completed Packets, fragments, other bring-up
     ///   commands) → the step going on.
-    /// - The stack's own steps (`system`), no application call: Scan Enable(0) right after the
-    ///   connection (scanning stopped to connect), and the client's Read By Type of the Database
-    ///   Hash 0x2B2A (GATT caching, Vol 3 Part G 2.5.2.1).
+    /// - The stack's own steps (`system`), no application call: the client's Read By Type of the
+    ///   Database Hash 0x2B2A (GATT caching, Vol 3 Part G 2.5.2.1).
     static func expectedSteps() throws -> [(index: Int, kind: FlowStepKind, system: Bool)] { try expectedOnce.get() }
     /// Computed once for the 15 step tests (one tshark run).
     private static let expectedOnce = Result { try computeExpectedSteps() }
@@ -132,9 +131,7 @@ struct FlowTests {
                 switch op {
                 case 0x0C03: kind = .powerOn
                 case 0x2041: kind = .scan
-                case 0x2042:
-                    kind = r[9] == "0x00" ? .stopScan : .scan
-                    system = kind == .stopScan && current.0 == .connect
+                case 0x2042: kind = r[9] == "0x00" ? .stopScan : .scan
                 case 0x2043: kind = .connect
                 case 0x0406: kind = .disconnect
                 default: kind = nil
@@ -283,6 +280,33 @@ struct FlowTests {
             #expect(steps.map(\.kind) == [.read, .pair, .read])
             #expect(steps.map(\.system) == [nil, nil, clientSide ? .retryAfterSecurity : nil], "client side: \(clientSide)")
         }
+    }
+
+    /// Core v5.4 Vol 4 Part E 7.7.65.18: a connection made from an advertising set ends it, and
+    /// the stack turns advertising off then: no stopAdvertising() call. Turned off with no
+    /// connection before it, it is the application's.
+    @Test func advertisingOffAfterAConnectionIsTheSystems() {
+        func p(_ i: Int, _ type: String, _ fields: [Field]) -> DecodedPacket {
+            DecodedPacket(index: i, time: CaptureTime(seconds: 0, nanoseconds: 0), direction: type == "command" ? .sent : .received,
+                          type: type, summary: "", layers: [DecodedLayer("hci", fields)])
+        }
+        func enable(_ i: Int, _ on: UInt8) -> [DecodedPacket] {
+            [p(i, "command", [.code("opcode", UInt16(0x2039)), .text("name", "LE Set Extended Advertising Enable"), .code("enable", on)]),
+             p(i + 1, "event", [.code("eventCode", UInt8(0x0e)), .text("name", "Command Complete"), .code("commandOpcode", UInt16(0x2039))])]
+        }
+        let connected = p(3, "event", [.code("eventCode", UInt8(0x3e)), .text("name", "LE Meta"), .text("subevent", "LE Enhanced Connection Complete"),
+                                       .code("status", UInt8(0)), .int("connectionHandle", 64), .code("role", UInt8(1)),
+                                       .text("peerAddress", "F0:F1:F2:F3:F4:02")])
+        var b = FlowBuilder()
+        for packet in enable(1, 1) + [connected] + enable(4, 0) { b.add(packet) }
+        var steps = b.finish().steps
+        #expect(steps.map(\.kind) == [.advertise, .connect, .stopAdvertising])
+        #expect(steps.last?.system == .endedByConnection && steps.last?.arrows.count == 2)
+        b = FlowBuilder()
+        for packet in enable(1, 1) + enable(3, 0) { b.add(packet) }
+        steps = b.finish().steps
+        #expect(steps.map(\.kind) == [.advertise, .stopAdvertising])
+        #expect(steps.last?.system == nil && steps.last?.coreBluetooth == "peripheralManager.stopAdvertising()")
     }
 
     /// Issue 28: an arrow label that does not fit between its lifelines is abbreviated, then cut
