@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import HCI
 import Capture
+import TestSupport
 @testable import Decoder
 
 // `dump --explain`: standard characteristic values decoded per their definitions (GATT
@@ -98,6 +99,34 @@ private func decodedValue(_ uuid: String, _ value: [UInt8]) -> [String]? {
         #expect(revealed(0x05)?.first?.contains("authenticated link") == true)
         #expect(revealed(0x02)?.first?.contains("not readable") == true)
         #expect(revealed(0x0a) == [])  // Attribute Not Found says nothing about permissions
+    }
+
+    /// tshark decodes the same standard values in Bumble's capture (a central reading a Bumble
+    /// peripheral's Device Name, Appearance, Body Sensor Location and Battery Level): ours must
+    /// say what its fields say, frame by frame.
+    @Test func standardValuesAgreeWithTshark() throws {
+        let path = fixturePath("bumble-central.btsnoop")
+        let rows = try Tshark.fields(path, ["frame.number", "btatt.device_name", "btatt.appearance", "btatt.battery_level",
+                                            "btatt.body_sensor_location"])
+        var reader = try CaptureReader(path: path)
+        let decoder = PacketDecoder()
+        var ours: [Int: [String]] = [:]
+        while let record = try reader.next() {
+            let p = decoder.decode(record)
+            guard let att = p.layers.first(where: { $0.name == "att" }), let value = att.fields.first(where: { $0.name == "value" }) else { continue }
+            ours[p.index] = explanation(of: value, in: att, of: p)?.decoded
+        }
+        let sensorNames = [1: "Chest"]  // tshark -V: "Body Sensor Location: Chest (0x01)"
+        var compared = 0
+        for r in rows where r.count == 5 && r[1...].contains(where: { !$0.isEmpty }) {
+            let mine = ours[Int(r[0])!] ?? []
+            if !r[1].isEmpty { #expect(mine == ["\"\(r[1])\""], "frame \(r[0])") }
+            if !r[2].isEmpty { #expect(mine.first?.hasSuffix("(\(hexCode(UInt16(r[2])!)))") == true, "frame \(r[0]): \(mine)") }
+            if !r[3].isEmpty { #expect(mine == ["\(r[3]) %"], "frame \(r[0])") }
+            if !r[4].isEmpty { #expect(mine == [sensorNames[Int(r[4].dropFirst(2), radix: 16)!] ?? "?"], "frame \(r[0])") }
+            compared += 1
+        }
+        #expect(compared == 4)
     }
 
     /// The tree puts the explanation under its field; JSON has it in "explain" by layer and path.
