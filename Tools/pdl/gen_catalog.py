@@ -6,8 +6,10 @@ parameters); the stack sends none of them. Written to Sources/HCI/Generated/Cata
 
 Format (Tools/pdl/description.py's blocks: a header line, two-space indented members):
 
-  command OGF OCF "Spec Name" SECTION [bit OCTET.BIT] [core V]   a command of Vol 4 Part E SECTION ("7.1.1"), of
-                                           Core v5.4 unless `core V` names a later version
+  command OGF OCF "Spec Name" SECTION [bit OCTET.BIT] [core V]
+                                           a command of Vol 4 Part E SECTION ("7.1.1"), of
+                                           Core v5.4 unless `core V` names a later version; `bit`:
+                                           its octet and bit in Supported_Commands (table 6.27)
     param NAME: TYPE                       a command parameter, in wire order
     ret NAME: TYPE                         a return parameter of Command Complete, after Status
   event CODE "Spec Name" SECTION [core V]      an event (7.7.x)
