@@ -44,7 +44,7 @@ public struct FieldExplanation: Sendable, Equatable {
 /// field's name alone lacks: the characteristic whose value an ATT `value` is (its GATT
 /// layer's `uuid`), the command whose parameters a field belongs to.
 public func explanation(of field: Field, in layer: DecodedLayer, of packet: DecodedPacket) -> FieldExplanation? {
-    var e = FieldMeanings.entry(layer: layer.name, field: field.name)
+    var e = FieldMeanings.entry(layer: layer.name, field: field.name) ?? FieldMeanings.catalogParameter(field.name, layer)
     switch (layer.kind, field.name, field.value) {
     case (.hci, "supportedCommands", .bytes(let mask)):
         e?.decoded = HCIBitFields.supportedCommands(mask).map { "\($0.name) (Octet \($0.octet) - Bit \($0.bitInOctet))" }
@@ -250,6 +250,59 @@ enum FieldMeanings {
         let layer = layer == "monitor" || layer == "note" ? "hci" : layer
         return table[layer + "." + field]
     }
+
+    /// A parameter of a command or event only the catalog decodes (Tools/pdl/hci-catalog.pdl):
+    /// its specification name and the section of its command or event, which defines it.
+    static func catalogParameter(_ name: String, _ layer: DecodedLayer) -> FieldExplanation? {
+        guard layer.kind == .hci, !["name", "opcode", "eventCode", "subeventCode", "subevent", "commandOpcode"].contains(name) else { return nil }
+        func code(_ key: String) -> Int? {
+            guard case .code(let s)? = layer.fields.first(where: { $0.name == key })?.value else { return nil }
+            return Int(s.dropFirst(2), radix: 16)
+        }
+        let entry: CatalogEntry?
+        if let op = code("commandOpcode") ?? code("opcode") {
+            entry = HCICatalog.command(HCIOpcode(rawValue: UInt16(truncatingIfNeeded: op)))
+        } else if let sub = code("subeventCode") {
+            entry = HCICatalog.leSubevent(UInt8(truncatingIfNeeded: sub))
+        } else {
+            entry = code("eventCode").flatMap { HCICatalog.event(UInt8(truncatingIfNeeded: $0)) }
+        }
+        // Its parameters, the elements of its lists and their inline counts.
+        func names(_ ps: [CatalogParameter]) -> [String] {
+            ps.flatMap { p -> [String] in
+                guard case .list(let count, let items) = p.type else { return [p.name] }
+                if case .inline(let n) = count { return [p.name, n] + names(items) }
+                return [p.name] + names(items)
+            }
+        }
+        guard let entry, names(entry.parameters + entry.returnParameters).contains(name) else { return nil }
+        return FieldExplanation(meaning: "\(specName(name)), a parameter of \(entry.name)", specSection: entry.source)
+    }
+
+    /// "connectionHandle" → "Connection_Handle", "leACLDataPacketLength" → "LE_ACL_Data_Packet_Length":
+    /// the specification's spelling of a parameter from its lowerCamelCase field name.
+    static func specName(_ camel: String) -> String {
+        var words: [String] = []
+        var word = ""
+        let chars = Array(camel)
+        for (i, c) in chars.enumerated() {
+            let next = i + 1 < chars.count ? chars[i + 1] : nil
+            // A word starts at an uppercase letter after a lowercase one, or at the last
+            // capital of an acronym followed by lowercase ("ACLData" → "ACL", "Data").
+            if !word.isEmpty, c.isUppercase, word.last!.isLowercase || word.last!.isNumber || (next?.isLowercase ?? false) {
+                words.append(word)
+                word = ""
+            }
+            word.append(c)
+        }
+        if !word.isEmpty { words.append(word) }
+        return words.map { w in acronyms.contains(w.lowercased()) ? w.uppercased() : w.prefix(1).uppercased() + w.dropFirst() }
+            .joined(separator: "_")
+    }
+
+    /// Words the specification writes in capitals whatever the field name's case.
+    static let acronyms: Set<String> = ["le", "bd", "addr", "lap", "acl", "sco", "esco", "iso", "cis", "cig", "big", "phy", "rssi",
+                                        "oob", "ltk", "irk", "ediv", "mws", "afh", "cte", "lmp", "hci", "sdu", "pdu", "rf", "tx", "rx"]
 
     private static func e(_ meaning: String, _ unit: String? = nil, _ spec: String? = nil, cb: String? = nil) -> FieldExplanation {
         FieldExplanation(meaning: meaning, unit: unit, specSection: spec, coreBluetooth: cb)

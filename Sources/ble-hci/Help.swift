@@ -233,9 +233,10 @@ let commandHelp: [String: String] = [
                         Measurement, Body Sensor Location, Device Information strings, CCCD,
                         Client/Server Supported Features); characteristic properties with
                         CoreBluetooth's names; what an ATT error reveals of the attribute's
-                        permissions (permissions are never sent). Partial: fields of the
-                        commands and events the stack does not send (hci-catalog.pdl) have no
-                        meaning yet, and LMP (BR/EDR) feature bits are not named. With --json,
+                        permissions (permissions are never sent). Partial: the parameters of
+                        commands and events the stack does not send (hci-catalog.pdl) get only
+                        their specification name and their command's section, no meaning or
+                        unit, and LMP (BR/EDR) feature bits are not named. With --json,
                         an "explain" object by layer and field path ({"hci":{"connectionInterval":
                         {"meaning":...,"unit":...,"spec":...,"coreBluetooth":...,"decoded":[...]}}}).
       --stats           no packet listing: what the capture carried, as btmon -a reports it.

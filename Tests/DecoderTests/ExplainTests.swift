@@ -129,6 +129,29 @@ private func decodedValue(_ uuid: String, _ value: [UInt8]) -> [String]? {
         #expect(compared == 4)
     }
 
+    /// A parameter of a command only the catalog decodes gets its specification name and its
+    /// command's section: Core v5.4 Vol 4 Part E 7.1.1 Inquiry (LAP, Inquiry_Length,
+    /// Num_Responses), 7.8.99 LE Create CIS (CIS_Count).
+    @Test func catalogParametersNameTheirSection() throws {
+        var d = PacketDecoder()
+        let inquiry = d.decode(direction: .sent, packet: .success(.command(HCICommandPacket(opcode: HCIOpcode(rawValue: 0x0401),
+                                                                                              parameters: [0x33, 0x8b, 0x9e, 0x08, 0x00]))),
+                               raw: [], time: CaptureTime(seconds: 0, nanoseconds: 0))
+        let hci = try #require(inquiry.layers.first)
+        let explained = hci.fields.filter { $0.name != "opcode" && $0.name != "name" }
+            .compactMap { f in explanation(of: f, in: hci, of: inquiry).map { (f.name, $0) } }
+        #expect(explained.map { $0.1.meaning } == ["LAP, a parameter of Inquiry", "Inquiry_Length, a parameter of Inquiry",
+                                                   "Num_Responses, a parameter of Inquiry"])
+        #expect(explained.allSatisfy { $0.1.specSection == "Core v5.4 Vol 4 Part E 7.1.1" })
+        d = PacketDecoder()
+        let cis = d.decode(direction: .sent, packet: .success(.command(HCICommandPacket(opcode: HCIOpcode(rawValue: 0x2064), parameters: [0]))),
+                           raw: [], time: CaptureTime(seconds: 0, nanoseconds: 0))
+        let layer = try #require(cis.layers.first)
+        let count = try #require(layer.fields.first { $0.name == "cisCount" })
+        #expect(explanation(of: count, in: layer, of: cis) == FieldExplanation(meaning: "CIS_Count, a parameter of LE Create CIS",
+                                                                               specSection: "Core v5.4 Vol 4 Part E 7.8.99"))
+    }
+
     /// The tree puts the explanation under its field; JSON has it in "explain" by layer and path.
     @Test func renderedInTreeAndJSON() throws {
         let (_, p) = readResponse("2a19", [42])
