@@ -129,6 +129,19 @@ private func decodedValue(_ uuid: String, _ value: [UInt8]) -> [String]? {
         #expect(compared == 4)
     }
 
+    /// Hostile values (any length, any octets) for every characteristic decoded here: an
+    /// explanation or nil, never a trap; a decoded Battery Level or CCCD only at its length.
+    @Test func hostileValuesNeverTrap() {
+        var rng = SeededGenerator(seed: 28)
+        for uuid in ["2a00", "2a01", "2a04", "2a05", "2a19", "2a37", "2a38", "2a29", "2902", "2b29", "2b2a", "2b3a"] {
+            for _ in 0..<500 {
+                let value = (0..<Int.random(in: 0...24, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                let e = StandardValues.explain(uuid: uuid, value: value)
+                if uuid == "2a19" || uuid == "2902" { #expect(e == nil || value.count == (uuid == "2a19" ? 1 : 2)) }
+            }
+        }
+    }
+
     /// A parameter of a command only the catalog decodes gets its specification name and its
     /// command's section: Core v5.4 Vol 4 Part E 7.1.1 Inquiry (LAP, Inquiry_Length,
     /// Num_Responses), 7.8.99 LE Create CIS (CIS_Count).

@@ -94,14 +94,15 @@ private func expectJSONObject(_ line: [UInt8], _ what: @autoclosure () -> String
     #expect(object is [String: Any], "not a JSON object: \(what()): \(String(decoding: line.prefix(300), as: UTF8.self))")
 }
 
-/// Renders `p` as JSON (checked) and as a tree.
+/// Renders `p` as JSON (checked) and as a tree; with `hex`, with `--explain`'s explanations too
+/// (bit fields and characteristic values decoded from hostile octets).
 private func renderBoth(_ p: DecodedPacket, hex: Bool = false, _ what: @autoclosure () -> String) {
     let all = LayerSelection(allDecoderLayers)
     var json = RenderBuffer()
-    appendJSON(p, layers: all, hex: hex, to: &json)
+    appendJSON(p, layers: all, hex: hex, explain: hex, to: &json)
     expectJSONObject(json.bytes, what())
     var tree = RenderBuffer()
-    appendTree(p, layers: all, hex: hex, to: &tree)
+    appendTree(p, layers: all, hex: hex, explain: hex, to: &tree)
     #expect(!tree.bytes.isEmpty)
 }
 
