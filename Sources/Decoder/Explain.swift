@@ -56,6 +56,8 @@ public func explanation(of field: Field, in layer: DecodedLayer, of packet: Deco
         e?.decoded = bitLines(HCIBitFields.leEventMask(mask(s)))
     case (.hci, "leFeatures", .code(let s)):
         e?.decoded = bitLines(HCIBitFields.leFeatures(mask(s)))
+    case (.hci, "lmpFeatures", .code(let s)):
+        e?.decoded = bitLines(HCIBitFields.lmpFeatures(mask(s)))
     case (.att, "value", .bytes(let v)):
         // A value read, written or notified: decoded when GATT knows its characteristic.
         guard let uuid = packet.layer("gatt").flatMap({ textField("uuid", $0) }),

@@ -1,5 +1,5 @@
 // The names of the bits set in HCI's bit fields, one per bit as btmon prints them: the
-// Supported_Commands bitmask, the event masks and the LE features. `dump --explain` lists them.
+// Supported_Commands bitmask, the event masks, the LE and LMP features. `dump --explain` lists them.
 
 /// One bit set in a bit field, under the specification's name of what it stands for.
 public struct NamedBit: Sendable, Equatable {
@@ -62,9 +62,17 @@ public enum HCIBitFields {
     }
 
     /// The LE features of a feature set (Core v5.4 Vol 6 Part B 4.6).
-    public static func leFeatures(_ mask: UInt64) -> [NamedBit] {
-        let names = Dictionary(uniqueKeysWithValues: LEFeatures.bitNames.map { ($0.bit, $0.name) })
-        return setBits(mask).map { n in NamedBit(bit: n, name: names[n] ?? "reserved") }
+    public static func leFeatures(_ mask: UInt64) -> [NamedBit] { named(mask, leFeatureNames) }
+
+    /// The LMP features of page 0 (Core v5.4 Vol 2 Part C 3.3), as Read Local Supported
+    /// Features and Read Remote Supported Features Complete carry them.
+    public static func lmpFeatures(_ mask: UInt64) -> [NamedBit] { named(mask, lmpFeatureNames) }
+
+    static let leFeatureNames = Dictionary(uniqueKeysWithValues: LEFeatures.bitNames.map { ($0.bit, $0.name) })
+    static let lmpFeatureNames = Dictionary(uniqueKeysWithValues: LMPFeatures.bitNames.map { ($0.bit, $0.name) })
+
+    static func named(_ mask: UInt64, _ names: [Int: String]) -> [NamedBit] {
+        setBits(mask).map { n in NamedBit(bit: n, name: names[n] ?? "reserved") }
     }
 
     static func setBits(_ mask: UInt64) -> [Int] {

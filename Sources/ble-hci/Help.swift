@@ -227,7 +227,7 @@ let commandHelp: [String: String] = [
       --explain         under each field an "explain:" line: what it means, its unit, the
                         specification section and the CoreBluetooth counterpart where there is
                         one; then the value decoded: the bits set of Supported Commands, event
-                        masks and LE features one per line as btmon prints them; the values of
+                        masks, LE and LMP features one per line as btmon prints them; the values of
                         standard characteristics (Device Name, Appearance, Peripheral Preferred
                         Connection Parameters, Service Changed, Battery Level, Heart Rate
                         Measurement, Body Sensor Location, Device Information strings, CCCD,
@@ -236,7 +236,7 @@ let commandHelp: [String: String] = [
                         permissions (permissions are never sent). Partial: the parameters of
                         commands and events the stack does not send (hci-catalog.pdl) get only
                         their specification name and their command's section, no meaning or
-                        unit, and LMP (BR/EDR) feature bits are not named. With --json,
+                        unit; LMP features pages 1 and 2 are not named. With --json,
                         an "explain" object by layer and field path ({"hci":{"connectionInterval":
                         {"meaning":...,"unit":...,"spec":...,"coreBluetooth":...,"decoded":[...]}}}).
       --stats           no packet listing: what the capture carried, as btmon -a reports it.

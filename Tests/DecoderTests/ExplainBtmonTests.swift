@@ -7,7 +7,8 @@ import TestSupport
 
 // `dump --explain`'s bit names against btmon (BlueZ 5.66, an independent decoder): a btsnoop
 // capture with every bit set in Read Local Supported Commands (Core v5.4 Vol 4 Part E 7.4.2,
-// table 6.27), LE Read Local Supported Features (7.8.3; bits of Vol 6 Part B 4.6), Set Event
+// table 6.27), LE Read Local Supported Features (7.8.3; bits of Vol 6 Part B 4.6), Read Local
+// Supported Features (7.4.3; LMP features, Vol 2 Part C 3.3), Set Event
 // Mask (7.3.1) and LE Set Event Mask (7.8.1). Every bit btmon names must carry the same
 // command, event or feature in ours, by position; names compare after spelling out the
 // abbreviations both use, except the renames listed below (each says why).
@@ -34,6 +35,12 @@ private let btmonNames: [String: String] = [
     "LE Scan Timeout": "LE Extended Scan Timeout",
     "LE Advertising Set Terminated": "LE Extended Advertising Set Terminated",
     "Connection Parameters Request Procedure": "Connection Parameter Request Procedure",
+    // LMP features: btmon's shorter names and spellings (Vol 2 Part C 3.3's are ours).
+    "μ-law log synchronous data": "u-law log synchronous data",
+    "Simultaneous LE and BR/EDR to Same Device Capable (Controller)": "Simultaneous LE and BR/EDR (Controller)",
+    "Secure Simple Pairing (Controller Support)": "Secure Simple Pairing",
+    "HCI_Link_Supervision_Timeout_Changed event": "Link Supervision Timeout Changed Event",
+    "Variable Inquiry TX Power Level": "Inquiry TX Power Level",
     // btmon's typos and slips: "Advertisng", "Estabilished Complete"; octet 44 bit 0 repeats
     // octet 43 bit 7's name; event 0x32 is IO Capability Response (7.7.41), not "Request Reply".
     "LE Set Default Periodic Advertising Sync Transfer Parameters": "LE Set Default Periodic Advertisng Sync Transfer Parameters",
@@ -57,11 +64,14 @@ private let removedCommandBits: Set<Int> = [
 /// Event mask bit 30: Page Scan Mode Change (event 0x1F), removed from the specification.
 private let removedEventBits: Set<Int> = [30]
 
+/// LMP feature bit 8: Park state, "Previously used" in Core v5.4 Vol 2 Part C 3.3.
+private let removedLMPBits: Set<Int> = [8]
+
 /// Lowercase words with the abbreviations both decoders use spelled out.
 private func normalized(_ name: String) -> String {
     let expansions = ["neg": "negative", "tx": "transmit", "cis": "connected isochronous stream",
                       "cig": "connected isochronous group", "big": "broadcast isochronous group", "iso": "isochronous",
-                      "sync": "synchronous", "advertise": "advertising", "filter": ""]
+                      "sync": "synchronous", "advertise": "advertising", "filter": "", "mbps": "mb s"]
     let words = name.lowercased().replacingOccurrences(of: #"\[(v\d)\]"#, with: " $1", options: .regularExpression)
         .split { !$0.isLetter && !$0.isNumber }.map(String.init).filter { $0 != "command" && $0 != "v1" }
     return words.map { expansions[$0] ?? $0 }.filter { !$0.isEmpty }.joined(separator: " ")
@@ -126,6 +136,7 @@ struct ExplainBtmonTests {
         }
         w.write(complete(0x1002, [UInt8](repeating: 0xff, count: 64)), direction: .received)
         w.write(complete(0x2003, (0..<8).map { UInt8(truncatingIfNeeded: allFeatures >> (8 * $0)) }), direction: .received)
+        w.write(complete(0x1003, [UInt8](repeating: 0xff, count: 8)), direction: .received)
         w.write(.command(HCICommandPacket(opcode: HCIOpcode(rawValue: 0x0c01), parameters: [UInt8](repeating: 0xff, count: 8))), direction: .sent)
         w.write(.command(HCICommandPacket(opcode: HCIOpcode(rawValue: 0x2001), parameters: [UInt8](repeating: 0xff, count: 8))), direction: .sent)
         w.close()
@@ -172,6 +183,7 @@ struct ExplainBtmonTests {
         let lines = try btmon(path)
         let cases: [(String, UInt64, [NamedBit], Set<Int>)] = [
             ("LE Read Local Supported Features (0x08|0x0003) ncmd", Self.allFeatures, HCIBitFields.leFeatures(Self.allFeatures), []),
+            ("Read Local Supported Features (0x04|0x0003) ncmd", .max, HCIBitFields.lmpFeatures(.max), removedLMPBits),
             ("Set Event Mask (0x03|0x0001) plen", .max, HCIBitFields.eventMask(.max), removedEventBits),
             ("LE Set Event Mask (0x08|0x0001) plen", .max, HCIBitFields.leEventMask(.max), []),
         ]
