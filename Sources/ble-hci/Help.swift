@@ -227,8 +227,8 @@ let commandHelp: [String: String] = [
       --explain         under each field an "explain:" line: what it means, its unit, the
                         specification section and the CoreBluetooth counterpart where there is
                         one; then the value decoded: the bits set of Supported Commands, event
-                        masks, LE and LMP features one per line as btmon prints them; the values of
-                        standard characteristics (Device Name, Appearance, Peripheral Preferred
+                        masks, LE and LMP features one per line as btmon prints them; the values
+                        of standard characteristics (Device Name, Appearance, Peripheral Preferred
                         Connection Parameters, Service Changed, Battery Level, Heart Rate
                         Measurement, Body Sensor Location, Device Information strings, CCCD,
                         Client/Server Supported Features); characteristic properties with
