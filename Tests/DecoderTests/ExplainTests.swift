@@ -142,6 +142,13 @@ private func decodedValue(_ uuid: String, _ value: [UInt8]) -> [String]? {
         }
     }
 
+    /// Core v5.4 Vol 4 Part E 7.3.69 Set Event Mask Page 2: bit 25 enables Encryption Change
+    /// [v2] (event 0x59, 7.7.8.1), which btmon 5.66 calls "Unknown mask"; bit 26 has no event.
+    @Test func eventMaskPage2() {
+        #expect(HCIBitFields.eventMaskPage2(1 << 25 | 1 << 26) == [NamedBit(bit: 25, name: "Encryption Change [v2]"),
+                                                                  NamedBit(bit: 26, name: "reserved")])
+    }
+
     /// A parameter of a command only the catalog decodes gets its specification name and its
     /// command's section: Core v5.4 Vol 4 Part E 7.1.1 Inquiry (LAP, Inquiry_Length,
     /// Num_Responses), 7.8.99 LE Create CIS (CIS_Count).
