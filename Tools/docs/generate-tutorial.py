@@ -401,14 +401,12 @@ def retry_flow(c):
     fragments left out: they are bookkeeping, and their number depends on timing)."""
     flow = subprocess.run([c.ble, "dump", c.path, "--flow", "--layers", "att,smp,hci"], check=True,
                           capture_output=True, text=True).stdout.splitlines()
-    err = next(i for i, l in enumerate(flow) if "Insufficient Authentication (0x05)" in l)
+    err = next((i for i, l in enumerate(flow) if "Insufficient Authentication (0x05)" in l), None)
+    done = next((i for i in range(err or 0, len(flow)) if "ATT Read Response" in flow[i]), None)
+    if err is None or done is None or not any("── " in l and " pair " in l for l in flow[err:done]):
+        die("the secure profile's read was not refused, paired and retried: " + c.path)
     start = max(i for i in range(err) if flow[i].startswith("── "))
-    done = next(i for i in range(err, len(flow)) if "ATT Read Response" in flow[i])
-    keep = [l for l in flow[start:done + 1] if "Number Of Completed Packets" not in l and "ACL handle" not in l]
-    # the read step also holds the Database Hash read before it: start at the refused read
-    first = max(i for i, l in enumerate(keep) if "ATT Read Request" in l and i < next(
-        j for j, k in enumerate(keep) if "Insufficient Authentication" in k))
-    return "\n".join(keep[:1] + keep[first:])
+    return "\n".join(l for l in flow[start:done + 1] if "Number Of Completed Packets" not in l and "ACL handle" not in l)
 
 
 def fill_security(cap, sec_out):
