@@ -10,9 +10,14 @@ import GATT
 
 /// Collects decoded packets (in capture order) and renders the explorer page.
 public struct ExplorerPage {
-    /// The `explain` text of a field (another part of issue 28 supplies it); shown as the
-    /// field's tooltip when there is one.
-    public typealias Explain = (_ layer: String, _ field: Field) -> String?
+    /// The tooltip of a field (of `layer`, of `packet`), when there is one.
+    public typealias Explain = (_ field: Field, _ layer: DecodedLayer, _ packet: DecodedPacket) -> String?
+
+    /// `dump --explain`'s text as the tooltip: the field's meaning, unit, section and
+    /// CoreBluetooth counterpart, then its value decoded, a line each.
+    public static func fieldExplanations(_ field: Field, _ layer: DecodedLayer, _ packet: DecodedPacket) -> String? {
+        explanation(of: field, in: layer, of: packet).map { ([$0.summary] + $0.decoded).joined(separator: "\n") }
+    }
 
     private let title: String
     private let explain: Explain?
@@ -50,7 +55,7 @@ public struct ExplorerPage {
             appendJSONString(layer.name, to: &o)
             if let r = layer.range { o += ",\"r\":[\(r.lowerBound),\(r.upperBound)]" }
             o += ",\"f\":"
-            appendFields(layer.fields, layer: layer.name, to: &o)
+            appendFields(layer.fields, layer: layer, packet: p, to: &o)
             o += "}"
         }
         o += "]}"
@@ -63,7 +68,7 @@ public struct ExplorerPage {
         return Double(ns / 1000) / 1_000_000
     }
 
-    private func appendFields(_ fields: [Field], layer: String, to o: inout String) {
+    private func appendFields(_ fields: [Field], layer: DecodedLayer, packet: DecodedPacket, to o: inout String) {
         o += "["
         for (n, f) in fields.enumerated() {
             if n > 0 { o += "," }
@@ -78,7 +83,7 @@ public struct ExplorerPage {
                         o += "{\"n\":\"[\(k)]\",\"v\":\"\""
                         if let r = ReadPlacer.span(inner.map(\.range)) { o += ",\"r\":[\(r.lowerBound),\(r.upperBound)]" }
                         o += ",\"c\":"
-                        appendFields(inner, layer: layer, to: &o)
+                        appendFields(inner, layer: layer, packet: packet, to: &o)
                         o += "}"
                     } else {
                         o += "{\"n\":\"[\(k)]\",\"v\":"
@@ -89,14 +94,14 @@ public struct ExplorerPage {
                 o += "]"
             case .object(let inner):
                 o += ",\"v\":\"\",\"c\":"
-                appendFields(inner, layer: layer, to: &o)
+                appendFields(inner, layer: layer, packet: packet, to: &o)
             default:
                 o += ",\"v\":"
                 appendJSONString(f.value.display, to: &o)
             }
             if let note = f.note { o += ",\"o\":"; appendJSONString(note, to: &o) }
             if let r = f.range { o += ",\"r\":[\(r.lowerBound),\(r.upperBound)]" }
-            if let e = explain?(layer, f) { o += ",\"e\":"; appendJSONString(e, to: &o) }
+            if let e = explain?(f, layer, packet) { o += ",\"e\":"; appendJSONString(e, to: &o) }
             o += "}"
         }
         o += "]"

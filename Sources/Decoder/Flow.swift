@@ -74,6 +74,35 @@ public enum FlowStepKind: String, Sendable, CaseIterable {
     }
 }
 
+/// Why a step is the stack's or the controller's own, with no application call causing it.
+public enum FlowSystemStep: Sendable, Equatable {
+    /// Advertising turned off right after a connection: the connection ended it.
+    case endedByConnection
+    /// A server's reads and writes of the attributes its stack holds (`FlowBuilder.stackAttributes`).
+    case stackAttribute
+    /// A client's Database Hash read and Client Supported Features write (GATT caching).
+    case gattCaching
+    /// A request the server refused for security, sent again once pairing or encryption is done.
+    case retryAfterSecurity
+
+    /// The step's label in place of the CoreBluetooth call.
+    public func label(_ kind: FlowStepKind, asServer: Bool) -> String {
+        switch self {
+        // Core v5.4 Vol 4 Part E 7.7.65.18: the controller ends an advertising set when a
+        // connection is created from it; the stack then turns advertising off.
+        case .endedByConnection:
+            return "(the controller and the stack: advertising ends when a central connects; no app call)"
+        case .stackAttribute:
+            return kind == .write ? "(answered by the stack from its own attributes: no peripheralManager(_:didReceiveWrite:))"
+                                  : "(answered by the stack from its own attributes: no peripheralManager(_:didReceiveRead:))"
+        case .gattCaching:
+            return "(the stack: Database Hash and Client Supported Features for GATT caching, Vol 3 Part G 2.5.2.1; CoreBluetooth does it itself)"
+        case .retryAfterSecurity:
+            return "(the stack sends the refused request again on the secured link; the app's call is the one before, its callback comes now)"
+        }
+    }
+}
+
 /// One packet as an arrow: from whom to whom, labelled in its own layer's words.
 public struct FlowArrow: Sendable, Equatable {
     /// The packet's 1-based position in the capture.
@@ -95,8 +124,28 @@ public struct FlowStep: Sendable {
     public var kind: FlowStepKind
     /// Whether this host is the GATT server (CBPeripheralManager) in this step.
     public var asServer: Bool
+    /// Why the stack or the controller took this step by itself; nil for an application's call.
+    public var system: FlowSystemStep?
     public var arrows: [FlowArrow]
-    public var coreBluetooth: String { kind.coreBluetooth(asServer: asServer) }
+    public var bySystem: Bool { system != nil }
+    public var coreBluetooth: String { system?.label(kind, asServer: asServer) ?? kind.coreBluetooth(asServer: asServer) }
+
+    public init(kind: FlowStepKind, asServer: Bool, system: FlowSystemStep? = nil, arrows: [FlowArrow]) {
+        self.kind = kind
+        self.asServer = asServer
+        self.system = system
+        self.arrows = arrows
+    }
+
+    func sameStep(as other: FlowStep) -> Bool { kind == other.kind && asServer == other.asServer && system == other.system }
+}
+
+/// Where a packet goes: the step's kind, whether this host is the GATT server, and why the
+/// stack took it by itself (nil: the application did).
+struct FlowPlacement: Equatable {
+    var kind: FlowStepKind
+    var asServer: Bool
+    var system: FlowSystemStep?
 }
 
 /// The whole diagram: the columns (host, controller, peers) and the steps in capture order.
@@ -121,12 +170,16 @@ public struct FlowBuilder {
     private var peerByHandle: [UInt16: Int] = [:]
     /// The step of the ATT request awaiting its response, per (connection, request direction):
     /// ATT allows one outstanding request per direction (Core v5.4 Vol 3 Part F 3.3.2).
-    private var pendingRequest: [PendingKey: (FlowStepKind, Bool)] = [:]
+    private var pendingRequest: [PendingKey: FlowPlacement] = [:]
+    /// The last ATT request per (connection, direction), and the one refused for security
+    /// (Insufficient Authentication, Encryption, Encryption Key Size) awaiting its retry.
+    private var lastRequest: [PendingKey: [Field]] = [:]
+    private var refused: [PendingKey: [Field]] = [:]
     /// Whether this host acts as GATT server on a connection (it received an ATT request).
     private var serverOn: [UInt16: Bool] = [:]
     private var start: CaptureTime?
     /// The step of each HCI command awaiting its Command Complete / Command Status, by opcode.
-    private var pendingCommand: [Int: (FlowStepKind, Bool)?] = [:]
+    private var pendingCommand: [Int: FlowPlacement?] = [:]
 
     private struct PendingKey: Hashable {
         var handle: UInt16
@@ -147,13 +200,14 @@ public struct FlowBuilder {
         guard let label = Self.label(p, layers) else { return }
         let arrow = FlowArrow(index: p.index, time: p.time, from: from, to: to, layer: label.layer, label: label.text,
                               malformed: p.malformed != nil, shape: label.shape)
-        if let (kind, asServer) = placement {
+        if let placement {
+            let step = FlowStep(kind: placement.kind, asServer: placement.asServer, system: placement.system, arrows: [arrow])
             // Not `if let last = steps.last`: that copy would share the arrows' buffer, and the
             // append would copy it whole, for every packet (quadratic: 50 000 packets took minutes).
-            if let n = steps.indices.last, steps[n].kind == kind, steps[n].asServer == asServer {
+            if let n = steps.indices.last, steps[n].sameStep(as: step) {
                 steps[n].arrows.append(arrow)
             } else {
-                steps.append(FlowStep(kind: kind, asServer: asServer, arrows: [arrow]))
+                steps.append(step)
             }
         } else if steps.isEmpty {
             steps.append(FlowStep(kind: .powerOn, asServer: false, arrows: [arrow]))
@@ -179,7 +233,7 @@ public struct FlowBuilder {
         // Neighbouring steps that became the same (e.g. connect events of both roles) merge.
         var merged: [FlowStep] = []
         for s in steps {
-            if let last = merged.last, last.kind == s.kind, last.asServer == s.asServer {
+            if let last = merged.last, last.sameStep(as: s) {
                 merged[merged.count - 1].arrows += s.arrows
             } else {
                 merged.append(s)
@@ -260,11 +314,11 @@ public struct FlowBuilder {
 
     /// The step a packet starts or belongs to; nil for packets that serve whatever step is
     /// going on (Number Of Completed Packets, L2CAP fragments, vendor or unknown commands).
-    private mutating func classify(_ p: DecodedPacket) -> (FlowStepKind, Bool)? {
-        if p.layer("smp") != nil { return (.pair, false) }
+    private mutating func classify(_ p: DecodedPacket) -> FlowPlacement? {
+        if p.layer("smp") != nil { return FlowPlacement(kind: .pair, asServer: false) }
         if let sig = p.layer("signaling") {
             let name = textValue(field("name", sig)) ?? ""
-            return (name.contains("Connection Parameter Update") ? .connectionParameters : .l2capChannel, false)
+            return FlowPlacement(kind: name.contains("Connection Parameter Update") ? .connectionParameters : .l2capChannel, asServer: false)
         }
         let hci = p.layer("hci") ?? []
         if let att = p.layer("att") { return classifyATT(att, gatt: p.layer("gatt"), hci: hci, sent: p.direction != .received) }
@@ -272,10 +326,13 @@ public struct FlowBuilder {
         case "command":
             let kind = Self.commandStep(textValue(field("name", hci)) ?? "")
             // Core v5.4 Vol 4 Part E 7.8.11 / 7.8.65: Enable 0x00 stops scanning.
-            var step = kind.map { ($0, false) }
+            var step = kind.map { FlowPlacement(kind: $0, asServer: false) }
             // Core v5.4 Vol 4 Part E 7.8.9 / 7.8.56: Advertising_Enable / Enable 0x00 stops advertising.
-            if kind == .advertise, let e = field("enable", hci) ?? field("advertisingEnable", hci), codeValue(e) == 0 { step = (.stopAdvertising, false) }
-            if kind == .scan, let e = field("enable", hci) ?? field("leScanEnable", hci), codeValue(e) == 0 { step = (.stopScan, false) }
+            if kind == .advertise, let e = field("enable", hci) ?? field("advertisingEnable", hci), codeValue(e) == 0 { step = FlowPlacement(kind: .stopAdvertising, asServer: false) }
+            if kind == .scan, let e = field("enable", hci) ?? field("leScanEnable", hci), codeValue(e) == 0 { step = FlowPlacement(kind: .stopScan, asServer: false) }
+            // Advertising off right after a connection: the connection ended it. (Scanning off
+            // is the application's: its scan ends, in a race with the connection.)
+            if step?.kind == .stopAdvertising, steps.last?.kind == .connect { step?.system = .endedByConnection }
             if let op = codeValue(field("opcode", hci)) { pendingCommand[op] = step }
             return step
         case "event":
@@ -287,28 +344,32 @@ public struct FlowBuilder {
             if name == "Disconnection Complete" {
                 if let h = intValue(field("connectionHandle", hci)) {
                     let handle = UInt16(truncatingIfNeeded: h)
-                    pendingRequest[PendingKey(handle: handle, sent: true)] = nil
-                    pendingRequest[PendingKey(handle: handle, sent: false)] = nil
+                    for sent in [true, false] {
+                        let key = PendingKey(handle: handle, sent: sent)
+                        pendingRequest[key] = nil
+                        lastRequest[key] = nil
+                        refused[key] = nil
+                    }
                     serverOn[handle] = nil
                 }
-                return (.disconnect, false)
+                return FlowPlacement(kind: .disconnect, asServer: false)
             }
-            if name.hasPrefix("Encryption") { return (.encrypt, false) }
+            if name.hasPrefix("Encryption") { return FlowPlacement(kind: .encrypt, asServer: false) }
             guard let sub = textValue(field("subevent", hci)) else { return nil }
             if sub.contains("Advertising Report") {
                 // A report still arriving while the connection is being made belongs to it.
-                return steps.last?.kind == .connect ? nil : (.scan, false)
+                return steps.last?.kind == .connect ? nil : FlowPlacement(kind: .scan, asServer: false)
             }
             if sub.contains("Advertising Set Terminated") || sub.contains("Connection Complete") {
                 // Core v5.4 Vol 4 Part E 7.7.65.1: role 0x01 = this host is the peripheral.
-                return (.connect, codeValue(field("role", hci)) == 1)
+                return FlowPlacement(kind: .connect, asServer: codeValue(field("role", hci)) == 1)
             }
             if sub.contains("Channel Selection") || sub.contains("Data Length") || sub.contains("Remote Features") || sub.contains("PHY Update") {
-                return (.connect, false)
+                return FlowPlacement(kind: .connect, asServer: false)
             }
-            if sub.contains("Connection Update") || sub.contains("Connection Parameter") { return (.connectionParameters, false) }
-            if sub.contains("Long Term Key") { return (.encrypt, false) }
-            if sub.contains("P-256") || sub.contains("DHKey") { return (.pair, false) }
+            if sub.contains("Connection Update") || sub.contains("Connection Parameter") { return FlowPlacement(kind: .connectionParameters, asServer: false) }
+            if sub.contains("Long Term Key") { return FlowPlacement(kind: .encrypt, asServer: false) }
+            if sub.contains("P-256") || sub.contains("DHKey") { return FlowPlacement(kind: .pair, asServer: false) }
             return nil
         default:
             return nil
@@ -331,29 +392,66 @@ public struct FlowBuilder {
         return nil
     }
 
-    private mutating func classifyATT(_ att: [Field], gatt: [Field]?, hci: [Field], sent: Bool) -> (FlowStepKind, Bool)? {
+    private mutating func classifyATT(_ att: [Field], gatt: [Field]?, hci: [Field], sent: Bool) -> FlowPlacement? {
         guard let code = codeValue(field("opcode", att)) else { return nil }
         let op = ATTOpcode(UInt8(truncatingIfNeeded: code))
         let handle = UInt16(truncatingIfNeeded: intValue(field("handle", hci)) ?? 0)
         // Server-initiated PDUs: the server sends notifications and indications, the client
         // confirms (Core v5.4 Vol 3 Part F 3.4.7).
         switch op {
-        case .handleValueNotification, .multipleHandleValueNotification: return (.notify, serverOn[handle] ?? sent)
-        case .handleValueIndication: return (.indicate, serverOn[handle] ?? sent)
-        case .handleValueConfirmation: return (.indicate, serverOn[handle] ?? !sent)
+        case .handleValueNotification, .multipleHandleValueNotification: return FlowPlacement(kind: .notify, asServer: serverOn[handle] ?? sent)
+        case .handleValueIndication: return FlowPlacement(kind: .indicate, asServer: serverOn[handle] ?? sent)
+        case .handleValueConfirmation: return FlowPlacement(kind: .indicate, asServer: serverOn[handle] ?? !sent)
         default: break
+        }
+        if op == .errorResponse, let code = codeValue(field("errorCode", att)), [0x05, 0x0C, 0x0F].contains(code),
+           let request = lastRequest[PendingKey(handle: handle, sent: !sent)] {
+            // Insufficient Authentication / Encryption Key Size / Encryption (Core v5.4 Vol 3
+            // Part F 3.4.1.1): a client that pairs or encrypts sends the request again.
+            refused[PendingKey(handle: handle, sent: !sent)] = request
         }
         if op.isResponse || op == .errorResponse {
             // Answers the request outstanding in the other direction.
             if let step = pendingRequest.removeValue(forKey: PendingKey(handle: handle, sent: !sent)) { return step }
             guard op != .errorResponse, let kind = Self.requestStep(ATTOpcode(op.rawValue - 1), att: att, gatt: gatt) else { return nil }
-            return (kind, sent)  // a response sent: this host is the server
+            return FlowPlacement(kind: kind, asServer: sent)  // a response sent: this host is the server
         }
         guard let kind = Self.requestStep(op, att: att, gatt: gatt) else { return nil }
         let server = !sent  // a request received: this host is the server
         serverOn[handle] = server
-        if op.isRequest { pendingRequest[PendingKey(handle: handle, sent: sent)] = (kind, server) }
-        return (kind, server)
+        var placement = FlowPlacement(kind: kind, asServer: server, system: Self.byStack(kind, op, att: att, gatt: gatt, asServer: server))
+        // The client's stack resends it; on the server it is a request like any other.
+        if refused.removeValue(forKey: PendingKey(handle: handle, sent: sent)) == Self.requestShape(att), !server {
+            placement.system = .retryAfterSecurity
+        }
+        if op.isRequest {
+            pendingRequest[PendingKey(handle: handle, sent: sent)] = placement
+            lastRequest[PendingKey(handle: handle, sent: sent)] = Self.requestShape(att)
+        }
+        return placement
+    }
+
+    /// The attributes every server's stack holds and answers itself: Generic Access (Device
+    /// Name, Appearance, Peripheral Preferred Connection Parameters; Core v5.4 Vol 3 Part C 12),
+    /// Generic Attribute (Service Changed, Client Supported Features, Database Hash, Server
+    /// Supported Features; Part G 7) and descriptors (Part G 3.3.3), as CBPeripheralManager does.
+    static let stackAttributes: Set<String> = ["2a00", "2a01", "2a04", "2a05", "2b29", "2b2a", "2b3a",
+                                               "2900", "2901", "2902", "2903", "2904", "2905", "2906"]
+
+    /// Whether a read or write is the stack's own: on the server, one of `stackAttributes`; on
+    /// the client, the Database Hash read by type and the Client Supported Features written for
+    /// GATT caching (Vol 3 Part G 2.5.2.1, 7.2).
+    static func byStack(_ kind: FlowStepKind, _ op: ATTOpcode, att: [Field], gatt: [Field]?, asServer: Bool) -> FlowSystemStep? {
+        guard kind == .read || kind == .write else { return nil }
+        let uuid = gatt.flatMap { textValue(field("uuid", $0)) } ?? (op == .readByTypeRequest ? textValue(field("type", att)) : nil)
+        guard let uuid else { return nil }
+        if asServer { return stackAttributes.contains(uuid) ? .stackAttribute : nil }
+        return (kind == .write && uuid == "2b29") || (op == .readByTypeRequest && uuid == "2b2a") ? .gattCaching : nil
+    }
+
+    /// A request's opcode and the fields that name its attribute: a request sent again is the same.
+    static func requestShape(_ att: [Field]) -> [Field] {
+        att.filter { ["opcode", "handle", "startHandle", "endHandle", "type", "valueOffset"].contains($0.name) }
     }
 
     /// The step of an ATT request or command, per the GATT procedure it belongs to

@@ -222,10 +222,31 @@ public enum FlowSVG {
         s += "</g>\n"
     }
 
-    /// The label cut to what fits `px` pixels (the full label is in the row's <title>).
+    /// How many characters fit in `px` pixels of the 11 px monospace font (at least 8).
+    static func capacity(px: Int) -> Int { max(8, Int(Double(px) / charWidth)) }
+
+    /// Shorter spellings of the words labels repeat, tried in order until a label fits.
+    static let abbreviations: [(String, String)] = [
+        ("HCI Command ", "HCI Cmd "), ("HCI Event ", "HCI Evt "), ("Command ", "Cmd "), ("Extended ", "Ext "), ("Advertising", "Adv"),
+        ("Connection", "Conn"), ("Parameters", "Params"), ("Information", "Info"), ("Supported", "Supp"),
+        ("Request", "Req"), ("Response", "Rsp"), ("Complete", "Cmpl"), ("Number Of Completed Packets", "NOCP"),
+    ]
+
+    /// The label made to fit `px` pixels (the full label is in the row's <title>): first with
+    /// the common words abbreviated, then cut in the middle so the last word stays — it is what
+    /// tells packets of one kind apart ("on" / "off", a value, a reason, a size).
     static func fit(_ label: String, px: Int) -> String {
-        let n = max(8, Int(Double(px) / charWidth))
-        return label.count <= n ? label : String(label.prefix(n - 1)) + "…"
+        let n = capacity(px: px)
+        if label.count <= n { return label }
+        var short = label
+        for (long, abbreviation) in abbreviations {
+            short = short.replacingOccurrences(of: long, with: abbreviation)
+            if short.count <= n { return short }
+        }
+        guard let space = short.lastIndex(of: " ") else { return String(short.prefix(n - 1)) + "…" }
+        let last = short[short.index(after: space)...]
+        guard last.count + 2 < n else { return String(short.prefix(n - 1)) + "…" }  // the word alone is too long
+        return String(short.prefix(n - last.count - 2)) + "… " + last
     }
 
     static func escape(_ t: String) -> String {

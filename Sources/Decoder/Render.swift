@@ -244,7 +244,9 @@ public struct RenderBuffer: ~Copyable {
 private func hexDigit(_ v: UInt8) -> UInt8 { v < 10 ? 48 &+ v : 87 &+ v }
 
 /// JSON: `{"index":7,"time":"...","direction":"sent","type":"acl","hci":{...},...}`.
-public func appendJSON(_ p: DecodedPacket, layers: LayerSelection, hex: Bool = false, to s: inout RenderBuffer) {
+/// `explain`: an "explain" object by layer, each field's `FieldExplanation` under its path
+/// ("connectionInterval", "reports[0].rssi"), for the fields that have one (`dump --explain --json`).
+public func appendJSON(_ p: DecodedPacket, layers: LayerSelection, hex: Bool = false, explain: Bool = false, to s: inout RenderBuffer) {
     s.append(ascii: "{\"index\":")
     s.append(int: p.index)
     s.append(ascii: ",\"time\":\"")
@@ -282,7 +284,53 @@ public func appendJSON(_ p: DecodedPacket, layers: LayerSelection, hex: Bool = f
         }
         if !first { s.append(byte: UInt8(ascii: "}")) }
     }
+    if explain { appendJSONExplanations(p, layers: layers, to: &s) }
     s.append(byte: UInt8(ascii: "}"))
+}
+
+private func appendJSONExplanations(_ p: DecodedPacket, layers: LayerSelection, to s: inout RenderBuffer) {
+    var firstLayer = true
+    for layer in p.layers where layers.includes(layer) {
+        var found: [(String, FieldExplanation)] = []
+        func walk(_ fields: [Field], _ prefix: String) {
+            for f in fields {
+                let path = prefix + f.name
+                if let e = explanation(of: f, in: layer, of: p) { found.append((path, e)) }
+                switch f.value {
+                case .object(let inner): walk(inner, path + ".")
+                case .list(let items):
+                    for (i, item) in items.enumerated() { if case .object(let inner) = item { walk(inner, path + "[\(i)].") } }
+                default: break
+                }
+            }
+        }
+        walk(layer.fields, "")
+        guard !found.isEmpty else { continue }
+        s.append(ascii: firstLayer ? ",\"explain\":{" : ",")
+        firstLayer = false
+        s.append(jsonString: layer.name)
+        s.append(ascii: ":{")
+        for (i, (path, e)) in found.enumerated() {
+            if i > 0 { s.append(byte: UInt8(ascii: ",")) }
+            s.append(jsonString: path)
+            s.append(ascii: ":{\"meaning\":")
+            s.append(jsonString: e.meaning)
+            if let u = e.unit { s.append(ascii: ",\"unit\":"); s.append(jsonString: u) }
+            if let spec = e.specSection { s.append(ascii: ",\"spec\":"); s.append(jsonString: spec) }
+            if let cb = e.coreBluetooth { s.append(ascii: ",\"coreBluetooth\":"); s.append(jsonString: cb) }
+            if !e.decoded.isEmpty {
+                s.append(ascii: ",\"decoded\":[")
+                for (j, line) in e.decoded.enumerated() {
+                    if j > 0 { s.append(byte: UInt8(ascii: ",")) }
+                    s.append(jsonString: line)
+                }
+                s.append(byte: UInt8(ascii: "]"))
+            }
+            s.append(byte: UInt8(ascii: "}"))
+        }
+        s.append(byte: UInt8(ascii: "}"))
+    }
+    if !firstLayer { s.append(byte: UInt8(ascii: "}")) }
 }
 
 /// Human tree:
@@ -293,7 +341,9 @@ public func appendJSON(_ p: DecodedPacket, layers: LayerSelection, hex: Bool = f
 ///   ...
 /// ```
 /// `→` host to controller, `←` controller to host, `·` unknown direction.
-public func appendTree(_ p: DecodedPacket, layers: LayerSelection, hex: Bool = false, to s: inout RenderBuffer) {
+/// `explain`: after each field that has a `FieldExplanation`, an "explain:" line and its decoded
+/// lines (`dump --explain`).
+public func appendTree(_ p: DecodedPacket, layers: LayerSelection, hex: Bool = false, explain: Bool = false, to s: inout RenderBuffer) {
     s.append(byte: UInt8(ascii: "#"))
     s.append(int: p.index)
     s.append(byte: UInt8(ascii: " "))
@@ -320,7 +370,11 @@ public func appendTree(_ p: DecodedPacket, layers: LayerSelection, hex: Bool = f
         case .other: s.append(layer.name)
         }
         s.append(byte: 10)
-        appendTreeFields(layer.fields, indent: 4, to: &s)
+        if explain {
+            appendTreeFields(layer.fields, indent: 4, to: &s) { f in explanation(of: f, in: layer, of: p) }
+        } else {
+            appendTreeFields(layer.fields, indent: 4, to: &s)
+        }
         if hex, let octets = layer.octets { appendHexDump(octets, indent: 4, to: &s) }
     }
     if let m = p.malformed {
@@ -364,12 +418,31 @@ private func appendHexDump(_ octets: ArraySlice<UInt8>, indent: Int, to s: inout
     }
 }
 
-private func appendTreeFields(_ fields: [Field], indent: Int, to s: inout RenderBuffer) {
+private func appendTreeFields(_ fields: [Field], indent: Int, to s: inout RenderBuffer,
+                              explain: ((Field) -> FieldExplanation?)? = nil) {
     // By index: each field is borrowed from the array, not copied (retained) per iteration.
-    for i in fields.indices { appendTreeField(fields[i], indent: indent, to: &s) }
+    for i in fields.indices { appendTreeField(fields[i], indent: indent, to: &s, explain: explain) }
 }
 
-private func appendTreeField(_ f: Field, indent: Int, to s: inout RenderBuffer) {
+/// "explain: ..." under a field, then its decoded lines, indented under it.
+private func appendExplanation(_ e: FieldExplanation, indent: Int, to s: inout RenderBuffer) {
+    s.append(indent: indent)
+    s.append(ascii: "explain: ")
+    s.append(e.summary)
+    s.append(byte: 10)
+    for line in e.decoded {
+        s.append(indent: indent + 2)
+        s.append(line)
+        s.append(byte: 10)
+    }
+}
+
+/// `explainIndent`: where the field's explanation lines go (a list item's first field is
+/// written after "- ", at indent 0).
+private func appendTreeField(_ f: Field, indent: Int, to s: inout RenderBuffer,
+                             explain: ((Field) -> FieldExplanation?)? = nil, explainIndent: Int? = nil) {
+    let explained = explain.flatMap { $0(f) }
+    let under = (explainIndent ?? indent) + 2
     s.append(indent: indent)
     s.append(f.name)
     s.append(byte: UInt8(ascii: ":"))
@@ -377,17 +450,19 @@ private func appendTreeField(_ f: Field, indent: Int, to s: inout RenderBuffer) 
     case .object(let inner):
         if let note = f.note { s.append(ascii: " ("); s.append(note); s.append(byte: UInt8(ascii: ")")) }
         s.append(byte: 10)
-        appendTreeFields(inner, indent: indent + 2, to: &s)
+        if let explained { appendExplanation(explained, indent: under, to: &s) }
+        appendTreeFields(inner, indent: indent + 2, to: &s, explain: explain)
     case .list(let items) where items.contains(where: { if case .object = $0 { return true } else { return false } }):
         if let note = f.note { s.append(ascii: " ("); s.append(note); s.append(byte: UInt8(ascii: ")")) }
         s.append(byte: 10)
+        if let explained { appendExplanation(explained, indent: under, to: &s) }
         for item in items {
             if case .object(let inner) = item, let first = inner.first {
                 // "- first: value" then the rest aligned under it.
                 s.append(indent: indent + 2)
                 s.append(ascii: "- ")
-                appendTreeField(first, indent: 0, to: &s)
-                for rest in inner.dropFirst() { appendTreeField(rest, indent: indent + 4, to: &s) }
+                appendTreeField(first, indent: 0, to: &s, explain: explain, explainIndent: indent + 4)
+                for rest in inner.dropFirst() { appendTreeField(rest, indent: indent + 4, to: &s, explain: explain) }
             } else {
                 s.append(indent: indent + 2)
                 s.append(ascii: "- ")
@@ -405,6 +480,7 @@ private func appendTreeField(_ f: Field, indent: Int, to s: inout RenderBuffer) 
         }
         if let note = f.note, !note.isEmpty { s.append(ascii: " ("); s.append(note); s.append(byte: UInt8(ascii: ")")) }
         s.append(byte: 10)
+        if let explained { appendExplanation(explained, indent: under, to: &s) }
     }
 }
 

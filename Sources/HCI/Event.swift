@@ -127,6 +127,12 @@ public enum HCIEvents {
         return "Unknown LE Subevent (\(hexCode(code)))"
     }
 
+    /// Whether the stack or the catalog knows event `code`.
+    public static func isKnown(code: UInt8) -> Bool { byCode[code] != nil || HCICatalog.event(code) != nil }
+
+    /// Whether the stack or the catalog knows LE Meta subevent `code`.
+    public static func isKnownLESubevent(code: UInt8) -> Bool { bySubevent[code] != nil || HCICatalog.leSubevent(code) != nil }
+
     /// The event code reserved for vendor-specific events (Core v5.4 Vol 4 Part E 5.4.4).
     public static let vendorEventCode: UInt8 = 0xFF
 

@@ -35,16 +35,17 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         guard !c.out.json else { throw UsageError("--html writes a page: --json does not go with it", command: c.command) }
         return runHTML(&reader, path: path, htmlPath: htmlPath, c)
     }
+    let explain = c.args.has("explain")
     if c.args.has("stats") {
         // The statistics cover every packet and layer: the options that select packets to
         // print or draw them have nothing to act on.
-        if let other = ["flow", "svg", "layers", "hex"].first(where: c.args.has) {
+        if let other = ["flow", "svg", "layers", "hex", "explain"].first(where: c.args.has) {
             throw UsageError("--stats summarises every packet and layer of the capture: --\(other) does not go with it (--json does)", command: c.command)
         }
         return runStats(&reader, path: path, c)
     }
     if c.args.has("attributes") {
-        if let other = ["flow", "svg", "layers", "hex"].first(where: c.args.has) {
+        if let other = ["flow", "svg", "layers", "hex", "explain"].first(where: c.args.has) {
             throw UsageError("--attributes lists each GATT server's attribute table: --\(other) does not go with it (--json does)", command: c.command)
         }
         return runAttributes(&reader, path: path, c)
@@ -52,6 +53,7 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
     if flow || svgPath != nil {
         guard !c.out.json else { throw UsageError("--json, --flow and --svg are alternatives: choose one", command: c.command) }
         guard !hex else { throw UsageError("--hex adds octets to the packet listing: it does not go with --flow or --svg", command: c.command) }
+        guard !explain else { throw UsageError("--explain annotates the packet listing: it does not go with --flow or --svg", command: c.command) }
         return try runFlow(&reader, path: path, layers: layers, text: flow, svgPath: svgPath, c)
     }
     // Performance: render UTF-8 bytes straight into one buffer (no String per packet), and
@@ -64,10 +66,10 @@ func runDump(_ c: CommandContext) async throws -> Int32 {
         // --layers selects what is shown: a packet with nothing in those layers is left out.
         guard selection.shows(p) else { return }
         if json {
-            appendJSON(p, layers: selection, hex: hex, to: &out.buffer)
+            appendJSON(p, layers: selection, hex: hex, explain: explain, to: &out.buffer)
             out.buffer.append(byte: 10)
         } else {
-            appendTree(p, layers: selection, hex: hex, to: &out.buffer)
+            appendTree(p, layers: selection, hex: hex, explain: explain, to: &out.buffer)
         }
         out.flushIfFull()
     }
@@ -239,7 +241,7 @@ private func runFlow(_ reader: inout CaptureReader, path: String, layers: Set<St
 /// exchanges and the GATT database, into one page (Decoder's ExplorerPage).
 private func runHTML(_ reader: inout CaptureReader, path: String, htmlPath: String, _ c: CommandContext) -> Int32 {
     let decoder = PacketDecoder(attributes: true, fieldRanges: true)
-    var page = ExplorerPage(title: path == "-" ? "stdin" : (path as NSString).lastPathComponent)
+    var page = ExplorerPage(title: path == "-" ? "stdin" : (path as NSString).lastPathComponent, explain: ExplorerPage.fieldExplanations)
     let (records, damage) = decodeRecords(&reader, decoder) { p, record in page.add(p, raw: record.raw) }
     if damage == nil && records == 0 { return outcome(path, damage: nil, records: 0, c) }
     do {

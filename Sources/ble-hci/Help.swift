@@ -184,7 +184,7 @@ let commandHelp: [String: String] = [
       ble-hci bonds --bonds /tmp/bonds clear
     """,
     "dump": """
-    Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg] [--hex]
+    Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg] [--hex] [--explain]
            ble-hci dump FILE --html OUT.html
            ble-hci dump FILE --stats [--json]
            ble-hci dump FILE --attributes [--json]
@@ -209,7 +209,11 @@ let commandHelp: [String: String] = [
                         descriptors, read, write, subscribe, notify, pair, encrypt, disconnect...)
                         each naming the CoreBluetooth call that causes it (centralManager.connect,
                         peripheral.readValue(for:), or peripheralManager's side when this host
-                        is the GATT server)
+                        is the GATT server); a step the stack or the controller takes by itself
+                        says so instead: advertising off right after a connection,
+                        a server's reads of the attributes its stack holds (Generic Access,
+                        Generic Attribute, descriptors), the client's GATT caching reads and
+                        writes, a request sent again after pairing or encryption
       --svg OUT.svg     the same diagram as a standalone SVG (no scripts, no external resources):
                         layers in colours, time since the first packet on the left, repeated
                         exchanges and repeated sessions folded into one "× N" row (clicking a
@@ -236,6 +240,21 @@ let commandHelp: [String: String] = [
                         signaling, att and smp their PDU (ATT on a credit-based channel: the SDU
                         reassembled from its K-frames). With --json, a "hex" object by layer
                         name ({"hci":"...","l2cap":"...","att":"..."}) of the layers shown.
+      --explain         under each field an "explain:" line: what it means, its unit, the
+                        specification section and the CoreBluetooth counterpart where there is
+                        one; then the value decoded: the bits set of Supported Commands, event
+                        masks, LE and LMP features one per line as btmon prints them; the values
+                        of standard characteristics (Device Name, Appearance, Peripheral Preferred
+                        Connection Parameters, Service Changed, Battery Level, Heart Rate
+                        Measurement, Body Sensor Location, Device Information strings, CCCD,
+                        Client/Server Supported Features); characteristic properties with
+                        CoreBluetooth's names; what an ATT error reveals of the attribute's
+                        permissions (permissions are never sent). Partial: the parameters of
+                        commands and events the stack does not send (hci-catalog.pdl) get only
+                        their specification name and their command's section, no meaning or
+                        unit; LMP features pages 1 and 2 are not named. With --json,
+                        an "explain" object by layer and field path ({"hci":{"connectionInterval":
+                        {"meaning":...,"unit":...,"spec":...,"coreBluetooth":...,"decoded":[...]}}}).
       --stats           no packet listing: what the capture carried, as btmon -a reports it.
                         Packets by type; per connection (handle, LE or BR/EDR, peer address,
                         the packets that connected and disconnected it, the reason, duration)
@@ -289,6 +308,7 @@ let commandHelp: [String: String] = [
       ble-hci dump btsnoop_hci.log --layers l2cap,att   # ATT over BR/EDR and EATT channels too
       ble-hci dump iphone.pklg --json
       ble-hci dump demo.pcap --layers l2cap,att --hex     # each layer's octets under its fields
+      ble-hci dump demo.pcap --layers hci,gatt --explain  # what each field means; bit fields, values decoded
       ble-hci dump btsnoop_hci.log --stats                # per connection and channel: octets, latency, errors
       ble-hci dump capture.pcapng --stats --json | jq '.connections[].channels[].att.latencyUs'
       ble-hci dump btsnoop_hci.log --attributes --json > device.json && ble-hci peripheral --gatt device.json
@@ -390,7 +410,7 @@ let commandSpecs: [String: OptionSpec] = [
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),
     "session": OptionSpec(flags: securityFlags, valued: securityValued),
     "shell": OptionSpec(flags: securityFlags, valued: securityValued),
-    "dump": OptionSpec(flags: ["flow", "stats", "hex", "attributes"], valued: ["layers", "svg", "html"]),
+    "dump": OptionSpec(flags: ["flow", "stats", "hex", "attributes", "explain"], valued: ["layers", "svg", "html"]),
     "demo": OptionSpec(flags: ["airtime"], valued: []),
     "controllers": OptionSpec(flags: [], valued: ["listen", "airtime"]),
     "proxy": OptionSpec(flags: [], valued: ["host", "controller"]),

@@ -81,6 +81,32 @@ extension CLITests {
         // Issue 16 item 7 counts "header only" among the corrupt captures that must exit 1
         // (tshark reads such a file as an empty capture: 0 frames, which we check as the
         // independent reading of the file). Same for the diagram paths: no text, no SVG.
+        /// `dump --explain` (issue 28) adds an "explain" object to the packets `dump --json` prints
+        /// and changes nothing else; options that print no packet listing refuse it (exit 2, a
+        /// usage error as CLI.md's exit codes say).
+        @Test func explainOnlyAddsExplanations() async throws {
+            let plain = try await BleHCI.run(["dump", Self.fixture, "--json"])
+            let explained = try await BleHCI.run(["dump", Self.fixture, "--json", "--explain"])
+            expectStatus(explained, 0, "dump --json --explain")
+            #expect(explained.stdout.count == plain.stdout.count)
+            var withExplain = 0
+            for (a, b) in zip(plain.stdout, explained.stdout) {
+                let before = try #require(try JSONSerialization.jsonObject(with: Data(a.utf8)) as? NSDictionary)
+                let after = try #require(try JSONSerialization.jsonObject(with: Data(b.utf8)) as? [String: Any])
+                if after["explain"] != nil { withExplain += 1 }
+                #expect(NSDictionary(dictionary: after.filter { $0.key != "explain" }) == before, "\(b)")
+            }
+            #expect(withExplain > plain.stdout.count / 2)
+            let tree = try await BleHCI.run(["dump", Self.fixture, "--explain", "--layers", "hci"])
+            #expect(tree.stdout.contains("        LE Set Event Mask (Octet 25 - Bit 0)"))
+            let dir = try TempDir()
+            for options in [["--flow"], ["--svg", dir.path("x.svg")], ["--stats"], ["--attributes"]] {
+                let r = try await BleHCI.run(["dump", Self.fixture, "--explain"] + options)
+                expectStatus(r, 2, "dump --explain \(options)")
+                #expect(r.stderr.contains("--explain") || r.stderr.contains("explain"), "stderr: \(r.stderr)")
+            }
+        }
+
         @Test(arguments: [[String](), ["--json"], ["--flow"], ["--svg"], ["--html"]])
         func headerOnlyFailsAndSaysSo(_ options: [String]) async throws {
             let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.fixture)))

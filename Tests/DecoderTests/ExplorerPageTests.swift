@@ -83,8 +83,8 @@ struct ExplorerPageTests {
 
     @Test("a field's explain text, when one is given, is in the model for that field only")
     func explainIsCarried() throws {
-        let m = try model(try page(fixturePath("bumble-central.btsnoop")) { layer, field in
-            layer == "att" && field.name == "opcode" ? "The PDU's kind <Vol 3 Part F 3.3>" : nil
+        let m = try model(try page(fixturePath("bumble-central.btsnoop")) { field, layer, _ in
+            layer.name == "att" && field.name == "opcode" ? "The PDU's kind <Vol 3 Part F 3.3>" : nil
         })
         let packets = try #require(m["packets"] as? [[String: Any]])
         var explained = 0, others = 0
@@ -101,5 +101,17 @@ struct ExplorerPageTests {
             }
         }
         #expect(explained > 10 && others == 0, "explained \(explained), att opcodes without: \(others)")
+    }
+
+    /// `dump --html`'s tooltips are `dump --explain`'s text: an ATT opcode field's says what the
+    /// opcode's bits are and where (Core v5.4 Vol 3 Part F 3.3.1: method in bits 0–5, Command
+    /// flag bit 6, Authentication Signature flag bit 7).
+    @Test func tooltipsAreTheExplanations() throws {
+        let m = try model(try page(fixturePath("bumble-central.btsnoop"), explain: ExplorerPage.fieldExplanations))
+        let packets = try #require(m["packets"] as? [[String: Any]])
+        let tips = packets.flatMap { p in (p["l"] as? [[String: Any]] ?? []).filter { $0["n"] as? String == "att" } }
+            .flatMap { $0["f"] as? [[String: Any]] ?? [] }.filter { $0["n"] as? String == "opcode" }.compactMap { $0["e"] as? String }
+        #expect(!tips.isEmpty)
+        #expect(tips.allSatisfy { $0.contains("bit 6 Command") && $0.contains("Vol 3 Part F 3.3.1") }, "\(tips.first ?? "")")
     }
 }

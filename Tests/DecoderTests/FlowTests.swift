@@ -93,35 +93,40 @@ struct FlowTests {
     ///   disconnect; Command Complete/Status → the step of the command they answer (their
     ///   opcode); anything else (Number Of Completed Packets, fragments, other bring-up
     ///   commands) → the step going on.
-    static func expectedSteps() throws -> [(index: Int, kind: FlowStepKind)] { try expectedOnce.get() }
+    /// - The stack's own steps (`system`), no application call: the client's Read By Type of the
+    ///   Database Hash 0x2B2A (GATT caching, Vol 3 Part G 2.5.2.1).
+    static func expectedSteps() throws -> [(index: Int, kind: FlowStepKind, system: Bool)] { try expectedOnce.get() }
     /// Computed once for the 15 step tests (one tshark run).
     private static let expectedOnce = Result { try computeExpectedSteps() }
 
-    private static func computeExpectedSteps() throws -> [(index: Int, kind: FlowStepKind)] {
+    private static func computeExpectedSteps() throws -> [(index: Int, kind: FlowStepKind, system: Bool)] {
         let rows = try tsharkRows(fixturePath("ble-hci-demo.pcap"), [
             "frame.number", "hci_h4.direction", "bthci_cmd.opcode", "bthci_evt.code", "bthci_evt.le_meta_subevent",
             "bthci_evt.opcode", "btatt.opcode", "btatt.uuid16", "btatt.characteristic_configuration_client", "bthci_cmd.le_scan_enable",
         ])
-        var out: [(Int, FlowStepKind)] = []
-        var current = FlowStepKind.powerOn
-        var pending: [Bool: FlowStepKind] = [:]  // request direction (sent?) → its step
-        var commandSteps: [Int: FlowStepKind] = [:]
+        var out: [(Int, FlowStepKind, Bool)] = []
+        var current = (FlowStepKind.powerOn, false)
+        var pending: [Bool: (FlowStepKind, Bool)] = [:]  // request direction (sent?) → its step
+        var commandSteps: [Int: (FlowStepKind, Bool)] = [:]
         for r in rows {
             let sent = r[1] == "0x00"
             var kind: FlowStepKind? = nil
+            var system = false
             if let op = hex(r[6]) {
                 let uuids = r[7].split(separator: ",").compactMap { hex(String($0)) }
                 switch op {
                 case 0x10: kind = .discoverServices
-                case 0x08: kind = uuids.contains(0x2803) ? .discoverCharacteristics : uuids.contains(0x2802) ? .discoverIncludedServices : .read
+                case 0x08:
+                    kind = uuids.contains(0x2803) ? .discoverCharacteristics : uuids.contains(0x2802) ? .discoverIncludedServices : .read
+                    system = sent && uuids.contains(0x2B2A)
                 case 0x04: kind = .discoverDescriptors
                 case 0x02: kind = .exchangeMTU
                 case 0x0A, 0x0C: kind = .read
                 case 0x12: kind = uuids.contains(0x2902) ? (hex(r[8]) == 0 ? .unsubscribe : .subscribe) : .write
                 case 0x1B: kind = .notify
-                default: kind = pending.removeValue(forKey: !sent)  // a response
+                default: (kind, system) = pending.removeValue(forKey: !sent).map { ($0.0, $0.1) } ?? (nil, false)  // a response
                 }
-                if [0x02, 0x04, 0x08, 0x0A, 0x0C, 0x10, 0x12].contains(op) { pending[sent] = kind }
+                if [0x02, 0x04, 0x08, 0x0A, 0x0C, 0x10, 0x12].contains(op), let kind { pending[sent] = (kind, system) }
             } else if let op = hex(r[2]) {
                 switch op {
                 case 0x0C03: kind = .powerOn
@@ -131,22 +136,22 @@ struct FlowTests {
                 case 0x0406: kind = .disconnect
                 default: kind = nil
                 }
-                if let kind { commandSteps[op] = kind }
+                if let kind { commandSteps[op] = (kind, system) }
             } else if let code = hex(r[3]) {
                 switch code {
-                case 0x0E, 0x0F: kind = hex(r[5]).flatMap { commandSteps[$0] }
+                case 0x0E, 0x0F: (kind, system) = hex(r[5]).flatMap { commandSteps[$0] }.map { ($0.0, $0.1) } ?? (nil, false)
                 case 0x05: kind = .disconnect
                 case 0x3E:
                     switch hex(r[4]) {
-                    case 0x02?, 0x0D?: kind = current == .connect ? nil : .scan
+                    case 0x02?, 0x0D?: kind = current.0 == .connect ? nil : .scan
                     case 0x01?, 0x0A?: kind = .connect
                     default: kind = nil
                     }
                 default: kind = nil
                 }
             }
-            if let kind { current = kind }
-            out.append((Int(r[0])!, current))
+            if let kind { current = (kind, system) }
+            out.append((Int(r[0])!, current.0, current.1))
         }
         return out
     }
@@ -165,22 +170,33 @@ struct FlowTests {
         let ours = d.steps.filter { $0.kind == kind }
         #expect(!ours.isEmpty, "no \(kind.rawValue) step")
         #expect(ours.flatMap { $0.arrows.map(\.index) } == expected.filter { $0.kind == kind }.map(\.index))
-        // Step boundaries: a step starts where the expected step changes.
+        // Step boundaries: a step starts where the expected step changes (its kind, or whether
+        // the stack took it by itself).
         var starts: [Int] = []
-        var previous: FlowStepKind? = nil
+        var systemSteps: [Bool] = []
+        var previous: (FlowStepKind, Bool)? = nil
         for e in expected {
-            if e.kind != previous, e.kind == kind { starts.append(e.index) }
-            previous = e.kind
+            if e.kind != previous?.0 || e.system != previous?.1, e.kind == kind {
+                starts.append(e.index)
+                systemSteps.append(e.system)
+            }
+            previous = (e.kind, e.system)
         }
         #expect(ours.map { $0.arrows[0].index } == starts)
-        #expect(ours.allSatisfy { $0.coreBluetooth == kind.coreBluetooth(asServer: false) })
+        #expect(ours.map(\.bySystem) == systemSteps)
+        #expect(ours.allSatisfy { $0.coreBluetooth == ($0.system?.label(kind, asServer: false) ?? kind.coreBluetooth(asServer: false)) })
     }
 
     /// The Bumble peripheral's capture is named from the peripheral's side.
     @Test func peripheralSideUsesPeripheralManagerCalls() throws {
         let d = try diagram("bumble-peripheral.btsnoop")
-        let read = try #require(d.steps.first { $0.kind == .read })
+        let read = try #require(d.steps.first { $0.kind == .read && !$0.bySystem })
         #expect(read.asServer && read.coreBluetooth.hasPrefix("peripheralManager(_:didReceiveRead:)"))
+        // Device Name (0x2A00) and CCCDs are the server stack's own attributes (Core v5.4 Vol 3
+        // Part C 12.1, Part G 3.3.3.3): answered without the application.
+        let stackReads = d.steps.filter { $0.kind == .read && $0.bySystem }
+        #expect(!stackReads.isEmpty && stackReads.allSatisfy { $0.asServer && $0.coreBluetooth.hasPrefix("(answered by the stack") })
+        #expect(stackReads.flatMap(\.arrows).contains { $0.label.contains("Read Request 0x0003 2a00") })
         #expect(d.steps.contains { $0.kind == .advertise })
     }
 
@@ -239,6 +255,93 @@ struct FlowTests {
         #expect(counter.counts["script", default: 0] == 0)
         #expect(counter.hrefs.isEmpty, "external references: \(counter.hrefs)")  // only "#..." links inside the document
         #expect(counter.counts["line", default: 0] > 0)
+    }
+
+    /// A read refused with Insufficient Authentication (0x05), pairing, then the same Read
+    /// Request again: the client's stack retries it (Core v5.4 Vol 3 Part F 3.4.1.1: the client
+    /// may pair or encrypt and send the request again), so that step is the stack's, not an app
+    /// call. On the server the retried request is answered like any other.
+    @Test func readRetriedAfterPairingIsTheStacks() {
+        func packet(_ i: Int, _ sent: Bool, _ layer: DecodedLayer) -> DecodedPacket {
+            DecodedPacket(index: i, time: CaptureTime(seconds: 0, nanoseconds: 0), direction: sent ? .sent : .received, type: "acl",
+                          summary: "", layers: [DecodedLayer("hci", [.int("handle", 64)]), layer])
+        }
+        let read = DecodedLayer("att", [.code("opcode", UInt8(0x0a)), .int("handle", 16)])
+        let refusal = DecodedLayer("att", [.code("opcode", UInt8(0x01)), .code("requestOpcodeInError", UInt8(0x0a)),
+                                           .int("attributeHandleInError", 16), .code("errorCode", UInt8(0x05))])
+        let answer = DecodedLayer("att", [.code("opcode", UInt8(0x0b)), .bytes("value", [1])])
+        let pairing = DecodedLayer("smp", [.code("code", UInt8(0x01))])
+        for clientSide in [true, false] {
+            var b = FlowBuilder()
+            for (i, (sentByClient, layer)) in [(true, read), (false, refusal), (true, pairing), (false, pairing), (true, read), (false, answer)].enumerated() {
+                b.add(packet(i + 1, sentByClient == clientSide, layer))
+            }
+            let steps = b.finish().steps
+            #expect(steps.map(\.kind) == [.read, .pair, .read])
+            #expect(steps.map(\.system) == [nil, nil, clientSide ? .retryAfterSecurity : nil], "client side: \(clientSide)")
+        }
+    }
+
+    /// Core v5.4 Vol 4 Part E 7.7.65.18: a connection made from an advertising set ends it, and
+    /// the stack turns advertising off then: no stopAdvertising() call. Turned off with no
+    /// connection before it, it is the application's.
+    @Test func advertisingOffAfterAConnectionIsTheSystems() {
+        func p(_ i: Int, _ type: String, _ fields: [Field]) -> DecodedPacket {
+            DecodedPacket(index: i, time: CaptureTime(seconds: 0, nanoseconds: 0), direction: type == "command" ? .sent : .received,
+                          type: type, summary: "", layers: [DecodedLayer("hci", fields)])
+        }
+        func enable(_ i: Int, _ on: UInt8) -> [DecodedPacket] {
+            [p(i, "command", [.code("opcode", UInt16(0x2039)), .text("name", "LE Set Extended Advertising Enable"), .code("enable", on)]),
+             p(i + 1, "event", [.code("eventCode", UInt8(0x0e)), .text("name", "Command Complete"), .code("commandOpcode", UInt16(0x2039))])]
+        }
+        let connected = p(3, "event", [.code("eventCode", UInt8(0x3e)), .text("name", "LE Meta"), .text("subevent", "LE Enhanced Connection Complete"),
+                                       .code("status", UInt8(0)), .int("connectionHandle", 64), .code("role", UInt8(1)),
+                                       .text("peerAddress", "F0:F1:F2:F3:F4:02")])
+        var b = FlowBuilder()
+        for packet in enable(1, 1) + [connected] + enable(4, 0) { b.add(packet) }
+        var steps = b.finish().steps
+        #expect(steps.map(\.kind) == [.advertise, .connect, .stopAdvertising])
+        #expect(steps.last?.system == .endedByConnection && steps.last?.arrows.count == 2)
+        b = FlowBuilder()
+        for packet in enable(1, 1) + enable(3, 0) { b.add(packet) }
+        steps = b.finish().steps
+        #expect(steps.map(\.kind) == [.advertise, .stopAdvertising])
+        #expect(steps.last?.system == nil && steps.last?.coreBluetooth == "peripheralManager.stopAdvertising()")
+    }
+
+    /// Issue 28: an arrow label that does not fit between its lifelines is abbreviated, then cut
+    /// in the middle, never before its last word ("Advertising Enable o…" lost on/off). Measured
+    /// with the renderer's own character width against the arrow's drawn length.
+    @Test(arguments: fixtures)
+    func svgLabelsKeepTheirLastWord(_ fixture: String) throws {
+        let svg = FlowSVG.render(try diagram(fixture))
+        func unescape(_ t: Substring) -> String {
+            t.replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
+                .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&apos;", with: "'")
+                .replacingOccurrences(of: "&amp;", with: "&")
+        }
+        var checked = 0
+        for group in svg.split(separator: "\n") where group.hasPrefix("<g><title>#") {
+            let title = unescape(group.drop { $0 != " " }.dropFirst().prefix { $0 != "<" })
+            guard let open = group.range(of: ">", options: .backwards, range: group.startIndex..<group.index(group.endIndex, offsetBy: -"</text></g>".count)) else { continue }
+            let shown = unescape(group[open.upperBound..<group.index(group.endIndex, offsetBy: -"</text></g>".count)])
+            // The room the renderer had: the arrow's length, or a lane for a dot.
+            var px = FlowSVG.laneSpacing - 20
+            if let x1 = group.firstMatch(of: /x1="(\d+)"/), let x2 = group.firstMatch(of: /x2="(\d+)"/) {
+                px = abs(Int(x2.1)! - Int(x1.1)!) - 16
+            }
+            #expect(shown.count <= FlowSVG.capacity(px: px), "\(shown) is wider than \(px) px")
+            // The last word whole, or in the table's short spelling ("Connection" → "Conn").
+            let last = title.split(separator: " ").last.map(String.init) ?? ""
+            let spellings = [last] + FlowSVG.abbreviations.map { last.replacingOccurrences(of: $0.0.trimmingCharacters(in: .whitespaces),
+                                                                                             with: $0.1.trimmingCharacters(in: .whitespaces)) }
+            if last.count + 2 < FlowSVG.capacity(px: px) {
+                #expect(spellings.contains { shown.hasSuffix(" " + $0) || shown == $0 }, "\(title) drawn as \(shown)")
+            }
+            checked += 1
+        }
+        #expect(checked > 10)
+        #expect(FlowSVG.fit("HCI Command LE Set Extended Advertising Enable off", px: FlowSVG.laneSpacing - 16).hasSuffix(" off"))
     }
 
     /// A run of the same exchange collapses into first, "× N", last.

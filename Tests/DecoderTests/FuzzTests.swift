@@ -94,14 +94,15 @@ private func expectJSONObject(_ line: [UInt8], _ what: @autoclosure () -> String
     #expect(object is [String: Any], "not a JSON object: \(what()): \(String(decoding: line.prefix(300), as: UTF8.self))")
 }
 
-/// Renders `p` as JSON (checked) and as a tree.
-private func renderBoth(_ p: DecodedPacket, hex: Bool = false, _ what: @autoclosure () -> String) {
+/// Renders `p` as JSON (checked) and as a tree; with `explain`, with `--explain`'s
+/// explanations too (bit fields and characteristic values decoded from hostile octets).
+private func renderBoth(_ p: DecodedPacket, hex: Bool = false, explain: Bool = false, _ what: @autoclosure () -> String) {
     let all = LayerSelection(allDecoderLayers)
     var json = RenderBuffer()
-    appendJSON(p, layers: all, hex: hex, to: &json)
+    appendJSON(p, layers: all, hex: hex, explain: explain, to: &json)
     expectJSONObject(json.bytes, what())
     var tree = RenderBuffer()
-    appendTree(p, layers: all, hex: hex, to: &tree)
+    appendTree(p, layers: all, hex: hex, explain: explain, to: &tree)
     #expect(!tree.bytes.isEmpty)
 }
 
@@ -148,7 +149,7 @@ private let resetH4: [UInt8] = [0x01, 0x03, 0x0c, 0x00]
             malformed += 1
             #expect(p.raw == h4, "a malformed packet carries its raw bytes")
         }
-        renderBoth(p, hex: true, "packet \(i) \(h4.hex)")
+        renderBoth(p, hex: true, explain: i % 4 == 0, "packet \(i) \(h4.hex)")
         // Decoding goes on: a good packet after hostile ones decodes as such.
         if i % 1000 == 999 {
             let reset = decoder.decode(direction: .sent, packet: .success(try! HCIPacket(h4: resetH4)), raw: resetH4, time: t0)
@@ -235,7 +236,7 @@ private let resetH4: [UInt8] = [0x01, 0x03, 0x0c, 0x00]
         // would take too long in a debug build; cut copies decode like the fixtures).
         guard i % 4 == 0 || i % 8 == 2 else { continue }
         let decoder = PacketDecoder(statistics: i % 2 == 0, layerOctets: i % 2 == 0)
-        for r in records { renderBoth(decoder.decode(r), hex: i % 2 == 0, "capture \(i) record \(r.number)") }
+        for r in records { renderBoth(decoder.decode(r), hex: i % 2 == 0, explain: i % 4 == 1, "capture \(i) record \(r.number)") }
         if i % 2 == 0 { expectStatistics(decoder, packets: records.count, "statistics of capture \(i)") }
     }
 }

@@ -233,7 +233,8 @@ def build(ble, tmp):
         ])
         # security: Just Works Secure Connections, then legacy against a peripheral with privacy
         # (bonds in the temporary directory, never the user's)
-        sec_out = r.session("sec", "secure", [["name:ble-hci", "--pair", "--read", "ff01", "--bonds", os.path.join(tmp, "sec-cb")]],
+        # no --pair: the read's Insufficient Authentication makes the central pair, encrypt and retry
+        sec_out = r.session("sec", "secure", [["name:ble-hci", "--read", "ff01", "--bonds", os.path.join(tmp, "sec-cb")]],
                             peripheral_args=["--bonds", os.path.join(tmp, "sec-pb")])[0]
         r.session("leg", "secure", [["name:ble-hci", "--pair", "--legacy", "--read", "ff01", "--bonds", os.path.join(tmp, "leg-cb")]],
                   peripheral_args=["--bonds", os.path.join(tmp, "leg-pb"), "--privacy"])
@@ -329,7 +330,9 @@ def fill(cap, demo_out, band_out, pc_out):
     blobs = [p["index"] for p in pc1.packets if p["index"] > pr and (p.get("att") or {}).get("name", "").startswith("Read Blob")]
     S["read_blob"] = ex(pc1, pr, pc1.find(att("Read Response"), after=pr), *blobs[:2], layers="att,gatt")
     S["read_blob_count"] = str(len([b for b in blobs if pc1.by_index[b]["att"]["name"] == "Read Blob Request"]))
-    S["pc1_mtu"] = ex(pc1, pc1.find(att("Exchange MTU Response")), layers="att")
+    # the client's MTU (--mtu 23) is in the request; the response carries the server's
+    mreq1 = pc1.find(att("Exchange MTU Request"))
+    S["pc1_mtu"] = ex(pc1, mreq1, pc1.find(att("Exchange MTU Response"), after=mreq1), layers="att")
     # writes
     wr = d.find(both(att("Write Request"), gatt_uuid("fff2")))
     S["write"] = ex(d, wr, d.find(att("Write Response"), after=wr))
@@ -392,6 +395,20 @@ def smp(name):
     return lambda p: (p.get("smp") or {}).get("name") == name
 
 
+def retry_flow(c):
+    """The encrypted read's path in `dump --flow`: from the read step whose Read Request got
+    Insufficient Authentication to the retried read's response (flow-control events and ACL
+    fragments left out: they are bookkeeping, and their number depends on timing)."""
+    flow = subprocess.run([c.ble, "dump", c.path, "--flow", "--layers", "att,smp,hci"], check=True,
+                          capture_output=True, text=True).stdout.splitlines()
+    err = next((i for i, l in enumerate(flow) if "Insufficient Authentication (0x05)" in l), None)
+    done = next((i for i in range(err or 0, len(flow)) if "ATT Read Response" in flow[i]), None)
+    if err is None or done is None or not any("── " in l and " pair " in l for l in flow[err:done]):
+        die("the secure profile's read was not refused, paired and retried: " + c.path)
+    start = max(i for i in range(err) if flow[i].startswith("── "))
+    return "\n".join(l for l in flow[start:done + 1] if "Number Of Completed Packets" not in l and "ACL handle" not in l)
+
+
 def fill_security(cap, sec_out):
     """The security chapter: one Just Works Secure Connections pairing (both sides' captures) and
     the key distribution of a legacy one."""
@@ -401,6 +418,7 @@ def fill_security(cap, sec_out):
     def ex(cp, *idxs, layers="smp"):
         return fence("\n".join(cp.block(i, layers) for i in idxs))
     S["sec_central_out"] = fence("\n".join(l for l in sec_out.splitlines() if "paired with" in l or l.startswith("read ")))
+    S["sec_retry_flow"] = fence(retry_flow(c))
     req = c.find(smp("Pairing Request"), what="Pairing Request")
     S["sec_features"] = ex(c, req, c.find(smp("Pairing Response"), after=req))
     pk = [q["index"] for q in c.packets if (q.get("smp") or {}).get("name") == "Pairing Public Key"]

@@ -6,8 +6,10 @@ parameters); the stack sends none of them. Written to Sources/HCI/Generated/Cata
 
 Format (Tools/pdl/description.py's blocks: a header line, two-space indented members):
 
-  command OGF OCF "Spec Name" SECTION [core V]   a command of Vol 4 Part E SECTION ("7.1.1"), of
-                                           Core v5.4 unless `core V` names a later version
+  command OGF OCF "Spec Name" SECTION [bit OCTET.BIT] [core V]
+                                           a command of Vol 4 Part E SECTION ("7.1.1"), of
+                                           Core v5.4 unless `core V` names a later version; `bit`:
+                                           its octet and bit in Supported_Commands (table 6.27)
     param NAME: TYPE                       a command parameter, in wire order
     ret NAME: TYPE                         a return parameter of Command Complete, after Status
   event CODE "Spec Name" SECTION [core V]      an event (7.7.x)
@@ -43,9 +45,11 @@ SIMPLE = {"u8", "i8", "u16", "i16", "u24", "u32", "u64", "status", "address", "h
 
 
 class Entry:
-    def __init__(self, kind, code, spec, section, where, core="5.4"):
+    def __init__(self, kind, code, spec, section, where, core="5.4", bit=None):
         self.kind, self.code, self.spec, self.section, self.where = kind, code, spec, section, where
         self.core = core or "5.4"
+        # (octet, bit) in Supported_Commands (Core v5.4 Vol 4 Part E 6.27)
+        self.bit = tuple(int(x) for x in bit.split(".")) if bit else None
         self.params, self.rets = [], []
         self.last = None  # the list the next `item` lines belong to
 
@@ -121,9 +125,10 @@ def check_names(entry, params):
 
 def parse(path):
     def header(line, where):
-        m = re.match(r'command (0x[0-9A-Fa-f]+) (0x[0-9A-Fa-f]+) "([^"]+)" (7\.[\d.]+)(?: core ([\d.]+))?$', line)
+        m = re.match(r'command (0x[0-9A-Fa-f]+) (0x[0-9A-Fa-f]+) "([^"]+)" (7\.[\d.]+)(?: bit (\d+\.[0-7]))?(?: core ([\d.]+))?$', line)
         if m:
-            return Entry("command", int(m.group(1), 16) << 10 | int(m.group(2), 16), m.group(3), m.group(4), where, m.group(5))
+            return Entry("command", int(m.group(1), 16) << 10 | int(m.group(2), 16), m.group(3), m.group(4), where,
+                         m.group(6), m.group(5))
         m = re.match(r'(event|subevent) (0x[0-9A-Fa-f]+) "([^"]+)" (7\.[\d.]+)(?: core ([\d.]+))?$', line)
         if m:
             return Entry(m.group(1), int(m.group(2), 16), m.group(3), m.group(4), where, m.group(5))
@@ -150,10 +155,21 @@ def declared_in_hci(hci_pdl):
     return codes
 
 
+def hci_bits(hci_pdl):
+    """The Supported_Commands positions hci.pdl gives its commands."""
+    bits = {}
+    for line in hci_pdl.read_text().splitlines():
+        m = re.match(r'command \w+ \S+ \S+ "([^"]+)" bit (\d+)\.(\d+)', line)
+        if m:
+            bits[(int(m.group(2)), int(m.group(3)))] = m.group(1)
+    return bits
+
+
 def generate_catalog(src):
     entries = parse(src)
     hci = declared_in_hci(src.parent / "hci.pdl")
     seen = {}
+    bits = hci_bits(src.parent / "hci.pdl")
     for e in entries:
         kind = "command" if e.kind == "vendor" else e.kind
         if e.code in hci[kind]:
@@ -167,6 +183,10 @@ def generate_catalog(src):
             sys.exit(f"{e.where}: OGF 0x3F is the vendor group: declare it with `vendor`")
         check_names(e, e.params)
         check_names(e, e.rets)
+        if e.bit:
+            if e.bit in bits:
+                sys.exit(f"{e.where}: Supported_Commands bit {e.bit[0]}.{e.bit[1]} is also {bits[e.bit]}'s")
+            bits[e.bit] = e.spec
 
     def params(ps, indent):
         if not ps:
@@ -192,5 +212,11 @@ def generate_catalog(src):
             out.append(line + "),")
         out.append("    ]")
         out.append("")
-    out[-1] = "}"
+    out.append("    /// Octet and bit of each catalog command in Supported_Commands (Core v5.4 Vol 4 Part E 6.27).")
+    out.append("    static let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [")
+    for e in entries:
+        if e.kind == "command" and e.bit:
+            out.append(f"        0x{e.code:04X}: ({e.bit[0]}, {e.bit[1]}),  // {e.spec}")
+    out.append("    ]")
+    out.append("}")
     return "\n".join(out) + "\n"

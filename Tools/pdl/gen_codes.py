@@ -102,8 +102,14 @@ def emit(t):
         out += [f'        if contains(.{n}) {{ parts.append("{s}") }}' for n, _, s in t.members]
         if t.rfu:
             out.append(f'        if rawValue & {hexc(t.rfu)} != 0 {{ parts.append("RFU bits \\(hexCode(rawValue & {hexc(t.rfu)}))") }}')
-        out += [f'        return parts.isEmpty ? "{t.empty}" : parts.joined(separator: ", ")', "    }", "}"]
-        return out
+        out += [f'        return parts.isEmpty ? "{t.empty}" : parts.joined(separator: ", ")', "    }"]
+        if t.raw == "u64":
+            # 64-bit masks (features, event masks): `dump --explain` lists their bits one per line, as btmon does.
+            out += ["", "    /// Each bit (its number) under its specification name, in bit order.",
+                    "    public static let bitNames: [(bit: Int, name: String)] = ["]
+            out += [f'        ({c.bit_length() - 1}, "{s}"),' for _, c, s in sorted(t.members, key=lambda m: m[1])]
+            out.append("    ]")
+        return out + ["}"]
     conform = "RawRepresentable, Hashable, Sendable, CustomStringConvertible" + (", Error" if t.error else "")
     out = [f"/// {t.spec}", f"public struct {t.name}: {conform} {{",
            f"    public let rawValue: {swift}", f"    public init(rawValue: {swift}) {{ self.rawValue = rawValue }}",

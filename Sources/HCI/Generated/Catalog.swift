@@ -1959,4 +1959,258 @@ extension HCICatalog {
             CatalogParameter("responses", .list(.inline("numResponses"), [CatalogParameter("txPower", .i8), CatalogParameter("rssi", .i8), CatalogParameter("cteType", .u8), CatalogParameter("responseSlot", .u8), CatalogParameter("dataStatus", .u8), CatalogParameter("data", .data)])),
         ]),
     ]
+
+    /// Octet and bit of each catalog command in Supported_Commands (Core v5.4 Vol 4 Part E 6.27).
+    static let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [
+        0x0401: (0, 0),  // Inquiry
+        0x0402: (0, 1),  // Inquiry Cancel
+        0x0403: (0, 2),  // Periodic Inquiry Mode
+        0x0404: (0, 3),  // Exit Periodic Inquiry Mode
+        0x0405: (0, 4),  // Create Connection
+        0x0408: (0, 7),  // Create Connection Cancel
+        0x0409: (1, 0),  // Accept Connection Request
+        0x040A: (1, 1),  // Reject Connection Request
+        0x040B: (1, 2),  // Link Key Request Reply
+        0x040C: (1, 3),  // Link Key Request Negative Reply
+        0x040D: (1, 4),  // PIN Code Request Reply
+        0x040E: (1, 5),  // PIN Code Request Negative Reply
+        0x040F: (1, 6),  // Change Connection Packet Type
+        0x0411: (1, 7),  // Authentication Requested
+        0x0413: (2, 0),  // Set Connection Encryption
+        0x0415: (2, 1),  // Change Connection Link Key
+        0x0417: (2, 2),  // Link Key Selection
+        0x0419: (2, 3),  // Remote Name Request
+        0x041A: (2, 4),  // Remote Name Request Cancel
+        0x041B: (2, 5),  // Read Remote Supported Features
+        0x041C: (2, 6),  // Read Remote Extended Features
+        0x041D: (2, 7),  // Read Remote Version Information
+        0x041F: (3, 0),  // Read Clock Offset
+        0x0420: (3, 1),  // Read LMP Handle
+        0x0428: (16, 3),  // Setup Synchronous Connection
+        0x0429: (16, 4),  // Accept Synchronous Connection Request
+        0x042A: (16, 5),  // Reject Synchronous Connection Request
+        0x042B: (18, 7),  // IO Capability Request Reply
+        0x042C: (19, 0),  // User Confirmation Request Reply
+        0x042D: (19, 1),  // User Confirmation Request Negative Reply
+        0x042E: (19, 2),  // User Passkey Request Reply
+        0x042F: (19, 3),  // User Passkey Request Negative Reply
+        0x0430: (19, 4),  // Remote OOB Data Request Reply
+        0x0433: (19, 7),  // Remote OOB Data Request Negative Reply
+        0x0434: (20, 3),  // IO Capability Request Negative Reply
+        0x043D: (29, 3),  // Enhanced Setup Synchronous Connection
+        0x043E: (29, 4),  // Enhanced Accept Synchronous Connection Request
+        0x043F: (30, 6),  // Truncated Page
+        0x0440: (30, 7),  // Truncated Page Cancel
+        0x0441: (31, 0),  // Set Connectionless Peripheral Broadcast
+        0x0442: (31, 1),  // Set Connectionless Peripheral Broadcast Receive
+        0x0443: (31, 2),  // Start Synchronization Train
+        0x0444: (31, 3),  // Receive Synchronization Train
+        0x0445: (32, 1),  // Remote OOB Extended Data Request Reply
+        0x0801: (4, 1),  // Hold Mode
+        0x0803: (4, 2),  // Sniff Mode
+        0x0804: (4, 3),  // Exit Sniff Mode
+        0x0807: (4, 6),  // QoS Setup
+        0x0809: (4, 7),  // Role Discovery
+        0x080B: (5, 0),  // Switch Role
+        0x080C: (5, 1),  // Read Link Policy Settings
+        0x080D: (5, 2),  // Write Link Policy Settings
+        0x080E: (5, 3),  // Read Default Link Policy Settings
+        0x080F: (5, 4),  // Write Default Link Policy Settings
+        0x0810: (5, 5),  // Flow Specification
+        0x0811: (17, 4),  // Sniff Subrating
+        0x0C05: (6, 0),  // Set Event Filter
+        0x0C08: (6, 1),  // Flush
+        0x0C09: (6, 2),  // Read PIN Type
+        0x0C0A: (6, 3),  // Write PIN Type
+        0x0C0D: (6, 5),  // Read Stored Link Key
+        0x0C11: (6, 6),  // Write Stored Link Key
+        0x0C12: (6, 7),  // Delete Stored Link Key
+        0x0C13: (7, 0),  // Write Local Name
+        0x0C15: (7, 2),  // Read Connection Accept Timeout
+        0x0C16: (7, 3),  // Write Connection Accept Timeout
+        0x0C17: (7, 4),  // Read Page Timeout
+        0x0C18: (7, 5),  // Write Page Timeout
+        0x0C19: (7, 6),  // Read Scan Enable
+        0x0C1A: (7, 7),  // Write Scan Enable
+        0x0C1B: (8, 0),  // Read Page Scan Activity
+        0x0C1C: (8, 1),  // Write Page Scan Activity
+        0x0C1D: (8, 2),  // Read Inquiry Scan Activity
+        0x0C1E: (8, 3),  // Write Inquiry Scan Activity
+        0x0C1F: (8, 4),  // Read Authentication Enable
+        0x0C20: (8, 5),  // Write Authentication Enable
+        0x0C23: (9, 0),  // Read Class of Device
+        0x0C24: (9, 1),  // Write Class of Device
+        0x0C25: (9, 2),  // Read Voice Setting
+        0x0C26: (9, 3),  // Write Voice Setting
+        0x0C27: (9, 4),  // Read Automatic Flush Timeout
+        0x0C28: (9, 5),  // Write Automatic Flush Timeout
+        0x0C29: (9, 6),  // Read Num Broadcast Retransmissions
+        0x0C2A: (9, 7),  // Write Num Broadcast Retransmissions
+        0x0C2B: (10, 0),  // Read Hold Mode Activity
+        0x0C2C: (10, 1),  // Write Hold Mode Activity
+        0x0C2D: (10, 2),  // Read Transmit Power Level
+        0x0C2E: (10, 3),  // Read Synchronous Flow Control Enable
+        0x0C2F: (10, 4),  // Write Synchronous Flow Control Enable
+        0x0C31: (10, 5),  // Set Controller To Host Flow Control
+        0x0C33: (10, 6),  // Host Buffer Size
+        0x0C35: (10, 7),  // Host Number Of Completed Packets
+        0x0C36: (11, 0),  // Read Link Supervision Timeout
+        0x0C37: (11, 1),  // Write Link Supervision Timeout
+        0x0C38: (11, 2),  // Read Number Of Supported IAC
+        0x0C39: (11, 3),  // Read Current IAC LAP
+        0x0C3A: (11, 4),  // Write Current IAC LAP
+        0x0C3F: (12, 1),  // Set AFH Host Channel Classification
+        0x0C42: (12, 4),  // Read Inquiry Scan Type
+        0x0C43: (12, 5),  // Write Inquiry Scan Type
+        0x0C44: (12, 6),  // Read Inquiry Mode
+        0x0C45: (12, 7),  // Write Inquiry Mode
+        0x0C46: (13, 0),  // Read Page Scan Type
+        0x0C47: (13, 1),  // Write Page Scan Type
+        0x0C48: (13, 2),  // Read AFH Channel Assessment Mode
+        0x0C49: (13, 3),  // Write AFH Channel Assessment Mode
+        0x0C51: (17, 0),  // Read Extended Inquiry Response
+        0x0C52: (17, 1),  // Write Extended Inquiry Response
+        0x0C53: (17, 2),  // Refresh Encryption Key
+        0x0C55: (17, 5),  // Read Simple Pairing Mode
+        0x0C56: (17, 6),  // Write Simple Pairing Mode
+        0x0C57: (17, 7),  // Read Local OOB Data
+        0x0C58: (18, 0),  // Read Inquiry Response Transmit Power Level
+        0x0C59: (18, 1),  // Write Inquiry Transmit Power Level
+        0x0C5A: (18, 2),  // Read Default Erroneous Data Reporting
+        0x0C5B: (18, 3),  // Write Default Erroneous Data Reporting
+        0x0C5F: (19, 6),  // Enhanced Flush
+        0x0C60: (20, 2),  // Send Keypress Notification
+        0x0C66: (23, 0),  // Read Flow Control Mode
+        0x0C67: (23, 1),  // Write Flow Control Mode
+        0x0C68: (24, 0),  // Read Enhanced Transmit Power Level
+        0x0C6C: (24, 5),  // Read LE Host Support
+        0x0C6E: (29, 6),  // Set MWS Channel Parameters
+        0x0C6F: (29, 7),  // Set External Frame Configuration
+        0x0C70: (30, 0),  // Set MWS Signaling
+        0x0C71: (30, 1),  // Set MWS Transport Layer
+        0x0C72: (30, 2),  // Set MWS Scan Frequency Table
+        0x0C73: (30, 4),  // Set MWS_PATTERN Configuration
+        0x0C74: (31, 4),  // Set Reserved LT_ADDR
+        0x0C75: (31, 5),  // Delete Reserved LT_ADDR
+        0x0C76: (31, 6),  // Set Connectionless Peripheral Broadcast Data
+        0x0C77: (31, 7),  // Read Synchronization Train Parameters
+        0x0C78: (32, 0),  // Write Synchronization Train Parameters
+        0x0C79: (32, 2),  // Read Secure Connections Host Support
+        0x0C7A: (32, 3),  // Write Secure Connections Host Support
+        0x0C7B: (32, 4),  // Read Authenticated Payload Timeout
+        0x0C7C: (32, 5),  // Write Authenticated Payload Timeout
+        0x0C7D: (32, 6),  // Read Local OOB Extended Data
+        0x0C7E: (33, 0),  // Read Extended Page Timeout
+        0x0C7F: (33, 1),  // Write Extended Page Timeout
+        0x0C80: (33, 2),  // Read Extended Inquiry Length
+        0x0C81: (33, 3),  // Write Extended Inquiry Length
+        0x0C82: (45, 1),  // Set Ecosystem Base Interval
+        0x0C83: (45, 5),  // Configure Data Path
+        0x0C84: (45, 7),  // Set Min Encryption Key Size
+        0x1004: (14, 6),  // Read Local Extended Features
+        0x100A: (23, 2),  // Read Data Block Size
+        0x100B: (29, 5),  // Read Local Supported Codecs [v1]
+        0x100C: (41, 3),  // Read Local Simple Pairing Options
+        0x100D: (45, 2),  // Read Local Supported Codecs [v2]
+        0x100E: (45, 3),  // Read Local Supported Codec Capabilities
+        0x100F: (45, 4),  // Read Local Supported Controller Delay
+        0x1401: (15, 2),  // Read Failed Contact Counter
+        0x1402: (15, 3),  // Reset Failed Contact Counter
+        0x1403: (15, 4),  // Read Link Quality
+        0x1406: (15, 6),  // Read AFH Channel Map
+        0x1407: (15, 7),  // Read Clock
+        0x140C: (30, 3),  // Get MWS Transport Layer Configuration
+        0x140D: (30, 5),  // Set Triggered Clock Capture
+        0x1801: (16, 0),  // Read Loopback Mode
+        0x1802: (16, 1),  // Write Loopback Mode
+        0x1803: (16, 2),  // Enable Implementation Under Test Mode
+        0x1804: (19, 5),  // Write Simple Pairing Debug Mode
+        0x180A: (32, 7),  // Write Secure Connections Test Mode
+        0x2014: (27, 3),  // LE Set Host Channel Classification
+        0x2015: (27, 4),  // LE Read Channel Map
+        0x201D: (28, 4),  // LE Receiver Test [v1]
+        0x201E: (28, 5),  // LE Transmitter Test [v1]
+        0x201F: (28, 6),  // LE Test End
+        0x2020: (33, 4),  // LE Remote Connection Parameter Request Reply
+        0x2021: (33, 5),  // LE Remote Connection Parameter Request Negative Reply
+        0x2025: (34, 1),  // LE Read Local P-256 Public Key
+        0x2026: (34, 2),  // LE Generate DHKey [v1]
+        0x2027: (34, 3),  // LE Add Device To Resolving List
+        0x2028: (34, 4),  // LE Remove Device From Resolving List
+        0x2029: (34, 5),  // LE Clear Resolving List
+        0x202A: (34, 6),  // LE Read Resolving List Size
+        0x202B: (34, 7),  // LE Read Peer Resolvable Address
+        0x202C: (35, 0),  // LE Read Local Resolvable Address
+        0x202D: (35, 1),  // LE Set Address Resolution Enable
+        0x202E: (35, 2),  // LE Set Resolvable Private Address Timeout
+        0x2033: (35, 7),  // LE Receiver Test [v2]
+        0x2034: (36, 0),  // LE Transmitter Test [v2]
+        0x203E: (37, 2),  // LE Set Periodic Advertising Parameters
+        0x203F: (37, 3),  // LE Set Periodic Advertising Data
+        0x2040: (37, 4),  // LE Set Periodic Advertising Enable
+        0x2044: (38, 0),  // LE Periodic Advertising Create Sync
+        0x2045: (38, 1),  // LE Periodic Advertising Create Sync Cancel
+        0x2046: (38, 2),  // LE Periodic Advertising Terminate Sync
+        0x2047: (38, 3),  // LE Add Device To Periodic Advertiser List
+        0x2048: (38, 4),  // LE Remove Device From Periodic Advertiser List
+        0x2049: (38, 5),  // LE Clear Periodic Advertiser List
+        0x204A: (38, 6),  // LE Read Periodic Advertiser List Size
+        0x204B: (38, 7),  // LE Read Transmit Power
+        0x204C: (39, 0),  // LE Read RF Path Compensation
+        0x204D: (39, 1),  // LE Write RF Path Compensation
+        0x204E: (39, 2),  // LE Set Privacy Mode
+        0x204F: (39, 3),  // LE Receiver Test [v3]
+        0x2050: (39, 4),  // LE Transmitter Test [v3]
+        0x2051: (39, 5),  // LE Set Connectionless CTE Transmit Parameters
+        0x2052: (39, 6),  // LE Set Connectionless CTE Transmit Enable
+        0x2053: (39, 7),  // LE Set Connectionless IQ Sampling Enable
+        0x2054: (40, 0),  // LE Set Connection CTE Receive Parameters
+        0x2055: (40, 1),  // LE Set Connection CTE Transmit Parameters
+        0x2056: (40, 2),  // LE Connection CTE Request Enable
+        0x2057: (40, 3),  // LE Connection CTE Response Enable
+        0x2058: (40, 4),  // LE Read Antenna Information
+        0x2059: (40, 5),  // LE Set Periodic Advertising Receive Enable
+        0x205A: (40, 6),  // LE Periodic Advertising Sync Transfer
+        0x205B: (40, 7),  // LE Periodic Advertising Set Info Transfer
+        0x205C: (41, 0),  // LE Set Periodic Advertising Sync Transfer Parameters
+        0x205D: (41, 1),  // LE Set Default Periodic Advertising Sync Transfer Parameters
+        0x205E: (41, 2),  // LE Generate DHKey [v2]
+        0x205F: (41, 4),  // LE Modify Sleep Clock Accuracy
+        0x2061: (41, 6),  // LE Read ISO TX Sync
+        0x2062: (41, 7),  // LE Set CIG Parameters
+        0x2063: (42, 0),  // LE Set CIG Parameters Test
+        0x2064: (42, 1),  // LE Create CIS
+        0x2065: (42, 2),  // LE Remove CIG
+        0x2066: (42, 3),  // LE Accept CIS Request
+        0x2067: (42, 4),  // LE Reject CIS Request
+        0x2068: (42, 5),  // LE Create BIG
+        0x2069: (42, 6),  // LE Create BIG Test
+        0x206A: (42, 7),  // LE Terminate BIG
+        0x206B: (43, 0),  // LE BIG Create Sync
+        0x206C: (43, 1),  // LE BIG Terminate Sync
+        0x206D: (43, 2),  // LE Request Peer SCA
+        0x206E: (43, 3),  // LE Setup ISO Data Path
+        0x206F: (43, 4),  // LE Remove ISO Data Path
+        0x2070: (43, 5),  // LE ISO Transmit Test
+        0x2071: (43, 6),  // LE ISO Receive Test
+        0x2072: (43, 7),  // LE ISO Read Test Counters
+        0x2073: (44, 0),  // LE ISO Test End
+        0x2074: (44, 1),  // LE Set Host Feature
+        0x2075: (44, 2),  // LE Read ISO Link Quality
+        0x2076: (44, 3),  // LE Enhanced Read Transmit Power Level
+        0x2077: (44, 4),  // LE Read Remote Transmit Power Level
+        0x2078: (44, 5),  // LE Set Path Loss Reporting Parameters
+        0x2079: (44, 6),  // LE Set Path Loss Reporting Enable
+        0x207A: (44, 7),  // LE Set Transmit Power Reporting Enable
+        0x207B: (45, 0),  // LE Transmitter Test [v4]
+        0x207C: (45, 6),  // LE Set Data Related Address Changes
+        0x207D: (46, 0),  // LE Set Default Subrate
+        0x207E: (46, 1),  // LE Subrate Request
+        0x207F: (46, 2),  // LE Set Extended Advertising Parameters [v2]
+        0x2082: (46, 5),  // LE Set Periodic Advertising Subevent Data
+        0x2083: (46, 6),  // LE Set Periodic Advertising Response Data
+        0x2084: (46, 7),  // LE Set Periodic Sync Subevent
+        0x2085: (47, 0),  // LE Extended Create Connection [v2]
+        0x2086: (47, 1),  // LE Set Periodic Advertising Parameters [v2]
+    ]
 }

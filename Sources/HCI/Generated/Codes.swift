@@ -110,7 +110,7 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var description: String { "\(name) (\(hexCode(rawValue)))" }
 }
 
-/// LE features (Core Vol 6 Part B 4.6): the bits this stack looks at.
+/// LE features (Core v5.4 Vol 6 Part B 4.6): every bit Core v5.4 defines.
 public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt64
     public init(rawValue: UInt64) { self.rawValue = rawValue }
@@ -123,10 +123,42 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
     public static let llPrivacy = Self(rawValue: 1 << 6)
     public static let extendedScannerFilterPolicies = Self(rawValue: 1 << 7)
     public static let le2MPHY = Self(rawValue: 1 << 8)
+    public static let stableModulationIndexTransmitter = Self(rawValue: 1 << 9)
+    public static let stableModulationIndexReceiver = Self(rawValue: 1 << 10)
     public static let leCodedPHY = Self(rawValue: 1 << 11)
     public static let leExtendedAdvertising = Self(rawValue: 1 << 12)
     public static let lePeriodicAdvertising = Self(rawValue: 1 << 13)
     public static let channelSelectionAlgorithm2 = Self(rawValue: 1 << 14)
+    public static let lePowerClass1 = Self(rawValue: 1 << 15)
+    public static let minimumNumberOfUsedChannelsProcedure = Self(rawValue: 1 << 16)
+    public static let connectionCTERequest = Self(rawValue: 1 << 17)
+    public static let connectionCTEResponse = Self(rawValue: 1 << 18)
+    public static let connectionlessCTETransmitter = Self(rawValue: 1 << 19)
+    public static let connectionlessCTEReceiver = Self(rawValue: 1 << 20)
+    public static let antennaSwitchingDuringCTETransmissionAoD = Self(rawValue: 1 << 21)
+    public static let antennaSwitchingDuringCTEReceptionAoA = Self(rawValue: 1 << 22)
+    public static let receivingConstantToneExtensions = Self(rawValue: 1 << 23)
+    public static let periodicAdvertisingSyncTransferSender = Self(rawValue: 1 << 24)
+    public static let periodicAdvertisingSyncTransferRecipient = Self(rawValue: 1 << 25)
+    public static let sleepClockAccuracyUpdates = Self(rawValue: 1 << 26)
+    public static let remotePublicKeyValidation = Self(rawValue: 1 << 27)
+    public static let connectedIsochronousStreamCentral = Self(rawValue: 1 << 28)
+    public static let connectedIsochronousStreamPeripheral = Self(rawValue: 1 << 29)
+    public static let isochronousBroadcaster = Self(rawValue: 1 << 30)
+    public static let synchronizedReceiver = Self(rawValue: 1 << 31)
+    public static let isochronousChannelsHostSupport = Self(rawValue: 1 << 32)
+    public static let lePowerControlRequest = Self(rawValue: 1 << 33)
+    public static let lePowerControlRequest2 = Self(rawValue: 1 << 34)
+    public static let lePathLossMonitoring = Self(rawValue: 1 << 35)
+    public static let periodicAdvertisingADISupport = Self(rawValue: 1 << 36)
+    public static let connectionSubrating = Self(rawValue: 1 << 37)
+    public static let connectionSubratingHostSupport = Self(rawValue: 1 << 38)
+    public static let channelClassification = Self(rawValue: 1 << 39)
+    public static let advertisingCodingSelection = Self(rawValue: 1 << 40)
+    public static let advertisingCodingSelectionHostSupport = Self(rawValue: 1 << 41)
+    public static let decisionBasedAdvertisingFiltering = Self(rawValue: 1 << 42)
+    public static let periodicAdvertisingWithResponsesAdvertiser = Self(rawValue: 1 << 43)
+    public static let periodicAdvertisingWithResponsesScanner = Self(rawValue: 1 << 44)
 
     /// The names of the bits set; "none" when empty.
     public var description: String {
@@ -140,12 +172,274 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
         if contains(.llPrivacy) { parts.append("LL Privacy") }
         if contains(.extendedScannerFilterPolicies) { parts.append("Extended Scanner Filter Policies") }
         if contains(.le2MPHY) { parts.append("LE 2M PHY") }
+        if contains(.stableModulationIndexTransmitter) { parts.append("Stable Modulation Index - Transmitter") }
+        if contains(.stableModulationIndexReceiver) { parts.append("Stable Modulation Index - Receiver") }
         if contains(.leCodedPHY) { parts.append("LE Coded PHY") }
         if contains(.leExtendedAdvertising) { parts.append("LE Extended Advertising") }
         if contains(.lePeriodicAdvertising) { parts.append("LE Periodic Advertising") }
         if contains(.channelSelectionAlgorithm2) { parts.append("Channel Selection Algorithm #2") }
+        if contains(.lePowerClass1) { parts.append("LE Power Class 1") }
+        if contains(.minimumNumberOfUsedChannelsProcedure) { parts.append("Minimum Number of Used Channels Procedure") }
+        if contains(.connectionCTERequest) { parts.append("Connection CTE Request") }
+        if contains(.connectionCTEResponse) { parts.append("Connection CTE Response") }
+        if contains(.connectionlessCTETransmitter) { parts.append("Connectionless CTE Transmitter") }
+        if contains(.connectionlessCTEReceiver) { parts.append("Connectionless CTE Receiver") }
+        if contains(.antennaSwitchingDuringCTETransmissionAoD) { parts.append("Antenna Switching During CTE Transmission (AoD)") }
+        if contains(.antennaSwitchingDuringCTEReceptionAoA) { parts.append("Antenna Switching During CTE Reception (AoA)") }
+        if contains(.receivingConstantToneExtensions) { parts.append("Receiving Constant Tone Extensions") }
+        if contains(.periodicAdvertisingSyncTransferSender) { parts.append("Periodic Advertising Sync Transfer - Sender") }
+        if contains(.periodicAdvertisingSyncTransferRecipient) { parts.append("Periodic Advertising Sync Transfer - Recipient") }
+        if contains(.sleepClockAccuracyUpdates) { parts.append("Sleep Clock Accuracy Updates") }
+        if contains(.remotePublicKeyValidation) { parts.append("Remote Public Key Validation") }
+        if contains(.connectedIsochronousStreamCentral) { parts.append("Connected Isochronous Stream - Central") }
+        if contains(.connectedIsochronousStreamPeripheral) { parts.append("Connected Isochronous Stream - Peripheral") }
+        if contains(.isochronousBroadcaster) { parts.append("Isochronous Broadcaster") }
+        if contains(.synchronizedReceiver) { parts.append("Synchronized Receiver") }
+        if contains(.isochronousChannelsHostSupport) { parts.append("Isochronous Channels (Host Support)") }
+        if contains(.lePowerControlRequest) { parts.append("LE Power Control Request") }
+        if contains(.lePowerControlRequest2) { parts.append("LE Power Control Request") }
+        if contains(.lePathLossMonitoring) { parts.append("LE Path Loss Monitoring") }
+        if contains(.periodicAdvertisingADISupport) { parts.append("Periodic Advertising ADI support") }
+        if contains(.connectionSubrating) { parts.append("Connection Subrating") }
+        if contains(.connectionSubratingHostSupport) { parts.append("Connection Subrating (Host Support)") }
+        if contains(.channelClassification) { parts.append("Channel Classification") }
+        if contains(.advertisingCodingSelection) { parts.append("Advertising Coding Selection") }
+        if contains(.advertisingCodingSelectionHostSupport) { parts.append("Advertising Coding Selection (Host Support)") }
+        if contains(.decisionBasedAdvertisingFiltering) { parts.append("Decision-Based Advertising Filtering") }
+        if contains(.periodicAdvertisingWithResponsesAdvertiser) { parts.append("Periodic Advertising with Responses - Advertiser") }
+        if contains(.periodicAdvertisingWithResponsesScanner) { parts.append("Periodic Advertising with Responses - Scanner") }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }
+
+    /// Each bit (its number) under its specification name, in bit order.
+    public static let bitNames: [(bit: Int, name: String)] = [
+        (0, "LE Encryption"),
+        (1, "Connection Parameters Request Procedure"),
+        (2, "Extended Reject Indication"),
+        (3, "Peripheral-initiated Features Exchange"),
+        (4, "LE Ping"),
+        (5, "LE Data Packet Length Extension"),
+        (6, "LL Privacy"),
+        (7, "Extended Scanner Filter Policies"),
+        (8, "LE 2M PHY"),
+        (9, "Stable Modulation Index - Transmitter"),
+        (10, "Stable Modulation Index - Receiver"),
+        (11, "LE Coded PHY"),
+        (12, "LE Extended Advertising"),
+        (13, "LE Periodic Advertising"),
+        (14, "Channel Selection Algorithm #2"),
+        (15, "LE Power Class 1"),
+        (16, "Minimum Number of Used Channels Procedure"),
+        (17, "Connection CTE Request"),
+        (18, "Connection CTE Response"),
+        (19, "Connectionless CTE Transmitter"),
+        (20, "Connectionless CTE Receiver"),
+        (21, "Antenna Switching During CTE Transmission (AoD)"),
+        (22, "Antenna Switching During CTE Reception (AoA)"),
+        (23, "Receiving Constant Tone Extensions"),
+        (24, "Periodic Advertising Sync Transfer - Sender"),
+        (25, "Periodic Advertising Sync Transfer - Recipient"),
+        (26, "Sleep Clock Accuracy Updates"),
+        (27, "Remote Public Key Validation"),
+        (28, "Connected Isochronous Stream - Central"),
+        (29, "Connected Isochronous Stream - Peripheral"),
+        (30, "Isochronous Broadcaster"),
+        (31, "Synchronized Receiver"),
+        (32, "Isochronous Channels (Host Support)"),
+        (33, "LE Power Control Request"),
+        (34, "LE Power Control Request"),
+        (35, "LE Path Loss Monitoring"),
+        (36, "Periodic Advertising ADI support"),
+        (37, "Connection Subrating"),
+        (38, "Connection Subrating (Host Support)"),
+        (39, "Channel Classification"),
+        (40, "Advertising Coding Selection"),
+        (41, "Advertising Coding Selection (Host Support)"),
+        (42, "Decision-Based Advertising Filtering"),
+        (43, "Periodic Advertising with Responses - Advertiser"),
+        (44, "Periodic Advertising with Responses - Scanner"),
+    ]
+}
+
+/// LMP features, page 0 (Core v5.4 Vol 2 Part C 3.3): every bit Core v5.4 defines.
+public struct LMPFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public static let threeSlotPackets = Self(rawValue: 1 << 0)
+    public static let fiveSlotPackets = Self(rawValue: 1 << 1)
+    public static let encryption = Self(rawValue: 1 << 2)
+    public static let slotOffset = Self(rawValue: 1 << 3)
+    public static let timingAccuracy = Self(rawValue: 1 << 4)
+    public static let roleSwitch = Self(rawValue: 1 << 5)
+    public static let holdMode = Self(rawValue: 1 << 6)
+    public static let sniffMode = Self(rawValue: 1 << 7)
+    public static let powerControlRequests = Self(rawValue: 1 << 9)
+    public static let channelQualityDrivenDataRateCQDDR = Self(rawValue: 1 << 10)
+    public static let scoLink = Self(rawValue: 1 << 11)
+    public static let hv2Packets = Self(rawValue: 1 << 12)
+    public static let hv3Packets = Self(rawValue: 1 << 13)
+    public static let muLawLogSynchronousData = Self(rawValue: 1 << 14)
+    public static let aLawLogSynchronousData = Self(rawValue: 1 << 15)
+    public static let cvsdSynchronousData = Self(rawValue: 1 << 16)
+    public static let pagingParameterNegotiation = Self(rawValue: 1 << 17)
+    public static let powerControl = Self(rawValue: 1 << 18)
+    public static let transparentSynchronousData = Self(rawValue: 1 << 19)
+    public static let flowControlLagLeastSignificantBit = Self(rawValue: 1 << 20)
+    public static let flowControlLagMiddleBit = Self(rawValue: 1 << 21)
+    public static let flowControlLagMostSignificantBit = Self(rawValue: 1 << 22)
+    public static let broadcastEncryption = Self(rawValue: 1 << 23)
+    public static let enhancedDataRateACL2MbSMode = Self(rawValue: 1 << 25)
+    public static let enhancedDataRateACL3MbSMode = Self(rawValue: 1 << 26)
+    public static let enhancedInquiryScan = Self(rawValue: 1 << 27)
+    public static let interlacedInquiryScan = Self(rawValue: 1 << 28)
+    public static let interlacedPageScan = Self(rawValue: 1 << 29)
+    public static let rssiWithInquiryResults = Self(rawValue: 1 << 30)
+    public static let extendedSCOLinkEV3Packets = Self(rawValue: 1 << 31)
+    public static let ev4Packets = Self(rawValue: 1 << 32)
+    public static let ev5Packets = Self(rawValue: 1 << 33)
+    public static let afhCapablePeripheral = Self(rawValue: 1 << 35)
+    public static let afhClassificationPeripheral = Self(rawValue: 1 << 36)
+    public static let brEDRNotSupported = Self(rawValue: 1 << 37)
+    public static let leSupportedController = Self(rawValue: 1 << 38)
+    public static let threeSlotEnhancedDataRateACLPackets = Self(rawValue: 1 << 39)
+    public static let fiveSlotEnhancedDataRateACLPackets = Self(rawValue: 1 << 40)
+    public static let sniffSubrating = Self(rawValue: 1 << 41)
+    public static let pauseEncryption = Self(rawValue: 1 << 42)
+    public static let afhCapableCentral = Self(rawValue: 1 << 43)
+    public static let afhClassificationCentral = Self(rawValue: 1 << 44)
+    public static let enhancedDataRateESCO2MbSMode = Self(rawValue: 1 << 45)
+    public static let enhancedDataRateESCO3MbSMode = Self(rawValue: 1 << 46)
+    public static let threeSlotEnhancedDataRateESCOPackets = Self(rawValue: 1 << 47)
+    public static let extendedInquiryResponse = Self(rawValue: 1 << 48)
+    public static let simultaneousLEAndBREDRToSameDeviceCapableController = Self(rawValue: 1 << 49)
+    public static let secureSimplePairingControllerSupport = Self(rawValue: 1 << 51)
+    public static let encapsulatedPDU = Self(rawValue: 1 << 52)
+    public static let erroneousDataReporting = Self(rawValue: 1 << 53)
+    public static let nonFlushablePacketBoundaryFlag = Self(rawValue: 1 << 54)
+    public static let hciLinkSupervisionTimeoutChangedEvent = Self(rawValue: 1 << 56)
+    public static let variableInquiryTXPowerLevel = Self(rawValue: 1 << 57)
+    public static let enhancedPowerControl = Self(rawValue: 1 << 58)
+    public static let extendedFeatures = Self(rawValue: 1 << 63)
+
+    /// The names of the bits set; "none" when empty.
+    public var description: String {
+        var parts: [String] = []
+        if contains(.threeSlotPackets) { parts.append("3 slot packets") }
+        if contains(.fiveSlotPackets) { parts.append("5 slot packets") }
+        if contains(.encryption) { parts.append("Encryption") }
+        if contains(.slotOffset) { parts.append("Slot offset") }
+        if contains(.timingAccuracy) { parts.append("Timing accuracy") }
+        if contains(.roleSwitch) { parts.append("Role switch") }
+        if contains(.holdMode) { parts.append("Hold mode") }
+        if contains(.sniffMode) { parts.append("Sniff mode") }
+        if contains(.powerControlRequests) { parts.append("Power control requests") }
+        if contains(.channelQualityDrivenDataRateCQDDR) { parts.append("Channel quality driven data rate (CQDDR)") }
+        if contains(.scoLink) { parts.append("SCO link") }
+        if contains(.hv2Packets) { parts.append("HV2 packets") }
+        if contains(.hv3Packets) { parts.append("HV3 packets") }
+        if contains(.muLawLogSynchronousData) { parts.append("μ-law log synchronous data") }
+        if contains(.aLawLogSynchronousData) { parts.append("A-law log synchronous data") }
+        if contains(.cvsdSynchronousData) { parts.append("CVSD synchronous data") }
+        if contains(.pagingParameterNegotiation) { parts.append("Paging parameter negotiation") }
+        if contains(.powerControl) { parts.append("Power control") }
+        if contains(.transparentSynchronousData) { parts.append("Transparent synchronous data") }
+        if contains(.flowControlLagLeastSignificantBit) { parts.append("Flow control lag (least significant bit)") }
+        if contains(.flowControlLagMiddleBit) { parts.append("Flow control lag (middle bit)") }
+        if contains(.flowControlLagMostSignificantBit) { parts.append("Flow control lag (most significant bit)") }
+        if contains(.broadcastEncryption) { parts.append("Broadcast Encryption") }
+        if contains(.enhancedDataRateACL2MbSMode) { parts.append("Enhanced Data Rate ACL 2 Mb/s mode") }
+        if contains(.enhancedDataRateACL3MbSMode) { parts.append("Enhanced Data Rate ACL 3 Mb/s mode") }
+        if contains(.enhancedInquiryScan) { parts.append("Enhanced inquiry scan") }
+        if contains(.interlacedInquiryScan) { parts.append("Interlaced inquiry scan") }
+        if contains(.interlacedPageScan) { parts.append("Interlaced page scan") }
+        if contains(.rssiWithInquiryResults) { parts.append("RSSI with inquiry results") }
+        if contains(.extendedSCOLinkEV3Packets) { parts.append("Extended SCO link (EV3 packets)") }
+        if contains(.ev4Packets) { parts.append("EV4 packets") }
+        if contains(.ev5Packets) { parts.append("EV5 packets") }
+        if contains(.afhCapablePeripheral) { parts.append("AFH capable Peripheral") }
+        if contains(.afhClassificationPeripheral) { parts.append("AFH classification Peripheral") }
+        if contains(.brEDRNotSupported) { parts.append("BR/EDR Not Supported") }
+        if contains(.leSupportedController) { parts.append("LE Supported (Controller)") }
+        if contains(.threeSlotEnhancedDataRateACLPackets) { parts.append("3-slot Enhanced Data Rate ACL packets") }
+        if contains(.fiveSlotEnhancedDataRateACLPackets) { parts.append("5-slot Enhanced Data Rate ACL packets") }
+        if contains(.sniffSubrating) { parts.append("Sniff subrating") }
+        if contains(.pauseEncryption) { parts.append("Pause encryption") }
+        if contains(.afhCapableCentral) { parts.append("AFH capable Central") }
+        if contains(.afhClassificationCentral) { parts.append("AFH classification Central") }
+        if contains(.enhancedDataRateESCO2MbSMode) { parts.append("Enhanced Data Rate eSCO 2 Mb/s mode") }
+        if contains(.enhancedDataRateESCO3MbSMode) { parts.append("Enhanced Data Rate eSCO 3 Mb/s mode") }
+        if contains(.threeSlotEnhancedDataRateESCOPackets) { parts.append("3-slot Enhanced Data Rate eSCO packets") }
+        if contains(.extendedInquiryResponse) { parts.append("Extended Inquiry Response") }
+        if contains(.simultaneousLEAndBREDRToSameDeviceCapableController) { parts.append("Simultaneous LE and BR/EDR to Same Device Capable (Controller)") }
+        if contains(.secureSimplePairingControllerSupport) { parts.append("Secure Simple Pairing (Controller Support)") }
+        if contains(.encapsulatedPDU) { parts.append("Encapsulated PDU") }
+        if contains(.erroneousDataReporting) { parts.append("Erroneous Data Reporting") }
+        if contains(.nonFlushablePacketBoundaryFlag) { parts.append("Non-flushable Packet Boundary Flag") }
+        if contains(.hciLinkSupervisionTimeoutChangedEvent) { parts.append("HCI_Link_Supervision_Timeout_Changed event") }
+        if contains(.variableInquiryTXPowerLevel) { parts.append("Variable Inquiry TX Power Level") }
+        if contains(.enhancedPowerControl) { parts.append("Enhanced Power Control") }
+        if contains(.extendedFeatures) { parts.append("Extended features") }
+        return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+    }
+
+    /// Each bit (its number) under its specification name, in bit order.
+    public static let bitNames: [(bit: Int, name: String)] = [
+        (0, "3 slot packets"),
+        (1, "5 slot packets"),
+        (2, "Encryption"),
+        (3, "Slot offset"),
+        (4, "Timing accuracy"),
+        (5, "Role switch"),
+        (6, "Hold mode"),
+        (7, "Sniff mode"),
+        (9, "Power control requests"),
+        (10, "Channel quality driven data rate (CQDDR)"),
+        (11, "SCO link"),
+        (12, "HV2 packets"),
+        (13, "HV3 packets"),
+        (14, "μ-law log synchronous data"),
+        (15, "A-law log synchronous data"),
+        (16, "CVSD synchronous data"),
+        (17, "Paging parameter negotiation"),
+        (18, "Power control"),
+        (19, "Transparent synchronous data"),
+        (20, "Flow control lag (least significant bit)"),
+        (21, "Flow control lag (middle bit)"),
+        (22, "Flow control lag (most significant bit)"),
+        (23, "Broadcast Encryption"),
+        (25, "Enhanced Data Rate ACL 2 Mb/s mode"),
+        (26, "Enhanced Data Rate ACL 3 Mb/s mode"),
+        (27, "Enhanced inquiry scan"),
+        (28, "Interlaced inquiry scan"),
+        (29, "Interlaced page scan"),
+        (30, "RSSI with inquiry results"),
+        (31, "Extended SCO link (EV3 packets)"),
+        (32, "EV4 packets"),
+        (33, "EV5 packets"),
+        (35, "AFH capable Peripheral"),
+        (36, "AFH classification Peripheral"),
+        (37, "BR/EDR Not Supported"),
+        (38, "LE Supported (Controller)"),
+        (39, "3-slot Enhanced Data Rate ACL packets"),
+        (40, "5-slot Enhanced Data Rate ACL packets"),
+        (41, "Sniff subrating"),
+        (42, "Pause encryption"),
+        (43, "AFH capable Central"),
+        (44, "AFH classification Central"),
+        (45, "Enhanced Data Rate eSCO 2 Mb/s mode"),
+        (46, "Enhanced Data Rate eSCO 3 Mb/s mode"),
+        (47, "3-slot Enhanced Data Rate eSCO packets"),
+        (48, "Extended Inquiry Response"),
+        (49, "Simultaneous LE and BR/EDR to Same Device Capable (Controller)"),
+        (51, "Secure Simple Pairing (Controller Support)"),
+        (52, "Encapsulated PDU"),
+        (53, "Erroneous Data Reporting"),
+        (54, "Non-flushable Packet Boundary Flag"),
+        (56, "HCI_Link_Supervision_Timeout_Changed event"),
+        (57, "Variable Inquiry TX Power Level"),
+        (58, "Enhanced Power Control"),
+        (63, "Extended features"),
+    ]
 }
 
 /// Event_Mask bits of Set Event Mask (Core Vol 4 Part E 7.3.1): the events an LE host handles.
@@ -170,6 +464,16 @@ public struct EventMask: OptionSet, Hashable, Sendable, CustomStringConvertible 
         if contains(.leMeta) { parts.append("LE Meta") }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }
+
+    /// Each bit (its number) under its specification name, in bit order.
+    public static let bitNames: [(bit: Int, name: String)] = [
+        (4, "Disconnection Complete"),
+        (7, "Encryption Change"),
+        (15, "Hardware Error"),
+        (25, "Data Buffer Overflow"),
+        (47, "Encryption Key Refresh Complete"),
+        (61, "LE Meta"),
+    ]
 }
 
 /// LE_Event_Mask bits of LE Set Event Mask (Core Vol 4 Part E 7.8.1): bit n enables LE subevent n+1.
@@ -218,6 +522,28 @@ public struct LEEventMask: OptionSet, Hashable, Sendable, CustomStringConvertibl
         if contains(.enhancedConnectionCompleteV2) { parts.append("LE Enhanced Connection Complete [v2]") }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }
+
+    /// Each bit (its number) under its specification name, in bit order.
+    public static let bitNames: [(bit: Int, name: String)] = [
+        (0, "LE Connection Complete"),
+        (1, "LE Advertising Report"),
+        (2, "LE Connection Update Complete"),
+        (3, "LE Read Remote Features Complete"),
+        (4, "LE Long Term Key Request"),
+        (5, "LE Remote Connection Parameter Request"),
+        (6, "LE Data Length Change"),
+        (7, "LE Read Local P-256 Public Key Complete"),
+        (8, "LE Generate DHKey Complete"),
+        (9, "LE Enhanced Connection Complete"),
+        (10, "LE Directed Advertising Report"),
+        (11, "LE PHY Update Complete"),
+        (12, "LE Extended Advertising Report"),
+        (16, "LE Scan Timeout"),
+        (17, "LE Advertising Set Terminated"),
+        (18, "LE Scan Request Received"),
+        (19, "LE Channel Selection Algorithm"),
+        (40, "LE Enhanced Connection Complete [v2]"),
+    ]
 }
 
 /// Advertising_Event_Properties bits (LE Set Extended Advertising Parameters, Core Vol 4 Part E 7.8.53).
