@@ -376,6 +376,14 @@ public final class RemotePeripheral: Sendable {
         } }
     }
 
+    /// Opens `count` (1–5) enhanced credit-based channels to `psm` in one request (Core v5.4
+    /// Vol 3 Part A 4.25; MTU and MPS at least 64); returns those the peer accepted.
+    public func openL2CAPChannels(psm: UInt16, count: Int, mtu: UInt16 = 2048, mps: UInt16 = 247, credits: UInt16 = 16) async throws -> [L2CAPChannel] {
+        try await boundary(link) { try await link.run { layers, host in
+            try await layers.l2cap.connectEnhancedChannels(psm: psm, count: count, mtu: mtu, mps: mps, credits: credits, host: host)
+        } }
+    }
+
     /// RSSI of the link in dBm (HCI Read RSSI).
     public func readRSSI() async throws -> Int8 { try await boundary(link) { try await stack.host.readRSSI(handle: connectionHandle) } }
 
