@@ -376,6 +376,22 @@ public final class RemotePeripheral: Sendable {
         } }
     }
 
+    /// Opens `count` (1–5) Enhanced ATT bearers (Core v5.4 Vol 3 Part G 5.3.2: enhanced
+    /// credit-based channels on PSM 0x0027, Part A 4.25), encrypting the link first (pairing
+    /// if there is no bond), as EATT needs; from then on GATT requests are spread over them
+    /// (the unenhanced bearer stays for Exchange MTU and the peer's own requests). Returns how
+    /// many the peer accepted.
+    @discardableResult
+    public func openEnhancedATT(count: Int, mtu: UInt16 = 517) async throws -> Int {
+        try await boundary(link) { try await link.run { layers, host in
+            _ = try await layers.security.secure(host: host)
+            let channels = try await layers.l2cap.connectEnhancedChannels(psm: EnhancedATTBearer.psm, count: count, mtu: mtu,
+                                                                         mps: 247, credits: 8, host: host)
+            layers.bearers.add(try EnhancedATTBearer.attach(channels, fixed: layers.bearer, host: host))
+            return channels.count
+        } }
+    }
+
     /// Opens `count` (1–5) enhanced credit-based channels to `psm` in one request (Core v5.4
     /// Vol 3 Part A 4.25; MTU and MPS at least 64); returns those the peer accepted.
     public func openL2CAPChannels(psm: UInt16, count: Int, mtu: UInt16 = 2048, mps: UInt16 = 247, credits: UInt16 = 16) async throws -> [L2CAPChannel] {

@@ -128,7 +128,7 @@ public final class Peripheral: Sendable {
     public static func open(_ transport: any HCITransport, services: [GATTService], name: String = "ble-hci",
                             appearance: UInt16 = 0, options: StackOptions = .init()) async throws -> Peripheral {
         let stack = try await boundary { try await Stack.open(transport, options: options) }
-        let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance, reportsAnswers: true))
+        let server = GATTServer(services: services, configuration: serverConfiguration(name, appearance, stack.options))
         await stack.setServer(server)
         let p = Peripheral(stack: stack, server: server)
         await p.start()
@@ -144,11 +144,16 @@ public final class Peripheral: Sendable {
     public static func open(sharing central: Central, services: [GATTService], name: String = "ble-hci",
                             appearance: UInt16 = 0) async -> Peripheral {
         let stack = central.stack
-        let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance, reportsAnswers: true))
+        let server = GATTServer(services: services, configuration: serverConfiguration(name, appearance, stack.options))
         await stack.setServer(server)
         let p = Peripheral(stack: stack, server: server, ownsStack: false)
         await p.start()
         return p
+    }
+
+    /// Server Supported Features bit 0 when the stack serves EATT (Core v5.4 Vol 3 Part G 7.4).
+    static func serverConfiguration(_ name: String, _ appearance: UInt16, _ options: StackOptions) -> GATTServer.Configuration {
+        .init(deviceName: name, appearance: appearance, reportsAnswers: true, serverFeatures: options.enhancedATT ? [0x01] : [])
     }
 
     public var controller: ControllerInfo { stack.controller }

@@ -45,11 +45,15 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         public var eventBufferLimit: Int
         /// Also report every answered request (`GATTServerEvent.answered`), for request logs.
         public var reportsAnswers: Bool
+        /// The Server Supported Features value (Core v5.4 Vol 3 Part G 7.4; bit 0: EATT
+        /// supported); empty: the characteristic is left out.
+        public var serverFeatures: [UInt8]
         public init(deviceName: String = "ble-hci", appearance: UInt16 = 0, prepareQueueLimit: Int = 128,
-                    eventBufferLimit: Int = 256, reportsAnswers: Bool = false) {
+                    eventBufferLimit: Int = 256, reportsAnswers: Bool = false, serverFeatures: [UInt8] = []) {
             self.deviceName = deviceName; self.appearance = appearance
             self.prepareQueueLimit = prepareQueueLimit; self.eventBufferLimit = eventBufferLimit
             self.reportsAnswers = reportsAnswers
+            self.serverFeatures = serverFeatures
         }
     }
 
@@ -140,7 +144,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     public convenience init(services: [GATTService], configuration: Configuration = Configuration()) {
         self.init(table: AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
-                                        services: services), configuration: configuration)
+                                        services: services, serverFeatures: configuration.serverFeatures), configuration: configuration)
     }
 
     /// A server with `template`'s database as it stands (handles, values, hash) and no peer
@@ -309,7 +313,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     @discardableResult
     public func update(services: [GATTService]) async -> [ATTPeer] {
         var table = AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
-                                   services: services)
+                                   services: services, serverFeatures: configuration.serverFeatures)
         table.computeHashIfNeeded()  // peers read it next (hashReady may already be set)
         if table.hasAsyncHandlers { asyncHandlers.store(true, ordering: .releasing) }
         let scHandle: UInt16 = state.withLock { s in

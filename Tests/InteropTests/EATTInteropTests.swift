@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+import TestSupport
+import BLE
+import GATT
+import ATT
+import HCI
+
+/// Issue 30: Enhanced ATT bearers (Core v5.4 Vol 3 Part G 5.3.2; enhanced credit-based channels
+/// on PSM 0x0027, Part A 4.25) against Bumble's EATT, both ways: our central opens two bearers to
+/// Bumble's GATT server (Tools/bumble/peripheral.py --eatt) and its requests arrive on both, by
+/// Bumble's own account; Bumble's central (Tools/bumble/eatt_central.py) opens two to our
+/// peripheral and reads our database on each.
+@Suite(.serialized, .timeLimit(.minutes(2))) struct EATTInteropTests {
+    @Test func ourCentralSpreadsRequestsOverBumblesEnhancedBearers() async throws {
+        try await interop { scope in
+            let peer = try scope.script("peripheral.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", "eatt-peer", "--eatt", "--timeout", "80"])
+            _ = try await peer.event("ready")
+            let central = try await scope.central(on: 0)
+            let adv = try await central.find(ScanFilter(nameContains: "eatt-peer"), timeout: .seconds(10))
+            let remote = try await central.connect(to: adv.address, timeout: .seconds(10))
+            #expect(try await remote.openEnhancedATT(count: 2) == 2)
+            let tree = try await remote.discoverAll()
+            let long = try #require(tree.flatMap(\.characteristics).first {
+                $0.characteristic.uuid == BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef1")!
+            }?.characteristic)
+            // Reads in parallel: each bearer has one request outstanding (Part F 3.3.2), so two
+            // at once go out on both. The value is peripheral.py's: 600 octets, octet i = i % 256
+            // (a long read: Read Blob over an ATT_MTU of the channels' MTUs, Part F 3.2.8).
+            let expected = (0..<600).map { UInt8($0 % 256) }
+            try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                for _ in 0..<4 { group.addTask { try await remote.read(long) } }
+                for try await value in group { #expect(value == expected) }
+            }
+            let requests = try await peer.firstEvents("eattRequest", 8, timeout: .seconds(10))
+            let cids = Set(requests.compactMap { $0["cid"] as? Int })
+            #expect(cids.count == 2, "Bumble saw requests on bearers \(cids)")
+        }
+    }
+
+    @Test func bumblesCentralOpensEnhancedBearersToOurPeripheral() async throws {
+        try await interop { scope in
+            var options = Scope.stackOptions
+            options.enhancedATT = true
+            let service = GATTService(uuid: 0xFFE0, characteristics: [
+                GATTCharacteristic(uuid: 0xFFE1, properties: .read, value: Array("on every bearer".utf8)),
+            ])
+            let (peripheral, _) = try await scope.peripheral(on: 0, services: [service], name: "eatt-ours", options: options)
+            try await peripheral.startAdvertising(AdvertisingOptions(name: "eatt-ours"))
+            let address = await peripheral.address
+            let bumble = try scope.script("eatt_central.py", [
+                "--transport", scope.controllers.bumbleTransport(1),
+                "--connect", "\(address.address)/\(address.type == .public ? "public" : "random")",
+                "--bearers", "2", "--read", "ffe1", "--timeout", "60"])
+            // Server Supported Features: bit 0, EATT supported (Part G 7.4).
+            let features = try await bumble.event("serverFeatures", timeout: .seconds(30))
+            #expect(features["value"] as? String == "01")
+            let eatt = try await bumble.event("eatt", timeout: .seconds(20))
+            #expect((eatt["cids"] as? [Int])?.count == 2)
+            // Our receive MTU (4.26: at least 64).
+            let reads = try await bumble.firstEvents("read", 2, timeout: .seconds(20))
+            #expect(Set(reads.compactMap { $0["cid"] as? Int }).count == 2)
+            for r in reads { #expect(r["value"] as? String == Array("on every bearer".utf8).map { String(format: "%02x", $0) }.joined()) }
+            let services = try await bumble.firstEvents("services", 2, timeout: .seconds(5))
+            for s in services { #expect((s["uuids"] as? [String])?.contains { $0.uppercased().contains("FFE0") } == true, "\(s)") }
+            _ = try await bumble.event("done", timeout: .seconds(10))
+        }
+    }
+
+    /// Part G 5.3.2 / Part A 4.26: on a link that is not encrypted our peripheral refuses the
+    /// bearers (result 0x0008, insufficient encryption), which Bumble reports as a failure.
+    @Test func ourPeripheralRefusesEnhancedBearersOnAnUnencryptedLink() async throws {
+        try await interop { scope in
+            var options = Scope.stackOptions
+            options.enhancedATT = true
+            let (peripheral, _) = try await scope.peripheral(on: 0, services: [], name: "eatt-plain", options: options)
+            try await peripheral.startAdvertising(AdvertisingOptions(name: "eatt-plain"))
+            let address = await peripheral.address
+            let bumble = try scope.script("eatt_central.py", [
+                "--transport", scope.controllers.bumbleTransport(1),
+                "--connect", "\(address.address)/\(address.type == .public ? "public" : "random")",
+                "--bearers", "2", "--no-pair", "--timeout", "60"])
+            let failed = try await bumble.event("eattFailed", timeout: .seconds(30))
+            #expect((failed["message"] as? String)?.lowercased().contains("encryption") == true, "\(failed)")
+        }
+    }
+}
+
+extension ChildProcess {
+    /// Waits for `count` events named `event`; returns all of them so far.
+    func firstEvents(_ event: String, _ count: Int, timeout: Duration) async throws -> [[String: Any]] {
+        _ = try await self.event(event, index: count - 1, timeout: timeout)
+        return all(event)
+    }
+}
