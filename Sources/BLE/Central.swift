@@ -284,7 +284,7 @@ public final class RemotePeripheral: Sendable {
         guard type == .withoutResponse else { return Self.maximumAttributeValueLength }
         let signed = characteristic?.properties.contains(.authenticatedSignedWrites) ?? false
         return try await boundary(link) { try await link.run { layers, _ in
-            let mtu = layers.bearer.mtu
+            let mtu = layers.bearers.mtu  // the Enhanced ATT bearers' when open: commands go there
             return signed && !layers.security.state.encrypted && layers.security.canSign ? mtu - 15 : mtu - 3
         } }
     }
@@ -380,15 +380,16 @@ public final class RemotePeripheral: Sendable {
     /// credit-based channels on PSM 0x0027, Part A 4.25), encrypting the link first (pairing
     /// if there is no bond), as EATT needs; from then on GATT requests are spread over them
     /// (the unenhanced bearer stays for Exchange MTU and the peer's own requests). Returns how
-    /// many the peer accepted.
+    /// many the peer accepted, and the ATT_MTU the requests are sized by from then on: the
+    /// smallest of the bearers' (each the smaller of its channel's two MTUs, Part F 3.2.8).
     @discardableResult
-    public func openEnhancedATT(count: Int, mtu: UInt16 = 517) async throws -> Int {
+    public func openEnhancedATT(count: Int, mtu: UInt16 = 517) async throws -> (bearers: Int, mtu: Int) {
         try await boundary(link) { try await link.run { layers, host in
             _ = try await layers.security.secure(host: host)
             let channels = try await layers.l2cap.connectEnhancedChannels(psm: EnhancedATTBearer.psm, count: count, mtu: mtu,
                                                                          mps: 247, credits: 8, host: host)
             layers.bearers.add(try EnhancedATTBearer.attach(channels, fixed: layers.bearer, host: host))
-            return channels.count
+            return (channels.count, layers.bearers.mtu)
         } }
     }
 

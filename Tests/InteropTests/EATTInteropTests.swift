@@ -20,7 +20,10 @@ import HCI
             let central = try await scope.central(on: 0)
             let adv = try await central.find(ScanFilter(nameContains: "eatt-peer"), timeout: .seconds(10))
             let remote = try await central.connect(to: adv.address, timeout: .seconds(10))
-            #expect(try await remote.openEnhancedATT(count: 2) == 2)
+            let opened = try await remote.openEnhancedATT(count: 2)
+            // Both bearers; ATT_MTU the smaller MTU of ours (517) and Bumble's EATT server's
+            // (its LeCreditBasedChannelSpec default, 2048): Part F 3.2.8.
+            #expect(opened.bearers == 2 && opened.mtu == 517)
             let tree = try await remote.discoverAll()
             let long = try #require(tree.flatMap(\.characteristics).first {
                 $0.characteristic.uuid == BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef1")!
