@@ -246,8 +246,8 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
 }
 
 /// The GATT client's requester over every ATT bearer of a link: the unenhanced one, and the
-/// Enhanced ATT bearers once opened, over which requests are spread (an idle one first, else
-/// round robin); commands too. ATT_MTU is the smallest of the bearers in use, so a procedure
+/// Enhanced ATT bearers once opened, over which requests and commands are spread (the next
+/// idle one in turn, else the least loaded). ATT_MTU is the smallest of the bearers in use, so a procedure
 /// sized by it fits whichever carries it.
 public final class ATTBearers: ATTRequester {
     public let fixed: ATTBearer
@@ -265,12 +265,16 @@ public final class ATTBearers: ATTRequester {
 
     public var mtu: Int { open.map(\.mtu).min() ?? fixed.mtu }
 
+    /// The next idle bearer after the last one used (so that one request after the other
+    /// goes over every bearer too), else the one with the fewest requests waiting.
     func pick() -> EnhancedATTBearer? {
         let open = self.open
         guard !open.isEmpty else { return nil }
-        if let idle = open.first(where: { !$0.isBusy }) { return idle }
-        next = (next + 1) % open.count
-        return open[next]
+        let start = next % open.count
+        let rotated = open[start...] + open[..<start]
+        let bearer = rotated.first { !$0.isBusy } ?? rotated.min { $0.waiting.count < $1.waiting.count }!
+        next = (open.firstIndex { $0 === bearer } ?? 0) + 1
+        return bearer
     }
 
     public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
