@@ -129,9 +129,15 @@ struct CentralLink: Sendable {
                 }
             }
             if let eatt {
-                let opened = try await interruptible { try await remote.openEnhancedATT(count: eatt) }
-                out.event([.text("event", "eatt"), .int("bearers", opened.bearers), .int("mtu", opened.mtu), .int("connection", remote.connectionHandle)])
-                out.line("Enhanced ATT: \(opened.bearers) of \(eatt) bearers open (PSM 0x0027), ATT MTU \(opened.mtu)")
+                do {
+                    let opened = try await interruptible { try await remote.openEnhancedATT(count: eatt) }
+                    out.event([.text("event", "eatt"), .int("bearers", opened.bearers), .int("mtu", opened.mtu), .int("connection", remote.connectionHandle)])
+                    out.line("Enhanced ATT: \(opened.bearers) of \(eatt) bearers open (PSM 0x0027), ATT MTU \(opened.mtu)")
+                } catch BLEError.refused(let why) {
+                    // As a phone does: a peripheral without EATT is served over CID 0x0004.
+                    out.event([.text("event", "eatt"), .int("bearers", 0), .text("message", why), .int("connection", remote.connectionHandle)])
+                    out.progress("Enhanced ATT refused (\(why)): going on over the unenhanced bearer")
+                }
             }
             if profile == "band" {
                 let day = bandDate ?? BandProtocol.Day(today: Date())

@@ -120,7 +120,9 @@ let commandHelp: [String: String] = [
                      channels on PSM 0x0027, one request; the link is encrypted first, pairing
                      if there is no bond) and spread the GATT requests over them: each bearer
                      has its own outstanding request ({"event":"eatt","bearers":N,"mtu":M}).
-                     Exchange MTU stays on the unenhanced bearer; notifications come on either
+                     Exchange MTU stays on the unenhanced bearer; notifications come on either.
+                     Refused (a peripheral without EATT): "bearers":0, and the run goes on
+                     over the unenhanced bearer
     Without --pair the central pairs when it must: an Insufficient Authentication (0x05) or
     Insufficient Encryption (0x0F) answer makes it encrypt (bond) or pair and retry that request
     once; a peripheral's Security Request is honoured. A bonded peripheral is encrypted at once.

@@ -69,5 +69,19 @@ extension CLITests {
             // The requests went over both bearers (to both of the peer's CIDs).
             #expect(requestCIDs.count == 2, "requests only to \(requestCIDs)")
         }
+    
+        /// A peripheral that serves no EATT answers the Credit Based Connection Request with
+        /// result 0x0002, SPSM not supported (Core v5.4 Vol 3 Part A 4.26): the central says so
+        /// and reads over CID 0x0004.
+        @Test func refusedBearersLeaveTheUnenhancedOne() async throws {
+            try await withRig { rig in
+                let r = try await rig.central(["central", "name:ble-hci", "--eatt", "2", "--read", "fff2", "--json"])
+                expectStatus(r, 0, "central --eatt 2 against a peripheral without --eatt")
+                let eatt = try #require(r.events("eatt").first, "no eatt event")
+                #expect(eatt["bearers"] as? Int == 0)
+                #expect((eatt["message"] as? String)?.contains("SPSM not supported") == true, "\(eatt)")
+                #expect(r.events("read").first?["value"] as? String == hexOf("ble-hci"))
+            }
+        }
     }
 }
