@@ -228,6 +228,21 @@ public final class RemotePeripheral: Sendable {
         return try await boundary(link) { try await link.run { layers, _ in try await layers.client.read(characteristic) } }
     }
 
+    /// Reads several characteristic values in one request: Read Multiple Variable Length
+    /// Characteristic Values (Core v5.4 Vol 3 Part G 4.8.5; long values completed with Read
+    /// Blob). On an Enhanced ATT bearer as on CID 0x0004; a server that lacks the request
+    /// answers Request Not Supported (`BLEError.att`).
+    public func readValues(of characteristics: [GATTRemoteCharacteristic]) async throws -> [[UInt8]] {
+        guard (2...).contains(characteristics.count) else {
+            throw BLEError.invalidArgument("Read Multiple Variable Length takes two handles or more (Core v5.4 Vol 3 Part F 3.4.4.11)")
+        }
+        if let c = characteristics.first(where: { !$0.properties.contains(.read) }) {
+            throw BLEError.notPermitted("characteristic \(c.uuid) is not readable (properties: \(c.properties))")
+        }
+        let handles = characteristics.map(\.valueHandle)
+        return try await boundary(link) { try await link.run { layers, _ in try await layers.client.readMultipleVariable(handles: handles) } }
+    }
+
     /// Reads any attribute by handle (descriptors included), in full.
     public func read(handle: UInt16) async throws -> [UInt8] {
         try await boundary(link) { try await link.run { layers, _ in try await layers.client.read(handle: handle) } }

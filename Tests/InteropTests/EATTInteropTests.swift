@@ -36,7 +36,13 @@ import HCI
                 for _ in 0..<4 { group.addTask { try await remote.read(long) } }
                 for try await value in group { #expect(value == expected) }
             }
+            // Read Multiple Variable Length (Part G 4.8.5) on an Enhanced ATT bearer: Bumble's
+            // values of 2a38 (01) and the Battery Level 2a19 (64), as peripheral.py serves them.
+            let chars = tree.flatMap(\.characteristics).map(\.characteristic)
+            let pair = try ([0x2A38, 0x2A19] as [BluetoothUUID]).map { u in try #require(chars.first { $0.uuid == u }, "no \(u)") }
+            #expect(try await remote.readValues(of: pair) == [[0x01], [0x64]])
             let requests = try await peer.firstEvents("eattRequest", 8, timeout: .seconds(10))
+            #expect(requests.contains { $0["opcode"] as? String == "ATT_Read_Multiple_Variable_Request" }, "\(requests.map { $0["opcode"] ?? "" })")
             let cids = Set(requests.compactMap { $0["cid"] as? Int })
             #expect(cids.count == 2, "Bumble saw requests on bearers \(cids)")
         }
