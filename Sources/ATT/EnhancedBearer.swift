@@ -165,12 +165,7 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
             fixed.clientReceived(pdu)
         case .handleValueIndication:
             // Confirmed here once the client's handler has it (Core v5.4 Vol 3 Part F 3.4.7.3).
-            let handler = fixed.notificationHandler
-            host.spawn { [weak self] in
-                await handler?(pdu)
-                guard let self, self.closedReason == nil else { return }
-                self.send(Self.sdu(.handleValueConfirmation))
-            }
+            host.spawn { [weak self] in await self?.confirm(pdu, host: host) }
         default:
             guard let t = transaction, t.opcode.responseOpcode == pdu.opcode else {
                 return log("\(pdu.opcode) with no matching request pending: dropped")
@@ -178,6 +173,13 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
             _ = t
             finishTransaction(.success(pdu))
         }
+    }
+
+    /// Hands an indication to the client's handler, then confirms it on this bearer.
+    func confirm(_ indication: ATTPDU, host: isolated Host) async {
+        await fixed.notificationHandler?(indication)
+        guard closedReason == nil else { return }
+        send(Self.sdu(.handleValueConfirmation))
     }
 
     func serverReceived(_ pdu: ATTPDU, host: isolated Host) {

@@ -48,6 +48,41 @@ import HCI
         }
     }
 
+    /// Indications Bumble sends on an Enhanced ATT bearer are confirmed on that bearer (Part F
+    /// 3.4.7.3): Bumble prints "indicated" only once it has the confirmation.
+    @Test func indicationsOverEnhancedBearersAreConfirmed() async throws {
+        try await interop { scope in
+            let peer = try scope.script("peripheral.py", [
+                "--transport", scope.controllers.bumbleTransport(1), "--name", "eatt-ind", "--eatt",
+                "--notify-count", "3", "--notify-interval", "0.05", "--timeout", "80"])
+            _ = try await peer.event("ready")
+            let central = try await scope.central(on: 0)
+            let adv = try await central.find(ScanFilter(nameContains: "eatt-ind"), timeout: .seconds(10))
+            let remote = try await central.connect(to: adv.address, timeout: .seconds(10))
+            _ = try await remote.openEnhancedATT(count: 2)
+            let tree = try await remote.discoverAll()
+            let indicate = try #require(tree.flatMap(\.characteristics).first {
+                $0.characteristic.uuid == BluetoothUUID(string: "12345678-1234-5678-1234-56789abcdef5")!
+            }?.characteristic)
+            let values = try await remote.notifications(for: indicate)
+            let got = try await withTimeout(.seconds(10), "3 indications") {
+                var got: [[UInt8]] = []
+                for try await v in values {
+                    got.append(v)
+                    if got.count == 3 { break }
+                }
+                return got
+            }
+            #expect(got == [[1], [2], [3]])
+            let third = try await peer.event("indicated", index: 2)
+            #expect(third["confirmed"] as? Bool == true)
+            #expect(peer.all("indicationFailed").isEmpty)
+            // The CCCD write and the confirmations went over the Enhanced ATT bearers.
+            let opcodes = peer.all("eattRequest").compactMap { $0["opcode"] as? String }
+            #expect(opcodes.contains("ATT_Handle_Value_Confirmation"), "\(opcodes)")
+        }
+    }
+
     @Test func bumblesCentralOpensEnhancedBearersToOurPeripheral() async throws {
         try await interop { scope in
             var options = Scope.stackOptions

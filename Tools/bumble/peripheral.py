@@ -186,6 +186,8 @@ class Peripheral:
                 common.emit("notified", uuid=uuid, handle=characteristic.handle, value=value.hex())
 
     def on_subscription(self, connection, characteristic, notify_enabled, indicate_enabled):
+        # A CCCD written on an Enhanced ATT bearer names the bearer (an L2CAP channel).
+        connection = getattr(connection, "connection", connection)
         uuid = uuid_string(characteristic.uuid)
         key = (connection.handle, characteristic.handle)
         if not notify_enabled and not indicate_enabled:
