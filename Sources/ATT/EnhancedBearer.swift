@@ -260,8 +260,9 @@ public final class ATTBearers: ATTRequester {
 
     public var handle: UInt16 { fixed.handle }
 
-    /// Adds Enhanced ATT bearers to spread requests over.
-    public func add(_ bearers: [EnhancedATTBearer]) { enhanced += bearers }
+    /// Adds Enhanced ATT bearers to spread requests over; closed ones are dropped (a peer that
+    /// opens and closes bearers again and again leaves nothing behind).
+    public func add(_ bearers: [EnhancedATTBearer]) { enhanced = open + bearers }
 
     var open: [EnhancedATTBearer] { enhanced.filter { $0.closedReason == nil } }
 

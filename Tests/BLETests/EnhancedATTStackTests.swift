@@ -1,0 +1,78 @@
+import Testing
+import TestSupport
+import HCI
+import GATT
+import VirtualController
+@testable import BLE
+
+/// Issue 30: Enhanced ATT bearers (Core v5.4 Vol 3 Part G 5.3.2) between our central and our
+/// peripheral on the in-process virtual link (27-octet ACL buffers: K-frames are fragmented).
+@Suite(.timeLimit(.minutes(1))) struct EnhancedATTStackTests {
+    static let long = BluetoothUUID(string: "6e400010-b5a3-f393-e0a9-e50e24dcca9e")!
+    static let longValue = (0..<600).map { UInt8(truncatingIfNeeded: $0 &* 3) }
+    static let services = [GATTService(uuid: 0xFFA0, characteristics: [
+        GATTCharacteristic(uuid: long, properties: [.read, .write], value: longValue),
+        GATTCharacteristic(uuid: 0xFFA2, properties: [.read], value: [0x42]),
+        GATTCharacteristic(uuid: 0xFFA3, properties: [.read, .notify], value: [7]),
+    ])]
+
+    func connected(eatt: Bool) async throws -> (Central, Peripheral, RemotePeripheral) {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        var options = StackOptions()
+        options.enhancedATT = eatt
+        let peripheral = try await Peripheral.open(transports[0], services: Self.services, name: "eatt", options: options)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "eatt"))
+        let central = try await Central.open(transports[1])
+        let adv = try await central.find(ScanFilter(nameContains: "eatt"), timeout: .seconds(5))
+        return (central, peripheral, try await central.connect(to: adv.address))
+    }
+
+    @Test func bearersCarryConcurrentRequestsAndTheServerAnswersOnEach() async throws {
+        let (central, peripheral, remote) = try await connected(eatt: true)
+        // Three bearers in one request (Part A 4.25); the link is paired first (Part G 5.3.2).
+        let opened = try await remote.openEnhancedATT(count: 3)
+        #expect(opened.bearers == 3 && opened.mtu == 517)
+        let tree = try await remote.discoverAll()
+        let chars = tree.flatMap(\.characteristics).map(\.characteristic)
+        // Server Supported Features, bit 0: EATT supported (Part G 7.4).
+        let features = try #require(chars.first { $0.uuid == GATTUUID.serverSupportedFeatures })
+        #expect(try await remote.read(features) == [0x01])
+        let long = try #require(chars.first { $0.uuid == Self.long })
+        try await withThrowingTaskGroup(of: [UInt8].self) { group in
+            for _ in 0..<6 { group.addTask { try await remote.read(long) } }
+            for try await value in group { #expect(value == Self.longValue) }
+        }
+        let small = try #require(chars.first { $0.uuid == BluetoothUUID(0xFFA2 as UInt16) })
+        let notifying = try #require(chars.first { $0.uuid == BluetoothUUID(0xFFA3 as UInt16) })
+        // Read Multiple Variable Length (Part G 4.8.5): whole values, the long one completed.
+        #expect(try await remote.readValues(of: [small, long, notifying]) == [[0x42], Self.longValue, [7]])
+        // A write and a notification while the bearers are open.
+        try await remote.write([1, 2, 3], to: long)
+        #expect(try await remote.read(long) == [1, 2, 3])
+        let values = try await remote.notifications(for: notifying)
+        try await peripheral.executor.until("a subscriber") { peripheral.subscribers(of: 0xFFA3).count == 1 }
+        try await peripheral.notify([9], for: notifying.uuid)
+        var it = values.makeAsyncIterator()
+        #expect(try await it.next() == [9])
+        await central.close()
+        await peripheral.close()
+    }
+
+    /// A peripheral without EATT has no listener on PSM 0x0027: the request is refused with
+    /// "SPSM not supported" (0x0002, Part A 4.26), and the unenhanced bearer goes on alone.
+    @Test func withoutEATTTheRequestIsRefusedAndCID4GoesOn() async throws {
+        let (central, peripheral, remote) = try await connected(eatt: false)
+        do {
+            _ = try await remote.openEnhancedATT(count: 2)
+            Issue.record("opened Enhanced ATT bearers to a peripheral without EATT")
+        } catch BLEError.refused(let why) {
+            #expect(why.contains("SPSM not supported"), "\(why)")
+        }
+        let chars = try await remote.discoverAll().flatMap(\.characteristics).map(\.characteristic)
+        #expect(!chars.contains { $0.uuid == GATTUUID.serverSupportedFeatures })
+        let small = try #require(chars.first { $0.uuid == BluetoothUUID(0xFFA2 as UInt16) })
+        #expect(try await remote.read(small) == [0x42])
+        await central.close()
+        await peripheral.close()
+    }
+}
