@@ -75,4 +75,42 @@ import VirtualController
         await central.close()
         await peripheral.close()
     }
+
+    /// Hostile SDUs on an Enhanced ATT bearer, sent on a raw enhanced credit-based channel to
+    /// PSM 0x0027, are answered as on CID 0x0004 (Core v5.4 Vol 3 Part F 3.4.1.1): a truncated
+    /// request gets Invalid PDU (0x04), an unknown request Request Not Supported (0x06), an
+    /// Exchange MTU Request (not used on an Enhanced ATT bearer, 3.4.2.1) Request Not Supported;
+    /// commands and notifications that are malformed get nothing; a request the server knows
+    /// is answered after all of them.
+    @Test func hostileSDUsOnAnEnhancedBearerAreAnsweredPerSpec() async throws {
+        let (central, peripheral, remote) = try await connected(eatt: true)
+        _ = try await remote.pair()
+        let raw = try #require(try await remote.openL2CAPChannels(psm: 0x0027, count: 1).first)
+        func exchange(_ sdu: [UInt8]) async throws -> [UInt8]? {
+            try await raw.send(sdu)
+            return try await raw.receive()
+        }
+        func errorResponse(_ opcode: UInt8, _ handle: UInt16, _ code: UInt8) -> [UInt8] {
+            [0x01, opcode, UInt8(handle & 0xFF), UInt8(handle >> 8), code]
+        }
+        #expect(try await exchange([0x0A]) == errorResponse(0x0A, 0, 0x04))
+        #expect(try await exchange([0x3F, 1, 2]) == errorResponse(0x3F, 0, 0x06))
+        #expect(try await exchange([0x02, 0x05, 0x02]) == errorResponse(0x02, 0, 0x06))
+        // No answer to a malformed Write Command or an empty SDU (3.3: commands are not answered).
+        try await raw.send([0x52, 0x01])
+        try await raw.send([])
+        var rng = SeededGenerator(seed: 0xEA77)
+        for _ in 0..<200 {
+            // Commands (bit 6 set) other than Write Command (0x52, which would write), Signed
+            // Write Commands without a key to sign them, and notifications: nothing is owed an answer.
+            var opcode = [UInt8(0xD2), 0x1B, 0x23, 0x40 | UInt8.random(in: 0...0x3F, using: &rng)].randomElement(using: &rng)!
+            if opcode == 0x52 { opcode = 0x72 }
+            try await raw.send([opcode] + (0..<Int.random(in: 0...40, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        }
+        // Read Request (0x0A) for Device Name (handle 3): Read Response (0x0B) with "eatt".
+        #expect(try await exchange([0x0A, 0x03, 0x00]) == [0x0B] + Array("eatt".utf8))
+        #expect(peripheral.server.value(of: Self.long) == Self.longValue)
+        await central.close()
+        await peripheral.close()
+    }
 }
