@@ -30,6 +30,8 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
     var waiting: [(sdu: [UInt8], transaction: ATTBearer.Transaction)] = []
     /// A request answered `.later` is being produced; the PDUs after it wait (bounded).
     var answering = false
+    var answerToken: UInt64 = 0
+    var answerDeadline: DeadlineID?
     var held: [ATTPDU] = []
 
     public init(channel: L2CAPChannel, fixed: ATTBearer, host: Host) {
@@ -167,10 +169,9 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
             // Confirmed here once the client's handler has it (Core v5.4 Vol 3 Part F 3.4.7.3).
             host.spawn { [weak self] in await self?.confirm(pdu, host: host) }
         default:
-            guard let t = transaction, t.opcode.responseOpcode == pdu.opcode else {
+            guard transaction?.opcode.responseOpcode == pdu.opcode else {
                 return log("\(pdu.opcode) with no matching request pending: dropped")
             }
-            _ = t
             finishTransaction(.success(pdu))
         }
     }
@@ -212,17 +213,35 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
         case .now(let response):
             if op.isRequest { send(Self.sdu(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError))) }
         case .later(let produce):
+            // As on CID 0x0004: produced off the loop, the peer's next PDUs held meanwhile, and
+            // Unlikely Error in its place once `asyncHandlerTimeout` has passed.
             answering = true
-            host.spawn { [weak self] in
+            answerToken &+= 1
+            let token = answerToken, timeout = fixed.configuration.asyncHandlerTimeout
+            let task = host.spawn { [weak self] in
                 let response = await produce()
-                guard let self else { return }
-                self.answering = false
-                if self.closedReason == nil, op.isRequest {
-                    self.send(Self.sdu(response ?? .errorResponse(requestOpcode: op, handle: ATTBearer.attributeHandle(of: pdu), error: .unlikelyError)))
-                }
-                while !self.answering, !self.held.isEmpty { self.serverReceived(self.held.removeFirst(), host: host) }
+                self?.answered(token, pdu, response, host: host)
+            }
+            answerDeadline = host.arm(after: timeout) { [weak self] in
+                self?.log("\(op): the application's handler gave no answer within \(timeout): Unlikely Error")
+                task.cancel()
+                self?.answered(token, pdu, nil, host: host)
             }
         }
+    }
+
+    /// The answer to `request` produced `.later` (nil: Unlikely Error for a request); then the
+    /// PDUs held meanwhile are served in order. A late one, after its deadline, is dropped.
+    func answered(_ token: UInt64, _ request: ATTPDU, _ response: ATTPDU?, host: isolated Host) {
+        guard answering, token == answerToken else { return }
+        answering = false
+        host.disarm(answerDeadline)
+        answerDeadline = nil
+        let op = request.opcode
+        if closedReason == nil, op.isRequest {
+            send(Self.sdu(response ?? .errorResponse(requestOpcode: op, handle: ATTBearer.attributeHandle(of: request), error: .unlikelyError)))
+        }
+        while !answering, closedReason == nil, !held.isEmpty { serverReceived(held.removeFirst(), host: host) }
     }
 
     public func reconfigured(mtu: Int, peerMTU: Int, host: isolated Host) {
@@ -244,13 +263,15 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
         for (_, t) in waiting { t.resolve(.failure(reason)) }
         waiting.removeAll()
         held.removeAll()
+        host.disarm(answerDeadline)
+        answerDeadline = nil
     }
 }
 
 /// The GATT client's requester over every ATT bearer of a link: the unenhanced one, and the
 /// Enhanced ATT bearers once opened, over which requests and commands are spread (the next
-/// idle one in turn, else the least loaded). ATT_MTU is the smallest of the bearers in use, so a procedure
-/// sized by it fits whichever carries it.
+/// idle one in turn, else the least loaded). ATT_MTU is the smallest of the bearers in use, so
+/// a procedure sized by it fits whichever carries it.
 public final class ATTBearers: ATTRequester {
     public let fixed: ATTBearer
     public private(set) var enhanced: [EnhancedATTBearer] = []

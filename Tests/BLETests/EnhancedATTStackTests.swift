@@ -113,4 +113,43 @@ import VirtualController
         await central.close()
         await peripheral.close()
     }
+
+    /// An asynchronous read handler answers over an Enhanced ATT bearer; one that never
+    /// answers is cancelled after `asyncHandlerTimeout` and the central gets Unlikely Error
+    /// (0x0E, Core v5.4 Vol 3 Part F 3.4.1.1) with the handle, on the same bearer, which stays
+    /// usable (the PDUs held meanwhile are served after it).
+    @Test func asynchronousHandlersAnswerOnTheBearerWithinTheirTimeout() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        var options = StackOptions()
+        options.enhancedATT = true
+        options.asyncHandlerTimeout = .milliseconds(300)
+        let cancelled = AsyncHandlerStackTests.Signal()
+        let services = [GATTService(uuid: 0xFFC0, characteristics: [
+            GATTCharacteristic(uuid: 0xFFC1, properties: [.read], asyncRead: { _ in [0x5A] }),
+            GATTCharacteristic(uuid: 0xFFC2, properties: [.read], asyncRead: { _ in
+                let (never, held) = AsyncStream<Void>.makeStream()
+                for await _ in never {}  // until the handler's task is cancelled
+                withExtendedLifetime(held) {}
+                if Task.isCancelled { cancelled.signal() }
+                return [0x01]
+            }),
+        ])]
+        let peripheral = try await Peripheral.open(transports[0], services: services, name: "eatt-async", options: options)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "eatt-async"))
+        let central = try await Central.open(transports[1])
+        let adv = try await central.find(ScanFilter(nameContains: "eatt-async"), timeout: .seconds(5))
+        let remote = try await central.connect(to: adv.address)
+        #expect(try await remote.openEnhancedATT(count: 1).bearers == 1)
+        let chars = try await remote.discoverAll().flatMap(\.characteristics).map(\.characteristic)
+        let quick = try #require(chars.first { $0.uuid == BluetoothUUID(0xFFC1 as UInt16) })
+        let never = try #require(chars.first { $0.uuid == BluetoothUUID(0xFFC2 as UInt16) })
+        #expect(try await remote.read(quick) == [0x5A])
+        await #expect(throws: BLEError.att(ATTError(.unlikelyError, requestOpcode: .readRequest, handle: never.valueHandle))) {
+            _ = try await remote.read(never)
+        }
+        await cancelled.wait()
+        #expect(try await remote.read(quick) == [0x5A])
+        await central.close()
+        await peripheral.close()
+    }
 }
