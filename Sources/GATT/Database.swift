@@ -355,8 +355,7 @@ struct AttributeTable: Sendable {
     /// Features, Core v5.4 Vol 3 Part G 7.4): every server's own services.
     static func ownServices(deviceName: String, appearance: UInt16, serverFeatures: [UInt8] = []) -> [GATTService] {
         let features = serverFeatures.isEmpty ? [] : [GATTCharacteristic(uuid: GATTUUID.serverSupportedFeatures, properties: .read, value: serverFeatures)]
-        return
-        [
+        return [
             GATTService(uuid: GATTUUID.genericAccess, characteristics: [
                 GATTCharacteristic(uuid: GATTUUID.deviceName, properties: .read, value: Array(deviceName.utf8)),
                 GATTCharacteristic(uuid: GATTUUID.appearance, properties: .read,
