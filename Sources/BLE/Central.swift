@@ -394,7 +394,8 @@ public final class RemotePeripheral: Sendable {
     /// Opens `count` (1–5) Enhanced ATT bearers (Core v5.4 Vol 3 Part G 5.3.2: enhanced
     /// credit-based channels on PSM 0x0027, Part A 4.25), encrypting the link first (pairing
     /// if there is no bond), as EATT needs; from then on GATT requests are spread over them
-    /// (the unenhanced bearer stays for Exchange MTU and the peer's own requests). Returns how
+    /// (the unenhanced bearer stays for Exchange MTU and the peer's own requests), and says so in
+    /// the server's Client Supported Features (bits 1 and 2, Part G 7.2). Returns how
     /// many the peer accepted, and the ATT_MTU the requests are sized by from then on: the
     /// smallest of the bearers' (each the smaller of its channel's two MTUs, Part F 3.2.8).
     @discardableResult
@@ -404,8 +405,27 @@ public final class RemotePeripheral: Sendable {
             let channels = try await layers.l2cap.connectEnhancedChannels(psm: EnhancedATTBearer.psm, count: count, mtu: mtu,
                                                                          mps: 247, credits: 8, host: host)
             layers.bearers.add(try EnhancedATTBearer.attach(channels, fixed: layers.bearer, host: host))
+            try await Self.announceClientFeatures(layers.client)
             return (channels.count, layers.bearers.mtu)
         } }
+    }
+
+    /// Sets bits 1 (Enhanced ATT bearer) and 2 (Multiple Handle Value Notifications: the client
+    /// takes them) of the server's Client Supported Features (Core v5.4 Vol 3 Part G 7.2), keeping
+    /// the bits set before (a client may not clear them). A server without the characteristic
+    /// (Attribute Not Found) is left as it is.
+    static nonisolated(nonsending) func announceClientFeatures(_ client: GATTClient) async throws {
+        let found: [ATTHandleValue]
+        do {
+            found = try await client.readByUUID(GATTUUID.clientSupportedFeatures)
+        } catch let e as ATTError where e.code == .attributeNotFound {
+            return
+        }
+        guard let features = found.first else { return }
+        var value = features.value.isEmpty ? [0] : features.value
+        guard value[0] & 0x06 != 0x06 else { return }
+        value[0] |= 0x06
+        try await client.write(value, handle: features.handle)
     }
 
     /// Opens `count` (1–5) enhanced credit-based channels to `psm` in one request (Core v5.4

@@ -119,7 +119,8 @@ let commandHelp: [String: String] = [
       --eatt N       open N (1-5) Enhanced ATT bearers after connecting (enhanced credit-based
                      channels on PSM 0x0027, one request; the link is encrypted first, pairing
                      if there is no bond) and spread the GATT requests over them: each bearer
-                     has its own outstanding request ({"event":"eatt","bearers":N,"mtu":M}).
+                     has its own outstanding request ({"event":"eatt","bearers":N,"mtu":M}),
+                     and bits 1-2 of Client Supported Features (0x2B29) are set.
                      Exchange MTU stays on the unenhanced bearer; notifications come on either.
                      Refused (a peripheral without EATT): "bearers":0, and the run goes on
                      over the unenhanced bearer

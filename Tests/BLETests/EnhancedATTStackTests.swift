@@ -37,6 +37,10 @@ import VirtualController
         // Server Supported Features, bit 0: EATT supported (Part G 7.4).
         let features = try #require(chars.first { $0.uuid == GATTUUID.serverSupportedFeatures })
         #expect(try await remote.read(features) == [0x01])
+        // The central set Client Supported Features bits 1 (EATT) and 2 (Multiple Handle Value
+        // Notifications) when it opened the bearers (Part G 7.2): this client's value reads so.
+        let clientFeatures = try #require(chars.first { $0.uuid == GATTUUID.clientSupportedFeatures })
+        #expect(try await remote.read(clientFeatures) == [0x06])
         let long = try #require(chars.first { $0.uuid == Self.long })
         try await withThrowingTaskGroup(of: [UInt8].self) { group in
             for _ in 0..<6 { group.addTask { try await remote.read(long) } }

@@ -31,6 +31,10 @@ import HCI
             // Reads in parallel: each bearer has one request outstanding (Part F 3.3.2), so two
             // at once go out on both. The value is peripheral.py's: 600 octets, octet i = i % 256
             // (a long read: Read Blob over an ATT_MTU of the channels' MTUs, Part F 3.2.8).
+            // Bits 1 and 2 of Bumble's Client Supported Features, set as the bearers opened
+            // (Part G 7.2), read back from Bumble.
+            let clientFeatures = try #require(tree.flatMap(\.characteristics).first { $0.characteristic.uuid == 0x2B29 }?.characteristic)
+            #expect(try await remote.read(clientFeatures) == [0x06])
             let expected = (0..<600).map { UInt8($0 % 256) }
             try await withThrowingTaskGroup(of: [UInt8].self) { group in
                 for _ in 0..<4 { group.addTask { try await remote.read(long) } }
