@@ -137,7 +137,7 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --read ff01          # pairs on 0x05, then reads
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io keyboard --mitm --passkey 123456 --read ff02
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io yesno --mitm --yes --json
-      ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --read 2a19 --read 2a00   # over two EATT bearers
+      ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --read fff2 --read ffe1   # over two EATT bearers
     """,
     "peripheral": """
     Usage: ble-hci peripheral [--name NAME] [--profile demo|band|secure | --gatt FILE] [--duration S]
