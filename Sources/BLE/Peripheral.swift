@@ -287,6 +287,17 @@ public final class Peripheral: Sendable {
         try await boundary { try await server.notify(characteristic: characteristic, value: value, toHandles: connections) }
     }
 
+    /// Notifies several characteristics at once: a central that said it takes Multiple Handle
+    /// Value Notifications (bit 2 of its Client Supported Features, Core v5.4 Vol 3 Part G 7.2;
+    /// ours sets it when it opens Enhanced ATT bearers) gets them in one PDU where they fit
+    /// (Part F 3.4.7.4), others one by one. Values are cut to a subscriber's ATT_MTU − 3.
+    /// Returns the connections that got all of theirs.
+    @discardableResult
+    public func notifyMultiple(_ values: [(characteristic: BluetoothUUID, value: [UInt8])],
+                               to connections: [UInt16]? = nil) async -> [UInt16] {
+        await server.notifyMultiple(values, to: connections?.map { ATTPeer(id: $0) }).map(\.id)
+    }
+
     /// Notifies without waiting (CoreBluetooth's `updateValue(_:for:onSubscribedCentrals:)`):
     /// queues the value for the subscribers of `characteristic` (all, or those on `connections`)
     /// and returns true, from any thread and without entering the stack; the values go out in

@@ -252,6 +252,55 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         await push(uuid: uuid, handle: nil, value: value, to: peers, indicate: false)
     }
 
+    /// Notifies several characteristics at once (each value cut to ATT_MTU − 3, as `notify`
+    /// does). A peer subscribed to two or more of them that set bit 2 of its Client Supported
+    /// Features (Multiple Handle Value Notifications, Core v5.4 Vol 3 Part G 7.2) gets them
+    /// together in Multiple Handle Value Notifications (Part F 3.4.7.4), as many as fit ATT_MTU
+    /// in each; other peers get them one by one. Returns the peers that got all of theirs.
+    @discardableResult
+    public func notifyMultiple(_ values: [(characteristic: BluetoothUUID, value: [UInt8])], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
+        var items: [UInt16: (push: any ATTServerPush, list: [ATTHandleValue])] = [:]
+        for (uuid, value) in values {
+            let (first, more) = pushTargets(uuid: uuid, handle: nil, to: peers, bit: 1)
+            for t in (first.map { [$0] } ?? []) + more {
+                items[t.pusher.id, default: (t.pusher.push, [])].list.append(ATTHandleValue(handle: t.valueHandle, value: value))
+            }
+        }
+        let together = state.withLock { s in Set(items.keys.filter { (s.peers[$0]?.clientFeatures.first ?? 0) & 0x04 != 0 }) }
+        var reached: [ATTPeer] = []
+        for id in items.keys.sorted() {
+            guard let (push, list) = items[id] else { continue }
+            let mtu = push.mtu
+            let cut = list.map { ATTHandleValue(handle: $0.handle, value: Array($0.value.prefix(max(0, mtu - 3)))) }
+            do {
+                for batch in together.contains(id) ? Self.batches(cut, mtu: mtu) : cut.map({ [$0] }) {
+                    if batch.count == 1 { try await push.notify(handle: batch[0].handle, value: batch[0].value) } else { try await push.notifyMultiple(batch) }
+                }
+                reached.append(ATTPeer(id: id))
+            } catch {
+                continue
+            }
+        }
+        return reached
+    }
+
+    /// `items` in order, packed into PDUs of at most `mtu` octets: the opcode, then a handle,
+    /// a length and the value per item (Core v5.4 Vol 3 Part F 3.4.7.4).
+    static func batches(_ items: [ATTHandleValue], mtu: Int) -> [[ATTHandleValue]] {
+        var out: [[ATTHandleValue]] = [], current: [ATTHandleValue] = [], size = 1
+        for item in items {
+            let n = 4 + item.value.count
+            if !current.isEmpty, size + n > mtu {
+                out.append(current)
+                (current, size) = ([], 1)
+            }
+            current.append(item)
+            size += n
+        }
+        if !current.isEmpty { out.append(current) }
+        return out
+    }
+
     /// `notify` by value handle.
     @discardableResult
     public func notify(handle: UInt16, value: [UInt8], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {

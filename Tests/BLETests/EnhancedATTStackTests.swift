@@ -1,7 +1,10 @@
+import Synchronization
 import Testing
 import TestSupport
 import HCI
 import GATT
+import Capture
+import Transport
 import VirtualController
 @testable import BLE
 
@@ -153,6 +156,47 @@ import VirtualController
         }
         await cancelled.wait()
         #expect(try await remote.read(quick) == [0x5A])
+        await central.close()
+        await peripheral.close()
+    }
+
+    /// A central that set bit 2 of Client Supported Features (ours does when it opens Enhanced
+    /// ATT bearers, Part G 7.2) gets values of several characteristics in one Multiple Handle
+    /// Value Notification (opcode 0x23, Part F 3.4.7.4: handle, length, value each), seen in
+    /// the frames its controller delivered, and each value reaches its stream.
+    @Test func multipleHandleValueNotificationsGoToAClientThatTakesThem() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 2)
+        var options = StackOptions()
+        options.enhancedATT = true
+        let services = [GATTService(uuid: 0xFFD0, characteristics: [
+            GATTCharacteristic(uuid: 0xFFD1, properties: [.notify]),
+            GATTCharacteristic(uuid: 0xFFD2, properties: [.notify]),
+        ])]
+        let peripheral = try await Peripheral.open(transports[0], services: services, name: "mhvn", options: options)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "mhvn"))
+        let received = Mutex<[[UInt8]]>([])
+        let capturing = CapturingTransport(transports[1], observer: { direction, packet, _ in
+            if direction == .received, case .acl(let acl) = packet { received.withLock { $0.append(acl.data) } }
+        })
+        let central = try await Central.open(capturing)
+        let adv = try await central.find(ScanFilter(nameContains: "mhvn"), timeout: .seconds(5))
+        let remote = try await central.connect(to: adv.address)
+        _ = try await remote.openEnhancedATT(count: 1)
+        let chars = try await remote.discoverAll().flatMap(\.characteristics).map(\.characteristic)
+        let a = try #require(chars.first { $0.uuid == BluetoothUUID(0xFFD1 as UInt16) })
+        let b = try #require(chars.first { $0.uuid == BluetoothUUID(0xFFD2 as UInt16) })
+        let aValues = try await remote.notifications(for: a), bValues = try await remote.notifications(for: b)
+        try await peripheral.executor.until("two subscriptions") {
+            peripheral.subscribers(of: 0xFFD1).count == 1 && peripheral.subscribers(of: 0xFFD2).count == 1
+        }
+        #expect(await peripheral.notifyMultiple([(a.uuid, [0x11]), (b.uuid, [0x22, 0x23])]) == [remote.connectionHandle])
+        var ia = aValues.makeAsyncIterator(), ib = bValues.makeAsyncIterator()
+        #expect(try await ia.next() == [0x11])
+        #expect(try await ib.next() == [0x22, 0x23])
+        // L2CAP length 12 (1 + 5 + 6), CID 0x0004, opcode 0x23, then (handle, length 1, 11), (handle, length 2, 22 23).
+        let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
+        let expected: [UInt8] = [12, 0, 0x04, 0x00, 0x23] + le(a.valueHandle) + [1, 0, 0x11] + le(b.valueHandle) + [2, 0, 0x22, 0x23]
+        #expect(received.withLock { $0.contains(expected) }, "no Multiple Handle Value Notification received: \(received.withLock { $0.filter { $0.count > 4 && $0[2] == 4 } })")
         await central.close()
         await peripheral.close()
     }
