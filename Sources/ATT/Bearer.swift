@@ -101,6 +101,14 @@ public final class ATTLink: ATTServerPush, Sendable {
         try await host.run { host in try await ATTBearer.of(handle, on: host).notify(handle: valueHandle, value: value) }
     }
 
+    /// Enters the host and sends one Multiple Handle Value Notification on the link's bearer.
+    public nonisolated(nonsending) func notifyMultiple(_ list: [ATTHandleValue]) async throws {
+        let handle = handle
+        try await host.run { host in
+            try await ATTBearer.of(handle, on: host).push(ATTBearer.frame(.multipleHandleValueNotification(list)))
+        }
+    }
+
     /// Enters the host and indicates on the link's bearer (waits for the confirmation).
     public func indicate(handle valueHandle: UInt16, value: [UInt8]) async throws {
         let handle = handle

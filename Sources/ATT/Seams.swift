@@ -62,6 +62,9 @@ public struct ATTSecurity: Sendable, Hashable {
 public protocol ATTServerPush: Sendable {
     /// Sends a Handle Value Notification; returns once handed to the link (flow controlled).
     nonisolated(nonsending) func notify(handle: UInt16, value: [UInt8]) async throws
+    /// Sends one Multiple Handle Value Notification of `list`, which fits ATT_MTU (Core v5.4
+    /// Vol 3 Part F 3.4.7.4); returns once handed to the link.
+    nonisolated(nonsending) func notifyMultiple(_ list: [ATTHandleValue]) async throws
     /// Sends a Handle Value Indication and returns after the peer's Handle Value Confirmation;
     /// throws when none arrives within the transaction timeout or the link goes away.
     func indicate(handle: UInt16, value: [UInt8]) async throws
@@ -75,6 +78,12 @@ public protocol ATTServerPush: Sendable {
 extension ATTServerPush {
     /// A pusher that cannot tell reports an unencrypted link (protected values are not pushed).
     public var security: ATTSecurity { .none }
+
+    /// A pusher without Multiple Handle Value Notifications sends each value as a Handle Value
+    /// Notification.
+    public nonisolated(nonsending) func notifyMultiple(_ list: [ATTHandleValue]) async throws {
+        for item in list { try await notify(handle: item.handle, value: item.value) }
+    }
 }
 
 /// What the bearer calls for every request/command the peer sends (implemented by GATTServer).

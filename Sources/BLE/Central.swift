@@ -228,6 +228,21 @@ public final class RemotePeripheral: Sendable {
         return try await boundary(link) { try await link.run { layers, _ in try await layers.client.read(characteristic) } }
     }
 
+    /// Reads several characteristic values in one request: Read Multiple Variable Length
+    /// Characteristic Values (Core v5.4 Vol 3 Part G 4.8.5; long values completed with Read
+    /// Blob). On an Enhanced ATT bearer as on CID 0x0004; a server that lacks the request
+    /// answers Request Not Supported (`BLEError.att`).
+    public func readValues(of characteristics: [GATTRemoteCharacteristic]) async throws -> [[UInt8]] {
+        guard (2...).contains(characteristics.count) else {
+            throw BLEError.invalidArgument("Read Multiple Variable Length takes two handles or more (Core v5.4 Vol 3 Part F 3.4.4.11)")
+        }
+        if let c = characteristics.first(where: { !$0.properties.contains(.read) }) {
+            throw BLEError.notPermitted("characteristic \(c.uuid) is not readable (properties: \(c.properties))")
+        }
+        let handles = characteristics.map(\.valueHandle)
+        return try await boundary(link) { try await link.run { layers, _ in try await layers.client.readMultipleVariable(handles: handles) } }
+    }
+
     /// Reads any attribute by handle (descriptors included), in full.
     public func read(handle: UInt16) async throws -> [UInt8] {
         try await boundary(link) { try await link.run { layers, _ in try await layers.client.read(handle: handle) } }
@@ -284,7 +299,7 @@ public final class RemotePeripheral: Sendable {
         guard type == .withoutResponse else { return Self.maximumAttributeValueLength }
         let signed = characteristic?.properties.contains(.authenticatedSignedWrites) ?? false
         return try await boundary(link) { try await link.run { layers, _ in
-            let mtu = layers.bearer.mtu
+            let mtu = layers.bearers.mtu  // the Enhanced ATT bearers' when open: commands go there
             return signed && !layers.security.state.encrypted && layers.security.canSign ? mtu - 15 : mtu - 3
         } }
     }
@@ -375,6 +390,53 @@ public final class RemotePeripheral: Sendable {
             try await layers.l2cap.connectChannel(psm: psm, mtu: mtu, mps: mps, credits: credits, host: host)
         } }
         return L2CAPChannel(base, link: LinkSlot(link))
+    }
+
+    /// Opens `count` (1–5) Enhanced ATT bearers (Core v5.4 Vol 3 Part G 5.3.2: enhanced
+    /// credit-based channels on PSM 0x0027, Part A 4.25), encrypting the link first (pairing
+    /// if there is no bond), as EATT needs; from then on GATT requests are spread over them
+    /// (the unenhanced bearer stays for Exchange MTU and the peer's own requests), and says so in
+    /// the server's Client Supported Features (bits 1 and 2, Part G 7.2). Returns how
+    /// many the peer accepted, and the ATT_MTU the requests are sized by from then on: the
+    /// smallest of the bearers' (each the smaller of its channel's two MTUs, Part F 3.2.8).
+    @discardableResult
+    public func openEnhancedATT(count: Int, mtu: UInt16 = 517) async throws -> (bearers: Int, mtu: Int) {
+        try await boundary(link) { try await link.run { layers, host in
+            _ = try await layers.security.secure(host: host)
+            let channels = try await layers.l2cap.connectEnhancedChannels(psm: EnhancedATTBearer.psm, count: count, mtu: mtu,
+                                                                         mps: 247, credits: 8, host: host)
+            layers.bearers.add(try EnhancedATTBearer.attach(channels, fixed: layers.bearer, host: host))
+            try await Self.announceClientFeatures(layers.client)
+            return (channels.count, layers.bearers.mtu)
+        } }
+    }
+
+    /// Sets bits 1 (Enhanced ATT bearer) and 2 (Multiple Handle Value Notifications: the client
+    /// takes them) of the server's Client Supported Features (Core v5.4 Vol 3 Part G 7.2), keeping
+    /// the bits set before (a client may not clear them). A server without the characteristic
+    /// (Attribute Not Found) is left as it is.
+    static nonisolated(nonsending) func announceClientFeatures(_ client: GATTClient) async throws {
+        let found: [ATTHandleValue]
+        do {
+            found = try await client.readByUUID(GATTUUID.clientSupportedFeatures)
+        } catch let e as ATTError where e.code == .attributeNotFound {
+            return
+        }
+        guard let features = found.first else { return }
+        var value = features.value.isEmpty ? [0] : features.value
+        guard value[0] & 0x06 != 0x06 else { return }
+        value[0] |= 0x06
+        try await client.write(value, handle: features.handle)
+    }
+
+    /// Opens `count` (1–5) enhanced credit-based channels to `psm` in one request (Core v5.4
+    /// Vol 3 Part A 4.25; MTU and MPS at least 64); returns those the peer accepted.
+    public func openL2CAPChannels(psm: UInt16, count: Int, mtu: UInt16 = 2048, mps: UInt16 = 247, credits: UInt16 = 16) async throws -> [L2CAPChannel] {
+        let opened = try await boundary(link) { try await link.run { layers, host in
+            try await layers.l2cap.connectEnhancedChannels(psm: psm, count: count, mtu: mtu, mps: mps, credits: credits, host: host)
+        } }
+        let slot = LinkSlot(link)
+        return opened.map { L2CAPChannel($0, link: slot) }
     }
 
     /// RSSI of the link in dBm (HCI Read RSSI).

@@ -128,7 +128,7 @@ public final class Peripheral: Sendable {
     public static func open(_ transport: any HCITransport, services: [GATTService], name: String = "ble-hci",
                             appearance: UInt16 = 0, options: StackOptions = .init()) async throws -> Peripheral {
         let stack = try await boundary { try await Stack.open(transport, options: options) }
-        let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance, reportsAnswers: true))
+        let server = GATTServer(services: services, configuration: serverConfiguration(name, appearance, stack.options))
         await stack.setServer(server)
         let p = Peripheral(stack: stack, server: server)
         await p.start()
@@ -144,11 +144,16 @@ public final class Peripheral: Sendable {
     public static func open(sharing central: Central, services: [GATTService], name: String = "ble-hci",
                             appearance: UInt16 = 0) async -> Peripheral {
         let stack = central.stack
-        let server = GATTServer(services: services, configuration: .init(deviceName: name, appearance: appearance, reportsAnswers: true))
+        let server = GATTServer(services: services, configuration: serverConfiguration(name, appearance, stack.options))
         await stack.setServer(server)
         let p = Peripheral(stack: stack, server: server, ownsStack: false)
         await p.start()
         return p
+    }
+
+    /// Server Supported Features bit 0 when the stack serves EATT (Core v5.4 Vol 3 Part G 7.4).
+    static func serverConfiguration(_ name: String, _ appearance: UInt16, _ options: StackOptions) -> GATTServer.Configuration {
+        .init(deviceName: name, appearance: appearance, reportsAnswers: true, serverFeatures: options.enhancedATT ? [0x01] : [])
     }
 
     public var controller: ControllerInfo { stack.controller }
@@ -280,6 +285,17 @@ public final class Peripheral: Sendable {
     public nonisolated(nonsending) func notify(_ value: [UInt8], for characteristic: BluetoothUUID,
                                                to connections: [UInt16]? = nil) async throws -> [UInt16] {
         try await boundary { try await server.notify(characteristic: characteristic, value: value, toHandles: connections) }
+    }
+
+    /// Notifies several characteristics at once: a central that said it takes Multiple Handle
+    /// Value Notifications (bit 2 of its Client Supported Features, Core v5.4 Vol 3 Part G 7.2;
+    /// ours sets it when it opens Enhanced ATT bearers) gets them in one PDU where they fit
+    /// (Part F 3.4.7.4), others one by one. Values are cut to a subscriber's ATT_MTU − 3.
+    /// Returns the connections that got all of theirs.
+    @discardableResult
+    public func notifyMultiple(_ values: [(characteristic: BluetoothUUID, value: [UInt8])],
+                               to connections: [UInt16]? = nil) async -> [UInt16] {
+        await server.notifyMultiple(values, to: connections?.map { ATTPeer(id: $0) }).map(\.id)
     }
 
     /// Notifies without waiting (CoreBluetooth's `updateValue(_:for:onSubscribedCentrals:)`):

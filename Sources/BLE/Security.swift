@@ -690,12 +690,12 @@ enum BondStores {
 /// Encryption answer makes the link encrypt (bond) or pair, then the request is sent once more.
 /// Runs where the client does (the host's isolation).
 final class SecuringRequester: ATTRequester {
-    let bearer: ATTBearer
+    let bearer: ATTBearers
     let security: LinkSecurity
     let host: Host
 
-    init(bearer: ATTBearer, security: LinkSecurity, host: Host) {
-        self.bearer = bearer
+    init(bearers: ATTBearers, security: LinkSecurity, host: Host) {
+        self.bearer = bearers
         self.security = security
         self.host = host
     }

@@ -35,6 +35,11 @@ public struct StackOptions: Sendable {
     /// Our own resolvable private address for advertising, scanning and connecting; nil (the
     /// default): the identity address. Our IRK is kept with the bonds (`security.bondDirectory`).
     public var privacy: PrivacyOptions?
+    /// Serve Enhanced ATT bearers (Core v5.4 Vol 3 Part G 5.3.2): every link accepts enhanced
+    /// credit-based channels on PSM 0x0027 once it is encrypted (before: refused with
+    /// insufficient encryption, Part A 4.26), and a peripheral's GATT server says so in
+    /// Server Supported Features (bit 0, Part G 7.4).
+    public var enhancedATT = false
     public init() {}
 }
 
@@ -172,12 +177,15 @@ nonisolated(nonsending) func boundary<R>(_ link: Link? = nil, _ body: () async t
 final class LinkLayers: L2CAPLinkLayer {
     let l2cap: L2CAPConnection
     let bearer: ATTBearer
+    /// The unenhanced bearer and the Enhanced ATT bearers the client spreads its requests over.
+    let bearers: ATTBearers
     let security: LinkSecurity
     let client: GATTClient
 
-    init(l2cap: L2CAPConnection, bearer: ATTBearer, security: LinkSecurity, client: GATTClient) {
+    init(l2cap: L2CAPConnection, bearers: ATTBearers, security: LinkSecurity, client: GATTClient) {
         self.l2cap = l2cap
-        self.bearer = bearer
+        self.bearer = bearers.fixed
+        self.bearers = bearers
         self.security = security
         self.client = client
     }
@@ -475,15 +483,17 @@ actor Stack {
                                             delegate: pairingDelegate, attempts: attempts, log: options.log)
                 security.prepare()
                 let automatic = connection.role == .central && options.security.automaticSecurity
-                let requester: any ATTRequester = automatic ? SecuringRequester(bearer: bearer, security: security, host: host) : bearer
+                let bearers = ATTBearers(fixed: bearer)
+                let requester: any ATTRequester = automatic ? SecuringRequester(bearers: bearers, security: security, host: host) : bearers
                 let client = GATTClient(requester: requester)
                 bearer.setNotificationHandler { pdu in await client.received(pdu) }
                 bearer.setNotificationFastHandler { pdu in client.deliverNotification(pdu) }
                 if connection.role == .peripheral { for (psm, l) in published { l.listen(psm, on: l2cap, link: slot) } }
+                if options.enhancedATT { Self.serveEnhancedATT(on: l2cap, security: security, handle: connection.handle) }
                 l2cap.setFixedChannel(.att, bearer, host: host)
                 l2cap.setFixedChannel(.smp, security, host: host)
                 if let server { await bearer.setServerDelegate(server, host: host) }
-                host.attach(LinkLayers(l2cap: l2cap, bearer: bearer, security: security, client: client), to: connection)
+                host.attach(LinkLayers(l2cap: l2cap, bearers: bearers, security: security, client: client), to: connection)
                 return (connection.role == .peripheral ? options.security.requestSecurityOnConnect
                     : options.security.encryptBondedLinks && security.hasBond(), bearer.link)
             }
@@ -494,6 +504,22 @@ actor Stack {
         }
         links[connection.handle] = task
         return await task.value
+    }
+
+    /// Accepts Enhanced ATT bearers on the link, on an encrypted link only (Core v5.4 Vol 3 Part
+    /// G 5.3.2; otherwise every channel is refused, result 0x0008, Part A 4.26). Each joins the
+    /// link's bearers: the server answers on it, the client may spread requests over it.
+    static func serveEnhancedATT(on l2cap: L2CAPConnection, security: LinkSecurity, handle: UInt16) {
+        l2cap.listen(psm: EnhancedATTBearer.psm, mtu: 517, mps: 247, credits: 8, enhanced: true,
+                     admit: { security.state.encrypted ? .successful : .insufficientEncryption }) { channel in
+            // Its SDUs wait in the channel until the bearer takes them.
+            Task {
+                _ = try? await channel.host.run { host in
+                    let layers = try LinkLayers.of(handle, on: host)
+                    layers.bearers.add(try EnhancedATTBearer.attach([channel], fixed: layers.bearer, host: host))
+                }
+            }
+        }
     }
 
     /// Publishes `listener` on `psm`, or the first free SPSM of the dynamic range (0x0080–0x00FF,

@@ -39,6 +39,8 @@ public enum FlowStepKind: String, Sendable, CaseIterable {
     case notify
     case indicate
     case l2capChannel = "L2CAP channel"
+    /// Enhanced credit-based channels to PSM 0x0027 (Core v5.4 Vol 3 Part G 5.3.2).
+    case enhancedATT = "EATT bearers"
     case pair
     case encrypt
     case disconnect
@@ -67,6 +69,7 @@ public enum FlowStepKind: String, Sendable, CaseIterable {
         case .notify: return asServer ? "peripheralManager.updateValue(_:for:onSubscribedCentrals:)" : "peripheral(_:didUpdateValueFor:error:)"
         case .indicate: return asServer ? "peripheralManager.updateValue(_:for:onSubscribedCentrals:) (indicate)" : "peripheral(_:didUpdateValueFor:error:) (indication)"
         case .l2capChannel: return asServer ? "peripheralManager.publishL2CAPChannel(withEncryption:)" : "peripheral.openL2CAPChannel(_:)"
+        case .enhancedATT: return "(system: the OS opens Enhanced ATT bearers itself; no CoreBluetooth call)"
         case .pair: return "(system pairing, started by an Insufficient Authentication/Encryption answer or a Security Request)"
         case .encrypt: return "(system: the link is encrypted with the paired keys)"
         case .disconnect: return asServer ? "(the central disconnected: no CBPeripheralManager callback)" : "centralManager.cancelPeripheralConnection(_:) → centralManager(_:didDisconnectPeripheral:error:)"
@@ -180,6 +183,9 @@ public struct FlowBuilder {
     private var start: CaptureTime?
     /// The step of each HCI command awaiting its Command Complete / Command Status, by opcode.
     private var pendingCommand: [Int: FlowPlacement?] = [:]
+    /// Identifiers (with the link's handle) of Credit Based Connection Requests to EATT's PSM
+    /// awaiting their response.
+    private var eattRequests: Set<Int> = []
 
     private struct PendingKey: Hashable {
         var handle: UInt16
@@ -318,7 +324,14 @@ public struct FlowBuilder {
         if p.layer("smp") != nil { return FlowPlacement(kind: .pair, asServer: false) }
         if let sig = p.layer("signaling") {
             let name = textValue(field("name", sig)) ?? ""
-            return FlowPlacement(kind: name.contains("Connection Parameter Update") ? .connectionParameters : .l2capChannel, asServer: false)
+            // Credits serve whatever step is going on.
+            if name == "Flow Control Credit Ind" { return nil }
+            if name.contains("Connection Parameter Update") { return FlowPlacement(kind: .connectionParameters, asServer: false) }
+            // Credit Based Connection Request to PSM 0x0027, and the response with its identifier.
+            let id = intValue(field("identifier", sig)).map { ($0 << 16) | (intValue(field("handle", p.layer("hci") ?? [])) ?? 0) }
+            if name == "Credit Based Connection Request", codeValue(field("spsm", sig)) == 0x0027, let id { eattRequests.insert(id) }
+            if name == "Credit Based Connection Response", let id, eattRequests.remove(id) != nil { return FlowPlacement(kind: .enhancedATT, asServer: false) }
+            return FlowPlacement(kind: eattRequests.contains(id ?? -1) ? .enhancedATT : .l2capChannel, asServer: false)
         }
         let hci = p.layer("hci") ?? []
         if let att = p.layer("att") { return classifyATT(att, gatt: p.layer("gatt"), hci: hci, sent: p.direction != .received) }

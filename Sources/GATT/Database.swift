@@ -261,10 +261,10 @@ struct AttributeTable: Sendable {
     /// Some attribute's value comes from asynchronous handlers (`GATTValueSource.asyncHandlers`).
     private(set) var hasAsyncHandlers = false
 
-    init(deviceName: String, appearance: UInt16, services: [GATTService]) {
-        let all = Self.ownServices(deviceName: deviceName, appearance: appearance) + services
+    init(deviceName: String, appearance: UInt16, services: [GATTService], serverFeatures: [UInt8] = []) {
+        let all = Self.ownServices(deviceName: deviceName, appearance: appearance, serverFeatures: serverFeatures) + services
         // Where each service's attributes go, in the order pass 2 adds them.
-        let layout = Self.explicitLayout(services).layout ?? Self.sequentialLayout(all)
+        let layout = Self.explicitLayout(services, serverFeatures: serverFeatures).layout ?? Self.sequentialLayout(all)
         let starts = layout.map { $0.handles[0] }
         let ends = layout.map(\.end)
         // Pass 2: the attributes.
@@ -351,9 +351,11 @@ struct AttributeTable: Sendable {
     }
 
     /// Generic Access (Device Name, Appearance) and Generic Attribute (Service Changed with its
-    /// CCCD, Client Supported Features, Database Hash): every server's own services.
-    static func ownServices(deviceName: String, appearance: UInt16) -> [GATTService] {
-        [
+    /// CCCD, Client Supported Features, Database Hash, and with `serverFeatures` Server Supported
+    /// Features, Core v5.4 Vol 3 Part G 7.4): every server's own services.
+    static func ownServices(deviceName: String, appearance: UInt16, serverFeatures: [UInt8] = []) -> [GATTService] {
+        let features = serverFeatures.isEmpty ? [] : [GATTCharacteristic(uuid: GATTUUID.serverSupportedFeatures, properties: .read, value: serverFeatures)]
+        return [
             GATTService(uuid: GATTUUID.genericAccess, characteristics: [
                 GATTCharacteristic(uuid: GATTUUID.deviceName, properties: .read, value: Array(deviceName.utf8)),
                 GATTCharacteristic(uuid: GATTUUID.appearance, properties: .read,
@@ -364,7 +366,7 @@ struct AttributeTable: Sendable {
                                    value: [0, 0, 0, 0]),
                 GATTCharacteristic(uuid: GATTUUID.clientSupportedFeatures, properties: [.read, .write], value: [0]),
                 GATTCharacteristic(uuid: GATTUUID.databaseHash, properties: .read, value: [UInt8](repeating: 0, count: 16)),
-            ]),
+            ] + features),
         ]
     }
 
@@ -402,7 +404,7 @@ struct AttributeTable: Sendable {
     /// group, handles increase. The server's own services (`ownServices`, 13 attributes) take
     /// handles 1… when the first service starts after them, else the handles after the last
     /// group.
-    static func explicitLayout(_ services: [GATTService]) -> (layout: [ServiceLayout]?, problem: String?) {
+    static func explicitLayout(_ services: [GATTService], serverFeatures: [UInt8] = []) -> (layout: [ServiceLayout]?, problem: String?) {
         guard services.contains(where: { $0.startHandle != nil || $0.endHandle != nil }) else { return (nil, nil) }
         var out: [ServiceLayout] = []
         var previousEnd = 0
@@ -438,7 +440,7 @@ struct AttributeTable: Sendable {
             out.append(ServiceLayout(handles: handles, end: end))
             previousEnd = Int(end)
         }
-        let own = ownServices(deviceName: "", appearance: 0)
+        let own = ownServices(deviceName: "", appearance: 0, serverFeatures: serverFeatures)
         let ownCount = own.reduce(0) { $0 + attributeCount($1) }
         let first = Int(services.first?.startHandle ?? 1)
         let ownStart = first > ownCount ? 1 : previousEnd + 1

@@ -45,11 +45,15 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         public var eventBufferLimit: Int
         /// Also report every answered request (`GATTServerEvent.answered`), for request logs.
         public var reportsAnswers: Bool
+        /// The Server Supported Features value (Core v5.4 Vol 3 Part G 7.4; bit 0: EATT
+        /// supported); empty: the characteristic is left out.
+        public var serverFeatures: [UInt8]
         public init(deviceName: String = "ble-hci", appearance: UInt16 = 0, prepareQueueLimit: Int = 128,
-                    eventBufferLimit: Int = 256, reportsAnswers: Bool = false) {
+                    eventBufferLimit: Int = 256, reportsAnswers: Bool = false, serverFeatures: [UInt8] = []) {
             self.deviceName = deviceName; self.appearance = appearance
             self.prepareQueueLimit = prepareQueueLimit; self.eventBufferLimit = eventBufferLimit
             self.reportsAnswers = reportsAnswers
+            self.serverFeatures = serverFeatures
         }
     }
 
@@ -140,7 +144,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
 
     public convenience init(services: [GATTService], configuration: Configuration = Configuration()) {
         self.init(table: AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
-                                        services: services), configuration: configuration)
+                                        services: services, serverFeatures: configuration.serverFeatures), configuration: configuration)
     }
 
     /// A server with `template`'s database as it stands (handles, values, hash) and no peer
@@ -248,6 +252,55 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         await push(uuid: uuid, handle: nil, value: value, to: peers, indicate: false)
     }
 
+    /// Notifies several characteristics at once (each value cut to ATT_MTU − 3, as `notify`
+    /// does). A peer subscribed to two or more of them that set bit 2 of its Client Supported
+    /// Features (Multiple Handle Value Notifications, Core v5.4 Vol 3 Part G 7.2) gets them
+    /// together in Multiple Handle Value Notifications (Part F 3.4.7.4), as many as fit ATT_MTU
+    /// in each; other peers get them one by one. Returns the peers that got all of theirs.
+    @discardableResult
+    public func notifyMultiple(_ values: [(characteristic: BluetoothUUID, value: [UInt8])], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
+        var items: [UInt16: (push: any ATTServerPush, list: [ATTHandleValue])] = [:]
+        for (uuid, value) in values {
+            let (first, more) = pushTargets(uuid: uuid, handle: nil, to: peers, bit: 1)
+            for t in (first.map { [$0] } ?? []) + more {
+                items[t.pusher.id, default: (t.pusher.push, [])].list.append(ATTHandleValue(handle: t.valueHandle, value: value))
+            }
+        }
+        let together = state.withLock { s in Set(items.keys.filter { (s.peers[$0]?.clientFeatures.first ?? 0) & 0x04 != 0 }) }
+        var reached: [ATTPeer] = []
+        for id in items.keys.sorted() {
+            guard let (push, list) = items[id] else { continue }
+            let mtu = push.mtu
+            let cut = list.map { ATTHandleValue(handle: $0.handle, value: Array($0.value.prefix(max(0, mtu - 3)))) }
+            do {
+                for batch in together.contains(id) ? Self.batches(cut, mtu: mtu) : cut.map({ [$0] }) {
+                    if batch.count == 1 { try await push.notify(handle: batch[0].handle, value: batch[0].value) } else { try await push.notifyMultiple(batch) }
+                }
+                reached.append(ATTPeer(id: id))
+            } catch {
+                continue
+            }
+        }
+        return reached
+    }
+
+    /// `items` in order, packed into PDUs of at most `mtu` octets: the opcode, then a handle,
+    /// a length and the value per item (Core v5.4 Vol 3 Part F 3.4.7.4).
+    static func batches(_ items: [ATTHandleValue], mtu: Int) -> [[ATTHandleValue]] {
+        var out: [[ATTHandleValue]] = [], current: [ATTHandleValue] = [], size = 1
+        for item in items {
+            let n = 4 + item.value.count
+            if !current.isEmpty, size + n > mtu {
+                out.append(current)
+                (current, size) = ([], 1)
+            }
+            current.append(item)
+            size += n
+        }
+        if !current.isEmpty { out.append(current) }
+        return out
+    }
+
     /// `notify` by value handle.
     @discardableResult
     public func notify(handle: UInt16, value: [UInt8], to peers: [ATTPeer]? = nil) async -> [ATTPeer] {
@@ -309,7 +362,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     @discardableResult
     public func update(services: [GATTService]) async -> [ATTPeer] {
         var table = AttributeTable(deviceName: configuration.deviceName, appearance: configuration.appearance,
-                                   services: services)
+                                   services: services, serverFeatures: configuration.serverFeatures)
         table.computeHashIfNeeded()  // peers read it next (hashReady may already be set)
         if table.hasAsyncHandlers { asyncHandlers.store(true, ordering: .releasing) }
         let scHandle: UInt16 = state.withLock { s in

@@ -1,5 +1,6 @@
 // The L2CAP runtime of one LE link (Core Vol 3 Part A): fixed-channel demultiplexing, the LE
-// signaling channel, and LE credit-based connection-oriented channels (CreditBasedChannel.swift).
+// signaling channel, and credit-based connection-oriented channels, LE (CreditBasedChannel.swift)
+// and enhanced (EnhancedCreditBasedChannel.swift).
 import HCI
 import Host
 import Transport
@@ -333,14 +334,13 @@ public final class L2CAPConnection: L2CAPLinkLayer {
             creditBasedConnectionRequest(id: id, spsm: spsm, remoteCID: scid, mtu: mtu, mps: mps, credits: credits, host: host)
         case let .flowControlCreditInd(cid, credits):
             creditIndication(remoteCID: cid, credits: credits, host: host)
-        case let .creditBasedConnectionRequest(_, _, _, _, sourceCIDs):
-            // Enhanced credit-based mode is not supported: refuse every channel, one Destination
-            // CID 0x0000 per Source CID of the request (Core Vol 3 Part A 4.26).
+        case let .creditBasedConnectionRequest(spsm, mtu, mps, credits, sourceCIDs):
             guard id != 0 else { return }
-            sendSignal(SignalingCommand(identifier: id, .creditBasedConnectionResponse(
-                mtu: 0, mps: 0, initialCredits: 0, result: .spsmNotSupported,
-                destinationCIDs: [UInt16](repeating: 0x0000, count: sourceCIDs.count))), host: host)
-        case .creditBasedReconfigureRequest, .unknown:
+            enhancedConnectionRequest(id: id, spsm: spsm, mtu: mtu, mps: mps, credits: credits, sourceCIDs: sourceCIDs, host: host)
+        case let .creditBasedReconfigureRequest(mtu, mps, remoteCIDs):
+            guard id != 0 else { return }
+            reconfigureRequest(id: id, mtu: mtu, mps: mps, remoteCIDs: remoteCIDs, host: host)
+        case .unknown:
             log("\(command.code): not understood, Command Reject sent")
             sendSignal(SignalingCommand(identifier: id, .commandReject(.commandNotUnderstood)), host: host)
         }

@@ -1,4 +1,6 @@
-// LE credit-based connection-oriented channels (Core Vol 3 Part A 3.4, 4.22–4.24, 10.1).
+// LE credit-based connection-oriented channels (Core Vol 3 Part A 3.4, 4.22–4.24, 10.1), and
+// the data path they share with enhanced credit-based channels (EnhancedCreditBasedChannel.swift,
+// Core v5.4 Vol 3 Part A 10.2: the same K-frames, SDU segmentation and credits).
 import HCI
 import Host
 
@@ -22,6 +24,8 @@ public struct L2CAPChannel: Sendable, CustomStringConvertible {
     /// What the peer can receive.
     public let peerMTU: Int
     public let peerMPS: Int
+    /// Opened in enhanced credit-based flow control mode (Core v5.4 Vol 3 Part A 4.25).
+    public var enhanced: Bool = false
 
     /// Sends one SDU (at most `peerMTU` octets); returns when its last K-frame went to the controller.
     public func send(_ sdu: [UInt8]) async throws {
@@ -45,7 +49,7 @@ public struct L2CAPChannel: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "LE CoC PSM \(hexCode(psm)) \(hexCode(localCID, digits: 4))→\(hexCode(remoteCID, digits: 4)) MTU \(mtu)/\(peerMTU) MPS \(mps)/\(peerMPS)"
+        "\(enhanced ? "ECRED" : "LE CoC") PSM \(hexCode(psm)) \(hexCode(localCID, digits: 4))→\(hexCode(remoteCID, digits: 4)) MTU \(mtu)/\(peerMTU) MPS \(mps)/\(peerMPS)"
     }
 
     public struct SDUs: AsyncSequence, Sendable {
@@ -64,10 +68,15 @@ final class ChannelState {
     let psm: UInt16
     let localCID: UInt16
     let remoteCID: UInt16
-    let localMTU: Int
-    let localMPS: Int
-    let peerMTU: Int
-    let peerMPS: Int
+    /// MTU and MPS change only by reconfiguration (enhanced mode, Core v5.4 Vol 3 Part A 4.27).
+    var localMTU: Int
+    var localMPS: Int
+    var peerMTU: Int
+    var peerMPS: Int
+    let enhanced: Bool
+    /// Takes every complete SDU as it arrives, in the host's handling of its last K-frame
+    /// (instead of `receive()`); its credit goes back at once.
+    var endpoint: (any L2CAPChannelEndpoint)?
     /// Credits the peer gave us (K-frames we may send).
     var txCredits: Int
     /// Credits we gave the peer that it has not used.
@@ -84,14 +93,17 @@ final class ChannelState {
     var creditWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
     var nextCreditWaiter: UInt64 = 0
     var sending = false
+    /// SDUs handed to `enqueueSDU` and not yet sent.
+    var enqueued = 0
     var sendWaiters: [CheckedContinuation<Void, any Error>] = []
     /// Set once the channel is closed; `nil` error = closed normally.
     var closed = false
     var closeError: L2CAPError?
 
     init(psm: UInt16, localCID: UInt16, remoteCID: UInt16, localMTU: Int, localMPS: Int, peerMTU: Int, peerMPS: Int,
-         txCredits: Int, rxCredits: Int) {
+         txCredits: Int, rxCredits: Int, enhanced: Bool = false) {
         self.psm = psm
+        self.enhanced = enhanced
         self.localCID = localCID
         self.remoteCID = remoteCID
         self.localMTU = localMTU
@@ -107,17 +119,47 @@ final class ChannelState {
     var hasQueued: Bool { queueHead < queue.count }
 }
 
+/// What a channel's SDUs go to when they are handled as they arrive (an Enhanced ATT bearer):
+/// plain state in the host's isolation, as a fixed channel's handler.
+public protocol L2CAPChannelEndpoint: AnyObject {
+    /// One complete SDU, in order.
+    func received(sdu: [UInt8], host: isolated Host)
+    /// The MTUs changed (a reconfiguration, Core v5.4 Vol 3 Part A 4.27, 4.28).
+    func reconfigured(mtu: Int, peerMTU: Int, host: isolated Host)
+    /// The channel closed: `error` nil when either side disconnected it normally. Called once.
+    func closed(_ error: L2CAPError?, host: isolated Host)
+}
+
 struct Listener {
     let mtu: UInt16
     let mps: UInt16
     let credits: UInt16
+    /// Which connection requests it takes: LE Credit Based (0x14) or Credit Based (0x17).
+    let enhanced: Bool
+    /// Decides whether the link may open channels now (e.g. encryption for EATT); nil: always.
+    let admit: (() -> CreditBasedConnectionResult)?
     let accept: @Sendable (L2CAPChannel) -> Void
 }
 
 extension L2CAPConnection {
     func channelValue(_ s: ChannelState, host: Host) -> L2CAPChannel {
         L2CAPChannel(host: host, handle: handle, psm: s.psm, localCID: s.localCID, remoteCID: s.remoteCID, mtu: s.localMTU,
-                     mps: s.localMPS, peerMTU: s.peerMTU, peerMPS: s.peerMPS)
+                     mps: s.localMPS, peerMTU: s.peerMTU, peerMPS: s.peerMPS, enhanced: s.enhanced)
+    }
+
+    /// Makes `endpoint` take the SDUs of channel `cid` as they arrive (those already queued
+    /// first). Throws `channelClosed` when the channel is not open.
+    public func setEndpoint(_ endpoint: any L2CAPChannelEndpoint, for cid: UInt16, host: isolated Host) throws {
+        guard let ch = channels[cid], !ch.closed else { throw L2CAPError.channelClosed(cid: cid, reason: "not open") }
+        ch.endpoint = endpoint
+        while ch.hasQueued, ch.endpoint === endpoint {
+            let sdu = ch.queue[ch.queueHead]
+            ch.queueHead += 1
+            returnCredits(ch, 1, host: host)
+            endpoint.received(sdu: sdu, host: host)
+        }
+        ch.queue.removeAll()
+        ch.queueHead = 0
     }
 
     func freeLocalCID() -> UInt16? {
@@ -167,11 +209,17 @@ extension L2CAPConnection {
 
     /// Accepts LE credit-based channels to `psm`; `accept` receives each new channel. Requests
     /// for a PSM nobody listens on are refused with "SPSM not supported".
-    public func listen(psm: UInt16, mtu: UInt16? = nil, mps: UInt16? = nil, credits: UInt16? = nil,
+    /// With `enhanced`, it takes Credit Based Connection Requests (enhanced mode, up to five
+    /// channels each, Core v5.4 Vol 3 Part A 4.25) instead, with MTU and MPS at least 64;
+    /// `admit` may refuse them all with its result (e.g. insufficient encryption).
+    public func listen(psm: UInt16, mtu: UInt16? = nil, mps: UInt16? = nil, credits: UInt16? = nil, enhanced: Bool = false,
+                       admit: (() -> CreditBasedConnectionResult)? = nil,
                        accept: @escaping @Sendable (L2CAPChannel) -> Void) {
-        listeners[psm] = Listener(mtu: Swift.max(23, mtu ?? configuration.defaultMTU),
-                                  mps: Swift.min(65533, Swift.max(23, mps ?? configuration.defaultMPS)),
-                                  credits: Swift.max(1, credits ?? configuration.defaultCredits), accept: accept)
+        let minimum: UInt16 = enhanced ? Self.enhancedMinimum : 23
+        listeners[psm] = Listener(mtu: Swift.max(minimum, mtu ?? configuration.defaultMTU),
+                                  mps: Swift.min(65533, Swift.max(minimum, mps ?? configuration.defaultMPS)),
+                                  credits: Swift.max(1, credits ?? configuration.defaultCredits), enhanced: enhanced,
+                                  admit: admit, accept: accept)
     }
 
     public func stopListening(psm: UInt16) { listeners[psm] = nil }
@@ -183,7 +231,8 @@ extension L2CAPConnection {
             sendSignal(SignalingCommand(identifier: id, .leCreditBasedConnectionResponse(
                 destinationCID: 0, mtu: 0, mps: 0, initialCredits: 0, result: result)), host: host)
         }
-        guard let listener = listeners[spsm] else { return refuse(.spsmNotSupported) }
+        guard let listener = listeners[spsm], !listener.enhanced else { return refuse(.spsmNotSupported) }
+        if let admit = listener.admit, case let result = admit(), result != .successful { return refuse(result) }
         guard L2CAPCID.dynamicRange.contains(remoteCID) else { return refuse(.invalidSourceCID) }
         guard !channels.values.contains(where: { $0.remoteCID == remoteCID }) else { return refuse(.sourceCIDAlreadyAllocated) }
         guard mtu >= 23, (23...65533).contains(mps) else { return refuse(.unacceptableParameters) }
@@ -218,7 +267,10 @@ extension L2CAPConnection {
             returnCredits(ch, 1, host: host)
             return
         }
-        if let r = ch.receiver {
+        if let endpoint = ch.endpoint {
+            returnCredits(ch, 1, host: host)
+            endpoint.received(sdu: sdu, host: host)
+        } else if let r = ch.receiver {
             ch.receiver = nil
             returnCredits(ch, 1, host: host)
             r.resume(returning: sdu)
@@ -297,6 +349,25 @@ extension L2CAPConnection {
         }
     }
 
+    /// SDUs `enqueueSDU` may hold per channel before it refuses one.
+    static let enqueuedSDULimit = 64
+
+    /// Sends `sdu` on channel `cid` without waiting (an answer from inside the handling of a
+    /// frame): it goes out behind the channel's earlier SDUs as credits allow; at most
+    /// `enqueuedSDULimit` wait, then it throws `noResources`.
+    public func enqueueSDU(_ cid: UInt16, _ sdu: [UInt8], host: isolated Host) throws {
+        guard let ch = channels[cid], !ch.closed else { throw channels[cid]?.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "not open") }
+        guard sdu.count <= ch.peerMTU else { throw L2CAPError.sduTooLarge(length: sdu.count, mtu: ch.peerMTU) }
+        guard ch.enqueued < Self.enqueuedSDULimit else {
+            throw L2CAPError.noResources("\(Self.enqueuedSDULimit) SDUs wait for credits on \(hexCode(cid, digits: 4))")
+        }
+        ch.enqueued += 1
+        host.spawn {
+            defer { ch.enqueued -= 1 }
+            do { try await self.channelSend(cid, sdu, host: host) } catch { self.log("channel \(hexCode(cid, digits: 4)): SDU not sent: \(error)") }
+        }
+    }
+
     /// Waits for a Flow Control Credit Ind, at most `configuration.creditTimeout` (a deadline
     /// in the host's table).
     private func waitForCredits(_ ch: ChannelState, host: isolated Host) async throws {
@@ -349,6 +420,12 @@ extension L2CAPConnection {
         for w in ch.sendWaiters { w.resume(throwing: failure) }
         ch.creditWaiters.removeAll()
         ch.sendWaiters.removeAll()
+        if let endpoint = ch.endpoint {
+            ch.endpoint = nil
+            channels[cid] = nil
+            endpoint.closed(error, host: host)
+            return
+        }
         // A waiting reader learns the outcome now; otherwise the state stays until the next
         // `receive()` reports it (its CID stays reserved until then).
         if let r = ch.receiver {

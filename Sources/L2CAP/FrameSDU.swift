@@ -63,8 +63,9 @@ public func segmentSDU(_ sdu: [UInt8], mps: Int, mtu: Int? = nil) throws(SDUErro
 /// Length above the MTU, a K-frame above the MPS or more octets than announced throw (the
 /// channel must then be disconnected, Core Vol 3 Part A 3.4.3) and reset the reassembler.
 public struct SDUReassembler: Sendable {
-    public let mtu: Int
-    public let mps: Int
+    /// Raised by a reconfiguration (Core v5.4 Vol 3 Part A 4.27), even in the middle of an SDU.
+    public var mtu: Int
+    public var mps: Int
     private var buffer: [UInt8] = []
     private var expected: Int? = nil
 

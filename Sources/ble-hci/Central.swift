@@ -20,6 +20,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     let targets = try c.args.positionals.map { try Target(parsing: $0, command: cmd) }
     let mtu = try c.args.int("mtu", command: cmd, range: 23...517) ?? 517
     let timeout = try c.args.double("timeout", command: cmd) ?? 10
+    let eatt = try c.args.int("eatt", command: cmd, range: 1...5)
     let actions = try parseActions(c.args, command: cmd)
     let profile = c.args.last("profile")
     if let profile, profile != "band" { throw UsageError("central speaks only --profile band, got '\(profile)'", command: cmd) }
@@ -51,7 +52,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
     out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
-    let link = CentralLink(c: c, central: central, mtu: mtu, timeout: timeout, actions: actions, profile: profile,
+    let link = CentralLink(c: c, central: central, mtu: mtu, timeout: timeout, eatt: eatt, actions: actions, profile: profile,
                            bandDate: bandDate, bondDirectory: security.bondDirectory, pairing: pairing)
     // Whatever happens from here (a signal while scanning for the target too), the scans are
     // stopped and the links disconnected before the transport closes.
@@ -82,6 +83,8 @@ struct CentralLink: Sendable {
     let central: Central
     let mtu: Int
     let timeout: Double
+    /// Enhanced ATT bearers to open (`--eatt N`).
+    let eatt: Int?
     let actions: [CentralAction]
     let profile: String?
     let bandDate: BandProtocol.Day?
@@ -123,6 +126,17 @@ struct CentralLink: Sendable {
                     out.progress("\(address) has lost our bond: pairing again (--pair-again)…")
                     _ = try await interruptible { try await remote.pair(force: true) }
                     pairedAgain = true
+                }
+            }
+            if let eatt {
+                do {
+                    let opened = try await interruptible { try await remote.openEnhancedATT(count: eatt) }
+                    out.event([.text("event", "eatt"), .int("bearers", opened.bearers), .int("mtu", opened.mtu), .int("connection", remote.connectionHandle)])
+                    out.line("Enhanced ATT: \(opened.bearers) of \(eatt) bearers open (PSM 0x0027), ATT MTU \(opened.mtu)")
+                } catch BLEError.refused(let why) {
+                    // As a phone does: a peripheral without EATT is served over CID 0x0004.
+                    out.event([.text("event", "eatt"), .int("bearers", 0), .text("message", why), .int("connection", remote.connectionHandle)])
+                    out.progress("Enhanced ATT refused (\(why)): going on over the unenhanced bearer")
                 }
             }
             if profile == "band" {

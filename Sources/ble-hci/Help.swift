@@ -86,7 +86,7 @@ let commandHelp: [String: String] = [
     """,
     "central": """
     Usage: ble-hci central TARGET... [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
-                          [--pair] [SECURITY OPTIONS]
+                          [--pair] [--eatt N] [SECURITY OPTIONS]
 
     TARGET: AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT (first advertiser whose name
     contains TEXT, ignoring case). CHAR: a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010).
@@ -116,6 +116,14 @@ let commandHelp: [String: String] = [
       --pair-again   as --pair, and when the peripheral has lost our bond (encrypting from it
                      fails with PIN or Key Missing, 0x06) pair afresh: the new bond replaces
                      ours. Without it the central says so and does not pair again by itself
+      --eatt N       open N (1-5) Enhanced ATT bearers after connecting (enhanced credit-based
+                     channels on PSM 0x0027, one request; the link is encrypted first, pairing
+                     if there is no bond) and spread the GATT requests over them: each bearer
+                     has its own outstanding request ({"event":"eatt","bearers":N,"mtu":M}),
+                     and bits 1-2 of Client Supported Features (0x2B29) are set.
+                     Exchange MTU stays on the unenhanced bearer; notifications come on either.
+                     Refused (a peripheral without EATT): "bearers":0, and the run goes on
+                     over the unenhanced bearer
     Without --pair the central pairs when it must: an Insufficient Authentication (0x05) or
     Insufficient Encryption (0x0F) answer makes it encrypt (bond) or pair and retry that request
     once; a peripheral's Security Request is honoured. A bonded peripheral is encrypted at once.
@@ -129,10 +137,11 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --read ff01          # pairs on 0x05, then reads
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io keyboard --mitm --passkey 123456 --read ff02
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io yesno --mitm --yes --json
+      ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --read fff2 --read ffe1   # over two EATT bearers
     """,
     "peripheral": """
     Usage: ble-hci peripheral [--name NAME] [--profile demo|band|secure | --gatt FILE] [--duration S]
-                              [--security-request] [SECURITY OPTIONS]
+                              [--security-request] [--eatt] [SECURITY OPTIONS]
 
     Advertises (connectable: flags, complete local name, the profile's 16-bit service UUIDs) and
     serves the profile until Ctrl-C or --duration; advertises again after each disconnection.
@@ -156,6 +165,11 @@ let commandHelp: [String: String] = [
                            the default --name); CCCD values are per client.
                            A bad file exits 2 naming the JSON path of the problem.
       --security-request   ask every central to pair (SMP Security Request) once connected
+      --eatt               serve Enhanced ATT bearers (PSM 0x0027) on encrypted links, and say so
+                           in Server Supported Features (0x2B3A, bit 0); on an unencrypted link
+                           they are refused (result 0x0008, insufficient encryption). The server
+                           answers on every bearer; notifications go on the unenhanced one.
+                           The characteristic takes two more handles in 1801 (1-15)
 
     Every request is shown with its answer: value reads and writes, descriptor reads with the
     value answered, refusals (--json: "error" events), discovery ("request" events).
@@ -165,6 +179,7 @@ let commandHelp: [String: String] = [
     Examples:
       sudo ble-hci -t hci0 peripheral --profile demo --json
       ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --name secure
+      ble-hci -t tcp:127.0.0.1:9001 peripheral --eatt       # EATT for centrals that pair
       ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --io display --mitm --passkey 123456
       ble-hci --json -t tcp:127.0.0.1:9002 central F0:F1:F2:F3:F4:F5 > table.json   # clone a device
       ble-hci -t tcp:127.0.0.1:9001 peripheral --gatt table.json
@@ -404,8 +419,8 @@ let commandSpecs: [String: OptionSpec] = [
                        valued: ["duration", "service", "name", "bonds", "rssi", "rssi-min", "phy", "manufacturer", "service-data"]),
     "central": OptionSpec(flags: Set(["discover", "pair", "pair-again"]).union(securityFlags),
                           valued: Set(["read", "write", "write-without-response", "subscribe", "count",
-                                       "duration", "mtu", "timeout", "profile", "date"]).union(securityValued)),
-    "peripheral": OptionSpec(flags: Set(["security-request"]).union(securityFlags),
+                                       "duration", "mtu", "timeout", "profile", "date", "eatt"]).union(securityValued)),
+    "peripheral": OptionSpec(flags: Set(["security-request", "eatt"]).union(securityFlags),
                              valued: Set(["name", "profile", "duration", "gatt"]).union(securityValued)),
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),
     "session": OptionSpec(flags: securityFlags, valued: securityValued),

@@ -5,7 +5,7 @@ import ATT
 import GATT
 import BLE
 
-/// `ble-hci peripheral [--name NAME] [--profile demo|band|secure] [--duration S] [--security-request] [SECURITY OPTIONS]` (CLI.md).
+/// `ble-hci peripheral [--name NAME] [--profile demo|band|secure] [--duration S] [--security-request] [--eatt] [SECURITY OPTIONS]` (CLI.md).
 func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("peripheral takes no positional arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
@@ -24,6 +24,7 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     var options = StackOptions()
     options.security = try securityConfiguration(c)
     options.security.requestSecurityOnConnect = c.args.has("security-request")
+    options.enhancedATT = c.args.has("eatt")
     options.privacy = privacyOptions(c)
     options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
     let pairing = TerminalPairing(out: c.out, passkey: options.security.smp.fixedPasskey, yes: c.args.has("yes"))

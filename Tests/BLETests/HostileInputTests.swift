@@ -63,7 +63,7 @@ import BLE
         // Every kind of answer the spec asks for was exercised.
         for kind in ["ATT Invalid PDU", "ATT Invalid PDU (longer than ATT_MTU)", "Exchange MTU Response", "ATT Request Not Supported", "ATT Invalid Handle", "ATT response",
                      "Handle Value Confirmation", "Command Reject", "Command Reject (Invalid CID)",
-                     "Credit Based Connection refused", "no answer"] {
+                     "Credit Based Connection refused", "Reconfigure refused", "no answer"] {
             #expect(tally[kind, default: 0] > 0, "no \(kind) exercised: \(tally)")
         }
         let smpAnswers = inbox.smpAnswers
@@ -326,7 +326,8 @@ private struct HostileFrames {
     /// Reject with its identifier, except a Command Reject itself. A peripheral rejects
     /// Connection Parameter Update Requests (4.20); Disconnection Requests for channels that
     /// don't exist get Invalid CID (4.6); credit-based connection requests are refused with
-    /// their response (4.22, 4.25); Reconfigure Requests are not understood.
+    /// their response (4.22, 4.25); Reconfigure Requests name no channel of ours: result 0x0003
+    /// (invalid Destination CIDs) or, for an MTU or MPS below 64, 0x0004 (4.28).
     func signalingAnswer(_ payload: [UInt8]) -> Expectation? {
         guard payload.count >= 2, payload[0] != 0x01 else { return nil }
         let code = payload[0], identifier = payload[1]
@@ -341,7 +342,11 @@ private struct HostileFrames {
         guard wellFormed else { return reject(0x0000, "Command Reject") }
         switch code {
         case 0x06: return reject(0x0002, "Command Reject (Invalid CID)")
-        case 0x12, 0x19: return reject(0x0000, "Command Reject")
+        case 0x12: return reject(0x0000, "Command Reject")
+        case 0x19:
+            return Expectation("Reconfigure refused", cid: 0x0005) { a in
+                a.count == 6 && a[0] == 0x1A && a[1] == identifier && a[2] == 2 && a[3] == 0 && (a[4] == 3 || a[4] == 4) && a[5] == 0
+            }
         case 0x14, 0x17:
             return Expectation("Credit Based Connection refused", cid: 0x0005) { a in
                 guard a.count >= 4, a[0] == code + 1, a[1] == identifier else { return false }

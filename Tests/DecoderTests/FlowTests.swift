@@ -67,6 +67,31 @@ struct FlowTests {
         }
     }
 
+    /// Issue 30: the Credit Based Connection Request tshark frames (code 0x17, identifier) whose
+    /// SPSM is 0x0027 (the first two octets of its data, Core v5.4 Vol 3 Part A 4.25, read
+    /// from the raw frame) and its response (0x18, same identifier) are an "EATT bearers" step;
+    /// Flow Control Credit Inds (0x16) start no step of their own.
+    @Test func enhancedATTBearersAreAStepAndCreditsStartNone() throws {
+        let fixture = "bumble-channels.btsnoop"
+        let rows = try tsharkRows(fixturePath(fixture), ["frame.number", "btl2cap.cmd_code", "btl2cap.cmd_ident"])
+        var reader = try CaptureReader(path: fixturePath(fixture))
+        let raw = reader.readAll().records.map { Optional($0.raw) }
+        var eatt: Set<Int> = [], credits: Set<Int> = [], ids: Set<String> = []
+        for r in rows where r.count == 3 {
+            let n = Int(r[0])!
+            // H4 type, ACL header (4), L2CAP header (4), signaling header (4), then SPSM.
+            if r[1] == "0x17", let b = raw[n - 1], b.count >= 15, Int(b[13]) | Int(b[14]) << 8 == 0x0027 { eatt.insert(n); ids.insert(r[2]) }
+            if r[1] == "0x18", ids.contains(r[2]) { eatt.insert(n) }
+            if r[1] == "0x16" { credits.insert(n) }
+        }
+        #expect(eatt.count == 2 && !credits.isEmpty, "EATT \(eatt), credits \(credits)")
+        let steps = try diagram(fixture).steps
+        for step in steps {
+            for a in step.arrows where eatt.contains(a.index) { #expect(step.kind == .enhancedATT, "#\(a.index) in \(step.kind)") }
+            if let first = step.arrows.first { #expect(!credits.contains(first.index), "#\(first.index) starts a \(step.kind) step") }
+        }
+    }
+
     /// `--layers att`: only packets that carry ATT, labelled in ATT's words.
     @Test func honoursLayers() throws {
         let rows = try tsharkRows(fixturePath("ble-hci-demo.pcap"), ["frame.number", "btatt.opcode"])

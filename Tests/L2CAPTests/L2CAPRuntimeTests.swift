@@ -19,9 +19,10 @@ struct L2CAPRuntimeTests {
         defer { Task { await l.pair.close() } }
         let answer = try await l.central.signalingRequest(.unknown(code: SignalingCode(0x7E), data: [1, 2, 3]))
         #expect(answer.body == .commandReject(.commandNotUnderstood))
-        // Enhanced-mode reconfigure is not understood either.
+        // Reconfiguring a channel that does not exist: result 0x0003, one or more Destination
+        // CIDs invalid (Core v5.4 Vol 3 Part A 4.28).
         let second = try await l.peripheral.signalingRequest(.creditBasedReconfigureRequest(mtu: 100, mps: 100, destinationCIDs: [0x40]))
-        #expect(second.body == .commandReject(.commandNotUnderstood))
+        #expect(second.body == .creditBasedReconfigureResponse(result: 0x0003))
         // A Disconnection Request for a channel that does not exist: Invalid CID with both CIDs.
         let third = try await l.central.signalingRequest(.disconnectionRequest(destinationCID: 0x0055, sourceCID: 0x0066))
         #expect(third.body == .commandReject(.invalidCID(localCID: 0x0055, remoteCID: 0x0066)))

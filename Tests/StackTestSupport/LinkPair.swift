@@ -106,9 +106,20 @@ public struct L2CAPEnd: Sendable {
         try await run { l2cap, host in try await l2cap.connectChannel(psm: psm, mtu: mtu, mps: mps, credits: credits, host: host) }
     }
 
-    public func listen(psm: UInt16, mtu: UInt16? = nil, mps: UInt16? = nil, credits: UInt16? = nil,
+    public func listen(psm: UInt16, mtu: UInt16? = nil, mps: UInt16? = nil, credits: UInt16? = nil, enhanced: Bool = false,
                        accept: @escaping @Sendable (L2CAPChannel) -> Void) async throws {
-        try await run { l2cap, _ in l2cap.listen(psm: psm, mtu: mtu, mps: mps, credits: credits, accept: accept) }
+        try await run { l2cap, _ in l2cap.listen(psm: psm, mtu: mtu, mps: mps, credits: credits, enhanced: enhanced, accept: accept) }
+    }
+
+    public func connectEnhancedChannels(psm: UInt16, count: Int, mtu: UInt16 = 2048, mps: UInt16 = 247,
+                                        credits: UInt16 = 16) async throws -> [L2CAPChannel] {
+        try await run { l2cap, host in
+            try await l2cap.connectEnhancedChannels(psm: psm, count: count, mtu: mtu, mps: mps, credits: credits, host: host)
+        }
+    }
+
+    public func reconfigure(_ cids: [UInt16], mtu: UInt16, mps: UInt16) async throws {
+        try await run { l2cap, host in try await l2cap.reconfigure(cids, mtu: mtu, mps: mps, host: host) }
     }
 
     public func setConnectionParameterPolicy(_ policy: (@Sendable (ConnectionParameterUpdateRequest) async -> Bool)?) async throws {

@@ -1,7 +1,7 @@
 """A Bumble peripheral for interop tests: advertises and serves a known GATT database.
 
     python Tools/bumble/peripheral.py --transport tcp-client:127.0.0.1:PORT [--name N]
-        [--address C0:11:22:33:44:55] [--legacy] [--notify-count N] [--exit-after N]
+        [--address C0:11:22:33:44:55] [--legacy] [--notify-count N] [--exit-after N] [--eatt]
         [--oob-out FILE] [--oob-in FILE] (OOB pairing data in ble-hci's --oob-out format, common.py)
         [--add-service-after S] (a service added at run time, Service Changed indicated:
          {"event":"serviceAdded","uuid":..,"start":..,"end":..,"handles":{..}})
@@ -21,6 +21,7 @@ Prints one JSON line per thing that happened (stdout):
         ("indicated" carries "confirmed":true: it is printed once the client's Handle Value
          Confirmation arrived; {"event":"indicationFailed",...,"message":..} when none came)
   {"event":"mtu","mtu":..}
+  {"event":"eattRequest","cid":..,"opcode":".."}   (--eatt: every PDU on an Enhanced ATT bearer)
   {"event":"disconnected","handle":..,"reason":"0x13","message":".."}
 
 Advertising data (extended advertising, connectable, since it is longer than 31 bytes):
@@ -191,6 +192,8 @@ class Peripheral:
                 common.emit("notified", uuid=uuid, handle=characteristic.handle, value=value.hex())
 
     def on_subscription(self, connection, characteristic, notify_enabled, indicate_enabled):
+        # A CCCD written on an Enhanced ATT bearer names the bearer (an L2CAP channel).
+        connection = getattr(connection, "connection", connection)
         uuid = uuid_string(characteristic.uuid)
         key = (connection.handle, characteristic.handle)
         if not notify_enabled and not indicate_enabled:
@@ -262,6 +265,21 @@ class Peripheral:
                     {"uuid": uuid_string(attribute.type), "handle": attribute.handle})
         return services
 
+    def serve_eatt(self) -> None:
+        """Bumble's EATT server (PSM 0x0027, gatt_server.register_eatt), reporting the PDUs
+        that arrive on each Enhanced ATT bearer by the bearer's CID."""
+        from bumble import att
+        server = self.device.gatt_server
+        serve = server.on_gatt_pdu
+
+        def on_gatt_pdu(bearer, pdu):
+            if att.is_enhanced_bearer(bearer):
+                common.emit("eattRequest", cid=bearer.source_cid, opcode=type(pdu).__name__)
+            serve(bearer, pdu)
+
+        server.on_gatt_pdu = on_gatt_pdu
+        server.register_eatt()
+
     async def run(self) -> int:
         args = self.args
         address = args.address or common.random_static_address()
@@ -274,6 +292,8 @@ class Peripheral:
                 # Bumble's default pairing answers, plus the OOB data of --oob-out/--oob-in.
                 self.device.pairing_config_factory = lambda _connection: PairingConfig(oob=oob)
             self.device.add_services(self.build_services())
+            if args.eatt:
+                self.serve_eatt()
             self.device.on("connection", self.on_connection)
             self.device.on("characteristic_subscription", self.on_subscription)
             await self.device.power_on()
@@ -320,6 +340,7 @@ if __name__ == "__main__":
                         help="random static address (default: a generated one)")
     parser.add_argument("--public-identity", type=lambda t: common.parse_address(t, "public"), metavar="ADDRESS",
                         help="distribute this public identity address while pairing from the random static one")
+    parser.add_argument("--eatt", action="store_true", help="serve Enhanced ATT bearers (PSM 0x0027)")
     parser.add_argument("--legacy", action="store_true",
                         help="legacy advertising with a subset of the data (31-byte limit)")
     parser.add_argument("--tx-power", type=int, default=4, help="TX power level AD (dBm)")

@@ -8,6 +8,7 @@ Every packet excerpt comes from captures made by this script, on this machine, r
   demo   `ble-hci demo -w`                 (both sides, in-process link; docs/flow-demo-*.svg drawn from them)
   band*  `ble-hci controllers` + `peripheral --profile band` + `central --profile band`, each -w
   pp/pc* `ble-hci controllers` + `peripheral` (profile demo) + three `central` runs, each -w
+  eatt*  `ble-hci controllers` + `peripheral --eatt` + `central --eatt 2`, each -w
 Packets are chosen by content (first ATT Read By Group Type Request, ...), never by index.
 
 The doc replaces times with <time>. --check regenerates into memory and compares after also
@@ -238,13 +239,17 @@ def build(ble, tmp):
                             peripheral_args=["--bonds", os.path.join(tmp, "sec-pb")])[0]
         r.session("leg", "secure", [["name:ble-hci", "--pair", "--legacy", "--read", "ff01", "--bonds", os.path.join(tmp, "leg-cb")]],
                   peripheral_args=["--bonds", os.path.join(tmp, "leg-pb"), "--privacy"])
+        eatt_out = r.session("eatt", "demo", [["name:ble-hci", "--eatt", "2", "--read", "fff2", "--read", "ffe1",
+                                               "--bonds", os.path.join(tmp, "eatt-cb")]],
+                             peripheral_args=["--eatt", "--bonds", os.path.join(tmp, "eatt-pb")])[0]
     finally:
         r.cleanup()
     cap = {n: Capture(ble, r.path(n)) for n in
            ["demo", "band-peripheral", "band-central0", "pp-peripheral", "pp-central0", "pp-central1", "pp-central2",
-            "sec-peripheral", "sec-central0", "leg-central0"]}
+            "sec-peripheral", "sec-central0", "leg-central0", "eatt-central0"]}
     S = fill(cap, demo_out, band_out, pc_out)
     S.update(fill_security(cap, sec_out))
+    S.update(fill_eatt(ble, r, cap["eatt-central0"], eatt_out))
     # sequence diagrams of both sides of the demo (`demo -w X.pcap` also writes X-peripheral.pcap)
     svgs = {}
     for side, path in (("central", r.path("demo")), ("peripheral", r.path("demo-peripheral"))):
@@ -438,6 +443,28 @@ def fill_security(cap, sec_out):
     names = ["Encryption Information", "Central Identification", "Identity Information",
              "Identity Address Information", "Signing Information"]
     S["sec_legacy_keys"] = ex(leg, *[leg.find(both(received, smp(n)), what=n) for n in names])
+    return S
+
+
+def signaling(name):
+    return lambda p: (p.get("signaling") or {}).get("name") == name
+
+
+def fill_eatt(ble, r, c, out):
+    """The EATT chapter: two Enhanced ATT bearers opened by one Credit Based Connection
+    Request, and the reads spread over them."""
+    S = {"eatt_central_out": fence("\n".join(l for l in out.splitlines() if l.startswith(("Enhanced ATT", "read "))))}
+    req = c.find(signaling("Credit Based Connection Request"), what="Credit Based Connection Request")
+    rsp = c.find(signaling("Credit Based Connection Response"), after=req, what="Credit Based Connection Response")
+    S["eatt_connect"] = fence("\n".join(c.block(i, "l2cap") for i in (req, rsp)))
+    reads = [q["index"] for q in c.packets if (q.get("att") or {}).get("name") == "Read Request"
+             and (q.get("l2cap") or {}).get("channel") == "EATT"]
+    S["eatt_reads"] = fence("\n".join(c.block(i, "l2cap,att") for i in reads[:2]))
+    flow = subprocess.run([ble, "dump", r.path("eatt-central0"), "--flow", "--layers", "l2cap,att"], check=True,
+                          capture_output=True, text=True).stdout.splitlines()
+    start = next(i for i, l in enumerate(flow) if l.startswith("── ") and " EATT bearers " in l)
+    end = next(i for i, l in enumerate(flow) if i > start and l.startswith("── "))
+    S["eatt_flow"] = fence("\n".join(flow[start:end]))
     return S
 
 

@@ -257,6 +257,8 @@ extension GATTUUID {
     public static let clientSupportedFeatures: BluetoothUUID = 0x2B29
     /// Database Hash
     public static let databaseHash: BluetoothUUID = 0x2B2A
+    /// Server Supported Features
+    public static let serverSupportedFeatures: BluetoothUUID = 0x2B3A
 }
 
 extension AssignedNumbers {

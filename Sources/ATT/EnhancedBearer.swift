@@ -1,0 +1,313 @@
+// Enhanced ATT bearers (Core v5.4 Vol 3 Part F 3.2.11, Part G 5.3.2): ATT over enhanced
+// credit-based L2CAP channels on PSM 0x0027, next to the unenhanced bearer of CID 0x0004.
+import HCI
+import Host
+import L2CAP
+
+/// ATT over one enhanced credit-based channel (an L2CAP SDU per ATT PDU): its own one
+/// outstanding request and transaction timeout (Core v5.4 Vol 3 Part F 3.3.2, 3.3.3 apply per
+/// bearer), its ATT_MTU the smaller of the channel's two MTUs (Part F 3.2.8: no Exchange MTU on
+/// it). Requests from the peer go to the link's GATT server, with the unenhanced bearer's peer,
+/// security and ATT_MTU rules; notifications to the link's GATT client through the unenhanced
+/// bearer's notification path, so they keep one order; indications are confirmed on the bearer
+/// that carried them (Part F 3.4.7.3).
+///
+/// Plain state in the host's isolation, the channel's endpoint (`L2CAPConnection.setEndpoint`).
+public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
+    /// The SPSM of EATT (Assigned Numbers, L2CAP PSMs: 0x0027).
+    public static let psm: UInt16 = 0x0027
+
+    let host: Host
+    public let channel: L2CAPChannel
+    /// The link's unenhanced bearer: peer, security, server delegate, the GATT client's handlers.
+    let fixed: ATTBearer
+    public private(set) var mtu: Int
+    public private(set) var closedReason: ATTBearerError?
+
+    var transaction: ATTBearer.Transaction?
+    var transactionDeadline: DeadlineID?
+    var transactionStart: ContinuousClock.Instant?
+    var waiting: [(sdu: [UInt8], transaction: ATTBearer.Transaction)] = []
+    /// A request answered `.later` is being produced; the PDUs after it wait (bounded).
+    var answering = false
+    var answerToken: UInt64 = 0
+    var answerDeadline: DeadlineID?
+    var held: [ATTPDU] = []
+
+    public init(channel: L2CAPChannel, fixed: ATTBearer, host: Host) {
+        self.host = host
+        self.channel = channel
+        self.fixed = fixed
+        self.mtu = Swift.min(channel.mtu, channel.peerMTU)
+    }
+
+    /// Makes a bearer the endpoint of each channel; returns them.
+    public static func attach(_ channels: [L2CAPChannel], fixed: ATTBearer, host: isolated Host) throws -> [EnhancedATTBearer] {
+        let l2cap = try L2CAPConnection.of(fixed.handle, on: host)
+        return try channels.map { ch in
+            let bearer = EnhancedATTBearer(channel: ch, fixed: fixed, host: host)
+            bearer.armDeadline(after: fixed.configuration.transactionTimeout, host: host)
+            try l2cap.setEndpoint(bearer, for: ch.localCID, host: host)
+            return bearer
+        }
+    }
+
+    var isBusy: Bool { transaction != nil || !waiting.isEmpty }
+
+    func log(_ message: @autoclosure () -> String) {
+        fixed.log("EATT \(hexCode(channel.localCID, digits: 4)): \(message())")
+    }
+
+    /// Hands `sdu` to the channel (its K-frames wait for credits there, in order).
+    func send(_ sdu: [UInt8]) {
+        let (handle, cid) = (channel.handle, channel.localCID)
+        let error: (any Error)? = host.assumeIsolated { host in
+            do { try L2CAPConnection.of(handle, on: host).enqueueSDU(cid, sdu, host: host); return nil } catch { return error }
+        }
+        if let error { log("could not send: \(error)") }
+    }
+
+    static func sdu(_ pdu: ATTPDU) -> [UInt8] {
+        var w = ByteWriter(capacity: pdu.encodedSize)
+        pdu.encode(into: &w)
+        return w.bytes
+    }
+
+    // MARK: Client
+
+    public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+        guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
+        guard pdu.opcode != .exchangeMTURequest else {
+            throw ATTBearerError.invalidArgument("Exchange MTU is not used on an Enhanced ATT bearer (Core v5.4 Vol 3 Part F 3.4.2.1)")
+        }
+        if let closedReason { throw closedReason }
+        try Task.checkCancellation()
+        let sdu = Self.sdu(pdu)
+        guard sdu.count <= mtu else { throw ATTBearerError.pduTooLarge(size: sdu.count, mtu: mtu) }
+        let t = ATTBearer.Transaction(opcode: pdu.opcode)
+        if transaction == nil { start(sdu, t) } else { waiting.append((sdu, t)) }
+        return try await t.wait()
+    }
+
+    public nonisolated(nonsending) func command(_ pdu: ATTPDU) async throws {
+        guard pdu.opcode.isCommand else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a command") }
+        if let closedReason { throw closedReason }
+        let sdu = Self.sdu(pdu)
+        guard sdu.count <= mtu else { throw ATTBearerError.pduTooLarge(size: sdu.count, mtu: mtu) }
+        send(sdu)
+    }
+
+    func start(_ sdu: [UInt8], _ t: ATTBearer.Transaction) {
+        transaction = t
+        transactionStart = host.configuration.clock.now
+        send(sdu)
+    }
+
+    /// The transaction timeout, armed while the bearer is open (as the unenhanced bearer's):
+    /// it fires the outstanding request sent a timeout ago, else it is armed again.
+    func armDeadline(after d: Duration, host: isolated Host) {
+        transactionDeadline = host.arm(after: d) { [weak self] in self?.deadlineFired(host: host) }
+    }
+
+    func deadlineFired(host: isolated Host) {
+        transactionDeadline = nil
+        guard closedReason == nil else { return }
+        let timeout = fixed.configuration.transactionTimeout
+        guard let t = transaction, let start = transactionStart else { return armDeadline(after: timeout, host: host) }
+        let elapsed = start.duration(to: host.configuration.clock.now)
+        if elapsed >= timeout {
+            close(.transactionTimeout("no response to \(t.opcode) within \(timeout)"), host: host)
+        } else {
+            armDeadline(after: timeout - elapsed, host: host)
+        }
+    }
+
+    func finishTransaction(_ r: Result<ATTPDU, any Error>) {
+        guard let t = transaction else { return }
+        transaction = nil
+        transactionStart = nil
+        t.resolve(r)
+        while transaction == nil, !waiting.isEmpty {
+            let (sdu, next) = waiting.removeFirst()
+            if next.isSettled { continue }  // cancelled while waiting its turn
+            start(sdu, next)
+        }
+    }
+
+    // MARK: Incoming (L2CAPChannelEndpoint)
+
+    public func received(sdu: [UInt8], host: isolated Host) {
+        guard closedReason == nil else { return }
+        switch ATTPDU.decodeResult(from: ByteReader(sdu), mtu: mtu) {
+        case .malformed(let op?, let error):
+            if let t = transaction, op == .errorResponse || op == t.opcode.responseOpcode {
+                finishTransaction(.failure(ATTBearerError.invalidResponse("\(op): \(error)")))
+            } else if let reply = ATTPDU.serverRejection(for: .malformed(opcode: op, error: error)) {
+                log("malformed \(op): \(error): Invalid PDU")
+                send(Self.sdu(reply))
+            } else {
+                log("malformed \(op): \(error): dropped")
+            }
+        case .malformed(nil, _):
+            log("empty ATT PDU: dropped")
+        case .pdu(let pdu):
+            switch ATTBearer.side(of: pdu) {
+            case .client: clientReceived(pdu, host: host)
+            case .server: serverReceived(pdu, host: host)
+            }
+        }
+    }
+
+    func clientReceived(_ pdu: ATTPDU, host: isolated Host) {
+        switch pdu {
+        case let .errorResponse(requestOpcode, handle, code):
+            guard transaction?.opcode == requestOpcode else { return log("Error Response for \(requestOpcode) with no such request pending: dropped") }
+            finishTransaction(.failure(ATTError(code, requestOpcode: requestOpcode, handle: handle)))
+        case .handleValueNotification, .multipleHandleValueNotification:
+            fixed.clientReceived(pdu)
+        case .handleValueIndication:
+            // Confirmed here once the client's handler has it (Core v5.4 Vol 3 Part F 3.4.7.3).
+            host.spawn { [weak self] in await self?.confirm(pdu, host: host) }
+        default:
+            guard transaction?.opcode.responseOpcode == pdu.opcode else {
+                return log("\(pdu.opcode) with no matching request pending: dropped")
+            }
+            finishTransaction(.success(pdu))
+        }
+    }
+
+    /// Hands an indication to the client's handler, then confirms it on this bearer.
+    func confirm(_ indication: ATTPDU, host: isolated Host) async {
+        await fixed.notificationHandler?(indication)
+        guard closedReason == nil else { return }
+        send(Self.sdu(.handleValueConfirmation))
+    }
+
+    func serverReceived(_ pdu: ATTPDU, host: isolated Host) {
+        let op = pdu.opcode
+        if answering {
+            guard held.count < ATTBearer.queueLimit else { return log("\(op) dropped: too many PDUs wait for an answer") }
+            return held.append(pdu)
+        }
+        switch pdu {
+        case .handleValueConfirmation:
+            log("Handle Value Confirmation with no indication pending on this bearer: dropped")
+        case .exchangeMTURequest:
+            // Not sent on an Enhanced ATT bearer (Core v5.4 Vol 3 Part F 3.4.2.1).
+            log("Exchange MTU Request on an Enhanced ATT bearer: Request Not Supported")
+            send(Self.sdu(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported)))
+        case .unknown:
+            if let reply = ATTPDU.serverRejection(for: .pdu(pdu)) { send(Self.sdu(reply)) }
+        default:
+            serve(pdu, host: host)
+        }
+    }
+
+    func serve(_ pdu: ATTPDU, host: isolated Host) {
+        let op = pdu.opcode
+        guard let server = fixed.synchronousDelegate else {
+            if op.isRequest { send(Self.sdu(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported))) }
+            return
+        }
+        switch server.answer(to: pdu, from: fixed.peer, mtu: mtu, security: fixed.security) {
+        case .now(let response):
+            if op.isRequest { send(Self.sdu(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError))) }
+        case .later(let produce):
+            // As on CID 0x0004: produced off the loop, the peer's next PDUs held meanwhile, and
+            // Unlikely Error in its place once `asyncHandlerTimeout` has passed.
+            answering = true
+            answerToken &+= 1
+            let token = answerToken, timeout = fixed.configuration.asyncHandlerTimeout
+            let task = host.spawn { [weak self] in
+                let response = await produce()
+                self?.answered(token, pdu, response, host: host)
+            }
+            answerDeadline = host.arm(after: timeout) { [weak self] in
+                self?.log("\(op): the application's handler gave no answer within \(timeout): Unlikely Error")
+                task.cancel()
+                self?.answered(token, pdu, nil, host: host)
+            }
+        }
+    }
+
+    /// The answer to `request` produced `.later` (nil: Unlikely Error for a request); then the
+    /// PDUs held meanwhile are served in order. A late one, after its deadline, is dropped.
+    func answered(_ token: UInt64, _ request: ATTPDU, _ response: ATTPDU?, host: isolated Host) {
+        guard answering, token == answerToken else { return }
+        answering = false
+        host.disarm(answerDeadline)
+        answerDeadline = nil
+        let op = request.opcode
+        if closedReason == nil, op.isRequest {
+            send(Self.sdu(response ?? .errorResponse(requestOpcode: op, handle: ATTBearer.attributeHandle(of: request), error: .unlikelyError)))
+        }
+        while !answering, closedReason == nil, !held.isEmpty { serverReceived(held.removeFirst(), host: host) }
+    }
+
+    public func reconfigured(mtu: Int, peerMTU: Int, host: isolated Host) {
+        // The ATT_MTU follows the channel's MTUs (Core v5.4 Vol 3 Part F 3.2.8).
+        self.mtu = Swift.min(mtu, peerMTU)
+    }
+
+    public func closed(_ error: L2CAPError?, host: isolated Host) {
+        close(.closed(error.map { "\($0)" } ?? "the L2CAP channel \(hexCode(channel.localCID, digits: 4)) was disconnected"), host: host)
+    }
+
+    func close(_ reason: ATTBearerError, host: isolated Host) {
+        guard closedReason == nil else { return }
+        closedReason = reason
+        log("closed: \(reason)")
+        host.disarm(transactionDeadline)
+        transactionDeadline = nil
+        finishTransaction(.failure(reason))
+        for (_, t) in waiting { t.resolve(.failure(reason)) }
+        waiting.removeAll()
+        held.removeAll()
+        host.disarm(answerDeadline)
+        answerDeadline = nil
+    }
+}
+
+/// The GATT client's requester over every ATT bearer of a link: the unenhanced one, and the
+/// Enhanced ATT bearers once opened, over which requests and commands are spread (the next
+/// idle one in turn, else the least loaded). ATT_MTU is the smallest of the bearers in use, so
+/// a procedure sized by it fits whichever carries it.
+public final class ATTBearers: ATTRequester {
+    public let fixed: ATTBearer
+    public private(set) var enhanced: [EnhancedATTBearer] = []
+    var next = 0
+
+    public init(fixed: ATTBearer) { self.fixed = fixed }
+
+    public var handle: UInt16 { fixed.handle }
+
+    /// Adds Enhanced ATT bearers to spread requests over; closed ones are dropped (a peer that
+    /// opens and closes bearers again and again leaves nothing behind).
+    public func add(_ bearers: [EnhancedATTBearer]) { enhanced = open + bearers }
+
+    var open: [EnhancedATTBearer] { enhanced.filter { $0.closedReason == nil } }
+
+    public var mtu: Int { open.map(\.mtu).min() ?? fixed.mtu }
+
+    /// The next idle bearer after the last one used (so that one request after the other
+    /// goes over every bearer too), else the one with the fewest requests waiting.
+    func pick() -> EnhancedATTBearer? {
+        let open = self.open
+        guard !open.isEmpty else { return nil }
+        let start = next % open.count
+        let rotated = open[start...] + open[..<start]
+        let bearer = rotated.first { !$0.isBusy } ?? rotated.min { $0.waiting.count < $1.waiting.count }!
+        next = (open.firstIndex { $0 === bearer } ?? 0) + 1
+        return bearer
+    }
+
+    public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+        if pdu.opcode != .exchangeMTURequest, let bearer = pick() { return try await bearer.request(pdu) }
+        return try await fixed.request(pdu)
+    }
+
+    public nonisolated(nonsending) func command(_ pdu: ATTPDU) async throws {
+        if let bearer = pick() { return try await bearer.command(pdu) }
+        try await fixed.command(pdu)
+    }
+}
