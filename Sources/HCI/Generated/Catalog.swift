@@ -920,34 +920,6 @@ extension HCICatalog {
             CatalogParameter("packetPayload", .u8),
             CatalogParameter("phy", .u8),
         ], returns: []),
-        CatalogEntry(0x203E, "LE Set Periodic Advertising Parameters", "Core v5.4 Vol 4 Part E 7.8.61", [
-            CatalogParameter("advertisingHandle", .u8),
-            CatalogParameter("periodicAdvertisingIntervalMin", .u16),
-            CatalogParameter("periodicAdvertisingIntervalMax", .u16),
-            CatalogParameter("periodicAdvertisingProperties", .u16, code: true),
-        ], returns: []),
-        CatalogEntry(0x203F, "LE Set Periodic Advertising Data", "Core v5.4 Vol 4 Part E 7.8.62", [
-            CatalogParameter("advertisingHandle", .u8),
-            CatalogParameter("operation", .u8),
-            CatalogParameter("advertisingData", .data),
-        ], returns: []),
-        CatalogEntry(0x2040, "LE Set Periodic Advertising Enable", "Core v5.4 Vol 4 Part E 7.8.63", [
-            CatalogParameter("enable", .u8),
-            CatalogParameter("advertisingHandle", .u8),
-        ], returns: []),
-        CatalogEntry(0x2044, "LE Periodic Advertising Create Sync", "Core v5.4 Vol 4 Part E 7.8.67", [
-            CatalogParameter("options", .u8),
-            CatalogParameter("advertisingSID", .u8),
-            CatalogParameter("advertiserAddressType", .u8),
-            CatalogParameter("advertiserAddress", .address),
-            CatalogParameter("skip", .u16),
-            CatalogParameter("syncTimeout", .u16),
-            CatalogParameter("syncCTEType", .u8),
-        ], returns: []),
-        CatalogEntry(0x2045, "LE Periodic Advertising Create Sync Cancel", "Core v5.4 Vol 4 Part E 7.8.68", [], returns: []),
-        CatalogEntry(0x2046, "LE Periodic Advertising Terminate Sync", "Core v5.4 Vol 4 Part E 7.8.69", [
-            CatalogParameter("syncHandle", .u16),
-        ], returns: []),
         CatalogEntry(0x2047, "LE Add Device To Periodic Advertiser List", "Core v5.4 Vol 4 Part E 7.8.70", [
             CatalogParameter("advertiserAddressType", .u8),
             CatalogParameter("advertiserAddress", .address),
@@ -1735,27 +1707,6 @@ extension HCICatalog {
         CatalogEntry(0x09, "LE Generate DHKey Complete", "Core v5.4 Vol 4 Part E 7.7.65.9", [
             CatalogParameter("status", .status),
             CatalogParameter("dhKey", .bytes(32)),
-        ]),
-        CatalogEntry(0x0E, "LE Periodic Advertising Sync Established", "Core v5.4 Vol 4 Part E 7.7.65.14", [
-            CatalogParameter("status", .status),
-            CatalogParameter("syncHandle", .u16),
-            CatalogParameter("advertisingSID", .u8),
-            CatalogParameter("advertiserAddressType", .u8),
-            CatalogParameter("advertiserAddress", .address),
-            CatalogParameter("advertiserPHY", .u8),
-            CatalogParameter("periodicAdvertisingInterval", .u16),
-            CatalogParameter("advertiserClockAccuracy", .u8),
-        ]),
-        CatalogEntry(0x0F, "LE Periodic Advertising Report", "Core v5.4 Vol 4 Part E 7.7.65.15", [
-            CatalogParameter("syncHandle", .u16),
-            CatalogParameter("txPower", .i8),
-            CatalogParameter("rssi", .i8),
-            CatalogParameter("cteType", .u8),
-            CatalogParameter("dataStatus", .u8),
-            CatalogParameter("data", .data),
-        ]),
-        CatalogEntry(0x10, "LE Periodic Advertising Sync Lost", "Core v5.4 Vol 4 Part E 7.7.65.16", [
-            CatalogParameter("syncHandle", .u16),
         ]),
         CatalogEntry(0x13, "LE Scan Request Received", "Core v5.4 Vol 4 Part E 7.7.65.19", [
             CatalogParameter("advertisingHandle", .u8),

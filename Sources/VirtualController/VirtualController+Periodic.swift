@@ -1,0 +1,220 @@
+import HCI
+
+// Periodic advertising and synchronisation (Core v5.4 Vol 4 Part E 7.8.61-7.8.63, 7.8.67-7.8.69;
+// Vol 6 Part B 4.4.2.12, 4.4.5). An advertiser's train is an event every periodic advertising
+// interval on the link's clock; a scanner with a pending Create Sync that is scanning while the
+// set's extended advertising is on (where the SyncInfo is) synchronises at the next event, and
+// every event gives each synchronised controller its reports (the data in fragments of at most
+// 247 octets, Data_Status 0b01 on all but the last). A train that stops is lost by its scanners
+// after their sync timeout. Not modelled: the periodic advertiser list (Options bit 0), skip,
+// CTE, and the train's radio time in airtime mode.
+
+extension VirtualController {
+    /// The periodic train of an extended advertising set.
+    struct PeriodicTrain {
+        var params: LESetPeriodicAdvertisingParameters
+        var data: [UInt8] = []
+        /// False between a first fragment and the last (Enable is then Command Disallowed, 7.8.63).
+        var dataComplete = true
+        var enabled = false
+        /// Counts enables: an event of an older schedule ends it.
+        var generation: UInt64 = 0
+    }
+
+    /// A Create Sync waiting for its train (7.8.67).
+    struct PendingSync {
+        var sid: UInt8
+        var address: BDAddress
+        /// 0x00 public, 0x01 random.
+        var addressType: UInt8
+        var syncTimeout: UInt16
+        var reportsEnabled: Bool
+    }
+
+    /// A synchronised train: whose, and how it is reported.
+    struct SyncState {
+        var advertiser: Int
+        var setHandle: UInt8
+        var syncTimeout: UInt16
+        var reportsEnabled: Bool
+    }
+
+    /// Largest Data in one LE Periodic Advertising Report: 255 − subevent code − 7 octets (7.7.65.15).
+    static let periodicReportDataLimit = 247
+    /// Periodic syncs at once (LE Periodic Advertising Create Sync beyond: Memory Capacity Exceeded, 7.8.67).
+    static let maxPeriodicSyncs = 4
+
+    // MARK: Advertiser
+
+    package func handle(_ c: LESetPeriodicAdvertisingParameters) {
+        guard let set = sets[c.advertisingHandle] else {
+            return reject(LESetPeriodicAdvertisingParameters.self, .unknownAdvertisingIdentifier)
+        }
+        if set.periodic?.enabled == true { return reject(LESetPeriodicAdvertisingParameters.self, .commandDisallowed) }
+        // Only on a non-connectable, non-scannable, non-anonymous extended set, with min <= max (7.8.61).
+        let p = set.params.advertisingEventProperties
+        guard !p.contains(.legacy), !p.contains(.connectable), !p.contains(.scannable), !p.contains(.anonymous),
+              c.periodicAdvertisingIntervalMin <= c.periodicAdvertisingIntervalMax else {
+            return reject(LESetPeriodicAdvertisingParameters.self, .invalidParameters)
+        }
+        var train = set.periodic ?? PeriodicTrain(params: c)
+        train.params = c
+        sets[c.advertisingHandle]?.periodic = train
+        complete(LESetPeriodicAdvertisingParameters.self)
+    }
+
+    package func handle(_ c: LESetPeriodicAdvertisingData) {
+        guard sets[c.advertisingHandle] != nil else { return reject(LESetPeriodicAdvertisingData.self, .unknownAdvertisingIdentifier) }
+        guard var train = sets[c.advertisingHandle]?.periodic else {
+            return reject(LESetPeriodicAdvertisingData.self, .commandDisallowed)  // not configured for periodic advertising
+        }
+        // While the train is on, only complete data (or unchanged) may be set (7.8.62).
+        if train.enabled && c.operation != 0x03 && c.operation != 0x04 { return reject(LESetPeriodicAdvertisingData.self, .commandDisallowed) }
+        if c.operation == 0x04 && !c.advertisingData.isEmpty { return reject(LESetPeriodicAdvertisingData.self, .invalidParameters) }
+        if (c.operation == 0x00 || c.operation == 0x02) && train.dataComplete {
+            return reject(LESetPeriodicAdvertisingData.self, .invalidParameters)  // a fragment with no first one before it
+        }
+        var data = train.data
+        switch c.operation {
+        case 0x00, 0x02: data += c.advertisingData
+        case 0x01, 0x03: data = c.advertisingData
+        default: break
+        }
+        guard data.count <= 1650 else { return reject(LESetPeriodicAdvertisingData.self, .memoryCapacityExceeded) }
+        train.data = data
+        if c.operation != 0x04 { train.dataComplete = c.operation == 0x02 || c.operation == 0x03 }
+        sets[c.advertisingHandle]?.periodic = train
+        complete(LESetPeriodicAdvertisingData.self)
+    }
+
+    package func handle(_ c: LESetPeriodicAdvertisingEnable) {
+        guard let set = sets[c.advertisingHandle] else { return reject(LESetPeriodicAdvertisingEnable.self, .unknownAdvertisingIdentifier) }
+        let enable = c.enable & 0x01 != 0
+        guard var train = set.periodic else {
+            if !enable { return complete(LESetPeriodicAdvertisingEnable.self) }
+            return reject(LESetPeriodicAdvertisingEnable.self, .commandDisallowed)  // no parameters set (7.8.63)
+        }
+        if enable {
+            guard train.dataComplete else { return reject(LESetPeriodicAdvertisingEnable.self, .commandDisallowed) }
+            if set.params.ownAddressType == .random && set.randomAddress == nil && randomAddress == nil {
+                return reject(LESetPeriodicAdvertisingEnable.self, .invalidParameters)
+            }
+            if !train.enabled {
+                train.enabled = true
+                train.generation &+= 1
+                sets[c.advertisingHandle]?.periodic = train
+                link.note("controller \(index): periodic advertising on, set \(c.advertisingHandle)")
+                schedulePeriodicEvent(set: c.advertisingHandle, generation: train.generation)
+            }
+        } else if train.enabled {
+            train.enabled = false
+            sets[c.advertisingHandle]?.periodic = train
+            trainStopped(set: c.advertisingHandle)
+        }
+        complete(LESetPeriodicAdvertisingEnable.self)
+    }
+
+    /// The periodic advertising interval of set `handle` in 1.25 ms units, 0 when its train is off
+    /// (what extended advertising reports carry, 7.7.65.13).
+    func periodicInterval(ofSet handle: UInt8) -> UInt16 {
+        guard let t = sets[handle]?.periodic, t.enabled else { return 0 }
+        return t.params.periodicAdvertisingIntervalMin
+    }
+
+    private func schedulePeriodicEvent(set handle: UInt8, generation: UInt64) {
+        guard let train = sets[handle]?.periodic else { return }
+        link.schedule(after: Double(train.params.periodicAdvertisingIntervalMin) * 1.25e-3) { [self] in
+            periodicEvent(set: handle, generation: generation)
+        }
+    }
+
+    /// One periodic advertising event of set `handle`: scanners waiting for it synchronise, the
+    /// synchronised ones get its data.
+    private func periodicEvent(set handle: UInt8, generation: UInt64) {
+        guard let set = sets[handle], let train = set.periodic, train.enabled, train.generation == generation else { return }
+        let address = ownAddress(set.params.ownAddressType, setRandom: set.randomAddress)
+        for scanner in link.controllers where scanner !== self {
+            if let pending = scanner.pendingSync, set.enabled, scanner.isScanning, pending.sid == set.params.advertisingSID,
+               pending.address == address.address, pending.addressType == address.type.rawValue & 0x01 {
+                scanner.synchronise(pending, to: self, set: handle, sid: set.params.advertisingSID, address: address,
+                                    interval: train.params.periodicAdvertisingIntervalMin)
+            }
+            for (syncHandle, sync) in scanner.periodicSyncs.sorted(by: { $0.key < $1.key })
+            where sync.advertiser == index && sync.setHandle == handle && sync.reportsEnabled {
+                scanner.reportPeriodic(train.data, sync: syncHandle)
+            }
+        }
+        schedulePeriodicEvent(set: handle, generation: generation)
+    }
+
+    /// The train of set `handle` stopped (disabled, or the controller reset): each scanner
+    /// synchronised to it loses the sync when its sync timeout passes without the train back.
+    func trainStopped(set handle: UInt8) {
+        for scanner in link.controllers where scanner !== self {
+            for (syncHandle, sync) in scanner.periodicSyncs where sync.advertiser == index && sync.setHandle == handle {
+                link.schedule(after: Double(sync.syncTimeout) * 0.01) { [self, scanner] in
+                    guard scanner.periodicSyncs[syncHandle]?.advertiser == index, periodicInterval(ofSet: handle) == 0 else { return }
+                    scanner.periodicSyncs[syncHandle] = nil
+                    scanner.link.note("controller \(scanner.index): periodic sync \(hexCode(syncHandle, digits: 4)) lost")
+                    scanner.sendLE(LEPeriodicAdvertisingSyncLost(syncHandle: syncHandle))
+                }
+            }
+        }
+    }
+
+    // MARK: Scanner
+
+    private func synchronise(_ pending: PendingSync, to advertiser: VirtualController, set: UInt8, sid: UInt8,
+                             address: DeviceAddress, interval: UInt16) {
+        var handle = nextSyncHandle
+        while periodicSyncs[handle] != nil { handle = handle >= 0x0EFF ? 0 : handle + 1 }
+        nextSyncHandle = handle >= 0x0EFF ? 0 : handle + 1
+        pendingSync = nil
+        periodicSyncs[handle] = SyncState(advertiser: advertiser.index, setHandle: set, syncTimeout: pending.syncTimeout,
+                                          reportsEnabled: pending.reportsEnabled)
+        link.note("controller \(index): synchronised to the periodic advertising of \(address) (SID \(sid)), sync \(hexCode(handle, digits: 4))")
+        sendLE(LEPeriodicAdvertisingSyncEstablished(syncHandle: handle, advertisingSID: sid, advertiserAddressType: address.type.rawValue & 0x01,
+                                                    advertiserAddress: address.address, periodicAdvertisingInterval: interval))
+    }
+
+    /// One periodic advertisement to the host, in reports of at most 247 octets of data.
+    private func reportPeriodic(_ data: [UInt8], sync: UInt16) {
+        let chunk = VirtualController.periodicReportDataLimit
+        var offset = 0
+        repeat {
+            let end = min(data.count, offset + chunk)
+            sendLE(LEPeriodicAdvertisingReport(syncHandle: sync, rssi: VirtualController.rssi,
+                                               dataStatus: end < data.count ? 0x01 : 0x00, data: Array(data[offset..<end])))
+            offset = end
+        } while offset < data.count
+    }
+
+    package func handle(_ c: LEPeriodicAdvertisingCreateSync) {
+        guard pendingSync == nil else { return reject(LEPeriodicAdvertisingCreateSync.self, .commandDisallowed) }
+        // Options bit 0 (the Periodic Advertiser List) is not modelled: refused as unsupported.
+        guard c.options & 0x01 == 0 else { return reject(LEPeriodicAdvertisingCreateSync.self, .unsupportedParameterValue) }
+        guard periodicSyncs.count < VirtualController.maxPeriodicSyncs else {
+            return reject(LEPeriodicAdvertisingCreateSync.self, .memoryCapacityExceeded)
+        }
+        accepted(LEPeriodicAdvertisingCreateSync.self)
+        pendingSync = PendingSync(sid: c.advertisingSID, address: c.advertiserAddress, addressType: c.advertiserAddressType,
+                                  syncTimeout: c.syncTimeout, reportsEnabled: c.options & 0x02 == 0)
+    }
+
+    package func handle(_ _: LEPeriodicAdvertisingCreateSyncCancel) {
+        guard let pending = pendingSync else { return reject(LEPeriodicAdvertisingCreateSyncCancel.self, .commandDisallowed) }
+        pendingSync = nil
+        complete(LEPeriodicAdvertisingCreateSyncCancel.self)
+        // Then Sync Established with Operation Cancelled by Host (7.8.68).
+        sendLE(LEPeriodicAdvertisingSyncEstablished(status: .operationCancelledByHost, syncHandle: 0, advertisingSID: pending.sid,
+                                                    advertiserAddressType: pending.addressType, advertiserAddress: pending.address,
+                                                    periodicAdvertisingInterval: 0))
+    }
+
+    package func handle(_ c: LEPeriodicAdvertisingTerminateSync) {
+        guard periodicSyncs.removeValue(forKey: c.syncHandle) != nil else {
+            return reject(LEPeriodicAdvertisingTerminateSync.self, .unknownAdvertisingIdentifier)
+        }
+        complete(LEPeriodicAdvertisingTerminateSync.self)
+    }
+}
