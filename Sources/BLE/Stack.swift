@@ -285,6 +285,11 @@ actor Stack {
     private var published: [UInt16: ChannelListener] = [:]
     private var scanners: [Int: Scanner] = [:]
     private var nextScannerID = 0
+    /// Periodic syncs' report streams (PeriodicAdvertising.swift), and the one whose Create
+    /// Sync is pending (a controller has one at a time, Core v5.4 Vol 4 Part E 7.8.67).
+    var periodicStreams: [UInt16: AsyncThrowingStream<PeriodicReport, any Error>.Continuation] = [:]
+    var syncStreamAwaitingEstablishment: (advertiser: DeviceAddress, sid: UInt8,
+                                          continuation: AsyncThrowingStream<PeriodicReport, any Error>.Continuation)?
     private var linkObservers: [@Sendable (LinkEvent) -> Void] = []
     private var eventTask: Task<Void, Never>?
     private(set) var lostReason: String?
@@ -415,6 +420,8 @@ actor Stack {
             break  // the link's own: its layers hear them (`HostLinkLayer.linkEvent`)
         case .warning(let text):
             options.log?(text)
+        case .periodicSyncEstablished, .periodicReport, .periodicSyncLost:
+            periodicEvent(event)
         default:
             break
         }
@@ -427,6 +434,8 @@ actor Stack {
         lostReason = reason
         for (_, s) in scanners { s.continuation.finish(throwing: BLEError.transport(TransportError(.lost, reason))) }
         scanners = [:]
+        for (_, s) in periodicStreams { s.finish(throwing: BLEError.transport(TransportError(.lost, reason))) }
+        periodicStreams = [:]
         for o in linkObservers { o(.transportLost(reason)) }
         let pending = links
         links = [:]
@@ -580,6 +589,8 @@ actor Stack {
         published = [:]
         for (_, s) in scanners { s.continuation.finish() }
         scanners = [:]
+        for (_, s) in periodicStreams { s.finish() }
+        periodicStreams = [:]
         for (handle, _) in links {
             _ = try? await host.disconnect(handle: handle, reason: .remoteUserTerminated, timeout: .seconds(2))
         }
