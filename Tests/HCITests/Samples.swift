@@ -8,6 +8,11 @@ let addrB = BDAddress([0xC0, 0x11, 0x22, 0x33, 0x44, 0x55])
 let key16: [UInt8] = Array(0x00..<0x10)
 
 let commandSamples: [any HCICommand] = [
+    LESetPeriodicAdvertisingParameters(advertisingHandle: 0, periodicAdvertisingIntervalMin: 0x50, periodicAdvertisingIntervalMax: 0x60),
+    LESetPeriodicAdvertisingData(advertisingHandle: 0, advertisingData: [0x03, 0xFF, 0x01, 0x02]),
+    LESetPeriodicAdvertisingEnable(enable: 1, advertisingHandle: 0),
+    LEPeriodicAdvertisingCreateSync(advertisingSID: 3, advertiserAddressType: 1, advertiserAddress: addrB),
+    LEPeriodicAdvertisingCreateSyncCancel(), LEPeriodicAdvertisingTerminateSync(syncHandle: 1),
     Disconnect(connectionHandle: 0x0040, reason: .remoteUserTerminated),
     SetEventMask(.leHost), Reset(), WriteLEHostSupport(),
     ReadLocalVersionInformation(), ReadLocalSupportedCommands(), ReadLocalSupportedFeatures(),
@@ -100,6 +105,10 @@ let subeventSamples: [any LEMetaEventParameters] = [
     LEScanTimeout(),
     LEAdvertisingSetTerminated(advertisingHandle: 1, connectionHandle: 0x40, numCompletedExtendedAdvertisingEvents: 3),
     LEEnhancedConnectionCompleteV2(enhanced, advertisingHandle: 1, syncHandle: 0xFFFF),
+    LEPeriodicAdvertisingSyncEstablished(syncHandle: 1, advertisingSID: 3, advertiserAddressType: 1, advertiserAddress: addrA,
+                                         periodicAdvertisingInterval: 0x50),
+    LEPeriodicAdvertisingReport(syncHandle: 1, rssi: -50, dataStatus: 1, data: [0x03, 0xFF, 0x01, 0x02]),
+    LEPeriodicAdvertisingSyncLost(syncHandle: 1),
 ]
 
 let eventSamples: [any HCIEventParameters] = [

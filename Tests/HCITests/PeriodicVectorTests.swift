@@ -1,0 +1,54 @@
+import Testing
+@testable import HCI
+
+/// Periodic advertising and sync (Core v5.4 Vol 4 Part E 7.8.61-7.8.63, 7.8.67-7.8.69,
+/// 7.7.65.14-7.7.65.16): H4 bytes as Bumble's encoder writes them (bumble 0.0.236,
+/// `bytes(HCI_LE_..._Command(...))` / `bytes(HCI_LE_..._Event(...))`), laid out as the
+/// specification's parameter tables give them.
+@Suite struct PeriodicVectorTests {
+    let address = BDAddress([0xC1, 0x02, 0x03, 0x04, 0x05, 0x06])
+
+    func roundTrips<C: HCICommand & Equatable>(_ command: C, _ h4: [UInt8]) throws {
+        #expect(HCIPacket.command(command.packet).h4 == h4, "\(C.name)")
+        #expect(try C.decode(Array(h4.dropFirst(4))) == command, "\(C.name)")
+    }
+
+    @Test func commandsMatchBumble() throws {
+        try roundTrips(LESetPeriodicAdvertisingParameters(advertisingHandle: 0, periodicAdvertisingIntervalMin: 0x50,
+                                                          periodicAdvertisingIntervalMax: 0x60, periodicAdvertisingProperties: 0x40),
+                       [0x01, 0x3E, 0x20, 0x07, 0x00, 0x50, 0x00, 0x60, 0x00, 0x40, 0x00])
+        try roundTrips(LESetPeriodicAdvertisingData(advertisingHandle: 0, operation: 3, advertisingData: [0x03, 0xFF, 0x01, 0x02]),
+                       [0x01, 0x3F, 0x20, 0x07, 0x00, 0x03, 0x04, 0x03, 0xFF, 0x01, 0x02])
+        try roundTrips(LESetPeriodicAdvertisingEnable(enable: 1, advertisingHandle: 0), [0x01, 0x40, 0x20, 0x02, 0x01, 0x00])
+        try roundTrips(LEPeriodicAdvertisingCreateSync(options: 0, advertisingSID: 3, advertiserAddressType: 1, advertiserAddress: address,
+                                                       skip: 0, syncTimeout: 0x64, syncCTEType: 0),
+                       [0x01, 0x44, 0x20, 0x0E, 0x00, 0x03, 0x01, 0x06, 0x05, 0x04, 0x03, 0x02, 0xC1, 0x00, 0x00, 0x64, 0x00, 0x00])
+        try roundTrips(LEPeriodicAdvertisingCreateSyncCancel(), [0x01, 0x45, 0x20, 0x00])
+        try roundTrips(LEPeriodicAdvertisingTerminateSync(syncHandle: 1), [0x01, 0x46, 0x20, 0x02, 0x01, 0x00])
+    }
+
+    @Test func eventsMatchBumble() throws {
+        let established: [UInt8] = [0x04, 0x3E, 0x10, 0x0E, 0x00, 0x01, 0x00, 0x03, 0x01, 0x06, 0x05, 0x04, 0x03, 0x02, 0xC1,
+                                    0x01, 0x50, 0x00, 0x00]
+        let e = LEPeriodicAdvertisingSyncEstablished(syncHandle: 1, advertisingSID: 3, advertiserAddressType: 1, advertiserAddress: address,
+                                                     periodicAdvertisingInterval: 0x50)
+        #expect(HCIPacket.event(e.packet).h4 == established)
+        let report: [UInt8] = [0x04, 0x3E, 0x0C, 0x0F, 0x01, 0x00, 0x7F, 0xCE, 0xFF, 0x01, 0x04, 0x03, 0xFF, 0x01, 0x02]
+        let r = LEPeriodicAdvertisingReport(syncHandle: 1, txPower: 127, rssi: -50, cteType: 0xFF, dataStatus: 1, data: [0x03, 0xFF, 0x01, 0x02])
+        #expect(HCIPacket.event(r.packet).h4 == report)
+        var reader = ByteReader(Array(report.dropFirst(4)))
+        #expect(try LEPeriodicAdvertisingReport(parameters: &reader) == r)
+        #expect(HCIPacket.event(LEPeriodicAdvertisingSyncLost(syncHandle: 1).packet).h4 == [0x04, 0x3E, 0x03, 0x10, 0x01, 0x00])
+    }
+
+    /// Values the specification does not allow are refused by the decoder, naming the field
+    /// (so a controller answers Invalid HCI Command Parameters): an SID over 0x0F (7.8.67), a
+    /// periodic interval under 0x0006 (7.8.61), an Operation over 0x04 (7.8.62), a Data_Length
+    /// over 252 (7.8.62).
+    @Test func outOfRangeParametersAreRefused() {
+        #expect(throws: DecodeError.self) { try LEPeriodicAdvertisingCreateSync.decode([0x00, 0x10, 0x01, 6, 5, 4, 3, 2, 0xC1, 0, 0, 0x64, 0, 0]) }
+        #expect(throws: DecodeError.self) { try LESetPeriodicAdvertisingParameters.decode([0x00, 0x05, 0x00, 0x50, 0x00, 0x00, 0x00]) }
+        #expect(throws: DecodeError.self) { try LESetPeriodicAdvertisingData.decode([0x00, 0x05, 0x00]) }
+        #expect(throws: DecodeError.self) { try LESetPeriodicAdvertisingData.decode([0x00, 0x03, 253] + [UInt8](repeating: 0, count: 253)) }
+    }
+}
