@@ -90,7 +90,8 @@ extension Central {
 
 extension Stack {
     func terminatePeriodic(_ handle: UInt16) async throws {
-        periodicStreams.removeValue(forKey: handle)?.finish()
+        let stream = periodicStreams.removeValue(forKey: handle)
+        defer { stream?.finish() }  // after: its termination handler then finds the sync ended
         guard await host.activePeriodicSyncs.contains(handle) else { return }
         try await host.terminatePeriodicSync(handle)
     }

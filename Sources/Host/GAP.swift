@@ -193,14 +193,18 @@ extension Host {
         p.ownAddress = effectiveOwnAddress(p.ownAddress)
         let info = try self.info
         if advertising { try await stopAdvertising() }
-        let extended = info.supports(LESetExtendedAdvertisingParameters.opcode)
-            && info.supports(LESetExtendedAdvertisingData.opcode) && info.supports(LESetExtendedAdvertisingEnable.opcode)
+        // Extended PDUs asked for (a broadcaster) may also go by the LE Extended Advertising
+        // feature bit (Core v5.4 Vol 6 Part B 4.6.12), which needs the commands (Vol 4 Part E
+        // 3.1.1): Bumble's controller sets it and answers them without listing them.
+        let extended = (info.supports(LESetExtendedAdvertisingParameters.opcode)
+            && info.supports(LESetExtendedAdvertisingData.opcode) && info.supports(LESetExtendedAdvertisingEnable.opcode))
+            || (p.extendedPDUs && LEFeatures(rawValue: info.leFeatures).contains(.leExtendedAdvertising))
         if p.periodic != nil, p.kind != .nonConnectable {
             // Periodic advertising is on non-connectable, non-scannable sets only (7.8.61).
             throw HostError.invalidArgument("a periodic train needs a non-connectable, non-scannable advertising set (Core Vol 4 Part E 7.8.61)")
         }
         if !extended, p.extendedPDUs {
-            throw HostError.unsupported("extended advertising (the LE Set Extended Advertising commands are not among the controller's supported commands)")
+            throw HostError.unsupported("extended advertising (the LE Set Extended Advertising commands are not among the controller's supported commands, nor is the LE Extended Advertising feature)")
         }
         if extended {
             let limit = AdvertisingParameters.legacyDataLimit

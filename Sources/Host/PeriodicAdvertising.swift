@@ -63,13 +63,21 @@ extension Host {
     /// v5.4 Vol 4 Part E 7.8.62: Advertising_Data_Length 0-252).
     static let periodicDataFragmentSize = 252
 
+    /// Whether the controller has the periodic advertising command `opcode`: listed in its
+    /// Supported_Commands, or the LE Periodic Advertising feature bit (Core v5.4 Vol 6 Part B
+    /// 4.6.13) set, which needs the commands (Vol 4 Part E 3.1.1 table). Bumble's controller
+    /// sets the bit and answers the commands without listing them.
+    func supportsPeriodic(_ opcode: HCIOpcode, _ info: ControllerInfo) -> Bool {
+        info.supports(opcode) || LEFeatures(rawValue: info.leFeatures).contains(.lePeriodicAdvertising)
+    }
+
     /// Configures and enables the periodic train of set 0 (its parameters, its data in
     /// fragments, then Periodic Advertising Enable), before the set itself is enabled: a scanner
     /// finds the train through the set's AUX_ADV_IND (7.8.63).
     func startPeriodicAdvertising(_ periodic: PeriodicAdvertisingParameters, info: ControllerInfo) async throws {
         for opcode in [LESetPeriodicAdvertisingParameters.opcode, LESetPeriodicAdvertisingData.opcode, LESetPeriodicAdvertisingEnable.opcode]
-        where !info.supports(opcode) {
-            throw HostError.unsupported("periodic advertising (\(opcode.name) is not among the controller's supported commands)")
+        where !supportsPeriodic(opcode, info) {
+            throw HostError.unsupported("periodic advertising (\(opcode.name) is not among the controller's supported commands, nor is the LE Periodic Advertising feature)")
         }
         _ = try await executeRecovering(LESetPeriodicAdvertisingParameters(
             advertisingHandle: 0, periodicAdvertisingIntervalMin: periodic.intervalMin,
@@ -104,8 +112,8 @@ extension Host {
     public func createPeriodicSync(to advertiser: DeviceAddress, sid: UInt8, skip: UInt16 = 0, syncTimeout: UInt16 = 0x0064,
                                    timeout: Duration = .seconds(10)) async throws -> PeriodicSync {
         let info = try self.info
-        guard info.supports(LEPeriodicAdvertisingCreateSync.opcode) else {
-            throw HostError.unsupported("periodic advertising synchronisation (LE Periodic Advertising Create Sync is not among the controller's supported commands)")
+        guard supportsPeriodic(LEPeriodicAdvertisingCreateSync.opcode, info) else {
+            throw HostError.unsupported("periodic advertising synchronisation (LE Periodic Advertising Create Sync is not among the controller's supported commands, nor is the LE Periodic Advertising feature)")
         }
         guard sid <= 0x0F else {
             throw HostError.invalidArgument("Advertising SID \(hexCode(sid)) of \(advertiser): the advertiser has no periodic train to synchronise to (an SID is 0x00-0x0F; 0xFF means none)")
@@ -149,8 +157,9 @@ extension Host {
         guard periodicSyncs.contains(handle) else {
             throw HostError.invalidArgument("no periodic sync with handle \(hexCode(handle, digits: 4))")
         }
-        _ = try await execute(LEPeriodicAdvertisingTerminateSync(syncHandle: handle), timeout: timeout)
+        // Ended here first: its reports are dropped from now on, and a second terminate meanwhile is refused.
         endPeriodicSync(handle)
+        _ = try await execute(LEPeriodicAdvertisingTerminateSync(syncHandle: handle), timeout: timeout)
     }
 
     /// The periodic syncs established and not yet ended or lost.
