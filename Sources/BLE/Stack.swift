@@ -361,9 +361,18 @@ actor Stack {
         }
         // The bond file is read here, in the caller's task, not at the first LTK request or
         // Signed Write on the host's loop (a damaged file is reported when a link uses it).
+        var bonds: [SMPBond] = []
         if let dir = options.security.bondDirectory,
            let store = BondStores.store(directory: dir, localIdentity: identity, create: false, log: options.log) {
-            _ = try? store.bonds()
+            bonds = (try? store.bonds()) ?? []
+        }
+        // Bonded peers with an IRK go into the controller's resolving list (Core v5.4 Vol 6 Part
+        // B 6); when it refuses or has no room, the host's own resolution (PeerResolver) does it.
+        let resolvable = bonds.compactMap { bond in
+            bond.peerIRK.map { ResolvingListEntry(identity: bond.peer, peerIRK: $0, localIRK: options.security.smp.localIdentity?.irk) }
+        }
+        if let refusal = await host.loadResolvingList(resolvable) {
+            options.log?("controller resolving list not used (\(refusal)); the host resolves bonded peers' private addresses itself")
         }
         let stack = Stack(host: host, transport: transport, options: options, controller: info, localIdentity: identity, privacy: privacy)
         await stack.startEventLoop()

@@ -75,6 +75,12 @@ public final class VirtualController: @unchecked Sendable {
     var pendingSync: PendingSync?
     var periodicSyncs: [UInt16: SyncState] = [:]
     var nextSyncHandle: UInt16 = 0
+    // The resolving list (VirtualController+ResolvingList.swift).
+    var resolvingList: [ResolvingListEntry] = []
+    var resolvingListCapacity = VirtualController.defaultResolvingListCapacity
+    var resolvingListRefusal: HCIStatus?
+    var addressResolution = false
+    var rpaTimeout: UInt16 = 900
     // Scanning.
     var scanActive = true
     var scanEnabled = false
@@ -319,6 +325,11 @@ public final class VirtualController: @unchecked Sendable {
         pendingSync = nil
         periodicSyncs = [:]
         nextSyncHandle = 0
+        // (Reset empties the list and turns resolution off, Vol 4 Part E 7.3.2; the capacity and
+        // a refusal set by a test stay: they are what this controller is.)
+        resolvingList = []
+        addressResolution = false
+        rpaTimeout = 900
         scanActive = true
         scanEnabled = false
         scanExtended = false
@@ -417,7 +428,11 @@ public final class VirtualController: @unchecked Sendable {
         return true
     }
 
-    private func report(_ adv: Advertisement, scanResponse: Bool) {
+    private func report(_ advertised: Advertisement, scanResponse: Bool) {
+        guard let reported = reportedAddress(of: advertised) else { return }
+        var adv = advertised
+        adv.address = reported.address
+        adv.addressType = reported.type
         let data = scanResponse ? adv.scanResponse : adv.data
         if scanFilterDuplicates {
             let key = ReportKey(address: adv.address, type: adv.addressType.rawValue, scanResponse: scanResponse, data: data)

@@ -877,20 +877,6 @@ extension HCICatalog {
             CatalogParameter("keyXCoordinate", .bytes(32)),
             CatalogParameter("keyYCoordinate", .bytes(32)),
         ], returns: []),
-        CatalogEntry(0x2027, "LE Add Device To Resolving List", "Core v5.4 Vol 4 Part E 7.8.38", [
-            CatalogParameter("peerIdentityAddressType", .u8),
-            CatalogParameter("peerIdentityAddress", .address),
-            CatalogParameter("peerIRK", .bytes(16)),
-            CatalogParameter("localIRK", .bytes(16)),
-        ], returns: []),
-        CatalogEntry(0x2028, "LE Remove Device From Resolving List", "Core v5.4 Vol 4 Part E 7.8.39", [
-            CatalogParameter("peerIdentityAddressType", .u8),
-            CatalogParameter("peerIdentityAddress", .address),
-        ], returns: []),
-        CatalogEntry(0x2029, "LE Clear Resolving List", "Core v5.4 Vol 4 Part E 7.8.40", [], returns: []),
-        CatalogEntry(0x202A, "LE Read Resolving List Size", "Core v5.4 Vol 4 Part E 7.8.41", [], returns: [
-            CatalogParameter("resolvingListSize", .u8),
-        ]),
         CatalogEntry(0x202B, "LE Read Peer Resolvable Address", "Core v5.4 Vol 4 Part E 7.8.42", [
             CatalogParameter("peerIdentityAddressType", .u8),
             CatalogParameter("peerIdentityAddress", .address),
@@ -903,12 +889,6 @@ extension HCICatalog {
         ], returns: [
             CatalogParameter("localResolvableAddress", .address),
         ]),
-        CatalogEntry(0x202D, "LE Set Address Resolution Enable", "Core v5.4 Vol 4 Part E 7.8.44", [
-            CatalogParameter("addressResolutionEnable", .u8),
-        ], returns: []),
-        CatalogEntry(0x202E, "LE Set Resolvable Private Address Timeout", "Core v5.4 Vol 4 Part E 7.8.45", [
-            CatalogParameter("rpaTimeout", .u16),
-        ], returns: []),
         CatalogEntry(0x2033, "LE Receiver Test [v2]", "Core v5.4 Vol 4 Part E 7.8.28", [
             CatalogParameter("rxChannel", .u8),
             CatalogParameter("phy", .u8),
@@ -945,11 +925,6 @@ extension HCICatalog {
         CatalogEntry(0x204D, "LE Write RF Path Compensation", "Core v5.4 Vol 4 Part E 7.8.76", [
             CatalogParameter("rfTxPathCompensationValue", .i16),
             CatalogParameter("rfRxPathCompensationValue", .i16),
-        ], returns: []),
-        CatalogEntry(0x204E, "LE Set Privacy Mode", "Core v5.4 Vol 4 Part E 7.8.77", [
-            CatalogParameter("peerIdentityAddressType", .u8),
-            CatalogParameter("peerIdentityAddress", .address),
-            CatalogParameter("privacyMode", .u8),
         ], returns: []),
         CatalogEntry(0x204F, "LE Receiver Test [v3]", "Core v5.4 Vol 4 Part E 7.8.28", [
             CatalogParameter("rxChannel", .u8),

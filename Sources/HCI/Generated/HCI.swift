@@ -1801,6 +1801,161 @@ public struct LEExtendedCreateConnection: HCICommand, Equatable {
     }
 }
 
+/// LE Add Device To Resolving List (0x2027).
+public struct LEAddDeviceToResolvingList: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0027)
+    public static let name = "LE Add Device To Resolving List"
+    public var peerIdentityAddressType: UInt8
+    public var peerIdentityAddress: BDAddress
+    public var peerIRK: [UInt8]
+    public var localIRK: [UInt8]
+    public init(peerIdentityAddressType: UInt8, peerIdentityAddress: BDAddress, peerIRK: [UInt8], localIRK: [UInt8]) {
+        self.peerIdentityAddressType = peerIdentityAddressType
+        self.peerIdentityAddress = peerIdentityAddress
+        self.peerIRK = peerIRK
+        self.localIRK = localIRK
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        peerIdentityAddressType = try r.valid(try r.u8("peerIdentityAddressType"), 0...1, "peerIdentityAddressType")
+        peerIdentityAddress = try r.address("peerIdentityAddress")
+        peerIRK = try r.block16("peerIRK")
+        localIRK = try r.block16("localIRK")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(peerIdentityAddressType)
+        w.address(peerIdentityAddress)
+        w.padded(peerIRK, to: 16)
+        w.padded(localIRK, to: 16)
+    }
+    public var fields: [Field] {
+        [.code("peerIdentityAddressType", peerIdentityAddressType),
+         .address("peerIdentityAddress", peerIdentityAddress),
+         .bytes("peerIRK", peerIRK),
+         .bytes("localIRK", localIRK)]
+    }
+}
+
+/// LE Remove Device From Resolving List (0x2028).
+public struct LERemoveDeviceFromResolvingList: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0028)
+    public static let name = "LE Remove Device From Resolving List"
+    public var peerIdentityAddressType: UInt8
+    public var peerIdentityAddress: BDAddress
+    public init(peerIdentityAddressType: UInt8, peerIdentityAddress: BDAddress) {
+        self.peerIdentityAddressType = peerIdentityAddressType
+        self.peerIdentityAddress = peerIdentityAddress
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        peerIdentityAddressType = try r.valid(try r.u8("peerIdentityAddressType"), 0...1, "peerIdentityAddressType")
+        peerIdentityAddress = try r.address("peerIdentityAddress")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(peerIdentityAddressType)
+        w.address(peerIdentityAddress)
+    }
+    public var fields: [Field] {
+        [.code("peerIdentityAddressType", peerIdentityAddressType),
+         .address("peerIdentityAddress", peerIdentityAddress)]
+    }
+}
+
+/// LE Clear Resolving List (0x2029).
+public struct LEClearResolvingList: HCIParameterlessCommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0029)
+    public static let name = "LE Clear Resolving List"
+    public init() {}
+}
+
+/// LE Read Resolving List Size (0x202A).
+public struct LEReadResolvingListSize: HCIParameterlessCommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x002A)
+    public static let name = "LE Read Resolving List Size"
+    public init() {}
+
+    public struct ReturnParameters: HCIReturnParameters, Equatable {
+        public var resolvingListSize: UInt8
+        public init(resolvingListSize: UInt8) {
+            self.resolvingListSize = resolvingListSize
+        }
+        public init(returnParameters r: inout ByteReader) throws(DecodeError) {
+            resolvingListSize = try r.u8("resolvingListSize")
+        }
+        public func encode(into w: inout ByteWriter) {
+            w.u8(resolvingListSize)
+        }
+        public var fields: [Field] {
+            [.int("resolvingListSize", resolvingListSize)]
+        }
+    }
+}
+
+/// LE Set Address Resolution Enable (0x202D).
+public struct LESetAddressResolutionEnable: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x002D)
+    public static let name = "LE Set Address Resolution Enable"
+    public var addressResolutionEnable: Bool
+    public init(addressResolutionEnable: Bool) {
+        self.addressResolutionEnable = addressResolutionEnable
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        addressResolutionEnable = try r.valid(try r.u8("addressResolutionEnable"), 0...1, "addressResolutionEnable") != 0
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(addressResolutionEnable ? 1 : 0)
+    }
+    public var fields: [Field] {
+        [.code("addressResolutionEnable", UInt8(addressResolutionEnable ? 1 : 0), note: addressResolutionEnable ? "enabled" : "disabled")]
+    }
+}
+
+/// LE Set Resolvable Private Address Timeout (0x202E).
+public struct LESetResolvablePrivateAddressTimeout: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x002E)
+    public static let name = "LE Set Resolvable Private Address Timeout"
+    public var rpaTimeout: UInt16
+    public init(rpaTimeout: UInt16 = 0x0384) {
+        self.rpaTimeout = rpaTimeout
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        rpaTimeout = try r.valid(try r.u16("rpaTimeout"), 0x0001...0x0E10, "rpaTimeout")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(rpaTimeout)
+    }
+    public var fields: [Field] {
+        [.int("rpaTimeout", rpaTimeout)]
+    }
+}
+
+/// LE Set Privacy Mode (0x204E).
+public struct LESetPrivacyMode: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x004E)
+    public static let name = "LE Set Privacy Mode"
+    public var peerIdentityAddressType: UInt8
+    public var peerIdentityAddress: BDAddress
+    public var privacyMode: UInt8
+    public init(peerIdentityAddressType: UInt8, peerIdentityAddress: BDAddress, privacyMode: UInt8) {
+        self.peerIdentityAddressType = peerIdentityAddressType
+        self.peerIdentityAddress = peerIdentityAddress
+        self.privacyMode = privacyMode
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        peerIdentityAddressType = try r.valid(try r.u8("peerIdentityAddressType"), 0...1, "peerIdentityAddressType")
+        peerIdentityAddress = try r.address("peerIdentityAddress")
+        privacyMode = try r.valid(try r.u8("privacyMode"), 0...1, "privacyMode")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(peerIdentityAddressType)
+        w.address(peerIdentityAddress)
+        w.u8(privacyMode)
+    }
+    public var fields: [Field] {
+        [.code("peerIdentityAddressType", peerIdentityAddressType),
+         .address("peerIdentityAddress", peerIdentityAddress),
+         .code("privacyMode", privacyMode)]
+    }
+}
+
 /// LE Set Periodic Advertising Parameters [v1] (0x203E): the train of an extended,
 /// non-connectable, non-scannable set.
 public struct LESetPeriodicAdvertisingParameters: HCICommand, Equatable {
@@ -3006,6 +3161,13 @@ let allCommandTypes: [any HCICommand.Type] = [
     LESetExtendedScanParameters.self,
     LESetExtendedScanEnable.self,
     LEExtendedCreateConnection.self,
+    LEAddDeviceToResolvingList.self,
+    LERemoveDeviceFromResolvingList.self,
+    LEClearResolvingList.self,
+    LEReadResolvingListSize.self,
+    LESetAddressResolutionEnable.self,
+    LESetResolvablePrivateAddressTimeout.self,
+    LESetPrivacyMode.self,
     LESetPeriodicAdvertisingParameters.self,
     LESetPeriodicAdvertisingData.self,
     LESetPeriodicAdvertisingEnable.self,
@@ -3075,6 +3237,13 @@ package protocol HCICommandHandler {
     func handle(_ command: LESetExtendedScanParameters)
     func handle(_ command: LESetExtendedScanEnable)
     func handle(_ command: LEExtendedCreateConnection)
+    func handle(_ command: LEAddDeviceToResolvingList)
+    func handle(_ command: LERemoveDeviceFromResolvingList)
+    func handle(_ command: LEClearResolvingList)
+    func handle(_ command: LEReadResolvingListSize)
+    func handle(_ command: LESetAddressResolutionEnable)
+    func handle(_ command: LESetResolvablePrivateAddressTimeout)
+    func handle(_ command: LESetPrivacyMode)
     func handle(_ command: LESetPeriodicAdvertisingParameters)
     func handle(_ command: LESetPeriodicAdvertisingData)
     func handle(_ command: LESetPeriodicAdvertisingEnable)
@@ -3146,6 +3315,13 @@ extension HCICommandHandler {
         case 0x2041: handle(try LESetExtendedScanParameters.decode(packet.parameters))
         case 0x2042: handle(try LESetExtendedScanEnable.decode(packet.parameters))
         case 0x2043: handle(try LEExtendedCreateConnection.decode(packet.parameters))
+        case 0x2027: handle(try LEAddDeviceToResolvingList.decode(packet.parameters))
+        case 0x2028: handle(try LERemoveDeviceFromResolvingList.decode(packet.parameters))
+        case 0x2029: handle(try LEClearResolvingList.decode(packet.parameters))
+        case 0x202A: handle(try LEReadResolvingListSize.decode(packet.parameters))
+        case 0x202D: handle(try LESetAddressResolutionEnable.decode(packet.parameters))
+        case 0x202E: handle(try LESetResolvablePrivateAddressTimeout.decode(packet.parameters))
+        case 0x204E: handle(try LESetPrivacyMode.decode(packet.parameters))
         case 0x203E: handle(try LESetPeriodicAdvertisingParameters.decode(packet.parameters))
         case 0x203F: handle(try LESetPeriodicAdvertisingData.decode(packet.parameters))
         case 0x2040: handle(try LESetPeriodicAdvertisingEnable.decode(packet.parameters))
@@ -3217,6 +3393,13 @@ let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [
     0x2041: (37, 5),  // LE Set Extended Scan Parameters
     0x2042: (37, 6),  // LE Set Extended Scan Enable
     0x2043: (37, 7),  // LE Extended Create Connection
+    0x2027: (34, 3),  // LE Add Device To Resolving List
+    0x2028: (34, 4),  // LE Remove Device From Resolving List
+    0x2029: (34, 5),  // LE Clear Resolving List
+    0x202A: (34, 6),  // LE Read Resolving List Size
+    0x202D: (35, 1),  // LE Set Address Resolution Enable
+    0x202E: (35, 2),  // LE Set Resolvable Private Address Timeout
+    0x204E: (39, 2),  // LE Set Privacy Mode
     0x203E: (37, 2),  // LE Set Periodic Advertising Parameters
     0x203F: (37, 3),  // LE Set Periodic Advertising Data
     0x2040: (37, 4),  // LE Set Periodic Advertising Enable
