@@ -404,7 +404,7 @@ actor Stack {
         case .advertisement(let report):
             for (id, var s) in scanners {
                 if var adv = s.tracker.update(with: report, everyReport: s.everyReport) {
-                    adv.identity = peers.identity(of: adv.address)
+                    adv.identity = Self.controllerResolvedIdentity(adv.address) ?? peers.identity(of: adv.address)
                     if s.filter.matches(adv) { s.continuation.yield(adv) }
                 }
                 scanners[id] = s
@@ -433,6 +433,17 @@ actor Stack {
             periodicEvent(event)
         default:
             break
+        }
+    }
+
+    /// An address the controller reports typed Public/Random Identity Address (0x02/0x03, Core
+    /// v5.4 Vol 4 Part E 7.7.65.13) is a peer of its resolving list resolved from its RPA: the
+    /// identity itself.
+    static func controllerResolvedIdentity(_ a: DeviceAddress) -> DeviceAddress? {
+        switch a.type {
+        case .publicIdentity: DeviceAddress(a.address, type: .public)
+        case .randomIdentity: DeviceAddress(a.address, type: .random)
+        case .public, .random: nil
         }
     }
 

@@ -52,3 +52,38 @@ import Testing
         #expect(throws: DecodeError.self) { try LESetPeriodicAdvertisingData.decode([0x00, 0x03, 253] + [UInt8](repeating: 0, count: 253)) }
     }
 }
+
+/// The resolving list commands (Core v5.4 Vol 4 Part E 7.8.38, 7.8.40, 7.8.41, 7.8.44, 7.8.45,
+/// 7.8.77) as Bumble's encoder writes them (bumble 0.0.236), and the Supported_Commands bit of
+/// each periodic and resolving-list command as Bumble's HCI_SUPPORTED_COMMANDS_MASKS gives it
+/// (Vol 4 Part E 6.27).
+@Suite struct ResolvingListVectorTests {
+    let address = BDAddress([0xC1, 0x02, 0x03, 0x04, 0x05, 0x06])
+
+    @Test func commandsMatchBumble() throws {
+        let add = LEAddDeviceToResolvingList(peerIdentityAddressType: 0, peerIdentityAddress: address, peerIRK: Array(0..<16),
+                                             localIRK: [UInt8](repeating: 0, count: 16))
+        #expect(HCIPacket.command(add.packet).h4 == [0x01, 0x27, 0x20, 0x27, 0x00, 0x06, 0x05, 0x04, 0x03, 0x02, 0xC1] + Array(0..<16)
+                + [UInt8](repeating: 0, count: 16))
+        #expect(try LEAddDeviceToResolvingList.decode(Array(HCIPacket.command(add.packet).h4.dropFirst(4))) == add)
+        #expect(HCIPacket.command(LEClearResolvingList().packet).h4 == [0x01, 0x29, 0x20, 0x00])
+        #expect(HCIPacket.command(LEReadResolvingListSize().packet).h4 == [0x01, 0x2A, 0x20, 0x00])
+        #expect(HCIPacket.command(LESetAddressResolutionEnable(addressResolutionEnable: true).packet).h4 == [0x01, 0x2D, 0x20, 0x01, 0x01])
+        #expect(HCIPacket.command(LESetResolvablePrivateAddressTimeout(rpaTimeout: 900).packet).h4 == [0x01, 0x2E, 0x20, 0x02, 0x84, 0x03])
+        let mode = LESetPrivacyMode(peerIdentityAddressType: 0, peerIdentityAddress: address, privacyMode: 1)
+        #expect(HCIPacket.command(mode.packet).h4 == [0x01, 0x4E, 0x20, 0x08, 0x00, 0x06, 0x05, 0x04, 0x03, 0x02, 0xC1, 0x01])
+    }
+
+    @Test func supportedCommandsBitsMatchBumble() {
+        let bits: [(any HCICommand.Type, Int, Int)] = [
+            (LEAddDeviceToResolvingList.self, 34, 3), (LERemoveDeviceFromResolvingList.self, 34, 4), (LEClearResolvingList.self, 34, 5),
+            (LEReadResolvingListSize.self, 34, 6), (LESetAddressResolutionEnable.self, 35, 1),
+            (LESetResolvablePrivateAddressTimeout.self, 35, 2), (LESetPrivacyMode.self, 39, 2),
+            (LESetPeriodicAdvertisingParameters.self, 37, 2), (LESetPeriodicAdvertisingData.self, 37, 3),
+            (LESetPeriodicAdvertisingEnable.self, 37, 4), (LEPeriodicAdvertisingCreateSync.self, 38, 0),
+            (LEPeriodicAdvertisingCreateSyncCancel.self, 38, 1), (LEPeriodicAdvertisingTerminateSync.self, 38, 2)]
+        for (t, octet, bit) in bits {
+            #expect(ReadLocalSupportedCommands.bitPosition(t.opcode).map { [$0.octet, $0.bit] } == [octet, bit], "\(t.name)")
+        }
+    }
+}

@@ -8,6 +8,10 @@ let addrB = BDAddress([0xC0, 0x11, 0x22, 0x33, 0x44, 0x55])
 let key16: [UInt8] = Array(0x00..<0x10)
 
 let commandSamples: [any HCICommand] = [
+    LEAddDeviceToResolvingList(peerIdentityAddressType: 0, peerIdentityAddress: addrA, peerIRK: key16, localIRK: key16.reversed()),
+    LERemoveDeviceFromResolvingList(peerIdentityAddressType: 1, peerIdentityAddress: addrB), LEClearResolvingList(),
+    LEReadResolvingListSize(), LESetAddressResolutionEnable(addressResolutionEnable: true),
+    LESetResolvablePrivateAddressTimeout(rpaTimeout: 900), LESetPrivacyMode(peerIdentityAddressType: 0, peerIdentityAddress: addrA, privacyMode: 1),
     LESetPeriodicAdvertisingParameters(advertisingHandle: 0, periodicAdvertisingIntervalMin: 0x50, periodicAdvertisingIntervalMax: 0x60),
     LESetPeriodicAdvertisingData(advertisingHandle: 0, advertisingData: [0x03, 0xFF, 0x01, 0x02]),
     LESetPeriodicAdvertisingEnable(enable: 1, advertisingHandle: 0),
@@ -80,6 +84,7 @@ let returnSamples: [(any HCICommand.Type, any HCIReturnParameters)] = [
     (LEReadAdvertisingPhysicalChannelTxPower.self, LEReadAdvertisingPhysicalChannelTxPower.ReturnParameters(txPowerLevel: -4)),
     (LESetExtendedAdvertisingParameters.self, LESetExtendedAdvertisingParameters.ReturnParameters(selectedTxPower: 0)),
     (LEReadMaximumAdvertisingDataLength.self, LEReadMaximumAdvertisingDataLength.ReturnParameters(maxAdvertisingDataLength: 1650)),
+    (LEReadResolvingListSize.self, LEReadResolvingListSize.ReturnParameters(resolvingListSize: 8)),
     (LEReadNumberOfSupportedAdvertisingSets.self, LEReadNumberOfSupportedAdvertisingSets.ReturnParameters(numSupportedAdvertisingSets: 4)),
 ]
 
