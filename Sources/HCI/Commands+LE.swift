@@ -15,6 +15,7 @@ extension LEEventMask {
                                            .enhancedConnectionComplete, .directedAdvertisingReport, .phyUpdateComplete,
                                            .extendedAdvertisingReport, .periodicAdvertisingSyncEstablished,
                                            .periodicAdvertisingReport, .periodicAdvertisingSyncLost,
+                                           .periodicAdvertisingSyncTransferReceived,
                                            .scanTimeout, .advertisingSetTerminated]
 }
 

@@ -278,6 +278,9 @@ public enum HostEvent: Sendable {
     case periodicReport(PeriodicReport)
     /// The controller lost a sync (no train for its sync timeout, Core v5.4 Vol 4 Part E 7.7.65.16).
     case periodicSyncLost(handle: UInt16)
+    /// The peer on a connection gave us a sync (Periodic Advertising Sync Transfer, Core v5.4
+    /// Vol 4 Part E 7.7.65.24), with the service data it sent.
+    case periodicSyncTransferred(PeriodicSync, connection: UInt16, serviceData: UInt16)
     case hardwareError(UInt8)
     case transportLost(TransportError)
     /// Something was dropped or ignored (malformed event, bad ACL fragment, full queue).

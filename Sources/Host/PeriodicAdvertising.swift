@@ -210,4 +210,60 @@ extension Host {
         endPeriodicSync(e.syncHandle)
         emit(.periodicSyncLost(handle: e.syncHandle))
     }
+
+    // MARK: Periodic Advertising Sync Transfer (7.8.89-7.8.92)
+
+    private func requirePAST(_ opcode: HCIOpcode) throws {
+        guard try self.info.supports(opcode) else {
+            throw HostError.unsupported("Periodic Advertising Sync Transfer (\(opcode.name) is not among the controller's supported commands)")
+        }
+    }
+
+    /// Gives the peer on `connection` our periodic sync `sync` (LE Periodic Advertising Sync
+    /// Transfer, Core v5.4 Vol 4 Part E 7.8.89); its host gets `serviceData` with it.
+    public func transferPeriodicSync(_ sync: UInt16, to connection: UInt16, serviceData: UInt16 = 0) async throws {
+        guard links[connection] != nil else { throw HostError.unknownConnection(connection) }
+        guard periodicSyncs.contains(sync) else { throw HostError.invalidArgument("no periodic sync with handle \(hexCode(sync, digits: 4))") }
+        try requirePAST(LEPeriodicAdvertisingSyncTransfer.opcode)
+        _ = try await execute(LEPeriodicAdvertisingSyncTransfer(connectionHandle: connection, serviceData: serviceData, syncHandle: sync))
+    }
+
+    /// Gives the peer on `connection` the periodic train of our set 0 (LE Periodic Advertising
+    /// Set Info Transfer, 7.8.90).
+    public func transferPeriodicAdvertising(to connection: UInt16, serviceData: UInt16 = 0) async throws {
+        guard links[connection] != nil else { throw HostError.unknownConnection(connection) }
+        guard periodicAdvertising else { throw HostError.invalidArgument("no periodic train is on to transfer (start one with AdvertisingParameters.periodic)") }
+        try requirePAST(LEPeriodicAdvertisingSetInfoTransfer.opcode)
+        _ = try await execute(LEPeriodicAdvertisingSetInfoTransfer(connectionHandle: connection, serviceData: serviceData, advertisingHandle: 0))
+    }
+
+    /// Accepts syncs the peer transfers, on `connection` (LE Set Periodic Advertising Sync
+    /// Transfer Parameters, 7.8.91) or, when nil, on every later connection (the default
+    /// parameters, 7.8.92): Mode 0x02, reports enabled (0x01 with `reports` false). They arrive as
+    /// `HostEvent.periodicSyncTransferred`, then their reports as `periodicReport`.
+    public func acceptPeriodicSyncTransfers(on connection: UInt16? = nil, reports: Bool = true, syncTimeout: UInt16 = 0x0064) async throws {
+        let mode: UInt8 = reports ? 0x02 : 0x01
+        if let connection {
+            guard links[connection] != nil else { throw HostError.unknownConnection(connection) }
+            try requirePAST(LESetPeriodicAdvertisingSyncTransferParameters.opcode)
+            _ = try await execute(LESetPeriodicAdvertisingSyncTransferParameters(connectionHandle: connection, mode: mode, syncTimeout: syncTimeout))
+        } else {
+            try requirePAST(LESetDefaultPeriodicAdvertisingSyncTransferParameters.opcode)
+            _ = try await execute(LESetDefaultPeriodicAdvertisingSyncTransferParameters(mode: mode, syncTimeout: syncTimeout))
+        }
+    }
+
+    package func handle(_ e: LEPeriodicAdvertisingSyncTransferReceived) {
+        guard e.status.isSuccess else {
+            return warn("LE Periodic Advertising Sync Transfer Received on connection \(hexCode(e.connectionHandle, digits: 4)) with status \(e.status)")
+        }
+        guard e.syncHandle <= 0x0EFF else {
+            return warn("LE Periodic Advertising Sync Transfer Received with Sync_Handle \(hexCode(e.syncHandle, digits: 4)), outside 0x0000-0x0EFF: ignored")
+        }
+        let sync = PeriodicSync(handle: e.syncHandle,
+                                advertiser: DeviceAddress(e.advertiserAddress, type: AddressType(rawValue: e.advertiserAddressType) ?? .random),
+                                sid: e.advertisingSID, phy: e.advertiserPHY, interval: e.periodicAdvertisingInterval)
+        periodicSyncs.insert(e.syncHandle)
+        emit(.periodicSyncTransferred(sync, connection: e.connectionHandle, serviceData: e.serviceData))
+    }
 }

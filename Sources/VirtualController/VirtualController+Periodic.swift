@@ -6,8 +6,11 @@ import HCI
 // set's extended advertising is on (where the SyncInfo is) synchronises at the next event, and
 // every event gives each synchronised controller its reports (the data in fragments of at most
 // 247 octets, Data_Status 0b01 on all but the last). A train that stops is lost by its scanners
-// after their sync timeout. Not modelled: the periodic advertiser list (Options bit 0), skip,
-// CTE, and the train's radio time in airtime mode.
+// after their sync timeout. Periodic Advertising Sync Transfer (7.8.89-7.8.92): a sync, or the
+// train of one of our sets, handed to the peer on a link, which synchronises when its
+// parameters for the link (or its defaults) say so. Not modelled: the periodic advertiser list
+// (Options bit 0), skip, CTE, duplicate filtering (PAST mode 3 as 2), and the train's radio
+// time in airtime mode.
 
 extension VirtualController {
     /// The periodic train of an extended advertising set.
@@ -37,6 +40,13 @@ extension VirtualController {
         var setHandle: UInt8
         var syncTimeout: UInt16
         var reportsEnabled: Bool
+    }
+
+    /// Periodic Advertising Sync Transfer parameters (7.8.91, 7.8.92).
+    struct PASTParameters {
+        /// 0 ignore transfers, 1 synchronise with reports disabled, 2 with reports, 3 with duplicate filtering.
+        var mode: UInt8 = 0
+        var syncTimeout: UInt16 = 0x0064
     }
 
     /// Largest Data in one LE Periodic Advertising Report: 255 − subevent code − 7 octets (7.7.65.15).
@@ -164,11 +174,16 @@ extension VirtualController {
 
     // MARK: Scanner
 
-    private func synchronise(_ pending: PendingSync, to advertiser: VirtualController, set: UInt8, sid: UInt8,
-                             address: DeviceAddress, interval: UInt16) {
+    private func allocateSyncHandle() -> UInt16 {
         var handle = nextSyncHandle
         while periodicSyncs[handle] != nil { handle = handle >= 0x0EFF ? 0 : handle + 1 }
         nextSyncHandle = handle >= 0x0EFF ? 0 : handle + 1
+        return handle
+    }
+
+    private func synchronise(_ pending: PendingSync, to advertiser: VirtualController, set: UInt8, sid: UInt8,
+                             address: DeviceAddress, interval: UInt16) {
+        let handle = allocateSyncHandle()
         pendingSync = nil
         periodicSyncs[handle] = SyncState(advertiser: advertiser.index, setHandle: set, syncTimeout: pending.syncTimeout,
                                           reportsEnabled: pending.reportsEnabled)
@@ -216,5 +231,65 @@ extension VirtualController {
             return reject(LEPeriodicAdvertisingTerminateSync.self, .unknownAdvertisingIdentifier)
         }
         complete(LEPeriodicAdvertisingTerminateSync.self)
+    }
+
+    // MARK: Periodic Advertising Sync Transfer
+
+    package func handle(_ c: LEPeriodicAdvertisingSyncTransfer) {
+        guard let conn = connections[c.connectionHandle] else {
+            return reject(LEPeriodicAdvertisingSyncTransfer.self, .unknownConnectionIdentifier, handle: c.connectionHandle)
+        }
+        guard let sync = periodicSyncs[c.syncHandle], let advertiser = link.controllers.first(where: { $0.index == sync.advertiser }) else {
+            return reject(LEPeriodicAdvertisingSyncTransfer.self, .unknownAdvertisingIdentifier, handle: c.connectionHandle)
+        }
+        complete(LEPeriodicAdvertisingSyncTransfer.self, .init(connectionHandle: c.connectionHandle))
+        conn.peer(of: self).receiveSyncTransfer(from: advertiser, set: sync.setHandle, serviceData: c.serviceData, on: conn)
+    }
+
+    package func handle(_ c: LEPeriodicAdvertisingSetInfoTransfer) {
+        guard let conn = connections[c.connectionHandle] else {
+            return reject(LEPeriodicAdvertisingSetInfoTransfer.self, .unknownConnectionIdentifier, handle: c.connectionHandle)
+        }
+        guard sets[c.advertisingHandle] != nil else {
+            return reject(LEPeriodicAdvertisingSetInfoTransfer.self, .unknownAdvertisingIdentifier, handle: c.connectionHandle)
+        }
+        // The set's train must be on (7.8.90).
+        guard periodicInterval(ofSet: c.advertisingHandle) != 0 else {
+            return reject(LEPeriodicAdvertisingSetInfoTransfer.self, .commandDisallowed, handle: c.connectionHandle)
+        }
+        complete(LEPeriodicAdvertisingSetInfoTransfer.self, .init(connectionHandle: c.connectionHandle))
+        conn.peer(of: self).receiveSyncTransfer(from: self, set: c.advertisingHandle, serviceData: c.serviceData, on: conn)
+    }
+
+    package func handle(_ c: LESetPeriodicAdvertisingSyncTransferParameters) {
+        guard let conn = connections[c.connectionHandle] else {
+            return reject(LESetPeriodicAdvertisingSyncTransferParameters.self, .unknownConnectionIdentifier, handle: c.connectionHandle)
+        }
+        conn.pastParameters[index] = PASTParameters(mode: c.mode, syncTimeout: c.syncTimeout)
+        complete(LESetPeriodicAdvertisingSyncTransferParameters.self, .init(connectionHandle: c.connectionHandle))
+    }
+
+    package func handle(_ c: LESetDefaultPeriodicAdvertisingSyncTransferParameters) {
+        defaultPASTParameters = PASTParameters(mode: c.mode, syncTimeout: c.syncTimeout)
+        complete(LESetDefaultPeriodicAdvertisingSyncTransferParameters.self)
+    }
+
+    /// The peer on `conn` transferred the train of `advertiser`'s set `set` (its SyncInfo, Vol 6
+    /// Part B 2.4.2.27 LL_PERIODIC_SYNC_IND): synchronise when this side's parameters for the
+    /// link say so, unless already synchronised to that train (7.8.91).
+    private func receiveSyncTransfer(from advertiser: VirtualController, set: UInt8, serviceData: UInt16, on conn: VirtualConnection) {
+        let parameters = conn.pastParameters[index] ?? defaultPASTParameters
+        guard parameters.mode != 0, let s = advertiser.sets[set], let train = s.periodic, train.enabled else { return }
+        guard !periodicSyncs.values.contains(where: { $0.advertiser == advertiser.index && $0.setHandle == set }) else { return }
+        guard periodicSyncs.count < VirtualController.maxPeriodicSyncs else { return }
+        let handle = allocateSyncHandle()
+        periodicSyncs[handle] = SyncState(advertiser: advertiser.index, setHandle: set, syncTimeout: parameters.syncTimeout,
+                                          reportsEnabled: parameters.mode >= 2)
+        let address = advertiser.ownAddress(s.params.ownAddressType, setRandom: s.randomAddress)
+        link.note("controller \(index): periodic sync \(hexCode(handle, digits: 4)) transferred over connection \(hexCode(conn.handle(of: self), digits: 4))")
+        sendLE(LEPeriodicAdvertisingSyncTransferReceived(connectionHandle: conn.handle(of: self), serviceData: serviceData, syncHandle: handle,
+                                                         advertisingSID: s.params.advertisingSID,
+                                                         advertiserAddressType: address.type.rawValue & 0x01, advertiserAddress: address.address,
+                                                         periodicAdvertisingInterval: train.params.periodicAdvertisingIntervalMin))
     }
 }

@@ -75,6 +75,8 @@ public final class VirtualController: @unchecked Sendable {
     var pendingSync: PendingSync?
     var periodicSyncs: [UInt16: SyncState] = [:]
     var nextSyncHandle: UInt16 = 0
+    /// LE Set Default Periodic Advertising Sync Transfer Parameters (7.8.92): mode 0, ignore transfers.
+    var defaultPASTParameters = PASTParameters()
     // The resolving list (VirtualController+ResolvingList.swift).
     var resolvingList: [ResolvingListEntry] = []
     var resolvingListCapacity = VirtualController.defaultResolvingListCapacity
@@ -138,7 +140,9 @@ public final class VirtualController: @unchecked Sendable {
     public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
     public static let maxAdvertisingSets = 4
     public static let rssi: Int8 = -50
-    public static let features: LEFeatures = [.leEncryption, .dataPacketLengthExtension, .le2MPHY, .leExtendedAdvertising, .lePeriodicAdvertising]
+    public static let features: LEFeatures = [.leEncryption, .dataPacketLengthExtension, .llPrivacy, .le2MPHY, .leExtendedAdvertising,
+                                                     .lePeriodicAdvertising, .periodicAdvertisingSyncTransferSender,
+                                                     .periodicAdvertisingSyncTransferRecipient]
 
     init(link: VirtualLink, index: Int, aclBuffers: Int, aclDataLength: Int) {
         self.link = link
@@ -325,6 +329,7 @@ public final class VirtualController: @unchecked Sendable {
         pendingSync = nil
         periodicSyncs = [:]
         nextSyncHandle = 0
+        defaultPASTParameters = PASTParameters()
         // (Reset empties the list and turns resolution off, Vol 4 Part E 7.3.2; the capacity and
         // a refusal set by a test stay: they are what this controller is.)
         resolvingList = []

@@ -41,6 +41,23 @@ import Testing
         #expect(HCIPacket.event(LEPeriodicAdvertisingSyncLost(syncHandle: 1).packet).h4 == [0x04, 0x3E, 0x03, 0x10, 0x01, 0x00])
     }
 
+    /// Periodic Advertising Sync Transfer (7.8.89-7.8.92, 7.7.65.24), as Bumble encodes it.
+    @Test func syncTransferMatchesBumble() throws {
+        try roundTrips(LEPeriodicAdvertisingSyncTransfer(connectionHandle: 0x40, serviceData: 0x1234, syncHandle: 1),
+                       [0x01, 0x5A, 0x20, 0x06, 0x40, 0x00, 0x34, 0x12, 0x01, 0x00])
+        try roundTrips(LEPeriodicAdvertisingSetInfoTransfer(connectionHandle: 0x40, serviceData: 0x1234, advertisingHandle: 0),
+                       [0x01, 0x5B, 0x20, 0x05, 0x40, 0x00, 0x34, 0x12, 0x00])
+        try roundTrips(LESetPeriodicAdvertisingSyncTransferParameters(connectionHandle: 0x40, mode: 2, skip: 0, syncTimeout: 0x64, cteType: 0),
+                       [0x01, 0x5C, 0x20, 0x08, 0x40, 0x00, 0x02, 0x00, 0x00, 0x64, 0x00, 0x00])
+        try roundTrips(LESetDefaultPeriodicAdvertisingSyncTransferParameters(mode: 2, skip: 0, syncTimeout: 0x64, cteType: 0),
+                       [0x01, 0x5D, 0x20, 0x06, 0x02, 0x00, 0x00, 0x64, 0x00, 0x00])
+        let received = LEPeriodicAdvertisingSyncTransferReceived(connectionHandle: 0x40, serviceData: 0x1234, syncHandle: 1, advertisingSID: 3,
+                                                                 advertiserAddressType: 1, advertiserAddress: address,
+                                                                 periodicAdvertisingInterval: 0x50)
+        #expect(HCIPacket.event(received.packet).h4 == [0x04, 0x3E, 0x14, 0x18, 0x00, 0x40, 0x00, 0x34, 0x12, 0x01, 0x00, 0x03, 0x01,
+                                                        0x06, 0x05, 0x04, 0x03, 0x02, 0xC1, 0x01, 0x50, 0x00, 0x00])
+    }
+
     /// Values the specification does not allow are refused by the decoder, naming the field
     /// (so a controller answers Invalid HCI Command Parameters): an SID over 0x0F (7.8.67), a
     /// periodic interval under 0x0006 (7.8.61), an Operation over 0x04 (7.8.62), a Data_Length
@@ -81,7 +98,10 @@ import Testing
             (LESetResolvablePrivateAddressTimeout.self, 35, 2), (LESetPrivacyMode.self, 39, 2),
             (LESetPeriodicAdvertisingParameters.self, 37, 2), (LESetPeriodicAdvertisingData.self, 37, 3),
             (LESetPeriodicAdvertisingEnable.self, 37, 4), (LEPeriodicAdvertisingCreateSync.self, 38, 0),
-            (LEPeriodicAdvertisingCreateSyncCancel.self, 38, 1), (LEPeriodicAdvertisingTerminateSync.self, 38, 2)]
+            (LEPeriodicAdvertisingCreateSyncCancel.self, 38, 1), (LEPeriodicAdvertisingTerminateSync.self, 38, 2),
+            (LEPeriodicAdvertisingSyncTransfer.self, 40, 6), (LEPeriodicAdvertisingSetInfoTransfer.self, 40, 7),
+            (LESetPeriodicAdvertisingSyncTransferParameters.self, 41, 0),
+            (LESetDefaultPeriodicAdvertisingSyncTransferParameters.self, 41, 1)]
         for (t, octet, bit) in bits {
             #expect(ReadLocalSupportedCommands.bitPosition(t.opcode).map { [$0.octet, $0.bit] } == [octet, bit], "\(t.name)")
         }

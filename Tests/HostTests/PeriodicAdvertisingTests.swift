@@ -156,3 +156,76 @@ import VirtualController
         await host.close()
     }
 }
+
+/// Periodic Advertising Sync Transfer (Core v5.4 Vol 4 Part E 7.8.89-7.8.92, 7.7.65.24) on our
+/// virtual link: a scanner synchronised to A's train hands its sync to the host it is connected
+/// to (Sync Transfer), and A hands its own train to a host it connects to (Set Info Transfer);
+/// the receiving host, having accepted transfers (Set Periodic Advertising Sync Transfer
+/// Parameters, Mode 0x02), gets Sync Transfer Received with the service data sent, and then the
+/// train's reports. Without accepting (default Mode 0x00, 7.8.92) nothing is transferred.
+@Suite(.timeLimit(.minutes(1))) struct PeriodicSyncTransferTests {
+    func next<T: Sendable>(_ host: Host, _ what: String, _ match: @escaping @Sendable (HostEvent) -> T?) async throws -> T {
+        try await HostBumbleTests().next(host, what, timeout: .seconds(5), match)
+    }
+
+    @Test func syncAndSetInfoAreTransferredOverALink() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 3)
+        let a = Host(transport: transports[0]), b = Host(transport: transports[1]), c = Host(transport: transports[2])
+        _ = try await a.start()
+        _ = try await b.start()
+        let cInfo = try await c.start()
+        let train = PeriodicAdvertisingTests.manufacturerData(40)
+        try await a.startAdvertising(AdvertisingParameters(kind: .nonConnectable, data: [2, 1, 4], ownAddress: .randomStatic,
+                                                           periodic: PeriodicAdvertisingParameters(intervalMin: 0x0008, intervalMax: 0x0008, data: train)))
+        let aAddress = await a.staticRandomAddress
+        // B synchronises to A's train.
+        try await b.startScanning(ScanParameters(active: false))
+        let report = try await next(b, "A's advertising") { e -> AdvertisingReportValue? in
+            if case .advertisement(let r) = e, r.address.address == aAddress { return r }
+            return nil
+        }
+        let bSync = try await b.createPeriodicSync(to: report.address, sid: report.sid)
+        try await b.stopScanning()
+
+        // C advertises; B connects to it.
+        try await c.startAdvertising(AdvertisingParameters(kind: .connectable, data: [2, 1, 6]))
+        let bToC = try await b.connect(to: DeviceAddress(cInfo.address, type: .public))
+        let cFromB = try await next(c, "B's connection") { e -> LEConnection? in
+            if case .connected(let l) = e { return l }
+            return nil
+        }
+        // Not accepted yet: a transfer is ignored (default Mode 0x00).
+        try await b.transferPeriodicSync(bSync.handle, to: bToC.handle, serviceData: 0x0001)
+        try await c.acceptPeriodicSyncTransfers(on: cFromB.handle)
+        try await b.transferPeriodicSync(bSync.handle, to: bToC.handle, serviceData: 0xBEEF)
+        let (transferred, connection, serviceData) = try await next(c, "the transferred sync") { e -> (PeriodicSync, UInt16, UInt16)? in
+            if case .periodicSyncTransferred(let s, let conn, let data) = e { return (s, conn, data) }
+            return nil
+        }
+        #expect(serviceData == 0xBEEF, "the first transfer, before C accepted, was ignored")
+        #expect(connection == cFromB.handle)
+        #expect(transferred.advertiser.address == aAddress && transferred.sid == report.sid && transferred.interval == 0x0008)
+        let periodic = try await next(c, "a report of the transferred sync") { e -> PeriodicReport? in
+            if case .periodicReport(let p) = e, p.syncHandle == transferred.handle { return p }
+            return nil
+        }
+        #expect(periodic.data == train)
+        try await c.terminatePeriodicSync(transferred.handle)
+
+        // A connects to C and transfers its own train (Set Info Transfer); C accepts by default now.
+        try await c.acceptPeriodicSyncTransfers()
+        try await c.startAdvertising(AdvertisingParameters(kind: .connectable, data: [2, 1, 6]))
+        let aToC = try await a.connect(to: DeviceAddress(cInfo.address, type: .public))
+        try await a.transferPeriodicAdvertising(to: aToC.handle, serviceData: 0x0042)
+        let fromA = try await next(c, "A's train, transferred") { e -> (PeriodicSync, UInt16)? in
+            if case .periodicSyncTransferred(let s, _, let data) = e { return (s, data) }
+            return nil
+        }
+        #expect(fromA.1 == 0x0042 && fromA.0.advertiser.address == aAddress)
+        // A sync that is not ours cannot be transferred.
+        await #expect(throws: HostError.self) { try await a.transferPeriodicSync(0x0123, to: aToC.handle) }
+        await a.close()
+        await b.close()
+        await c.close()
+    }
+}

@@ -1010,35 +1010,6 @@ extension HCICatalog {
             CatalogParameter("syncHandle", .u16),
             CatalogParameter("enable", .u8),
         ], returns: []),
-        CatalogEntry(0x205A, "LE Periodic Advertising Sync Transfer", "Core v5.4 Vol 4 Part E 7.8.89", [
-            CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("serviceData", .u16),
-            CatalogParameter("syncHandle", .u16),
-        ], returns: [
-            CatalogParameter("connectionHandle", .handle),
-        ]),
-        CatalogEntry(0x205B, "LE Periodic Advertising Set Info Transfer", "Core v5.4 Vol 4 Part E 7.8.90", [
-            CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("serviceData", .u16),
-            CatalogParameter("advertisingHandle", .u8),
-        ], returns: [
-            CatalogParameter("connectionHandle", .handle),
-        ]),
-        CatalogEntry(0x205C, "LE Set Periodic Advertising Sync Transfer Parameters", "Core v5.4 Vol 4 Part E 7.8.91", [
-            CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("mode", .u8),
-            CatalogParameter("skip", .u16),
-            CatalogParameter("syncTimeout", .u16),
-            CatalogParameter("cteType", .u8),
-        ], returns: [
-            CatalogParameter("connectionHandle", .handle),
-        ]),
-        CatalogEntry(0x205D, "LE Set Default Periodic Advertising Sync Transfer Parameters", "Core v5.4 Vol 4 Part E 7.8.92", [
-            CatalogParameter("mode", .u8),
-            CatalogParameter("skip", .u16),
-            CatalogParameter("syncTimeout", .u16),
-            CatalogParameter("cteType", .u8),
-        ], returns: []),
         CatalogEntry(0x205E, "LE Generate DHKey [v2]", "Core v5.4 Vol 4 Part E 7.8.37", [
             CatalogParameter("keyXCoordinate", .bytes(32)),
             CatalogParameter("keyYCoordinate", .bytes(32)),
@@ -1720,18 +1691,6 @@ extension HCICatalog {
         CatalogEntry(0x17, "LE CTE Request Failed", "Core v5.4 Vol 4 Part E 7.7.65.23", [
             CatalogParameter("status", .status),
             CatalogParameter("connectionHandle", .handle),
-        ]),
-        CatalogEntry(0x18, "LE Periodic Advertising Sync Transfer Received", "Core v5.4 Vol 4 Part E 7.7.65.24", [
-            CatalogParameter("status", .status),
-            CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("serviceData", .u16),
-            CatalogParameter("syncHandle", .u16),
-            CatalogParameter("advertisingSID", .u8),
-            CatalogParameter("advertiserAddressType", .u8),
-            CatalogParameter("advertiserAddress", .address),
-            CatalogParameter("advertiserPHY", .u8),
-            CatalogParameter("periodicAdvertisingInterval", .u16),
-            CatalogParameter("advertiserClockAccuracy", .u8),
         ]),
         CatalogEntry(0x19, "LE CIS Established", "Core v5.4 Vol 4 Part E 7.7.65.25", [
             CatalogParameter("status", .status),

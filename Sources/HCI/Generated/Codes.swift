@@ -127,6 +127,8 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
     public static let leExtendedAdvertising = Self(rawValue: 1 << 12)
     public static let lePeriodicAdvertising = Self(rawValue: 1 << 13)
     public static let channelSelectionAlgorithm2 = Self(rawValue: 1 << 14)
+    public static let periodicAdvertisingSyncTransferSender = Self(rawValue: 1 << 24)
+    public static let periodicAdvertisingSyncTransferRecipient = Self(rawValue: 1 << 25)
 
     /// The names of the bits set; "none" when empty.
     public var description: String {
@@ -144,6 +146,8 @@ public struct LEFeatures: OptionSet, Hashable, Sendable, CustomStringConvertible
         if contains(.leExtendedAdvertising) { parts.append("LE Extended Advertising") }
         if contains(.lePeriodicAdvertising) { parts.append("LE Periodic Advertising") }
         if contains(.channelSelectionAlgorithm2) { parts.append("Channel Selection Algorithm #2") }
+        if contains(.periodicAdvertisingSyncTransferSender) { parts.append("Periodic Advertising Sync Transfer - Sender") }
+        if contains(.periodicAdvertisingSyncTransferRecipient) { parts.append("Periodic Advertising Sync Transfer - Recipient") }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }
 }
@@ -196,6 +200,7 @@ public struct LEEventMask: OptionSet, Hashable, Sendable, CustomStringConvertibl
     public static let advertisingSetTerminated = Self(rawValue: 1 << 17)
     public static let scanRequestReceived = Self(rawValue: 1 << 18)
     public static let channelSelectionAlgorithm = Self(rawValue: 1 << 19)
+    public static let periodicAdvertisingSyncTransferReceived = Self(rawValue: 1 << 23)
     public static let enhancedConnectionCompleteV2 = Self(rawValue: 1 << 40)
 
     /// The names of the bits set; "none" when empty.
@@ -221,6 +226,7 @@ public struct LEEventMask: OptionSet, Hashable, Sendable, CustomStringConvertibl
         if contains(.advertisingSetTerminated) { parts.append("LE Advertising Set Terminated") }
         if contains(.scanRequestReceived) { parts.append("LE Scan Request Received") }
         if contains(.channelSelectionAlgorithm) { parts.append("LE Channel Selection Algorithm") }
+        if contains(.periodicAdvertisingSyncTransferReceived) { parts.append("LE Periodic Advertising Sync Transfer Received") }
         if contains(.enhancedConnectionCompleteV2) { parts.append("LE Enhanced Connection Complete [v2]") }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }

@@ -2120,6 +2120,140 @@ public struct LEPeriodicAdvertisingTerminateSync: HCICommand, Equatable {
     }
 }
 
+/// LE Periodic Advertising Sync Transfer (0x205A): gives the peer on a link the sync this controller holds.
+public struct LEPeriodicAdvertisingSyncTransfer: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x005A)
+    public static let name = "LE Periodic Advertising Sync Transfer"
+    public typealias ReturnParameters = ConnectionHandleReturn
+    public var connectionHandle: UInt16
+    public var serviceData: UInt16
+    public var syncHandle: UInt16
+    public init(connectionHandle: UInt16, serviceData: UInt16 = 0, syncHandle: UInt16) {
+        self.connectionHandle = connectionHandle
+        self.serviceData = serviceData
+        self.syncHandle = syncHandle
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        connectionHandle = try r.handle("connectionHandle")
+        serviceData = try r.u16("serviceData")
+        syncHandle = try r.handle("syncHandle")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(connectionHandle)
+        w.u16(serviceData)
+        w.u16(syncHandle)
+    }
+    public var fields: [Field] {
+        [.handle(connectionHandle),
+         .code("serviceData", serviceData),
+         .int("syncHandle", syncHandle)]
+    }
+}
+
+/// LE Periodic Advertising Set Info Transfer (0x205B): gives the peer on a link the train of our own set.
+public struct LEPeriodicAdvertisingSetInfoTransfer: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x005B)
+    public static let name = "LE Periodic Advertising Set Info Transfer"
+    public typealias ReturnParameters = ConnectionHandleReturn
+    public var connectionHandle: UInt16
+    public var serviceData: UInt16
+    public var advertisingHandle: UInt8
+    public init(connectionHandle: UInt16, serviceData: UInt16 = 0, advertisingHandle: UInt8) {
+        self.connectionHandle = connectionHandle
+        self.serviceData = serviceData
+        self.advertisingHandle = advertisingHandle
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        connectionHandle = try r.handle("connectionHandle")
+        serviceData = try r.u16("serviceData")
+        advertisingHandle = try r.valid(try r.u8("advertisingHandle"), 0x00...0xEF, "advertisingHandle")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(connectionHandle)
+        w.u16(serviceData)
+        w.u8(advertisingHandle)
+    }
+    public var fields: [Field] {
+        [.handle(connectionHandle),
+         .code("serviceData", serviceData),
+         .int("advertisingHandle", advertisingHandle)]
+    }
+}
+
+/// LE Set Periodic Advertising Sync Transfer Parameters (0x205C).
+public struct LESetPeriodicAdvertisingSyncTransferParameters: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x005C)
+    public static let name = "LE Set Periodic Advertising Sync Transfer Parameters"
+    public typealias ReturnParameters = ConnectionHandleReturn
+    public var connectionHandle: UInt16
+    public var mode: UInt8
+    public var skip: UInt16
+    public var syncTimeout: UInt16
+    public var cteType: UInt8
+    public init(connectionHandle: UInt16, mode: UInt8 = 2, skip: UInt16 = 0, syncTimeout: UInt16 = 0x0064, cteType: UInt8 = 0) {
+        self.connectionHandle = connectionHandle
+        self.mode = mode
+        self.skip = skip
+        self.syncTimeout = syncTimeout
+        self.cteType = cteType
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        connectionHandle = try r.handle("connectionHandle")
+        mode = try r.valid(try r.u8("mode"), 0...3, "mode")
+        skip = try r.valid(try r.u16("skip"), 0x0000...0x01F3, "skip")
+        syncTimeout = try r.valid(try r.u16("syncTimeout"), 0x000A...0x4000, "syncTimeout")
+        cteType = try r.u8("cteType")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(connectionHandle)
+        w.u8(mode)
+        w.u16(skip)
+        w.u16(syncTimeout)
+        w.u8(cteType)
+    }
+    public var fields: [Field] {
+        [.handle(connectionHandle),
+         .code("mode", mode),
+         .int("skip", skip),
+         .interval("syncTimeout", syncTimeout, unitMicroseconds: 10_000),
+         .code("cteType", cteType)]
+    }
+}
+
+/// LE Set Default Periodic Advertising Sync Transfer Parameters (0x205D).
+public struct LESetDefaultPeriodicAdvertisingSyncTransferParameters: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x005D)
+    public static let name = "LE Set Default Periodic Advertising Sync Transfer Parameters"
+    public var mode: UInt8
+    public var skip: UInt16
+    public var syncTimeout: UInt16
+    public var cteType: UInt8
+    public init(mode: UInt8 = 2, skip: UInt16 = 0, syncTimeout: UInt16 = 0x0064, cteType: UInt8 = 0) {
+        self.mode = mode
+        self.skip = skip
+        self.syncTimeout = syncTimeout
+        self.cteType = cteType
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        mode = try r.valid(try r.u8("mode"), 0...3, "mode")
+        skip = try r.valid(try r.u16("skip"), 0x0000...0x01F3, "skip")
+        syncTimeout = try r.valid(try r.u16("syncTimeout"), 0x000A...0x4000, "syncTimeout")
+        cteType = try r.u8("cteType")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(mode)
+        w.u16(skip)
+        w.u16(syncTimeout)
+        w.u8(cteType)
+    }
+    public var fields: [Field] {
+        [.code("mode", mode),
+         .int("skip", skip),
+         .interval("syncTimeout", syncTimeout, unitMicroseconds: 10_000),
+         .code("cteType", cteType)]
+    }
+}
+
 extension CommandComplete {
     public static let eventCode: UInt8 = 0x0E
     public static let name = "Command Complete"
@@ -2944,6 +3078,70 @@ public struct LEAdvertisingSetTerminated: LEMetaEventParameters, Equatable {
     }
 }
 
+/// LE Periodic Advertising Sync Transfer Received [v1] (subevent 0x18): a sync the peer on a link gave us.
+public struct LEPeriodicAdvertisingSyncTransferReceived: LEMetaEventParameters, Equatable {
+    public static let subeventCode: UInt8 = 0x18
+    public static let name = "LE Periodic Advertising Sync Transfer Received"
+    public var status: HCIStatus
+    public var connectionHandle: UInt16
+    public var serviceData: UInt16
+    public var syncHandle: UInt16
+    public var advertisingSID: UInt8
+    public var advertiserAddressType: UInt8
+    public var advertiserAddress: BDAddress
+    public var advertiserPHY: UInt8
+    public var periodicAdvertisingInterval: UInt16
+    public var advertiserClockAccuracy: UInt8
+    public init(status: HCIStatus = .success, connectionHandle: UInt16, serviceData: UInt16 = 0, syncHandle: UInt16, advertisingSID: UInt8, advertiserAddressType: UInt8, advertiserAddress: BDAddress, advertiserPHY: UInt8 = 1, periodicAdvertisingInterval: UInt16, advertiserClockAccuracy: UInt8 = 0) {
+        self.status = status
+        self.connectionHandle = connectionHandle
+        self.serviceData = serviceData
+        self.syncHandle = syncHandle
+        self.advertisingSID = advertisingSID
+        self.advertiserAddressType = advertiserAddressType
+        self.advertiserAddress = advertiserAddress
+        self.advertiserPHY = advertiserPHY
+        self.periodicAdvertisingInterval = periodicAdvertisingInterval
+        self.advertiserClockAccuracy = advertiserClockAccuracy
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        status = HCIStatus(try r.u8("status"))
+        connectionHandle = try r.handle("connectionHandle")
+        serviceData = try r.u16("serviceData")
+        syncHandle = try r.handle("syncHandle")
+        advertisingSID = try r.u8("advertisingSID")
+        advertiserAddressType = try r.u8("advertiserAddressType")
+        advertiserAddress = try r.address("advertiserAddress")
+        advertiserPHY = try r.u8("advertiserPHY")
+        periodicAdvertisingInterval = try r.u16("periodicAdvertisingInterval")
+        advertiserClockAccuracy = try r.u8("advertiserClockAccuracy")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(status.rawValue)
+        w.u16(connectionHandle)
+        w.u16(serviceData)
+        w.u16(syncHandle)
+        w.u8(advertisingSID)
+        w.u8(advertiserAddressType)
+        w.address(advertiserAddress)
+        w.u8(advertiserPHY)
+        w.u16(periodicAdvertisingInterval)
+        w.u8(advertiserClockAccuracy)
+    }
+    public var fields: [Field] {
+        [.status(status, "status"),
+         .handle(connectionHandle),
+         .code("serviceData", serviceData),
+         .int("syncHandle", syncHandle),
+         .int("advertisingSID", advertisingSID),
+         .code("advertiserAddressType", advertiserAddressType),
+         .address("advertiserAddress", advertiserAddress),
+         .phy("advertiserPHY", advertiserPHY),
+         .interval("periodicAdvertisingInterval", periodicAdvertisingInterval, unitMicroseconds: 1250),
+         .code("advertiserClockAccuracy", advertiserClockAccuracy)]
+    }
+}
+
 extension LEEnhancedConnectionCompleteV2 {
     public static let subeventCode: UInt8 = 0x29
     public static let name = "LE Enhanced Connection Complete [v2]"
@@ -2980,6 +3178,7 @@ let allLESubeventTypes: [any LEMetaEventParameters.Type] = [
     LEPeriodicAdvertisingSyncLost.self,
     LEScanTimeout.self,
     LEAdvertisingSetTerminated.self,
+    LEPeriodicAdvertisingSyncTransferReceived.self,
     LEEnhancedConnectionCompleteV2.self,
 ]
 
@@ -3010,6 +3209,7 @@ package protocol HCIEventHandler: Actor {
     func handle(_ event: LEPeriodicAdvertisingSyncLost)
     func handle(_ event: LEScanTimeout)
     func handle(_ event: LEAdvertisingSetTerminated)
+    func handle(_ event: LEPeriodicAdvertisingSyncTransferReceived)
     func handle(_ event: LEEnhancedConnectionCompleteV2)
 }
 
@@ -3088,6 +3288,9 @@ extension HCIEventHandler {
                 handle(e)
             case 0x12:
                 let e = try LEAdvertisingSetTerminated(parameters: &r)
+                handle(e)
+            case 0x18:
+                let e = try LEPeriodicAdvertisingSyncTransferReceived(parameters: &r)
                 handle(e)
             case 0x29:
                 let e = try LEEnhancedConnectionCompleteV2(parameters: &r)
@@ -3174,6 +3377,10 @@ let allCommandTypes: [any HCICommand.Type] = [
     LEPeriodicAdvertisingCreateSync.self,
     LEPeriodicAdvertisingCreateSyncCancel.self,
     LEPeriodicAdvertisingTerminateSync.self,
+    LEPeriodicAdvertisingSyncTransfer.self,
+    LEPeriodicAdvertisingSetInfoTransfer.self,
+    LESetPeriodicAdvertisingSyncTransferParameters.self,
+    LESetDefaultPeriodicAdvertisingSyncTransferParameters.self,
 ]
 
 /// A controller's command handling: one method per described command, so a description
@@ -3250,6 +3457,10 @@ package protocol HCICommandHandler {
     func handle(_ command: LEPeriodicAdvertisingCreateSync)
     func handle(_ command: LEPeriodicAdvertisingCreateSyncCancel)
     func handle(_ command: LEPeriodicAdvertisingTerminateSync)
+    func handle(_ command: LEPeriodicAdvertisingSyncTransfer)
+    func handle(_ command: LEPeriodicAdvertisingSetInfoTransfer)
+    func handle(_ command: LESetPeriodicAdvertisingSyncTransferParameters)
+    func handle(_ command: LESetDefaultPeriodicAdvertisingSyncTransferParameters)
 }
 
 extension HCICommandHandler {
@@ -3328,6 +3539,10 @@ extension HCICommandHandler {
         case 0x2044: handle(try LEPeriodicAdvertisingCreateSync.decode(packet.parameters))
         case 0x2045: handle(try LEPeriodicAdvertisingCreateSyncCancel.decode(packet.parameters))
         case 0x2046: handle(try LEPeriodicAdvertisingTerminateSync.decode(packet.parameters))
+        case 0x205A: handle(try LEPeriodicAdvertisingSyncTransfer.decode(packet.parameters))
+        case 0x205B: handle(try LEPeriodicAdvertisingSetInfoTransfer.decode(packet.parameters))
+        case 0x205C: handle(try LESetPeriodicAdvertisingSyncTransferParameters.decode(packet.parameters))
+        case 0x205D: handle(try LESetDefaultPeriodicAdvertisingSyncTransferParameters.decode(packet.parameters))
         default: return false
         }
         return true
@@ -3406,4 +3621,8 @@ let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [
     0x2044: (38, 0),  // LE Periodic Advertising Create Sync
     0x2045: (38, 1),  // LE Periodic Advertising Create Sync Cancel
     0x2046: (38, 2),  // LE Periodic Advertising Terminate Sync
+    0x205A: (40, 6),  // LE Periodic Advertising Sync Transfer
+    0x205B: (40, 7),  // LE Periodic Advertising Set Info Transfer
+    0x205C: (41, 0),  // LE Set Periodic Advertising Sync Transfer Parameters
+    0x205D: (41, 1),  // LE Set Default Periodic Advertising Sync Transfer Parameters
 ]
