@@ -11,7 +11,13 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("scan takes no positional arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
     }
-    if let target = c.args.last("sync") { return try await runPeriodicSync(c, target: try Target(parsing: target, command: c.command)) }
+    if let target = c.args.last("sync") {
+        // The sync's reports are one advertiser's: the listing's filters and modes do not apply.
+        if let given = ["passive", "duplicates", "service", "name", "rssi", "rssi-min", "phy", "manufacturer", "service-data"].first(where: c.args.has) {
+            throw UsageError("--\(given) filters the advertisers scan lists; with --sync TARGET give only --count and --duration", command: c.command)
+        }
+        return try await runPeriodicSync(c, target: try Target(parsing: target, command: c.command))
+    }
     if c.args.has("count") { throw UsageError("--count goes with --sync (the periodic reports to print)", command: c.command) }
     let duration = try c.args.double("duration", command: c.command)
     let filter = try scanFilter(c.args, command: c.command)
@@ -75,7 +81,11 @@ func runPeriodicSync(_ c: CommandContext, target: Target) async throws -> Int32 
     let out = c.out
     let opened = try openTransport(c)
     defer { opened.close() }
-    let central = try await interruptible { try await Central.open(opened.transport) }
+    // Bonds, as for scan: a bonded TARGET is found behind its RPA, by the controller or the host.
+    var options = StackOptions()
+    options.security.bondDirectory = bondDirectory(c)
+    options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
+    let central = try await interruptible { [options] in try await Central.open(opened.transport, options: options) }
     return try await closing({ await central.close() }) {
         let adv = try await findTarget(target, central: central, timeout: 10, out: out)
         guard adv.sid <= 0x0F else {
@@ -102,7 +112,7 @@ func runPeriodicSync(_ c: CommandContext, target: Target) async throws -> Int32 
                 fields.append(.int("sync", Int(r.syncHandle)))
                 if r.dataStatus != 0 { fields.append(.bool("truncated", true)) }
                 out.event(fields)
-                out.line("\(timestamp()) periodic report (\(r.data.count) octets\(r.rssi.map { ", \($0) dBm" } ?? "")\(r.dataStatus != 0 ? ", truncated" : "")): \(r.data.map { String(format: "%02x", $0) }.joined())")
+                out.line("\(timestamp()) periodic report (\(r.data.count) octets\(r.rssi.map { ", \($0) dBm" } ?? "")\(r.dataStatus != 0 ? ", truncated" : "")): \(r.data.hex)")
                 received += 1
                 if let count, received >= count { return }
             }

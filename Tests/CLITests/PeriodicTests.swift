@@ -131,7 +131,8 @@ extension CLITests {
                                  (["advertise", "--periodic-interval", "50"], "goes with --periodic-data"),
                                  (["advertise", "--interval", "5"], "20 to 10240 ms"),
                                  (["advertise", "--periodic-data", Self.adStructures(1651)], "at most 1650"),
-                                 (["scan", "--count", "3"], "goes with --sync")] {
+                                 (["scan", "--count", "3"], "goes with --sync"),
+                                 (["scan", "--sync", "name:x", "--name", "y"], "with --sync TARGET give only")] {
                 let r = try await BleHCI.run(["-t", "tcp:127.0.0.1:1"] + args)
                 expectStatus(r, 2, "\(args.prefix(2))")
                 #expect(r.stderr.contains(says), "\(args.prefix(2)): \(r.stderr)")
