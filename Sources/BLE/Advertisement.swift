@@ -21,6 +21,11 @@ public struct Advertisement: Sendable, Equatable {
     /// 0x03 LE Coded), Core v5.4 Vol 4 Part E 7.7.65.13. Legacy reports: LE 1M, none.
     public var primaryPHY: UInt8 = 0x01
     public var secondaryPHY: UInt8 = 0x00
+    /// Extended advertising only (7.7.65.13): the set's Advertising SID (0xFF: none, as for
+    /// legacy PDUs) and its periodic advertising interval in 1.25 ms units (0: no periodic
+    /// train), what a periodic sync needs (`Central.syncPeriodicAdvertising`).
+    public var sid: UInt8 = 0xFF
+    public var periodicInterval: UInt16 = 0
     /// Whether the report that produced this value was a scan response (with `everyReport`,
     /// one value per report: a scanner timing advertising events counts the others).
     public var fromScanResponse = false
@@ -175,6 +180,8 @@ struct AdvertisementTracker {
                                     scanResponse: report.isScanResponse ? data : nil)
             adv.primaryPHY = report.primaryPHY
             adv.secondaryPHY = report.secondaryPHY
+            adv.sid = report.sid
+            adv.periodicInterval = report.periodicInterval
             adv.fromScanResponse = report.isScanResponse
             known[report.address] = Entry(advertisement: adv, meaning: adv.meaning)
             order.append(report.address)
@@ -187,6 +194,8 @@ struct AdvertisementTracker {
         if !report.isScanResponse {
             adv.primaryPHY = report.primaryPHY
             adv.secondaryPHY = report.secondaryPHY
+            adv.sid = report.sid
+            adv.periodicInterval = report.periodicInterval
         }
         // The same bytes as last time (the usual case): nothing to parse, nothing changed.
         let unchanged = report.isScanResponse

@@ -5,7 +5,8 @@ import SMP
 
 /// LE privacy of our own device (Core v5.4 Vol 3 Part C 10.7, Vol 6 Part B 1.3.2.2): advertise,
 /// scan and connect from a resolvable private address made from our IRK, changed periodically.
-/// Host-based: the controller's resolving list is not used.
+/// Host-generated; bonded peers' IRKs go into the controller's resolving list when it has room
+/// (`Host.loadResolvingList`), and `PeerResolver` resolves them when it has not.
 public struct PrivacyOptions: Sendable {
     /// How long one resolvable private address is used (T_GAP(private_addr_int), Vol 3 Part C
     /// Appendix A: 15 minutes recommended).

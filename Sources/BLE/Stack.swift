@@ -293,6 +293,11 @@ actor Stack {
     private var published: [UInt16: ChannelListener] = [:]
     private var scanners: [Int: Scanner] = [:]
     private var nextScannerID = 0
+    /// Periodic syncs' report streams (PeriodicAdvertising.swift), and the one whose Create
+    /// Sync is pending (a controller has one at a time, Core v5.4 Vol 4 Part E 7.8.67).
+    var periodicStreams: [UInt16: AsyncThrowingStream<PeriodicReport, any Error>.Continuation] = [:]
+    var syncStreamAwaitingEstablishment: (advertiser: DeviceAddress, sid: UInt8,
+                                          continuation: AsyncThrowingStream<PeriodicReport, any Error>.Continuation)?
     private var linkObservers: [@Sendable (LinkEvent) -> Void] = []
     private var eventTask: Task<Void, Never>?
     private(set) var lostReason: String?
@@ -364,9 +369,18 @@ actor Stack {
         }
         // The bond file is read here, in the caller's task, not at the first LTK request or
         // Signed Write on the host's loop (a damaged file is reported when a link uses it).
+        var bonds: [SMPBond] = []
         if let dir = options.security.bondDirectory,
            let store = BondStores.store(directory: dir, localIdentity: identity, create: false, log: options.log) {
-            _ = try? store.bonds()
+            bonds = (try? store.bonds()) ?? []
+        }
+        // Bonded peers with an IRK go into the controller's resolving list (Core v5.4 Vol 6 Part
+        // B 6); when it refuses or has no room, the host's own resolution (PeerResolver) does it.
+        let resolvable = bonds.compactMap { bond in
+            bond.peerIRK.map { ResolvingListEntry(identity: bond.peer, peerIRK: $0, localIRK: options.security.smp.localIdentity?.irk) }
+        }
+        if let refusal = await host.loadResolvingList(resolvable) {
+            options.log?("controller resolving list not used (\(refusal)); the host resolves bonded peers' private addresses itself")
         }
         let stack = Stack(host: host, transport: transport, options: options, controller: info, localIdentity: identity, privacy: privacy)
         await stack.startEventLoop()
@@ -398,7 +412,7 @@ actor Stack {
         case .advertisement(let report):
             for (id, var s) in scanners {
                 if var adv = s.tracker.update(with: report, everyReport: s.everyReport) {
-                    adv.identity = peers.identity(of: adv.address)
+                    adv.identity = Self.controllerResolvedIdentity(adv.address) ?? peers.identity(of: adv.address)
                     if s.filter.matches(adv) { s.continuation.yield(adv) }
                 }
                 scanners[id] = s
@@ -423,8 +437,21 @@ actor Stack {
             break  // the link's own: its layers hear them (`HostLinkLayer.linkEvent`)
         case .warning(let text):
             options.log?(text)
+        case .periodicSyncEstablished, .periodicReport, .periodicSyncLost:
+            periodicEvent(event)
         default:
             break
+        }
+    }
+
+    /// An address the controller reports typed Public/Random Identity Address (0x02/0x03, Core
+    /// v5.4 Vol 4 Part E 7.7.65.13) is a peer of its resolving list resolved from its RPA: the
+    /// identity itself.
+    static func controllerResolvedIdentity(_ a: DeviceAddress) -> DeviceAddress? {
+        switch a.type {
+        case .publicIdentity: DeviceAddress(a.address, type: .public)
+        case .randomIdentity: DeviceAddress(a.address, type: .random)
+        case .public, .random: nil
         }
     }
 
@@ -435,6 +462,8 @@ actor Stack {
         lostReason = reason
         for (_, s) in scanners { s.continuation.finish(throwing: BLEError.transport(TransportError(.lost, reason))) }
         scanners = [:]
+        for (_, s) in periodicStreams { s.finish(throwing: BLEError.transport(TransportError(.lost, reason))) }
+        periodicStreams = [:]
         for o in linkObservers { o(.transportLost(reason)) }
         let pending = links
         links = [:]
@@ -608,6 +637,8 @@ actor Stack {
         published = [:]
         for (_, s) in scanners { s.continuation.finish() }
         scanners = [:]
+        for (_, s) in periodicStreams { s.finish() }
+        periodicStreams = [:]
         for (handle, _) in links {
             _ = try? await host.disconnect(handle: handle, reason: .remoteUserTerminated, timeout: .seconds(2))
         }

@@ -13,7 +13,10 @@ extension LEEventMask {
     public static let host: LEEventMask = [.connectionComplete, .advertisingReport, .connectionUpdateComplete,
                                            .readRemoteFeaturesComplete, .longTermKeyRequest, .dataLengthChange,
                                            .enhancedConnectionComplete, .directedAdvertisingReport, .phyUpdateComplete,
-                                           .extendedAdvertisingReport, .scanTimeout, .advertisingSetTerminated]
+                                           .extendedAdvertisingReport, .periodicAdvertisingSyncEstablished,
+                                           .periodicAdvertisingReport, .periodicAdvertisingSyncLost,
+                                           .periodicAdvertisingSyncTransferReceived,
+                                           .scanTimeout, .advertisingSetTerminated]
 }
 
 /// The Address_Type of the filter accept list commands for anonymous advertisements (Core Vol 4 Part E 7.8.16).

@@ -1,6 +1,8 @@
 import HCI
 
-/// Reassembles the data of LE Extended Advertising Reports (Core v5.4 Vol 4 Part E 7.7.65.13).
+/// Reassembles the data of LE Extended Advertising Reports (Core v5.4 Vol 4 Part E 7.7.65.13)
+/// and, keyed by sync handle, of LE Periodic Advertising Reports (7.7.65.15: the same Data_Status
+/// values).
 /// A controller that cannot fit an advertiser's data in one report sends it over several:
 /// Data_Status (Event_Type bits 5-6) 0b01 "incomplete, more data to come" on every report but
 /// the last, which carries 0b00 "complete" or 0b10 "incomplete, data truncated, no more to
@@ -8,19 +10,14 @@ import HCI
 /// (advertising data or scan response) before anything parses them, so no AD structure is
 /// split. Memory is bounded: at most `maxDataLength` octets per advertiser and
 /// `maxAdvertisers` reassemblies at a time.
-struct AdvertisingReportReassembler {
-    struct Key: Hashable {
-        var address: BDAddress
-        var addressType: UInt8
-        var sid: UInt8
-        var scanResponse: Bool
-    }
+struct ReportReassembler<K: Hashable> {
+    typealias Key = K
 
     /// The largest advertising data a controller can hold for a set: Max_Advertising_Data_Length
     /// ranges up to 0x0672 = 1650 octets (Vol 4 Part E 7.8.57). More is a controller fault.
-    static let maxDataLength = 1650
+    static var maxDataLength: Int { 1650 }
     /// Advertisers whose data are being reassembled at once; a new one beyond this evicts the oldest.
-    static let maxAdvertisers = 32
+    static var maxAdvertisers: Int { 32 }
 
     private struct Partial {
         var data: [UInt8]
@@ -66,5 +63,20 @@ struct AdvertisingReportReassembler {
         order = []
     }
 
+    /// Forgets the partial reassembly of `key` (its sync ended).
+    mutating func reset(_ key: Key) {
+        partial[key] = nil
+        order.removeAll { $0 == key }
+    }
+
     var pendingCount: Int { partial.count }
 }
+
+/// An advertiser's data or scan response in extended advertising reports.
+struct AdvertisingReportKey: Hashable {
+    var address: BDAddress
+    var addressType: UInt8
+    var sid: UInt8
+    var scanResponse: Bool
+}
+typealias AdvertisingReportReassembler = ReportReassembler<AdvertisingReportKey>

@@ -38,6 +38,11 @@ public struct AdvertisingParameters: Sendable, Equatable {
     /// Scan response data bytes (ignored for non-connectable advertising).
     public var scanResponse: [UInt8]
     public var ownAddress: OwnAddress
+    /// Extended advertising PDUs even when the data would fit a legacy one (a broadcaster's
+    /// set, which scanners see as extended advertising with an Advertising SID).
+    public var extendedPDUs: Bool
+    /// A periodic train on the set (non-connectable only; implies `extendedPDUs`).
+    public var periodic: PeriodicAdvertisingParameters?
 
     /// Advertising or scan response data in a legacy PDU: 31 octets (Core v5.4 Vol 6 Part B
     /// 2.3.1.1-2.3.1.4, Vol 4 Part E 7.8.7).
@@ -52,13 +57,16 @@ public struct AdvertisingParameters: Sendable, Equatable {
     public static let extendedConnectableDataLimit = 255 - (1 + 63)
 
     public init(kind: Kind = .connectable, intervalMin: UInt16 = 0x00A0, intervalMax: UInt16 = 0x00F0,
-                data: [UInt8] = [], scanResponse: [UInt8] = [], ownAddress: OwnAddress = .public) {
+                data: [UInt8] = [], scanResponse: [UInt8] = [], ownAddress: OwnAddress = .public,
+                extendedPDUs: Bool = false, periodic: PeriodicAdvertisingParameters? = nil) {
         self.kind = kind
         self.intervalMin = intervalMin
         self.intervalMax = Swift.max(intervalMin, intervalMax)
         self.data = data
         self.scanResponse = scanResponse
         self.ownAddress = ownAddress
+        self.extendedPDUs = extendedPDUs || periodic != nil
+        self.periodic = periodic
     }
 
     public init(kind: Kind = .connectable, intervalMin: UInt16 = 0x00A0, intervalMax: UInt16 = 0x00F0,
@@ -185,11 +193,22 @@ extension Host {
         p.ownAddress = effectiveOwnAddress(p.ownAddress)
         let info = try self.info
         if advertising { try await stopAdvertising() }
-        let extended = info.supports(LESetExtendedAdvertisingParameters.opcode)
-            && info.supports(LESetExtendedAdvertisingData.opcode) && info.supports(LESetExtendedAdvertisingEnable.opcode)
+        // Extended PDUs asked for (a broadcaster) may also go by the LE Extended Advertising
+        // feature bit (Core v5.4 Vol 6 Part B 4.6.12), which needs the commands (Vol 4 Part E
+        // 3.1.1): Bumble's controller sets it and answers them without listing them.
+        let extended = (info.supports(LESetExtendedAdvertisingParameters.opcode)
+            && info.supports(LESetExtendedAdvertisingData.opcode) && info.supports(LESetExtendedAdvertisingEnable.opcode))
+            || (p.extendedPDUs && LEFeatures(rawValue: info.leFeatures).contains(.leExtendedAdvertising))
+        if p.periodic != nil, p.kind != .nonConnectable {
+            // Periodic advertising is on non-connectable, non-scannable sets only (7.8.61).
+            throw HostError.invalidArgument("a periodic train needs a non-connectable, non-scannable advertising set (Core Vol 4 Part E 7.8.61)")
+        }
+        if !extended, p.extendedPDUs {
+            throw HostError.unsupported("extended advertising (the LE Set Extended Advertising commands are not among the controller's supported commands, nor is the LE Extended Advertising feature)")
+        }
         if extended {
             let limit = AdvertisingParameters.legacyDataLimit
-            let legacy = p.data.count <= limit && (p.kind == .nonConnectable || p.scanResponse.count <= limit)
+            let legacy = !p.extendedPDUs && p.data.count <= limit && (p.kind == .nonConnectable || p.scanResponse.count <= limit)
             // An extended connectable set is not scannable (Vol 4 Part E 7.8.53), and scan
             // response data for a non-scannable set is refused with Invalid HCI Command
             // Parameters (0x12) (7.8.55): say so before configuring anything.
@@ -221,6 +240,7 @@ extension Host {
                     _ = try await execute(LESetExtendedScanResponseData(advertisingHandle: 0, operation: operation, scanResponseData: part))
                 }
             }
+            if let periodic = p.periodic { try await startPeriodicAdvertising(periodic, info: info) }
             _ = try await execute(LESetExtendedAdvertisingEnable(enable: true, sets: [.init(advertisingHandle: 0)]))
         } else {
             guard p.data.count <= 31, p.scanResponse.count <= 31 else {
@@ -248,8 +268,8 @@ extension Host {
     /// Splits extended advertising or scan response data over commands: at most 251 octets
     /// each, Operation 0x03 (complete) for one, else 0x01 (first), 0x00 (intermediate), 0x02
     /// (last) (Core v5.4 Vol 4 Part E 7.8.54, 7.8.55).
-    static func extendedDataFragments(_ data: [UInt8]) -> [(operation: UInt8, data: [UInt8])] {
-        let size = 251
+    /// (Periodic advertising data: 252 octets each, the same operations, 7.8.62.)
+    static func extendedDataFragments(_ data: [UInt8], size: Int = 251) -> [(operation: UInt8, data: [UInt8])] {
         guard data.count > size else { return [(0x03, data)] }
         var out: [(UInt8, [UInt8])] = []
         var offset = 0
@@ -266,6 +286,7 @@ extension Host {
         _ = try self.info
         if advertisingExtended {
             _ = try await execute(LESetExtendedAdvertisingEnable(enable: false, sets: []))
+            try await stopPeriodicAdvertising()
         } else {
             do {
                 _ = try await execute(LESetAdvertisingEnable(advertisingEnable: false))
@@ -377,10 +398,16 @@ extension Host {
                     _ = try await execute(LESetAdvertisingEnable(advertisingEnable: false), timeout: timeout)
                 }
                 advertising = false
+                try await stopPeriodicAdvertising(timeout: timeout)
             } catch let e as HCIError where e.status == .commandDisallowed && !advertisingExtended {
                 advertising = false  // a legacy advertiser that a connection already stopped
             } catch {
                 failures.append("stopping advertising: \(error)")
+            }
+        }
+        for handle in periodicSyncs.sorted() {
+            do { try await terminatePeriodicSync(handle, timeout: timeout) } catch {
+                failures.append("terminating periodic sync \(hexCode(handle, digits: 4)): \(error)")
             }
         }
         for f in failures { warn("leaving the controller as found: \(f)") }

@@ -70,7 +70,8 @@ extension Host: HCIEventHandler {
                 kind: AdvertisingEventKind(rawValue: rep.eventType.rawValue & 0x1F),
                 rssi: rep.rssi == 127 ? nil : rep.rssi, txPower: rep.txPower == 127 ? nil : rep.txPower,
                 data: data, dataStatus: dataStatus, sid: rep.advertisingSID,
-                primaryPHY: rep.primaryPHY, secondaryPHY: rep.secondaryPHY)))
+                primaryPHY: rep.primaryPHY, secondaryPHY: rep.secondaryPHY,
+                periodicInterval: rep.periodicAdvertisingInterval)))
         }
     }
 

@@ -85,6 +85,7 @@ public actor Host {
         case phyUpdate
         case disconnection
         case encryption
+        case periodicSync
     }
 
     enum WaiterResult: Sendable {
@@ -94,6 +95,8 @@ public actor Host {
         case phy(tx: UInt8, rx: UInt8)
         case disconnected(HCIStatus)
         case encryption(HCIStatus)
+        case periodicSync(PeriodicSync)
+        case periodicSyncFailed(HCIStatus)
     }
 
     var waiters: [Waiter] = []
@@ -114,6 +117,11 @@ public actor Host {
     var scanningExtended = false
     /// Extended advertising report data still arriving in fragments.
     var reportFragments = AdvertisingReportReassembler()
+    /// Whether set 0 has its periodic train enabled (PeriodicAdvertising.swift).
+    var periodicAdvertising = false
+    /// The periodic syncs established and not ended, and their reports' data still arriving.
+    var periodicSyncs: Set<UInt16> = []
+    var periodicFragments = ReportReassembler<UInt16>()
     /// Whether a connect holds the controller's one initiator; the connects waiting their
     /// turn, first come first served (`takeConnectTurn`).
     var connectBusy = false

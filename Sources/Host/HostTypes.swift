@@ -237,9 +237,12 @@ public struct AdvertisingReportValue: Sendable, Equatable {
     /// Secondary_PHY (7.7.65.13): 0x00 no packets on the secondary advertising channel (legacy
     /// PDUs), 0x01 LE 1M, 0x02 LE 2M, 0x03 LE Coded.
     public var secondaryPHY: UInt8
+    /// Extended reports only: Periodic_Advertising_Interval, 1.25 ms units (0: no periodic train).
+    public var periodicInterval: UInt16
 
     public init(address: DeviceAddress, kind: AdvertisingEventKind, rssi: Int8?, txPower: Int8?, data: [UInt8],
-                dataStatus: UInt8 = 0, sid: UInt8 = 0xFF, primaryPHY: UInt8 = 0x01, secondaryPHY: UInt8 = 0x00) {
+                dataStatus: UInt8 = 0, sid: UInt8 = 0xFF, primaryPHY: UInt8 = 0x01, secondaryPHY: UInt8 = 0x00,
+                periodicInterval: UInt16 = 0) {
         self.address = address
         self.kind = kind
         self.rssi = rssi
@@ -249,6 +252,7 @@ public struct AdvertisingReportValue: Sendable, Equatable {
         self.sid = sid
         self.primaryPHY = primaryPHY
         self.secondaryPHY = secondaryPHY
+        self.periodicInterval = periodicInterval
     }
 
     public var isConnectable: Bool { kind.contains(.connectable) }
@@ -268,6 +272,15 @@ public enum HostEvent: Sendable {
     case longTermKeyRequest(handle: UInt16, random: UInt64, ediv: UInt16)
     case scanTimeout
     case advertisingSetTerminated(handle: UInt8, status: HCIStatus, connectionHandle: UInt16, completedEvents: UInt8)
+    /// A periodic sync came up (`Host.createPeriodicSync`).
+    case periodicSyncEstablished(PeriodicSync)
+    /// One periodic advertisement of a sync, its fragments joined.
+    case periodicReport(PeriodicReport)
+    /// The controller lost a sync (no train for its sync timeout, Core v5.4 Vol 4 Part E 7.7.65.16).
+    case periodicSyncLost(handle: UInt16)
+    /// The peer on a connection gave us a sync (Periodic Advertising Sync Transfer, Core v5.4
+    /// Vol 4 Part E 7.7.65.24), with the service data it sent.
+    case periodicSyncTransferred(PeriodicSync, connection: UInt16, serviceData: UInt16)
     case hardwareError(UInt8)
     case transportLost(TransportError)
     /// Something was dropped or ignored (malformed event, bad ACL fragment, full queue).

@@ -17,6 +17,9 @@ final class VirtualConnection: @unchecked Sendable {
     var peripheralTxOctets: UInt16 = 27
     var txPHY: UInt8 = 1
     var rxPHY: UInt8 = 1
+    /// Periodic Advertising Sync Transfer parameters each side set for this link (7.8.91), by
+    /// the controller's index; else the side's defaults (7.8.92).
+    var pastParameters: [Int: VirtualController.PASTParameters] = [:]
     /// Read for every ACL packet (link context only).
     var alive = true
     /// Airtime mode: the link's schedule and queues (VirtualLink+Airtime.swift).

@@ -22,7 +22,9 @@ extension VirtualController: HCICommandHandler {
             LESetAdvertisingSetRandomAddress.self, LESetExtendedAdvertisingParameters.self, LESetExtendedAdvertisingData.self,
             LESetExtendedScanResponseData.self, LESetExtendedAdvertisingEnable.self, LEReadMaximumAdvertisingDataLength.self,
             LEReadNumberOfSupportedAdvertisingSets.self, LERemoveAdvertisingSet.self, LEClearAdvertisingSets.self,
-            LESetExtendedScanParameters.self, LESetExtendedScanEnable.self, LEExtendedCreateConnection.self]
+            LESetExtendedScanParameters.self, LESetExtendedScanEnable.self, LEExtendedCreateConnection.self,
+            LESetPeriodicAdvertisingParameters.self, LESetPeriodicAdvertisingData.self, LESetPeriodicAdvertisingEnable.self,
+            LEPeriodicAdvertisingCreateSync.self, LEPeriodicAdvertisingCreateSyncCancel.self, LEPeriodicAdvertisingTerminateSync.self]
         return Dictionary(uniqueKeysWithValues: legacy.map { ($0.opcode.rawValue, .legacy) }
                           + extended.map { ($0.opcode.rawValue, .extended) })
     }()
@@ -436,13 +438,16 @@ extension VirtualController: HCICommandHandler {
 
     package func handle(_ c: LERemoveAdvertisingSet) {
         guard let set = sets[c.advertisingHandle] else { return reject(LERemoveAdvertisingSet.self, .unknownAdvertisingIdentifier) }
-        guard !set.enabled else { return reject(LERemoveAdvertisingSet.self, .commandDisallowed) }
+        // Not while the set or its periodic train is on (7.8.59).
+        guard !set.enabled, set.periodic?.enabled != true else { return reject(LERemoveAdvertisingSet.self, .commandDisallowed) }
         sets[c.advertisingHandle] = nil
         complete(LERemoveAdvertisingSet.self)
     }
 
     package func handle(_ _: LEClearAdvertisingSets) {
-        guard !sets.values.contains(where: \.enabled) else { return reject(LEClearAdvertisingSets.self, .commandDisallowed) }
+        guard !sets.values.contains(where: { $0.enabled || $0.periodic?.enabled == true }) else {
+            return reject(LEClearAdvertisingSets.self, .commandDisallowed)
+        }
         sets = [:]
         complete(LEClearAdvertisingSets.self)
     }

@@ -51,7 +51,10 @@ extension VirtualController {
     /// and ignores the peer address; 0x00 only to the peer address.
     func initiatorAccepts(_ adv: Advertisement, _ i: Initiating) -> Bool {
         if i.useFilterAcceptList { return filterAcceptListContains(DeviceAddress(adv.address, type: adv.addressType)) }
-        return adv.address == i.address && adv.addressType.simple == i.type.simple
+        if adv.address == i.address && adv.addressType.simple == i.type.simple { return true }
+        // With address resolution on, a peer's identity reaches it behind its RPA (Vol 6 Part B 6.2).
+        guard addressResolution, let resolved = reportedAddress(of: adv) else { return false }
+        return resolved.address == i.address && resolved.type.simple == i.type.simple
     }
 
     /// LE Clear / Add Device To / Remove Device From Filter Accept List.

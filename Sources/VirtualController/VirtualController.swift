@@ -67,8 +67,22 @@ public final class VirtualController: @unchecked Sendable {
         var scanResponse: [UInt8] = []
         var randomAddress: BDAddress?
         var enabled = false
+        /// Its periodic train (VirtualController+Periodic.swift).
+        var periodic: PeriodicTrain?
     }
     var sets: [UInt8: AdvertisingSet] = [:]
+    // Periodic advertising synchronisation (VirtualController+Periodic.swift).
+    var pendingSync: PendingSync?
+    var periodicSyncs: [UInt16: SyncState] = [:]
+    var nextSyncHandle: UInt16 = 0
+    /// LE Set Default Periodic Advertising Sync Transfer Parameters (7.8.92): mode 0, ignore transfers.
+    var defaultPASTParameters = PASTParameters()
+    // The resolving list (VirtualController+ResolvingList.swift).
+    var resolvingList: [ResolvingListEntry] = []
+    var resolvingListCapacity = VirtualController.defaultResolvingListCapacity
+    var resolvingListRefusal: HCIStatus?
+    var addressResolution = false
+    var rpaTimeout: UInt16 = 900
     // Scanning.
     var scanActive = true
     var scanEnabled = false
@@ -126,7 +140,9 @@ public final class VirtualController: @unchecked Sendable {
     public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
     public static let maxAdvertisingSets = 4
     public static let rssi: Int8 = -50
-    public static let features: LEFeatures = [.leEncryption, .dataPacketLengthExtension, .le2MPHY, .leExtendedAdvertising]
+    public static let features: LEFeatures = [.leEncryption, .dataPacketLengthExtension, .llPrivacy, .le2MPHY, .leExtendedAdvertising,
+                                                     .lePeriodicAdvertising, .periodicAdvertisingSyncTransferSender,
+                                                     .periodicAdvertisingSyncTransferRecipient]
 
     init(link: VirtualLink, index: Int, aclBuffers: Int, aclDataLength: Int) {
         self.link = link
@@ -308,7 +324,17 @@ public final class VirtualController: @unchecked Sendable {
         advData = []
         scanRspData = []
         advEnabled = false
+        for (handle, set) in sets where set.periodic?.enabled == true { trainStopped(set: handle) }
         sets = [:]
+        pendingSync = nil
+        periodicSyncs = [:]
+        nextSyncHandle = 0
+        defaultPASTParameters = PASTParameters()
+        // (Reset empties the list and turns resolution off, Vol 4 Part E 7.3.2; the capacity and
+        // a refusal set by a test stay: they are what this controller is.)
+        resolvingList = []
+        addressResolution = false
+        rpaTimeout = 900
         scanActive = true
         scanEnabled = false
         scanExtended = false
@@ -341,6 +367,8 @@ public final class VirtualController: @unchecked Sendable {
         var setHandle: UInt8?
         /// Advertising_Filter_Policy: bit 0 scan requests, bit 1 connection requests only from the filter accept list.
         var filterPolicy: UInt8
+        /// Periodic advertising interval of the set's train (1.25 ms units), 0 when none.
+        var periodicInterval: UInt16 = 0
     }
 
     func ownAddress(_ type: AddressType, setRandom: BDAddress? = nil) -> DeviceAddress {
@@ -369,7 +397,7 @@ public final class VirtualController: @unchecked Sendable {
                                      data: set.data, scanResponse: set.scanResponse,
                                      sid: p.contains(.legacy) ? 0xFF : set.params.advertisingSID,
                                      txPower: set.params.advertisingTxPower, setHandle: handle,
-                                     filterPolicy: set.params.advertisingFilterPolicy))
+                                     filterPolicy: set.params.advertisingFilterPolicy, periodicInterval: periodicInterval(ofSet: handle)))
         }
         return out
     }
@@ -405,7 +433,11 @@ public final class VirtualController: @unchecked Sendable {
         return true
     }
 
-    private func report(_ adv: Advertisement, scanResponse: Bool) {
+    private func report(_ advertised: Advertisement, scanResponse: Bool) {
+        guard let reported = reportedAddress(of: advertised) else { return }
+        var adv = advertised
+        adv.address = reported.address
+        adv.addressType = reported.type
         let data = scanResponse ? adv.scanResponse : adv.data
         if scanFilterDuplicates {
             let key = ReportKey(address: adv.address, type: adv.addressType.rawValue, scanResponse: scanResponse, data: data)
@@ -436,7 +468,8 @@ public final class VirtualController: @unchecked Sendable {
                 eventType: ExtendedAdvertisingEventType(rawValue: bits | status << 5),
                 addressType: adv.addressType.rawValue, address: adv.address, primaryPHY: 1,
                 secondaryPHY: adv.legacyPDU ? 0 : 1, advertisingSID: adv.sid, txPower: adv.txPower,
-                rssi: VirtualController.rssi, data: Array(data[offset..<end]))]))
+                rssi: VirtualController.rssi, periodicAdvertisingInterval: scanResponse ? 0 : adv.periodicInterval,
+                data: Array(data[offset..<end]))]))
             offset = end
         } while offset < data.count
     }

@@ -80,7 +80,7 @@ func runCLI(_ argv: [String]) async -> Int32 {
         return usageFailure(UsageError("proxy names its controller with --controller SPEC (and where the other host connects with --host SPEC), not -t", command: command))
     }
     if !hostCommands.contains(command), command != "proxy", let given = ["transport", "capture", "trace"].first(where: args.has) {
-        return usageFailure(UsageError("--\(given) is for the commands that drive a controller (scan, central, peripheral, demo, session, shell), not \(command)", command: command))
+        return usageFailure(UsageError("--\(given) is for the commands that drive a controller (scan, central, peripheral, advertise, demo, session, shell), not \(command)", command: command))
     }
     if args.has("trace") {
         do { _ = try parseLayers(args.last("trace")) } catch let e as UsageError { return usageFailure(UsageError(e.message, command: command)) } catch {}
@@ -93,6 +93,7 @@ func runCLI(_ argv: [String]) async -> Int32 {
         case "scan": return try await runScan(context)
         case "central": return try await runCentral(context)
         case "peripheral": return try await runPeripheral(context)
+        case "advertise": return try await runAdvertise(context)
         case "demo": return try await runDemo(context)
         case "controllers": return try await runControllers(context)
         case "proxy": return try await runProxy(context)
@@ -136,7 +137,7 @@ func lostHint(_ lost: Bool, _ spec: String) -> String {
 }
 
 /// The commands that open a controller as its host, and so take -t, -w and --trace.
-let hostCommands: Set<String> = ["scan", "central", "peripheral", "demo", "session", "shell"]
+let hostCommands: Set<String> = ["scan", "central", "peripheral", "advertise", "demo", "session", "shell"]
 
 func usageFailure(_ e: UsageError) -> Int32 {
     let hint = e.command.map { "ble-hci \($0) --help" } ?? "ble-hci --help"

@@ -10,6 +10,7 @@ Commands:
   scan          list advertisers (active scan by default)
   central       connect to a peripheral, discover, read, write, subscribe
   peripheral    advertise and serve the `demo`, `band` or `secure` profile, or a GATT table
+  advertise     broadcast: a non-connectable extended advertising set, optionally a periodic train
   shell         an interactive session: both roles, several links, Tab completion, history
   session       the shell's commands as JSON lines on stdin (--json), for scripts and tests
   bonds         list or remove the stored bonds (SMP keys)
@@ -48,6 +49,7 @@ let commandHelp: [String: String] = [
     Usage: ble-hci scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT]
                         [--rssi DBM] [--phy 1m|2m|coded] [--manufacturer ID]... [--service-data UUID]...
                         [--bonds DIR]
+           ble-hci scan --sync TARGET [--count N] [--duration S]
 
     Scans for advertisers and prints one line per advertiser when first seen and whenever its
     data change (every report with --duplicates). Filters of different kinds must all match; a
@@ -73,6 +75,14 @@ let commandHelp: [String: String] = [
       --bonds DIR         bonds whose IRKs resolve private addresses: a bonded peer is shown with
                           its identity address ("bonded AA:BB:../public"; JSON identityAddress)
                           (default $XDG_STATE_HOME/ble-hci, else ~/.local/state/ble-hci)
+      --sync TARGET       instead of listing advertisers: find TARGET (an address, optionally
+                          /public or /random, or name:TEXT, as central takes it; within 10 s),
+                          synchronise to its periodic advertising train (LE Periodic Advertising
+                          Create Sync; within 10 s) and print each periodic advertisement whole,
+                          its reports joined ({"event":"periodicReport","data":HEX,"rssi":N,
+                          "sync":N}, "truncated":true when the controller cut it short), then
+                          terminate the sync. Exit 1 when TARGET has no train or the sync is lost
+      --count N           with --sync: stop after N periodic advertisements
 
     The interval is the median time between an advertiser's advertising reports as they reach
     this host (its advertising interval plus the 0-10 ms advDelay a controller adds); when the
@@ -83,6 +93,7 @@ let commandHelp: [String: String] = [
       sudo ble-hci -t hci0 scan --duration 10 --service 180d --json
       ble-hci -t tcp:127.0.0.1:9002 scan --duration 5 --rssi -70 --manufacturer 0x004c
       ble-hci -t tcp:127.0.0.1:9002 scan --duration 5 --service-data 180f --phy 1m --json
+      ble-hci -t tcp:127.0.0.1:9002 --json scan --sync name:train --count 3
     """,
     "central": """
     Usage: ble-hci central TARGET... [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
@@ -183,6 +194,34 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --io display --mitm --passkey 123456
       ble-hci --json -t tcp:127.0.0.1:9002 central F0:F1:F2:F3:F4:F5 > table.json   # clone a device
       ble-hci -t tcp:127.0.0.1:9001 peripheral --gatt table.json
+    """,
+    "advertise": """
+    Usage: ble-hci advertise [--name NAME] [--data HEX] [--periodic-data HEX] [--interval MS]
+                             [--periodic-interval MS] [--duration S]
+
+    The broadcaster role (beacons, periodic trains): a non-connectable, non-scannable extended
+    advertising set (extended advertising PDUs, set 0, SID 0) carrying the complete local name and
+    --data, and with --periodic-data a periodic advertising train on that set. Both stay on until
+    --duration ends or Ctrl-C, then are disabled. --json prints {"event":"advertising",
+    "address":...,"addressType":...,"name":...,"data":HEX[,"periodicData":HEX,"periodicInterval":N]}
+    (periodicInterval in 1.25 ms units). Needs a controller with extended advertising, and with
+    periodic advertising for --periodic-data (stderr names the command it lacks). Receive a train
+    with scan --sync.
+
+      --name NAME             Complete Local Name in the set's data (default ble-hci)
+      --data HEX              more AD structures (length, type, value; Core Vol 3 Part C 11) after
+                              the name, e.g. 05ff4c000102 (Manufacturer Specific Data); at most
+                              1650 octets with the name
+      --periodic-data HEX     the periodic train's AD structures (at most 1650 octets; sent to the
+                              controller in fragments of 252, received in reports of at most 247)
+      --interval MS           advertising interval, 20 to 10240 ms (default 100)
+      --periodic-interval MS  periodic advertising interval, 7.5 to 81918.75 ms (default 100)
+      --duration S            stop after S seconds (default: until Ctrl-C)
+
+    Examples:
+      ble-hci -t tcp:127.0.0.1:9001 advertise --name beacon --data 05ff4c000102
+      ble-hci -t tcp:127.0.0.1:9001 advertise --name train --periodic-data 0aff4c00010203040506 --periodic-interval 50
+      ble-hci -t tcp:127.0.0.1:9002 scan --sync name:train --count 5
     """,
     "shell": shellHelp,
     "session": sessionHelp,
@@ -416,7 +455,9 @@ let commandHelp: [String: String] = [
 
 let commandSpecs: [String: OptionSpec] = [
     "scan": OptionSpec(flags: ["passive", "duplicates"],
-                       valued: ["duration", "service", "name", "bonds", "rssi", "rssi-min", "phy", "manufacturer", "service-data"]),
+                       valued: ["duration", "service", "name", "bonds", "rssi", "rssi-min", "phy", "manufacturer", "service-data",
+                                "sync", "count"]),
+    "advertise": OptionSpec(flags: [], valued: ["name", "data", "periodic-data", "interval", "periodic-interval", "duration"]),
     "central": OptionSpec(flags: Set(["discover", "pair", "pair-again"]).union(securityFlags),
                           valued: Set(["read", "write", "write-without-response", "subscribe", "count",
                                        "duration", "mtu", "timeout", "profile", "date", "eatt"]).union(securityValued)),

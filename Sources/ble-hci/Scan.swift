@@ -11,6 +11,14 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("scan takes no positional arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
     }
+    if let target = c.args.last("sync") {
+        // The sync's reports are one advertiser's: the listing's filters and modes do not apply.
+        if let given = ["passive", "duplicates", "service", "name", "rssi", "rssi-min", "phy", "manufacturer", "service-data"].first(where: c.args.has) {
+            throw UsageError("--\(given) filters the advertisers scan lists; with --sync TARGET give only --count and --duration", command: c.command)
+        }
+        return try await runPeriodicSync(c, target: try Target(parsing: target, command: c.command))
+    }
+    if c.args.has("count") { throw UsageError("--count goes with --sync (the periodic reports to print)", command: c.command) }
     let duration = try c.args.double("duration", command: c.command)
     let filter = try scanFilter(c.args, command: c.command)
     SignalWatcher.install()
@@ -55,6 +63,67 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
         if !out.json { for line in stats.summaryLines() { out.progress(line) } }
         // Without --duration a signal is the requested end; with it, the scan was cut short.
         if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
+        return ExitCode.success
+    }
+}
+
+/// `scan --sync TARGET [--count N] [--duration S]`: finds TARGET as `central` does, synchronises
+/// to its periodic train (Core v5.4 Vol 4 Part E 7.8.67) and prints each periodic advertisement,
+/// its reports joined (7.7.65.15), until N of them, the duration, Ctrl-C, or the sync is lost;
+/// then terminates the sync (7.8.69).
+func runPeriodicSync(_ c: CommandContext, target: Target) async throws -> Int32 {
+    let count = try c.args.last("count").map { text -> Int in
+        guard let n = Int(text), n > 0 else { throw UsageError("--count needs a positive whole number, got '\(text)'", command: c.command) }
+        return n
+    }
+    let duration = try c.args.double("duration", command: c.command)
+    SignalWatcher.install()
+    let out = c.out
+    let opened = try openTransport(c)
+    defer { opened.close() }
+    // Bonds, as for scan: a bonded TARGET is found behind its RPA, by the controller or the host.
+    var options = StackOptions()
+    options.security.bondDirectory = bondDirectory(c)
+    options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
+    let central = try await interruptible { [options] in try await Central.open(opened.transport, options: options) }
+    return try await closing({ await central.close() }) {
+        let adv = try await findTarget(target, central: central, timeout: 10)
+        guard adv.sid <= 0x0F else {
+            throw CLIFailure("\(adv.address) uses legacy advertising (no Advertising SID): it has no periodic train to synchronise to", exitCode: ExitCode.failure)
+        }
+        out.progress("Found \(adv.address) (SID \(adv.sid)); synchronising to its periodic advertising…")
+        let sync: PeriodicAdvertisingSync
+        do {
+            sync = try await interruptible { try await central.syncPeriodicAdvertising(of: adv) }
+        } catch let e as BLEError {
+            if case .transport = e { throw e }
+            throw CLIFailure("could not synchronise to the periodic advertising of \(adv.address) (SID \(adv.sid)): \(e)", exitCode: ExitCode.failure)
+        }
+        let s = sync.sync
+        out.event([.text("event", "periodicSync"), .text("address", s.advertiser.address.description), .text("addressType", s.advertiser.type.simple),
+                   .int("sid", Int(s.sid)), .int("sync", Int(s.handle)), .int("interval", Int(s.interval))])
+        out.line("Synchronised to \(s.advertiser) (SID \(s.sid), sync \(hexCode(s.handle, digits: 4)), every \(formatMilliseconds(Double(s.interval) * 1.25)))\(count.map { "; \($0) report\($0 == 1 ? "" : "s")" } ?? ", Ctrl-C to stop")")
+        let failure = await consumeUntilStop(duration: duration) {
+            var received = 0
+            for try await r in sync.reports {
+                var fields: [Field] = [.text("event", "periodicReport"), .bytes("data", r.data)]
+                if let rssi = r.rssi { fields.append(.int("rssi", rssi)) }
+                if let tx = r.txPower { fields.append(.int("txPower", tx)) }
+                fields.append(.int("sync", Int(r.syncHandle)))
+                if r.dataStatus != 0 { fields.append(.bool("truncated", true)) }
+                out.event(fields)
+                out.line("\(timestamp()) periodic report (\(r.data.count) octets\(r.rssi.map { ", \($0) dBm" } ?? "")\(r.dataStatus != 0 ? ", truncated" : "")): \(r.data.hex)")
+                received += 1
+                if let count, received >= count { return }
+            }
+        }
+        try? await central.terminate(sync)
+        if let failure {
+            if case BLEError.transport = failure { out.error("\(failure)"); return ExitCode.transport }
+            out.error("\(failure)")
+            return ExitCode.failure
+        }
+        if duration != nil || count != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
         return ExitCode.success
     }
 }

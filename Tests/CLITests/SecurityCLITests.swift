@@ -81,11 +81,20 @@ extension CLITests {
                 let seen = scan.events("advertisement").first { $0["name"] as? String == "secure" }
                 #expect(seen?["identityAddress"] as? String == identity, "\(scan.stdout)")
 
-                let second = try await rig.central(["central", identity, "--read", "ff01", "--bonds", centralBonds, "--json"])
+                let capture = dir.path("second.btsnoop")
+                let second = try await rig.central(["-w", capture, "central", identity, "--read", "ff01", "--bonds", centralBonds, "--json"])
                 expectStatus(second, 0, "central IDENTITY")
                 #expect(second.events("paired").isEmpty, "\(second.stdout)")
                 #expect(second.events("encrypted").first?["bonded"] as? Bool == true)
                 #expect(second.events("read").first?["value"] as? String == hexOf("secret"))
+                // Issue 30: the bond's IRK went into the controller's resolving list, in Device
+                // Privacy Mode, and address resolution was turned on (Core v5.4 Vol 4 Part E
+                // 7.8.38, 7.8.77, 7.8.44), as tshark reads the capture.
+                let opcodes = try Tshark.fields(capture, ["bthci_cmd.opcode"]).compactMap(\.first)
+                for opcode in ["0x2029", "0x202a", "0x2027", "0x204e", "0x202d"] {
+                    #expect(opcodes.contains(opcode), "\(opcode) in the capture")
+                }
+                #expect(!second.stderr.contains("resolving list not used"), "\(second.stderr)")
             }
         }
 

@@ -8,6 +8,18 @@ let addrB = BDAddress([0xC0, 0x11, 0x22, 0x33, 0x44, 0x55])
 let key16: [UInt8] = Array(0x00..<0x10)
 
 let commandSamples: [any HCICommand] = [
+    LEPeriodicAdvertisingSyncTransfer(connectionHandle: 0x40, serviceData: 0x1234, syncHandle: 1),
+    LEPeriodicAdvertisingSetInfoTransfer(connectionHandle: 0x40, serviceData: 0x1234, advertisingHandle: 0),
+    LESetPeriodicAdvertisingSyncTransferParameters(connectionHandle: 0x40), LESetDefaultPeriodicAdvertisingSyncTransferParameters(),
+    LEAddDeviceToResolvingList(peerIdentityAddressType: 0, peerIdentityAddress: addrA, peerIRK: key16, localIRK: key16.reversed()),
+    LERemoveDeviceFromResolvingList(peerIdentityAddressType: 1, peerIdentityAddress: addrB), LEClearResolvingList(),
+    LEReadResolvingListSize(), LESetAddressResolutionEnable(addressResolutionEnable: true),
+    LESetResolvablePrivateAddressTimeout(rpaTimeout: 900), LESetPrivacyMode(peerIdentityAddressType: 0, peerIdentityAddress: addrA, privacyMode: 1),
+    LESetPeriodicAdvertisingParameters(advertisingHandle: 0, periodicAdvertisingIntervalMin: 0x50, periodicAdvertisingIntervalMax: 0x60),
+    LESetPeriodicAdvertisingData(advertisingHandle: 0, advertisingData: [0x03, 0xFF, 0x01, 0x02]),
+    LESetPeriodicAdvertisingEnable(enable: 1, advertisingHandle: 0),
+    LEPeriodicAdvertisingCreateSync(advertisingSID: 3, advertiserAddressType: 1, advertiserAddress: addrB),
+    LEPeriodicAdvertisingCreateSyncCancel(), LEPeriodicAdvertisingTerminateSync(syncHandle: 1),
     Disconnect(connectionHandle: 0x0040, reason: .remoteUserTerminated),
     SetEventMask(.leHost), Reset(), WriteLEHostSupport(),
     ReadLocalVersionInformation(), ReadLocalSupportedCommands(), ReadLocalSupportedFeatures(),
@@ -75,6 +87,10 @@ let returnSamples: [(any HCICommand.Type, any HCIReturnParameters)] = [
     (LEReadAdvertisingPhysicalChannelTxPower.self, LEReadAdvertisingPhysicalChannelTxPower.ReturnParameters(txPowerLevel: -4)),
     (LESetExtendedAdvertisingParameters.self, LESetExtendedAdvertisingParameters.ReturnParameters(selectedTxPower: 0)),
     (LEReadMaximumAdvertisingDataLength.self, LEReadMaximumAdvertisingDataLength.ReturnParameters(maxAdvertisingDataLength: 1650)),
+    (LEPeriodicAdvertisingSyncTransfer.self, ConnectionHandleReturn(connectionHandle: 0x40)),
+    (LEPeriodicAdvertisingSetInfoTransfer.self, ConnectionHandleReturn(connectionHandle: 0x40)),
+    (LESetPeriodicAdvertisingSyncTransferParameters.self, ConnectionHandleReturn(connectionHandle: 0x40)),
+    (LEReadResolvingListSize.self, LEReadResolvingListSize.ReturnParameters(resolvingListSize: 8)),
     (LEReadNumberOfSupportedAdvertisingSets.self, LEReadNumberOfSupportedAdvertisingSets.ReturnParameters(numSupportedAdvertisingSets: 4)),
 ]
 
@@ -100,6 +116,12 @@ let subeventSamples: [any LEMetaEventParameters] = [
     LEScanTimeout(),
     LEAdvertisingSetTerminated(advertisingHandle: 1, connectionHandle: 0x40, numCompletedExtendedAdvertisingEvents: 3),
     LEEnhancedConnectionCompleteV2(enhanced, advertisingHandle: 1, syncHandle: 0xFFFF),
+    LEPeriodicAdvertisingSyncEstablished(syncHandle: 1, advertisingSID: 3, advertiserAddressType: 1, advertiserAddress: addrA,
+                                         periodicAdvertisingInterval: 0x50),
+    LEPeriodicAdvertisingReport(syncHandle: 1, rssi: -50, dataStatus: 1, data: [0x03, 0xFF, 0x01, 0x02]),
+    LEPeriodicAdvertisingSyncLost(syncHandle: 1),
+    LEPeriodicAdvertisingSyncTransferReceived(connectionHandle: 0x40, serviceData: 0x1234, syncHandle: 1, advertisingSID: 3,
+                                              advertiserAddressType: 1, advertiserAddress: addrA, periodicAdvertisingInterval: 0x50),
 ]
 
 let eventSamples: [any HCIEventParameters] = [

@@ -16,11 +16,11 @@ import Testing
     }
 
     @Test func commandsAnsweredWithCommandStatus() {
-        // Core Vol 4 Part E 7.1.6, 7.8.12, 7.8.18, 7.8.21, 7.8.24, 7.8.49, 7.8.66: the controller answers these
+        // Core Vol 4 Part E 7.1.6, 7.8.12, 7.8.18, 7.8.21, 7.8.24, 7.8.49, 7.8.66, 7.8.67: the controller answers these
         // with Command Status (the result comes in a later event); every other command with Command Complete.
         var status: Set<UInt16> = []
         for t in allCommandTypes where t.completesWithStatus { status.insert(t.opcode.rawValue) }
-        #expect(status == [0x0406, 0x200D, 0x2013, 0x2016, 0x2019, 0x2032, 0x2043])
+        #expect(status == [0x0406, 0x200D, 0x2013, 0x2016, 0x2019, 0x2032, 0x2043, 0x2044])
     }
 
     @Test func startUpCommandsLinuxSendsMatchBumble() throws {

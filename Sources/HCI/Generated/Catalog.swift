@@ -877,20 +877,6 @@ extension HCICatalog {
             CatalogParameter("keyXCoordinate", .bytes(32)),
             CatalogParameter("keyYCoordinate", .bytes(32)),
         ], returns: []),
-        CatalogEntry(0x2027, "LE Add Device To Resolving List", "Core v5.4 Vol 4 Part E 7.8.38", [
-            CatalogParameter("peerIdentityAddressType", .u8),
-            CatalogParameter("peerIdentityAddress", .address),
-            CatalogParameter("peerIRK", .bytes(16)),
-            CatalogParameter("localIRK", .bytes(16)),
-        ], returns: []),
-        CatalogEntry(0x2028, "LE Remove Device From Resolving List", "Core v5.4 Vol 4 Part E 7.8.39", [
-            CatalogParameter("peerIdentityAddressType", .u8),
-            CatalogParameter("peerIdentityAddress", .address),
-        ], returns: []),
-        CatalogEntry(0x2029, "LE Clear Resolving List", "Core v5.4 Vol 4 Part E 7.8.40", [], returns: []),
-        CatalogEntry(0x202A, "LE Read Resolving List Size", "Core v5.4 Vol 4 Part E 7.8.41", [], returns: [
-            CatalogParameter("resolvingListSize", .u8),
-        ]),
         CatalogEntry(0x202B, "LE Read Peer Resolvable Address", "Core v5.4 Vol 4 Part E 7.8.42", [
             CatalogParameter("peerIdentityAddressType", .u8),
             CatalogParameter("peerIdentityAddress", .address),
@@ -903,12 +889,6 @@ extension HCICatalog {
         ], returns: [
             CatalogParameter("localResolvableAddress", .address),
         ]),
-        CatalogEntry(0x202D, "LE Set Address Resolution Enable", "Core v5.4 Vol 4 Part E 7.8.44", [
-            CatalogParameter("addressResolutionEnable", .u8),
-        ], returns: []),
-        CatalogEntry(0x202E, "LE Set Resolvable Private Address Timeout", "Core v5.4 Vol 4 Part E 7.8.45", [
-            CatalogParameter("rpaTimeout", .u16),
-        ], returns: []),
         CatalogEntry(0x2033, "LE Receiver Test [v2]", "Core v5.4 Vol 4 Part E 7.8.28", [
             CatalogParameter("rxChannel", .u8),
             CatalogParameter("phy", .u8),
@@ -919,34 +899,6 @@ extension HCICatalog {
             CatalogParameter("testDataLength", .u8),
             CatalogParameter("packetPayload", .u8),
             CatalogParameter("phy", .u8),
-        ], returns: []),
-        CatalogEntry(0x203E, "LE Set Periodic Advertising Parameters", "Core v5.4 Vol 4 Part E 7.8.61", [
-            CatalogParameter("advertisingHandle", .u8),
-            CatalogParameter("periodicAdvertisingIntervalMin", .u16),
-            CatalogParameter("periodicAdvertisingIntervalMax", .u16),
-            CatalogParameter("periodicAdvertisingProperties", .u16, code: true),
-        ], returns: []),
-        CatalogEntry(0x203F, "LE Set Periodic Advertising Data", "Core v5.4 Vol 4 Part E 7.8.62", [
-            CatalogParameter("advertisingHandle", .u8),
-            CatalogParameter("operation", .u8),
-            CatalogParameter("advertisingData", .data),
-        ], returns: []),
-        CatalogEntry(0x2040, "LE Set Periodic Advertising Enable", "Core v5.4 Vol 4 Part E 7.8.63", [
-            CatalogParameter("enable", .u8),
-            CatalogParameter("advertisingHandle", .u8),
-        ], returns: []),
-        CatalogEntry(0x2044, "LE Periodic Advertising Create Sync", "Core v5.4 Vol 4 Part E 7.8.67", [
-            CatalogParameter("options", .u8),
-            CatalogParameter("advertisingSID", .u8),
-            CatalogParameter("advertiserAddressType", .u8),
-            CatalogParameter("advertiserAddress", .address),
-            CatalogParameter("skip", .u16),
-            CatalogParameter("syncTimeout", .u16),
-            CatalogParameter("syncCTEType", .u8),
-        ], returns: []),
-        CatalogEntry(0x2045, "LE Periodic Advertising Create Sync Cancel", "Core v5.4 Vol 4 Part E 7.8.68", [], returns: []),
-        CatalogEntry(0x2046, "LE Periodic Advertising Terminate Sync", "Core v5.4 Vol 4 Part E 7.8.69", [
-            CatalogParameter("syncHandle", .u16),
         ], returns: []),
         CatalogEntry(0x2047, "LE Add Device To Periodic Advertiser List", "Core v5.4 Vol 4 Part E 7.8.70", [
             CatalogParameter("advertiserAddressType", .u8),
@@ -973,11 +925,6 @@ extension HCICatalog {
         CatalogEntry(0x204D, "LE Write RF Path Compensation", "Core v5.4 Vol 4 Part E 7.8.76", [
             CatalogParameter("rfTxPathCompensationValue", .i16),
             CatalogParameter("rfRxPathCompensationValue", .i16),
-        ], returns: []),
-        CatalogEntry(0x204E, "LE Set Privacy Mode", "Core v5.4 Vol 4 Part E 7.8.77", [
-            CatalogParameter("peerIdentityAddressType", .u8),
-            CatalogParameter("peerIdentityAddress", .address),
-            CatalogParameter("privacyMode", .u8),
         ], returns: []),
         CatalogEntry(0x204F, "LE Receiver Test [v3]", "Core v5.4 Vol 4 Part E 7.8.28", [
             CatalogParameter("rxChannel", .u8),
@@ -1062,35 +1009,6 @@ extension HCICatalog {
         CatalogEntry(0x2059, "LE Set Periodic Advertising Receive Enable", "Core v5.4 Vol 4 Part E 7.8.88", [
             CatalogParameter("syncHandle", .u16),
             CatalogParameter("enable", .u8),
-        ], returns: []),
-        CatalogEntry(0x205A, "LE Periodic Advertising Sync Transfer", "Core v5.4 Vol 4 Part E 7.8.89", [
-            CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("serviceData", .u16),
-            CatalogParameter("syncHandle", .u16),
-        ], returns: [
-            CatalogParameter("connectionHandle", .handle),
-        ]),
-        CatalogEntry(0x205B, "LE Periodic Advertising Set Info Transfer", "Core v5.4 Vol 4 Part E 7.8.90", [
-            CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("serviceData", .u16),
-            CatalogParameter("advertisingHandle", .u8),
-        ], returns: [
-            CatalogParameter("connectionHandle", .handle),
-        ]),
-        CatalogEntry(0x205C, "LE Set Periodic Advertising Sync Transfer Parameters", "Core v5.4 Vol 4 Part E 7.8.91", [
-            CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("mode", .u8),
-            CatalogParameter("skip", .u16),
-            CatalogParameter("syncTimeout", .u16),
-            CatalogParameter("cteType", .u8),
-        ], returns: [
-            CatalogParameter("connectionHandle", .handle),
-        ]),
-        CatalogEntry(0x205D, "LE Set Default Periodic Advertising Sync Transfer Parameters", "Core v5.4 Vol 4 Part E 7.8.92", [
-            CatalogParameter("mode", .u8),
-            CatalogParameter("skip", .u16),
-            CatalogParameter("syncTimeout", .u16),
-            CatalogParameter("cteType", .u8),
         ], returns: []),
         CatalogEntry(0x205E, "LE Generate DHKey [v2]", "Core v5.4 Vol 4 Part E 7.8.37", [
             CatalogParameter("keyXCoordinate", .bytes(32)),
@@ -1736,27 +1654,6 @@ extension HCICatalog {
             CatalogParameter("status", .status),
             CatalogParameter("dhKey", .bytes(32)),
         ]),
-        CatalogEntry(0x0E, "LE Periodic Advertising Sync Established", "Core v5.4 Vol 4 Part E 7.7.65.14", [
-            CatalogParameter("status", .status),
-            CatalogParameter("syncHandle", .u16),
-            CatalogParameter("advertisingSID", .u8),
-            CatalogParameter("advertiserAddressType", .u8),
-            CatalogParameter("advertiserAddress", .address),
-            CatalogParameter("advertiserPHY", .u8),
-            CatalogParameter("periodicAdvertisingInterval", .u16),
-            CatalogParameter("advertiserClockAccuracy", .u8),
-        ]),
-        CatalogEntry(0x0F, "LE Periodic Advertising Report", "Core v5.4 Vol 4 Part E 7.7.65.15", [
-            CatalogParameter("syncHandle", .u16),
-            CatalogParameter("txPower", .i8),
-            CatalogParameter("rssi", .i8),
-            CatalogParameter("cteType", .u8),
-            CatalogParameter("dataStatus", .u8),
-            CatalogParameter("data", .data),
-        ]),
-        CatalogEntry(0x10, "LE Periodic Advertising Sync Lost", "Core v5.4 Vol 4 Part E 7.7.65.16", [
-            CatalogParameter("syncHandle", .u16),
-        ]),
         CatalogEntry(0x13, "LE Scan Request Received", "Core v5.4 Vol 4 Part E 7.7.65.19", [
             CatalogParameter("advertisingHandle", .u8),
             CatalogParameter("scannerAddressType", .u8),
@@ -1794,18 +1691,6 @@ extension HCICatalog {
         CatalogEntry(0x17, "LE CTE Request Failed", "Core v5.4 Vol 4 Part E 7.7.65.23", [
             CatalogParameter("status", .status),
             CatalogParameter("connectionHandle", .handle),
-        ]),
-        CatalogEntry(0x18, "LE Periodic Advertising Sync Transfer Received", "Core v5.4 Vol 4 Part E 7.7.65.24", [
-            CatalogParameter("status", .status),
-            CatalogParameter("connectionHandle", .handle),
-            CatalogParameter("serviceData", .u16),
-            CatalogParameter("syncHandle", .u16),
-            CatalogParameter("advertisingSID", .u8),
-            CatalogParameter("advertiserAddressType", .u8),
-            CatalogParameter("advertiserAddress", .address),
-            CatalogParameter("advertiserPHY", .u8),
-            CatalogParameter("periodicAdvertisingInterval", .u16),
-            CatalogParameter("advertiserClockAccuracy", .u8),
         ]),
         CatalogEntry(0x19, "LE CIS Established", "Core v5.4 Vol 4 Part E 7.7.65.25", [
             CatalogParameter("status", .status),
@@ -2135,22 +2020,10 @@ extension HCICatalog {
         0x2021: (33, 5),  // LE Remote Connection Parameter Request Negative Reply
         0x2025: (34, 1),  // LE Read Local P-256 Public Key
         0x2026: (34, 2),  // LE Generate DHKey [v1]
-        0x2027: (34, 3),  // LE Add Device To Resolving List
-        0x2028: (34, 4),  // LE Remove Device From Resolving List
-        0x2029: (34, 5),  // LE Clear Resolving List
-        0x202A: (34, 6),  // LE Read Resolving List Size
         0x202B: (34, 7),  // LE Read Peer Resolvable Address
         0x202C: (35, 0),  // LE Read Local Resolvable Address
-        0x202D: (35, 1),  // LE Set Address Resolution Enable
-        0x202E: (35, 2),  // LE Set Resolvable Private Address Timeout
         0x2033: (35, 7),  // LE Receiver Test [v2]
         0x2034: (36, 0),  // LE Transmitter Test [v2]
-        0x203E: (37, 2),  // LE Set Periodic Advertising Parameters
-        0x203F: (37, 3),  // LE Set Periodic Advertising Data
-        0x2040: (37, 4),  // LE Set Periodic Advertising Enable
-        0x2044: (38, 0),  // LE Periodic Advertising Create Sync
-        0x2045: (38, 1),  // LE Periodic Advertising Create Sync Cancel
-        0x2046: (38, 2),  // LE Periodic Advertising Terminate Sync
         0x2047: (38, 3),  // LE Add Device To Periodic Advertiser List
         0x2048: (38, 4),  // LE Remove Device From Periodic Advertiser List
         0x2049: (38, 5),  // LE Clear Periodic Advertiser List
@@ -2158,7 +2031,6 @@ extension HCICatalog {
         0x204B: (38, 7),  // LE Read Transmit Power
         0x204C: (39, 0),  // LE Read RF Path Compensation
         0x204D: (39, 1),  // LE Write RF Path Compensation
-        0x204E: (39, 2),  // LE Set Privacy Mode
         0x204F: (39, 3),  // LE Receiver Test [v3]
         0x2050: (39, 4),  // LE Transmitter Test [v3]
         0x2051: (39, 5),  // LE Set Connectionless CTE Transmit Parameters
@@ -2170,10 +2042,6 @@ extension HCICatalog {
         0x2057: (40, 3),  // LE Connection CTE Response Enable
         0x2058: (40, 4),  // LE Read Antenna Information
         0x2059: (40, 5),  // LE Set Periodic Advertising Receive Enable
-        0x205A: (40, 6),  // LE Periodic Advertising Sync Transfer
-        0x205B: (40, 7),  // LE Periodic Advertising Set Info Transfer
-        0x205C: (41, 0),  // LE Set Periodic Advertising Sync Transfer Parameters
-        0x205D: (41, 1),  // LE Set Default Periodic Advertising Sync Transfer Parameters
         0x205E: (41, 2),  // LE Generate DHKey [v2]
         0x205F: (41, 4),  // LE Modify Sleep Clock Accuracy
         0x2061: (41, 6),  // LE Read ISO TX Sync

@@ -493,10 +493,14 @@ public struct LEEventMask: OptionSet, Hashable, Sendable, CustomStringConvertibl
     public static let directedAdvertisingReport = Self(rawValue: 1 << 10)
     public static let phyUpdateComplete = Self(rawValue: 1 << 11)
     public static let extendedAdvertisingReport = Self(rawValue: 1 << 12)
+    public static let periodicAdvertisingSyncEstablished = Self(rawValue: 1 << 13)
+    public static let periodicAdvertisingReport = Self(rawValue: 1 << 14)
+    public static let periodicAdvertisingSyncLost = Self(rawValue: 1 << 15)
     public static let scanTimeout = Self(rawValue: 1 << 16)
     public static let advertisingSetTerminated = Self(rawValue: 1 << 17)
     public static let scanRequestReceived = Self(rawValue: 1 << 18)
     public static let channelSelectionAlgorithm = Self(rawValue: 1 << 19)
+    public static let periodicAdvertisingSyncTransferReceived = Self(rawValue: 1 << 23)
     public static let enhancedConnectionCompleteV2 = Self(rawValue: 1 << 40)
 
     /// The names of the bits set; "none" when empty.
@@ -515,10 +519,14 @@ public struct LEEventMask: OptionSet, Hashable, Sendable, CustomStringConvertibl
         if contains(.directedAdvertisingReport) { parts.append("LE Directed Advertising Report") }
         if contains(.phyUpdateComplete) { parts.append("LE PHY Update Complete") }
         if contains(.extendedAdvertisingReport) { parts.append("LE Extended Advertising Report") }
+        if contains(.periodicAdvertisingSyncEstablished) { parts.append("LE Periodic Advertising Sync Established") }
+        if contains(.periodicAdvertisingReport) { parts.append("LE Periodic Advertising Report") }
+        if contains(.periodicAdvertisingSyncLost) { parts.append("LE Periodic Advertising Sync Lost") }
         if contains(.scanTimeout) { parts.append("LE Scan Timeout") }
         if contains(.advertisingSetTerminated) { parts.append("LE Advertising Set Terminated") }
         if contains(.scanRequestReceived) { parts.append("LE Scan Request Received") }
         if contains(.channelSelectionAlgorithm) { parts.append("LE Channel Selection Algorithm") }
+        if contains(.periodicAdvertisingSyncTransferReceived) { parts.append("LE Periodic Advertising Sync Transfer Received") }
         if contains(.enhancedConnectionCompleteV2) { parts.append("LE Enhanced Connection Complete [v2]") }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }
@@ -538,10 +546,14 @@ public struct LEEventMask: OptionSet, Hashable, Sendable, CustomStringConvertibl
         (10, "LE Directed Advertising Report"),
         (11, "LE PHY Update Complete"),
         (12, "LE Extended Advertising Report"),
+        (13, "LE Periodic Advertising Sync Established"),
+        (14, "LE Periodic Advertising Report"),
+        (15, "LE Periodic Advertising Sync Lost"),
         (16, "LE Scan Timeout"),
         (17, "LE Advertising Set Terminated"),
         (18, "LE Scan Request Received"),
         (19, "LE Channel Selection Algorithm"),
+        (23, "LE Periodic Advertising Sync Transfer Received"),
         (40, "LE Enhanced Connection Complete [v2]"),
     ]
 }
@@ -617,7 +629,7 @@ public func phyName(_ v: UInt8) -> String {
     }
 }
 
-/// Operation of LE Set Extended Advertising / Scan Response Data (Core Vol 4 Part E 7.8.54).
+/// Operation of LE Set Extended Advertising / Scan Response / Periodic Advertising Data (Core Vol 4 Part E 7.8.54, 7.8.62).
 public func extendedDataOperationName(_ v: UInt8) -> String {
     switch v {
     case 0x00: "intermediate fragment"
@@ -625,6 +637,16 @@ public func extendedDataOperationName(_ v: UInt8) -> String {
     case 0x02: "last fragment"
     case 0x03: "complete data"
     case 0x04: "unchanged data"
+    default: "reserved"
+    }
+}
+
+/// Data_Status of an LE Periodic Advertising Report (Core Vol 4 Part E 7.7.65.15).
+public func periodicDataStatusName(_ v: UInt8) -> String {
+    switch v {
+    case 0x00: "complete"
+    case 0x01: "incomplete, more data to come"
+    case 0x02: "incomplete, truncated, no more to come"
     default: "reserved"
     }
 }

@@ -1801,6 +1801,459 @@ public struct LEExtendedCreateConnection: HCICommand, Equatable {
     }
 }
 
+/// LE Add Device To Resolving List (0x2027).
+public struct LEAddDeviceToResolvingList: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0027)
+    public static let name = "LE Add Device To Resolving List"
+    public var peerIdentityAddressType: UInt8
+    public var peerIdentityAddress: BDAddress
+    public var peerIRK: [UInt8]
+    public var localIRK: [UInt8]
+    public init(peerIdentityAddressType: UInt8, peerIdentityAddress: BDAddress, peerIRK: [UInt8], localIRK: [UInt8]) {
+        self.peerIdentityAddressType = peerIdentityAddressType
+        self.peerIdentityAddress = peerIdentityAddress
+        self.peerIRK = peerIRK
+        self.localIRK = localIRK
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        peerIdentityAddressType = try r.valid(try r.u8("peerIdentityAddressType"), 0...1, "peerIdentityAddressType")
+        peerIdentityAddress = try r.address("peerIdentityAddress")
+        peerIRK = try r.block16("peerIRK")
+        localIRK = try r.block16("localIRK")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(peerIdentityAddressType)
+        w.address(peerIdentityAddress)
+        w.padded(peerIRK, to: 16)
+        w.padded(localIRK, to: 16)
+    }
+    public var fields: [Field] {
+        [.code("peerIdentityAddressType", peerIdentityAddressType),
+         .address("peerIdentityAddress", peerIdentityAddress),
+         .bytes("peerIRK", peerIRK),
+         .bytes("localIRK", localIRK)]
+    }
+}
+
+/// LE Remove Device From Resolving List (0x2028).
+public struct LERemoveDeviceFromResolvingList: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0028)
+    public static let name = "LE Remove Device From Resolving List"
+    public var peerIdentityAddressType: UInt8
+    public var peerIdentityAddress: BDAddress
+    public init(peerIdentityAddressType: UInt8, peerIdentityAddress: BDAddress) {
+        self.peerIdentityAddressType = peerIdentityAddressType
+        self.peerIdentityAddress = peerIdentityAddress
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        peerIdentityAddressType = try r.valid(try r.u8("peerIdentityAddressType"), 0...1, "peerIdentityAddressType")
+        peerIdentityAddress = try r.address("peerIdentityAddress")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(peerIdentityAddressType)
+        w.address(peerIdentityAddress)
+    }
+    public var fields: [Field] {
+        [.code("peerIdentityAddressType", peerIdentityAddressType),
+         .address("peerIdentityAddress", peerIdentityAddress)]
+    }
+}
+
+/// LE Clear Resolving List (0x2029).
+public struct LEClearResolvingList: HCIParameterlessCommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0029)
+    public static let name = "LE Clear Resolving List"
+    public init() {}
+}
+
+/// LE Read Resolving List Size (0x202A).
+public struct LEReadResolvingListSize: HCIParameterlessCommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x002A)
+    public static let name = "LE Read Resolving List Size"
+    public init() {}
+
+    public struct ReturnParameters: HCIReturnParameters, Equatable {
+        public var resolvingListSize: UInt8
+        public init(resolvingListSize: UInt8) {
+            self.resolvingListSize = resolvingListSize
+        }
+        public init(returnParameters r: inout ByteReader) throws(DecodeError) {
+            resolvingListSize = try r.u8("resolvingListSize")
+        }
+        public func encode(into w: inout ByteWriter) {
+            w.u8(resolvingListSize)
+        }
+        public var fields: [Field] {
+            [.int("resolvingListSize", resolvingListSize)]
+        }
+    }
+}
+
+/// LE Set Address Resolution Enable (0x202D).
+public struct LESetAddressResolutionEnable: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x002D)
+    public static let name = "LE Set Address Resolution Enable"
+    public var addressResolutionEnable: Bool
+    public init(addressResolutionEnable: Bool) {
+        self.addressResolutionEnable = addressResolutionEnable
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        addressResolutionEnable = try r.valid(try r.u8("addressResolutionEnable"), 0...1, "addressResolutionEnable") != 0
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(addressResolutionEnable ? 1 : 0)
+    }
+    public var fields: [Field] {
+        [.code("addressResolutionEnable", UInt8(addressResolutionEnable ? 1 : 0), note: addressResolutionEnable ? "enabled" : "disabled")]
+    }
+}
+
+/// LE Set Resolvable Private Address Timeout (0x202E).
+public struct LESetResolvablePrivateAddressTimeout: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x002E)
+    public static let name = "LE Set Resolvable Private Address Timeout"
+    public var rpaTimeout: UInt16
+    public init(rpaTimeout: UInt16 = 0x0384) {
+        self.rpaTimeout = rpaTimeout
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        rpaTimeout = try r.valid(try r.u16("rpaTimeout"), 0x0001...0x0E10, "rpaTimeout")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(rpaTimeout)
+    }
+    public var fields: [Field] {
+        [.int("rpaTimeout", rpaTimeout)]
+    }
+}
+
+/// LE Set Privacy Mode (0x204E).
+public struct LESetPrivacyMode: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x004E)
+    public static let name = "LE Set Privacy Mode"
+    public var peerIdentityAddressType: UInt8
+    public var peerIdentityAddress: BDAddress
+    public var privacyMode: UInt8
+    public init(peerIdentityAddressType: UInt8, peerIdentityAddress: BDAddress, privacyMode: UInt8) {
+        self.peerIdentityAddressType = peerIdentityAddressType
+        self.peerIdentityAddress = peerIdentityAddress
+        self.privacyMode = privacyMode
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        peerIdentityAddressType = try r.valid(try r.u8("peerIdentityAddressType"), 0...1, "peerIdentityAddressType")
+        peerIdentityAddress = try r.address("peerIdentityAddress")
+        privacyMode = try r.valid(try r.u8("privacyMode"), 0...1, "privacyMode")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(peerIdentityAddressType)
+        w.address(peerIdentityAddress)
+        w.u8(privacyMode)
+    }
+    public var fields: [Field] {
+        [.code("peerIdentityAddressType", peerIdentityAddressType),
+         .address("peerIdentityAddress", peerIdentityAddress),
+         .code("privacyMode", privacyMode)]
+    }
+}
+
+/// LE Set Periodic Advertising Parameters [v1] (0x203E): the train of an extended,
+/// non-connectable, non-scannable set.
+public struct LESetPeriodicAdvertisingParameters: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x003E)
+    public static let name = "LE Set Periodic Advertising Parameters"
+    public var advertisingHandle: UInt8
+    public var periodicAdvertisingIntervalMin: UInt16
+    public var periodicAdvertisingIntervalMax: UInt16
+    public var periodicAdvertisingProperties: UInt16
+    public init(advertisingHandle: UInt8 = 0, periodicAdvertisingIntervalMin: UInt16 = 0x0050, periodicAdvertisingIntervalMax: UInt16 = 0x0050, periodicAdvertisingProperties: UInt16 = 0) {
+        self.advertisingHandle = advertisingHandle
+        self.periodicAdvertisingIntervalMin = periodicAdvertisingIntervalMin
+        self.periodicAdvertisingIntervalMax = periodicAdvertisingIntervalMax
+        self.periodicAdvertisingProperties = periodicAdvertisingProperties
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        advertisingHandle = try r.valid(try r.u8("advertisingHandle"), 0x00...0xEF, "advertisingHandle")
+        periodicAdvertisingIntervalMin = try r.valid(try r.u16("periodicAdvertisingIntervalMin"), 0x0006...0xFFFF, "periodicAdvertisingIntervalMin")
+        periodicAdvertisingIntervalMax = try r.valid(try r.u16("periodicAdvertisingIntervalMax"), 0x0006...0xFFFF, "periodicAdvertisingIntervalMax")
+        periodicAdvertisingProperties = try r.u16("periodicAdvertisingProperties")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(advertisingHandle)
+        w.u16(periodicAdvertisingIntervalMin)
+        w.u16(periodicAdvertisingIntervalMax)
+        w.u16(periodicAdvertisingProperties)
+    }
+    public var fields: [Field] {
+        [.int("advertisingHandle", advertisingHandle),
+         .interval("periodicAdvertisingIntervalMin", periodicAdvertisingIntervalMin, unitMicroseconds: 1250),
+         .interval("periodicAdvertisingIntervalMax", periodicAdvertisingIntervalMax, unitMicroseconds: 1250),
+         .code("periodicAdvertisingProperties", periodicAdvertisingProperties)]
+    }
+}
+
+/// LE Set Periodic Advertising Data (0x203F).
+public struct LESetPeriodicAdvertisingData: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x003F)
+    public static let name = "LE Set Periodic Advertising Data"
+    public var advertisingHandle: UInt8
+    public var operation: UInt8
+    public var advertisingData: [UInt8]
+    public init(advertisingHandle: UInt8, operation: UInt8 = 0x03, advertisingData: [UInt8]) {
+        self.advertisingHandle = advertisingHandle
+        self.operation = operation
+        self.advertisingData = Array(advertisingData.prefix(252))
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        advertisingHandle = try r.valid(try r.u8("advertisingHandle"), 0x00...0xEF, "advertisingHandle")
+        operation = try r.valid(try r.u8("operation"), 0...4, "operation")
+        advertisingData = try r.lengthPrefixed(max: 252, "advertisingDataLength", "advertisingData")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(advertisingHandle)
+        w.u8(operation)
+        w.lengthPrefixed(advertisingData, max: 252)
+    }
+    public var fields: [Field] {
+        [.int("advertisingHandle", advertisingHandle),
+         .code("operation", operation, note: extendedDataOperationName(operation)),
+         .int("advertisingDataLength", advertisingData.count), .bytes("advertisingData", advertisingData)]
+    }
+}
+
+/// LE Set Periodic Advertising Enable (0x2040).
+public struct LESetPeriodicAdvertisingEnable: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0040)
+    public static let name = "LE Set Periodic Advertising Enable"
+    public var enable: UInt8
+    public var advertisingHandle: UInt8
+    public init(enable: UInt8, advertisingHandle: UInt8) {
+        self.enable = enable
+        self.advertisingHandle = advertisingHandle
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        enable = try r.valid(try r.u8("enable"), 0...3, "enable")
+        advertisingHandle = try r.valid(try r.u8("advertisingHandle"), 0x00...0xEF, "advertisingHandle")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(enable)
+        w.u8(advertisingHandle)
+    }
+    public var fields: [Field] {
+        [.code("enable", enable),
+         .int("advertisingHandle", advertisingHandle)]
+    }
+}
+
+/// LE Periodic Advertising Create Sync (0x2044): completes with LE Periodic Advertising Sync Established.
+public struct LEPeriodicAdvertisingCreateSync: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0044)
+    public static let name = "LE Periodic Advertising Create Sync"
+    public static var completesWithStatus: Bool { true }
+    public var options: UInt8
+    public var advertisingSID: UInt8
+    public var advertiserAddressType: UInt8
+    public var advertiserAddress: BDAddress
+    public var skip: UInt16
+    public var syncTimeout: UInt16
+    public var syncCTEType: UInt8
+    public init(options: UInt8 = 0, advertisingSID: UInt8, advertiserAddressType: UInt8, advertiserAddress: BDAddress, skip: UInt16 = 0, syncTimeout: UInt16 = 0x0064, syncCTEType: UInt8 = 0) {
+        self.options = options
+        self.advertisingSID = advertisingSID
+        self.advertiserAddressType = advertiserAddressType
+        self.advertiserAddress = advertiserAddress
+        self.skip = skip
+        self.syncTimeout = syncTimeout
+        self.syncCTEType = syncCTEType
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        options = try r.valid(try r.u8("options"), 0...7, "options")
+        advertisingSID = try r.valid(try r.u8("advertisingSID"), 0x00...0x0F, "advertisingSID")
+        advertiserAddressType = try r.valid(try r.u8("advertiserAddressType"), 0...1, "advertiserAddressType")
+        advertiserAddress = try r.address("advertiserAddress")
+        skip = try r.valid(try r.u16("skip"), 0x0000...0x01F3, "skip")
+        syncTimeout = try r.valid(try r.u16("syncTimeout"), 0x000A...0x4000, "syncTimeout")
+        syncCTEType = try r.u8("syncCTEType")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(options)
+        w.u8(advertisingSID)
+        w.u8(advertiserAddressType)
+        w.address(advertiserAddress)
+        w.u16(skip)
+        w.u16(syncTimeout)
+        w.u8(syncCTEType)
+    }
+    public var fields: [Field] {
+        [.code("options", options),
+         .int("advertisingSID", advertisingSID),
+         .code("advertiserAddressType", advertiserAddressType),
+         .address("advertiserAddress", advertiserAddress),
+         .int("skip", skip),
+         .interval("syncTimeout", syncTimeout, unitMicroseconds: 10_000),
+         .code("syncCTEType", syncCTEType)]
+    }
+}
+
+/// LE Periodic Advertising Create Sync Cancel (0x2045).
+public struct LEPeriodicAdvertisingCreateSyncCancel: HCIParameterlessCommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0045)
+    public static let name = "LE Periodic Advertising Create Sync Cancel"
+    public init() {}
+}
+
+/// LE Periodic Advertising Terminate Sync (0x2046).
+public struct LEPeriodicAdvertisingTerminateSync: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x0046)
+    public static let name = "LE Periodic Advertising Terminate Sync"
+    public var syncHandle: UInt16
+    public init(syncHandle: UInt16) {
+        self.syncHandle = syncHandle
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        syncHandle = try r.handle("syncHandle")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(syncHandle)
+    }
+    public var fields: [Field] {
+        [.int("syncHandle", syncHandle)]
+    }
+}
+
+/// LE Periodic Advertising Sync Transfer (0x205A): gives the peer on a link the sync this controller holds.
+public struct LEPeriodicAdvertisingSyncTransfer: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x005A)
+    public static let name = "LE Periodic Advertising Sync Transfer"
+    public typealias ReturnParameters = ConnectionHandleReturn
+    public var connectionHandle: UInt16
+    public var serviceData: UInt16
+    public var syncHandle: UInt16
+    public init(connectionHandle: UInt16, serviceData: UInt16 = 0, syncHandle: UInt16) {
+        self.connectionHandle = connectionHandle
+        self.serviceData = serviceData
+        self.syncHandle = syncHandle
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        connectionHandle = try r.handle("connectionHandle")
+        serviceData = try r.u16("serviceData")
+        syncHandle = try r.handle("syncHandle")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(connectionHandle)
+        w.u16(serviceData)
+        w.u16(syncHandle)
+    }
+    public var fields: [Field] {
+        [.handle(connectionHandle),
+         .code("serviceData", serviceData),
+         .int("syncHandle", syncHandle)]
+    }
+}
+
+/// LE Periodic Advertising Set Info Transfer (0x205B): gives the peer on a link the train of our own set.
+public struct LEPeriodicAdvertisingSetInfoTransfer: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x005B)
+    public static let name = "LE Periodic Advertising Set Info Transfer"
+    public typealias ReturnParameters = ConnectionHandleReturn
+    public var connectionHandle: UInt16
+    public var serviceData: UInt16
+    public var advertisingHandle: UInt8
+    public init(connectionHandle: UInt16, serviceData: UInt16 = 0, advertisingHandle: UInt8) {
+        self.connectionHandle = connectionHandle
+        self.serviceData = serviceData
+        self.advertisingHandle = advertisingHandle
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        connectionHandle = try r.handle("connectionHandle")
+        serviceData = try r.u16("serviceData")
+        advertisingHandle = try r.valid(try r.u8("advertisingHandle"), 0x00...0xEF, "advertisingHandle")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(connectionHandle)
+        w.u16(serviceData)
+        w.u8(advertisingHandle)
+    }
+    public var fields: [Field] {
+        [.handle(connectionHandle),
+         .code("serviceData", serviceData),
+         .int("advertisingHandle", advertisingHandle)]
+    }
+}
+
+/// LE Set Periodic Advertising Sync Transfer Parameters (0x205C).
+public struct LESetPeriodicAdvertisingSyncTransferParameters: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x005C)
+    public static let name = "LE Set Periodic Advertising Sync Transfer Parameters"
+    public typealias ReturnParameters = ConnectionHandleReturn
+    public var connectionHandle: UInt16
+    public var mode: UInt8
+    public var skip: UInt16
+    public var syncTimeout: UInt16
+    public var cteType: UInt8
+    public init(connectionHandle: UInt16, mode: UInt8 = 2, skip: UInt16 = 0, syncTimeout: UInt16 = 0x0064, cteType: UInt8 = 0) {
+        self.connectionHandle = connectionHandle
+        self.mode = mode
+        self.skip = skip
+        self.syncTimeout = syncTimeout
+        self.cteType = cteType
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        connectionHandle = try r.handle("connectionHandle")
+        mode = try r.valid(try r.u8("mode"), 0...3, "mode")
+        skip = try r.valid(try r.u16("skip"), 0x0000...0x01F3, "skip")
+        syncTimeout = try r.valid(try r.u16("syncTimeout"), 0x000A...0x4000, "syncTimeout")
+        cteType = try r.u8("cteType")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(connectionHandle)
+        w.u8(mode)
+        w.u16(skip)
+        w.u16(syncTimeout)
+        w.u8(cteType)
+    }
+    public var fields: [Field] {
+        [.handle(connectionHandle),
+         .code("mode", mode),
+         .int("skip", skip),
+         .interval("syncTimeout", syncTimeout, unitMicroseconds: 10_000),
+         .code("cteType", cteType)]
+    }
+}
+
+/// LE Set Default Periodic Advertising Sync Transfer Parameters (0x205D).
+public struct LESetDefaultPeriodicAdvertisingSyncTransferParameters: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x005D)
+    public static let name = "LE Set Default Periodic Advertising Sync Transfer Parameters"
+    public var mode: UInt8
+    public var skip: UInt16
+    public var syncTimeout: UInt16
+    public var cteType: UInt8
+    public init(mode: UInt8 = 2, skip: UInt16 = 0, syncTimeout: UInt16 = 0x0064, cteType: UInt8 = 0) {
+        self.mode = mode
+        self.skip = skip
+        self.syncTimeout = syncTimeout
+        self.cteType = cteType
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        mode = try r.valid(try r.u8("mode"), 0...3, "mode")
+        skip = try r.valid(try r.u16("skip"), 0x0000...0x01F3, "skip")
+        syncTimeout = try r.valid(try r.u16("syncTimeout"), 0x000A...0x4000, "syncTimeout")
+        cteType = try r.u8("cteType")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(mode)
+        w.u16(skip)
+        w.u16(syncTimeout)
+        w.u8(cteType)
+    }
+    public var fields: [Field] {
+        [.code("mode", mode),
+         .int("skip", skip),
+         .interval("syncTimeout", syncTimeout, unitMicroseconds: 10_000),
+         .code("cteType", cteType)]
+    }
+}
+
 extension CommandComplete {
     public static let eventCode: UInt8 = 0x0E
     public static let name = "Command Complete"
@@ -2464,6 +2917,123 @@ extension LEExtendedAdvertisingReport {
     public static let name = "LE Extended Advertising Report"
 }
 
+/// LE Periodic Advertising Sync Established [v1] (subevent 0x0E).
+public struct LEPeriodicAdvertisingSyncEstablished: LEMetaEventParameters, Equatable {
+    public static let subeventCode: UInt8 = 0x0E
+    public static let name = "LE Periodic Advertising Sync Established"
+    public var status: HCIStatus
+    public var syncHandle: UInt16
+    public var advertisingSID: UInt8
+    public var advertiserAddressType: UInt8
+    public var advertiserAddress: BDAddress
+    public var advertiserPHY: UInt8
+    public var periodicAdvertisingInterval: UInt16
+    public var advertiserClockAccuracy: UInt8
+    public init(status: HCIStatus = .success, syncHandle: UInt16, advertisingSID: UInt8, advertiserAddressType: UInt8, advertiserAddress: BDAddress, advertiserPHY: UInt8 = 1, periodicAdvertisingInterval: UInt16, advertiserClockAccuracy: UInt8 = 0) {
+        self.status = status
+        self.syncHandle = syncHandle
+        self.advertisingSID = advertisingSID
+        self.advertiserAddressType = advertiserAddressType
+        self.advertiserAddress = advertiserAddress
+        self.advertiserPHY = advertiserPHY
+        self.periodicAdvertisingInterval = periodicAdvertisingInterval
+        self.advertiserClockAccuracy = advertiserClockAccuracy
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        status = HCIStatus(try r.u8("status"))
+        syncHandle = try r.handle("syncHandle")
+        advertisingSID = try r.u8("advertisingSID")
+        advertiserAddressType = try r.u8("advertiserAddressType")
+        advertiserAddress = try r.address("advertiserAddress")
+        advertiserPHY = try r.u8("advertiserPHY")
+        periodicAdvertisingInterval = try r.u16("periodicAdvertisingInterval")
+        advertiserClockAccuracy = try r.u8("advertiserClockAccuracy")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(status.rawValue)
+        w.u16(syncHandle)
+        w.u8(advertisingSID)
+        w.u8(advertiserAddressType)
+        w.address(advertiserAddress)
+        w.u8(advertiserPHY)
+        w.u16(periodicAdvertisingInterval)
+        w.u8(advertiserClockAccuracy)
+    }
+    public var fields: [Field] {
+        [.status(status, "status"),
+         .int("syncHandle", syncHandle),
+         .int("advertisingSID", advertisingSID),
+         .code("advertiserAddressType", advertiserAddressType),
+         .address("advertiserAddress", advertiserAddress),
+         .phy("advertiserPHY", advertiserPHY),
+         .interval("periodicAdvertisingInterval", periodicAdvertisingInterval, unitMicroseconds: 1250),
+         .code("advertiserClockAccuracy", advertiserClockAccuracy)]
+    }
+}
+
+/// LE Periodic Advertising Report [v1] (subevent 0x0F): one fragment of a periodic advertisement.
+public struct LEPeriodicAdvertisingReport: LEMetaEventParameters, Equatable {
+    public static let subeventCode: UInt8 = 0x0F
+    public static let name = "LE Periodic Advertising Report"
+    public var syncHandle: UInt16
+    public var txPower: Int8
+    public var rssi: Int8
+    public var cteType: UInt8
+    public var dataStatus: UInt8
+    public var data: [UInt8]
+    public init(syncHandle: UInt16, txPower: Int8 = 127, rssi: Int8, cteType: UInt8 = 0xFF, dataStatus: UInt8 = 0, data: [UInt8]) {
+        self.syncHandle = syncHandle
+        self.txPower = txPower
+        self.rssi = rssi
+        self.cteType = cteType
+        self.dataStatus = dataStatus
+        self.data = Array(data.prefix(247))
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        syncHandle = try r.handle("syncHandle")
+        txPower = try r.i8("txPower")
+        rssi = try r.i8("rssi")
+        cteType = try r.u8("cteType")
+        dataStatus = try r.u8("dataStatus")
+        data = try r.lengthPrefixed(max: 247, "dataLength", "data")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(syncHandle)
+        w.i8(txPower)
+        w.i8(rssi)
+        w.u8(cteType)
+        w.u8(dataStatus)
+        w.lengthPrefixed(data, max: 247)
+    }
+    public var fields: [Field] {
+        [.int("syncHandle", syncHandle),
+         .dBm("txPower", txPower),
+         .dBm("rssi", rssi),
+         .code("cteType", cteType),
+         .code("dataStatus", dataStatus, note: periodicDataStatusName(dataStatus)),
+         .int("dataLength", data.count), .bytes("data", data)]
+    }
+}
+
+/// LE Periodic Advertising Sync Lost (subevent 0x10).
+public struct LEPeriodicAdvertisingSyncLost: LEMetaEventParameters, Equatable {
+    public static let subeventCode: UInt8 = 0x10
+    public static let name = "LE Periodic Advertising Sync Lost"
+    public var syncHandle: UInt16
+    public init(syncHandle: UInt16) {
+        self.syncHandle = syncHandle
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        syncHandle = try r.handle("syncHandle")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u16(syncHandle)
+    }
+    public var fields: [Field] {
+        [.int("syncHandle", syncHandle)]
+    }
+}
+
 /// LE Scan Timeout (subevent 0x11): extended scanning ended because its duration elapsed.
 public struct LEScanTimeout: LEMetaEventParameters, Equatable {
     public static let subeventCode: UInt8 = 0x11
@@ -2508,6 +3078,70 @@ public struct LEAdvertisingSetTerminated: LEMetaEventParameters, Equatable {
     }
 }
 
+/// LE Periodic Advertising Sync Transfer Received [v1] (subevent 0x18): a sync the peer on a link gave us.
+public struct LEPeriodicAdvertisingSyncTransferReceived: LEMetaEventParameters, Equatable {
+    public static let subeventCode: UInt8 = 0x18
+    public static let name = "LE Periodic Advertising Sync Transfer Received"
+    public var status: HCIStatus
+    public var connectionHandle: UInt16
+    public var serviceData: UInt16
+    public var syncHandle: UInt16
+    public var advertisingSID: UInt8
+    public var advertiserAddressType: UInt8
+    public var advertiserAddress: BDAddress
+    public var advertiserPHY: UInt8
+    public var periodicAdvertisingInterval: UInt16
+    public var advertiserClockAccuracy: UInt8
+    public init(status: HCIStatus = .success, connectionHandle: UInt16, serviceData: UInt16 = 0, syncHandle: UInt16, advertisingSID: UInt8, advertiserAddressType: UInt8, advertiserAddress: BDAddress, advertiserPHY: UInt8 = 1, periodicAdvertisingInterval: UInt16, advertiserClockAccuracy: UInt8 = 0) {
+        self.status = status
+        self.connectionHandle = connectionHandle
+        self.serviceData = serviceData
+        self.syncHandle = syncHandle
+        self.advertisingSID = advertisingSID
+        self.advertiserAddressType = advertiserAddressType
+        self.advertiserAddress = advertiserAddress
+        self.advertiserPHY = advertiserPHY
+        self.periodicAdvertisingInterval = periodicAdvertisingInterval
+        self.advertiserClockAccuracy = advertiserClockAccuracy
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        status = HCIStatus(try r.u8("status"))
+        connectionHandle = try r.handle("connectionHandle")
+        serviceData = try r.u16("serviceData")
+        syncHandle = try r.handle("syncHandle")
+        advertisingSID = try r.u8("advertisingSID")
+        advertiserAddressType = try r.u8("advertiserAddressType")
+        advertiserAddress = try r.address("advertiserAddress")
+        advertiserPHY = try r.u8("advertiserPHY")
+        periodicAdvertisingInterval = try r.u16("periodicAdvertisingInterval")
+        advertiserClockAccuracy = try r.u8("advertiserClockAccuracy")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(status.rawValue)
+        w.u16(connectionHandle)
+        w.u16(serviceData)
+        w.u16(syncHandle)
+        w.u8(advertisingSID)
+        w.u8(advertiserAddressType)
+        w.address(advertiserAddress)
+        w.u8(advertiserPHY)
+        w.u16(periodicAdvertisingInterval)
+        w.u8(advertiserClockAccuracy)
+    }
+    public var fields: [Field] {
+        [.status(status, "status"),
+         .handle(connectionHandle),
+         .code("serviceData", serviceData),
+         .int("syncHandle", syncHandle),
+         .int("advertisingSID", advertisingSID),
+         .code("advertiserAddressType", advertiserAddressType),
+         .address("advertiserAddress", advertiserAddress),
+         .phy("advertiserPHY", advertiserPHY),
+         .interval("periodicAdvertisingInterval", periodicAdvertisingInterval, unitMicroseconds: 1250),
+         .code("advertiserClockAccuracy", advertiserClockAccuracy)]
+    }
+}
+
 extension LEEnhancedConnectionCompleteV2 {
     public static let subeventCode: UInt8 = 0x29
     public static let name = "LE Enhanced Connection Complete [v2]"
@@ -2539,8 +3173,12 @@ let allLESubeventTypes: [any LEMetaEventParameters.Type] = [
     LEDirectedAdvertisingReport.self,
     LEPHYUpdateComplete.self,
     LEExtendedAdvertisingReport.self,
+    LEPeriodicAdvertisingSyncEstablished.self,
+    LEPeriodicAdvertisingReport.self,
+    LEPeriodicAdvertisingSyncLost.self,
     LEScanTimeout.self,
     LEAdvertisingSetTerminated.self,
+    LEPeriodicAdvertisingSyncTransferReceived.self,
     LEEnhancedConnectionCompleteV2.self,
 ]
 
@@ -2566,8 +3204,12 @@ package protocol HCIEventHandler: Actor {
     func handle(_ event: LEEnhancedConnectionComplete)
     func handle(_ event: LEPHYUpdateComplete)
     func handle(_ event: LEExtendedAdvertisingReport)
+    func handle(_ event: LEPeriodicAdvertisingSyncEstablished)
+    func handle(_ event: LEPeriodicAdvertisingReport)
+    func handle(_ event: LEPeriodicAdvertisingSyncLost)
     func handle(_ event: LEScanTimeout)
     func handle(_ event: LEAdvertisingSetTerminated)
+    func handle(_ event: LEPeriodicAdvertisingSyncTransferReceived)
     func handle(_ event: LEEnhancedConnectionCompleteV2)
 }
 
@@ -2632,11 +3274,23 @@ extension HCIEventHandler {
             case 0x0D:
                 let e = try LEExtendedAdvertisingReport(parameters: &r)
                 handle(e)
+            case 0x0E:
+                let e = try LEPeriodicAdvertisingSyncEstablished(parameters: &r)
+                handle(e)
+            case 0x0F:
+                let e = try LEPeriodicAdvertisingReport(parameters: &r)
+                handle(e)
+            case 0x10:
+                let e = try LEPeriodicAdvertisingSyncLost(parameters: &r)
+                handle(e)
             case 0x11:
                 let e = try LEScanTimeout(parameters: &r)
                 handle(e)
             case 0x12:
                 let e = try LEAdvertisingSetTerminated(parameters: &r)
+                handle(e)
+            case 0x18:
+                let e = try LEPeriodicAdvertisingSyncTransferReceived(parameters: &r)
                 handle(e)
             case 0x29:
                 let e = try LEEnhancedConnectionCompleteV2(parameters: &r)
@@ -2710,6 +3364,23 @@ let allCommandTypes: [any HCICommand.Type] = [
     LESetExtendedScanParameters.self,
     LESetExtendedScanEnable.self,
     LEExtendedCreateConnection.self,
+    LEAddDeviceToResolvingList.self,
+    LERemoveDeviceFromResolvingList.self,
+    LEClearResolvingList.self,
+    LEReadResolvingListSize.self,
+    LESetAddressResolutionEnable.self,
+    LESetResolvablePrivateAddressTimeout.self,
+    LESetPrivacyMode.self,
+    LESetPeriodicAdvertisingParameters.self,
+    LESetPeriodicAdvertisingData.self,
+    LESetPeriodicAdvertisingEnable.self,
+    LEPeriodicAdvertisingCreateSync.self,
+    LEPeriodicAdvertisingCreateSyncCancel.self,
+    LEPeriodicAdvertisingTerminateSync.self,
+    LEPeriodicAdvertisingSyncTransfer.self,
+    LEPeriodicAdvertisingSetInfoTransfer.self,
+    LESetPeriodicAdvertisingSyncTransferParameters.self,
+    LESetDefaultPeriodicAdvertisingSyncTransferParameters.self,
 ]
 
 /// A controller's command handling: one method per described command, so a description
@@ -2773,6 +3444,23 @@ package protocol HCICommandHandler {
     func handle(_ command: LESetExtendedScanParameters)
     func handle(_ command: LESetExtendedScanEnable)
     func handle(_ command: LEExtendedCreateConnection)
+    func handle(_ command: LEAddDeviceToResolvingList)
+    func handle(_ command: LERemoveDeviceFromResolvingList)
+    func handle(_ command: LEClearResolvingList)
+    func handle(_ command: LEReadResolvingListSize)
+    func handle(_ command: LESetAddressResolutionEnable)
+    func handle(_ command: LESetResolvablePrivateAddressTimeout)
+    func handle(_ command: LESetPrivacyMode)
+    func handle(_ command: LESetPeriodicAdvertisingParameters)
+    func handle(_ command: LESetPeriodicAdvertisingData)
+    func handle(_ command: LESetPeriodicAdvertisingEnable)
+    func handle(_ command: LEPeriodicAdvertisingCreateSync)
+    func handle(_ command: LEPeriodicAdvertisingCreateSyncCancel)
+    func handle(_ command: LEPeriodicAdvertisingTerminateSync)
+    func handle(_ command: LEPeriodicAdvertisingSyncTransfer)
+    func handle(_ command: LEPeriodicAdvertisingSetInfoTransfer)
+    func handle(_ command: LESetPeriodicAdvertisingSyncTransferParameters)
+    func handle(_ command: LESetDefaultPeriodicAdvertisingSyncTransferParameters)
 }
 
 extension HCICommandHandler {
@@ -2838,6 +3526,23 @@ extension HCICommandHandler {
         case 0x2041: handle(try LESetExtendedScanParameters.decode(packet.parameters))
         case 0x2042: handle(try LESetExtendedScanEnable.decode(packet.parameters))
         case 0x2043: handle(try LEExtendedCreateConnection.decode(packet.parameters))
+        case 0x2027: handle(try LEAddDeviceToResolvingList.decode(packet.parameters))
+        case 0x2028: handle(try LERemoveDeviceFromResolvingList.decode(packet.parameters))
+        case 0x2029: handle(try LEClearResolvingList.decode(packet.parameters))
+        case 0x202A: handle(try LEReadResolvingListSize.decode(packet.parameters))
+        case 0x202D: handle(try LESetAddressResolutionEnable.decode(packet.parameters))
+        case 0x202E: handle(try LESetResolvablePrivateAddressTimeout.decode(packet.parameters))
+        case 0x204E: handle(try LESetPrivacyMode.decode(packet.parameters))
+        case 0x203E: handle(try LESetPeriodicAdvertisingParameters.decode(packet.parameters))
+        case 0x203F: handle(try LESetPeriodicAdvertisingData.decode(packet.parameters))
+        case 0x2040: handle(try LESetPeriodicAdvertisingEnable.decode(packet.parameters))
+        case 0x2044: handle(try LEPeriodicAdvertisingCreateSync.decode(packet.parameters))
+        case 0x2045: handle(try LEPeriodicAdvertisingCreateSyncCancel.decode(packet.parameters))
+        case 0x2046: handle(try LEPeriodicAdvertisingTerminateSync.decode(packet.parameters))
+        case 0x205A: handle(try LEPeriodicAdvertisingSyncTransfer.decode(packet.parameters))
+        case 0x205B: handle(try LEPeriodicAdvertisingSetInfoTransfer.decode(packet.parameters))
+        case 0x205C: handle(try LESetPeriodicAdvertisingSyncTransferParameters.decode(packet.parameters))
+        case 0x205D: handle(try LESetDefaultPeriodicAdvertisingSyncTransferParameters.decode(packet.parameters))
         default: return false
         }
         return true
@@ -2903,4 +3608,21 @@ let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [
     0x2041: (37, 5),  // LE Set Extended Scan Parameters
     0x2042: (37, 6),  // LE Set Extended Scan Enable
     0x2043: (37, 7),  // LE Extended Create Connection
+    0x2027: (34, 3),  // LE Add Device To Resolving List
+    0x2028: (34, 4),  // LE Remove Device From Resolving List
+    0x2029: (34, 5),  // LE Clear Resolving List
+    0x202A: (34, 6),  // LE Read Resolving List Size
+    0x202D: (35, 1),  // LE Set Address Resolution Enable
+    0x202E: (35, 2),  // LE Set Resolvable Private Address Timeout
+    0x204E: (39, 2),  // LE Set Privacy Mode
+    0x203E: (37, 2),  // LE Set Periodic Advertising Parameters
+    0x203F: (37, 3),  // LE Set Periodic Advertising Data
+    0x2040: (37, 4),  // LE Set Periodic Advertising Enable
+    0x2044: (38, 0),  // LE Periodic Advertising Create Sync
+    0x2045: (38, 1),  // LE Periodic Advertising Create Sync Cancel
+    0x2046: (38, 2),  // LE Periodic Advertising Terminate Sync
+    0x205A: (40, 6),  // LE Periodic Advertising Sync Transfer
+    0x205B: (40, 7),  // LE Periodic Advertising Set Info Transfer
+    0x205C: (41, 0),  // LE Set Periodic Advertising Sync Transfer Parameters
+    0x205D: (41, 1),  // LE Set Default Periodic Advertising Sync Transfer Parameters
 ]

@@ -1,0 +1,57 @@
+import HCI
+import Transport
+
+/// A bonded peer for the controller's resolving list (Core v5.4 Vol 6 Part B 4.7, 6).
+public struct ResolvingListEntry: Sendable, Equatable {
+    /// The peer's identity address (public or random static).
+    public var identity: DeviceAddress
+    /// Its IRK, LSO first as SMP distributes it and HCI carries it.
+    public var peerIRK: [UInt8]
+    /// Our IRK when we use privacy (nil: none, sent as zeros).
+    public var localIRK: [UInt8]?
+
+    public init(identity: DeviceAddress, peerIRK: [UInt8], localIRK: [UInt8]? = nil) {
+        self.identity = identity
+        self.peerIRK = peerIRK
+        self.localIRK = localIRK
+    }
+}
+
+extension Host {
+    /// Loads `entries` into the controller's resolving list and turns address resolution on
+    /// (LE Clear Resolving List, LE Read Resolving List Size, LE Add Device To Resolving List and
+    /// LE Set Privacy Mode per entry, LE Set Address Resolution Enable: Core v5.4 Vol 4 Part E
+    /// 7.8.38-7.8.44, 7.8.77). Each peer is put in Device Privacy Mode, so it is still heard when
+    /// it advertises from its identity address (Network Privacy Mode would drop it, Vol 6 Part B
+    /// 4.7). Call it while not scanning, advertising or connecting (else Command Disallowed).
+    /// Returns nil when the list holds them all and resolution is on; otherwise why not, the
+    /// list then left empty and resolution off: the caller resolves addresses itself.
+    public func loadResolvingList(_ entries: [ResolvingListEntry]) async -> String? {
+        guard !entries.isEmpty else { return nil }
+        guard let info = try? self.info else { return "the host is not started" }
+        let needed: [any HCICommand.Type] = [LESetAddressResolutionEnable.self, LEClearResolvingList.self, LEReadResolvingListSize.self,
+                                             LEAddDeviceToResolvingList.self, LESetPrivacyMode.self]
+        if let missing = needed.first(where: { !info.supports($0.opcode) }) {
+            return "\(missing.opcode.name) is not among the controller's supported commands"
+        }
+        do {
+            _ = try await execute(LESetAddressResolutionEnable(addressResolutionEnable: false))
+            _ = try await execute(LEClearResolvingList())
+            let size = try await execute(LEReadResolvingListSize()).resolvingListSize
+            guard entries.count <= Int(size) else {
+                return "the controller's resolving list holds \(size) devices and \(entries.count) bonds have an IRK"
+            }
+            for e in entries {
+                let type: UInt8 = e.identity.type.simple == "public" ? 0x00 : 0x01
+                _ = try await execute(LEAddDeviceToResolvingList(peerIdentityAddressType: type, peerIdentityAddress: e.identity.address,
+                                                                 peerIRK: e.peerIRK, localIRK: e.localIRK ?? [UInt8](repeating: 0, count: 16)))
+                _ = try await execute(LESetPrivacyMode(peerIdentityAddressType: type, peerIdentityAddress: e.identity.address, privacyMode: 1))
+            }
+            _ = try await execute(LESetAddressResolutionEnable(addressResolutionEnable: true))
+            return nil
+        } catch {
+            _ = try? await execute(LEClearResolvingList())
+            return "\(error)"
+        }
+    }
+}

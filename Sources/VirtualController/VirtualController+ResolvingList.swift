@@ -1,0 +1,138 @@
+import HCI
+
+// The resolving list and address resolution (Core v5.4 Vol 6 Part B 4.7, 6; Vol 4 Part E
+// 7.8.38-7.8.41, 7.8.44, 7.8.45, 7.8.77): with address resolution on, a scanner reports an
+// advertiser whose resolvable private address one of the list's peer IRKs resolves under that
+// peer's identity address, typed Public/Random Identity Address (0x02/0x03, 7.7.65.13), and, in
+// Network Privacy Mode (the default), ignores a listed peer with an IRK that advertises from its
+// identity address. Not modelled: our own RPA generated from the local IRKs (advertising and
+// scanning from Own_Address_Type 0x02/0x03), resolution of initiators and scanners by an
+// advertiser, and connecting to a resolved identity.
+
+extension VirtualController {
+    struct ResolvingListEntry {
+        /// 0x00 public, 0x01 random (static) identity address.
+        var identityType: UInt8
+        var identity: BDAddress
+        var peerIRK: [UInt8]
+        var localIRK: [UInt8]
+        var devicePrivacy = false
+
+        var hasPeerIRK: Bool { peerIRK.contains { $0 != 0 } }
+    }
+
+    /// What LE Read Resolving List Size reports by default.
+    static let defaultResolvingListCapacity = 8
+
+    /// Makes the resolving list hold `capacity` entries (0: every Add is Memory Capacity
+    /// Exceeded), or refuse every resolving-list command with `refusing` (Unknown HCI Command
+    /// would be what a controller without them says): for tests of a host's fallback.
+    public func setResolvingList(capacity: Int, refusing: HCIStatus? = nil) {
+        runOnLink { [self] in
+            resolvingListCapacity = max(0, capacity)
+            resolvingListRefusal = refusing
+        }
+    }
+
+    /// 7.8.38-7.8.40, 7.8.44, 7.8.77: not while address resolution is on and advertising (other
+    /// than periodic), scanning or initiating is (Command Disallowed).
+    private var resolvingListLocked: Bool {
+        addressResolution && (scanEnabled || initiating != nil || isAdvertising)
+    }
+
+    private func resolvingListRefused<C: HCICommand>(_ c: C.Type) -> Bool {
+        if let status = resolvingListRefusal {
+            link.note("controller \(index): \(C.name) refused with \(status) (fault injected)")
+            reject(C.self, status)
+            return true
+        }
+        if resolvingListLocked {
+            reject(C.self, .commandDisallowed)
+            return true
+        }
+        return false
+    }
+
+    private func resolvingListIndex(_ type: UInt8, _ address: BDAddress) -> Int? {
+        resolvingList.firstIndex { $0.identityType == type && $0.identity == address }
+    }
+
+    package func handle(_ c: LEAddDeviceToResolvingList) {
+        guard !resolvingListRefused(LEAddDeviceToResolvingList.self) else { return }
+        // The same identity twice is Invalid HCI Command Parameters; no room, Memory Capacity Exceeded (7.8.38).
+        guard resolvingListIndex(c.peerIdentityAddressType, c.peerIdentityAddress) == nil else {
+            return reject(LEAddDeviceToResolvingList.self, .invalidParameters)
+        }
+        guard resolvingList.count < resolvingListCapacity else { return reject(LEAddDeviceToResolvingList.self, .memoryCapacityExceeded) }
+        resolvingList.append(ResolvingListEntry(identityType: c.peerIdentityAddressType, identity: c.peerIdentityAddress,
+                                                peerIRK: c.peerIRK, localIRK: c.localIRK))
+        complete(LEAddDeviceToResolvingList.self)
+    }
+
+    package func handle(_ c: LERemoveDeviceFromResolvingList) {
+        guard !resolvingListRefused(LERemoveDeviceFromResolvingList.self) else { return }
+        guard let i = resolvingListIndex(c.peerIdentityAddressType, c.peerIdentityAddress) else {
+            return reject(LERemoveDeviceFromResolvingList.self, .unknownConnectionIdentifier)  // not in the list (7.8.39)
+        }
+        resolvingList.remove(at: i)
+        complete(LERemoveDeviceFromResolvingList.self)
+    }
+
+    package func handle(_ _: LEClearResolvingList) {
+        guard !resolvingListRefused(LEClearResolvingList.self) else { return }
+        resolvingList = []
+        complete(LEClearResolvingList.self)
+    }
+
+    package func handle(_ _: LEReadResolvingListSize) {
+        if let status = resolvingListRefusal { return reject(LEReadResolvingListSize.self, status) }
+        complete(LEReadResolvingListSize.self, .init(resolvingListSize: UInt8(clamping: resolvingListCapacity)))
+    }
+
+    package func handle(_ c: LESetAddressResolutionEnable) {
+        if let status = resolvingListRefusal { return reject(LESetAddressResolutionEnable.self, status) }
+        guard !(scanEnabled || initiating != nil || isAdvertising) else { return reject(LESetAddressResolutionEnable.self, .commandDisallowed) }
+        addressResolution = c.addressResolutionEnable
+        complete(LESetAddressResolutionEnable.self)
+    }
+
+    package func handle(_ c: LESetResolvablePrivateAddressTimeout) {
+        if let status = resolvingListRefusal { return reject(LESetResolvablePrivateAddressTimeout.self, status) }
+        rpaTimeout = c.rpaTimeout
+        complete(LESetResolvablePrivateAddressTimeout.self)
+    }
+
+    package func handle(_ c: LESetPrivacyMode) {
+        guard !resolvingListRefused(LESetPrivacyMode.self) else { return }
+        guard let i = resolvingListIndex(c.peerIdentityAddressType, c.peerIdentityAddress) else {
+            return reject(LESetPrivacyMode.self, .unknownConnectionIdentifier)  // not in the list (7.8.77)
+        }
+        resolvingList[i].devicePrivacy = c.privacyMode == 1
+        complete(LESetPrivacyMode.self)
+    }
+
+    /// The address a scanner reports `adv` under (Vol 6 Part B 6.2, 4.7): the identity of the
+    /// listed peer whose IRK resolves its RPA, typed 0x02/0x03; nil when Network Privacy Mode
+    /// drops it (a listed peer with an IRK advertising from its identity address).
+    func reportedAddress(of adv: Advertisement) -> DeviceAddress? {
+        let own = DeviceAddress(adv.address, type: adv.addressType)
+        guard addressResolution else { return own }
+        if adv.addressType == .random, adv.address.bytes[0] & 0xC0 == 0x40 {
+            let le = Array(adv.address.bytes.reversed())  // hash (3 octets) then prand (3), LSO first
+            if let e = resolvingList.first(where: { $0.hasPeerIRK && Self.ah($0.peerIRK, prand: Array(le[3..<6])) == Array(le[0..<3]) }) {
+                return DeviceAddress(e.identity, type: e.identityType == 0 ? .publicIdentity : .randomIdentity)
+            }
+            return own
+        }
+        let type: UInt8 = adv.addressType.simple == "public" ? 0 : 1
+        if let e = resolvingList.first(where: { $0.identityType == type && $0.identity == adv.address }), e.hasPeerIRK, !e.devicePrivacy {
+            return nil
+        }
+        return own
+    }
+
+    /// ah(k, r) = e(k, r') mod 2^24, r' = 104 zero bits || r (Vol 3 Part H 2.2.2), LSO first.
+    static func ah(_ irk: [UInt8], prand: [UInt8]) -> [UInt8]? {
+        aes128LittleEndian(key: irk, block: prand + [UInt8](repeating: 0, count: 13)).map { Array($0.prefix(3)) }
+    }
+}

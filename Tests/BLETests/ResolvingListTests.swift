@@ -1,0 +1,106 @@
+import Foundation
+import Synchronization
+import Testing
+import StackTestSupport
+import TestSupport
+import HCI
+import Host
+import SMP
+import VirtualController
+@testable import BLE
+
+/// Issue 30: privacy through the controller. A bonded peer's IRK goes into the controller's
+/// resolving list when the stack opens (Core v5.4 Vol 6 Part B 6; Vol 4 Part E 7.8.38-7.8.44,
+/// 7.8.77); the controller then reports the peer behind its RPA under its identity address,
+/// typed Public Identity Address (0x02, 7.7.65.13). When the controller has no room or refuses,
+/// a log line says so and the host resolves the RPA itself; either way the peer is reconnected
+/// from the bond, without pairing again.
+@Suite(.timeLimit(.minutes(1))) struct ResolvingListTests {
+    /// Pairs a central with a privacy peripheral, then opens a second central on the same
+    /// controller (so the same identity and bonds) after `prepare` configured that controller, and
+    /// returns what it logged and found, having reconnected and read ff01 from the bond.
+    func reconnect(prepare: (VirtualController) -> Void) async throws -> (log: [String], found: Advertisement) {
+        let (link, transports) = VirtualLink.inProcess(count: 2)
+        var po = StackOptions()
+        po.security = SecurityTests.config()
+        po.privacy = PrivacyOptions()
+        let peripheral = try await Peripheral.open(transports[0], services: SecureProfile.services, name: "secure", options: po)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "secure", serviceUUIDs: SecureProfile.advertisedServices))
+        var co = StackOptions()
+        co.security = SecurityTests.config()
+        let first = try await Central.open(transports[1], options: co)
+        let adv = try await first.find(ScanFilter(nameContains: "secure"), timeout: .seconds(5))
+        #expect(adv.address.type == .random && adv.address.address.bytes[0] & 0xC0 == 0x40, "the peripheral advertises from an RPA")
+        try await first.stack.host.until("the scan stopped") { !$0.isScanning }
+        let remote = try await first.connect(to: adv.address)
+        _ = try await remote.pair()
+        try await remote.disconnect()
+        await first.close()
+        await BondStores.flushAll(log: nil)
+
+        prepare(link.controllers[1])
+        let lines = Mutex<[String]>([])
+        co.log = { line in lines.withLock { $0.append(line) } }
+        let second = try await Central.open(InProcessTransport(controller: link.controllers[1]), options: co)
+        let found = try await second.find(ScanFilter(address: peripheral.identityAddress.address), timeout: .seconds(5))
+        try await second.stack.host.until("the scan stopped") { !$0.isScanning }
+        let again = try await second.connect(to: found.address)
+        let ff01 = try await SecurityTests().valueHandle(again, SecureProfile.secret)
+        #expect(try await again.read(handle: ff01) == Array("secret".utf8), "read from the bond's encryption")
+        try await again.disconnect()
+        await second.close()
+        await peripheral.close()
+        return (lines.withLock { $0 }, found)
+    }
+
+    @Test func theControllerResolvesABondedPeer() async throws {
+        let (log, found) = try await reconnect { _ in }
+        #expect(!log.contains { $0.contains("resolving list") }, "\(log)")
+        // Reported under the identity, typed Public Identity Address (the controller resolved it).
+        #expect(found.address.type == .publicIdentity)
+        #expect(found.identity?.address == found.address.address)
+    }
+
+    @Test func aFullResolvingListFallsBackToTheHost() async throws {
+        let (log, found) = try await reconnect { $0.setResolvingList(capacity: 0) }
+        #expect(log.contains { $0.contains("resolving list not used") && $0.contains("holds 0") }, "\(log)")
+        #expect(found.address.type == .random, "the RPA as it was on air")
+        #expect(found.identity != nil, "resolved by the host")
+    }
+
+    @Test func aRefusingControllerFallsBackToTheHost() async throws {
+        let (log, found) = try await reconnect { $0.setResolvingList(capacity: 8, refusing: .unsupportedParameterValue) }
+        #expect(log.contains { $0.contains("resolving list not used") && $0.contains("Unsupported Feature or Parameter Value") }, "\(log)")
+        #expect(found.address.type == .random && found.identity != nil)
+    }
+
+    /// The virtual controller's list as 7.8.38-7.8.41 and 7.8.77 say: a second entry for the same
+    /// identity is Invalid HCI Command Parameters (0x12), one past the size Memory Capacity
+    /// Exceeded (0x07), removing or setting the privacy mode of an absent one Unknown Connection
+    /// Identifier (0x02), changing it while address resolution is on and scanning Command
+    /// Disallowed (0x0C).
+    @Test func listRulesOfTheVirtualController() async throws {
+        let (link, transports) = VirtualLink.inProcess(count: 1)
+        link.controllers[0].setResolvingList(capacity: 1)
+        let host = Host(transport: transports[0])
+        _ = try await host.start()
+        func status(_ c: some HCICommand) async -> HCIStatus? {
+            do { _ = try await host.execute(c); return nil } catch let e as HCIError { return e.status } catch { return .unspecifiedError }
+        }
+        let a = BDAddress([0xF0, 1, 2, 3, 4, 5]), b = BDAddress([0xC0, 1, 2, 3, 4, 5])
+        let irk = [UInt8](1...16), zero = [UInt8](repeating: 0, count: 16)
+        #expect(try await host.execute(LEReadResolvingListSize()).resolvingListSize == 1)
+        #expect(await status(LEAddDeviceToResolvingList(peerIdentityAddressType: 0, peerIdentityAddress: a, peerIRK: irk, localIRK: zero)) == nil)
+        #expect(await status(LEAddDeviceToResolvingList(peerIdentityAddressType: 0, peerIdentityAddress: a, peerIRK: irk, localIRK: zero)) == .invalidParameters)
+        #expect(await status(LEAddDeviceToResolvingList(peerIdentityAddressType: 1, peerIdentityAddress: b, peerIRK: irk, localIRK: zero)) == .memoryCapacityExceeded)
+        #expect(await status(LERemoveDeviceFromResolvingList(peerIdentityAddressType: 1, peerIdentityAddress: b)) == .unknownConnectionIdentifier)
+        #expect(await status(LESetPrivacyMode(peerIdentityAddressType: 1, peerIdentityAddress: b, privacyMode: 1)) == .unknownConnectionIdentifier)
+        #expect(await status(LESetAddressResolutionEnable(addressResolutionEnable: true)) == nil)
+        try await host.startScanning()
+        #expect(await status(LEClearResolvingList()) == .commandDisallowed)
+        #expect(await status(LESetAddressResolutionEnable(addressResolutionEnable: false)) == .commandDisallowed)
+        try await host.stopScanning()
+        #expect(await status(LEClearResolvingList()) == nil)
+        await host.close()
+    }
+}
