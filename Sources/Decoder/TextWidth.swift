@@ -1,22 +1,24 @@
 import Foundation
+import Synchronization
 import CWideChar
 
 /// Terminal columns of text: East Asian wide and fullwidth characters take two, combining
 /// marks none (Unicode UAX #11), as glibc's `wcwidth` says under a UTF-8 locale. The locale
 /// is this thread's for the call only (`uselocale`): the process's stays as it was.
 public enum TextWidth {
-    /// The C.UTF-8 locale object: made once, never changed or freed, so sharing it between
-    /// threads is sound (`uselocale` only reads it).
-    private struct Locale: @unchecked Sendable { let value: locale_t? }
-    private static let utf8 = Locale(value: newlocale(LC_CTYPE_MASK, "C.UTF-8", nil))
+    /// The C.UTF-8 locale object, made once; used only under its lock (terminal text, not a
+    /// hot path).
+    private static let utf8 = Mutex<locale_t?>(newlocale(LC_CTYPE_MASK, "C.UTF-8", nil))
 
     /// Columns of one character (a grapheme cluster): its widest scalar, 0 for a control.
     public static func columns(of character: Character) -> Int {
         if let a = character.asciiValue { return a >= 0x20 && a < 0x7F ? 1 : 0 }
-        guard let utf8 = utf8.value else { return 1 }
-        let previous = uselocale(utf8)
-        defer { uselocale(previous) }
-        return Swift.max(0, character.unicodeScalars.map { Int(wcwidth(wchar_t(bitPattern: $0.value))) }.max() ?? 0)
+        return utf8.withLock { locale in
+            guard let locale else { return 1 }
+            let previous = uselocale(locale)
+            defer { uselocale(previous) }
+            return Swift.max(0, character.unicodeScalars.map { Int(wcwidth(wchar_t(bitPattern: $0.value))) }.max() ?? 0)
+        }
     }
 
     public static func columns(of text: some StringProtocol) -> Int {
