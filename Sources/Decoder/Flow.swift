@@ -106,6 +106,8 @@ public struct FlowDiagram: Sendable {
     public var steps: [FlowStep]
     /// Time of the first packet (arrows show their time relative to it).
     public var start: CaptureTime?
+    /// The controller's link-layer state changes, in capture order (FlowLinkState.swift).
+    public var linkStates: [LinkLayerStateChange] = []
     public var packetCount: Int { steps.reduce(0) { $0 + $1.arrows.count } }
 }
 
@@ -127,6 +129,8 @@ public struct FlowBuilder {
     private var start: CaptureTime?
     /// The step of each HCI command awaiting its Command Complete / Command Status, by opcode.
     private var pendingCommand: [Int: (FlowStepKind, Bool)?] = [:]
+    private var linkState = LinkLayerStateTracker()
+    private var linkStates: [LinkLayerStateChange] = []
 
     private struct PendingKey: Hashable {
         var handle: UInt16
@@ -140,6 +144,7 @@ public struct FlowBuilder {
 
     public mutating func add(_ p: DecodedPacket) {
         if start == nil { start = p.time }
+        if let change = linkState.add(p) { linkStates.append(change) }
         // Who and which step are worked out for every packet (they keep the state later
         // packets need: peers by connection, pending requests), drawn or not.
         let (from, to) = parties(p)
@@ -186,7 +191,7 @@ public struct FlowBuilder {
         steps = merged
         let advertisersOnly = (0..<peerTitles.count).filter { !connected.contains($0) }
         guard advertisersOnly.count > 2 || peerTitles.count > Self.maxPeerColumns else {
-            return FlowDiagram(peers: peerTitles, steps: steps, start: start)
+            return FlowDiagram(peers: peerTitles, steps: steps, start: start, linkStates: linkStates)
         }
         // Columns for the first connected peers; everyone else shares the last column (a
         // hostile or busy capture must not make thousands of columns).
@@ -206,7 +211,7 @@ public struct FlowBuilder {
                 out[s].arrows[a].to = remap(out[s].arrows[a].to)
             }
         }
-        return FlowDiagram(peers: titles, steps: out, start: start)
+        return FlowDiagram(peers: titles, steps: out, start: start, linkStates: linkStates)
     }
 
     // MARK: Who talks to whom

@@ -28,11 +28,18 @@ public enum FlowText {
         out.append(head + "\n")
         let width = titles.count * lane
         var number = 0
+        var changes = d.linkStates[...]
         for step in d.steps {
             number += 1
             out.append("── \(number). \(step.kind.rawValue) · \(step.coreBluetooth)\n")
             for a in step.arrows {
                 appendRow(a, columns: titles.count, width: width, start: d.start, to: &out)
+                // The link-layer state the packet left the controller in (a packet left out of
+                // the diagram shows its change under the next one drawn).
+                while let c = changes.first, c.index <= a.index {
+                    out.append(String(repeating: " ", count: prefix + lane) + "◆ link layer: \(c.from) → \(c.to)\n")
+                    changes = changes.dropFirst()
+                }
             }
         }
     }
