@@ -112,9 +112,11 @@ struct LinkLayerStateTracker {
                 // The initiator leaves the initiating state either way (cancelled: status 0x02).
                 state.initiating = false
             } else {
-                // A legacy advertiser stops when the connection is made (Vol 6 Part B 4.4.2), and
-                // when high duty cycle directed advertising times out (status 0x3C).
-                legacyAdvertising = false
+                // The advertiser stops when the connection is made (Vol 6 Part B 4.4.2), and
+                // when high duty cycle directed advertising times out (status 0x3C): legacy
+                // advertising, or the one extended set (with several, LE Advertising Set
+                // Terminated, which follows, says which).
+                if legacyAdvertising { legacyAdvertising = false } else if sets.count == 1 { sets = [] }
                 updateAdvertising()
             }
             if success, let h = hci.int("connectionHandle") { state.connections.insert(UInt16(truncatingIfNeeded: h)) }
