@@ -129,8 +129,8 @@ extension VirtualLink {
             var chunk = rest.prefix(room)
             var next: UInt8?
             if rest.count > room {
-                // More to come: an AuxPtr to the next AUX_CHAIN_INDs (3 more octets here).
-                chunk = rest.prefix(room - 3)
+                // More to come: an AuxPtr to the next AUX_CHAIN_IND (3 more octets here).
+                chunk = rest.prefix(Self.wholeADStructures(rest, fitting: room - 3))
                 next = UInt8(Int.random(in: 0...36, using: &airGenerator))
             }
             rest = rest.dropFirst(chunk.count)
@@ -148,6 +148,20 @@ extension VirtualLink {
         } while !rest.isEmpty
         return AirAdvertisingEvent(adv: adv, channel: LinkLayer.rfChannel(channelIndex: Int(secondary)), extended: true,
                                    end: max(end, start))
+    }
+
+    /// How many octets of `data` to put in one PDU of at most `room`: whole AD structures
+    /// (Core Supplement Part A 1), which a decoder can read fragment by fragment, unless the
+    /// first alone is longer (then `room`: a controller may fragment the data anywhere, Vol 6
+    /// Part B 4.4.2.12).
+    static func wholeADStructures(_ data: ArraySlice<UInt8>, fitting room: Int) -> Int {
+        var end = data.startIndex
+        while end < data.endIndex {
+            let next = end + 1 + Int(data[end])
+            guard next - data.startIndex <= room else { break }
+            end = next
+        }
+        return end == data.startIndex ? room : end - data.startIndex
     }
 
     /// AuxOffset in 30 µs units: the auxiliary packet starts at least T_MAFS (300 µs) after the

@@ -68,7 +68,8 @@ import VirtualController
         #expect(first.has("btle.extended_advertising.aux_pointer"))
         var joined: [UInt8] = []
         var index = 1
-        while index < frames.count, frames[index].int("btle.advertising_header.pdu_type") == 7,
+        // (Until the next advertising event: the next packet on a primary channel, pseudo-header PDU type 0.)
+        while index < frames.count, frames[index].int("btle_rf.pdu_type") == 1, frames[index].int("btle.advertising_header.pdu_type") == 7,
               let length = frames[index].int("btle.advertising_header.length"),
               let extended = frames[index].int("btle.extended_advertising_header.length") {
             // Pseudo-header 10, access address 4, header 2, extended header length and AdvMode 1.
@@ -79,9 +80,12 @@ import VirtualController
         #expect(frames[1].first("btle.advertising_address") == pInfo.address.description.lowercased())
         #expect(joined == advertised)
 
-        // AUX_CONNECT_REQ (3 on a secondary channel) and AUX_CONNECT_RSP (8), Vol 6 Part B 2.3.3.2, 2.3.2.2.
-        let types = frames.compactMap { $0.int("btle.advertising_header.pdu_type") }
-        #expect(types.contains(3) && types.contains(8), "\(types)")
+        // AUX_CONNECT_REQ (CONNECT_IND's code 0b0101, on a secondary channel: auxiliary) with the
+        // connection's interval, then AUX_CONNECT_RSP (0b1000), Vol 6 Part B 2.3, Table 2.3; 2.3.3.2, 2.3.2.2.
+        let request = try #require(frames.firstIndex { $0.int("btle.advertising_header.pdu_type") == 5 })
+        #expect(frames[request].int("btle_rf.pdu_type") == 1)
+        #expect(frames[request].int("btle.link_layer_data.interval") == Int(connection.parameters.interval))
+        #expect(frames[request + 1].int("btle.advertising_header.pdu_type") == 8)
 
         let control = frames.filter { $0.has("btle.control_opcode") }
         func pdu(_ opcode: Int) -> Tshark.Frame? { control.first { $0.int("btle.control_opcode") == opcode } }
