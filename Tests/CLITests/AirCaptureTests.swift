@@ -19,8 +19,9 @@ private func aclData(_ hci: [Tshark.Frame], direction: Int) -> [UInt8] {
     var out: [UInt8] = []
     for f in hci where f.has("bthci_acl") && f.int("hci_h4.direction") == direction {
         guard let n = f.int("bthci_acl.length") else { continue }
-        // Direction 4, H4 type 1, handle 2, length 2, then the data.
-        out += f.raw.dropFirst(9).prefix(n)
+        // H4 type 1, handle 2, length 2, then the data (the 4-octet direction is pcap's
+        // pseudo-header, not part of tshark's frame).
+        out += f.raw.dropFirst(5).prefix(n)
     }
     return out
 }
@@ -78,40 +79,58 @@ extension CLITests {
             #expect(terminate.int("btle_rf.pdu_type") == 2, "sent by the central")
         }
 
-        /// `controllers --air FILE`, a central pairing with the `secure` profile (Just Works) and
-        /// reading ff01: LL_ENC_REQ with the Rand and EDIV of the central's HCI LE Enable
-        /// Encryption, LL_ENC_RSP, LL_START_ENC_REQ, LL_START_ENC_RSP both ways (Vol 6 Part B
-        /// 2.4.2.4-7, 5.1.3.1). The link's packets are flagged decrypted from the first
-        /// LL_START_ENC_RSP on, the first encrypted one (and none before it), and the read
-        /// after it decodes as ATT: the plaintext, as the help says.
-        @Test func pairingStartsEncryptionWithLLEncReq() async throws {
+        /// `controllers --air FILE`, a central reading ff01 of the `secure` profile, pairing
+        /// (legacy Just Works) on its refusal, then reading it again from the bond: each time
+        /// LL_ENC_REQ with the Rand and EDIV of the central's HCI LE Enable Encryption (zero for
+        /// the STK, the bond's the second time), LL_ENC_RSP, LL_START_ENC_REQ, LL_START_ENC_RSP
+        /// both ways (Vol 6 Part B 2.4.2.4-7, 5.1.3.1). Each link's packets are flagged decrypted
+        /// from its first LL_START_ENC_RSP on, the first encrypted one (and none before it), and
+        /// the read after it decodes as ATT: the plaintext, as the help says.
+        @Test func encryptionStartsWithLLEncReq() async throws {
             let dir = try TempDir()
-            let air = dir.path("air.pcap"), hci = dir.path("central.pcap")
-            try await withRig(profile: "secure", airtime: ["--airtime", "off", "--air", air]) { rig in
-                let r = try await rig.central(["-w", hci, "central", "name:secure", "--pair", "--read", "ff01",
-                                               "--bonds", dir.path("bonds.json"), "--json"])
-                expectStatus(r, 0, "central --pair --read ff01")
+            let air = dir.path("air.pcap")
+            let hci = [dir.path("pairing.pcap"), dir.path("bonded.pcap")]
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--bonds", dir.path("peripheral")],
+                              airtime: ["--airtime", "off", "--air", air]) { rig in
+                for path in hci {
+                    let r = try await rig.central(["-w", path, "central", "name:secure", "--read", "ff01", "--legacy",
+                                                   "--bonds", dir.path("central"), "--json"])
+                    expectStatus(r, 0, "central --read ff01")
+                }
             }
             let frames = try Tshark.frames(air)
             expectSoundAirCapture(frames)
             let encryption = frames.compactMap { $0.int("btle.control_opcode") }.filter { (0x03...0x06).contains($0) }
-            #expect(encryption == [0x03, 0x04, 0x05, 0x06, 0x06], "LL_ENC_REQ, LL_ENC_RSP, LL_START_ENC_REQ, LL_START_ENC_RSP ×2")
-            let central = try Tshark.frames(hci)
-            // LE Enable Encryption, OCF 0x0019 (Core v5.4 Vol 4 Part E 7.8.24).
-            let enable = try #require(central.first { $0.int("bthci_cmd.opcode") == 0x2019 })
-            let encReq = try #require(frames.first { $0.int("btle.control_opcode") == 0x03 })
-            #expect(number(encReq.first("btle.control.random_number")) == number(enable.first("bthci_cmd.random_number")))
-            #expect(encReq.int("btle.control.encrypted_diversifier") == enable.int("bthci_cmd.encrypted_diversifier"))
-            let link = frames.filter { $0.first("btle.access_address") != Tshark.advertisingAccessAddress }
-            let start = try #require(link.firstIndex { $0.int("btle.control_opcode") == 0x06 })
-            for (i, f) in link.enumerated() {
-                #expect(f.first("btle_rf.flags.decrypted") == (i >= start ? "1" : "0"), "link packet \(i + 1) of \(link.count)")
+            #expect(encryption == [0x03, 0x04, 0x05, 0x06, 0x06, 0x03, 0x04, 0x05, 0x06, 0x06],
+                    "LL_ENC_REQ, LL_ENC_RSP, LL_START_ENC_REQ, LL_START_ENC_RSP ×2, twice")
+            // LE Enable Encryption, OCF 0x0019 (Core v5.4 Vol 4 Part E 7.8.24): Random_Number and EDIV.
+            let enables = try hci.flatMap { try Tshark.frames($0) }.filter { $0.int("bthci_cmd.opcode") == 0x2019 }
+            let requests = frames.filter { $0.int("btle.control_opcode") == 0x03 }
+            #expect(requests.map { number($0.first("btle.control.random_number")) }
+                    == enables.map { littleEndian($0.first("bthci_cmd.le_random_number")) })
+            #expect(requests.map { $0.int("btle.control.encrypted_diversifier") } == enables.map { $0.int("bthci_cmd.le_encrypted_diversifier") })
+            #expect(enables.count == 2 && enables[1].int("bthci_cmd.le_encrypted_diversifier") != 0, "the bond's EDIV")
+
+            // Per link (its access address): plaintext before its first LL_START_ENC_RSP, flagged decrypted from it on.
+            let links = frames.compactMap { $0.first("btle.link_layer_data.access_address") }
+            #expect(links.count == 2)
+            for aa in links {
+                let link = frames.filter { $0.first("btle.access_address") == aa }
+                let start = try #require(link.firstIndex { $0.int("btle.control_opcode") == 0x06 })
+                for (i, f) in link.enumerated() {
+                    #expect(f.first("btle_rf.flags.decrypted") == (i >= start ? "1" : "0"), "link \(aa) packet \(i + 1) of \(link.count)")
+                }
+                // ATT Read Request (0x0a) of ff01 on the encrypted link.
+                #expect(link[start...].contains { $0.int("btatt.opcode") == 0x0a })
             }
-            #expect(link[..<start].contains { $0.has("btsmp") }, "pairing (SMP) before encryption")
-            // ATT Read Request (0x0a) on the encrypted link.
-            #expect(link[start...].contains { $0.int("btatt.opcode") == 0x0a })
         }
     }
+}
+
+/// A little-endian octet string as tshark shows it ("01:02:…").
+private func littleEndian(_ s: String?) -> UInt64? {
+    guard let s else { return nil }
+    return s.split(separator: ":").enumerated().reduce(UInt64(0)) { v, e in v | UInt64(UInt8(e.element, radix: 16) ?? 0) << (8 * UInt64(e.offset)) }
 }
 
 /// A tshark number ("0x…" or decimal) of up to 64 bits.
