@@ -208,7 +208,10 @@ let commandHelp: [String: String] = [
                         descriptors, read, write, subscribe, notify, pair, encrypt, disconnect...)
                         each naming the CoreBluetooth call that causes it (centralManager.connect,
                         peripheral.readValue(for:), or peripheralManager's side when this host
-                        is the GATT server)
+                        is the GATT server); a "link layer: standby → advertising" line under
+                        each packet that changed the controller's link-layer state (standby,
+                        advertising, scanning, initiating, connected: from the enables the
+                        controller accepted and the connection events)
       --svg OUT.svg     the same diagram as a standalone SVG (no scripts, no external resources):
                         layers in colours, time since the first packet on the left, repeated
                         exchanges and repeated sessions folded into one "× N" row (clicking a
