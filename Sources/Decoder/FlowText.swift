@@ -37,11 +37,17 @@ public enum FlowText {
                 // The link-layer state the packet left the controller in (a packet left out of
                 // the diagram shows its change under the next one drawn).
                 while let c = changes.first, c.index <= a.index {
-                    out.append(String(repeating: " ", count: prefix + lane) + "◆ link layer: \(c.from) → \(c.to)\n")
+                    appendLinkState(c, to: &out)
                     changes = changes.dropFirst()
                 }
             }
         }
+        for c in changes { appendLinkState(c, to: &out) }
+    }
+
+    /// "◆ link layer: standby → scanning", under the controller's column.
+    private static func appendLinkState(_ c: LinkLayerStateChange, to out: inout RenderBuffer) {
+        out.append(String(repeating: " ", count: prefix + lane) + "◆ link layer: \(c.from) → \(c.to)\n")
     }
 
     static func column(_ p: FlowParty) -> Int {

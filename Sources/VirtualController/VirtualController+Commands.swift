@@ -283,7 +283,7 @@ extension VirtualController: HCICommandHandler {
         // the central (PHY_C_TO_P, PHY_P_TO_C: 0 when unchanged; Instant), Vol 6 Part B 2.4.2.22-24, 5.1.10.
         let changed: UInt8 = phy == conn.txPHY ? 0 : 1 << (phy - 1)
         let wanted = { (all: Bool, phys: UInt8) -> UInt8 in all ? 0x03 : (phys & 0x03 == 0 ? 0x01 : phys & 0x03) }
-        var exchange: [(VirtualController, LinkLayer.ControlOpcode, [UInt8], Bool?)] =
+        var exchange: [AirControlPDU] =
             [(self, .phyReq, [wanted(c.allPHYs & 0x01 != 0, c.txPHYs), wanted(c.allPHYs & 0x02 != 0, c.rxPHYs)], nil)]
         if conn.isCentral(self) { exchange.append((conn.peripheral, .phyRsp, [0x03, 0x03], nil)) }
         exchange.append((conn.central, .phyUpdateInd, [changed, changed] + link.airInstant(conn), nil))
@@ -524,7 +524,7 @@ extension VirtualController: HCICommandHandler {
         accepted(LEConnectionUpdate.self)
         // A peripheral asks with LL_CONNECTION_PARAM_REQ; the central sends LL_CONNECTION_UPDATE_IND
         // (WinSize, WinOffset, Interval, Latency, Timeout, Instant), Vol 6 Part B 2.4.2.1, 2.4.2.16, 5.1.1, 5.1.7.
-        var update: [(VirtualController, LinkLayer.ControlOpcode, [UInt8], Bool?)] = []
+        var update: [AirControlPDU] = []
         if !conn.isCentral(self) {
             update.append((self, .connectionParamReq, le16(c.connectionIntervalMin) + le16(c.connectionIntervalMax) + le16(c.maxLatency)
                            + le16(c.supervisionTimeout) + [0] + le16(conn.ll.eventCounter) + Array(repeating: 0xFF, count: 12), nil))
@@ -562,7 +562,7 @@ extension VirtualController: HCICommandHandler {
         // An encrypted link pauses first (LL_PAUSE_ENC_REQ, LL_PAUSE_ENC_RSP both ways, the last
         // unencrypted), then LL_ENC_REQ (Rand, EDIV, SKDm, IVm) and LL_ENC_RSP (SKDs, IVs),
         // Vol 6 Part B 2.4.2.4-5, 5.1.3.
-        var start: [(VirtualController, LinkLayer.ControlOpcode, [UInt8], Bool?)] = []
+        var start: [AirControlPDU] = []
         if conn.encrypted {
             start = [(self, .pauseEncReq, [], true), (peer, .pauseEncRsp, [], true), (self, .pauseEncRsp, [], false)]
         }

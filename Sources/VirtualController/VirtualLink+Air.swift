@@ -43,6 +43,10 @@ struct ConnectionLinkLayer {
     }
 }
 
+/// An LL control PDU for `airControl`: its sender, opcode, parameters, and whether it is sent
+/// encrypted (nil: as the link is).
+typealias AirControlPDU = (from: VirtualController, opcode: LinkLayer.ControlOpcode, parameters: [UInt8], encrypted: Bool?)
+
 /// An advertising event being written: where its answers go.
 struct AirAdvertisingEvent {
     var adv: VirtualController.Advertisement
@@ -146,8 +150,7 @@ extension VirtualLink {
             first = false
             header = LinkLayer.ExtendedHeader(adi: adi)
         } while !rest.isEmpty
-        return AirAdvertisingEvent(adv: adv, channel: LinkLayer.rfChannel(channelIndex: Int(secondary)), extended: true,
-                                   end: max(end, start))
+        return AirAdvertisingEvent(adv: adv, channel: LinkLayer.rfChannel(channelIndex: Int(secondary)), extended: true, end: end)
     }
 
     /// How many octets of `data` to put in one PDU of at most `room`: whole AD structures
@@ -300,9 +303,9 @@ extension VirtualLink {
                  encrypted: conn.encrypted, at: time)
     }
 
-    /// Link context: LL control PDUs on `conn`, in one connection event of their own, each
-    /// `(sender, opcode, parameters, encrypted)` in turn, T_IFS apart.
-    func airControl(_ conn: VirtualConnection, _ pdus: [(VirtualController, LinkLayer.ControlOpcode, [UInt8], Bool?)]) {
+    /// Link context: LL control PDUs on `conn`, in one connection event of their own, in turn,
+    /// T_IFS apart.
+    func airControl(_ conn: VirtualConnection, _ pdus: [AirControlPDU]) {
         guard isRecordingAir, !pdus.isEmpty else { return }
         conn.ll.nextEvent()
         var time = currentTime()
