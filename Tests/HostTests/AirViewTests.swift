@@ -12,8 +12,10 @@ import VirtualController
 /// it (pcap, linktype 256) and read by tshark: extended advertising and the LL control
 /// procedures the hosts' HCI commands imply, with the values the controllers reported over HCI.
 @Suite(.timeLimit(.minutes(1))) struct AirViewTests {
-    @Test func extendedAdvertisingAndControlProcedures() async throws {
-        let (link, transports) = VirtualLink.inProcess(count: 2, aclDataLength: 251)
+    /// In instant mode and with the airtime model (whose connection events write empty PDUs too).
+    @Test(arguments: [false, true])
+    func extendedAdvertisingAndControlProcedures(airtime: Bool) async throws {
+        let (link, transports) = VirtualLink.inProcess(count: 2, aclDataLength: 251, airtime: airtime ? Airtime.Configuration() : nil)
         let recorded = Mutex<[LinkLayerPacket]>([])
         link.recordAir { p in recorded.withLock { $0.append(p) } }
         let peripheral = Host(transport: transports[0])
@@ -37,10 +39,16 @@ import VirtualController
         let report = try #require(seen)
         try await central.stopScanning()
         let connection = try await central.connect(to: report.address)
+        var accepted: LEConnection?
+        for await e in peripheral.events {
+            if case .connected(let c) = e { accepted = c; break }
+        }
+        let atPeripheral = try #require(accepted)
 
         // An L2CAP frame of 100 octets before the data length grows: PDUs of 27 octets.
         let frame = [96, 0, 0x40, 0] + [UInt8](repeating: 0x5A, count: 96)
         try await central.sendL2CAP(frame, on: connection.handle)
+        for await f in atPeripheral.frames { #expect(f == frame); break }  // over the air (airtime: at its connection event)
         try await central.setDataLength(handle: connection.handle, txOctets: 251, txTime: 2120)
         let phy = try await central.setPHY(handle: connection.handle, tx: 0x02, rx: 0x02)
         let updated = try await central.updateConnection(handle: connection.handle, intervalMin: 40, intervalMax: 40,
@@ -103,10 +111,20 @@ import VirtualController
         #expect(control.last?.int("btle.control_opcode") == 0x02 && control.last?.int("btle.control.error_code") == 0x13)
 
         // The 100-octet frame: a start PDU (LLID 0b10) then continuations (0b01), 27 octets at most.
-        let data = frames.filter { $0.int("btle_rf.pdu_type") == 2 && [1, 2].contains($0.int("btle.data_header.llid") ?? 0) }
+        let data = frames.filter { $0.int("btle_rf.pdu_type") == 2 && [1, 2].contains($0.int("btle.data_header.llid") ?? 0)
+            && $0.int("btle.data_header.length") != 0 }
         let lengths = data.prefix(4).compactMap { $0.int("btle.data_header.length") }
         #expect(data.prefix(4).map { $0.int("btle.data_header.llid") } == [2, 1, 1, 1])
         #expect(lengths == [27, 27, 27, 19])
+        if airtime {
+            // The model's times: one exchange per PDU in one connection event, each the central's
+            // 27-octet PDU, T_IFS, the peripheral's empty PDU, T_IFS: (1 + 4 + 2 + 27 + 3) × 8 µs
+            // + 150 + (1 + 4 + 2 + 3) × 8 + 150 = 676 µs on LE 1M (Vol 6 Part B 2.1, 4.1.1, 4.5.6).
+            let times = data.prefix(4).compactMap { Double($0.first("frame.time_epoch") ?? "") }
+            for (a, b) in zip(times, times.dropFirst()) { #expect(abs(b - a - 676e-6) < 2e-6, "\(b - a) s between exchanges") }
+            let empty = frames.filter { $0.int("btle_rf.pdu_type") == 3 && $0.int("btle.data_header.llid") == 1 && $0.int("btle.data_header.length") == 0 }
+            #expect(empty.count >= 4, "the peripheral's empty PDUs")
+        }
         // Packets after the PHY update say LE 2M in the pseudo-header (flags bits 14-15: 1).
         let afterUpdate = frames.drop { $0.int("btle.control_opcode") != 0x18 }.dropFirst()
         #expect(!afterUpdate.isEmpty && afterUpdate.allSatisfy { $0.int("btle_rf.phy") == 1 })
