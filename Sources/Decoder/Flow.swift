@@ -144,7 +144,8 @@ public struct FlowBuilder {
 
     public mutating func add(_ p: DecodedPacket) {
         if start == nil { start = p.time }
-        if let change = linkState.add(p) { linkStates.append(change) }
+        // The controller's state is followed always, shown with the HCI layer (it is HCI's account).
+        if let change = linkState.add(p), layers.hci { linkStates.append(change) }
         // Who and which step are worked out for every packet (they keep the state later
         // packets need: peers by connection, pending requests), drawn or not.
         let (from, to) = parties(p)
