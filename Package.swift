@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["HCI", "Transport", "TestSupport", "StackTestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["HCI", "Transport", "Capture", "TestSupport"]),
         .testTarget(name: "VirtualControllerTests", dependencies: ["VirtualController", "HCI", "Transport", "TestSupport"]),
-        .testTarget(name: "HostTests", dependencies: ["HCI", "Transport", "Host", "VirtualController", "TestSupport", "StackTestSupport"]),
+        .testTarget(name: "HostTests", dependencies: ["HCI", "Transport", "Host", "VirtualController", "Capture", "TestSupport", "StackTestSupport"]),
         .testTarget(name: "L2CAPTests", dependencies: ["HCI", "Transport", "Host", "L2CAP", "TestSupport", "StackTestSupport"]),
         .testTarget(name: "ATTTests", dependencies: ["HCI", "Transport", "Host", "L2CAP", "ATT", "TestSupport", "StackTestSupport"]),
         .testTarget(name: "GATTTests", dependencies: ["HCI", "ATT", "GATT", "TestSupport"]),

@@ -131,6 +131,54 @@ public enum PcapngWriter {
     }
 }
 
+/// pcap, linktype 256 (LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR): the air view of the virtual
+/// controller. Each record is a 10-octet pseudo-header (RF channel, signal power, noise power,
+/// access address offenses, reference access address, flags; multi-octet fields little-endian),
+/// then the link-layer packet without its preamble (access address, PDU, CRC). Written
+/// little-endian, microsecond magic.
+public enum LinkLayerPcapWriter {
+    public static let linktypeLELinkLayerWithPhdr: UInt32 = 256
+
+    /// Pseudo-header flags (tcpdump.org's LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR).
+    public static let dewhitened: UInt16 = 0x0001
+    public static let signalPowerValid: UInt16 = 0x0002
+    public static let decrypted: UInt16 = 0x0008
+    public static let referenceAccessAddressValid: UInt16 = 0x0010
+
+    public static func fileHeader() -> [UInt8] {
+        var w = ByteWriter(capacity: 24)
+        w.u32(0xa1b2_c3d4)
+        w.u16(2); w.u16(4)
+        w.u32(0)
+        w.u32(0)
+        w.u32(10 + 4 + 2 + 255 + 3)  // snaplen: pseudo-header and the longest LE packet
+        w.u32(linktypeLELinkLayerWithPhdr)
+        return w.bytes
+    }
+
+    /// One record. `pduType` is the flags' bits 7–9 (0 advertising, 1 auxiliary advertising,
+    /// 2 data central → peripheral, 3 peripheral → central), `phy` bits 14–15 (0 1M, 1 2M, 2
+    /// Coded). The CRC is left for the reader to check (flags "CRC checked" clear).
+    public static func record(rfChannel: UInt8, signalPower: Int8, pduType: UInt8, phy: UInt8, decrypted isDecrypted: Bool,
+                              packet: [UInt8], time: Date) -> [UInt8] {
+        let length = UInt32(10 + packet.count)
+        var w = ByteWriter(capacity: 16 + Int(length))
+        let micros = Int64((time.timeIntervalSince1970 * 1_000_000).rounded())
+        w.u32(UInt32(truncatingIfNeeded: micros / 1_000_000))
+        w.u32(UInt32(truncatingIfNeeded: micros % 1_000_000))
+        w.u32(length)
+        w.u32(length)
+        w.append([rfChannel, UInt8(bitPattern: signalPower), 0, 0])
+        // The reference access address is the packet's own (its first four octets).
+        w.append(packet.prefix(4))
+        var flags = dewhitened | signalPowerValid | referenceAccessAddressValid | UInt16(pduType & 0x07) << 7 | UInt16(phy & 0x03) << 14
+        if isDecrypted { flags |= decrypted }
+        w.u16(flags)
+        w.append(packet)
+        return w.bytes
+    }
+}
+
 /// Why a capture file could not be written or read.
 public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
@@ -143,7 +191,8 @@ public struct CaptureError: Error, Sendable, Equatable, CustomStringConvertible 
 /// with SIGKILL leaves a file readable to its last complete record, and a write that fails
 /// part-way (disk full) is cut back to the last whole record. Thread-safe.
 public final class CaptureWriter: Sendable {
-    public enum Format: Sendable, Equatable { case btsnoop, pcap, pcapng }
+    /// `linkLayer`: pcap of LE link-layer packets (linktype 256), written with `write(linkLayerRecord:)`.
+    public enum Format: Sendable, Equatable { case btsnoop, pcap, pcapng, linkLayer }
 
     public let path: String
     public let format: Format
@@ -185,6 +234,7 @@ public final class CaptureWriter: Sendable {
         case .pcap: header = PcapWriter.fileHeader()
         case .pcapng: header = PcapngWriter.fileHeader()
         case .btsnoop: header = BtsnoopWriter.fileHeader()
+        case .linkLayer: header = LinkLayerPcapWriter.fileHeader()
         }
         if let e = Self.writeAll(header, to: fd, path: path) {
             Glibc.close(fd)
@@ -199,7 +249,16 @@ public final class CaptureWriter: Sendable {
         case .pcap: record = PcapWriter.record(packet, direction: direction, time: time)
         case .pcapng: record = PcapngWriter.record(packet, direction: direction, time: time)
         case .btsnoop: record = BtsnoopWriter.record(packet, direction: direction, time: time)
+        case .linkLayer:
+            assertionFailure("an HCI packet written to the link-layer capture \(path)")
+            return
         }
+        write(record: record)
+    }
+
+    /// Writes one whole record built by one of the record encoders (a `linkLayer` capture's:
+    /// `LinkLayerPcapWriter.record`).
+    public func write(record: [UInt8]) {
         file.withLock { f in
             guard f.fd >= 0, f.failure == nil else { return }
             f.failure = Self.writeAll(record, to: f.fd, path: path)

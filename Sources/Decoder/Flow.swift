@@ -158,6 +158,8 @@ public struct FlowDiagram: Sendable {
     public var steps: [FlowStep]
     /// Time of the first packet (arrows show their time relative to it).
     public var start: CaptureTime?
+    /// The controller's link-layer state changes, in capture order (FlowLinkState.swift).
+    public var linkStates: [LinkLayerStateChange] = []
     public var packetCount: Int { steps.reduce(0) { $0 + $1.arrows.count } }
 }
 
@@ -186,6 +188,8 @@ public struct FlowBuilder {
     /// Identifiers (with the link's handle) of Credit Based Connection Requests to EATT's PSM
     /// awaiting their response.
     private var eattRequests: Set<Int> = []
+    private var linkState = LinkLayerStateTracker()
+    private var linkStates: [LinkLayerStateChange] = []
 
     private struct PendingKey: Hashable {
         var handle: UInt16
@@ -199,6 +203,8 @@ public struct FlowBuilder {
 
     public mutating func add(_ p: DecodedPacket) {
         if start == nil { start = p.time }
+        // The controller's state is followed always, shown with the HCI layer (it is HCI's account).
+        if let change = linkState.add(p), layers.hci { linkStates.append(change) }
         // Who and which step are worked out for every packet (they keep the state later
         // packets need: peers by connection, pending requests), drawn or not.
         let (from, to) = parties(p)
@@ -248,7 +254,7 @@ public struct FlowBuilder {
         steps = merged
         let advertisersOnly = (0..<peerTitles.count).filter { !connected.contains($0) }
         guard advertisersOnly.count > 2 || peerTitles.count > Self.maxPeerColumns else {
-            return FlowDiagram(peers: peerTitles, steps: steps, start: start)
+            return FlowDiagram(peers: peerTitles, steps: steps, start: start, linkStates: linkStates)
         }
         // Columns for the first connected peers; everyone else shares the last column (a
         // hostile or busy capture must not make thousands of columns).
@@ -268,7 +274,7 @@ public struct FlowBuilder {
                 out[s].arrows[a].to = remap(out[s].arrows[a].to)
             }
         }
-        return FlowDiagram(peers: titles, steps: out, start: start)
+        return FlowDiagram(peers: titles, steps: out, start: start, linkStates: linkStates)
     }
 
     // MARK: Who talks to whom

@@ -28,13 +28,26 @@ public enum FlowText {
         out.append(head + "\n")
         let width = titles.count * lane
         var number = 0
+        var changes = d.linkStates[...]
         for step in d.steps {
             number += 1
             out.append("── \(number). \(step.kind.rawValue) · \(step.coreBluetooth)\n")
             for a in step.arrows {
                 appendRow(a, columns: titles.count, width: width, start: d.start, to: &out)
+                // The link-layer state the packet left the controller in (a packet left out of
+                // the diagram shows its change under the next one drawn).
+                while let c = changes.first, c.index <= a.index {
+                    appendLinkState(c, to: &out)
+                    changes = changes.dropFirst()
+                }
             }
         }
+        for c in changes { appendLinkState(c, to: &out) }
+    }
+
+    /// "◆ link layer: standby → scanning", under the controller's column.
+    private static func appendLinkState(_ c: LinkLayerStateChange, to out: inout RenderBuffer) {
+        out.append(String(repeating: " ", count: prefix + lane) + "◆ link layer: \(c.from) → \(c.to)\n")
     }
 
     static func column(_ p: FlowParty) -> Int {

@@ -24,6 +24,8 @@ final class VirtualConnection: @unchecked Sendable {
     var alive = true
     /// Airtime mode: the link's schedule and queues (VirtualLink+Airtime.swift).
     var air = ConnectionAir()
+    /// The air view's link-layer state (VirtualLink+Air.swift).
+    var ll: ConnectionLinkLayer
 
     init(central: VirtualController, peripheral: VirtualController, interval: UInt16, latency: UInt16, timeout: UInt16) {
         self.central = central
@@ -33,6 +35,7 @@ final class VirtualConnection: @unchecked Sendable {
         self.interval = interval
         self.latency = latency
         self.timeout = timeout
+        ll = central.link.drawConnectionLinkLayer()
     }
 
     func handle(of c: VirtualController) -> UInt16 { c === central ? centralHandle : peripheralHandle }

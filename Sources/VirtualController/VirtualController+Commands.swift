@@ -248,6 +248,9 @@ extension VirtualController: HCICommandHandler {
         let mine = c.txOctets
         let theirs = conn.isCentral(self) ? conn.peripheralTxOctets : conn.centralTxOctets
         let peer = conn.peer(of: self)
+        // LL_LENGTH_REQ / LL_LENGTH_RSP: MaxRxOctets, MaxRxTime, MaxTxOctets, MaxTxTime (Vol 6 Part B 2.4.2.21).
+        link.airControl(conn, [(self, .lengthReq, le16(251) + le16(17040) + le16(mine) + le16(octetTime(mine)), nil),
+                               (peer, .lengthRsp, le16(251) + le16(17040) + le16(theirs) + le16(octetTime(theirs)), nil)])
         sendLE(LEDataLengthChange(connectionHandle: c.connectionHandle, maxTxOctets: mine, maxTxTime: octetTime(mine),
                                   maxRxOctets: theirs, maxRxTime: octetTime(theirs)))
         peer.sendLE(LEDataLengthChange(connectionHandle: conn.handle(of: peer), maxTxOctets: theirs, maxTxTime: octetTime(theirs),
@@ -278,6 +281,15 @@ extension VirtualController: HCICommandHandler {
         let tx: UInt8 = (c.allPHYs & 0x01 == 0 && c.txPHYs & 0x02 != 0) ? 2 : 1
         let rx: UInt8 = (c.allPHYs & 0x02 == 0 && c.rxPHYs & 0x02 != 0) ? 2 : 1
         let phy: UInt8 = tx == 2 && rx == 2 ? 2 : 1
+        // LL_PHY_REQ (TX_PHYS, RX_PHYS), LL_PHY_RSP when the central asked, LL_PHY_UPDATE_IND from
+        // the central (PHY_C_TO_P, PHY_P_TO_C: 0 when unchanged; Instant), Vol 6 Part B 2.4.2.22-24, 5.1.10.
+        let changed: UInt8 = phy == conn.txPHY ? 0 : 1 << (phy - 1)
+        let wanted = { (all: Bool, phys: UInt8) -> UInt8 in all ? 0x03 : (phys & 0x03 == 0 ? 0x01 : phys & 0x03) }
+        var exchange: [AirControlPDU] =
+            [(self, .phyReq, [wanted(c.allPHYs & 0x01 != 0, c.txPHYs), wanted(c.allPHYs & 0x02 != 0, c.rxPHYs)], nil)]
+        if conn.isCentral(self) { exchange.append((conn.peripheral, .phyRsp, [0x03, 0x03], nil)) }
+        exchange.append((conn.central, .phyUpdateInd, [changed, changed] + link.airInstant(conn), nil))
+        link.airControl(conn, exchange)
         conn.txPHY = phy; conn.rxPHY = phy
         let peer = conn.peer(of: self)
         sendLE(LEPHYUpdateComplete(connectionHandle: c.connectionHandle, txPHY: phy, rxPHY: phy))
@@ -504,6 +516,7 @@ extension VirtualController: HCICommandHandler {
         let allowed: Set<UInt8> = [0x05, 0x13, 0x14, 0x15, 0x1A, 0x29, 0x3B]
         guard allowed.contains(c.reason.rawValue) else { return reject(Disconnect.self, .invalidParameters) }
         accepted(Disconnect.self)
+        link.airControl(conn, [(self, .terminateInd, [c.reason.rawValue], nil)])  // ErrorCode: the reason (Vol 6 Part B 2.4.2.2)
         conn.terminate(from: self, local: .localHostTerminated, remote: c.reason)
     }
 
@@ -514,6 +527,16 @@ extension VirtualController: HCICommandHandler {
             return reject(LEConnectionUpdate.self, .invalidParameters)
         }
         accepted(LEConnectionUpdate.self)
+        // A peripheral asks with LL_CONNECTION_PARAM_REQ; the central sends LL_CONNECTION_UPDATE_IND
+        // (WinSize, WinOffset, Interval, Latency, Timeout, Instant), Vol 6 Part B 2.4.2.1, 2.4.2.16, 5.1.1, 5.1.7.
+        var update: [AirControlPDU] = []
+        if !conn.isCentral(self) {
+            update.append((self, .connectionParamReq, le16(c.connectionIntervalMin) + le16(c.connectionIntervalMax) + le16(c.maxLatency)
+                           + le16(c.supervisionTimeout) + [0] + le16(conn.ll.eventCounter) + Array(repeating: 0xFF, count: 12), nil))
+        }
+        update.append((conn.central, .connectionUpdateInd, [1] + le16(0) + le16(c.connectionIntervalMax) + le16(c.maxLatency)
+                       + le16(c.supervisionTimeout) + link.airInstant(conn), nil))
+        link.airControl(conn, update)
         conn.interval = c.connectionIntervalMax
         conn.latency = c.maxLatency
         conn.timeout = c.supervisionTimeout
@@ -525,8 +548,12 @@ extension VirtualController: HCICommandHandler {
     }
 
     package func handle(_ c: LEReadRemoteFeatures) {
-        guard connections[c.connectionHandle] != nil else { return reject(LEReadRemoteFeatures.self, .unknownConnectionIdentifier) }
+        guard let conn = connections[c.connectionHandle] else { return reject(LEReadRemoteFeatures.self, .unknownConnectionIdentifier) }
         accepted(LEReadRemoteFeatures.self)
+        // LL_FEATURE_REQ (LL_PERIPHERAL_FEATURE_REQ from a peripheral) and LL_FEATURE_RSP: FeatureSet (Vol 6 Part B 2.4.2.9-10, 2.4.2.15).
+        let features = le64(VirtualController.features.rawValue)
+        link.airControl(conn, [(self, conn.isCentral(self) ? .featureReq : .peripheralFeatureReq, features, nil),
+                               (conn.peer(of: self), .featureRsp, features, nil)])
         sendLE(LEReadRemoteFeaturesComplete(connectionHandle: c.connectionHandle, leFeatures: VirtualController.features))
     }
 
@@ -537,6 +564,19 @@ extension VirtualController: HCICommandHandler {
         accepted(LEEnableEncryption.self)
         conn.pendingKey = c.longTermKey
         let peer = conn.peripheral
+        // An encrypted link pauses first (LL_PAUSE_ENC_REQ, LL_PAUSE_ENC_RSP both ways, the last
+        // unencrypted), then LL_ENC_REQ (Rand, EDIV, SKDm, IVm) and LL_ENC_RSP (SKDs, IVs),
+        // Vol 6 Part B 2.4.2.4-5, 5.1.3.
+        var start: [AirControlPDU] = []
+        if conn.encrypted {
+            start = [(self, .pauseEncReq, [], true), (peer, .pauseEncRsp, [], true), (self, .pauseEncRsp, [], false)]
+        }
+        start += [(self, .encReq, le64(c.randomNumber) + le16(c.encryptedDiversifier) + link.airRandom(12), false),
+                  (peer, .encRsp, link.airRandom(12), false)]
+        if !peer.isEnabled(subevent: LELongTermKeyRequest.subeventCode) {
+            start.append((peer, .rejectExtInd, [LinkLayer.ControlOpcode.encReq.rawValue, HCIStatus.pinOrKeyMissing.rawValue], false))
+        }
+        link.airControl(conn, start)
         if peer.isEnabled(subevent: LELongTermKeyRequest.subeventCode) {
             peer.sendLE(LELongTermKeyRequest(connectionHandle: conn.peripheralHandle, randomNumber: c.randomNumber,
                                              encryptedDiversifier: c.encryptedDiversifier))
@@ -556,6 +596,11 @@ extension VirtualController: HCICommandHandler {
         }
         complete(LELongTermKeyRequestReply.self, .init(connectionHandle: c.connectionHandle))
         conn.pendingKey = nil
+        // LL_START_ENC_REQ (unencrypted), then LL_START_ENC_RSP each way, encrypted (Vol 6 Part B
+        // 5.1.3.1); with the wrong key the central's MIC check of the first fails and the link is lost.
+        link.airControl(conn, key == c.longTermKey
+                        ? [(self, .startEncReq, [], false), (conn.central, .startEncRsp, [], true), (self, .startEncRsp, [], true)]
+                        : [(self, .startEncReq, [], false)])
         if key == c.longTermKey {
             let refresh = conn.encrypted
             conn.encrypted = true
@@ -581,6 +626,8 @@ extension VirtualController: HCICommandHandler {
         }
         complete(LELongTermKeyRequestNegativeReply.self, .init(connectionHandle: c.connectionHandle))
         conn.pendingKey = nil
+        // LL_REJECT_EXT_IND: the rejected opcode and PIN or Key Missing (Vol 6 Part B 5.1.3.1).
+        link.airControl(conn, [(self, .rejectExtInd, [LinkLayer.ControlOpcode.encReq.rawValue, HCIStatus.pinOrKeyMissing.rawValue], false)])
         conn.central.send(EncryptionChange(status: .pinOrKeyMissing, connectionHandle: conn.centralHandle,
                                            encryptionEnabled: conn.encrypted ? 1 : 0))
     }

@@ -369,6 +369,10 @@ public final class VirtualController: @unchecked Sendable {
         var filterPolicy: UInt8
         /// Periodic advertising interval of the set's train (1.25 ms units), 0 when none.
         var periodicInterval: UInt16 = 0
+        /// Primary advertising channels (bit 0: 37, bit 1: 38, bit 2: 39) and the peer of directed
+        /// advertising (the air view's).
+        var channelMap: UInt8 = 0x07
+        var peer: DeviceAddress? = nil
     }
 
     func ownAddress(_ type: AddressType, setRandom: BDAddress? = nil) -> DeviceAddress {
@@ -386,7 +390,8 @@ public final class VirtualController: @unchecked Sendable {
             out.append(Advertisement(address: a.address, addressType: a.type, connectable: t <= 1, scannable: t == 0 || t == 2,
                                      legacyPDU: true, legacyType: t, data: t == 1 ? [] : advData, scanResponse: scanRspData,
                                      sid: 0xFF, txPower: 127, setHandle: nil,
-                                     filterPolicy: advParams.advertisingFilterPolicy))
+                                     filterPolicy: advParams.advertisingFilterPolicy, channelMap: advParams.advertisingChannelMap,
+                                     peer: DeviceAddress(advParams.peerAddress, type: advParams.peerAddressType)))
         }
         for (handle, set) in sets.sorted(by: { $0.key < $1.key }) where set.enabled {
             let p = set.params.advertisingEventProperties
@@ -397,7 +402,9 @@ public final class VirtualController: @unchecked Sendable {
                                      data: set.data, scanResponse: set.scanResponse,
                                      sid: p.contains(.legacy) ? 0xFF : set.params.advertisingSID,
                                      txPower: set.params.advertisingTxPower, setHandle: handle,
-                                     filterPolicy: set.params.advertisingFilterPolicy, periodicInterval: periodicInterval(ofSet: handle)))
+                                     filterPolicy: set.params.advertisingFilterPolicy, periodicInterval: periodicInterval(ofSet: handle),
+                                     channelMap: set.params.primaryAdvertisingChannelMap,
+                                     peer: DeviceAddress(set.params.peerAddress, type: set.params.peerAddressType)))
         }
         return out
     }
@@ -416,7 +423,10 @@ public final class VirtualController: @unchecked Sendable {
         }
         guard scanEnabled else { return }
         for other in all where other !== self {
-            for adv in other.currentAdvertisements() { see(adv, from: other) }
+            for adv in other.currentAdvertisements() {
+                var event = link.airAdvertise(adv, at: nil)
+                if see(adv, from: other) { link.airScan(&event, scanner: ownAddress(scanOwnAddressType)) }
+            }
         }
     }
 
@@ -547,6 +557,7 @@ public final class VirtualController: @unchecked Sendable {
         countCompleted(handle: p.handle)
         // (A connection that ended took its packets out of the queue, `dropQueuedACL`: none here.)
         guard conn.alive else { return }
+        link.airData(conn, from: self, acl: p)
         let peer = conn.peer(of: self)
         peer.receiveFromAir(HCIACLPacket(handle: conn.handle(of: peer), boundary: p.boundary == .continuing ? .continuing : .first,
                                          data: p.data), on: conn)

@@ -162,6 +162,7 @@ extension VirtualLink {
             if anchor + first > end + 1e-9 { return skip(conn) }
         }
         conn.air.skipped = 0
+        airConnectionEvent(conn, at: anchor)
         var t = anchor
         var exchanges = 0
         var toPeripheral: [HCIACLPacket] = []
@@ -172,6 +173,8 @@ extension VirtualLink {
             let c = conn.nextPDUOctets(toPeripheral: true), p = conn.nextPDUOctets(toPeripheral: false)
             let x = Airtime.exchangeTime(central: c, peripheral: p, phy: phy, encrypted: encrypted)
             if exchanges > 0 && t + x > end + 1e-9 { break }
+            airExchangePDU(conn, toPeripheral: true, at: t)
+            airExchangePDU(conn, toPeripheral: false, at: t + Airtime.packetTime(payload: c, phy: phy, encrypted: encrypted) + Airtime.tIFS)
             t += x
             exchanges += 1
             if let done = conn.sendPDU(toPeripheral: true) { toPeripheral.append(done.out); completedByCentral.append(done.sourceHandle) }
@@ -265,6 +268,7 @@ extension VirtualLink {
         if c.radio.on {
             var end = time + Airtime.advertisingEventTime(dataOctets: adv.data.count, scanResponseOctets: nil,
                                                           connectable: adv.connectable, channels: advertiser.channels)
+            var air = airAdvertise(adv, at: time)
             for other in controllers where other !== c && other.radio.on && other.radio.busyUntil <= time + 1e-9 {
                 if let target = other.initiating, adv.connectable, other.initiatorAccepts(adv, target),
                    c.advertiser(adv, acceptsConnectionFrom: target.ownAddress),
@@ -273,14 +277,19 @@ extension VirtualLink {
                     // Part B 4.4.2.4): ADV_IND, T_IFS, CONNECT_IND (34 octets).
                     end = time + Airtime.packetTime(payload: 6 + min(adv.data.count, 31), phy: .le1M) + Airtime.tIFS
                         + Airtime.packetTime(payload: 34, phy: .le1M)
+                    // The model times every event as a legacy one; the air view writes an extended
+                    // event's AUX chain, which ends later: the first anchor follows what it wrote.
+                    if let air { end = max(end, air.connectionRequestEnd) }
                     other.radio.busyUntil = max(other.radio.busyUntil, end)
                     conn.air.nextAnchor = firstAnchor(for: conn, connectIndEnd: end)
                     conn.air.lastReceived = conn.air.nextAnchor
+                    airConnect(air, initiator: target.ownAddress, conn: conn)
                     break
                 }
                 if other.isScanning {
                     if other.see(adv, from: c) {
                         end += Airtime.packetTime(payload: 6 + min(adv.scanResponse.count, 31), phy: .le1M) + Airtime.tIFS
+                        airScan(&air, scanner: other.ownAddress(other.scanOwnAddressType))
                     }
                 }
             }

@@ -26,8 +26,18 @@ public final class VirtualLink: @unchecked Sendable {
     public let airtime: Airtime.Configuration?
     /// Live mode: the monotonic clock when the link was made (link time 0).
     let startNanoseconds = DispatchTime.now().uptimeNanoseconds
+    /// The wall-clock time of link time 0 (the air view's timestamps).
+    let startDate = Date()
     /// Link context: the advDelay draws.
     var advDelayGenerator: SplitMix64
+    /// The air view (VirtualLink+Air.swift): its sink, whether one is set (read per packet
+    /// without the lock), and link-context state: the last packet's time, the draws of
+    /// access addresses, CRCInits and secondary channels (apart from advDelay's, so recording
+    /// changes no timing).
+    let airSink = Mutex<AirSink?>(nil)
+    let airRecording = Atomic<Bool>(false)
+    var lastAirTime = -1.0
+    var airGenerator: SplitMix64
     /// Time between advertising events the link delivers to scanners (real seconds in live
     /// mode, virtual seconds in manual mode). Kept short so scans are quick.
     public let advertisingInterval: Double
@@ -96,6 +106,7 @@ public final class VirtualLink: @unchecked Sendable {
         self.advertisingInterval = advertisingInterval
         self.airtime = airtime
         advDelayGenerator = SplitMix64(state: airtime?.seed ?? 0)
+        airGenerator = SplitMix64(state: (airtime?.seed ?? 0) ^ 0xA1A1)
     }
 
     /// Adds a controller with the next index; its public address is F0:F1:F2:F3:F4:(index+1).
@@ -333,7 +344,10 @@ public final class VirtualLink: @unchecked Sendable {
         for c in controllers where c !== initiator {
             if let adv = c.currentAdvertisements().first(where: { $0.connectable && initiator.initiatorAccepts($0, target)
                 && c.advertiser($0, acceptsConnectionFrom: target.ownAddress) }) {
-                VirtualConnection.establish(central: initiator, peripheral: c, via: adv)
+                let event = airAdvertise(adv, at: nil)
+                if let conn = VirtualConnection.establish(central: initiator, peripheral: c, via: adv) {
+                    airConnect(event, initiator: target.ownAddress, conn: conn)
+                }
                 return
             }
         }

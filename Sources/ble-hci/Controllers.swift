@@ -3,9 +3,10 @@ import HCI
 import Transport
 import VirtualController
 
-/// `ble-hci controllers --listen SPEC... [--airtime on|off]`: virtual LE controllers on one
+/// `ble-hci controllers --listen SPEC... [--airtime on|off] [--air FILE]`: virtual LE controllers on one
 /// shared link, served as H4 on TCP/UNIX sockets (or attached to the kernel with `vhci`), until
-/// SIGINT/SIGTERM. With airtime (the default) the link simulates time on the air (issue 29).
+/// SIGINT/SIGTERM. With airtime (the default) the link simulates time on the air (issue 29);
+/// --air FILE writes its link layer to a pcap (issue 28).
 func runControllers(_ c: CommandContext) async throws -> Int32 {
     let specs = c.args.all("listen")
     guard !specs.isEmpty else {
@@ -22,6 +23,8 @@ func runControllers(_ c: CommandContext) async throws -> Int32 {
     }
     SignalWatcher.install()
     let link = VirtualLink(mode: .live, airtime: airtime ? Airtime.Configuration() : nil)
+    let air = try startAirCapture(c, link: link)
+    defer { stopAirCapture(air, link: link) }
     // Host connections, refusals and disconnections (and the controllers' own notes) on stderr,
     // so stdout keeps only the `listening` lines.
     link.logHandler = { line in FileHandle.standardError.write(Data("\(timestamp()) \(line)\n".utf8)) }

@@ -32,7 +32,10 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     }
     defer { peripheralWriter.map(closeCapture) }
     // --airtime: connection events, PDUs per event and advertising events as on the air (issue 29).
-    let (_, transports) = VirtualLink.inProcess(count: 2, airtime: c.args.has("airtime") ? Airtime.Configuration() : nil)
+    let (link, transports) = VirtualLink.inProcess(count: 2, airtime: c.args.has("airtime") ? Airtime.Configuration() : nil)
+    // --air FILE: both controllers' link layer, as Wireshark decodes it (issue 28).
+    let air = try startAirCapture(c, link: link)
+    defer { stopAirCapture(air, link: link) }
     let centralTransport = wrapForCaptureAndTrace(transports[1], context: context, writer: writer, label: "central")
     let peripheralTransport = wrapForCaptureAndTrace(transports[0], context: context, writer: peripheralWriter, label: "peripheral")
 
@@ -132,6 +135,9 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     try await remote.stopNotifications(for: fff1)
     let reason = try await remote.disconnect()
     reportDisconnected(reason, out: out, prefix: out.green("   ▸ "))
+    if let air {
+        out.note("\nThe link layer of both controllers written to \(air.path): open it in Wireshark, or run 'tshark -r \(air.path)'.")
+    }
     if let path = c.capturePath, let peripheralPath {
         out.note("\nCaptures written to \(path) (central) and \(peripheralPath) (peripheral): open them in Wireshark, or run 'ble-hci dump \(path)', or 'ble-hci dump \(path) --flow' for the sequence diagram.")
     }

@@ -267,7 +267,11 @@ let commandHelp: [String: String] = [
                         says so instead: advertising off right after a connection,
                         a server's reads of the attributes its stack holds (Generic Access,
                         Generic Attribute, descriptors), the client's GATT caching reads and
-                        writes, a request sent again after pairing or encryption
+                        writes, a request sent again after pairing or encryption;
+                        a "link layer: standby → advertising" line under
+                        each packet that changed the controller's link-layer state (standby,
+                        advertising, scanning, initiating, connected: from the enables the
+                        controller accepted and the connection events)
       --svg OUT.svg     the same diagram as a standalone SVG (no scripts, no external resources):
                         layers in colours, time since the first packet on the left, repeated
                         exchanges and repeated sessions folded into one "× N" row (clicking a
@@ -368,7 +372,7 @@ let commandHelp: [String: String] = [
       ble-hci dump btsnoop_hci.log --attributes --json > device.json && ble-hci peripheral --gatt device.json
     """,
     "demo": """
-    Usage: ble-hci demo [--capture FILE] [--airtime]
+    Usage: ble-hci demo [--capture FILE] [--airtime] [--air FILE]
 
     A central and a peripheral (profile demo) in one process on an in-process virtual link:
     advertise, scan, connect, MTU exchange, discovery, reads, a write, a refused write,
@@ -380,8 +384,23 @@ let commandHelp: [String: String] = [
     event, advertising events at 100 ms + advDelay): the capture's timestamps then show the
     latency a radio gives; without it every packet goes through at once.
 
+      --air FILE  the air view: both controllers' link layer in one pcap (linktype 256,
+                  LINKTYPE_BLUETOOTH_LE_LL_WITH_PHDR) that Wireshark and tshark decode: each
+                  advertising event's PDU (ADV_IND... or ADV_EXT_IND and AUX_ADV_IND), SCAN_REQ and
+                  SCAN_RSP, CONNECT_IND with the link's access address, CRCInit, interval, timeout
+                  and hop, a data PDU per ACL fragment (LLID start/continuation, split at the data
+                  length), the LL control PDUs the HCI commands imply (LL_ENC_REQ... LL_START_ENC_RSP,
+                  LL_TERMINATE_IND with the reason, LL_CONNECTION_UPDATE_IND, LL_LENGTH_REQ/RSP,
+                  LL_PHY_REQ/RSP/UPDATE_IND, LL_FEATURE_REQ/RSP), with the CRC of each packet. Times
+                  are the airtime model's with --airtime, else a monotonic clock. Partial: the
+                  virtual controller does not encrypt, so what follows LL_START_ENC is written in
+                  plaintext (no MIC) and flagged decrypted; instant mode writes no empty PDUs; one
+                  primary channel per advertising event; no LL_VERSION_IND (no Read Remote Version
+                  Information). ble-hci dump does not read this link type (tshark does)
+
     Examples:
       ble-hci demo -w demo.pcap && ble-hci dump demo.pcap --json
+      ble-hci demo --air air.pcap && tshark -r air.pcap
       ble-hci demo --airtime -w air.pcap && ble-hci dump air.pcap --stats
       ble-hci demo -w demo.pcap && ble-hci dump demo-peripheral.pcap --flow
     """,
@@ -427,7 +446,7 @@ let commandHelp: [String: String] = [
       ble-hci proxy --host tcp:127.0.0.1:0 --controller virtual --trace --json
     """,
     "controllers": """
-    Usage: ble-hci controllers --listen SPEC [--listen SPEC]... [--airtime on|off]
+    Usage: ble-hci controllers --listen SPEC [--listen SPEC]... [--airtime on|off] [--air FILE]
 
     Serves virtual LE controllers that share one virtual link. Each --listen (tcp:HOST:PORT or
     unix:PATH) is one controller an H4 host connects to; each new connection starts that
@@ -445,11 +464,15 @@ let commandHelp: [String: String] = [
     every packet at once (fast tests). Partial: no Coded PHY on links, no peripheral latency,
     idle links' empty events take no radio time (docs/performance.md).
 
+      --air FILE  every controller's link layer in one pcap (linktype 256) that Wireshark
+                  decodes, as `demo --air` writes it (see `ble-hci demo --help`), until Ctrl-C
+
     Examples:
       ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002 &
       ble-hci -t tcp:127.0.0.1:9001 peripheral &
       ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci
       ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002 --airtime off
+      ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002 --air air.pcap
     """,
 ]
 
@@ -467,8 +490,8 @@ let commandSpecs: [String: OptionSpec] = [
     "session": OptionSpec(flags: securityFlags, valued: securityValued),
     "shell": OptionSpec(flags: securityFlags, valued: securityValued),
     "dump": OptionSpec(flags: ["flow", "stats", "hex", "attributes", "explain"], valued: ["layers", "svg", "html"]),
-    "demo": OptionSpec(flags: ["airtime"], valued: []),
-    "controllers": OptionSpec(flags: [], valued: ["listen", "airtime"]),
+    "demo": OptionSpec(flags: ["airtime"], valued: ["air"]),
+    "controllers": OptionSpec(flags: [], valued: ["listen", "airtime", "air"]),
     "proxy": OptionSpec(flags: [], valued: ["host", "controller"]),
     "adapters": OptionSpec(flags: [], valued: []),
 ]

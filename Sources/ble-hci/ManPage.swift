@@ -152,7 +152,7 @@ private let optionValues: [String: String] = [
     "--profile": "demo band secure", "--layers": "hci l2cap att gatt smp hci,l2cap,att",
     "--io": "none display yesno keyboard keyboard-display",
 ]
-private let fileOptions: Set<String> = ["--capture", "-w", "--gatt", "--bonds", "--svg", "--html"]
+private let fileOptions: Set<String> = ["--capture", "-w", "--gatt", "--bonds", "--svg", "--html", "--air"]
 
 func bashCompletion() -> String {
     let commands = helpCommandOrder
