@@ -112,5 +112,5 @@ func readEverything(_ remote: RemotePeripheral) async throws -> GATTSnapshot {
 func reportDisconnected(_ reason: HCIStatus, out: Output, prefix: String = "", connection: UInt16? = nil) {
     out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name)]
               + (connection.map { [.int("connection", $0)] } ?? []))
-    out.line(prefix + "Disconnected: \(reason.name) (\(hexCode(reason.rawValue)))")
+    out.line(prefix + out.text(.disconnected(reason: reason.name, code: hexCode(reason.rawValue))))
 }

@@ -1,5 +1,6 @@
 import Synchronization
 import Foundation
+import Decoder
 import HCI
 import Host
 import GATT
@@ -24,12 +25,12 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
     options.security.bondDirectory = bondDirectory(c)
     options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
-    out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
+    out.progress(out.text(.localController(address: central.controller.address.description, transport: transport.name)))
     // However the scan ends, it is stopped before the transport closes.
     return try await closing({ await central.close() }) {
         // Every report, for the summary's timing and RSSI range; what is printed is chosen below.
         let stream = try await interruptible { try await central.scan(filter, active: !c.args.has("passive"), everyReport: true) }
-        out.progress("Scanning (\(c.args.has("passive") ? "passive" : "active"))\(duration.map { " for \(formatSeconds($0))" } ?? ", Ctrl-C to stop")…")
+        out.progress(out.text(.scanning(passive: c.args.has("passive"), duration: duration.map(formatSeconds))))
 
         let seen = SeenAdvertisers()
         let stats = ScanStatistics()
@@ -51,7 +52,7 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
             return ExitCode.transport
         }
         out.event(stats.summaryFields(duration: elapsed))
-        out.progress("Scan ended: \(seen.count) advertiser\(seen.count == 1 ? "" : "s") seen")
+        out.progress(out.text(.scanEnded(advertisers: seen.count)))
         if !out.json { for line in stats.summaryLines() { out.progress(line) } }
         // Without --duration a signal is the requested end; with it, the scan was cut short.
         if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
