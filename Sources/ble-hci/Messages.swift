@@ -52,6 +52,13 @@ enum Message {
     case centralUnsubscribed(time: String, uuid: String)
     case centralWrote(time: String, uuid: String, value: String)
     case centralRead(time: String, uuid: String)
+    // one advertiser's line (scan)
+    case advBonded, advConnectable(Bool), advServices(String), advManufacturer(String, data: String)
+    case advServiceData(String, data: String), advTxPower(Int), advAppearance(String)
+    // the GATT tree of --discover and demo
+    case treeService(String), treeHandles(UInt16, UInt16), treeCharacteristic(String)
+    case treeCharacteristicHandles(declaration: UInt16, value: UInt16), treeValue, treeNotReadable(String)
+    case treeDescriptor(String), treeHandle(UInt16)
     // security events (CLI.md "Security (SMP) options")
     case pairing(peer: String, method: String, passkey: String?, number: String?)
     case paired(peer: String, method: String, secureConnections: Bool, mitm: Bool, keySize: Int, bonded: Bool)
@@ -123,6 +130,21 @@ enum Message {
         case let .centralUnsubscribed(time, uuid): return "\(time) unsubscribed from \(uuid)"
         case let .centralWrote(time, uuid, value): return "\(time) write \(uuid) = \(value)"
         case let .centralRead(time, uuid): return "\(time) read \(uuid)"
+        case .advBonded: return "bonded "
+        case .advConnectable(let yes): return yes ? "connectable" : "non-connectable"
+        case .advServices(let list): return "services: \(list)"
+        case let .advManufacturer(company, data): return "manufacturer \(company): \(data)"
+        case let .advServiceData(uuid, data): return "service data \(uuid): \(data)"
+        case .advTxPower(let dBm): return "tx \(dBm) dBm"
+        case .advAppearance(let name): return "appearance: \(name)"
+        case .treeService(let uuid): return "Service \(uuid)"
+        case let .treeHandles(start, end): return "handles \(start)-\(end)"
+        case .treeCharacteristic(let uuid): return "Characteristic \(uuid)"
+        case let .treeCharacteristicHandles(declaration, value): return "handle \(declaration), value \(value)"
+        case .treeValue: return "value: "
+        case .treeNotReadable(let error): return "not readable: \(error)"
+        case .treeDescriptor(let uuid): return "Descriptor \(uuid)"
+        case .treeHandle(let handle): return "handle \(handle)"
         case let .pairing(peer, method, passkey, number):
             return "pairing with \(peer): \(method)" + (passkey.map { ", passkey \($0) (type it on the other device)" } ?? "")
                 + (number.map { ", compare the number \($0)" } ?? "")
@@ -194,6 +216,21 @@ enum Message {
         case let .centralUnsubscribed(time, uuid): return "\(time) 已取消订阅 \(uuid)"
         case let .centralWrote(time, uuid, value): return "\(time) 写 \(uuid) = \(value)"
         case let .centralRead(time, uuid): return "\(time) 读 \(uuid)"
+        case .advBonded: return "已绑定 "
+        case .advConnectable(let yes): return yes ? "可连接" : "不可连接"
+        case .advServices(let list): return "服务：\(list)"
+        case let .advManufacturer(company, data): return "厂商 \(company)：\(data)"
+        case let .advServiceData(uuid, data): return "服务数据 \(uuid)：\(data)"
+        case .advTxPower(let dBm): return "发射功率 \(dBm) dBm"
+        case .advAppearance(let name): return "外观：\(name)"
+        case .treeService(let uuid): return "服务 \(uuid)"
+        case let .treeHandles(start, end): return "句柄 \(start)-\(end)"
+        case .treeCharacteristic(let uuid): return "特征 \(uuid)"
+        case let .treeCharacteristicHandles(declaration, value): return "声明句柄 \(declaration)，值句柄 \(value)"
+        case .treeValue: return "值："
+        case .treeNotReadable(let error): return "不可读：\(error)"
+        case .treeDescriptor(let uuid): return "描述符 \(uuid)"
+        case .treeHandle(let handle): return "句柄 \(handle)"
         case let .pairing(peer, method, passkey, number):
             return "正在与 \(peer) 配对：\(method)" + (passkey.map { "，配对码 \($0)（请在另一台设备上输入）" } ?? "")
                 + (number.map { "，请核对数字 \($0)" } ?? "")

@@ -219,16 +219,16 @@ final class ScanStatistics: Sendable {
 /// One readable line per advertiser, with assigned-number names.
 func humanLine(_ a: Advertisement, out: Output) -> String {
     var parts: [String] = [out.bold(a.address.address.description) + out.dim("/\(a.address.type.simple)")]
-    if let id = a.identity { parts.append("bonded " + out.bold(id.address.description) + out.dim("/\(id.type.simple)")) }
+    if let id = a.identity { parts.append(out.text(.advBonded) + out.bold(id.address.description) + out.dim("/\(id.type.simple)")) }
     if let rssi = a.rssi { parts.append("\(rssi) dBm") }
-    parts.append(a.connectable ? "connectable" : "non-connectable")
+    parts.append(out.text(.advConnectable(a.connectable)))
     if let name = a.name { parts.append(out.green("\"\(name)\"")) }
-    if !a.services.isEmpty { parts.append("services: " + a.services.map(uuidLabel).joined(separator: ", ")) }
+    if !a.services.isEmpty { parts.append(out.text(.advServices(a.services.map(uuidLabel).joined(separator: ", ")))) }
     for (company, data) in a.manufacturerData.sorted(by: { $0.key < $1.key }) {
-        parts.append("manufacturer \(AssignedNumbers.companyName(company) ?? hexCode(company, digits: 4)): \(data.hex)")
+        parts.append(out.text(.advManufacturer(AssignedNumbers.companyName(company) ?? hexCode(company, digits: 4), data: data.hex)))
     }
-    for (uuid, data) in a.serviceData.sorted(by: { $0.key < $1.key }) { parts.append("service data \(uuidLabel(uuid)): \(data.hex)") }
-    if let tx = a.txPower { parts.append("tx \(tx) dBm") }
-    if let app = a.appearance { parts.append("appearance: \(AssignedNumbers.appearanceName(app) ?? hexCode(app, digits: 4))") }
+    for (uuid, data) in a.serviceData.sorted(by: { $0.key < $1.key }) { parts.append(out.text(.advServiceData(uuidLabel(uuid), data: data.hex))) }
+    if let tx = a.txPower { parts.append(out.text(.advTxPower(Int(tx)))) }
+    if let app = a.appearance { parts.append(out.text(.advAppearance(AssignedNumbers.appearanceName(app) ?? hexCode(app, digits: 4)))) }
     return parts.joined(separator: "  ")
 }

@@ -236,6 +236,7 @@ def build(ble, tmp):
             ["name:ble-hci", "--mtu", "23", "--write", f"fff2={long_hex}", "--read", "fff2",
              "--write-without-response", "fff2=6869", "--read", "fff2"],
             ["name:ble-hci", "--write", f"fff2={long_hex}{long_hex}", "--read", "fff2"],
+            ["name:ble-hci", "--discover", "--lang", "zh-Hans"],  # the Chinese tutorial's attribute table
         ])
         # security: Just Works Secure Connections, then legacy against a peripheral with privacy
         # (bonds in the temporary directory, never the user's)
@@ -370,6 +371,7 @@ def fill(cap, demo_out, band_out, pc_out):
                          d.find(hci("Disconnection Complete"), after=dc))
     # peripheral side
     S["gatt_tree"] = fence(pc_out[0])
+    S["zh_gatt_tree"] = fence(pc_out[3])
     names = ["LE Set Extended Advertising Parameters", "LE Set Extended Advertising Data",
              "LE Set Extended Scan Response Data", "LE Set Extended Advertising Enable"]
     S["adv_cmds"] = ex(pp, *[pp.find(hci(n), what=n) for n in names])
