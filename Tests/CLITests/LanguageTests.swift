@@ -69,12 +69,16 @@ extension CLITests {
             return (steps, results)
         }
 
-        @Test func demoInChineseFromLANG() async throws {
-            let r = try await BleHCI.run(["demo"], timeout: 30, environment: Self.chinese)
+        /// The demo in Chinese, then its capture drawn by `dump --flow` in Chinese.
+        @Test func demoAndFlowInChineseFromLANG() async throws {
+            let dir = try TempDir()
+            let path = dir.path("demo.pcap")
+            let r = try await BleHCI.run(["demo", "-w", path], timeout: 30, environment: Self.chinese)
             expectStatus(r, 0, "LANG=zh_CN.UTF-8 ble-hci demo")
             let (steps, results) = Self.demoLines(r)
             #expect(steps == Self.demoStepsChinese)
             #expect(results == Self.demoResultsChinese)
+            try await Self.checkFlowInChinese(path)
         }
 
         /// `--lang en` wins over a Chinese locale.
@@ -149,13 +153,57 @@ extension CLITests {
             }
         }
 
+        /// `central` and `scan` against a `demo` peripheral on the virtual controllers, in both
+        /// languages: what was written is read back (Core v5.4 Vol 3 Part F 3.4.5.1, 3.4.4.3),
+        /// the CCCD write subscribes (Vol 3 Part G 3.3.3.3), fff1 notifies the current second.
+        @Test func centralAndScanInBothLanguages() async throws {
+            try await withRig { rig in
+                let address = try #require(rig.advertising["address"] as? String) + "/public"
+                func masked(_ lines: [String]) -> [String] {
+                    lines.map {
+                        $0.replacingOccurrences(of: #"^\d\d:\d\d:\d\d\.\d{3} "#, with: "T ", options: .regularExpression)
+                          .replacingOccurrences(of: #""\d\d" \(3\d3\d\)"#, with: #""N" (N)"#, options: .regularExpression)
+                    }
+                }
+                let args = ["central", "name:ble-hci", "--write", "fff2=6869", "--read", "fff2", "--subscribe", "fff1", "--count", "1"]
+                let zh = try await rig.central(["--lang", "zh-Hans"] + args)
+                expectStatus(zh, 0, "central (zh-Hans)")
+                #expect(masked(zh.stdout.filter { !$0.isEmpty }) == [
+                    "已连接 \(address)（连接句柄 64），ATT MTU 517",
+                    #"已向 fff2 写入 "hi" (6869)"#,
+                    #"读 fff2 = "hi" (6869)"#,
+                    "已订阅 fff1（通知），等待 1 个",
+                    #"T 通知 fff1 = "N" (N)"#,
+                    "已断开连接：Connection Terminated By Local Host（0x16）",
+                ])
+                #expect(zh.stderr.contains("正在连接 \(address)（最多 10 s）…"), "\(zh.stderr)")
+                let en = try await rig.central(["--lang", "en"] + args)
+                expectStatus(en, 0, "central (en)")
+                #expect(masked(en.stdout.filter { !$0.isEmpty }) == [
+                    "Connected to \(address) (handle 64), ATT MTU 517",
+                    #"wrote "hi" (6869) to fff2"#,
+                    #"read fff2 = "hi" (6869)"#,
+                    "subscribed to fff1 (notifications), waiting for 1",
+                    #"T notification fff1 = "N" (N)"#,
+                    "Disconnected: Connection Terminated By Local Host (0x16)",
+                ])
+                #expect(en.stderr.contains("Connecting to \(address) (up to 10 s)…"), "\(en.stderr)")
+
+                let scanZh = try await rig.central(["--lang", "zh-Hans", "scan", "--duration", "1"])
+                expectStatus(scanZh, 0, "scan (zh-Hans)")
+                #expect(scanZh.stdout.filter { !$0.isEmpty } == [#"\#(address)  -50 dBm  可连接  "ble-hci"  服务：fff0, ffe0"#])
+                #expect(scanZh.stderr.contains("正在主动扫描，持续 1 s…\n") && scanZh.stderr.contains("扫描结束：共发现 1 个广播者\n"), "\(scanZh.stderr)")
+                let scanEn = try await rig.central(["--lang", "en", "scan", "--duration", "1"])
+                expectStatus(scanEn, 0, "scan (en)")
+                #expect(scanEn.stdout.filter { !$0.isEmpty } == [#"\#(address)  -50 dBm  connectable  "ble-hci"  services: fff0, ffe0"#])
+                #expect(scanEn.stderr.contains("Scanning (active) for 1 s…\n") && scanEn.stderr.contains("Scan ended: 1 advertiser seen\n"), "\(scanEn.stderr)")
+            }
+        }
+
         /// `dump --flow` in zh-Hans: the summary and step titles are the catalog's, and the
         /// column titles are centred over their lanes counting a CJK ideograph (East Asian
         /// Width W, UAX #11) as two columns, so the lane bars of every row sit under them.
-        @Test func flowInChinese() async throws {
-            let dir = try TempDir()
-            let path = dir.path("demo.pcap")
-            expectStatus(try await BleHCI.run(["demo", "-w", path], timeout: 30), 0, "demo -w")
+        static func checkFlowInChinese(_ path: String) async throws {
             let r = try await BleHCI.run(["--lang", "zh-Hans", "dump", path, "--flow"])
             expectStatus(r, 0, "dump --flow --lang zh-Hans")
             let head = try #require(r.stdout.first)
