@@ -1,5 +1,4 @@
 import Foundation
-import Decoder
 import HCI
 import Transport
 import Host

@@ -1,5 +1,4 @@
 import Foundation
-import Decoder
 import HCI
 import Host
 import Capture
@@ -38,13 +37,12 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     let peripheralTransport = wrapForCaptureAndTrace(transports[0], context: context, writer: peripheralWriter, label: "peripheral")
 
     var stepNumber = 0
-    // JSON carries the English title and CoreBluetooth text whatever the language.
-    func step(_ title: Message, _ coreBluetooth: String, explained: Message? = nil) {
+    // JSON carries the English title and CoreBluetooth text whatever the language; API names
+    // need no translation, an explanation (`shown`) does.
+    func step(_ title: Message, _ coreBluetooth: String, shown: String? = nil) {
         stepNumber += 1
-        out.event([.text("event", "step"), .int("step", stepNumber), .text("title", title.text(.english)),
-                   .text("coreBluetooth", explained?.text(.english) ?? coreBluetooth)])
-        out.line("\n" + out.bold(out.cyan("── \(stepNumber). \(out.text(title))")) + "\n"
-                 + out.dim("   CoreBluetooth: \(explained.map(out.text) ?? coreBluetooth)"))
+        out.event([.text("event", "step"), .int("step", stepNumber), .text("title", title.text(.english)), .text("coreBluetooth", coreBluetooth)])
+        out.line("\n" + out.bold(out.cyan("── \(stepNumber). \(out.text(title))")) + "\n" + out.dim("   CoreBluetooth: \(shown ?? coreBluetooth)"))
     }
     func say(_ text: Message, json: [Field]) {
         out.event(json)
@@ -83,7 +81,7 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     // advertising after the demo's disconnection, so the trace ends with the demo.
     try await peripheral.stopAdvertising()
 
-    step(.demoMTUStep, "", explained: .demoMTUCoreBluetooth)
+    step(.demoMTUStep, Message.demoMTUCoreBluetooth.text(.english), shown: out.text(.demoMTUCoreBluetooth))
     let mtu = try await remote.exchangeMTU(517)
     out.event([.text("event", "connected"), .text("address", remote.address.address.description),
                .text("addressType", remote.address.type.simple), .int("handle", remote.connectionHandle), .int("mtu", mtu)])

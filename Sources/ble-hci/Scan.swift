@@ -1,6 +1,5 @@
 import Synchronization
 import Foundation
-import Decoder
 import HCI
 import Host
 import GATT
