@@ -25,10 +25,12 @@ Global options (before or after COMMAND):
   -w, --capture FILE     record every HCI packet (*.pcap → pcap, *.pcapng → pcapng, else btsnoop)
       --trace[=LAYERS]   print every packet live, decoded (hci,l2cap,att,gatt,smp)
       --json             one JSON object per line on stdout
-      --lang LANG        language of human lines, progress and errors: en or zh-Hans (default:
-                         the locale, LC_ALL, then LC_MESSAGES, then LANG: zh_CN*, zh_SG*,
-                         zh_Hans* → zh-Hans); JSON, field names and exit codes never change;
-                         help texts stay English (e.g. ble-hci --lang zh-Hans demo)
+      --lang LANG        language of the human lines, progress and errors of scan, central,
+                         peripheral, demo and dump --flow/--svg, and of usage errors: en or
+                         zh-Hans (default: the locale, LC_ALL, then LC_MESSAGES, then LANG:
+                         zh_CN*, zh_SG*, zh_Hans* → zh-Hans); JSON, field names and exit codes
+                         never change; help texts, shell and session stay English for now
+                         (e.g. ble-hci --lang zh-Hans demo)
   -h, --help             help (also: ble-hci COMMAND --help)
       --version          print the version
       --man              print this manual as a man page, ble-hci(1) (roff)
