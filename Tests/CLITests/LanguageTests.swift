@@ -153,22 +153,46 @@ extension CLITests {
             }
         }
 
+        /// Clock times → T, the demo's notified digits → N.
+        static func masked(_ lines: [String]) -> [String] {
+            lines.map {
+                $0.replacingOccurrences(of: #"^\d\d:\d\d:\d\d\.\d{3} "#, with: "T ", options: .regularExpression)
+                  .replacingOccurrences(of: #""\d\d" \(3\d3\d\)"#, with: #""N" (N)"#, options: .regularExpression)
+            }
+        }
+
+        /// A zh-Hans `peripheral` (human lines) while an English central writes, reads,
+        /// subscribes (the CCCD, Vol 3 Part G 3.3.3.3) and disconnects (0x13 Remote User
+        /// Terminated Connection is what the peer of a local disconnection sees, Vol 1 Part F 2.19).
+        @Test func peripheralInChinese() async throws {
+            let (controllers, specs) = try await startControllers(2)
+            defer { controllers.stop(grace: 1) }
+            let p = try BleHCI.start(["-t", specs[0], "--lang", "zh-Hans", "peripheral", "--profile", "demo", "--duration", "30"], lifetime: 40)
+            defer { p.stop(grace: 1) }
+            try await p.until("the peripheral advertises") { p.output.contains { $0.hasPrefix("正在以 ble-hci 为名广播") } }
+            let c = try await BleHCI.run(["-t", specs[1], "central", "name:ble-hci", "--write", "fff2=6869", "--read", "fff2",
+                                          "--subscribe", "fff1", "--count", "1"])
+            expectStatus(c, 0, "central against the zh-Hans peripheral")
+            try await p.until("the peripheral reports the disconnection") { p.output.contains { $0.contains("已断开") } }
+            let lines = Self.masked(p.output)
+            #expect(lines.first == "正在以 ble-hci 为名广播（F0:F1:F2:F3:F4:01，public），配置 demo，经由 \(specs[0])。按 Ctrl-C 停止。")
+            #expect(lines.contains { $0.hasPrefix("T 已连接：") && $0.hasSuffix("/public（连接句柄 64）") }, "\(lines)")
+            for expected in [#"T 写 fff2 = "hi" (6869)"#, "T 读 fff2", "T 已订阅 fff1（通知）", "T 已取消订阅 fff1",
+                             "T 已断开（连接句柄 64）：Remote User Terminated Connection（0x13）；重新开始广播"] {
+                #expect(lines.contains(expected), "\(expected) not in \(lines)")
+            }
+        }
+
         /// `central` and `scan` against a `demo` peripheral on the virtual controllers, in both
         /// languages: what was written is read back (Core v5.4 Vol 3 Part F 3.4.5.1, 3.4.4.3),
         /// the CCCD write subscribes (Vol 3 Part G 3.3.3.3), fff1 notifies the current second.
         @Test func centralAndScanInBothLanguages() async throws {
             try await withRig { rig in
                 let address = try #require(rig.advertising["address"] as? String) + "/public"
-                func masked(_ lines: [String]) -> [String] {
-                    lines.map {
-                        $0.replacingOccurrences(of: #"^\d\d:\d\d:\d\d\.\d{3} "#, with: "T ", options: .regularExpression)
-                          .replacingOccurrences(of: #""\d\d" \(3\d3\d\)"#, with: #""N" (N)"#, options: .regularExpression)
-                    }
-                }
                 let args = ["central", "name:ble-hci", "--write", "fff2=6869", "--read", "fff2", "--subscribe", "fff1", "--count", "1"]
                 let zh = try await rig.central(["--lang", "zh-Hans"] + args)
                 expectStatus(zh, 0, "central (zh-Hans)")
-                #expect(masked(zh.stdout.filter { !$0.isEmpty }) == [
+                #expect(Self.masked(zh.stdout.filter { !$0.isEmpty }) == [
                     "已连接 \(address)（连接句柄 64），ATT MTU 517",
                     #"已向 fff2 写入 "hi" (6869)"#,
                     #"读 fff2 = "hi" (6869)"#,
@@ -179,7 +203,7 @@ extension CLITests {
                 #expect(zh.stderr.contains("正在连接 \(address)（最多 10 s）…"), "\(zh.stderr)")
                 let en = try await rig.central(["--lang", "en"] + args)
                 expectStatus(en, 0, "central (en)")
-                #expect(masked(en.stdout.filter { !$0.isEmpty }) == [
+                #expect(Self.masked(en.stdout.filter { !$0.isEmpty }) == [
                     "Connected to \(address) (handle 64), ATT MTU 517",
                     #"wrote "hi" (6869) to fff2"#,
                     #"read fff2 = "hi" (6869)"#,
