@@ -8,7 +8,9 @@ docs/tutorial.zh-Hans.template.md, with REAL `ble-hci` output (the same captures
 Every packet excerpt comes from captures made by this script, on this machine, right now:
   demo   `ble-hci demo -w`                 (both sides, in-process link; docs/flow-demo-*.svg drawn from them)
   band*  `ble-hci controllers` + `peripheral --profile band` + `central --profile band`, each -w
-  pp/pc* `ble-hci controllers` + `peripheral` (profile demo) + three `central` runs, each -w
+  pp/pc* `ble-hci controllers` + `peripheral` (profile demo) + four `central` runs, each -w
+The Chinese tutorial also shows `--lang zh-Hans` runs of `demo`, `central --discover` and
+`dump --flow`; every other run is in English whatever the caller's locale.
 Packets are chosen by content (first ATT Read By Group Type Request, ...), never by index.
 
 The doc replaces times with <time>. --check regenerates into memory and compares after also
@@ -280,7 +282,6 @@ def fill(cap, demo_out, band_out, pc_out):
     def ex(c, *idxs, layers=""):
         return fence("\n".join(c.block(i, layers) for i in idxs))
 
-    # outline of the demo: its step headings and CoreBluetooth lines (no values: they vary)
     S["demo_outline"] = demo_outline(demo_out)
     # bring-up
     i = d.find(cmd_complete("LE Read Buffer Size [v2]"), what="LE Read Buffer Size")
