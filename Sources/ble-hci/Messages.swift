@@ -208,7 +208,7 @@ enum Message {
             return "\(within) 内没有与 \(target) 匹配的广播者" + (seen.isEmpty ? "（一个也没看到：有设备在广播吗？）" : "；看到的有：" + seen)
         case let .couldNotConnect(address, error): return "无法连接 \(address)：\(error)"
         case let .advertisingAs(name, address, type, profile, transport):
-            return "正在以 \(name) 为名广播（\(address)，\(type)），配置 \(profile)，经由 \(transport)。按 Ctrl-C 停止。"
+            return "正在以 \(name) 为名广播（\(address)，\(type)），配置文件 \(profile)，经由 \(transport)。按 Ctrl-C 停止。"
         case let .privacy(address, identity): return "隐私：可解析私有地址 \(address)，身份地址 \(identity)"
         case let .centralConnected(time, central, handle): return "\(time) 已连接：\(central)（连接句柄 \(handle)）"
         case let .centralDisconnected(time, handle, reason, code): return "\(time) 已断开（连接句柄 \(handle)）：\(reason)（\(code)）；重新开始广播"

@@ -175,7 +175,7 @@ extension CLITests {
             expectStatus(c, 0, "central against the zh-Hans peripheral")
             try await p.until("the peripheral reports the disconnection") { p.output.contains { $0.contains("已断开") } }
             let lines = Self.masked(p.output)
-            #expect(lines.first == "正在以 ble-hci 为名广播（F0:F1:F2:F3:F4:01，public），配置 demo，经由 \(specs[0])。按 Ctrl-C 停止。")
+            #expect(lines.first == "正在以 ble-hci 为名广播（F0:F1:F2:F3:F4:01，public），配置文件 demo，经由 \(specs[0])。按 Ctrl-C 停止。")
             #expect(lines.contains { $0.hasPrefix("T 已连接：") && $0.hasSuffix("/public（连接句柄 64）") }, "\(lines)")
             for expected in [#"T 写 fff2 = "hi" (6869)"#, "T 读 fff2", "T 已订阅 fff1（通知）", "T 已取消订阅 fff1",
                              "T 已断开（连接句柄 64）：Remote User Terminated Connection（0x13）；重新开始广播"] {
