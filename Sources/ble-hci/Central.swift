@@ -1,4 +1,5 @@
 import Foundation
+import Decoder
 import HCI
 import Transport
 import Host
@@ -93,7 +94,7 @@ struct CentralLink: Sendable {
 
         // Find the target (for an address without a type, the type seen while scanning).
         let (address, _) = try await targetAddress(target, central: central) {
-            out.progress(out.text(.scanningFor(target: "\(target)", timeout: formatSeconds(timeout))))
+            out.progress(out.text(.scanningFor(target: target.text(out.language), timeout: formatSeconds(timeout))))
             return try await findTarget(target, central: central, timeout: timeout, language: out.language)
         }
         out.progress(out.text(.connectingTo(address: "\(address)", timeout: formatSeconds(timeout))))
@@ -232,8 +233,14 @@ enum Target: CustomStringConvertible {
     var description: String {
         switch self {
         case .address(let a, let t): t.map { "\(a)/\($0.simple)" } ?? a.description
-        case .name(let n): "a name containing \"\(n)\""
+        case .name(let n): Message.nameContaining(n).text(.english)
         }
+    }
+
+    /// `description` in `language`.
+    func text(_ language: Language) -> String {
+        if case .name(let n) = self { return Message.nameContaining(n).text(language) }
+        return description
     }
 }
 

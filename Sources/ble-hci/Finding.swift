@@ -38,7 +38,7 @@ func findTarget(_ target: Target, central: Central, timeout: Double, onSeen: @es
     try Task.checkCancellation()
     guard let adv else {
         let list = seen.summary
-        throw CLIFailure(Message.noAdvertiserMatched(target: target.description, within: formatSeconds(timeout), seen: list).text(language),
+        throw CLIFailure(Message.noAdvertiserMatched(target: target.text(language), within: formatSeconds(timeout), seen: list).text(language),
                          exitCode: ExitCode.failure)
     }
     return adv

@@ -31,6 +31,8 @@ enum Message {
     case localController(address: String, transport: String)
     case scanning(passive: Bool, duration: String?)
     case scanEnded(advertisers: Int)
+    case advertisingEvents(Int), advertisingInterval(median: String, shortest: String), rssiRange(Int, Int), listSeparator
+    case nameContaining(String)
     case opening(transport: String)
     case scanningFor(target: String, timeout: String)
     case connectingTo(address: String, timeout: String)
@@ -106,6 +108,11 @@ enum Message {
         case let .localController(address, transport): return "Local controller \(address) (public) on \(transport)"
         case let .scanning(passive, duration): return "Scanning (\(passive ? "passive" : "active"))\(duration.map { " for \($0)" } ?? ", Ctrl-C to stop")…"
         case .scanEnded(let n): return "Scan ended: \(n) advertiser\(n == 1 ? "" : "s") seen"
+        case .advertisingEvents(let n): return "\(n) advertising event\(n == 1 ? "" : "s")"
+        case let .advertisingInterval(median, shortest): return "interval \(median) ms (shortest \(shortest) ms)"
+        case let .rssiRange(lo, hi): return lo == hi ? "RSSI \(lo) dBm" : "RSSI \(lo) to \(hi) dBm"
+        case .listSeparator: return ", "
+        case .nameContaining(let name): return "a name containing \"\(name)\""
         case .opening(let t): return "Opening \(t)…"
         case let .scanningFor(target, timeout): return "Scanning for \(target) (up to \(timeout))…"
         case let .connectingTo(address, timeout): return "Connecting to \(address) (up to \(timeout))…"
@@ -192,8 +199,13 @@ enum Message {
         case let .localController(address, transport): return "本地控制器 \(address)（公共地址），经由 \(transport)"
         case let .scanning(passive, duration): return "正在\(passive ? "被动" : "主动")扫描\(duration.map { "，持续 \($0)" } ?? "，按 Ctrl-C 停止")…"
         case .scanEnded(let n): return "扫描结束：共发现 \(n) 个广播者"
+        case .advertisingEvents(let n): return "\(n) 个广播事件"
+        case let .advertisingInterval(median, shortest): return "间隔 \(median) ms（最短 \(shortest) ms）"
+        case let .rssiRange(lo, hi): return lo == hi ? "RSSI \(lo) dBm" : "RSSI \(lo) 到 \(hi) dBm"
+        case .listSeparator: return "，"
+        case .nameContaining(let name): return "名称包含 \"\(name)\" 的设备"
         case .opening(let t): return "正在打开 \(t)…"
-        case let .scanningFor(target, timeout): return "正在扫描寻找 \(target)（最多 \(timeout)）…"
+        case let .scanningFor(target, timeout): return "正在扫描寻找\(spaced(target))（最多 \(timeout)）…"
         case let .connectingTo(address, timeout): return "正在连接 \(address)（最多 \(timeout)）…"
         case let .connectedTo(address, handle, mtu): return "已连接 \(address)（连接句柄 \(handle)），ATT MTU \(mtu)"
         case let .disconnected(reason, code): return "已断开连接：\(reason)（\(code)）"
@@ -205,7 +217,7 @@ enum Message {
         case let .peripheralRefused(op, target, error, code): return "外设拒绝了 \(op) \(target)：\(error)（\(code)）"
         case .noSuchCharacteristic(let ref): return "外设没有特征 \(ref)：加 --discover 运行可看到它有哪些"
         case let .noAdvertiserMatched(target, within, seen):
-            return "\(within) 内没有与 \(target) 匹配的广播者" + (seen.isEmpty ? "（一个也没看到：有设备在广播吗？）" : "；看到的有：" + seen)
+            return "\(within) 内没有与\(spaced(target))匹配的广播者" + (seen.isEmpty ? "（一个也没看到：有设备在广播吗？）" : "；看到的有：" + seen)
         case let .couldNotConnect(address, error): return "无法连接 \(address)：\(error)"
         case let .advertisingAs(name, address, type, profile, transport):
             return "正在以 \(name) 为名广播（\(address)，\(type)），配置文件 \(profile)，经由 \(transport)。按 Ctrl-C 停止。"
@@ -241,6 +253,12 @@ enum Message {
         case let .pairingFailed(reason, code, byPeer): return "配对失败：\(reason)（\(code)）\(byPeer ? "，对端报告" : "")"
         }
     }
+}
+
+/// `text` set off by a space on each side where it meets Chinese with a Latin character (an
+/// address), not where it starts or ends with a Chinese one ("名称包含 … 的设备").
+private func spaced(_ text: String) -> String {
+    (text.first?.isASCII == true ? " " : "") + text + (text.last?.isASCII == true ? " " : "")
 }
 
 /// The language the user asked for: `--lang`, else the locale (LC_ALL, LC_MESSAGES, LANG).

@@ -1,5 +1,6 @@
 import Synchronization
 import Foundation
+import Decoder
 import HCI
 import Host
 import GATT
@@ -52,7 +53,7 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
         }
         out.event(stats.summaryFields(duration: elapsed))
         out.progress(out.text(.scanEnded(advertisers: seen.count)))
-        if !out.json { for line in stats.summaryLines() { out.progress(line) } }
+        if !out.json { for line in stats.summaryLines(out.language) { out.progress(line) } }
         // Without --duration a signal is the requested end; with it, the scan was cut short.
         if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
         return ExitCode.success
@@ -203,14 +204,15 @@ final class ScanStatistics: Sendable {
     }
 
     /// The same for humans, one line per advertiser (stderr).
-    func summaryLines() -> [String] {
+    func summaryLines(_ language: Language) -> [String] {
         snapshot.0.map { a in
-            var parts = ["  \(a.address)" + (a.name.map { " \"\($0)\"" } ?? ""), "\(a.events) advertising event\(a.events == 1 ? "" : "s")"]
+            var parts = ["  \(a.address)" + (a.name.map { " \"\($0)\"" } ?? ""), Message.advertisingEvents(a.events).text(language)]
             if let i = Self.interval(a.gaps) {
-                parts.append(String(format: "interval %.1f ms (shortest %.1f ms)", Double(i.median) / 1000, Double(i.minimum) / 1000))
+                parts.append(Message.advertisingInterval(median: String(format: "%.1f", Double(i.median) / 1000),
+                                                         shortest: String(format: "%.1f", Double(i.minimum) / 1000)).text(language))
             }
-            if let lo = a.rssiMin, let hi = a.rssiMax { parts.append(lo == hi ? "RSSI \(lo) dBm" : "RSSI \(lo) to \(hi) dBm") }
-            return parts.joined(separator: ", ")
+            if let lo = a.rssiMin, let hi = a.rssiMax { parts.append(Message.rssiRange(Int(lo), Int(hi)).text(language)) }
+            return parts.joined(separator: Message.listSeparator.text(language))
         }
     }
 }

@@ -217,10 +217,16 @@ extension CLITests {
                 expectStatus(scanZh, 0, "scan (zh-Hans)")
                 #expect(scanZh.stdout.filter { !$0.isEmpty } == [#"\#(address)  -50 dBm  可连接  "ble-hci"  服务：fff0, ffe0"#])
                 #expect(scanZh.stderr.contains("正在主动扫描，持续 1 s…\n") && scanZh.stderr.contains("扫描结束：共发现 1 个广播者\n"), "\(scanZh.stderr)")
+                // The summary: the advertiser, how many of its advertising events were heard, their interval, the RSSI.
+                #expect(scanZh.stderr.range(of: #"\n  \#(address) "ble-hci"，\d+ 个广播事件，间隔 \d+\.\d ms（最短 \d+\.\d ms），RSSI -50 dBm\n"#, options: .regularExpression) != nil, "\(scanZh.stderr)")
                 let scanEn = try await rig.central(["--lang", "en", "scan", "--duration", "1"])
                 expectStatus(scanEn, 0, "scan (en)")
                 #expect(scanEn.stdout.filter { !$0.isEmpty } == [#"\#(address)  -50 dBm  connectable  "ble-hci"  services: fff0, ffe0"#])
                 #expect(scanEn.stderr.contains("Scanning (active) for 1 s…\n") && scanEn.stderr.contains("Scan ended: 1 advertiser seen\n"), "\(scanEn.stderr)")
+                #expect(scanEn.stderr.range(of: #"\n  \#(address) "ble-hci", \d+ advertising events, interval \d+\.\d ms \(shortest \d+\.\d ms\), RSSI -50 dBm\n"#, options: .regularExpression) != nil, "\(scanEn.stderr)")
+                // A name target, as central's progress says it.
+                let nameZh = try await rig.central(["--lang", "zh-Hans", "central", "name:ble-hci"])
+                #expect(nameZh.stderr.contains(#"正在扫描寻找名称包含 "ble-hci" 的设备（最多 10 s）…"#), "\(nameZh.stderr)")
             }
         }
 
