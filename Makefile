@@ -137,12 +137,12 @@ soak: deps
 fixtures: deps
 	.venv/bin/python Tools/bumble/capture.py --out Tests/Fixtures
 
-# Regenerate docs/tutorial.md (real dump excerpts) from docs/tutorial.template.md.
-# `Tools/docs/generate-tutorial.sh --check` fails if it is stale.
+# Regenerate docs/tutorial.md and docs/tutorial.zh-Hans.md (real dump excerpts) from their
+# templates, docs/tutorial*.template.md. `Tools/docs/generate-tutorial.sh --check` fails if either is stale.
 docs: build
 	BLE_HCI="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" Tools/docs/generate-tutorial.sh
 
-# The tutorial's packet excerpts must still be what the tool prints (regenerate with `make docs`).
+# The tutorials' packet excerpts (English and zh-Hans) must still be what the tool prints (regenerate with `make docs`).
 docs-check: build
 	BLE_HCI="$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/ble-hci" Tools/test-suite.sh $@ Tools/docs/generate-tutorial.sh --check
 

@@ -12,10 +12,10 @@ public enum FlowSVG {
     static let laneSpacing = 340
     static let firstLane = 230
     static let top = 96
-    static let charWidth = 6.6  // 11 px monospace
-    /// Monospace fonts with CJK glyphs after the Latin ones (device names and values in any
-    /// script); the explorer page (`dump --html`) uses the same stack.
-    static let fontStack = "'DejaVu Sans Mono', 'Noto Sans Mono CJK SC', 'Noto Sans CJK SC', 'WenQuanYi Zen Hei Mono', 'Droid Sans Fallback', monospace"
+    static let charWidth = 6.6  // 11 px monospace; a wide (CJK) character takes two (TextWidth)
+    /// Monospace fonts with CJK glyphs after the Latin ones (zh-Hans labels, device names and
+    /// values in any script); the explorer page (`dump --html`) uses the same stack.
+    static let fontStack = "'DejaVu Sans Mono', 'Noto Sans Mono CJK SC', 'Noto Sans CJK SC', 'WenQuanYi Zen Hei Mono', 'Source Han Sans SC', 'PingFang SC', 'Microsoft YaHei', 'Droid Sans Fallback', monospace"
 
     /// A run repeated at least this many times is collapsed.
     public static let collapseThreshold = 4
@@ -110,8 +110,8 @@ public enum FlowSVG {
     }
 
     /// The SVG document.
-    public static func render(_ d: FlowDiagram) -> String {
-        let titles = ["host", "controller"] + d.peers
+    public static func render(_ d: FlowDiagram, language: Language = .english) -> String {
+        let titles = FlowWords.columnTitles(d, language)
         let rows = rows(d)
         let lastLane = firstLane + (titles.count - 1) * laneSpacing
         let width = lastLane + laneSpacing
@@ -123,11 +123,12 @@ public enum FlowSVG {
             }
         }
         height += 16
+        let summary = FlowWords.summary(packets: d.packetCount, steps: d.steps.count).text(language)
         var s = ""
         s.reserveCapacity(rows.count * 260 + 4096)
         s += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         s += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\" font-family=\"\(fontStack)\" font-size=\"11\">\n"
-        s += "<title>ble-hci flow: \(d.packetCount) packets in \(d.steps.count) steps</title>\n"
+        s += "<title>ble-hci flow: \(summary)</title>\n"
         s += "<defs>\n"
         for c in colours {
             s += "<marker id=\"head-\(c.layer)\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"\(c.colour)\"/></marker>\n"
@@ -135,13 +136,13 @@ public enum FlowSVG {
         s += "<style>.panel { display: none } .panel:target { display: inline }</style>\n"
         s += "</defs>\n"
         s += "<rect x=\"0\" y=\"0\" width=\"\(width)\" height=\"\(height)\" fill=\"#ffffff\"/>\n"
-        s += "<text x=\"10\" y=\"18\" font-size=\"13\" font-weight=\"bold\">ble-hci flow: \(d.packetCount) packets in \(d.steps.count) steps</text>\n"
+        s += "<text x=\"10\" y=\"18\" font-size=\"13\" font-weight=\"bold\">ble-hci flow: \(summary)</text>\n"
         var lx = 10
         for c in colours {
             s += "<rect x=\"\(lx)\" y=\"28\" width=\"12\" height=\"10\" fill=\"\(c.colour)\"/><text x=\"\(lx + 16)\" y=\"37\">\(escape(c.title))</text>\n"
-            lx += 30 + Int(Double(c.title.count) * charWidth)
+            lx += 30 + Int(Double(TextWidth.columns(of: c.title)) * charWidth)
         }
-        s += "<text x=\"10\" y=\"\(top - 14)\" fill=\"#555555\">#  time (s)</text>\n"
+        s += "<text x=\"10\" y=\"\(top - 14)\" fill=\"#555555\">#  \(FlowWords.timeColumn.text(language))</text>\n"
         for (i, t) in titles.enumerated() {
             let x = firstLane + i * laneSpacing
             s += "<rect x=\"\(x - 95)\" y=\"\(top - 34)\" width=\"190\" height=\"24\" rx=\"4\" fill=\"#f2f2f2\" stroke=\"#333333\"/>"
@@ -155,7 +156,7 @@ public enum FlowSVG {
             switch r {
             case let .step(number, step):
                 s += "<g class=\"step\"><rect x=\"4\" y=\"\(y + 2)\" width=\"\(width - 8)\" height=\"\(stepHeight - 4)\" fill=\"#fff6d5\" stroke=\"#e0c060\"/>"
-                s += "<text x=\"10\" y=\"\(y + 16)\"><tspan font-weight=\"bold\">\(number). \(escape(step.kind.rawValue))</tspan>  \(escape(step.coreBluetooth))</text></g>\n"
+                s += "<text x=\"10\" y=\"\(y + 16)\"><tspan font-weight=\"bold\">\(number). \(escape(step.kind.title(language)))</tspan>  \(escape(step.kind.coreBluetooth(asServer: step.asServer, language: language)))</text></g>\n"
                 y += stepHeight
             case .arrow(let a):
                 appendArrow(a, y: y, start: d.start, to: &s)
@@ -237,16 +238,17 @@ public enum FlowSVG {
     /// tells packets of one kind apart ("on" / "off", a value, a reason, a size).
     static func fit(_ label: String, px: Int) -> String {
         let n = capacity(px: px)
-        if label.count <= n { return label }
+        if TextWidth.columns(of: label) <= n { return label }
         var short = label
         for (long, abbreviation) in abbreviations {
             short = short.replacingOccurrences(of: long, with: abbreviation)
-            if short.count <= n { return short }
+            if TextWidth.columns(of: short) <= n { return short }
         }
-        guard let space = short.lastIndex(of: " ") else { return String(short.prefix(n - 1)) + "…" }
-        let last = short[short.index(after: space)...]
-        guard last.count + 2 < n else { return String(short.prefix(n - 1)) + "…" }  // the word alone is too long
-        return String(short.prefix(n - last.count - 2)) + "… " + last
+        guard let space = short.lastIndex(of: " ") else { return TextWidth.prefix(short, columns: n - 1) + "…" }
+        let last = String(short[short.index(after: space)...])
+        let lastWidth = TextWidth.columns(of: last)
+        guard lastWidth + 2 < n else { return TextWidth.prefix(short, columns: n - 1) + "…" }  // the word alone is too long
+        return TextWidth.prefix(short, columns: n - lastWidth - 2) + "… " + last
     }
 
     static func escape(_ t: String) -> String {

@@ -14,16 +14,19 @@ public enum FlowText {
     /// "#index  +time" before the lanes.
     static let prefix = 24
 
-    /// Appends the whole diagram to `out`.
-    public static func render(_ d: FlowDiagram, to out: inout RenderBuffer) {
-        let titles = ["host", "controller"] + d.peers
-        out.append("\(d.packetCount) packets in \(d.steps.count) steps; columns: " + titles.joined(separator: " | ") + "\n\n")
-        var head = "      #  time (s)"
-        head += String(repeating: " ", count: prefix - head.count)
+    /// Appends the whole diagram to `out`, its words in `language`. Widths are terminal
+    /// columns (TextWidth), so wide (CJK) titles line up.
+    public static func render(_ d: FlowDiagram, to out: inout RenderBuffer, language: Language = .english) {
+        let titles = FlowWords.columnTitles(d, language)
+        out.append(FlowWords.summary(packets: d.packetCount, steps: d.steps.count).text(language)
+                   + FlowWords.columns.text(language) + titles.joined(separator: " | ") + "\n\n")
+        var head = "      #  " + FlowWords.timeColumn.text(language)
+        head += String(repeating: " ", count: max(1, prefix - TextWidth.columns(of: head)))
         for t in titles {
-            let name = t.count > lane - 2 ? String(t.prefix(lane - 2)) : t
-            let left = (lane - name.count) / 2
-            head += String(repeating: " ", count: left) + name + String(repeating: " ", count: lane - left - name.count)
+            let name = TextWidth.prefix(t, columns: lane - 2)
+            let w = TextWidth.columns(of: name)
+            let left = (lane - w) / 2
+            head += String(repeating: " ", count: left) + name + String(repeating: " ", count: lane - left - w)
         }
         out.append(head + "\n")
         let width = titles.count * lane
@@ -31,7 +34,7 @@ public enum FlowText {
         var changes = d.linkStates[...]
         for step in d.steps {
             number += 1
-            out.append("── \(number). \(step.kind.rawValue) · \(step.coreBluetooth)\n")
+            out.append("── \(number). \(step.kind.title(language)) · \(step.kind.coreBluetooth(asServer: step.asServer, language: language))\n")
             for a in step.arrows {
                 appendRow(a, columns: titles.count, width: width, start: d.start, to: &out)
                 // The link-layer state the packet left the controller in (a packet left out of

@@ -24,4 +24,17 @@ public enum TextWidth {
     public static func columns(of text: some StringProtocol) -> Int {
         text.reduce(0) { $0 + columns(of: $1) }
     }
+
+    /// The longest start of `text` that takes at most `columns` columns (a wide character
+    /// that would straddle the limit is left out).
+    public static func prefix(_ text: String, columns limit: Int) -> String {
+        var used = 0
+        var end = text.startIndex
+        for i in text.indices {
+            used += columns(of: text[i])
+            if used > limit { break }
+            end = text.index(after: i)
+        }
+        return String(text[..<end])
+    }
 }

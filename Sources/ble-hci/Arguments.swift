@@ -1,3 +1,4 @@
+import Decoder
 /// A small command-line parser for CLI.md's grammar: global options anywhere, one command,
 /// options in order (central's actions run in the order given, so order is kept).
 struct ParsedArguments {
@@ -12,9 +13,17 @@ struct ParsedArguments {
 
 /// A usage error: exit code 2, message plus a pointer to --help.
 struct UsageError: Error, CustomStringConvertible {
+    /// In English (the one language of `session --json`'s answers).
     var message: String
     var command: String?
+    /// The message in every language, for the commonest errors (Messages.swift).
+    var localized: Message?
     init(_ message: String, command: String? = nil) { self.message = message; self.command = command }
+    init(_ message: Message, command: String? = nil) {
+        self.init(message.text(.english), command: command)
+        localized = message
+    }
+    func text(_ language: Language) -> String { localized?.text(language) ?? message }
     var description: String { message }
 }
 
@@ -30,7 +39,7 @@ struct OptionSpec {
 
 let globalOptions = OptionSpec(
     flags: ["json", "help", "version", "man"],
-    valued: ["transport", "capture", "completions"],
+    valued: ["transport", "capture", "completions", "lang"],
     optionalValue: ["trace"],
     short: ["t": "transport", "w": "capture", "h": "help"])
 
@@ -65,17 +74,17 @@ func parseArguments(_ args: [String], commandSpecs: [String: OptionSpec]) throws
                 if let v = inlineValue {
                     parsed.options.append((name, v))
                 } else {
-                    guard i < args.count else { throw UsageError("option --\(name) needs a value", command: command) }
+                    guard i < args.count else { throw UsageError(.optionNeedsValue("--\(name)"), command: command) }
                     parsed.options.append((name, args[i]))
                     i += 1
                 }
             } else {
-                throw UsageError("unknown option --\(name)", command: command)
+                throw UsageError(.unknownOption("--\(name)"), command: command)
             }
         } else if arg.hasPrefix("-") && arg.count >= 2 && !isNegativeNumber(arg) {
             let letter = arg[arg.index(after: arg.startIndex)]
             guard let name = globalOptions.short[letter] ?? spec()?.short[letter] else {
-                throw UsageError("unknown option \(arg)", command: command)
+                throw UsageError(.unknownOption(arg), command: command)
             }
             let attached = arg.count > 2 ? String(arg.dropFirst(2)) : nil
             if globalOptions.flags.contains(name) || spec()?.flags.contains(name) == true {
@@ -83,14 +92,14 @@ func parseArguments(_ args: [String], commandSpecs: [String: OptionSpec]) throws
             } else if let v = attached {
                 parsed.options.append((name, v))
             } else {
-                guard i < args.count else { throw UsageError("option \(arg) needs a value", command: command) }
+                guard i < args.count else { throw UsageError(.optionNeedsValue(arg), command: command) }
                 parsed.options.append((name, args[i]))
                 i += 1
             }
         } else if command == nil, commandSpecs[arg] != nil {
             command = arg
         } else if command == nil {
-            throw UsageError("unknown command '\(arg)'")
+            throw UsageError(.unknownCommand(arg))
         } else {
             parsed.positionals.append(arg)
         }

@@ -3,6 +3,7 @@ import HCI
 import Transport
 import BLE
 import Host
+import Decoder
 
 /// Exit codes from CLI.md.
 enum ExitCode {
@@ -39,15 +40,20 @@ func parseLayers(_ text: String?) throws -> Set<String> {
 }
 
 func runCLI(_ argv: [String]) async -> Int32 {
+    let environment = ProcessInfo.processInfo.environment
     let parsed: (command: String?, args: ParsedArguments)
     do {
         parsed = try parseArguments(argv, commandSpecs: commandSpecs)
     } catch let e as UsageError {
-        return usageFailure(e)
+        return usageFailure(e, language: languageBeforeParsing(argv, environment: environment))
     } catch {
-        return usageFailure(UsageError("\(error)"))
+        return usageFailure(UsageError("\(error)"), language: languageBeforeParsing(argv, environment: environment))
     }
     let args = parsed.args
+    let language: Language
+    do { language = try chosenLanguage(args, environment: environment) } catch let e as UsageError {
+        return usageFailure(e, language: Language(environment: environment))
+    } catch { return usageFailure(UsageError("\(error)"), language: Language(environment: environment)) }
     if args.has("version") {
         if args.has("json") {
             print(jsonObject([.text("event", "version"), .text("version", toolVersion)]))
@@ -64,28 +70,33 @@ func runCLI(_ argv: [String]) async -> Int32 {
         switch shell {
         case "bash": print(bashCompletion(), terminator: "")
         case "zsh": print(zshCompletion(), terminator: "")
-        default: return usageFailure(UsageError("--completions takes bash or zsh, got '\(shell)'"))
+        default: return usageFailure(UsageError("--completions takes bash or zsh, got '\(shell)'"), language: language)
         }
         return ExitCode.success
     }
     guard let command = parsed.command else {
-        if args.has("help") { print(mainHelp); return ExitCode.success }
-        return usageFailure(UsageError("no command given"))
+        if args.has("help") {
+            if language != .english { print(Message.helpInEnglish.text(language)) }
+            print(mainHelp)
+            return ExitCode.success
+        }
+        return usageFailure(UsageError(.noCommand), language: language)
     }
     if args.has("help") {
+        if language != .english { print(Message.helpInEnglish.text(language)) }
         print(commandHelp[command] ?? mainHelp)
         return ExitCode.success
     }
     if command == "proxy", args.has("transport") {
-        return usageFailure(UsageError("proxy names its controller with --controller SPEC (and where the other host connects with --host SPEC), not -t", command: command))
+        return usageFailure(UsageError("proxy names its controller with --controller SPEC (and where the other host connects with --host SPEC), not -t", command: command), language: language)
     }
     if !hostCommands.contains(command), command != "proxy", let given = ["transport", "capture", "trace"].first(where: args.has) {
-        return usageFailure(UsageError("--\(given) is for the commands that drive a controller (scan, central, peripheral, advertise, demo, session, shell), not \(command)", command: command))
+        return usageFailure(UsageError("--\(given) is for the commands that drive a controller (scan, central, peripheral, advertise, demo, session, shell), not \(command)", command: command), language: language)
     }
     if args.has("trace") {
-        do { _ = try parseLayers(args.last("trace")) } catch let e as UsageError { return usageFailure(UsageError(e.message, command: command)) } catch {}
+        do { _ = try parseLayers(args.last("trace")) } catch var e as UsageError { e.command = command; return usageFailure(e, language: language) } catch {}
     }
-    let out = Output(json: args.has("json"))
+    let out = Output(json: args.has("json"), language: language)
     let context = CommandContext(command: command, args: args, out: out)
     do {
         switch command {
@@ -101,10 +112,11 @@ func runCLI(_ argv: [String]) async -> Int32 {
         case "bonds": return try await runBonds(context)
         case "session": return try await runSession(context)
         case "shell": return try await runShell(context)
-        default: return usageFailure(UsageError("unknown command '\(command)'"))
+        default: return usageFailure(UsageError(.unknownCommand(command)), language: language)
         }
-    } catch let e as UsageError {
-        return usageFailure(UsageError(e.message, command: command))
+    } catch var e as UsageError {
+        e.command = command
+        return usageFailure(e, language: language)
     } catch let e as Interrupted {
         out.error("\(e) while \(command) was still starting or working; capture closed")
         return e.exitCode
@@ -112,9 +124,9 @@ func runCLI(_ argv: [String]) async -> Int32 {
         out.error(e.message)
         return e.exitCode
     } catch let e as TransportError where e.kind == .badSpec {
-        return usageFailure(UsageError(e.message, command: command))
+        return usageFailure(UsageError(e.message, command: command), language: language)
     } catch BLEError.transport(let e) where e.kind == .badSpec {
-        return usageFailure(UsageError(e.message, command: command))
+        return usageFailure(UsageError(e.message, command: command), language: language)
     } catch let e as TransportError {
         out.error("\(e)\(lostHint(e.kind == .lost, context.transportSpec))")
         return ExitCode.transport
@@ -139,8 +151,18 @@ func lostHint(_ lost: Bool, _ spec: String) -> String {
 /// The commands that open a controller as its host, and so take -t, -w and --trace.
 let hostCommands: Set<String> = ["scan", "central", "peripheral", "advertise", "demo", "session", "shell"]
 
-func usageFailure(_ e: UsageError) -> Int32 {
+func usageFailure(_ e: UsageError, language: Language) -> Int32 {
     let hint = e.command.map { "ble-hci \($0) --help" } ?? "ble-hci --help"
-    FileHandle.standardError.write(Data("ble-hci: \(e.message) (see '\(hint)')\n".utf8))
+    FileHandle.standardError.write(Data("ble-hci: \(Message.seeHelp(message: e.text(language), hint: hint).text(language))\n".utf8))
     return ExitCode.usage
+}
+
+/// The language of an error in the arguments themselves: a well-formed `--lang X` among them,
+/// else the locale's.
+func languageBeforeParsing(_ argv: [String], environment: [String: String]) -> Language {
+    for (i, a) in argv.enumerated() {
+        let value = a.hasPrefix("--lang=") ? String(a.dropFirst(7)) : a == "--lang" && i + 1 < argv.count ? argv[i + 1] : nil
+        if let value, let language = Language(option: value) { return language }
+    }
+    return Language(environment: environment)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Decoder
 import HCI
 import Transport
 import Host
@@ -39,7 +40,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     let opened = try openTransport(c)
     defer { opened.close() }
     let transport = opened.transport
-    out.progress("Opening \(transport.name)…")
+    out.progress(out.text(.opening(transport: transport.name)))
     var options = StackOptions()
     options.mtuOnConnect = nil  // the command line exchanges `--mtu` itself, after connecting
     options.security = security
@@ -51,7 +52,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     defer { pairing.release() }  // whatever happens, nothing held is lost
     // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
-    out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
+    out.progress(out.text(.localController(address: central.controller.address.description, transport: transport.name)))
     let link = CentralLink(c: c, central: central, mtu: mtu, timeout: timeout, eatt: eatt, actions: actions, profile: profile,
                            bandDate: bandDate, bondDirectory: security.bondDirectory, pairing: pairing)
     // Whatever happens from here (a signal while scanning for the target too), the scans are
@@ -96,11 +97,11 @@ struct CentralLink: Sendable {
 
         // Find the target (for an address without a type, the type seen while scanning).
         let (address, _) = try await targetAddress(target, central: central) {
-            out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
-            return try await findTarget(target, central: central, timeout: timeout)
+            out.progress(out.text(.scanningFor(target: target.text(out.language), timeout: formatSeconds(timeout))))
+            return try await findTarget(target, central: central, timeout: timeout, language: out.language)
         }
-        out.progress("Connecting to \(address) (up to \(formatSeconds(timeout)))…")
-        let remote = try await interruptible { try await connectTarget(address, for: target, central: central, timeout: timeout) }
+        out.progress(out.text(.connectingTo(address: "\(address)", timeout: formatSeconds(timeout))))
+        let remote = try await interruptible { try await connectTarget(address, for: target, central: central, timeout: timeout, language: out.language) }
         let effectiveMTU: Int
         do {
             effectiveMTU = try await interruptible { try await remote.exchangeMTU(mtu) }
@@ -110,7 +111,7 @@ struct CentralLink: Sendable {
         }
         out.event([.text("event", "connected"), .text("address", address.address.description), .text("addressType", address.type.simple),
                    .int("handle", remote.connectionHandle), .int("connection", remote.connectionHandle), .int("mtu", effectiveMTU)])
-        out.line("Connected to \(out.bold(address.description)) (handle \(remote.connectionHandle)), ATT MTU \(effectiveMTU)")
+        out.line(out.text(.connectedTo(address: out.bold(address.description), handle: remote.connectionHandle, mtu: Int(effectiveMTU))))
         pairing.release(connection: remote.connectionHandle)
 
         var exitCode = ExitCode.success
@@ -246,8 +247,14 @@ enum Target: CustomStringConvertible {
     var description: String {
         switch self {
         case .address(let a, let t): t.map { "\(a)/\($0.simple)" } ?? a.description
-        case .name(let n): "a name containing \"\(n)\""
+        case .name(let n): Message.nameContaining(n).text(.english)
         }
+    }
+
+    /// `description` in `language`.
+    func text(_ language: Language) -> String {
+        if case .name(let n) = self { return Message.nameContaining(n).text(language) }
+        return description
     }
 }
 
@@ -341,7 +348,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, out: Output) async t
         if case .handle(let h) = ref { return (nil, h, nil) }  // a descriptor or any attribute
         out.event([.text("event", "error"), .text("op", op), .text("uuid", ref.description), .text("message", "no such characteristic"),
                    .int("connection", remote.connectionHandle)])
-        out.error("the peripheral has no characteristic \(ref): run with --discover to see what it has")
+        out.error(out.text(.noSuchCharacteristic("\(ref)")))
         return nil
     }
     /// An event of the link: `connection` in each (CLI.md).
@@ -359,7 +366,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, out: Output) async t
         if case BLEError.att(let e)? = error as? BLEError {
             f.append(.code("att", e.code.rawValue))
             f.append(.text("message", e.code.name))
-            out.error("the peripheral refused \(op) \(target): \(e.code.name) (\(hexCode(e.code.rawValue)))")
+            out.error(out.text(.peripheralRefused(op: op, target: "\(target)", error: e.code.name, code: hexCode(e.code.rawValue))))
         } else {
             f.append(.text("message", "\(error)"))
             out.error("\(op) \(target) failed: \(error)")
@@ -379,7 +386,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, out: Output) async t
         do {
             let value = try await remote.read(handle: r.handle)
             out.event(fields("read", r.uuid, r.handle) + [.bytes("value", value)])
-            out.line("read \(r.uuid.map(uuidLabel) ?? hexCode(r.handle, digits: 4)) = \(out.green(valueLabel(value)))")
+            out.line(out.text(.readValue(what: r.uuid.map(uuidLabel) ?? hexCode(r.handle, digits: 4), value: out.green(valueLabel(value)))))
             return true
         } catch { return failed("read", r.uuid, r.handle, error) }
     case .write(let ref, let value, let withResponse):
@@ -394,7 +401,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, out: Output) async t
                 try await remote.withGATT { gatt, _ in try await gatt.writeWithoutResponse(value, handle: r.handle) }
             }
             out.event(fields(op, r.uuid, r.handle))
-            out.line("wrote \(valueLabel(value)) to \(r.uuid.map(uuidLabel) ?? hexCode(r.handle, digits: 4))\(withResponse ? "" : " (without response)")")
+            out.line(out.text(.wroteValue(value: valueLabel(value), what: r.uuid.map(uuidLabel) ?? hexCode(r.handle, digits: 4), withResponse: withResponse)))
             return true
         } catch { return failed(op, r.uuid, r.handle, error) }
     case .subscribe(let ref, let count, let duration):
@@ -406,7 +413,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, out: Output) async t
         let kind = c.properties.contains(.notify) ? "notification" : "indication"
         let values: GATTNotificationStream
         do { values = try await remote.notifications(for: c) } catch { return failed("subscribe", c.uuid, c.valueHandle, error) }
-        out.line("subscribed to \(uuidLabel(c.uuid)) (\(kind)s)" + (count.map { ", waiting for \($0)" } ?? "") + (duration.map { ", for \(formatSeconds($0))" } ?? ""))
+        out.line(out.text(.subscribedTo(uuid: uuidLabel(c.uuid), indications: kind == "indication", count: count, duration: duration.map(formatSeconds))))
         let failure = await consumeUntilStop(duration: duration) {
             // Values lost because too many were waiting (the stream's and the link's), reported
             // as they are noticed: {"event":"dropped",...} with --json, a line on stderr without.
@@ -424,7 +431,7 @@ func run(_ action: CentralAction, remote: RemotePeripheral, out: Output) async t
                 n += 1
                 reportDrops()
                 out.event(fields(kind, c.uuid, c.valueHandle) + [.bytes("value", v)])
-                out.line("\(timestamp()) \(kind) \(c.uuid) = \(out.green(valueLabel(v)))")
+                out.line(out.text(.received(time: timestamp(), indication: kind == "indication", uuid: c.uuid.description, value: out.green(valueLabel(v)))))
                 if let count, n >= count { break }
             }
         }

@@ -40,55 +40,57 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
     let peripheralTransport = wrapForCaptureAndTrace(transports[0], context: context, writer: peripheralWriter, label: "peripheral")
 
     var stepNumber = 0
-    func step(_ title: String, _ coreBluetooth: String) {
+    // JSON carries the English title and CoreBluetooth text whatever the language; API names
+    // need no translation, an explanation (`shown`) does.
+    func step(_ title: Message, _ coreBluetooth: String, shown: String? = nil) {
         stepNumber += 1
-        out.event([.text("event", "step"), .int("step", stepNumber), .text("title", title), .text("coreBluetooth", coreBluetooth)])
-        out.line("\n" + out.bold(out.cyan("── \(stepNumber). \(title)")) + "\n" + out.dim("   CoreBluetooth: \(coreBluetooth)"))
+        out.event([.text("event", "step"), .int("step", stepNumber), .text("title", title.text(.english)), .text("coreBluetooth", coreBluetooth)])
+        out.line("\n" + out.bold(out.cyan("── \(stepNumber). \(out.text(title))")) + "\n" + out.dim("   CoreBluetooth: \(shown ?? coreBluetooth)"))
     }
-    func say(_ text: String, json: [Field]) {
+    func say(_ text: Message, json: [Field]) {
         out.event(json)
-        out.line(out.green("   ▸ ") + text)
+        out.line(out.green("   ▸ ") + out.text(text))
     }
 
-    step("Peripheral: add the demo services and advertise", "peripheralManager.add(service); peripheralManager.startAdvertising([CBAdvertisementDataLocalNameKey: \"ble-hci\", ...])")
+    step(.demoAdvertiseStep, "peripheralManager.add(service); peripheralManager.startAdvertising([CBAdvertisementDataLocalNameKey: \"ble-hci\", ...])")
     let peripheral = try await Peripheral.open(peripheralTransport, services: DemoProfile.services, name: "ble-hci")
     let ticker = DemoProfile.startTicker(on: peripheral)
     defer { ticker.cancel() }
     let peripheralLog = Task {
         for await e in peripheral.events {
             switch e {
-            case .subscribed(_, let uuid, _): out.line(out.dim("   [peripheral] a central subscribed to \(uuid)"))
-            case .wrote(_, let uuid, let value): out.line(out.dim("   [peripheral] a central wrote \(valueLabel(value)) to \(uuid)"))
+            case .subscribed(_, let uuid, _): out.line(out.dim("   " + out.text(.demoPeripheralSubscribed(uuid: uuid.description))))
+            case .wrote(_, let uuid, let value): out.line(out.dim("   " + out.text(.demoPeripheralWrote(value: valueLabel(value), uuid: uuid.description))))
             default: break
             }
         }
     }
     defer { peripheralLog.cancel() }
     try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
-    say("advertising as \"ble-hci\" with services fff0, ffe0", json: [.text("event", "advertising"), .text("name", "ble-hci")])
+    say(.demoAdvertising, json: [.text("event", "advertising"), .text("name", "ble-hci")])
 
-    step("Central: power on and scan", "CBCentralManager(delegate:queue:); centralManager.scanForPeripherals(withServices: nil)")
+    step(.demoScanStep, "CBCentralManager(delegate:queue:); centralManager.scanForPeripherals(withServices: nil)")
     var centralOptions = StackOptions()
     centralOptions.mtuOnConnect = nil  // the demo shows the exchange as its own step
     let central = try await Central.open(centralTransport, options: centralOptions)
     defer { Task { await central.close(); await peripheral.close() } }
     let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(10), describe: "name ble-hci")
     out.event(adv.jsonFields)
-    out.line(out.green("   ▸ ") + "found \(adv.name ?? "?") at \(adv.address) RSSI \(adv.rssi.map { "\($0) dBm" } ?? "?")")
+    out.line(out.green("   ▸ ") + out.text(.demoFound(name: adv.name ?? "?", address: adv.address.description, rssi: adv.rssi.map(Int.init))))
 
-    step("Central: connect", "centralManager.connect(peripheral)")
+    step(.demoConnectStep, "centralManager.connect(peripheral)")
     let remote = try await central.connect(to: adv.address)
     // As a CoreBluetooth peripheral app would (peripheralManager.stopAdvertising()): no new
     // advertising after the demo's disconnection, so the trace ends with the demo.
     try await peripheral.stopAdvertising()
 
-    step("Central: exchange MTU", "(automatic in CoreBluetooth; peripheral.maximumWriteValueLength(for:) shows the result)")
+    step(.demoMTUStep, Message.demoMTUCoreBluetooth.text(.english), shown: out.text(.demoMTUCoreBluetooth))
     let mtu = try await remote.exchangeMTU(517)
     out.event([.text("event", "connected"), .text("address", remote.address.address.description),
                .text("addressType", remote.address.type.simple), .int("handle", remote.connectionHandle), .int("mtu", mtu)])
-    out.line(out.green("   ▸ ") + "connected, handle \(remote.connectionHandle), ATT MTU \(mtu)")
+    out.line(out.green("   ▸ ") + out.text(.demoConnected(handle: remote.connectionHandle, mtu: Int(mtu))))
 
-    step("Central: discover services, characteristics and descriptors, read what is readable",
+    step(.demoDiscoverStep,
          "peripheral.discoverServices(nil); discoverCharacteristics(nil, for:); discoverDescriptors(for:); readValue(for:)")
     let snapshot = try await readEverything(remote)
     out.event(snapshot.jsonFields)
@@ -96,42 +98,42 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
 
     guard let fff2 = characteristic(snapshot, 0xFFF2), let fff1 = characteristic(snapshot, 0xFFF1),
           let ffe1 = characteristic(snapshot, 0xFFE1) else {
-        throw CLIFailure("the demo peripheral's database is not what the demo expects", exitCode: ExitCode.failure)
+        throw CLIFailure(out.text(.demoUnexpectedDatabase), exitCode: ExitCode.failure)
     }
 
-    step("Central: write fff2, then read it back", "peripheral.writeValue(data, for: characteristic, type: .withResponse)")
+    step(.demoWriteStep, "peripheral.writeValue(data, for: characteristic, type: .withResponse)")
     try await remote.write(Array("hello from the demo".utf8), to: fff2)
     out.event([.text("event", "write"), .text("uuid", "fff2"), .int("handle", fff2.valueHandle)])
     let back = try await remote.read(fff2)
     out.event([.text("event", "read"), .text("uuid", "fff2"), .int("handle", fff2.valueHandle), .bytes("value", back)])
-    out.line(out.green("   ▸ ") + "fff2 now reads \(valueLabel(back))")
+    out.line(out.green("   ▸ ") + out.text(.demoNowReads(uuid: "fff2", value: valueLabel(back))))
 
-    step("Central: a write the peripheral refuses", "peripheral.writeValue(data, for: ffe1, type: .withResponse) → didWriteValueFor error")
+    step(.demoRefusedWriteStep, "peripheral.writeValue(data, for: ffe1, type: .withResponse) → didWriteValueFor error")
     do {
         try await remote.write([0x01], handle: ffe1.valueHandle)
     } catch BLEError.att(let e) {
         reportATTError(e, op: "write", uuid: ffe1.uuid, handle: ffe1.valueHandle, out: out)
     }
-    step("Central: a read the peripheral refuses", "peripheral.readValue(for: fff1) → didUpdateValueFor error")
+    step(.demoRefusedReadStep, "peripheral.readValue(for: fff1) → didUpdateValueFor error")
     do {
         _ = try await remote.read(handle: fff1.valueHandle)
     } catch BLEError.att(let e) {
         reportATTError(e, op: "read", uuid: fff1.uuid, handle: fff1.valueHandle, out: out)
     }
 
-    step("Central: subscribe to fff1 and receive 3 notifications", "peripheral.setNotifyValue(true, for: fff1) → didUpdateValueFor")
+    step(.demoSubscribeStep, "peripheral.setNotifyValue(true, for: fff1) → didUpdateValueFor")
     let values = try await remote.notifications(for: fff1)
     try await withTimeout(.seconds(10), "the demo peripheral sent fewer than 3 notifications in 10 s") {
         var count = 0
         for try await v in values {
             out.event([.text("event", "notification"), .text("uuid", "fff1"), .int("handle", fff1.valueHandle), .bytes("value", v)])
-            out.line(out.green("   ▸ ") + "notification: \(valueLabel(v))")
+            out.line(out.green("   ▸ ") + out.text(.demoNotification(value: valueLabel(v))))
             count += 1
             if count == 3 { break }
         }
     }
 
-    step("Central: unsubscribe and disconnect", "peripheral.setNotifyValue(false, for: fff1); centralManager.cancelPeripheralConnection(peripheral)")
+    step(.demoDisconnectStep, "peripheral.setNotifyValue(false, for: fff1); centralManager.cancelPeripheralConnection(peripheral)")
     try await remote.stopNotifications(for: fff1)
     let reason = try await remote.disconnect()
     reportDisconnected(reason, out: out, prefix: out.green("   ▸ "))
@@ -139,7 +141,7 @@ func runDemo(_ c: CommandContext) async throws -> Int32 {
         out.note("\nThe link layer of both controllers written to \(air.path): open it in Wireshark, or run 'tshark -r \(air.path)'.")
     }
     if let path = c.capturePath, let peripheralPath {
-        out.note("\nCaptures written to \(path) (central) and \(peripheralPath) (peripheral): open them in Wireshark, or run 'ble-hci dump \(path)', or 'ble-hci dump \(path) --flow' for the sequence diagram.")
+        out.note(out.text(.demoCaptures(central: path, peripheral: peripheralPath)))
     }
     return ExitCode.success
 }
@@ -160,5 +162,5 @@ func characteristic(_ s: GATTSnapshot, _ uuid: BluetoothUUID) -> GATTRemoteChara
 func reportATTError(_ e: ATTError, op: String, uuid: BluetoothUUID, handle: UInt16, out: Output) {
     out.event([.text("event", "error"), .text("op", op), .text("uuid", uuid.description), .int("handle", handle),
                .code("att", e.code.rawValue), .text("message", e.code.name)])
-    out.line(out.red("   ✗ ") + "\(op) \(uuid) (handle \(handle)) refused: \(e.code.name) (\(hexCode(e.code.rawValue)))")
+    out.line(out.red("   ✗ ") + out.text(.attRefused(write: op == "write", uuid: uuid.description, handle: handle, error: e.code.name, code: hexCode(e.code.rawValue))))
 }

@@ -220,11 +220,11 @@ private func runFlow(_ reader: inout CaptureReader, path: String, layers: Set<St
     let diagram = builder.finish()
     if text {
         var out = BufferedStdout()
-        FlowText.render(diagram, to: &out.buffer)
+        FlowText.render(diagram, to: &out.buffer, language: c.out.language)
         out.flush()
     }
     if let svgPath {
-        let svg = FlowSVG.render(diagram)
+        let svg = FlowSVG.render(diagram, language: c.out.language)
         do {
             // Written whole to a temporary file, then renamed: never a half-written SVG.
             try Data(svg.utf8).write(to: URL(fileURLWithPath: svgPath), options: .atomic)

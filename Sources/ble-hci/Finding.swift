@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import HCI
 import BLE
+import Decoder
 
 // Finding the central's TARGET, and what was seen on the way (also scan's summary).
 
@@ -10,7 +11,7 @@ import BLE
 /// session remembers them for completion); `untilSignal`: SIGINT/SIGTERM end the wait (the
 /// one-shot commands), else only the caller's cancellation (the session's requests).
 func findTarget(_ target: Target, central: Central, timeout: Double, onSeen: @escaping @Sendable (Advertisement) -> Void = { _ in },
-                untilSignal: Bool = true) async throws -> Advertisement {
+                untilSignal: Bool = true, language: Language = .english) async throws -> Advertisement {
     let seen = SeenAdvertisers()
     let stream = untilSignal ? try await interruptible { try await central.scan(ScanFilter()) } : try await central.scan(ScanFilter())
     let filter = target.filter
@@ -37,8 +38,7 @@ func findTarget(_ target: Target, central: Central, timeout: Double, onSeen: @es
     try Task.checkCancellation()
     guard let adv else {
         let list = seen.summary
-        throw CLIFailure("no advertiser matched \(target.description) within \(formatSeconds(timeout))"
-                         + (list.isEmpty ? " (none seen at all: is anything advertising?)" : "; seen: " + list),
+        throw CLIFailure(Message.noAdvertiserMatched(target: target.text(language), within: formatSeconds(timeout), seen: list).text(language),
                          exitCode: ExitCode.failure)
     }
     return adv
@@ -86,12 +86,13 @@ nonisolated(nonsending) func targetAddress(_ target: Target, central: Central,
 
 /// Connects to `address`, found for `target`: a failure other than a lost transport (exit 3)
 /// is a CLIFailure naming the address, with a hint when the address was given with a type.
-func connectTarget(_ address: DeviceAddress, for target: Target, central: Central, timeout: Double) async throws -> RemotePeripheral {
+func connectTarget(_ address: DeviceAddress, for target: Target, central: Central, timeout: Double,
+                   language: Language = .english) async throws -> RemotePeripheral {
     do {
         return try await central.connect(to: address, timeout: .milliseconds(Int(timeout * 1000)))
     } catch let e as BLEError {
         if case .transport = e { throw e }
-        throw CLIFailure("could not connect to \(address): \(e)\(connectHint(target, address))", exitCode: ExitCode.failure)
+        throw CLIFailure(Message.couldNotConnect(address: "\(address)", error: "\(e)\(connectHint(target, address))").text(language), exitCode: ExitCode.failure)
     }
 }
 

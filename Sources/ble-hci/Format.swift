@@ -65,21 +65,23 @@ struct GATTSnapshot {
     func humanLines(_ out: Output) -> [String] {
         var lines: [String] = []
         for s in tree {
-            lines.append(out.bold("Service \(uuidLabel(s.service.uuid))") + out.dim("  handles \(s.service.startHandle)-\(s.service.endHandle)"))
+            lines.append(out.bold(out.text(.treeService(uuidLabel(s.service.uuid))))
+                         + out.dim("  " + out.text(.treeHandles(s.service.startHandle, s.service.endHandle))))
             for (ci, c) in s.characteristics.enumerated() {
                 let lastC = ci == s.characteristics.count - 1
                 let ch = c.characteristic
-                var line = (lastC ? "  └─ " : "  ├─ ") + "Characteristic \(uuidLabel(ch.uuid))"
-                line += out.dim("  handle \(ch.declarationHandle), value \(ch.valueHandle)  [\(ch.properties.names.joined(separator: ", "))]")
+                var line = (lastC ? "  └─ " : "  ├─ ") + out.text(.treeCharacteristic(uuidLabel(ch.uuid)))
+                line += out.dim("  " + out.text(.treeCharacteristicHandles(declaration: ch.declarationHandle, value: ch.valueHandle))
+                                + "  [\(ch.properties.names.joined(separator: ", "))]")
                 lines.append(line)
                 let pad = lastC ? "      " : "  │   "
-                if let v = values[ch.valueHandle] { lines.append(pad + "value: " + out.green(valueLabel(v))) }
-                if let e = errors[ch.valueHandle] { lines.append(pad + "value: " + out.red("not readable: \(e)")) }
+                if let v = values[ch.valueHandle] { lines.append(pad + out.text(.treeValue) + out.green(valueLabel(v))) }
+                if let e = errors[ch.valueHandle] { lines.append(pad + out.text(.treeValue) + out.red(out.text(.treeNotReadable("\(e)")))) }
                 for (di, d) in c.descriptors.enumerated() {
                     let lastD = di == c.descriptors.count - 1
-                    var dl = pad + (lastD ? "└─ " : "├─ ") + "Descriptor \(uuidLabel(d.uuid))" + out.dim("  handle \(d.handle)")
+                    var dl = pad + (lastD ? "└─ " : "├─ ") + out.text(.treeDescriptor(uuidLabel(d.uuid))) + out.dim("  " + out.text(.treeHandle(d.handle)))
                     if let v = values[d.handle] { dl += " = " + out.green(valueLabel(v)) }
-                    if let e = errors[d.handle] { dl += " " + out.red("(not readable: \(e))") }
+                    if let e = errors[d.handle] { dl += " " + out.red("(" + out.text(.treeNotReadable("\(e)")) + ")") }
                     lines.append(dl)
                 }
             }
@@ -112,5 +114,5 @@ func readEverything(_ remote: RemotePeripheral) async throws -> GATTSnapshot {
 func reportDisconnected(_ reason: HCIStatus, out: Output, prefix: String = "", connection: UInt16? = nil) {
     out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name)]
               + (connection.map { [.int("connection", $0)] } ?? []))
-    out.line(prefix + "Disconnected: \(reason.name) (\(hexCode(reason.rawValue)))")
+    out.line(prefix + out.text(.disconnected(reason: reason.name, code: hexCode(reason.rawValue))))
 }

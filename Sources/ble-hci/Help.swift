@@ -26,6 +26,12 @@ Global options (before or after COMMAND):
   -w, --capture FILE     record every HCI packet (*.pcap → pcap, *.pcapng → pcapng, else btsnoop)
       --trace[=LAYERS]   print every packet live, decoded (hci,l2cap,att,gatt,smp)
       --json             one JSON object per line on stdout
+      --lang LANG        language of the human lines, progress and errors of scan, central,
+                         peripheral, demo and dump --flow/--svg, and of usage errors: en or
+                         zh-Hans (default: the locale, LC_ALL, then LC_MESSAGES, then LANG:
+                         zh_CN*, zh_SG*, zh_Hans* → zh-Hans); JSON, field names and exit codes
+                         never change; help texts, shell and session stay English for now
+                         (e.g. ble-hci --lang zh-Hans demo)
   -h, --help             help (also: ble-hci COMMAND --help)
       --version          print the version
       --man              print this manual as a man page, ble-hci(1) (roff)
@@ -33,6 +39,7 @@ Global options (before or after COMMAND):
 
 Examples:
   ble-hci demo
+  ble-hci --lang zh-Hans demo                 # human lines in Simplified Chinese
   sudo ble-hci -t hci0 scan --duration 5
   sudo ble-hci -t hci0 -w run.pcap central name:Heart --subscribe 2a37 --count 10
   ble-hci dump run.pcap --layers hci,l2cap,att

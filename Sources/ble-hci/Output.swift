@@ -1,12 +1,15 @@
 import Foundation
 import Synchronization
 import HCI
+import Decoder
 
 /// Where results go: human lines (colour only on a terminal) or exactly one JSON object per
 /// line on stdout. Errors always go to stderr, in one sentence.
 final class Output: Sendable {
     let json: Bool
     let colour: Bool
+    /// The language of human lines, progress and errors (never of JSON).
+    let language: Language
     private let lock = NSLock()
     /// Where the text goes instead of stdout and stderr (the session's front ends: the shell
     /// redraws its prompt around it, `session --json` tags it with the request's id).
@@ -26,7 +29,8 @@ final class Output: Sendable {
     enum Destination: Sendable { case stdout, stderr }
 
     init(json: Bool, colour: Bool? = nil, tag: [Field] = [], sink: (@Sendable (Destination, String) -> Void)? = nil,
-         lastError: LastError = LastError(), prefix: String = "") {
+         lastError: LastError = LastError(), prefix: String = "", language: Language = .english) {
+        self.language = language
         self.lastErrorText = lastError
         self.prefix = prefix
         self.json = json
@@ -44,15 +48,18 @@ final class Output: Sendable {
     /// The same output with `fields` added to every event (a link's name, a request's id).
     /// It shares `lastError` with this one, unless `ownError` (a new request's output).
     func adding(_ fields: [Field], ownError: Bool = false) -> Output {
-        Output(json: json, colour: colour, tag: fields + tag, sink: sink, lastError: ownError ? LastError() : lastErrorText, prefix: prefix)
+        Output(json: json, colour: colour, tag: fields + tag, sink: sink, lastError: ownError ? LastError() : lastErrorText, prefix: prefix, language: language)
     }
 
     /// The same output for one of several targets: its events carry `"target"`, its lines start with `[target]`.
     func labelled(_ target: String) -> Output {
-        Output(json: json, colour: colour, tag: tag + [.text("target", target)], sink: sink, lastError: LastError(), prefix: "[\(target)] ")
+        Output(json: json, colour: colour, tag: tag + [.text("target", target)], sink: sink, lastError: LastError(), prefix: "[\(target)] ", language: language)
     }
 
     var lastError: String? { lastErrorText.text.withLock { $0 } }
+
+    /// `message` in this output's language.
+    func text(_ message: Message) -> String { message.text(language) }
 
     /// A human line (not in --json mode, where the text is not even built).
     func line(_ text: @autoclosure () -> String) {

@@ -62,9 +62,9 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
         let address = await peripheral.address
         out.event([.text("event", "advertising"), .text("name", name), .text("address", address.address.description),
                    .text("addressType", address.type.simple), .text("profile", profile)])
-        out.line("Advertising as \(out.bold(name)) (\(address.address), \(address.type.simple)) with profile \(profile) on \(opened.transport.name). Ctrl-C to stop.")
+        out.line(out.text(.advertisingAs(name: out.bold(name), address: address.address.description, type: address.type.simple, profile: profile, transport: opened.transport.name)))
         if options.privacy != nil {
-            out.progress("Privacy: resolvable private address \(address.address), identity \(peripheral.identityAddress.address)/\(peripheral.identityAddress.type.simple)")
+            out.progress(out.text(.privacy(address: address.address.description, identity: "\(peripheral.identityAddress.address)/\(peripheral.identityAddress.type.simple)")))
         }
 
         let events = Task { () -> String? in
@@ -73,24 +73,24 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
                 case .connected(let handle, let central):
                     out.event([.text("event", "connected"), .text("address", central.address.description),
                                .text("addressType", central.type.simple), .int("handle", handle), .int("connection", handle)])
-                    out.line("\(timestamp()) connected: \(central) (handle \(handle))")
+                    out.line(out.text(.centralConnected(time: timestamp(), central: "\(central)", handle: handle)))
                     pairing.connected(handle, peer: central)
                 case .disconnected(let handle, let reason):
                     out.event([.text("event", "disconnected"), .code("reason", reason.rawValue), .text("message", reason.name), .int("connection", handle)])
-                    out.line("\(timestamp()) disconnected (handle \(handle)): \(reason.name) (\(hexCode(reason.rawValue))); advertising again")
+                    out.line(out.text(.centralDisconnected(time: timestamp(), handle: handle, reason: reason.name, code: hexCode(reason.rawValue))))
                     pairing.disconnected(handle)
                 case .subscribed(let handle, let uuid, let indications):
                     out.event([.text("event", "subscribed"), .text("uuid", uuid.description), .int("connection", handle), .bool("indications", indications)])
-                    out.line("\(timestamp()) subscribed to \(uuidLabel(uuid)) (\(indications ? "indications" : "notifications"))")
+                    out.line(out.text(.centralSubscribed(time: timestamp(), uuid: uuidLabel(uuid), indications: indications)))
                 case .unsubscribed(let handle, let uuid):
                     out.event([.text("event", "unsubscribed"), .text("uuid", uuid.description), .int("connection", handle)])
-                    out.line("\(timestamp()) unsubscribed from \(uuidLabel(uuid))")
+                    out.line(out.text(.centralUnsubscribed(time: timestamp(), uuid: uuidLabel(uuid))))
                 case .wrote(let handle, let uuid, let value):
                     out.event([.text("event", "write"), .text("uuid", uuid.description), .bytes("value", value), .int("connection", handle)])
-                    out.line("\(timestamp()) write \(uuidLabel(uuid)) = \(valueLabel(value))")
+                    out.line(out.text(.centralWrote(time: timestamp(), uuid: uuidLabel(uuid), value: valueLabel(value))))
                 case .read(let handle, let uuid):
                     out.event([.text("event", "read"), .text("uuid", uuid.description), .int("connection", handle)])
-                    out.line("\(timestamp()) read \(uuidLabel(uuid))")
+                    out.line(out.text(.centralRead(time: timestamp(), uuid: uuidLabel(uuid))))
                 case .parametersUpdated(let handle, let parameters):
                     out.event([.text("event", "connectionParameters"), .int("connection", handle), .int("interval", Int(parameters.interval)),
                                .int("latency", Int(parameters.latency)), .int("supervisionTimeout", Int(parameters.supervisionTimeout))])

@@ -1,5 +1,6 @@
 import Synchronization
 import Foundation
+import Decoder
 import HCI
 import Host
 import GATT
@@ -32,12 +33,12 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
     options.security.bondDirectory = bondDirectory(c)
     options.host.randomStaticAddress = options.security.bondDirectory.flatMap(bondedRandomStaticAddress)
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
-    out.progress("Local controller \(central.controller.address) (public) on \(transport.name)")
+    out.progress(out.text(.localController(address: central.controller.address.description, transport: transport.name)))
     // However the scan ends, it is stopped before the transport closes.
     return try await closing({ await central.close() }) {
         // Every report, for the summary's timing and RSSI range; what is printed is chosen below.
         let stream = try await interruptible { try await central.scan(filter, active: !c.args.has("passive"), everyReport: true) }
-        out.progress("Scanning (\(c.args.has("passive") ? "passive" : "active"))\(duration.map { " for \(formatSeconds($0))" } ?? ", Ctrl-C to stop")…")
+        out.progress(out.text(.scanning(passive: c.args.has("passive"), duration: duration.map(formatSeconds))))
 
         let seen = SeenAdvertisers()
         let stats = ScanStatistics()
@@ -59,8 +60,8 @@ func runScan(_ c: CommandContext) async throws -> Int32 {
             return ExitCode.transport
         }
         out.event(stats.summaryFields(duration: elapsed))
-        out.progress("Scan ended: \(seen.count) advertiser\(seen.count == 1 ? "" : "s") seen")
-        if !out.json { for line in stats.summaryLines() { out.progress(line) } }
+        out.progress(out.text(.scanEnded(advertisers: seen.count)))
+        if !out.json { for line in stats.summaryLines(out.language) { out.progress(line) } }
         // Without --duration a signal is the requested end; with it, the scan was cut short.
         if duration != nil, let s = SignalWatcher.shared.received { return Interrupted(signal: s).exitCode }
         return ExitCode.success
@@ -272,14 +273,15 @@ final class ScanStatistics: Sendable {
     }
 
     /// The same for humans, one line per advertiser (stderr).
-    func summaryLines() -> [String] {
+    func summaryLines(_ language: Language) -> [String] {
         snapshot.0.map { a in
-            var parts = ["  \(a.address)" + (a.name.map { " \"\($0)\"" } ?? ""), "\(a.events) advertising event\(a.events == 1 ? "" : "s")"]
+            var parts = ["  \(a.address)" + (a.name.map { " \"\($0)\"" } ?? ""), Message.advertisingEvents(a.events).text(language)]
             if let i = Self.interval(a.gaps) {
-                parts.append(String(format: "interval %.1f ms (shortest %.1f ms)", Double(i.median) / 1000, Double(i.minimum) / 1000))
+                parts.append(Message.advertisingInterval(median: String(format: "%.1f", Double(i.median) / 1000),
+                                                         shortest: String(format: "%.1f", Double(i.minimum) / 1000)).text(language))
             }
-            if let lo = a.rssiMin, let hi = a.rssiMax { parts.append(lo == hi ? "RSSI \(lo) dBm" : "RSSI \(lo) to \(hi) dBm") }
-            return parts.joined(separator: ", ")
+            if let lo = a.rssiMin, let hi = a.rssiMax { parts.append(Message.rssiRange(Int(lo), Int(hi)).text(language)) }
+            return parts.joined(separator: Message.listSeparator.text(language))
         }
     }
 }
@@ -287,16 +289,16 @@ final class ScanStatistics: Sendable {
 /// One readable line per advertiser, with assigned-number names.
 func humanLine(_ a: Advertisement, out: Output) -> String {
     var parts: [String] = [out.bold(a.address.address.description) + out.dim("/\(a.address.type.simple)")]
-    if let id = a.identity { parts.append("bonded " + out.bold(id.address.description) + out.dim("/\(id.type.simple)")) }
+    if let id = a.identity { parts.append(out.text(.advBonded) + out.bold(id.address.description) + out.dim("/\(id.type.simple)")) }
     if let rssi = a.rssi { parts.append("\(rssi) dBm") }
-    parts.append(a.connectable ? "connectable" : "non-connectable")
+    parts.append(out.text(.advConnectable(a.connectable)))
     if let name = a.name { parts.append(out.green("\"\(name)\"")) }
-    if !a.services.isEmpty { parts.append("services: " + a.services.map(uuidLabel).joined(separator: ", ")) }
+    if !a.services.isEmpty { parts.append(out.text(.advServices(a.services.map(uuidLabel).joined(separator: ", ")))) }
     for (company, data) in a.manufacturerData.sorted(by: { $0.key < $1.key }) {
-        parts.append("manufacturer \(AssignedNumbers.companyName(company) ?? hexCode(company, digits: 4)): \(data.hex)")
+        parts.append(out.text(.advManufacturer(AssignedNumbers.companyName(company) ?? hexCode(company, digits: 4), data: data.hex)))
     }
-    for (uuid, data) in a.serviceData.sorted(by: { $0.key < $1.key }) { parts.append("service data \(uuidLabel(uuid)): \(data.hex)") }
-    if let tx = a.txPower { parts.append("tx \(tx) dBm") }
-    if let app = a.appearance { parts.append("appearance: \(AssignedNumbers.appearanceName(app) ?? hexCode(app, digits: 4))") }
+    for (uuid, data) in a.serviceData.sorted(by: { $0.key < $1.key }) { parts.append(out.text(.advServiceData(uuidLabel(uuid), data: data.hex))) }
+    if let tx = a.txPower { parts.append(out.text(.advTxPower(Int(tx)))) }
+    if let app = a.appearance { parts.append(out.text(.advAppearance(AssignedNumbers.appearanceName(app) ?? hexCode(app, digits: 4)))) }
     return parts.joined(separator: "  ")
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Decoder
 import HCI
 import SMP
 import BLE
@@ -281,7 +282,7 @@ final class TerminalPairing: PairingDelegate, Sendable {
 
     func securityEvent(_ event: SecurityEvent, peer: DeviceAddress) {
         if case .encryptionFailed(.pinOrKeyMissing) = event { lostBond.withLock { $0 = true } }
-        for (fields, text) in describe(event, peer: peer, bondDirectory: bondDirectory) {
+        for (fields, text) in describe(event, peer: peer, bondDirectory: bondDirectory, language: out.language) {
             let line = "\(timestamp()) \(text)"
             let connection = links.withLock { l -> UInt16? in
                 guard l.released, let handle = l.only ?? l.handles[peer] else {
@@ -303,31 +304,24 @@ func sixDigits(_ n: UInt32) -> String {
 }
 
 /// The JSON event and the human line for one security event (CLI.md "Security (SMP) options").
-func describe(_ event: SecurityEvent, peer: DeviceAddress, bondDirectory: String? = nil) -> [([Field], String)] {
+func describe(_ event: SecurityEvent, peer: DeviceAddress, bondDirectory: String? = nil, language: Language = .english) -> [([Field], String)] {
     switch event {
     case let .pairing(method, passkey, number):
         var fields: [Field] = [.text("event", "pairing"), .text("method", method.rawValue)]
-        var text = "pairing with \(peer): \(method.rawValue)"
-        if let passkey {
-            fields.append(.text("passkey", sixDigits(passkey)))
-            text += ", passkey \(sixDigits(passkey)) (type it on the other device)"
-        }
-        if let number {
-            fields.append(.text("number", sixDigits(number)))
-            text += ", compare the number \(sixDigits(number))"
-        }
-        return [(fields, text)]
+        if let passkey { fields.append(.text("passkey", sixDigits(passkey))) }
+        if let number { fields.append(.text("number", sixDigits(number))) }
+        return [(fields, Message.pairing(peer: "\(peer)", method: method.rawValue, passkey: passkey.map(sixDigits), number: number.map(sixDigits)).text(language))]
     case .paired(let p):
         return [([.text("event", "paired"), .text("method", p.method.rawValue), .bool("secureConnections", p.secureConnections),
                   .bool("mitm", p.authenticated), .bool("bonded", p.bonded), .int("keySize", p.keySize)],
-                 "paired with \(peer): \(p.method.rawValue), \(p.secureConnections ? "LE Secure Connections" : "LE legacy"), "
-                 + "\(p.authenticated ? "authenticated (MITM)" : "unauthenticated"), key size \(p.keySize)\(p.bonded ? ", bonded" : ", not bonded")")]
+                 Message.paired(peer: "\(peer)", method: p.method.rawValue, secureConnections: p.secureConnections, mitm: p.authenticated,
+                                keySize: Int(p.keySize), bonded: p.bonded).text(language))]
     case let .encrypted(keySize, bonded, authenticated):
         return [([.text("event", "encrypted"), .int("keySize", keySize), .bool("bonded", bonded), .bool("mitm", authenticated)],
-                 "encrypted (key size \(keySize)\(bonded ? ", from the bond" : ""))")]
+                 Message.encrypted(keySize: Int(keySize), fromBond: bonded).text(language))]
     case let .pairingFailed(reason, remote):
         return [([.text("event", "pairingFailed"), .code("reason", reason.rawValue), .text("message", reason.description), .bool("remote", remote)],
-                 "pairing failed: \(reason.description) (\(hexCode(reason.rawValue)))\(remote ? ", said the peer" : "")")]
+                 Message.pairingFailed(reason: reason.description, code: hexCode(reason.rawValue), byPeer: remote).text(language))]
     case .encryptionFailed(let status):
         // The directory too: without it the command would look in the default one.
         let remove = "ble-hci bonds remove \(peer.address)" + (bondDirectory.map { " --bonds \($0)" } ?? "")

@@ -9,10 +9,15 @@ import Glibc
 enum BleHCI {
     static func executable() throws -> URL { try bleHCIExecutable() }
 
-    /// Starts `ble-hci arguments...` (killed after `lifetime` seconds at the latest).
-    static func start(_ arguments: [String], lifetime: TimeInterval = 60) throws -> ChildProcess {
+    /// The English the tests expect, whatever the locale of whoever runs them (POSIX: an empty
+    /// LC_ALL or LC_MESSAGES counts as unset, so LANG decides).
+    static let english = ["LC_ALL": "", "LC_MESSAGES": "", "LANG": "C.UTF-8"]
+
+    /// Starts `ble-hci arguments...` (killed after `lifetime` seconds at the latest), with
+    /// `environment` over the English default.
+    static func start(_ arguments: [String], lifetime: TimeInterval = 60, environment: [String: String] = [:]) throws -> ChildProcess {
         try ChildProcess(executable: try executable(), arguments: arguments,
-                         environment: ["NO_COLOR": "1"], lifetime: lifetime)
+                         environment: english.merging(["NO_COLOR": "1"]) { $1 }.merging(environment) { $1 }, lifetime: lifetime)
     }
 
     struct Result {
@@ -27,8 +32,8 @@ enum BleHCI {
     }
 
     /// Runs `ble-hci arguments...` to completion (killed and failed after `timeout`).
-    static func run(_ arguments: [String], timeout: TimeInterval = 20) async throws -> Result {
-        let child = try start(arguments, lifetime: timeout + 5)
+    static func run(_ arguments: [String], timeout: TimeInterval = 20, environment: [String: String] = [:]) async throws -> Result {
+        let child = try start(arguments, lifetime: timeout + 5, environment: environment)
         defer { child.stop(grace: 0.5) }
         let status = try await child.exitStatus(timeout: timeout)
         return Result(status: status, stdout: child.output, stderr: child.stderr)

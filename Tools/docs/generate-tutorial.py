@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""Generate docs/tutorial.md from docs/tutorial.template.md with REAL `ble-hci` output.
+"""Generate docs/tutorial.md from docs/tutorial.template.md, and docs/tutorial.zh-Hans.md from
+docs/tutorial.zh-Hans.template.md, with REAL `ble-hci` output (the same captures for both).
 
-    Tools/docs/generate-tutorial.sh            # regenerate docs/tutorial.md
-    Tools/docs/generate-tutorial.sh --check    # exit 1 if docs/tutorial.md is stale
+    Tools/docs/generate-tutorial.sh            # regenerate both tutorials
+    Tools/docs/generate-tutorial.sh --check    # exit 1 if either is stale
 
 Every packet excerpt comes from captures made by this script, on this machine, right now:
   demo   `ble-hci demo -w`                 (both sides, in-process link; docs/flow-demo-*.svg drawn from them)
   band*  `ble-hci controllers` + `peripheral --profile band` + `central --profile band`, each -w
-  pp/pc* `ble-hci controllers` + `peripheral` (profile demo) + three `central` runs, each -w
+  pp/pc* `ble-hci controllers` + `peripheral` (profile demo) + four `central` runs, each -w
   eatt*  `ble-hci controllers` + `peripheral --eatt` + `central --eatt 2`, each -w
+The Chinese tutorial also shows `--lang zh-Hans` runs of `demo`, `central --discover` and
+`dump --flow`; every other run is in English whatever the caller's locale.
 Packets are chosen by content (first ATT Read By Group Type Request, ...), never by index.
 
 The doc replaces times with <time>. --check regenerates into memory and compares after also
@@ -20,8 +23,12 @@ Traffic stays on 127.0.0.1 (ports picked free by the kernel).
 import json, os, re, signal, socket, subprocess, sys, tempfile, time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-TEMPLATE = os.path.join(ROOT, "docs", "tutorial.template.md")
-OUTPUT = os.path.join(ROOT, "docs", "tutorial.md")
+# (template, output): English, and Simplified Chinese (issue #28), filled from the same captures
+TUTORIALS = [(os.path.join(ROOT, "docs", t), os.path.join(ROOT, "docs", o)) for t, o in
+             (("tutorial.template.md", "tutorial.md"), ("tutorial.zh-Hans.template.md", "tutorial.zh-Hans.md"))]
+# Every run in English unless it says `--lang zh-Hans`, whatever the caller's locale
+# (POSIX: an empty LC_ALL or LC_MESSAGES counts as unset).
+ENV = dict(os.environ, LC_ALL="", LC_MESSAGES="", LANG="C.UTF-8")
 BAND_DATE = "2026-03-14"
 LONG_TEXT = b"The quick brown fox jumps over the lazy dog, twice: the quick brown fox!"
 
@@ -86,7 +93,7 @@ class Capture:
     def run(self, layers, as_json=False):
         args = [self.ble, "dump", self.path] + (["--layers", layers] if layers else [])
         args += ["--json"] if as_json else []
-        return subprocess.run(args, check=True, capture_output=True, text=True).stdout
+        return subprocess.run(args, check=True, capture_output=True, text=True, env=ENV).stdout
 
     def blocks(self, layers=""):
         if layers not in self.text:
@@ -161,7 +168,7 @@ class Runner:
 
     def spawn(self, name, args):
         log = open(os.path.join(self.tmp, name + ".log"), "w")
-        p = subprocess.Popen([self.ble] + args, stdout=log, stderr=subprocess.STDOUT)
+        p = subprocess.Popen([self.ble] + args, stdout=log, stderr=subprocess.STDOUT, env=ENV)
         self.procs.append(p)
         return p
 
@@ -170,7 +177,7 @@ class Runner:
             return f.read()
 
     def run(self, name, args, timeout=60):
-        r = subprocess.run([self.ble] + args, capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run([self.ble] + args, capture_output=True, text=True, timeout=timeout, env=ENV)
         with open(os.path.join(self.tmp, name + ".log"), "w") as f:
             f.write(r.stdout + r.stderr)
         if r.returncode != 0:
@@ -224,6 +231,7 @@ def build(ble, tmp):
     r = Runner(ble, tmp)
     try:
         demo_out = r.run("demo", ["demo", "-w", r.path("demo")])
+        zh_demo_out = r.run("demo-zh", ["--lang", "zh-Hans", "demo"])  # its human lines, for the Chinese tutorial
         band_out = r.session("band", "band", [["name:ble-hci", "--profile", "band", "--date", BAND_DATE]])[0]
         long_hex = LONG_TEXT.hex()
         pc_out = r.session("pp", "demo", [
@@ -231,6 +239,7 @@ def build(ble, tmp):
             ["name:ble-hci", "--mtu", "23", "--write", f"fff2={long_hex}", "--read", "fff2",
              "--write-without-response", "fff2=6869", "--read", "fff2"],
             ["name:ble-hci", "--write", f"fff2={long_hex}{long_hex}", "--read", "fff2"],
+            ["name:ble-hci", "--discover", "--lang", "zh-Hans"],  # the Chinese tutorial's attribute table
         ])
         # security: Just Works Secure Connections, then legacy against a peripheral with privacy
         # (bonds in the temporary directory, never the user's)
@@ -254,14 +263,21 @@ def build(ble, tmp):
     svgs = {}
     for side, path in (("central", r.path("demo")), ("peripheral", r.path("demo-peripheral"))):
         out = os.path.join(tmp, f"flow-demo-{side}.svg")
-        subprocess.run([ble, "dump", path, "--svg", out], check=True, capture_output=True)
+        subprocess.run([ble, "dump", path, "--svg", out], check=True, capture_output=True, env=ENV)
         with open(out) as f:
             svgs[f"flow-demo-{side}.svg"] = f.read()
-    flow = subprocess.run([ble, "dump", r.path("demo"), "--flow", "--layers", "att,gatt"], check=True,
-                          capture_output=True, text=True).stdout.splitlines()
-    sub = next(i for i, l in enumerate(flow) if l.startswith("── ") and " subscribe " in l)
-    S["flow_excerpt"] = fence("\n".join(flow[:3] + ["  ..."] + flow[sub:]))
+    for key, lang, subscribe in (("flow_excerpt", "en", " subscribe "), ("zh_flow_excerpt", "zh-Hans", " 订阅 ")):
+        flow = subprocess.run([ble, "--lang", lang, "dump", r.path("demo"), "--flow", "--layers", "att,gatt"], check=True,
+                              capture_output=True, text=True, env=ENV).stdout.splitlines()
+        sub = next(i for i, l in enumerate(flow) if l.startswith("── ") and subscribe in l)
+        S[key] = fence("\n".join(flow[:3] + ["  ..."] + flow[sub:]))
+    S["zh_demo_outline"] = demo_outline(zh_demo_out)
     return S, svgs
+
+
+def demo_outline(demo_out):
+    """the demo's step headings and CoreBluetooth lines (no values: they vary)"""
+    return fence("\n".join(l for l in demo_out.splitlines() if l.startswith("──") or "CoreBluetooth:" in l))
 
 
 def fill(cap, demo_out, band_out, pc_out):
@@ -272,9 +288,7 @@ def fill(cap, demo_out, band_out, pc_out):
     def ex(c, *idxs, layers=""):
         return fence("\n".join(c.block(i, layers) for i in idxs))
 
-    # outline of the demo: its step headings and CoreBluetooth lines (no values: they vary)
-    S["demo_outline"] = fence("\n".join(l for l in demo_out.splitlines()
-                                        if l.startswith("──") or "CoreBluetooth:" in l))
+    S["demo_outline"] = demo_outline(demo_out)
     # bring-up
     i = d.find(cmd_complete("LE Read Buffer Size [v2]"), what="LE Read Buffer Size")
     S["buffer_size"] = ex(d, i)
@@ -366,6 +380,7 @@ def fill(cap, demo_out, band_out, pc_out):
                          d.find(hci("Disconnection Complete"), after=dc))
     # peripheral side
     S["gatt_tree"] = fence(pc_out[0])
+    S["zh_gatt_tree"] = fence(pc_out[3])
     names = ["LE Set Extended Advertising Parameters", "LE Set Extended Advertising Data",
              "LE Set Extended Scan Response Data", "LE Set Extended Advertising Enable"]
     S["adv_cmds"] = ex(pp, *[pp.find(hci(n), what=n) for n in names])
@@ -498,8 +513,8 @@ def band_table(notes):
     return "\n".join(head + rows + tail)
 
 
-def render(S):
-    with open(TEMPLATE) as f:
+def render(S, template):
+    with open(template) as f:
         tpl = f.read()
     missing = set()
 
@@ -514,7 +529,7 @@ def render(S):
         die(f"template placeholders with no generator: {', '.join(sorted(missing))}")
     out = TIME_RE.sub("<time>", out)
     out = CLOCK_RE.sub("<time>", out)
-    header = ("<!-- GENERATED by Tools/docs/generate-tutorial.sh from docs/tutorial.template.md: "
+    header = (f"<!-- GENERATED by Tools/docs/generate-tutorial.sh from docs/{os.path.basename(template)}: "
               "edit the template, then run `make docs`. -->\n")
     return header + out
 
@@ -566,14 +581,8 @@ def main():
         # machine's ~/.local/state: the output does not depend on what earlier runs left.
         os.environ["XDG_STATE_HOME"] = os.path.join(tmp, "state")
         S, svgs = build(ble, tmp)
-        doc = render(S)
+        docs = [(output, render(S, template)) for template, output in TUTORIALS]
     if check:
-        try:
-            with open(OUTPUT) as f:
-                old = f.read()
-        except FileNotFoundError:
-            print("docs/tutorial.md is missing: run `make docs`", file=sys.stderr)
-            return 1
         stale = False
         for name, svg in svgs.items():
             try:
@@ -589,22 +598,32 @@ def main():
                     print(f"  + {line[:160]}", file=sys.stderr)
                 print(f"docs/{name} is stale: run `make docs` and commit it", file=sys.stderr)
                 stale = True
+        for output, doc in docs:
+            name = os.path.relpath(output, ROOT)
+            try:
+                with open(output) as f:
+                    old = f.read()
+            except FileNotFoundError:
+                print(f"{name} is missing: run `make docs`", file=sys.stderr)
+                stale = True
+                continue
+            if volatile(old) != volatile(doc):
+                import difflib
+                sys.stderr.writelines(difflib.unified_diff(volatile(old).splitlines(True), volatile(doc).splitlines(True),
+                                                           name, "regenerated", n=2))
+                print(f"{name} is stale: run `make docs` and commit it", file=sys.stderr)
+                stale = True
         if stale:
             return 1
-        if volatile(old) != volatile(doc):
-            import difflib
-            sys.stderr.writelines(difflib.unified_diff(volatile(old).splitlines(True), volatile(doc).splitlines(True),
-                                                       "docs/tutorial.md", "regenerated", n=2))
-            print("docs/tutorial.md is stale: run `make docs` and commit it", file=sys.stderr)
-            return 1
-        print("docs/tutorial.md is up to date")
+        print(" and ".join(os.path.relpath(o, ROOT) for o, _ in docs) + " are up to date")
         return 0
-    with open(OUTPUT, "w") as f:
-        f.write(doc)
+    for output, doc in docs:
+        with open(output, "w") as f:
+            f.write(doc)
+        print(f"wrote {os.path.relpath(output, ROOT)}")
     for name, svg in svgs.items():
         with open(os.path.join(ROOT, "docs", name), "w") as f:
             f.write(svg)
-    print(f"wrote {os.path.relpath(OUTPUT, ROOT)}")
     return 0
 
 
