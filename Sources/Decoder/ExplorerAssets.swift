@@ -51,6 +51,9 @@ header input { width: 9em; }
 .row svg { flex: none; }
 .row .sm { padding-left: 8px; overflow: hidden; text-overflow: ellipsis; }
 .row .ln { color: #1f6fb4; padding-left: 6px; }
+.row .ll, #llstate b { color: #7a4b00; }
+.row .ll { padding-left: 6px; font-size: 11px; }
+#llstate { margin: 2px 0; }
 .row.step { padding-left: 6px; background: #fff6d5; border-top: 1px solid #e0c060; font-weight: bold; cursor: default; }
 .row.step span.cb { font-weight: normal; color: #6a5a20; padding-left: 10px; overflow: hidden; text-overflow: ellipsis; }
 .row.fold, .row.rep { background: #eeeeee; font-style: italic; color: #444; }
@@ -102,6 +105,13 @@ const COLOURS = { hci: "#1f6fb4", l2cap: "#8e44ad", signaling: "#b0489b", att: "
 const TITLES = { h4: "H4", hci: "HCI", l2cap: "L2CAP", signaling: "L2CAP signaling", att: "ATT", smp: "SMP", gatt: "GATT", monitor: "btmon", note: "note" };
 const byIndex = new Map();
 M.packets.forEach((p, k) => byIndex.set(p.i, k));
+// The controller's link-layer state: changes by packet, and the state after any packet.
+const changeAt = new Map(M.states.map(c => [c[0], c]));
+function stateAfter(i) {
+  let lo = 0, hi = M.states.length;  // the first change after packet i
+  while (lo < hi) { const mid = (lo + hi) >> 1; if (M.states[mid][0] <= i) lo = mid + 1; else hi = mid; }
+  return lo > 0 ? M.states[lo - 1][2] : (M.states.length ? M.states[0][1] : "standby");
+}
 const laneCount = M.lanes.length;
 const diagramWidth = LANE0 * 2 + (laneCount - 1) * LANE;
 document.getElementById("title").textContent = M.title;
@@ -153,8 +163,10 @@ function rowHTML(r, k) {
     (r[1] === 1 ? "step" : r[1] + " steps") + " above repeat × " + r[2] + " more (packets #" + r[3] + "–#" + r[4] + ", folded) ▸</span></div>";
   const p = M.packets[byIndex.get(r[1])];
   const link = M.links[p.i] ? '<span class="ln" title="request ↔ response: #' + M.links[p.i] + '">↔ #' + M.links[p.i] + "</span>" : "";
+  const c = changeAt.get(p.i);
+  const ll = c ? '<span class="ll" title="link layer: ' + esc(c[1]) + " → " + esc(c[2]) + '">◆ ' + esc(c[2]) + "</span>" : "";
   return '<div class="row' + (p.i === selected ? " sel" : "") + (p.m ? " bad" : "") + '" data-i="' + p.i + '" ' + top + '><span class="ix">#' + p.i +
-    '</span><span class="tm">' + p.t.toFixed(6) + "</span>" + arrowSVG(p.i) + '<span class="sm">' + esc(p.s) + "</span>" + link + "</div>";
+    '</span><span class="tm">' + p.t.toFixed(6) + "</span>" + arrowSVG(p.i) + '<span class="sm">' + esc(p.s) + "</span>" + link + ll + "</div>";
 }
 
 let drawn = "";
@@ -226,6 +238,8 @@ function showDetail(p) {
   const d = document.getElementById("detail");
   let s = "<div><b>#" + p.i + "</b> " + esc(p.s) + "</div><div>" + p.y + (p.d ? (p.d === "s" ? ", sent" : ", received") : "") + ", " + (p.x.length / 2) + " octets, t=" + p.t.toFixed(6) + " s</div>";
   if (p.m) s += '<div style="color:#b00020">malformed: ' + esc(p.m) + "</div>";
+  const c = changeAt.get(p.i);
+  s += '<div id="llstate">link layer after this packet: <b>' + esc(stateAfter(p.i)) + "</b>" + (c ? " (was " + esc(c[1]) + ")" : "") + "</div>";
   const other = M.links[p.i];
   if (other) {
     const o = M.packets[byIndex.get(other)];

@@ -150,7 +150,17 @@ public struct ExplorerPage {
         }
         model += "],\"links\":{"
         model += links.pairs.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",")
-        model += "},\"gatt\":"
+        // The controller's link-layer state after each packet that changed it (FlowLinkState.swift).
+        model += "},\"states\":["
+        for (n, change) in diagram.linkStates.enumerated() {
+            if n > 0 { model += "," }
+            model += "[\(change.index),"
+            appendJSONString(change.from.description, to: &model)
+            model += ","
+            appendJSONString(change.to.description, to: &model)
+            model += "]"
+        }
+        model += "],\"gatt\":"
         model += gattJSON(servers)
         model += "}"
         return ExplorerAssets.page(title: title, model: Self.scriptSafe(model))

@@ -293,7 +293,10 @@ let commandHelp: [String: String] = [
                         octets it was read from; a request's or command's row links to its
                         response (ATT, HCI Command Complete / Status) and back; the GATT
                         database the capture revealed (as --attributes; a handle filters);
-                        filters by layer, opcode, attribute handle and text. Only the visible
+                        filters by layer, opcode, attribute handle and text; the controller's
+                        link-layer state (standby, advertising, scanning, initiating,
+                        connected) marked on the rows that change it and given for the
+                        selected packet, as --flow's "link layer:" lines. Only the visible
                         rows are drawn: a 50 000-packet capture scrolls. Partial: fields of a
                         frame reassembled from several ACL packets, AD structures, the GATT
                         layer's and those of commands and events only the catalog describes

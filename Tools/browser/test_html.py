@@ -8,6 +8,10 @@ checked against tshark, the independent decoder:
   * the layer, opcode, handle and text filters show the packets tshark finds with the same
     condition;
   * a request's link leads to the response tshark pairs it with (btatt.request_in_frame), and back;
+  * the controller's link-layer state (Core v5.4 Vol 6 Part B 1.1) shown after the packets
+    tshark finds starting and ending scanning and a connection;
+  * Chinese text (a device name, the zh-Hans flow SVG) is drawn with CJK glyphs from the page's
+    font stack, not as the missing-glyph box, and two columns wide in the monospace stack;
   * a generated 50 000-packet capture opens, keeps few rows in the DOM and scrolls quickly, and
     a device name holding "</script>" stays text.
 
@@ -131,6 +135,11 @@ def main():
         test_fields(driver, frames, out)
         test_filters(driver, frames)
         test_link(driver, frames, out)
+        test_link_layer(driver, frames, out)
+        zh_svg = os.path.join(out, "demo.zh-Hans.svg")
+        subprocess.run([args.bin, "dump", capture, "--svg", zh_svg, "--lang", "zh-Hans"], check=True, timeout=60)
+        test_cjk(driver, zh_svg, out)
+        driver.get("file://" + page)
         big = os.path.join(out, "big.btsnoop")
         big_capture(big, 50_000)
         big_page = os.path.join(out, "big.html")
@@ -235,6 +244,72 @@ def test_link(driver, frames, out):
     sel = driver.find_elements(By.CSS_SELECTOR, "#spacer .row.sel")
     last = pairs[:6][-1]
     check(sel and sel[0].get_attribute("data-i") == str(last[0]), f"#{last[1]} links back to its request #{last[0]}")
+
+
+def state_after(driver, index):
+    row(driver, index).click()
+    return driver.find_element(By.CSS_SELECTOR, "#llstate b").text
+
+
+def test_link_layer(driver, frames, out):
+    """The states follow from what the controller confirmed (Vol 4 Part E 7.8.11 / 7.8.65: scanning
+    once LE Set (Extended) Scan Enable completes with Success; 7.7.65.1 / 7.7.65.10: the connection
+    state with LE (Enhanced) Connection Complete; 7.7.5: Disconnection Complete ends it), found here
+    by tshark, not by our decoder."""
+    def status_ok(f):
+        s = first(f, "bthci_evt.status")
+        return s is not None and int(s[3], 0) == 0
+    scan = [n for n, f in sorted(frames.items()) if first(f, "bthci_evt.opcode") and int(first(f, "bthci_evt.opcode")[3], 0) in (0x200C, 0x2042)
+            and status_ok(f)]
+    connected = [n for n, f in sorted(frames.items()) if first(f, "bthci_evt.le_meta_subevent")
+                 and int(first(f, "bthci_evt.le_meta_subevent")[3], 0) in (0x01, 0x0A) and status_ok(f)]
+    disconnected = [n for n, f in sorted(frames.items()) if first(f, "bthci_evt.code") and int(first(f, "bthci_evt.code")[3], 0) == 0x05]
+    check(scan and connected and disconnected, f"tshark: scan enable completions {scan[:2]}, connection {connected}, disconnection {disconnected}")
+    if not (scan and connected and disconnected):
+        return
+    check(state_after(driver, 1) == "standby", f"#1: standby, got {state_after(driver, 1)!r}")
+    check("scanning" in state_after(driver, scan[0]), f"#{scan[0]} (scan enable completed): scanning, got {state_after(driver, scan[0])!r}")
+    check(state_after(driver, scan[0] - 1) == "standby", f"#{scan[0] - 1} (before it): standby, got {state_after(driver, scan[0] - 1)!r}")
+    got = state_after(driver, connected[0])
+    check("connected (1 link)" in got, f"#{connected[0]} (connection complete): connected, got {got!r}")
+    marked = driver.find_elements(By.CSS_SELECTOR, f'#spacer .row[data-i="{connected[0]}"] .ll')
+    check(len(marked) == 1 and "connected" in marked[0].text, f"#{connected[0]}'s row carries the change: {[m.text for m in marked]}")
+    driver.save_screenshot(os.path.join(out, "6-link-layer.png"))
+    got = state_after(driver, disconnected[-1])
+    check(got == "standby", f"#{disconnected[-1]} (disconnection complete): standby, got {got!r}")
+
+
+# Draws text with the page's (or SVG's) font stack on a canvas: pixels, advance width.
+GLYPHS = """
+const [text, family] = arguments;
+const c = new OffscreenCanvas(64, 32);  // (an SVG document's createElement makes no HTML canvas)
+const g = c.getContext('2d'); g.font = '22px ' + family; g.fillStyle = '#000'; g.fillText(text, 2, 24);
+const px = g.getImageData(0, 0, 64, 32).data; let ink = 0, sum = 0;
+for (let k = 3; k < px.length; k += 4) { if (px[k]) ink++; sum = (sum * 31 + px[k]) % 1000000007; }
+return [ink, sum, g.measureText(text).width];
+"""
+
+
+def test_cjk(driver, svg, out):
+    """Each ideograph has its own glyph: the missing-glyph box (.notdef) is the same for every
+    character it stands for, so two different ideographs drawn alike mean no font had them. In a
+    monospace CJK font an ideograph is two columns (Unicode UAX #11: East Asian Wide)."""
+    for what, family in [("page", "getComputedStyle(document.body).fontFamily"),
+                         ("SVG", "document.documentElement.getAttribute('font-family')")]:
+        if what == "SVG":
+            driver.get("file://" + svg)
+            text = driver.execute_script("return [...document.querySelectorAll('text')].map(t => t.textContent).join(' ')")
+            check(any("\u4e00" <= ch <= "\u9fff" for ch in text), "the zh-Hans SVG has Chinese labels")
+            driver.save_screenshot(os.path.join(out, "7-zh-svg.png"))
+        stack = driver.execute_script("return " + family)
+        a = driver.execute_script(GLYPHS, "特", stack)
+        b = driver.execute_script(GLYPHS, "征", stack)
+        latin = driver.execute_script(GLYPHS, "ab", stack)
+        check(a[0] > 0 and a[1] != b[1], f"{what}: 特 and 征 drawn with different glyphs ({a[:2]} vs {b[:2]}) in {stack}")
+        # TextWidth counts an ideograph as two columns: it must fit them (CJK fonts draw it 1 em
+        # wide; DejaVu Sans Mono's column is 0.6 em) and be a full-width glyph, not a narrow one.
+        check(0.75 * latin[2] <= a[2] <= latin[2] + 0.5,
+              f"{what}: an ideograph fits the two columns counted for it ({a[2]:.1f} px, two Latin columns {latin[2]:.1f} px)")
 
 
 def test_big(driver, page, out):
