@@ -507,15 +507,17 @@ actor SessionEngine {
     // MARK: Commands
 
     private func help(_ command: String?, out: Output) -> SessionOutcome {
-        let text: String
+        // The JSON event's text is English in every language (JSON never changes); the human
+        // line follows the language.
+        let text: (Language) -> String
         if let command {
             guard let c = sessionCommand(named: command) else { return .failed("no command '\(command)': `help` lists them", exitCode: ExitCode.usage) }
             text = c.help
         } else {
             text = sessionHelpSummary
         }
-        out.event([.text("event", "help"), .text("text", text)])
-        out.line(text)
+        out.event([.text("event", "help"), .text("text", text(.english))])
+        out.line(text(out.language))
         return .done
     }
 
