@@ -155,7 +155,7 @@ let centralHelpChinese = """
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --read ff01          # 收到 0x05 时配对，然后读
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io keyboard --mitm --passkey 123456 --read ff02
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io yesno --mitm --yes --json
-      ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --read fff2 --read ffe1  # 两个 EATT 承载
+      ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --read fff2 --read ffe1  # 用两个承载
     """
 
 let peripheralHelpChinese = """

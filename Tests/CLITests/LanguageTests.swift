@@ -354,7 +354,7 @@ extension CLITests {
             #expect(text.ranges(of: "主机").count == text.ranges(of: "主机协议栈").count, "主机 without 协议栈")
             // Two golden lines: the main help's list, and central's --subscribe.
             #expect(all.contains("  central       作为中心设备（central）连接外设（peripheral）：发现、读、写、订阅"))
-            #expect(all.contains("                                        订阅通知（notification）或指示（indication），"))
+            #expect(all.contains("                                    订阅通知（notification）或指示（indication），"))
         }
 
         /// The session's `help` (shell and `session`) in the language: the list and every
