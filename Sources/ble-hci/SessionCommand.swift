@@ -435,7 +435,7 @@ func runSession(_ c: CommandContext) async throws -> Int32 {
         case .stderr: FileHandle.standardError.write(Data(text.utf8))
         }
     }
-    let base = Output(json: true, colour: false, sink: sink, language: c.out.language)
+    let base = Output(json: true, colour: false, sink: sink)
     let engine: SessionEngine
     do { engine = try await SessionEngine.open(c, base: base) } catch let e as UsageError { throw UsageError(e.message, command: c.command) }
     let controller = engine.central.controller

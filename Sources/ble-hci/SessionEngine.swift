@@ -245,6 +245,9 @@ actor SessionEngine {
     let bondDirectory: String?
     /// Session-level events (no request caused them).
     let base: Output
+    /// The language of `help` (`--lang`, the locale). The session's other lines are English for
+    /// now, so its outputs carry none: a line in Chinese among English ones would read worse.
+    let helpLanguage: Language
     private var links: [SessionLink] = []
     private var selected: String?
     /// Advertisers heard (scan, connect), for names and completion: bounded.
@@ -270,7 +273,9 @@ actor SessionEngine {
     private var serving: (profile: String, name: String, services: [BluetoothUUID])?
     private var closed = false
 
-    init(central: Central, transportName: String, tap: SessionTap, pairing: SessionPairing, bondDirectory: String?, base: Output) {
+    init(central: Central, transportName: String, tap: SessionTap, pairing: SessionPairing, bondDirectory: String?, base: Output,
+         helpLanguage: Language) {
+        self.helpLanguage = helpLanguage
         self.central = central
         self.transportName = transportName
         self.tap = tap
@@ -313,7 +318,7 @@ actor SessionEngine {
             throw error
         }
         return SessionEngine(central: central, transportName: transport.name, tap: tap, pairing: pairing,
-                             bondDirectory: security.bondDirectory, base: base)
+                             bondDirectory: security.bondDirectory, base: base, helpLanguage: c.out.language)
     }
 
     /// Calls `lost` once if the transport to the controller is lost (the session cannot go on).
@@ -517,7 +522,7 @@ actor SessionEngine {
             text = sessionHelpSummary
         }
         out.event([.text("event", "help"), .text("text", text(.english))])
-        out.line(text(out.language))
+        out.line(text(helpLanguage))
         return .done
     }
 
