@@ -131,14 +131,14 @@ let centralHelpChinese = """
       --timeout S    寻找并连接 TARGET 的秒数（默认 10）
       --profile band 使用 band 配置文件的分帧协议（见 docs/band.md）：总步数，以及
                      --date 那天（默认：今天，UTC）每小时的步数/睡眠记录
-      --pair         连接后立即配对（pairing）（已有绑定时只加密）
+      --pair         连接后立即配对（pairing）；已有绑定时只加密
       --pair-again   同 --pair；当外设丢失了我们的绑定（用绑定加密失败，PIN or Key
                      Missing，0x06）时重新配对：新绑定替换我们的旧绑定。不带此选项时，
                      中心设备只报告这种情况，不会自行重新配对
       --eatt N       连接后打开 N 个（1-5）增强 ATT（Enhanced ATT）承载（PSM 0x0027 上的
                      增强型基于信用的通道，一次请求；先加密链路，没有绑定就先配对），
                      并把 GATT 请求分摊到这些承载上：每个承载各有一个未完成的请求
-                     （{"event":"eatt","bearers":N,"mtu":M}），并设置 Client Supported
+                     （{"event":"eatt","bearers":N,"mtu":M}），同时设置 Client Supported
                      Features（0x2B29）的第 1-2 位。
                      Exchange MTU 仍走非增强承载；通知可以从任一承载到来。
                      被拒绝时（外设不支持 EATT）："bearers":0，运行继续走非增强承载
@@ -232,8 +232,8 @@ let advertiseHelpChinese = """
 let bondsHelpChinese = """
     用法：ble-hci bonds [--bonds DIR] [list | remove ADDRESS | clear]
 
-    列出保存的绑定（bonding）（对端身份地址及类型、密钥长度、是否 Secure Connections、
-    是否 MITM、是否持有 IRK；--json：{"event":"bond",...}），或删除一个对端的绑定，或全部删除。
+    列出保存的绑定（bonding）：对端身份地址及类型、密钥长度、是否 Secure Connections、
+    是否 MITM、是否持有 IRK（--json：{"event":"bond",...}）；或删除一个对端的绑定，或全部删除。
     DIR 默认为 $XDG_STATE_HOME/ble-hci，否则 ~/.local/state/ble-hci。
 
     示例：
@@ -264,10 +264,10 @@ let dumpHelpChinese = """
                         （LAYERS 中一层都没有的包不显示）；箭头按编号的步骤分组（上电、广播、
                         扫描、连接、交换 MTU、发现服务 / 特征 / 描述符、读、写、订阅、通知、
                         配对、加密、断开连接……），每一步写出引起它的 CoreBluetooth 调用
-                        （centralManager.connect、peripheral.readValue(for:)，本主机协议栈是 GATT
-                        服务器时则是 peripheralManager 一侧的调用）；协议栈或控制器自行
+                        （centralManager.connect、peripheral.readValue(for:)，本主机协议栈
+                        是 GATT 服务器时则是 peripheralManager 一侧的调用）；协议栈或控制器自行
                         做的步骤会如实说明：连接建立后立即关闭广播、服务器读它的协议栈
-                        持有的属性（attribute）（Generic Access、Generic Attribute、描述符）、
+                        持有的属性（attribute，如 Generic Access、Generic Attribute、描述符）、
                         客户端为 GATT 缓存做的读和写、配对或加密之后重发的请求；
                         每个改变了控制器链路层状态（standby、advertising、scanning、
                         initiating、connected：依据控制器接受的使能命令和连接事件）的包
@@ -301,7 +301,7 @@ let dumpHelpChinese = """
                         Measurement、Body Sensor Location、Device Information 字符串、CCCD、
                         Client/Server Supported Features）；用 CoreBluetooth 的名字写出的
                         特征属性位（characteristic properties）；一个 ATT 错误透露出的该属性
-                        的权限（permissions）（权限从不在线上传输）。不完整之处：协议栈
+                        的权限（permissions；权限从不在线上传输）。不完整之处：协议栈
                         不发送的命令和事件（hci-catalog.pdl）的参数只有规范名和所属命令的
                         章节，没有含义和单位；LMP 特性第 1、2 页没有命名。与 --json 一起用
                         时，是一个按层和字段路径组织的 "explain" 对象
@@ -411,11 +411,11 @@ let adaptersHelpChinese = """
 let proxyHelpChinese = """
     用法：ble-hci proxy --host SPEC --controller SPEC [-w FILE] [--trace[=LAYERS]] [--json]
 
-    站在另一个主机协议栈（Bumble、Zephyr 的 native 构建、任何 H4 主机协议栈）和一个控制器之间，
-    像 Bumble 的 hci-bridge 和 BlueZ 的 btproxy 那样：把每个 H4 包原样双向转发，用 -w FILE
-    记录下来（与其他命令的 -w 相同：来自主机协议栈的命令和数据为 "sent"，来自控制器的事件和数据为
-    "received"），并用 --trace 实时解码。一直运行到 Ctrl-C（退出码 0）；控制器丢失时退出码
-    为 3。
+    站在另一个主机协议栈（Bumble、Zephyr 的 native 构建、任何 H4 主机协议栈）和一个
+    控制器之间，像 Bumble 的 hci-bridge 和 BlueZ 的 btproxy 那样：把每个 H4 包原样双向
+    转发，用 -w FILE 记录下来（与其他命令的 -w 相同：来自主机协议栈的命令和数据为
+    "sent"，来自控制器的事件和数据为 "received"），并用 --trace 实时解码。一直运行到
+    Ctrl-C（退出码 0）；控制器丢失时退出码为 3。
 
       --host SPEC        另一个主机协议栈在哪里：tcp:HOST:PORT 或 unix:PATH，由代理监听
                          （端口 0：任意空闲端口；`listening` 行，或带 --json 时的
@@ -438,18 +438,19 @@ let controllersHelpChinese = """
     用法：ble-hci controllers --listen SPEC [--listen SPEC]... [--airtime on|off] [--air FILE]
 
     提供共享一条虚拟链路的虚拟 LE 控制器。每个 --listen（tcp:HOST:PORT 或 unix:PATH）是
-    一个控制器，供一个 H4 主机协议栈连接；每次有新连接，该控制器都从复位状态开始。--listen vhci
-    通过 /dev/vhci 把一个控制器挂到内核上（需要 root 和 hci_vhci 模块）：它会作为新的 hciN
-    适配器出现。端口 0 表示任选一个空闲端口（`listening` 行会说明是哪个）。每个监听点只接
-    一个主机协议栈：已有一个连着时，第二个的连接会被拒绝（立即关闭并记日志），第一个继续
-    工作。主机协议栈的连接、拒绝和断开都记在 stderr 上。一直运行到 Ctrl-C。
+    一个控制器，供一个 H4 主机协议栈连接；每次有新连接，该控制器都从复位状态开始。
+    --listen vhci 通过 /dev/vhci 把一个控制器挂到内核上（需要 root 和 hci_vhci 模块）：
+    它会作为新的 hciN 适配器出现。端口 0 表示任选一个空闲端口（`listening` 行会说明是
+    哪个）。每个监听点只接一个主机协议栈：已有一个连着时，第二个的连接会被拒绝（立即关闭
+    并记日志），第一个继续工作。主机协议栈的连接、拒绝和断开都记在 stderr 上。一直运行到
+    Ctrl-C。
 
-    --airtime on（默认）模拟空中时间：数据在连接事件中按连接间隔发送（每个事件的 PDU 数由
-    PHY（1M 或 2M）、数据长度和事件长度决定；空 PDU 和 MD 位），广播事件按其间隔加
-    advDelay 到来，一个控制器的所有链路和广播集共用它的一个射频，对端沉默（其主机协议栈已断开）
-    的链路在监督超时（supervision timeout）时结束。--airtime off 让每个包立即通过（用于
-    快速测试）。不完整之处：链路上没有 Coded PHY，没有外设延迟（peripheral latency），
-    空闲链路的空事件不占射频时间（docs/performance.md）。
+    --airtime on（默认）模拟空中时间：数据在连接事件中按连接间隔发送（每个事件的 PDU 数
+    由 PHY（1M 或 2M）、数据长度和事件长度决定；空 PDU 和 MD 位），广播事件按其间隔加
+    advDelay 到来，一个控制器的所有链路和广播集共用它的一个射频，对端沉默（其主机协议栈
+    已断开）的链路在监督超时（supervision timeout）时结束。--airtime off 让每个包立即
+    通过（用于快速测试）。不完整之处：链路上没有 Coded PHY，没有外设延迟（peripheral
+    latency），空闲链路的空事件不占射频时间（docs/performance.md）。
 
       --air FILE  每个控制器的链路层写进同一个 pcap（链路类型 256），Wireshark 可以解码，
                   与 `demo --air` 写的一样（见 `ble-hci demo --help`），直到 Ctrl-C

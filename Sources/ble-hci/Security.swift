@@ -416,7 +416,7 @@ let securityHelpChinese = """
 安全（SMP）：
   --io CAP           IO 能力（IO capability）：none（默认）、display、yesno、keyboard、
                      keyboard-display
-  --passkey N        本端显示或输入的 6 位口令（passkey）（代替随机生成 / 询问）
+  --passkey N        本端显示或输入的 6 位口令（passkey），代替随机生成 / 询问
   --yes              不询问就接受数字比较（没有终端又没有 --yes 时拒绝）
   --mitm             要求 MITM 保护（经过认证的配对）
   --legacy           只提供 LE 传统配对（LE legacy pairing）

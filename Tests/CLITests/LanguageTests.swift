@@ -348,7 +348,7 @@ extension CLITests {
                             "notification", "indication", "pairing", "bonding", "profile", "controller", "scanning"] {
                 let chinese = try #require(terms[english], "no glossary row for \(english)")
                 let term = english == "attribute permissions" ? "permissions" : english
-                #expect(text.contains("\(chinese)（\(term)）"), "\(chinese)（\(term)） not in the help")
+                #expect(["）", "，", "；"].contains { text.contains("\(chinese)（\(term)\($0)") }, "\(chinese)（\(term)） not in the help")
             }
             for wrong in ["从机", "从设备", "主设备"] { #expect(!text.contains(wrong), "\(wrong) in the help") }
             #expect(text.ranges(of: "主机").count == text.ranges(of: "主机协议栈").count, "主机 without 协议栈")
