@@ -310,7 +310,8 @@ extension CLITests {
             }
         }
 
-        /// The locale chooses as POSIX orders it, and --lang wins over it.
+        /// The locale chooses as POSIX orders it (XBD 8.2: LC_ALL, LC_MESSAGES, LANG; LANG=C is
+        /// English), and --lang wins over it.
         @Test func theLocaleAndLangChooseTheLanguage() async throws {
             let zhByLocale = try await Self.help(["central", "--help"], environment: ["LC_ALL": "", "LC_MESSAGES": "", "LANG": "zh_CN.UTF-8"])
             let zhByOption = try await Self.help(["--lang", "zh-Hans", "central", "--help"])
