@@ -474,7 +474,7 @@ let shellHelpChinese = """
 
 编辑：Left/Right（Ctrl-B/F）、Home/End（Ctrl-A/E）、Alt-B/F 按词移动、Backspace、Delete，
 Ctrl-K / Ctrl-U / Ctrl-W 删除到行尾 / 到行首 / 一个词，Ctrl-L 清屏，Up/Down（Ctrl-P/N）
-翻历史记录，历史跨次保存在 $XDG_STATE_HOME/ble-hci/history（否则
+翻看历史记录；历史记录在多次运行之间保留，存在 $XDG_STATE_HOME/ble-hci/history（否则
 ~/.local/state/ble-hci/history）。Tab 补全命令和选项，然后是见过的地址和名称、所选链路的
 UUID 和句柄以及链路名；再按一次 Tab 列出所有候选。
 Ctrl-C 停止正在运行的命令（一次扫描、一次连接），shell 继续运行；在提示符处则清空当前行。
