@@ -73,7 +73,7 @@ let package = Package(
         .testTarget(name: "InteropTests", dependencies: ["HCI", "Transport", "ATT", "GATT", "SMP", "BLE", "TestSupport", "StackTestSupport"]),
         // The example test an application copies (Tools/examples/Testing).
         .testTarget(name: "ExampleTests", dependencies: ["BLE", "BLETesting"], path: "Tools/examples/Testing", exclude: ["heart-rate.json"]),
-        .testTarget(name: "CLITests", dependencies: ["HCI", "CBluetooth", "VirtualController", "BLE", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["HCI", "CBluetooth", "VirtualController", "BLE", "Decoder", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -76,15 +76,13 @@ func runCLI(_ argv: [String]) async -> Int32 {
     }
     guard let command = parsed.command else {
         if args.has("help") {
-            if language != .english { print(Message.helpInEnglish.text(language)) }
-            print(mainHelp)
+            print(HelpTopic.main.text(language))
             return ExitCode.success
         }
         return usageFailure(UsageError(.noCommand), language: language)
     }
     if args.has("help") {
-        if language != .english { print(Message.helpInEnglish.text(language)) }
-        print(commandHelp[command] ?? mainHelp)
+        print((HelpTopic(command: command) ?? .main).text(language))
         return ExitCode.success
     }
     if command == "proxy", args.has("transport") {

@@ -27,11 +27,11 @@ Global options (before or after COMMAND):
       --trace[=LAYERS]   print every packet live, decoded (hci,l2cap,att,gatt,smp)
       --json             one JSON object per line on stdout
       --lang LANG        language of the human lines, progress and errors of scan, central,
-                         peripheral, demo and dump --flow/--svg, and of usage errors: en or
-                         zh-Hans (default: the locale, LC_ALL, then LC_MESSAGES, then LANG:
-                         zh_CN*, zh_SG*, zh_Hans* → zh-Hans); JSON, field names and exit codes
-                         never change; help texts, shell and session stay English for now
-                         (e.g. ble-hci --lang zh-Hans demo)
+                         peripheral, demo and dump --flow/--svg, of usage errors and of --help:
+                         en or zh-Hans (default: the locale, LC_ALL, then LC_MESSAGES, then
+                         LANG: zh_CN*, zh_SG*, zh_Hans* → zh-Hans); JSON, field names and exit
+                         codes never change; shell and session say only their help in it,
+                         the rest stays English for now (e.g. ble-hci --lang zh-Hans demo)
   -h, --help             help (also: ble-hci COMMAND --help)
       --version          print the version
       --man              print this manual as a man page, ble-hci(1) (roff)
@@ -51,8 +51,7 @@ runs until Ctrl-C, e.g. scan or peripheral without --duration, exits 0 on it).
 Environment: NO_COLOR set (to anything) turns colour off; colour is only used on a terminal.
 """
 
-let commandHelp: [String: String] = [
-    "scan": """
+let scanHelp = """
     Usage: ble-hci scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT]
                         [--rssi DBM] [--phy 1m|2m|coded] [--manufacturer ID]... [--service-data UUID]...
                         [--bonds DIR]
@@ -101,8 +100,9 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9002 scan --duration 5 --rssi -70 --manufacturer 0x004c
       ble-hci -t tcp:127.0.0.1:9002 scan --duration 5 --service-data 180f --phy 1m --json
       ble-hci -t tcp:127.0.0.1:9002 --json scan --sync name:train --count 3
-    """,
-    "central": """
+    """
+
+let centralHelp = """
     Usage: ble-hci central TARGET... [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
                           [--pair] [--eatt N] [SECURITY OPTIONS]
 
@@ -156,8 +156,9 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io keyboard --mitm --passkey 123456 --read ff02
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io yesno --mitm --yes --json
       ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --read fff2 --read ffe1   # over two EATT bearers
-    """,
-    "peripheral": """
+    """
+
+let peripheralHelp = """
     Usage: ble-hci peripheral [--name NAME] [--profile demo|band|secure | --gatt FILE] [--duration S]
                               [--security-request] [--eatt] [SECURITY OPTIONS]
 
@@ -201,8 +202,9 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --io display --mitm --passkey 123456
       ble-hci --json -t tcp:127.0.0.1:9002 central F0:F1:F2:F3:F4:F5 > table.json   # clone a device
       ble-hci -t tcp:127.0.0.1:9001 peripheral --gatt table.json
-    """,
-    "advertise": """
+    """
+
+let advertiseHelp = """
     Usage: ble-hci advertise [--name NAME] [--data HEX] [--periodic-data HEX] [--interval MS]
                              [--periodic-interval MS] [--duration S]
 
@@ -229,10 +231,9 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9001 advertise --name beacon --data 05ff4c000102
       ble-hci -t tcp:127.0.0.1:9001 advertise --name train --periodic-data 0aff4c00010203040506 --periodic-interval 50
       ble-hci -t tcp:127.0.0.1:9002 scan --sync name:train --count 5
-    """,
-    "shell": shellHelp,
-    "session": sessionHelp,
-    "bonds": """
+    """
+
+let bondsHelp = """
     Usage: ble-hci bonds [--bonds DIR] [list | remove ADDRESS | clear]
 
     Lists the stored bonds (peer identity address and type, key size, Secure Connections, MITM,
@@ -243,8 +244,9 @@ let commandHelp: [String: String] = [
       ble-hci bonds
       ble-hci bonds remove F0:F1:F2:F3:F4:F5
       ble-hci bonds --bonds /tmp/bonds clear
-    """,
-    "dump": """
+    """
+
+let dumpHelp = """
     Usage: ble-hci dump FILE [--layers LAYERS] [--json | --flow | --svg OUT.svg] [--hex] [--explain]
            ble-hci dump FILE --html OUT.html
            ble-hci dump FILE --stats [--json]
@@ -380,8 +382,9 @@ let commandHelp: [String: String] = [
       ble-hci dump btsnoop_hci.log --stats                # per connection and channel: octets, latency, errors
       ble-hci dump capture.pcapng --stats --json | jq '.connections[].channels[].att.latencyUs'
       ble-hci dump btsnoop_hci.log --attributes --json > device.json && ble-hci peripheral --gatt device.json
-    """,
-    "demo": """
+    """
+
+let demoHelp = """
     Usage: ble-hci demo [--capture FILE] [--airtime] [--air FILE]
 
     A central and a peripheral (profile demo) in one process on an in-process virtual link:
@@ -413,8 +416,9 @@ let commandHelp: [String: String] = [
       ble-hci demo --air air.pcap && tshark -r air.pcap
       ble-hci demo --airtime -w air.pcap && ble-hci dump air.pcap --stats
       ble-hci demo -w demo.pcap && ble-hci dump demo-peripheral.pcap --flow
-    """,
-    "adapters": """
+    """
+
+let adaptersHelp = """
     Usage: ble-hci adapters [--json]
 
     Lists the kernel's HCI adapters (HCIGETDEVLIST/HCIGETDEVINFO): name, address, up or down,
@@ -428,8 +432,9 @@ let commandHelp: [String: String] = [
 
     Example:
       ble-hci adapters && sudo ble-hci -t hci0 scan --duration 5
-    """,
-    "proxy": """
+    """
+
+let proxyHelp = """
     Usage: ble-hci proxy --host SPEC --controller SPEC [-w FILE] [--trace[=LAYERS]] [--json]
 
     Stands between another host stack (Bumble, Zephyr's native build, any H4 host) and a
@@ -454,8 +459,9 @@ let commandHelp: [String: String] = [
       ble-hci proxy --host tcp:127.0.0.1:9100 --controller tcp:127.0.0.1:9001 -w bumble.btsnoop
       sudo ble-hci proxy --host unix:/tmp/hci0.sock --controller hci0 --trace=hci,att
       ble-hci proxy --host tcp:127.0.0.1:0 --controller virtual --trace --json
-    """,
-    "controllers": """
+    """
+
+let controllersHelp = """
     Usage: ble-hci controllers --listen SPEC [--listen SPEC]... [--airtime on|off] [--air FILE]
 
     Serves virtual LE controllers that share one virtual link. Each --listen (tcp:HOST:PORT or
@@ -483,8 +489,7 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci
       ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002 --airtime off
       ble-hci controllers --listen tcp:127.0.0.1:9001 --listen tcp:127.0.0.1:9002 --air air.pcap
-    """,
-]
+    """
 
 let commandSpecs: [String: OptionSpec] = [
     "scan": OptionSpec(flags: ["passive", "duplicates"],

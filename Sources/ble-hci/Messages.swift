@@ -12,7 +12,6 @@ enum Message {
     case unknownOption(String)
     case optionNeedsValue(String)
     case langValue(String)
-    case helpInEnglish
     // demo
     case demoAdvertiseStep, demoScanStep, demoConnectStep, demoMTUStep, demoDiscoverStep, demoWriteStep
     case demoRefusedWriteStep, demoRefusedReadStep, demoSubscribeStep, demoDisconnectStep
@@ -82,7 +81,6 @@ enum Message {
         case .unknownOption(let o): return "unknown option \(o)"
         case .optionNeedsValue(let o): return "option \(o) needs a value"
         case .langValue(let v): return "--lang takes en or zh-Hans, got '\(v)'"
-        case .helpInEnglish: return "(the help texts are in English)"
         case .demoAdvertiseStep: return "Peripheral: add the demo services and advertise"
         case .demoScanStep: return "Central: power on and scan"
         case .demoConnectStep: return "Central: connect"
@@ -173,7 +171,6 @@ enum Message {
         case .unknownOption(let o): return "未知选项 \(o)"
         case .optionNeedsValue(let o): return "选项 \(o) 需要一个值"
         case .langValue(let v): return "--lang 只接受 en 或 zh-Hans，收到的是 '\(v)'"
-        case .helpInEnglish: return "（帮助文本这一版仍是英文；命令的输出和错误信息按 zh-Hans 显示）"
         case .demoAdvertiseStep: return "外设：添加演示服务并开始广播"
         case .demoScanStep: return "中心设备：上电并扫描"
         case .demoConnectStep: return "中心设备：连接"

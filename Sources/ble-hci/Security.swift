@@ -410,3 +410,32 @@ func runBonds(_ c: CommandContext) async throws -> Int32 {
         throw UsageError("bonds takes list, remove ADDRESS or clear, got '\(action)'", command: cmd)
     }
 }
+
+/// securityHelp in zh-Hans (HelpTopic): the same options, the prose translated.
+let securityHelpChinese = """
+安全（SMP）：
+  --io CAP           IO 能力（IO capability）：none（默认）、display、yesno、keyboard、
+                     keyboard-display
+  --passkey N        本端显示或输入的 6 位口令（passkey），代替随机生成 / 询问
+  --yes              不询问就接受数字比较（没有终端又没有 --yes 时拒绝）
+  --mitm             要求 MITM 保护（经过认证的配对）
+  --legacy           只提供 LE 传统配对（LE legacy pairing）
+  --sc-only          只用 Secure Connections：拒绝传统配对
+  --min-key-size N   接受的最小加密密钥长度，7-16（默认 16）
+  --no-bond          配对但不保存密钥（不绑定）
+  --bonds DIR        绑定保存在哪里（默认 $XDG_STATE_HOME/ble-hci，否则 ~/.local/state/ble-hci）
+  --privacy          用由本端 IRK（保存在绑定目录中）生成的可解析私有地址（resolvable private
+                     address，RPA）广播、扫描和连接，每 15 分钟更换一次；与我们绑定的对端
+                     得到 IRK 和身份地址，从而认出我们。我们的 RPA 由主机协议栈生成；已绑定
+                     对端的 IRK 在启动时写入控制器的解析列表（写不进时 stderr 上有一行说明：
+                     改由主机协议栈解析）
+  --oob-out FILE     在做任何事之前把本端的带外（out-of-band）数据写到 FILE（JSON：Secure
+                     Connections 为 "confirm" 和 "random"，即本次配对所用密钥对的
+                     C = f4(PKx, PKx, r, 0)；传统配对为 "tk"），供对端的 --oob-in 使用；
+                     整体写入（临时文件、fsync、重命名），权限 0600
+  --oob-in FILE      从 FILE（对端的 --oob-out）读取对端的带外数据：配对随后使用 OOB 方法
+                     （经过认证：有 MITM 保护，Core v5.4 Vol 3 Part H 2.3.5.6.4 和 2.3.5.4）。
+                     Secure Connections 只需一端持有另一端的数据；传统配对需要两端持有同一个
+                     "tk"：一端给 --oob-out，另一端给 --oob-in
+用可解析私有地址广播的已绑定对端会通过它们的 IRK 被认出：TARGET 可以是它们的身份地址。
+"""

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import HCI
 import BLE
+import Decoder
 
 // The session's commands (shared by `shell` and `session --json`): their words, options and
 // help, and `ble-hci session`, the JSON-lines front end.
@@ -10,76 +11,123 @@ struct SessionCommandInfo: Sendable {
     var name: String
     var usage: String
     var summary: String
+    /// The summary and detail in zh-Hans (issue #28); the usage line is syntax, the same in
+    /// every language. No default: a command without a translation does not compile.
+    var summaryChinese: String
     var detail: String = ""
+    var detailChinese: String = ""
     var spec: OptionSpec = OptionSpec(flags: [], valued: [])
 
-    var help: String {
-        "Usage: \(usage)\n\n\(summary)" + (detail.isEmpty ? "" : "\n\n" + detail)
+    /// `help COMMAND`.
+    func help(_ language: Language) -> String {
+        let (label, summary, detail) = switch language {
+        case .english: ("Usage: ", self.summary, self.detail)
+        case .simplifiedChinese: ("用法：", summaryChinese, detailChinese)
+        }
+        return "\(label)\(usage)\n\n\(summary)" + (detail.isEmpty ? "" : "\n\n" + detail)
+    }
+
+    /// The summary's first sentence, for the list `help` prints.
+    func firstSentence(_ language: Language) -> String {
+        let (text, end) = switch language {
+        case .english: (summary, ". ")
+        case .simplifiedChinese: (summaryChinese, "。")
+        }
+        let first = text.range(of: end).map { String(text[..<$0.lowerBound]) } ?? text
+        return first.hasSuffix(".") || first.hasSuffix("。") ? String(first.dropLast()) : first
     }
 }
 
 let sessionCommands: [SessionCommandInfo] = [
     SessionCommandInfo(name: "scan", usage: "scan [--duration S] [--passive] [--duplicates] [--service UUID]... [--name TEXT] [--rssi DBM] [--phy 1m|2m|coded] [--manufacturer ID]... [--service-data UUID]...",
                        summary: "List advertisers, as `ble-hci scan` does, until --duration or Ctrl-C (`cancel ID` in a JSON session).",
+                       summaryChinese: "列出广播者，与 `ble-hci scan` 相同，直到 --duration 结束或 Ctrl-C（JSON 会话中为 `cancel ID`）。",
                        spec: OptionSpec(flags: ["passive", "duplicates"], valued: ["duration", "service", "name", "rssi", "rssi-min", "phy", "manufacturer", "service-data"])),
     SessionCommandInfo(name: "connect", usage: "connect TARGET [--timeout S] [--mtu N]",
                        summary: "Connect to TARGET (AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT, as `central` takes it) and select the link. Several links may be up at once; each is named by the peer's name, else its address.",
+                       summaryChinese: "连接 TARGET（AA:BB:CC:DD:EE:FF[/public|/random] 或 name:TEXT，与 `central` 的写法相同）并选中这条链路。可以同时有多条链路；每条以对端的名称命名，没有名称时用它的地址。",
                        detail: "  --timeout S   seconds to find and connect (default 10)\n  --mtu N       ATT MTU to request (23-517, default 517)",
+                       detailChinese: "  --timeout S   寻找并连接的秒数（默认 10）\n  --mtu N       请求的 ATT MTU（23-517，默认 517）",
                        spec: OptionSpec(flags: [], valued: ["timeout", "mtu"])),
-    SessionCommandInfo(name: "links", usage: "links", summary: "List the links up: name, address, connection handle, ATT MTU, subscriptions; * marks the selected one."),
-    SessionCommandInfo(name: "select", usage: "select LINK", summary: "Make LINK (a name, an address or a connection handle) the one the link commands use."),
+    SessionCommandInfo(name: "links", usage: "links", summary: "List the links up: name, address, connection handle, ATT MTU, subscriptions; * marks the selected one.",
+                       summaryChinese: "列出已建立的链路：名称、地址、连接句柄、ATT MTU、订阅；* 标出选中的那条。"),
+    SessionCommandInfo(name: "select", usage: "select LINK", summary: "Make LINK (a name, an address or a connection handle) the one the link commands use.",
+                       summaryChinese: "让 LINK（名称、地址或连接句柄）成为链路命令所用的那条链路。"),
     SessionCommandInfo(name: "discover", usage: "discover [--link LINK]", summary: "Discover the link's services, characteristics and descriptors and print the GATT tree.",
+                       summaryChinese: "发现链路上的服务、特征和描述符，并打印 GATT 树。",
                        spec: OptionSpec(flags: [], valued: ["link"])),
     SessionCommandInfo(name: "read", usage: "read CHAR [--link LINK]", summary: "Read a value: CHAR is a UUID (2a19, 32-bit or 128-bit) or a handle (0x0010).",
+                       summaryChinese: "读一个值：CHAR 是一个 UUID（2a19、32 位或 128 位）或一个句柄（0x0010）。",
                        spec: OptionSpec(flags: [], valued: ["link"])),
     SessionCommandInfo(name: "write", usage: "write CHAR=HEX [--without-response] [--link LINK]", summary: "Write a value with response (a Write Command with --without-response).",
+                       summaryChinese: "带响应地写一个值（带 --without-response 时用 Write Command）。",
                        spec: OptionSpec(flags: ["without-response"], valued: ["link"])),
     SessionCommandInfo(name: "write-without-response", usage: "write-without-response CHAR=HEX [--link LINK]", summary: "Write a value with a Write Command (no response).",
+                       summaryChinese: "用 Write Command 写一个值（无响应）。",
                        spec: OptionSpec(flags: [], valued: ["link"])),
     SessionCommandInfo(name: "subscribe", usage: "subscribe CHAR [--link LINK]",
                        summary: "Subscribe to notifications or indications (whichever CHAR has); they print as they come, until `unsubscribe CHAR` or the link goes down.",
+                       summaryChinese: "订阅通知或指示（看 CHAR 支持哪一种）；它们一到就打印，直到 `unsubscribe CHAR` 或链路断开。",
                        spec: OptionSpec(flags: [], valued: ["link"])),
     SessionCommandInfo(name: "unsubscribe", usage: "unsubscribe CHAR [--link LINK]", summary: "Stop a subscription (writes 0x0000 to the CCCD).",
+                       summaryChinese: "取消订阅（向 CCCD 写 0x0000）。",
                        spec: OptionSpec(flags: [], valued: ["link"])),
     SessionCommandInfo(name: "pair", usage: "pair [--mitm] [--force] [--link LINK]",
                        summary: "Pair with the link's peer, or only encrypt when a bond exists (--force: pair afresh).",
+                       summaryChinese: "与链路的对端配对，已有绑定时只加密（--force：重新配对）。",
                        detail: "Just Works (the default, --io none); with --io CAP, passkey entry and numeric comparison: the session's\n--passkey N and --yes answer them, else a `pairingQuestion` asks (the shell prompts while a command runs)\nand `passkey N` / `confirm yes|no` answer. OOB with the session's --oob-in/--oob-out.",
+                       detailChinese: "Just Works（默认，--io none）；带 --io CAP 时可用口令输入和数字比较：由会话的\n--passkey N 和 --yes 回答，否则发出 `pairingQuestion` 提问（shell 在命令运行时提示），\n由 `passkey N` / `confirm yes|no` 回答。OOB 用会话的 --oob-in/--oob-out。",
                        spec: OptionSpec(flags: ["mitm", "force"], valued: ["link"])),
     SessionCommandInfo(name: "passkey", usage: "passkey NNNNNN|no [--link LINK]",
                        summary: "Answer a pairing that asks for the passkey the peer shows (a `pairingQuestion`; the session has no --passkey), or refuse it.",
+                       summaryChinese: "回答一次要求输入对端所显示口令的配对（一个 `pairingQuestion`；会话没有 --passkey 时），或拒绝它。",
                        spec: OptionSpec(flags: [], valued: ["link"])),
     SessionCommandInfo(name: "confirm", usage: "confirm yes|no [--link LINK]",
                        summary: "Answer a numeric comparison (a `pairingQuestion`: do both devices show the same number?).",
+                       summaryChinese: "回答一次数字比较（一个 `pairingQuestion`：两台设备显示的数字相同吗？）。",
                        spec: OptionSpec(flags: [], valued: ["link"])),
     SessionCommandInfo(name: "bonds", usage: "bonds [list | remove ADDRESS | clear]", summary: "List or remove the stored bonds, as `ble-hci bonds` (in the session's --bonds DIR).",
+                       summaryChinese: "列出或删除保存的绑定，与 `ble-hci bonds` 相同（在会话的 --bonds DIR 中）。",
                        spec: OptionSpec(flags: [], valued: ["bonds"])),
     SessionCommandInfo(name: "serve", usage: "serve [--profile demo|secure | --gatt FILE] [--name NAME]",
                        summary: "Serve a profile (default demo) or the GATT table of a --gatt FILE, as `peripheral` does, and advertise it; centrals' connections, reads, writes and subscriptions print as they come. Serving another table replaces it for the links made from then on.",
+                       summaryChinese: "提供一个配置文件（默认 demo）或 --gatt FILE 中的 GATT 表，与 `peripheral` 相同，并广播它；中心设备的连接、读、写和订阅一到就打印。提供另一张表会替换它，对此后建立的链路生效。",
                        spec: OptionSpec(flags: [], valued: ["profile", "gatt", "name"])),
     SessionCommandInfo(name: "advertise", usage: "advertise [--name NAME] | advertise off",
                        summary: "Advertise (connectable) what is served (Generic Access and Generic Attribute only when nothing is), or stop advertising.",
+                       summaryChinese: "广播（可连接）所提供的内容（什么都没提供时只有 Generic Access 和 Generic Attribute），或停止广播。",
                        spec: OptionSpec(flags: [], valued: ["name"])),
-    SessionCommandInfo(name: "disconnect", usage: "disconnect [LINK]", summary: "Disconnect LINK (default: the selected link)."),
+    SessionCommandInfo(name: "disconnect", usage: "disconnect [LINK]", summary: "Disconnect LINK (default: the selected link).",
+                       summaryChinese: "断开 LINK（默认：选中的链路）。"),
     SessionCommandInfo(name: "trace", usage: "trace on [--layers LAYERS] | trace off", summary: "Print every HCI packet live, decoded layer by layer (LAYERS: a comma list of hci,l2cap,att,gatt,smp), or stop.",
+                       summaryChinese: "实时打印每个 HCI 包，逐层解码（LAYERS：hci,l2cap,att,gatt,smp 的逗号列表），或停止。",
                        spec: OptionSpec(flags: [], valued: ["layers"])),
-    SessionCommandInfo(name: "capture", usage: "capture FILE | capture off", summary: "Record every HCI packet from now on to FILE (*.pcap: pcap, *.pcapng: pcapng, else btsnoop), or close the capture."),
-    SessionCommandInfo(name: "cancel", usage: "cancel ID", summary: "JSON session: stop the request with this id (a scan without --duration ends this way; others end with an error \"cancelled\"). In the shell, Ctrl-C stops the running command."),
-    SessionCommandInfo(name: "help", usage: "help [COMMAND]", summary: "List the commands, or say what one does."),
-    SessionCommandInfo(name: "quit", usage: "quit", summary: "Disconnect every link, stop scanning and advertising, close the capture and end the session (Ctrl-D in the shell)."),
+    SessionCommandInfo(name: "capture", usage: "capture FILE | capture off", summary: "Record every HCI packet from now on to FILE (*.pcap: pcap, *.pcapng: pcapng, else btsnoop), or close the capture.",
+                       summaryChinese: "从现在起把每个 HCI 包记录到 FILE（*.pcap：pcap，*.pcapng：pcapng，其他：btsnoop），或关闭抓包文件。"),
+    SessionCommandInfo(name: "cancel", usage: "cancel ID", summary: "JSON session: stop the request with this id (a scan without --duration ends this way; others end with an error \"cancelled\"). In the shell, Ctrl-C stops the running command.",
+                       summaryChinese: "JSON 会话：停止带此 id 的请求（不带 --duration 的扫描就这样结束；其他请求以错误 \"cancelled\" 结束）。在 shell 中，Ctrl-C 停止正在运行的命令。"),
+    SessionCommandInfo(name: "help", usage: "help [COMMAND]", summary: "List the commands, or say what one does.",
+                       summaryChinese: "列出命令，或说明一个命令做什么。"),
+    SessionCommandInfo(name: "quit", usage: "quit", summary: "Disconnect every link, stop scanning and advertising, close the capture and end the session (Ctrl-D in the shell).",
+                       summaryChinese: "断开所有链路，停止扫描和广播，关闭抓包文件，结束会话（shell 中为 Ctrl-D）。"),
 ]
 
 func sessionCommand(named name: String) -> SessionCommandInfo? { sessionCommands.first { $0.name == name } }
 
-let sessionHelpSummary: String = {
-    var lines = ["Commands (`help COMMAND` for one; CHAR is a UUID or a handle such as 0x0010):"]
+/// What `help` without a COMMAND prints: the commands and their first sentences.
+func sessionHelpSummary(_ language: Language) -> String {
+    let heading = switch language {
+    case .english: "Commands (`help COMMAND` for one; CHAR is a UUID or a handle such as 0x0010):"
+    case .simplifiedChinese: "命令（`help COMMAND` 查看其中一个；CHAR 是一个 UUID 或一个句柄，例如 0x0010）："
+    }
+    var lines = [heading]
     let width = sessionCommands.map(\.usage.count).filter { $0 < 40 }.max() ?? 20
     for c in sessionCommands {
         let usage = c.usage.count > width ? c.name + " ..." : c.usage
-        let first = c.summary.range(of: ". ").map { String(c.summary[..<$0.lowerBound]) } ?? String(c.summary.dropLast(c.summary.hasSuffix(".") ? 1 : 0))
-        lines.append("  " + usage.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + first)
+        lines.append("  " + usage.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + c.firstSentence(language))
     }
     return lines.joined(separator: "\n")
-}()
+}
 
 /// A session command's own options, and --help.
 func parseSessionArguments(_ words: [String], command: SessionCommandInfo) throws -> ParsedArguments {

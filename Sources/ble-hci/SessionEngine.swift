@@ -245,6 +245,9 @@ actor SessionEngine {
     let bondDirectory: String?
     /// Session-level events (no request caused them).
     let base: Output
+    /// The language of `help` (`--lang`, the locale). The session's other lines are English for
+    /// now, so its outputs carry none: a line in Chinese among English ones would read worse.
+    let helpLanguage: Language
     private var links: [SessionLink] = []
     private var selected: String?
     /// Advertisers heard (scan, connect), for names and completion: bounded.
@@ -270,7 +273,9 @@ actor SessionEngine {
     private var serving: (profile: String, name: String, services: [BluetoothUUID])?
     private var closed = false
 
-    init(central: Central, transportName: String, tap: SessionTap, pairing: SessionPairing, bondDirectory: String?, base: Output) {
+    init(central: Central, transportName: String, tap: SessionTap, pairing: SessionPairing, bondDirectory: String?, base: Output,
+         helpLanguage: Language) {
+        self.helpLanguage = helpLanguage
         self.central = central
         self.transportName = transportName
         self.tap = tap
@@ -313,7 +318,7 @@ actor SessionEngine {
             throw error
         }
         return SessionEngine(central: central, transportName: transport.name, tap: tap, pairing: pairing,
-                             bondDirectory: security.bondDirectory, base: base)
+                             bondDirectory: security.bondDirectory, base: base, helpLanguage: c.out.language)
     }
 
     /// Calls `lost` once if the transport to the controller is lost (the session cannot go on).
@@ -507,15 +512,17 @@ actor SessionEngine {
     // MARK: Commands
 
     private func help(_ command: String?, out: Output) -> SessionOutcome {
-        let text: String
+        // The JSON event's text is English in every language (JSON never changes); the human
+        // line follows the language.
+        let text: (Language) -> String
         if let command {
             guard let c = sessionCommand(named: command) else { return .failed("no command '\(command)': `help` lists them", exitCode: ExitCode.usage) }
             text = c.help
         } else {
             text = sessionHelpSummary
         }
-        out.event([.text("event", "help"), .text("text", text)])
-        out.line(text)
+        out.event([.text("event", "help"), .text("text", text(.english))])
+        out.line(text(helpLanguage))
         return .done
     }
 

@@ -454,7 +454,7 @@ func runShell(_ c: CommandContext, plain: Bool = false) async throws -> Int32 {
         }
     }
     let colour = terminal != nil && isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
-    let out = Output(json: false, colour: colour, sink: sink)
+    let out = Output(json: false, colour: colour, sink: sink, language: c.out.language)
     let foreground = ForegroundCommand()
     let signals = SessionSignals(onInterrupt: { foreground.interrupt() })
     if terminal != nil { out.progress("Opening \(c.transportSpec)…") }
