@@ -49,6 +49,15 @@ import HCI
             #expect(requests.contains { $0["opcode"] as? String == "ATT_Read_Multiple_Variable_Request" }, "\(requests.map { $0["opcode"] ?? "" })")
             let cids = Set(requests.compactMap { $0["cid"] as? Int })
             #expect(cids.count == 2, "Bumble saw requests on bearers \(cids)")
+            // Bumble does not take a Credit Based Reconfigure Request (Part A 4.27): it answers
+            // Command Reject, "command not understood" (4.1), and the bearers go on as they were.
+            do {
+                try await remote.reconfigureEnhancedATT(mtu: 600)
+                Issue.record("Bumble accepted a Credit Based Reconfigure Request")
+            } catch let error as BLEError {
+                #expect("\(error)".contains("Command not understood"), "\(error)")
+            }
+            #expect(try await remote.read(long) == expected)
         }
     }
 
@@ -112,6 +121,71 @@ import HCI
             for r in reads { #expect(r["value"] as? String == Array("on every bearer".utf8).map { String(format: "%02x", $0) }.joined()) }
             let services = try await bumble.firstEvents("services", 2, timeout: .seconds(5))
             for s in services { #expect((s["uuids"] as? [String])?.contains { $0.uppercased().contains("FFE0") } == true, "\(s)") }
+            _ = try await bumble.event("done", timeout: .seconds(10))
+        }
+    }
+
+    /// Our server pushes on an Enhanced ATT bearer (notifications on any bearer, Core v5.4 Vol 3
+    /// Part G 4.10; an indication confirmed on its own bearer, Part F 3.4.7.3): Bumble's central
+    /// subscribes on both of its bearers and reports by CID where each value arrived; our
+    /// indication counts as confirmed only once Bumble's confirmation came on that bearer.
+    @Test func ourPeripheralPushesOnBumblesEnhancedBearers() async throws {
+        try await interop { scope in
+            var options = Scope.stackOptions
+            options.enhancedATT = true
+            let service = GATTService(uuid: 0xFFE0, characteristics: [
+                GATTCharacteristic(uuid: 0xFFE2, properties: .notify),
+                GATTCharacteristic(uuid: 0xFFE3, properties: .indicate),
+            ])
+            let (peripheral, _) = try await scope.peripheral(on: 0, services: [service], name: "eatt-push", options: options)
+            try await peripheral.startAdvertising(AdvertisingOptions(name: "eatt-push"))
+            let address = await peripheral.address
+            let bumble = try scope.script("eatt_central.py", [
+                "--transport", scope.controllers.bumbleTransport(1),
+                "--connect", "\(address.address)/\(address.type == .public ? "public" : "random")",
+                "--bearers", "2", "--subscribe", "ffe2", "--subscribe", "ffe3", "--values", "2", "--timeout", "60"])
+            let eatt = try await bumble.event("eatt", timeout: .seconds(30))
+            let cids = Set(try #require(eatt["cids"] as? [Int]))
+            _ = try await bumble.event("subscribed", timeout: .seconds(20))
+            try await peripheral.until("two subscriptions") { p in
+                !p.subscribers(of: BluetoothUUID(0xFFE2 as UInt16)).isEmpty && !p.subscribers(of: BluetoothUUID(0xFFE3 as UInt16)).isEmpty
+            }
+            let reached = try await peripheral.notify([0x5A], for: BluetoothUUID(0xFFE2 as UInt16))
+            #expect(try await peripheral.indicate([0xA5], for: BluetoothUUID(0xFFE3 as UInt16)) == reached)
+            let pushed = try await bumble.firstEvents("pushed", 2, timeout: .seconds(10))
+            #expect(pushed.map { $0["opcode"] as? String } == ["ATT_Handle_Value_Notification", "ATT_Handle_Value_Indication"], "\(pushed)")
+            #expect(pushed.map { $0["value"] as? String } == ["5a", "a5"])
+            for p in pushed { #expect(cids.contains(p["cid"] as? Int ?? -1), "\(p) not on the bearers \(cids)") }
+            _ = try await bumble.event("done", timeout: .seconds(10))
+        }
+    }
+
+    /// Credit Based Reconfigure Request (Core v5.4 Vol 3 Part A 4.27) from Bumble's central for
+    /// both its bearers, opened with MTU 100: we answer result 0x0000 (4.28), and our server's
+    /// ATT_MTU on the bearers follows the new MTU (Part G 5.3.1: the smaller of the channel's
+    /// MTUs), so a Read Response to a 600-octet value carries ATT_MTU − 1 octets (Part F
+    /// 3.4.4.4): 99 before, 299 after, as Bumble counts them. Our own request to Bumble gets a
+    /// Command Reject (Bumble has the PDUs but not the procedure): the bearers go on unchanged.
+    @Test func reconfigurationRaisesTheBearersMTUBothWays() async throws {
+        try await interop { scope in
+            var options = Scope.stackOptions
+            options.enhancedATT = true
+            let service = GATTService(uuid: 0xFFE0, characteristics: [
+                GATTCharacteristic(uuid: 0xFFE4, properties: .read, value: (0..<600).map { UInt8($0 % 256) }),
+            ])
+            let (peripheral, _) = try await scope.peripheral(on: 0, services: [service], name: "eatt-mtu", options: options)
+            try await peripheral.startAdvertising(AdvertisingOptions(name: "eatt-mtu"))
+            let address = await peripheral.address
+            let bumble = try scope.script("eatt_central.py", [
+                "--transport", scope.controllers.bumbleTransport(1),
+                "--connect", "\(address.address)/\(address.type == .public ? "public" : "random")",
+                "--bearers", "2", "--mtu", "100", "--read-first", "ffe4", "--reconfigure", "300", "--timeout", "60"])
+            let before = try await bumble.firstEvents("readFirst", 2, timeout: .seconds(30))
+            #expect(before.map { $0["length"] as? Int } == [99, 99])
+            let answer = try await bumble.event("reconfigured", timeout: .seconds(10))
+            #expect(answer["result"] as? Int == 0)
+            let after = try await bumble.firstEvents("readFirst", 4, timeout: .seconds(10)).dropFirst(2)
+            #expect(after.map { $0["length"] as? Int } == [299, 299])
             _ = try await bumble.event("done", timeout: .seconds(10))
         }
     }
