@@ -207,7 +207,9 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
             indicationStart = nil
             t.resolve(.success(pdu))
         case .exchangeMTURequest:
-            // Not sent on an Enhanced ATT bearer (Core v5.4 Vol 3 Part F 3.4.2.1).
+            // Not sent on an Enhanced ATT bearer (Core v5.4 Vol 3 Part F 3.4.2.1; its ATT_MTU
+            // follows the channel, 3.2.8): refused rather than dropped, so the client is not left
+            // to its transaction timeout, and the ATT_MTU stays.
             log("Exchange MTU Request on an Enhanced ATT bearer: Request Not Supported")
             send(Self.sdu(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported)))
         case .unknown:

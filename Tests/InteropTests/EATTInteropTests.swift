@@ -164,9 +164,12 @@ import HCI
     /// both its bearers, opened with MTU 100: we answer result 0x0000 (4.28), and our server's
     /// ATT_MTU on the bearers follows the new MTU (Part G 5.3.1: the smaller of the channel's
     /// MTUs), so a Read Response to a 600-octet value carries ATT_MTU − 1 octets (Part F
-    /// 3.4.4.4): 99 before, 299 after, as Bumble counts them. Our own request to Bumble gets a
-    /// Command Reject (Bumble has the PDUs but not the procedure): the bearers go on unchanged.
-    @Test func reconfigurationRaisesTheBearersMTUBothWays() async throws {
+    /// 3.4.4.4): 99 before, 299 after, as Bumble counts them. Bumble's client also sends an
+    /// Exchange MTU Request on a bearer (Part F 3.4.2.1: not sent on an Enhanced ATT bearer,
+    /// whose ATT_MTU follows its channel, Part F 3.2.8): our server answers Request Not
+    /// Supported (0x06, Part F 3.4.1.1: a request this bearer does not take) and the bearer's
+    /// ATT_MTU stays (Bumble's own server would answer it and change its bearer's ATT_MTU).
+    @Test func reconfigurationRaisesTheBearersMTUAndExchangeMTUIsRefused() async throws {
         try await interop { scope in
             var options = Scope.stackOptions
             options.enhancedATT = true
@@ -179,12 +182,17 @@ import HCI
             let bumble = try scope.script("eatt_central.py", [
                 "--transport", scope.controllers.bumbleTransport(1),
                 "--connect", "\(address.address)/\(address.type == .public ? "public" : "random")",
-                "--bearers", "2", "--mtu", "100", "--read-first", "ffe4", "--reconfigure", "300", "--timeout", "60"])
+                "--bearers", "2", "--mtu", "100", "--read-first", "ffe4", "--exchange-mtu", "517", "--reconfigure", "300",
+                "--timeout", "60"])
             let before = try await bumble.firstEvents("readFirst", 2, timeout: .seconds(30))
             #expect(before.map { $0["length"] as? Int } == [99, 99])
+            let exchange = try await bumble.event("exchangeMTU", timeout: .seconds(10))
+            #expect(exchange["error"] as? Int == 0x06, "\(exchange)")
+            let unchanged = try await bumble.event("readFirst", index: 2, timeout: .seconds(10))
+            #expect(unchanged["length"] as? Int == 99)
             let answer = try await bumble.event("reconfigured", timeout: .seconds(10))
             #expect(answer["result"] as? Int == 0)
-            let after = try await bumble.firstEvents("readFirst", 4, timeout: .seconds(10)).dropFirst(2)
+            let after = try await bumble.firstEvents("readFirst", 5, timeout: .seconds(10)).dropFirst(3)
             #expect(after.map { $0["length"] as? Int } == [299, 299])
             _ = try await bumble.event("done", timeout: .seconds(10))
         }

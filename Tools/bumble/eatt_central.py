@@ -2,7 +2,7 @@
 
     python Tools/bumble/eatt_central.py --transport tcp-client:127.0.0.1:PORT
         --connect ADDRESS[/public|/random] [--bearers 2] [--read UUID]... [--no-pair]
-        [--mtu 2048] [--subscribe UUID]... [--values N] [--reconfigure MTU]
+        [--mtu 2048] [--subscribe UUID]... [--values N] [--exchange-mtu MTU] [--reconfigure MTU]
 
 Connects, pairs (Just Works; EATT needs an encrypted link, unless --no-pair), reads Server
 Supported Features (2b3a) on the unenhanced bearer, opens --bearers Enhanced ATT bearers with
@@ -11,7 +11,9 @@ bearer discovers the services and reads every --read characteristic by UUID (and
 --read-first UUID with one Read Request: as many octets as the bearer's ATT_MTU - 1 carry).
 --subscribe UUID writes its CCCD on every bearer (Bumble's client keeps subscribers per
 bearer) and reports each value pushed on an Enhanced ATT bearer, by that bearer's CID, until
---values N came. --reconfigure MTU sends a Credit Based Reconfigure Request (Core v5.4 Vol 3
+--values N came. --exchange-mtu MTU sends an Exchange MTU Request on the first Enhanced ATT
+bearer (Bumble's client allows it; Core v5.4 Vol 3 Part F 3.4.2.1 does not) and reports the
+answer, then reads --read-first there again. --reconfigure MTU sends a Credit Based Reconfigure Request (Core v5.4 Vol 3
 Part A 4.27) for all bearers with that MTU and their MPS, and on success reads --read-first
 again. JSON lines:
   {"event":"connected","handle":..}
@@ -23,6 +25,7 @@ again. JSON lines:
   {"event":"readFirst","cid":..,"uuid":..,"length":..}
   {"event":"subscribed","uuids":[..]}
   {"event":"pushed","cid":..,"opcode":"ATT_Handle_Value_Notification"|..,"value":"<hex>"}
+  {"event":"exchangeMTU","cid":..,"mtu":..}        (or "error": the Error Response's code)
   {"event":"reconfigured","result":..}             (the peer's result code)
   {"event":"eattFailed","message":..}
   {"event":"done"}
@@ -81,6 +84,13 @@ async def main(args) -> int:
             common.emit("subscribed", uuids=args.subscribe)
             for _ in range(args.values):
                 await pushed.get()
+        if args.exchange_mtu:
+            client = clients[0]
+            try:
+                common.emit("exchangeMTU", cid=client.bearer.source_cid, mtu=await client.request_mtu(args.exchange_mtu))
+            except att.ATT_Error as error:
+                common.emit("exchangeMTU", cid=client.bearer.source_cid, error=int(error.error_code))
+            await read_first(client, args.read_first)
         if args.reconfigure:
             result = await reconfigure(connection, [c.bearer for c in clients], args.reconfigure)
             common.emit("reconfigured", result=result)
@@ -142,5 +152,6 @@ if __name__ == "__main__":
     parser.add_argument("--read-first", action="append", default=[], metavar="UUID")
     parser.add_argument("--subscribe", action="append", default=[], metavar="UUID")
     parser.add_argument("--values", type=int, default=0, help="pushed values to wait for after --subscribe")
+    parser.add_argument("--exchange-mtu", type=int, default=0, metavar="MTU")
     parser.add_argument("--reconfigure", type=int, default=0, metavar="MTU")
     common.run(main, parser.parse_args())
