@@ -179,7 +179,8 @@ let commandHelp: [String: String] = [
       --eatt               serve Enhanced ATT bearers (PSM 0x0027) on encrypted links, and say so
                            in Server Supported Features (0x2B3A, bit 0); on an unencrypted link
                            they are refused (result 0x0008, insufficient encryption). The server
-                           answers on every bearer; notifications go on the unenhanced one.
+                           answers on every bearer and pushes on one: notifications on the first
+                           open one, indications on one with none outstanding (confirmed there).
                            The characteristic takes two more handles in 1801 (1-15)
 
     Every request is shown with its answer: value reads and writes, descriptor reads with the
