@@ -62,7 +62,10 @@ import HCI
     }
 
     /// Indications Bumble sends on an Enhanced ATT bearer are confirmed on that bearer (Part F
-    /// 3.4.7.3): Bumble prints "indicated" only once it has the confirmation.
+    /// 3.4.7.3): Bumble prints "indicated" only once it has the confirmation. Its notifications
+    /// come on an Enhanced ATT bearer too: Bumble keeps subscriptions per bearer and our CCCD
+    /// write went over one (its "eattRequest" events), so it notifies there, and our client
+    /// takes them (notifications may come on any bearer, Part G 4.10).
     @Test func indicationsOverEnhancedBearersAreConfirmed() async throws {
         try await interop { scope in
             let peer = try scope.script("peripheral.py", [
@@ -87,6 +90,20 @@ import HCI
                 return got
             }
             #expect(got == [[1], [2], [3]])
+            // Heart Rate Measurement (2a37): peripheral.py notifies 00 3c, 00 3d, 00 3e.
+            let heartRate = try #require(tree.flatMap(\.characteristics).first { $0.characteristic.uuid == 0x2A37 }?.characteristic)
+            let notified = try await remote.notifications(for: heartRate)
+            let beats = try await withTimeout(.seconds(10), "3 notifications") {
+                var got: [[UInt8]] = []
+                for try await v in notified {
+                    got.append(v)
+                    if got.count == 3 { break }
+                }
+                return got
+            }
+            #expect(beats == [[0x00, 0x3C], [0x00, 0x3D], [0x00, 0x3E]])
+            // Client Supported Features and both CCCDs (at least) were written over the bearers.
+            #expect(peer.all("eattRequest").filter { $0["opcode"] as? String == "ATT_Write_Request" }.count >= 3, "\(peer.all("eattRequest"))")
             let third = try await peer.event("indicated", index: 2)
             #expect(third["confirmed"] as? Bool == true)
             #expect(peer.all("indicationFailed").isEmpty)
