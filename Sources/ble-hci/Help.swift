@@ -97,7 +97,7 @@ let commandHelp: [String: String] = [
     """,
     "central": """
     Usage: ble-hci central TARGET... [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
-                          [--pair] [--eatt N] [SECURITY OPTIONS]
+                          [--pair] [--eatt N [--eatt-mtu M]] [SECURITY OPTIONS]
 
     TARGET: AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT (first advertiser whose name
     contains TEXT, ignoring case). CHAR: a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010).
@@ -135,6 +135,9 @@ let commandHelp: [String: String] = [
                      Exchange MTU stays on the unenhanced bearer; notifications come on either.
                      Refused (a peripheral without EATT): "bearers":0, and the run goes on
                      over the unenhanced bearer
+      --eatt-mtu M   then raise the bearers' receive MTU from 517 to M (517-65535) with a Credit
+                     Based Reconfigure Request: {"event":"eattMTU","mtu":M,"attMTU":A} (A: the
+                     smaller of each channel's MTUs), or "message" when the peripheral refuses
     Without --pair the central pairs when it must: an Insufficient Authentication (0x05) or
     Insufficient Encryption (0x0F) answer makes it encrypt (bond) or pair and retry that request
     once; a peripheral's Security Request is honoured. A bonded peripheral is encrypted at once.
@@ -149,6 +152,7 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io keyboard --mitm --passkey 123456 --read ff02
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io yesno --mitm --yes --json
       ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --read fff2 --read ffe1   # over two EATT bearers
+      ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --eatt-mtu 1024    # then reconfigured
     """,
     "peripheral": """
     Usage: ble-hci peripheral [--name NAME] [--profile demo|band|secure | --gatt FILE] [--duration S]
@@ -461,7 +465,7 @@ let commandSpecs: [String: OptionSpec] = [
     "advertise": OptionSpec(flags: [], valued: ["name", "data", "periodic-data", "interval", "periodic-interval", "duration"]),
     "central": OptionSpec(flags: Set(["discover", "pair", "pair-again"]).union(securityFlags),
                           valued: Set(["read", "write", "write-without-response", "subscribe", "count",
-                                       "duration", "mtu", "timeout", "profile", "date", "eatt"]).union(securityValued)),
+                                       "duration", "mtu", "timeout", "profile", "date", "eatt", "eatt-mtu"]).union(securityValued)),
     "peripheral": OptionSpec(flags: Set(["security-request", "eatt"]).union(securityFlags),
                              valued: Set(["name", "profile", "duration", "gatt"]).union(securityValued)),
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),
