@@ -146,6 +146,9 @@ import HCI
     /// Part G 4.10; an indication confirmed on its own bearer, Part F 3.4.7.3): Bumble's central
     /// subscribes on both of its bearers and reports by CID where each value arrived; our
     /// indication counts as confirmed only once Bumble's confirmation came on that bearer.
+    /// Bumble never sets bit 2 of Client Supported Features (Part G 7.2), so values pushed
+    /// together reach it as separate Handle Value Notifications (Part F 3.4.7.4 is only for a
+    /// client that set it).
     @Test func ourPeripheralPushesOnBumblesEnhancedBearers() async throws {
         try await interop { scope in
             var options = Scope.stackOptions
@@ -153,6 +156,7 @@ import HCI
             let service = GATTService(uuid: 0xFFE0, characteristics: [
                 GATTCharacteristic(uuid: 0xFFE2, properties: .notify),
                 GATTCharacteristic(uuid: 0xFFE3, properties: .indicate),
+                GATTCharacteristic(uuid: 0xFFE5, properties: .notify),
             ])
             let (peripheral, _) = try await scope.peripheral(on: 0, services: [service], name: "eatt-push", options: options)
             try await peripheral.startAdvertising(AdvertisingOptions(name: "eatt-push"))
@@ -160,18 +164,20 @@ import HCI
             let bumble = try scope.script("eatt_central.py", [
                 "--transport", scope.controllers.bumbleTransport(1),
                 "--connect", "\(address.address)/\(address.type == .public ? "public" : "random")",
-                "--bearers", "2", "--subscribe", "ffe2", "--subscribe", "ffe3", "--values", "2", "--timeout", "60"])
+                "--bearers", "2", "--subscribe", "ffe2", "--subscribe", "ffe3", "--subscribe", "ffe5", "--values", "4", "--timeout", "60"])
             let eatt = try await bumble.event("eatt", timeout: .seconds(30))
             let cids = Set(try #require(eatt["cids"] as? [Int]))
             _ = try await bumble.event("subscribed", timeout: .seconds(20))
-            try await peripheral.until("two subscriptions") { p in
-                !p.subscribers(of: BluetoothUUID(0xFFE2 as UInt16)).isEmpty && !p.subscribers(of: BluetoothUUID(0xFFE3 as UInt16)).isEmpty
+            try await peripheral.until("three subscriptions") { p in
+                [0xFFE2, 0xFFE3, 0xFFE5].allSatisfy { !p.subscribers(of: BluetoothUUID($0 as UInt16)).isEmpty }
             }
             let reached = try await peripheral.notify([0x5A], for: BluetoothUUID(0xFFE2 as UInt16))
             #expect(try await peripheral.indicate([0xA5], for: BluetoothUUID(0xFFE3 as UInt16)) == reached)
-            let pushed = try await bumble.firstEvents("pushed", 2, timeout: .seconds(10))
-            #expect(pushed.map { $0["opcode"] as? String } == ["ATT_Handle_Value_Notification", "ATT_Handle_Value_Indication"], "\(pushed)")
-            #expect(pushed.map { $0["value"] as? String } == ["5a", "a5"])
+            #expect(await peripheral.notifyMultiple([(BluetoothUUID(0xFFE2 as UInt16), [0x01]), (BluetoothUUID(0xFFE5 as UInt16), [0x02])]) == reached)
+            let pushed = try await bumble.firstEvents("pushed", 4, timeout: .seconds(10))
+            let notification = "ATT_Handle_Value_Notification"
+            #expect(pushed.map { $0["opcode"] as? String } == [notification, "ATT_Handle_Value_Indication", notification, notification], "\(pushed)")
+            #expect(pushed.map { $0["value"] as? String } == ["5a", "a5", "01", "02"])
             for p in pushed { #expect(cids.contains(p["cid"] as? Int ?? -1), "\(p) not on the bearers \(cids)") }
             _ = try await bumble.event("done", timeout: .seconds(10))
         }
