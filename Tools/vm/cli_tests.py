@@ -18,11 +18,15 @@ Issue 9's VM suite, steps 1-4 (see docs/vm.md):
      paired through mgmt, it opens PSM 0x0027 at security level medium, reads over it, gets
      Request Not Supported for an Exchange MTU Request, and raises its MTU with a Credit Based
      Reconfigure Request (setsockopt BT_RCVMTU), after which the server's answers grow.
+  7. BlueZ's bluetoothd (its own D-Bus system bus in the guest) as the central of
+     `ble-hci peripheral --eatt`: bluetoothctl pairs and connects, and bluetoothd opens its
+     EATT channels (main.conf's [GATT] Channels, 3 by default: two enhanced bearers) and
+     runs its GATT client over them (the host reads the capture: host-checks.sh).
 
 Every check prints PASS/FAIL; a failing check prints the command's output. Every command
 has a timeout. Exit code: the number of failed checks (capped at 100).
 Env: BLE_HCI_BIN (default .build/debug/ble-hci), BLE_HCI_VM_SHARE (pcap goes there),
-     VM_CLI_SECTIONS (comma list of 1,2,3,4,5,6; default all).
+     VM_CLI_SECTIONS (comma list of 1,2,3,4,5,6,7; default all).
 """
 import ctypes
 import errno
@@ -39,7 +43,7 @@ import time
 
 BIN = os.path.abspath(os.environ.get("BLE_HCI_BIN", ".build/debug/ble-hci"))
 SHARE = os.environ.get("BLE_HCI_VM_SHARE", "/tmp")
-SECTIONS = set(os.environ.get("VM_CLI_SECTIONS", "1,2,3,4,5,6").split(","))
+SECTIONS = set(os.environ.get("VM_CLI_SECTIONS", "1,2,3,4,5,6,7").split(","))
 T0 = time.monotonic()
 
 AF_BLUETOOTH, BTPROTO_HCI, HCI_CHANNEL_CONTROL, HCI_DEV_NONE = 31, 1, 3, 0xFFFF
@@ -651,12 +655,9 @@ def exchange(s, pdu, timeout=10.0):
     return s.recv(4096) if r else b""
 
 
-def section6():
-    h0, h1, i1 = STATE["h0"], STATE["h1"], STATE["i1"]
-    addr = STATE["addr0"]
-    log("=== 6. the kernel's enhanced credit-based channels (EATT client) against ble-hci peripheral --eatt on %s" % h0)
-    # Linux 6.1 keeps ECRED behind the bluetooth module's enable_ecred (off unless
-    # CONFIG_BT_LE_L2CAP_ECRED): bluetoothd's [GATT] Channels needs it too.
+def enable_ecred():
+    """Linux 6.1 keeps ECRED behind the bluetooth module's enable_ecred (off unless
+    CONFIG_BT_LE_L2CAP_ECRED, which Debian's config lacks); bluetoothd's EATT needs it too."""
     param = "/sys/module/bluetooth/parameters/enable_ecred"
     try:
         with open(param, "w") as f:
@@ -666,7 +667,14 @@ def section6():
     except OSError as e:
         on = False
         log("%s: %s" % (param, e))
-    if not check("the kernel's enhanced credit-based mode is on (%s = Y)" % param, on):
+    return check("the kernel's enhanced credit-based mode is on (%s = Y)" % param, on)
+
+
+def section6():
+    h0, h1, i1 = STATE["h0"], STATE["h1"], STATE["i1"]
+    addr = STATE["addr0"]
+    log("=== 6. the kernel's enhanced credit-based channels (EATT client) against ble-hci peripheral --eatt on %s" % h0)
+    if not enable_ecred():
         return
     for setting in ("bondable", "sc", "power"):
         r = run(["btmgmt", "--index", str(i1), setting, "on"], timeout=20)
@@ -718,6 +726,63 @@ def section6():
     run(["btmgmt", "--index", str(i1), "power", "off"], timeout=20)
 
 
+def section7():
+    h0, h1, addr = STATE["h0"], STATE["h1"], STATE["addr0"]
+    log("=== 7. bluetoothd (BlueZ %s) with EATT against ble-hci peripheral --eatt on %s" % (
+        run(["/usr/libexec/bluetooth/bluetoothd", "--version"], timeout=10).out.strip(), h0))
+    if not enable_ecred():
+        return
+    # The root is the host's, read-only: bluetoothd keeps its bonds on a tmpfs, the bus is the guest's own.
+    r = run(["mount", "-t", "tmpfs", "tmpfs", "/var/lib/bluetooth"], timeout=10)
+    if not check("a tmpfs on /var/lib/bluetooth for bluetoothd", r.rc == 0, show=r):
+        return
+    os.makedirs("/run/dbus", exist_ok=True)
+    r = run(["dbus-daemon", "--system", "--fork", "--print-pid"], timeout=20)
+    if not check("dbus-daemon --system", r.rc == 0 and r.out.strip().isdigit(), show=r):
+        return
+    bus = int(r.out.strip())
+    capture = os.path.join(SHARE, "bluetoothd-eatt.pcap")
+    # The peripheral first: its user channel holds hci0, so bluetoothd takes only hci1.
+    per = Background([BIN, "-t", h0, "-w", capture, "peripheral", "--profile", "demo", "--eatt", "--json",
+                      "--bonds", "/tmp/vm-bonds-bluetoothd"], "peripheral-bluetoothd")
+    STATE["peripheral"] = per
+    if not check("peripheral --profile demo --eatt on %s advertising" % h0,
+                 bool(per.wait_for(lambda e: [x for x in e if x.get("event") == "advertising"], 30)), show=per.result()):
+        return
+    btd = Background(["/usr/libexec/bluetooth/bluetoothd", "-n", "-d"], "bluetoothd")
+    try:
+        time.sleep(3)
+        script = ["power on", 1, "scan le", 6, "scan off", 1, "pair " + addr, 10, "connect " + addr, 8, "quit"]
+        ctl = subprocess.Popen(["bluetoothctl", "--agent", "NoInputNoOutput"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for step in script:
+            if isinstance(step, int):
+                time.sleep(step)
+            else:
+                ctl.stdin.write((step + "\n").encode())
+                ctl.stdin.flush()
+        try:
+            out = ctl.communicate(timeout=20)[0].decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            ctl.kill()
+            out = ctl.communicate()[0].decode("utf-8", "replace")
+        shown = Result("bluetoothctl " + "; ".join(x for x in script if isinstance(x, str)), ctl.returncode, out, "", 0)
+        check("bluetoothd: bluetoothctl pair %s -> Pairing successful" % addr, "Pairing successful" in out, show=shown)
+        check("bluetoothd: bluetoothctl connect %s -> Connection successful" % addr, "Connection successful" in out, show=shown)
+        # bluetoothd's own account (its debug log): each enhanced bearer it attached.
+        eatt = btd.err().count("EATT channel connected") + btd.out().count("EATT channel connected")
+        check("bluetoothd: 'EATT channel connected' twice (Channels = 3 by default: two Enhanced ATT bearers), %d" % eatt,
+              eatt == 2, show=btd.result())
+        paired = per.wait_for(lambda e: [x for x in e if x.get("event") == "paired"], 5)
+        check("peripheral --eatt: paired with bluetoothd (%s)" % paired, bool(paired))
+    finally:
+        btd.stop(signal.SIGTERM)
+        os.kill(bus, signal.SIGTERM)
+    rc = per.stop(signal.SIGINT)
+    check("peripheral --eatt (bluetoothd): SIGINT -> exit 0", rc == 0, show=per.result())
+    STATE.pop("peripheral", None)
+
+
 def main():
     log("ble-hci CLI on the real kernel: %s (sections %s), kernel %s" % (BIN, ",".join(sorted(SECTIONS)), os.uname().release))
     if not check("binary %s exists" % BIN, os.access(BIN, os.X_OK)):
@@ -726,7 +791,7 @@ def main():
     check("ble-hci --version", r.rc == 0, r.out.strip(), show=r)
     try:
         if section1():
-            for n, fn in (("2", section2), ("3", section3), ("4", section4), ("5", section5), ("6", section6)):
+            for n, fn in (("2", section2), ("3", section3), ("4", section4), ("5", section5), ("6", section6), ("7", section7)):
                 if n in SECTIONS:
                     try:
                         fn()
@@ -738,7 +803,7 @@ def main():
                     if per is not None and per.p.poll() is None:
                         per.stop(signal.SIGKILL)
         else:
-            check("sections 2-6 need the two vhci adapters of section 1", False, "not run")
+            check("sections 2-7 need the two vhci adapters of section 1", False, "not run")
     finally:
         ctl = STATE.get("controllers")
         if ctl is not None:

@@ -29,6 +29,28 @@ if [ -s "$EATT_PCAP" ] && command -v tshark >/dev/null; then
     bad=$(timeout 60 tshark -r "$EATT_PCAP" -Y '_ws.malformed || _ws.expert.severity == error' 2>/dev/null | wc -l)
     check "EATT capture: no malformed packet" "$(( bad != 0 ))" "$bad"
 fi
+# cli_tests.py section 7: bluetoothd's EATT client. Its Credit Based Connection Request and
+# our Response by tshark's codes; then, on the dynamic CIDs (tshark frames the K-frames but
+# does not follow EATT), ATT requests from bluetoothd (SDU length 2 octets, then the opcode,
+# Core v5.4 Vol 3 Part A 3.4.3) each answered by its response opcode (+1), not an Error Response.
+BTD_PCAP="$SHARE/bluetoothd-eatt.pcap"
+if [ -s "$BTD_PCAP" ] && command -v tshark >/dev/null; then
+    echo "=== vm-test (host): tshark on the guest's bluetoothd capture $BTD_PCAP"
+    sig=$(timeout 60 tshark -r "$BTD_PCAP" -Y 'btl2cap.cmd_code' -T fields -e hci_h4.direction -e btl2cap.cmd_code 2>/dev/null)
+    check "bluetoothd capture: its Credit Based Connection Request (0x17) and our Response (0x18)" \
+        "$(grep -qx $'0x01\t0x17' <<<"$sig" && grep -qx $'0x00\t0x18' <<<"$sig"; echo $?)"
+    kframes=$(timeout 60 tshark -r "$BTD_PCAP" -Y 'btl2cap.cid >= 0x0040 && btl2cap.payload' -T fields -e hci_h4.direction -e btl2cap.payload 2>/dev/null)
+    # Received requests' opcodes, sent answers' opcodes (the third octet of a first K-frame).
+    requests=$(awk '$1 == "0x01" { print substr($2, 5, 2) }' <<<"$kframes" | sort -u)
+    answers=$(awk '$1 == "0x00" { print substr($2, 5, 2) }' <<<"$kframes" | sort -u)
+    unanswered=""
+    for op in $requests; do
+        want=$(printf '%02x' $(( 16#$op + 1 )))
+        grep -qx "$want" <<<"$answers" || unanswered="$unanswered $op"
+    done
+    check "bluetoothd capture: ATT requests on the EATT channels ($(tr '\n' ' ' <<<"$requests")) each answered by its response ($(tr '\n' ' ' <<<"$answers"))" \
+        "$([ -n "$requests" ] && [ -z "$unanswered" ] && ! grep -qx 01 <<<"$answers"; echo $?)" "${unanswered:+unanswered:$unanswered}"
+fi
 echo "=== vm-test (host): tshark on the guest's capture $PCAP"
 if [ ! -s "$PCAP" ]; then
     check "the guest wrote $PCAP" 1 "missing or empty (the GATT session did not run, see above)"
