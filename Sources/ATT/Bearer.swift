@@ -95,24 +95,35 @@ public final class ATTLink: ATTServerPush, Sendable {
     /// Notifications the bearer dropped unprocessed (`ATTBearer.droppedNotifications`).
     public var droppedNotifications: Int { state.withLock { $0.droppedNotifications } }
 
-    /// Enters the host and sends the notification on the link's bearer.
+    /// Enters the host and sends the notification on the link's push bearer (`ATTBearer.pushBearer`).
     public nonisolated(nonsending) func notify(handle valueHandle: UInt16, value: [UInt8]) async throws {
         let handle = handle
-        try await host.run { host in try await ATTBearer.of(handle, on: host).notify(handle: valueHandle, value: value) }
-    }
-
-    /// Enters the host and sends one Multiple Handle Value Notification on the link's bearer.
-    public nonisolated(nonsending) func notifyMultiple(_ list: [ATTHandleValue]) async throws {
-        let handle = handle
         try await host.run { host in
-            try await ATTBearer.of(handle, on: host).push(ATTBearer.frame(.multipleHandleValueNotification(list)))
+            let bearer = try ATTBearer.of(handle, on: host)
+            if let enhanced = bearer.pushBearer { return try await enhanced.notify(handle: valueHandle, value: value) }
+            try await bearer.notify(handle: valueHandle, value: value)
         }
     }
 
-    /// Enters the host and indicates on the link's bearer (waits for the confirmation).
+    /// Enters the host and sends one Multiple Handle Value Notification on the link's push bearer.
+    public nonisolated(nonsending) func notifyMultiple(_ list: [ATTHandleValue]) async throws {
+        let handle = handle
+        try await host.run { host in
+            let bearer = try ATTBearer.of(handle, on: host)
+            if let enhanced = bearer.pushBearer { return try await enhanced.push(.multipleHandleValueNotification(list)) }
+            try await bearer.push(ATTBearer.frame(.multipleHandleValueNotification(list)))
+        }
+    }
+
+    /// Enters the host and indicates (waits for the confirmation) on an Enhanced ATT bearer
+    /// with no indication outstanding, else on CID 0x0004 (`ATTBearer.indicationBearer`).
     public func indicate(handle valueHandle: UInt16, value: [UInt8]) async throws {
         let handle = handle
-        try await host.run { host in try await ATTBearer.of(handle, on: host).indicate(handle: valueHandle, value: value, host: host) }
+        try await host.run { host in
+            let bearer = try ATTBearer.of(handle, on: host)
+            if let enhanced = bearer.indicationBearer { return try await enhanced.indicate(handle: valueHandle, value: value, host: host) }
+            try await bearer.indicate(handle: valueHandle, value: value, host: host)
+        }
     }
 }
 
@@ -233,6 +244,9 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     var deferredTokens: UInt64 = 0
     var heldWhileDeferred: [ATTPDU] = []
     var heldHead = 0
+
+    /// The link's Enhanced ATT bearers (`ATTBearers.add`), open or closed since.
+    var enhanced: [EnhancedATTBearer] = []
 
     // Server indication.
     var indication: Transaction?

@@ -10,7 +10,8 @@ import L2CAP
 /// it). Requests from the peer go to the link's GATT server, with the unenhanced bearer's peer,
 /// security and ATT_MTU rules; notifications to the link's GATT client through the unenhanced
 /// bearer's notification path, so they keep one order; indications are confirmed on the bearer
-/// that carried them (Part F 3.4.7.3).
+/// that carried them (Part F 3.4.7.3). The server pushes on it too (`ATTBearer.pushBearer`):
+/// one indication outstanding on it at a time (Part F 3.3.2), confirmed on it.
 ///
 /// Plain state in the host's isolation, the channel's endpoint (`L2CAPConnection.setEndpoint`).
 public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
@@ -33,6 +34,12 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
     var answerToken: UInt64 = 0
     var answerDeadline: DeadlineID?
     var held: [ATTPDU] = []
+
+    // Server indication: the one outstanding on this bearer (Core v5.4 Vol 3 Part F 3.3.2) and
+    // the indications waiting their turn.
+    var indication: ATTBearer.Transaction?
+    var indicationStart: ContinuousClock.Instant?
+    var indicationWaiters: [CheckedContinuation<Void, any Error>] = []
 
     public init(channel: L2CAPChannel, fixed: ATTBearer, host: Host) {
         self.host = host
@@ -113,10 +120,14 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
         transactionDeadline = nil
         guard closedReason == nil else { return }
         let timeout = fixed.configuration.transactionTimeout
-        guard let t = transaction, let start = transactionStart else { return armDeadline(after: timeout, host: host) }
+        // The older of our request and our indication (each is a transaction, Part F 3.3.3).
+        let outstanding = [(transaction?.opcode, transactionStart), (indication?.opcode, indicationStart)]
+            .compactMap { op, start in op.flatMap { op in start.map { (op, $0) } } }
+            .min { $0.1 < $1.1 }
+        guard let (op, start) = outstanding else { return armDeadline(after: timeout, host: host) }
         let elapsed = start.duration(to: host.configuration.clock.now)
         if elapsed >= timeout {
-            close(.transactionTimeout("no response to \(t.opcode) within \(timeout)"), host: host)
+            close(.transactionTimeout("no \(op == .handleValueIndication ? "confirmation of" : "response to") \(op) within \(timeout)"), host: host)
         } else {
             armDeadline(after: timeout - elapsed, host: host)
         }
@@ -185,15 +196,20 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
 
     func serverReceived(_ pdu: ATTPDU, host: isolated Host) {
         let op = pdu.opcode
-        if answering {
+        if answering, op != .handleValueConfirmation {
             guard held.count < ATTBearer.queueLimit else { return log("\(op) dropped: too many PDUs wait for an answer") }
             return held.append(pdu)
         }
         switch pdu {
         case .handleValueConfirmation:
-            log("Handle Value Confirmation with no indication pending on this bearer: dropped")
+            guard let t = indication else { return log("Handle Value Confirmation with no indication pending on this bearer: dropped") }
+            indication = nil
+            indicationStart = nil
+            t.resolve(.success(pdu))
         case .exchangeMTURequest:
-            // Not sent on an Enhanced ATT bearer (Core v5.4 Vol 3 Part F 3.4.2.1).
+            // Not sent on an Enhanced ATT bearer (Core v5.4 Vol 3 Part F 3.4.2.1; its ATT_MTU
+            // follows the channel, 3.2.8): refused rather than dropped, so the client is not left
+            // to its transaction timeout, and the ATT_MTU stays.
             log("Exchange MTU Request on an Enhanced ATT bearer: Request Not Supported")
             send(Self.sdu(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported)))
         case .unknown:
@@ -265,6 +281,56 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
         held.removeAll()
         host.disarm(answerDeadline)
         answerDeadline = nil
+        indication?.resolve(.failure(reason))
+        indication = nil
+        for w in indicationWaiters { w.resume(throwing: reason) }
+        indicationWaiters.removeAll()
+    }
+
+    // MARK: Server push
+
+    /// Sends a PDU of ours that needs no answer; returns once its last K-frame went to the
+    /// controller (it waits for credits: back-pressure, as on CID 0x0004).
+    public nonisolated(nonsending) func push(_ pdu: ATTPDU) async throws {
+        if let closedReason { throw closedReason }
+        let sdu = Self.sdu(pdu)
+        guard sdu.count <= mtu else { throw ATTBearerError.pduTooLarge(size: sdu.count, mtu: mtu) }
+        do { try await channel.send(sdu) } catch { throw closedReason ?? ATTBearerError.closed("\(error)") }
+    }
+
+    /// Sends a Handle Value Notification (value cut to ATT_MTU − 3, Part F 3.4.7.1).
+    public nonisolated(nonsending) func notify(handle: UInt16, value: [UInt8]) async throws {
+        try await push(.handleValueNotification(handle: handle, value: Array(value.prefix(mtu - 3))))
+    }
+
+    /// Sends a Handle Value Indication and waits for its confirmation on this bearer (Part F
+    /// 3.4.7.2, 3.4.7.3) within the transaction timeout; later ones wait their turn.
+    public func indicate(handle: UInt16, value: [UInt8], host: isolated Host) async throws {
+        if let closedReason { throw closedReason }
+        while indication != nil { try await withCheckedThrowingContinuation { indicationWaiters.append($0) } }
+        let t = ATTBearer.Transaction(opcode: .handleValueIndication)
+        indication = t
+        indicationStart = host.configuration.clock.now
+        defer {
+            if indication === t { indication = nil; indicationStart = nil }
+            if !indicationWaiters.isEmpty { indicationWaiters.removeFirst().resume() }
+        }
+        try await push(.handleValueIndication(handle: handle, value: Array(value.prefix(mtu - 3))))
+        _ = try await t.wait()
+    }
+}
+
+extension ATTBearer {
+    /// Where the server's notifications go: the first open Enhanced ATT bearer (notifications
+    /// may go on any ATT bearer of the client, Core v5.4 Vol 3 Part G 4.10; always the same one,
+    /// so they keep their order) whose ATT_MTU is at least this bearer's, as the server sizes
+    /// values to `link.mtu`; nil: CID 0x0004.
+    var pushBearer: EnhancedATTBearer? { enhanced.first { $0.closedReason == nil && $0.mtu >= mtu } }
+
+    /// Where an indication goes: such a bearer with none outstanding (each bearer has its own,
+    /// Part F 3.3.2), else nil: CID 0x0004, whose indications wait their turn.
+    var indicationBearer: EnhancedATTBearer? {
+        enhanced.first { $0.closedReason == nil && $0.mtu >= mtu && $0.indication == nil && $0.indicationWaiters.isEmpty }
     }
 }
 
@@ -274,18 +340,20 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
 /// a procedure sized by it fits whichever carries it.
 public final class ATTBearers: ATTRequester {
     public let fixed: ATTBearer
-    public private(set) var enhanced: [EnhancedATTBearer] = []
     var next = 0
 
     public init(fixed: ATTBearer) { self.fixed = fixed }
 
     public var handle: UInt16 { fixed.handle }
 
+    /// The link's Enhanced ATT bearers, kept by the unenhanced bearer (its server pushes use them too).
+    public var enhanced: [EnhancedATTBearer] { fixed.enhanced }
+
     /// Adds Enhanced ATT bearers to spread requests over; closed ones are dropped (a peer that
     /// opens and closes bearers again and again leaves nothing behind).
-    public func add(_ bearers: [EnhancedATTBearer]) { enhanced = open + bearers }
+    public func add(_ bearers: [EnhancedATTBearer]) { fixed.enhanced = open + bearers }
 
-    var open: [EnhancedATTBearer] { enhanced.filter { $0.closedReason == nil } }
+    public var open: [EnhancedATTBearer] { fixed.enhanced.filter { $0.closedReason == nil } }
 
     public var mtu: Int { open.map(\.mtu).min() ?? fixed.mtu }
 

@@ -411,6 +411,25 @@ public final class RemotePeripheral: Sendable {
         } }
     }
 
+    /// Raises the MTU we receive with on every open Enhanced ATT bearer to `mtu` (Credit Based
+    /// Reconfigure Request, Core v5.4 Vol 3 Part A 4.27, five channels per request; the MPS
+    /// stays 247): each bearer's ATT_MTU is then the smaller of its channel's two MTUs (Part G
+    /// 5.3.1), and returns the ATT_MTU requests are sized by. Throws `BLEError` when there is no
+    /// bearer, when `mtu` is below a bearer's MTU (it may not shrink), or with the peer's refusal
+    /// (a result code, or a Command Reject from a peer without the procedure).
+    @discardableResult
+    public func reconfigureEnhancedATT(mtu: UInt16) async throws -> Int {
+        try await boundary(link) { try await link.run { layers, host in
+            let cids = layers.bearers.open.map(\.channel.localCID)
+            guard !cids.isEmpty else { throw BLEError.notPermitted("no Enhanced ATT bearer is open") }
+            for start in stride(from: 0, to: cids.count, by: L2CAPConnection.enhancedMaximumChannels) {
+                let some = Array(cids[start..<min(start + L2CAPConnection.enhancedMaximumChannels, cids.count)])
+                try await layers.l2cap.reconfigure(some, mtu: mtu, mps: 247, host: host)
+            }
+            return layers.bearers.mtu
+        } }
+    }
+
     /// Sets bits 1 (Enhanced ATT bearer) and 2 (Multiple Handle Value Notifications: the client
     /// takes them) of the server's Client Supported Features (Core v5.4 Vol 3 Part G 7.2), keeping
     /// the bits set before (a client may not clear them). A server without the characteristic

@@ -41,6 +41,8 @@ public enum FlowStepKind: String, Sendable, CaseIterable {
     case l2capChannel = "L2CAP channel"
     /// Enhanced credit-based channels to PSM 0x0027 (Core v5.4 Vol 3 Part G 5.3.2).
     case enhancedATT = "EATT bearers"
+    /// Credit Based Reconfigure Request/Response (Core v5.4 Vol 3 Part A 4.27, 4.28).
+    case reconfigureChannels = "reconfigure L2CAP channels"
     case pair
     case encrypt
     case disconnect
@@ -70,6 +72,7 @@ public enum FlowStepKind: String, Sendable, CaseIterable {
         case .indicate: return asServer ? "peripheralManager.updateValue(_:for:onSubscribedCentrals:) (indicate)" : "peripheral(_:didUpdateValueFor:error:) (indication)"
         case .l2capChannel: return asServer ? "peripheralManager.publishL2CAPChannel(withEncryption:)" : "peripheral.openL2CAPChannel(_:)"
         case .enhancedATT: return "(system: the OS opens Enhanced ATT bearers itself; no CoreBluetooth call)"
+        case .reconfigureChannels: return "(system: the stack raises its channels' MTU itself; no CoreBluetooth call)"
         case .pair: return "(system pairing, started by an Insufficient Authentication/Encryption answer or a Security Request)"
         case .encrypt: return "(system: the link is encrypted with the paired keys)"
         case .disconnect: return asServer ? "(the central disconnected: no CBPeripheralManager callback)" : "centralManager.cancelPeripheralConnection(_:) → centralManager(_:didDisconnectPeripheral:error:)"
@@ -333,6 +336,7 @@ public struct FlowBuilder {
             // Credits serve whatever step is going on.
             if name == "Flow Control Credit Ind" { return nil }
             if name.contains("Connection Parameter Update") { return FlowPlacement(kind: .connectionParameters, asServer: false) }
+            if name.hasPrefix("Credit Based Reconfigure") { return FlowPlacement(kind: .reconfigureChannels, asServer: false) }
             // Credit Based Connection Request to PSM 0x0027, and the response with its identifier.
             let id = intValue(field("identifier", sig)).map { ($0 << 16) | (intValue(field("handle", p.layer("hci") ?? [])) ?? 0) }
             if name == "Credit Based Connection Request", codeValue(field("spsm", sig)) == 0x0027, let id { eattRequests.insert(id) }

@@ -28,6 +28,7 @@ extension FlowStepKind {
             case .indicate: return "指示"
             case .l2capChannel: return "L2CAP 信道"
             case .enhancedATT: return "EATT 承载"
+            case .reconfigureChannels: return "重新配置 L2CAP 信道"
             case .pair: return "配对"
             case .encrypt: return "加密"
             case .disconnect: return "断开连接"
@@ -54,6 +55,7 @@ extension FlowStepKind {
             case .pair: return "（系统配对：由 Insufficient Authentication/Encryption 错误应答或 Security Request 触发）"
             case .encrypt: return "（系统：用配对得到的密钥加密链路）"
             case .enhancedATT: return "（系统：操作系统自行建立增强 ATT 承载，没有 CoreBluetooth 调用）"
+            case .reconfigureChannels: return "（系统：协议栈自行提高信道的 MTU，没有 CoreBluetooth 调用）"
             case .disconnect: return asServer ? "（中心设备断开了连接：CBPeripheralManager 没有对应的回调）" : coreBluetooth(asServer: asServer)
             }
         }

@@ -22,6 +22,9 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     let mtu = try c.args.int("mtu", command: cmd, range: 23...517) ?? 517
     let timeout = try c.args.double("timeout", command: cmd) ?? 10
     let eatt = try c.args.int("eatt", command: cmd, range: 1...5)
+    // The bearers open with MTU 517, which a reconfiguration may not lower (Core v5.4 Vol 3 Part A 4.27).
+    let eattMTU = try c.args.int("eatt-mtu", command: cmd, range: 517...65535)
+    if eattMTU != nil && eatt == nil { throw UsageError("--eatt-mtu raises the MTU of the bearers --eatt N opens: give --eatt N too", command: cmd) }
     let actions = try parseActions(c.args, command: cmd)
     let profile = c.args.last("profile")
     if let profile, profile != "band" { throw UsageError("central speaks only --profile band, got '\(profile)'", command: cmd) }
@@ -53,7 +56,7 @@ func runCentral(_ c: CommandContext) async throws -> Int32 {
     // Every phase is interruptible: SIGINT/SIGTERM end it at once (exit 130/143).
     let central = try await interruptible { [options] in try await Central.open(transport, options: options) }
     out.progress(out.text(.localController(address: central.controller.address.description, transport: transport.name)))
-    let link = CentralLink(c: c, central: central, mtu: mtu, timeout: timeout, eatt: eatt, actions: actions, profile: profile,
+    let link = CentralLink(c: c, central: central, mtu: mtu, timeout: timeout, eatt: eatt, eattMTU: eattMTU, actions: actions, profile: profile,
                            bandDate: bandDate, bondDirectory: security.bondDirectory, pairing: pairing)
     // Whatever happens from here (a signal while scanning for the target too), the scans are
     // stopped and the links disconnected before the transport closes.
@@ -86,11 +89,26 @@ struct CentralLink: Sendable {
     let timeout: Double
     /// Enhanced ATT bearers to open (`--eatt N`).
     let eatt: Int?
+    /// The MTU to raise them to once open (`--eatt-mtu M`).
+    let eattMTU: Int?
     let actions: [CentralAction]
     let profile: String?
     let bandDate: BandProtocol.Day?
     let bondDirectory: String?
     let pairing: TerminalPairing
+
+    /// `--eatt-mtu`: a Credit Based Reconfigure Request for the bearers (Core v5.4 Vol 3 Part A
+    /// 4.27); a refusal (a result code, a Command Reject) is reported and the run goes on.
+    func reconfigureBearers(_ remote: RemotePeripheral, to mtu: Int, out: Output) async throws {
+        do {
+            let attMTU = try await interruptible { try await remote.reconfigureEnhancedATT(mtu: UInt16(mtu)) }
+            out.event([.text("event", "eattMTU"), .int("mtu", mtu), .int("attMTU", attMTU), .int("connection", remote.connectionHandle)])
+            out.line("Enhanced ATT: receive MTU raised to \(mtu) (Credit Based Reconfigure), ATT MTU \(attMTU)")
+        } catch let error as BLEError {
+            out.event([.text("event", "eattMTU"), .int("mtu", mtu), .text("message", "\(error)"), .int("connection", remote.connectionHandle)])
+            out.progress("Enhanced ATT: the peripheral did not take MTU \(mtu) (\(error)): the bearers go on as they were")
+        }
+    }
 
     func serve(_ target: Target, out: Output) async throws -> Int32 {
         let central = self.central, timeout = self.timeout, mtu = self.mtu, actions = self.actions, profile = self.profile
@@ -134,6 +152,7 @@ struct CentralLink: Sendable {
                     let opened = try await interruptible { try await remote.openEnhancedATT(count: eatt) }
                     out.event([.text("event", "eatt"), .int("bearers", opened.bearers), .int("mtu", opened.mtu), .int("connection", remote.connectionHandle)])
                     out.line("Enhanced ATT: \(opened.bearers) of \(eatt) bearers open (PSM 0x0027), ATT MTU \(opened.mtu)")
+                    if let eattMTU, opened.bearers > 0 { try await reconfigureBearers(remote, to: eattMTU, out: out) }
                 } catch BLEError.refused(let why) {
                     // As a phone does: a peripheral without EATT is served over CID 0x0004.
                     out.event([.text("event", "eatt"), .int("bearers", 0), .text("message", why), .int("connection", remote.connectionHandle)])

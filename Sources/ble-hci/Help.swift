@@ -104,7 +104,7 @@ let scanHelp = """
 
 let centralHelp = """
     Usage: ble-hci central TARGET... [ACTIONS] [--mtu N] [--timeout S] [--profile band [--date YYYY-MM-DD]]
-                          [--pair] [--eatt N] [SECURITY OPTIONS]
+                          [--pair] [--eatt N [--eatt-mtu M]] [SECURITY OPTIONS]
 
     TARGET: AA:BB:CC:DD:EE:FF[/public|/random] or name:TEXT (first advertiser whose name
     contains TEXT, ignoring case). CHAR: a UUID (2a37, 32-bit or 128-bit) or a handle (0x0010).
@@ -142,6 +142,9 @@ let centralHelp = """
                      Exchange MTU stays on the unenhanced bearer; notifications come on either.
                      Refused (a peripheral without EATT): "bearers":0, and the run goes on
                      over the unenhanced bearer
+      --eatt-mtu M   then raise the bearers' receive MTU from 517 to M (517-65535) with a Credit
+                     Based Reconfigure Request: {"event":"eattMTU","mtu":M,"attMTU":A} (A: the
+                     smaller of each channel's MTUs), or "message" when the peripheral refuses
     Without --pair the central pairs when it must: an Insufficient Authentication (0x05) or
     Insufficient Encryption (0x0F) answer makes it encrypt (bond) or pair and retry that request
     once; a peripheral's Security Request is honoured. A bonded peripheral is encrypted at once.
@@ -156,6 +159,7 @@ let centralHelp = """
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io keyboard --mitm --passkey 123456 --read ff02
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io yesno --mitm --yes --json
       ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --read fff2 --read ffe1   # over two EATT bearers
+      ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --eatt-mtu 1024    # then reconfigured
     """
 
 let peripheralHelp = """
@@ -187,7 +191,8 @@ let peripheralHelp = """
       --eatt               serve Enhanced ATT bearers (PSM 0x0027) on encrypted links, and say so
                            in Server Supported Features (0x2B3A, bit 0); on an unencrypted link
                            they are refused (result 0x0008, insufficient encryption). The server
-                           answers on every bearer; notifications go on the unenhanced one.
+                           answers on every bearer and pushes on one: notifications on the first
+                           open one, indications on one with none outstanding (confirmed there).
                            The characteristic takes two more handles in 1801 (1-15)
 
     Every request is shown with its answer: value reads and writes, descriptor reads with the
@@ -498,7 +503,7 @@ let commandSpecs: [String: OptionSpec] = [
     "advertise": OptionSpec(flags: [], valued: ["name", "data", "periodic-data", "interval", "periodic-interval", "duration"]),
     "central": OptionSpec(flags: Set(["discover", "pair", "pair-again"]).union(securityFlags),
                           valued: Set(["read", "write", "write-without-response", "subscribe", "count",
-                                       "duration", "mtu", "timeout", "profile", "date", "eatt"]).union(securityValued)),
+                                       "duration", "mtu", "timeout", "profile", "date", "eatt", "eatt-mtu"]).union(securityValued)),
     "peripheral": OptionSpec(flags: Set(["security-request", "eatt"]).union(securityFlags),
                              valued: Set(["name", "profile", "duration", "gatt"]).union(securityValued)),
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),

@@ -106,7 +106,7 @@ let scanHelpChinese = """
 
 let centralHelpChinese = """
     用法：ble-hci central TARGET... [ACTIONS] [--mtu N] [--timeout S]
-                         [--profile band [--date YYYY-MM-DD]] [--pair] [--eatt N] [SECURITY OPTIONS]
+                         [--profile band [--date YYYY-MM-DD]] [--pair] [--eatt N [--eatt-mtu M]] [SECURITY OPTIONS]
 
     TARGET：AA:BB:CC:DD:EE:FF[/public|/random] 或 name:TEXT（第一个名称包含 TEXT 的广播者，
     不区分大小写）。CHAR：一个 UUID（2a37、32 位或 128 位）或一个句柄（0x0010）。
@@ -142,6 +142,9 @@ let centralHelpChinese = """
                      Features（0x2B29）的第 1-2 位。
                      Exchange MTU 仍走非增强承载；通知可以从任一承载到来。
                      被拒绝时（外设不支持 EATT）："bearers":0，运行继续走非增强承载
+      --eatt-mtu M   然后用 Credit Based Reconfigure Request 把这些承载的接收 MTU 从 517
+                     提高到 M（517-65535）：{"event":"eattMTU","mtu":M,"attMTU":A}（A：各通道
+                     MTU 中较小的一个）；外设拒绝时为 "message"
     不带 --pair 时，中心设备在必要时才配对：收到 Insufficient Authentication（0x05）或
     Insufficient Encryption（0x0F）的回答时，它加密（有绑定）或配对，然后把该请求重试
     一次；外设的安全请求（Security Request）会得到响应。已绑定的外设连接后立即加密。
@@ -156,6 +159,7 @@ let centralHelpChinese = """
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io keyboard --mitm --passkey 123456 --read ff02
       ble-hci -t tcp:127.0.0.1:9002 central name:secure --pair --io yesno --mitm --yes --json
       ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --read fff2 --read ffe1  # 用两个承载
+      ble-hci -t tcp:127.0.0.1:9002 central name:ble-hci --eatt 2 --eatt-mtu 1024    # 然后重新配置
     """
 
 let peripheralHelpChinese = """

@@ -65,6 +65,27 @@ import VirtualController
         await peripheral.close()
     }
 
+    /// Credit Based Reconfigure (Core v5.4 Vol 3 Part A 4.27, 4.28) raises the bearers' ATT_MTU
+    /// on both sides: opened with our receive MTU 100, ATT_MTU is 100 (Part G 5.3.1: the
+    /// smaller of the channel's MTUs; the peripheral's is 517); after raising it to 300 both the
+    /// central's and the peripheral's bearers have 300. It may not shrink (4.27), and the
+    /// bearers carry requests as before.
+    @Test func reconfigurationRaisesTheBearersATTMTU() async throws {
+        let (central, peripheral, remote) = try await connected(eatt: true)
+        #expect(try await remote.openEnhancedATT(count: 2, mtu: 100) == (2, 100))
+        #expect(try await remote.reconfigureEnhancedATT(mtu: 300) == 300)
+        let handle = remote.connectionHandle
+        let link = try #require(await peripheral.stack.existingLink(handle))
+        let served = try await link.run { layers, _ in layers.bearers.open.map(\.mtu) }
+        #expect(served == [300, 300])
+        await #expect(throws: BLEError.self) { try await remote.reconfigureEnhancedATT(mtu: 200) }
+        let chars = try await remote.discoverAll().flatMap(\.characteristics).map(\.characteristic)
+        let long = try #require(chars.first { $0.uuid == Self.long })
+        #expect(try await remote.read(long) == Self.longValue)
+        await central.close()
+        await peripheral.close()
+    }
+
     /// A peripheral without EATT has no listener on PSM 0x0027: the request is refused with
     /// "SPSM not supported" (0x0002, Part A 4.26), and the unenhanced bearer goes on alone.
     @Test func withoutEATTTheRequestIsRefusedAndCID4GoesOn() async throws {
@@ -160,43 +181,85 @@ import VirtualController
         await peripheral.close()
     }
 
-    /// A central that set bit 2 of Client Supported Features (ours does when it opens Enhanced
-    /// ATT bearers, Part G 7.2) gets values of several characteristics in one Multiple Handle
-    /// Value Notification (opcode 0x23, Part F 3.4.7.4: handle, length, value each), seen in
-    /// the frames its controller delivered, and each value reaches its stream.
-    @Test func multipleHandleValueNotificationsGoToAClientThatTakesThem() async throws {
+    /// The server pushes on an Enhanced ATT bearer once one is open (notifications may go on
+    /// any bearer, Core v5.4 Vol 3 Part G 4.10; an indication is confirmed on the bearer that
+    /// carried it, Part F 3.4.7.3), as K-frames on the EATT channel (Part A 3.4.3: L2CAP length,
+    /// CID, SDU length, then the ATT PDU), seen in the frames the central's controller carried.
+    /// A central that set bit 2 of Client Supported Features (ours does when it opens the
+    /// bearers, Part G 7.2) gets values of several characteristics in one Multiple Handle Value
+    /// Notification (opcode 0x23, Part F 3.4.7.4: handle, length, value each).
+    @Test func serverPushesGoOnAnEnhancedBearer() async throws {
         let (_, transports) = VirtualLink.inProcess(count: 2)
         var options = StackOptions()
         options.enhancedATT = true
         let services = [GATTService(uuid: 0xFFD0, characteristics: [
             GATTCharacteristic(uuid: 0xFFD1, properties: [.notify]),
             GATTCharacteristic(uuid: 0xFFD2, properties: [.notify]),
+            GATTCharacteristic(uuid: 0xFFD3, properties: [.indicate]),
         ])]
         let peripheral = try await Peripheral.open(transports[0], services: services, name: "mhvn", options: options)
         try await peripheral.startAdvertising(AdvertisingOptions(name: "mhvn"))
-        let received = Mutex<[[UInt8]]>([])
+        let frames = Mutex<[(sent: Bool, data: [UInt8])]>([])
         let capturing = CapturingTransport(transports[1], observer: { direction, packet, _ in
-            if direction == .received, case .acl(let acl) = packet { received.withLock { $0.append(acl.data) } }
+            if case .acl(let acl) = packet { frames.withLock { $0.append((direction == .sent, acl.data)) } }
         })
         let central = try await Central.open(capturing)
         let adv = try await central.find(ScanFilter(nameContains: "mhvn"), timeout: .seconds(5))
         let remote = try await central.connect(to: adv.address)
-        _ = try await remote.openEnhancedATT(count: 1)
+        _ = try await remote.openEnhancedATT(count: 2)
         let chars = try await remote.discoverAll().flatMap(\.characteristics).map(\.characteristic)
         let a = try #require(chars.first { $0.uuid == BluetoothUUID(0xFFD1 as UInt16) })
         let b = try #require(chars.first { $0.uuid == BluetoothUUID(0xFFD2 as UInt16) })
+        let c = try #require(chars.first { $0.uuid == BluetoothUUID(0xFFD3 as UInt16) })
         let aValues = try await remote.notifications(for: a), bValues = try await remote.notifications(for: b)
-        try await peripheral.executor.until("two subscriptions") {
-            peripheral.subscribers(of: 0xFFD1).count == 1 && peripheral.subscribers(of: 0xFFD2).count == 1
+        let cValues = try await remote.notifications(for: c)
+        try await peripheral.executor.until("three subscriptions") {
+            [0xFFD1, 0xFFD2, 0xFFD3].allSatisfy { peripheral.subscribers(of: BluetoothUUID($0 as UInt16)).count == 1 }
         }
+        try await peripheral.notify([0x10], for: a.uuid)
         #expect(await peripheral.notifyMultiple([(a.uuid, [0x11]), (b.uuid, [0x22, 0x23])]) == [remote.connectionHandle])
-        var ia = aValues.makeAsyncIterator(), ib = bValues.makeAsyncIterator()
+        // Our client confirms once the application has the value, so it is taken meanwhile.
+        async let confirmed = peripheral.indicate([0x33], for: c.uuid)
+        var ia = aValues.makeAsyncIterator(), ib = bValues.makeAsyncIterator(), ic = cValues.makeAsyncIterator()
+        #expect(try await ia.next() == [0x10])
         #expect(try await ia.next() == [0x11])
         #expect(try await ib.next() == [0x22, 0x23])
-        // L2CAP length 12 (1 + 5 + 6), CID 0x0004, opcode 0x23, then (handle, length 1, 11), (handle, length 2, 22 23).
+        #expect(try await ic.next() == [0x33])
+        #expect(try await confirmed == [remote.connectionHandle])
+        // Whole SDUs in one K-frame each: L2CAP length = SDU length + 2, on a dynamic CID
+        // (0x0040–0x007F, Part A 2.1), never CID 0x0004.
         let le = { (h: UInt16) in [UInt8(h & 0xFF), UInt8(h >> 8)] }
-        let expected: [UInt8] = [12, 0, 0x04, 0x00, 0x23] + le(a.valueHandle) + [1, 0, 0x11] + le(b.valueHandle) + [2, 0, 0x22, 0x23]
-        #expect(received.withLock { $0.contains(expected) }, "no Multiple Handle Value Notification received: \(received.withLock { $0.filter { $0.count > 4 && $0[2] == 4 } })")
+        func kFrame(_ f: [UInt8]) -> (cid: UInt16, sdu: [UInt8])? {
+            guard f.count >= 6, case let cid = UInt16(f[2]) | UInt16(f[3]) << 8, (0x0040...0x007F).contains(cid) else { return nil }
+            let length = Int(f[0]) | Int(f[1]) << 8, sduLength = Int(f[4]) | Int(f[5]) << 8
+            guard length == sduLength + 2, f.count == 4 + length else { return nil }
+            return (cid, Array(f[6...]))
+        }
+        let got = frames.withLock { $0 }
+        let received = got.filter { !$0.sent }.compactMap { kFrame($0.data) }
+        let sent = got.filter(\.sent).compactMap { kFrame($0.data) }
+        let pushes: [[UInt8]] = [
+            [0x1B] + le(a.valueHandle) + [0x10],
+            [0x23] + le(a.valueHandle) + [1, 0, 0x11] + le(b.valueHandle) + [2, 0, 0x22, 0x23],
+            [0x1D] + le(c.valueHandle) + [0x33],
+        ]
+        for pdu in pushes { #expect(received.contains { $0.sdu == pdu }, "\(pdu) not on an EATT channel: \(received.map(\.sdu))") }
+        // The confirmation (0x1E) went back on the channel of the indication: to the
+        // peripheral's CID paired with the central's in the Credit Based Connection Request
+        // (0x17: Source CIDs after SPSM, MTU, MPS, credits) and Response (0x18: Destination
+        // CIDs after MTU, MPS, credits, result), Part A 4.25, 4.26, on the signaling CID 0x0005.
+        func cids(_ f: [UInt8], code: UInt8, skip: Int) -> [UInt16] {
+            guard f.count > 8 + skip, f[2] == 0x05, f[3] == 0, f[4] == code else { return [] }
+            return stride(from: 8 + skip, to: f.count - 1, by: 2).map { UInt16(f[$0]) | UInt16(f[$0 + 1]) << 8 }
+        }
+        let ours = got.filter(\.sent).flatMap { cids($0.data, code: 0x17, skip: 8) }
+        let theirs = got.filter { !$0.sent }.flatMap { cids($0.data, code: 0x18, skip: 8) }
+        try #require(ours.count == 2 && theirs.count == 2, "signaling: \(ours) \(theirs)")
+        let indicationCID = try #require(received.first { $0.sdu.first == 0x1D }?.cid)
+        let peerCID = try #require(zip(ours, theirs).first { $0.0 == indicationCID }?.1)
+        #expect(sent.contains { $0.cid == peerCID && $0.sdu == [0x1E] }, "no Handle Value Confirmation to \(peerCID): \(sent)")
+        #expect(!got.contains { $0.data.count > 4 && $0.data[2] == 0x04 && $0.data[3] == 0 && [0x1B, 0x1D, 0x23].contains($0.data[4]) },
+                "a push went on CID 0x0004")
         await central.close()
         await peripheral.close()
     }

@@ -70,6 +70,46 @@ extension CLITests {
             #expect(requestCIDs.count == 2, "requests only to \(requestCIDs)")
         }
     
+        /// `--eatt-mtu 1024`: a Credit Based Reconfigure Request (0x19, Core v5.4 Vol 3 Part A
+        /// 4.27: MTU, MPS, then one Destination CID per bearer, ours) and its response (0x1A,
+        /// result 0x0000, 4.28), by tshark's command codes and identifiers and the octets after
+        /// the signaling header; the ATT_MTU stays 517, the peripheral's MTU (Part G 5.3.1).
+        @Test func eattMTUReconfiguresTheBearers() async throws {
+            let dir = try TempDir()
+            let path = dir.path("eatt-mtu.btsnoop")
+            try await withRig(peripheralArgs: ["--eatt"]) { rig in
+                let r = try await rig.central(["-w", path, "central", "name:ble-hci", "--eatt", "2", "--eatt-mtu", "1024",
+                                               "--read", "fff2", "--json"])
+                expectStatus(r, 0, "central --eatt 2 --eatt-mtu 1024")
+                let event = try #require(r.events("eattMTU").first, "no eattMTU event: \(r.stdout)")
+                #expect(event["mtu"] as? Int == 1024 && event["attMTU"] as? Int == 517, "\(event)")
+                #expect(r.events("read").first?["value"] as? String == hexOf("ble-hci"))
+            }
+            let t = try await runTool(tshark, ["-n", "-r", path, "-Y", "btl2cap.cmd_code == 0x17 || btl2cap.cmd_code == 0x19 || btl2cap.cmd_code == 0x1a",
+                                               "-T", "fields", "-e", "btl2cap.cmd_code", "-e", "btl2cap.cmd_ident", "-e", "frame.number"])
+            let rows = t.stdout.filter { !$0.isEmpty }.map { $0.split(separator: "\t").map(String.init) }
+            #expect(rows.map { $0[0] } == ["0x17", "0x19", "0x1a"], "\(t.stdout)")
+            guard rows.count == 3 else { return }
+            #expect(rows[1][1] == rows[2][1], "request and response identifiers differ")
+            // The frames' octets (tshark -x): H4 type 1, ACL header 4, L2CAP header 4, signaling header 4.
+            func octets(_ frame: String) async throws -> [Int] {
+                let x = try await runTool(tshark, ["-n", "-r", path, "-Y", "frame.number == \(frame)", "-x"])
+                return x.stdout.flatMap { line -> [Int] in
+                    let parts = line.split(separator: " ", omittingEmptySubsequences: true)
+                    guard parts.count > 1, parts[0].count == 4, Int(parts[0], radix: 16) != nil else { return [] }
+                    return parts.dropFirst().prefix(16).prefix { $0.count == 2 }.compactMap { Int($0, radix: 16) }
+                }
+            }
+            let le = { (b: [Int], i: Int) in b[i] | b[i + 1] << 8 }
+            let open = try await octets(rows[0][2]), request = try await octets(rows[1][2]), response = try await octets(rows[2][2])
+            try #require(open.count >= 21 && request.count >= 21 && response.count >= 15, "\(open) \(request) \(response)")
+            #expect(le(request, 13) == 1024 && le(request, 15) == 247)
+            // The Destination CIDs of a Reconfigure Request are the sender's own (the Source CIDs
+            // of its Connection Request, which start after SPSM, MTU, MPS and credits).
+            #expect(stride(from: 17, to: request.count - 1, by: 2).map { le(request, $0) } == stride(from: 21, to: open.count - 1, by: 2).map { le(open, $0) })
+            #expect(le(response, 13) == 0x0000)
+        }
+
         /// A peripheral that serves no EATT answers the Credit Based Connection Request with
         /// result 0x0002, SPSM not supported (Core v5.4 Vol 3 Part A 4.26): the central says so
         /// and reads over CID 0x0004.

@@ -57,6 +57,8 @@ extension CLITests {
             ["-t", "tcp:127.0.0.1:1", "scan", "--duration", "soon"],
             ["-t", "tcp:127.0.0.1:1", "peripheral", "--profile", "watch"],
             ["-t", "tcp:127.0.0.1:1", "central", "name:x", "--profile", "band", "--read", "fff2"],
+            ["-t", "tcp:127.0.0.1:1", "central", "name:x", "--eatt-mtu", "600"],
+            ["-t", "tcp:127.0.0.1:1", "central", "name:x", "--eatt", "2", "--eatt-mtu", "300"],
         ])
         func usageErrorsExitTwoAndPointToHelp(_ args: [String]) async throws {
             let r = try await BleHCI.run(args)

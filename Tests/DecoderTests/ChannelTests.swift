@@ -37,6 +37,8 @@ private func hexList(_ s: String) -> [Int] {
 
 private func decList(_ s: String) -> [Int] { s.split(separator: ",").compactMap { Int($0) } }
 
+private func textValue(_ f: FieldValue?) -> String? { if case .text(let s)? = f { return s } else { return nil } }
+
 /// The signaling command codes of a decoded packet (one command, or several under `commands`).
 private func signalingCodes(_ p: DecodedPacket) -> [Int] {
     guard let s = p.layer("signaling") else { return [] }
@@ -104,6 +106,51 @@ private func signalingCodes(_ p: DecodedPacket) -> [Int] {
         #expect(checked.signaling >= 20)
         #expect(checked.psm >= 18)
         #expect(checked.eattOnly >= 30)
+    }
+
+    /// Issue 30: Tests/Fixtures/kernel-eatt.pcap, the Linux kernel's enhanced credit-based L2CAP
+    /// socket as EATT client of `ble-hci peripheral --eatt` (Tools/vm/cli_tests.py section 6).
+    /// Signaling codes agree with tshark on every packet; the Credit Based Reconfigure Request
+    /// and Response (0x19/0x1A, which tshark 4.0 names only by code) decode to the octets of
+    /// Core v5.4 Vol 3 Part A 4.27 (MTU, MPS, Destination CIDs after the 4-octet signaling
+    /// header) and 4.28 (Result); and the ATT PDUs on PSM 0x0027 have the opcode of the first
+    /// octet after the K-frame's SDU length (Part A 3.4.3).
+    @Test func kernelEnhancedATTCapture() throws {
+        let path = fixturePath("kernel-eatt.pcap")
+        let ours = try decodeCapture(path)
+        let theirs = try tsharkColumns(path, ["frame.number", "btl2cap.cmd_code"])
+        var reader = try CaptureReader(path: path)
+        let raw = reader.readAll().records.map(\.raw)
+        try #require(ours.count == theirs.count && raw.count == ours.count)
+        let u16 = { (b: [UInt8], i: Int) in Int(b[i]) | Int(b[i + 1]) << 8 }
+        var reconfigure = 0, att = 0
+        for (p, t) in zip(ours, theirs) {
+            #expect(p.malformed == nil, "#\(p.index)")
+            let codes = hexList(t.count > 1 ? t[1] : "")
+            #expect(signalingCodes(p) == codes, "#\(p.index): ours \(signalingCodes(p)), tshark \(codes)")
+            // H4 type (1), ACL header (4), L2CAP header (4), signaling header (4), then the data.
+            let b = raw[p.index - 1]
+            if codes == [0x19], let s = p.layer("signaling") {
+                #expect(textValue(field("name", s)) == "Credit Based Reconfigure Request")
+                #expect(intValue(field("mtu", s)) == u16(b, 13) && intValue(field("mps", s)) == u16(b, 15))
+                guard case .list(let cids)? = field("destinationCid", s) else { Issue.record("no Destination CIDs"); continue }
+                #expect(cids.compactMap { if case .int(let c) = $0 { c } else { nil } } == stride(from: 17, to: b.count, by: 2).map { u16(b, $0) })
+                reconfigure += 1
+            }
+            if codes == [0x1A], let s = p.layer("signaling") {
+                #expect(textValue(field("name", s)) == "Credit Based Reconfigure Response")
+                #expect(intValue(field("result", s)) == u16(b, 13))
+                reconfigure += 1
+            }
+            // An SDU whole in this one ACL packet: L2CAP length = octets after the L2CAP header, SDU length 2 fewer.
+            if let a = p.layer("att"), intValue(field("psm", p.layer("l2cap"))) == 0x0027, b.count > 11,
+               u16(b, 5) == b.count - 9, intValue(field("sduLength", p.layer("l2cap"))) == b.count - 11 {
+                #expect(intValue(field("opcode", a)) == Int(b[11]), "#\(p.index)")
+                att += 1
+            }
+        }
+        #expect(reconfigure == 2)
+        #expect(att >= 6, "ATT PDUs on the EATT channel: \(att)")
     }
 
     /// Every ATT PDU on the dynamic channels, as Bumble parsed what it sent and received.

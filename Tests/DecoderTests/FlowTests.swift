@@ -92,6 +92,29 @@ struct FlowTests {
         }
     }
 
+    /// Issue 30: in the kernel's EATT capture (Tests/Fixtures/kernel-eatt.pcap), the packets
+    /// tshark finds with command code 0x19/0x1A (Credit Based Reconfigure Request/Response,
+    /// Core v5.4 Vol 3 Part A 4.27, 4.28) make a "reconfigure L2CAP channels" step, and the
+    /// Credit Based Connection Request/Response (0x17/0x18) the "EATT bearers" step.
+    @Test func reconfigurationIsAStepOfItsOwn() throws {
+        let fixture = "kernel-eatt.pcap"
+        let rows = try tsharkRows(fixturePath(fixture), ["frame.number", "btl2cap.cmd_code"])
+        var expected: [Int: FlowStepKind] = [:]
+        for r in rows where r.count == 2 {
+            switch r[1] {
+            case "0x19", "0x1a": expected[Int(r[0])!] = .reconfigureChannels
+            case "0x17", "0x18": expected[Int(r[0])!] = .enhancedATT
+            default: break
+            }
+        }
+        #expect(expected.values.filter { $0 == .reconfigureChannels }.count == 2)
+        var seen = 0
+        for step in try diagram(fixture).steps {
+            for a in step.arrows { if let kind = expected[a.index] { #expect(step.kind == kind, "#\(a.index) in \(step.kind)"); seen += 1 } }
+        }
+        #expect(seen == expected.count)
+    }
+
     /// `--layers att`: only packets that carry ATT, labelled in ATT's words.
     @Test func honoursLayers() throws {
         let rows = try tsharkRows(fixturePath("ble-hci-demo.pcap"), ["frame.number", "btatt.opcode"])

@@ -13,11 +13,20 @@ Issue 9's VM suite, steps 1-4 (see docs/vm.md):
   5. BlueZ's own host pairing (the kernel's SMP, through mgmt: btmgmt pair) with
      `ble-hci peripheral --profile secure` on hci0, LE legacy then Secure Connections; then
      gatttool --sec-level medium reads the encrypted ff01 with the key the kernel got.
+  6. The kernel's enhanced credit-based L2CAP (an L2CAP socket in BT_MODE_EXT_FLOWCTL, with
+     the bluetooth module's enable_ecred on) as the EATT client of `ble-hci peripheral --eatt`:
+     paired through mgmt, it opens PSM 0x0027 at security level medium, reads over it, gets
+     Request Not Supported for an Exchange MTU Request, and raises its MTU with a Credit Based
+     Reconfigure Request (setsockopt BT_RCVMTU), after which the server's answers grow.
+  7. BlueZ's bluetoothd (its own D-Bus system bus in the guest) as the central of
+     `ble-hci peripheral --eatt`: bluetoothctl pairs and connects, and bluetoothd opens its
+     EATT channels (main.conf's [GATT] Channels, 3 by default: two enhanced bearers) and
+     runs its GATT client over them (the host reads the capture: host-checks.sh).
 
 Every check prints PASS/FAIL; a failing check prints the command's output. Every command
 has a timeout. Exit code: the number of failed checks (capped at 100).
 Env: BLE_HCI_BIN (default .build/debug/ble-hci), BLE_HCI_VM_SHARE (pcap goes there),
-     VM_CLI_SECTIONS (comma list of 1,2,3,4,5; default all).
+     VM_CLI_SECTIONS (comma list of 1,2,3,4,5,6,7; default all).
 """
 import ctypes
 import errno
@@ -34,7 +43,7 @@ import time
 
 BIN = os.path.abspath(os.environ.get("BLE_HCI_BIN", ".build/debug/ble-hci"))
 SHARE = os.environ.get("BLE_HCI_VM_SHARE", "/tmp")
-SECTIONS = set(os.environ.get("VM_CLI_SECTIONS", "1,2,3,4,5").split(","))
+SECTIONS = set(os.environ.get("VM_CLI_SECTIONS", "1,2,3,4,5,6,7").split(","))
 T0 = time.monotonic()
 
 AF_BLUETOOTH, BTPROTO_HCI, HCI_CHANNEL_CONTROL, HCI_DEV_NONE = 31, 1, 3, 0xFFFF
@@ -602,6 +611,178 @@ def section5():
     run(["btmgmt", "--index", str(i1), "power", "off"], timeout=20)
 
 
+# <bluetooth/bluetooth.h>, <bluetooth/l2cap.h>: socket options and struct sockaddr_l2.
+BTPROTO_L2CAP, SOL_BLUETOOTH, BT_SECURITY, BT_RCVMTU, BT_MODE = 0, 274, 4, 13, 15
+BT_SECURITY_MEDIUM, BT_MODE_EXT_FLOWCTL, BDADDR_LE_PUBLIC = 2, 0x04, 1
+
+
+def sockaddr_l2(address, psm):
+    """struct sockaddr_l2: family, PSM, bdaddr (little-endian), CID 0, LE public address type."""
+    bd = bytes(reversed(bytes.fromhex(address.replace(":", "")))) if address else bytes(6)
+    return ctypes.create_string_buffer(struct.pack("<HH6sHBx", AF_BLUETOOTH, psm, bd, 0, BDADDR_LE_PUBLIC), 14)
+
+
+def ecred_socket(peer, psm, rcvmtu, timeout=30.0):
+    """An LE L2CAP socket in enhanced credit-based mode connected to peer's psm (kernel:
+    l2cap_sock_setsockopt BT_MODE needs enable_ecred). Returns the socket; raises OSError."""
+    s = socket.socket(AF_BLUETOOTH, socket.SOCK_SEQPACKET, BTPROTO_L2CAP)
+    try:
+        local = sockaddr_l2(None, 0)
+        if libc.bind(s.fileno(), local, 14) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, "bind: " + os.strerror(e))
+        s.setsockopt(SOL_BLUETOOTH, BT_MODE, bytes([BT_MODE_EXT_FLOWCTL]))
+        s.setsockopt(SOL_BLUETOOTH, BT_SECURITY, bytes([BT_SECURITY_MEDIUM, 0]))
+        s.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, struct.pack("<H", rcvmtu))
+        s.setblocking(False)
+        if libc.connect(s.fileno(), sockaddr_l2(peer, psm), 14) != 0 and ctypes.get_errno() != errno.EINPROGRESS:
+            e = ctypes.get_errno()
+            raise OSError(e, "connect: " + os.strerror(e))
+        _, w, _ = select.select([], [s], [], timeout)
+        err = s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if not w or err:
+            raise OSError(err or errno.ETIMEDOUT, "connect to %s PSM 0x%04x: %s" % (peer, psm, os.strerror(err or errno.ETIMEDOUT)))
+        return s
+    except BaseException:
+        s.close()
+        raise
+
+
+def exchange(s, pdu, timeout=10.0):
+    """Sends one ATT PDU as one SDU and returns the next SDU (b"" when none came in time)."""
+    s.send(bytes(pdu))
+    r, _, _ = select.select([s], [], [], timeout)
+    return s.recv(4096) if r else b""
+
+
+def enable_ecred():
+    """Linux 6.1 keeps ECRED behind the bluetooth module's enable_ecred (off unless
+    CONFIG_BT_LE_L2CAP_ECRED, which Debian's config lacks); bluetoothd's EATT needs it too."""
+    param = "/sys/module/bluetooth/parameters/enable_ecred"
+    try:
+        with open(param, "w") as f:
+            f.write("Y")
+        with open(param) as f:
+            on = f.read().strip() == "Y"
+    except OSError as e:
+        on = False
+        log("%s: %s" % (param, e))
+    return check("the kernel's enhanced credit-based mode is on (%s = Y)" % param, on)
+
+
+def section6():
+    h0, h1, i1 = STATE["h0"], STATE["h1"], STATE["i1"]
+    addr = STATE["addr0"]
+    log("=== 6. the kernel's enhanced credit-based channels (EATT client) against ble-hci peripheral --eatt on %s" % h0)
+    if not enable_ecred():
+        return
+    for setting in ("bondable", "sc", "power"):
+        r = run(["btmgmt", "--index", str(i1), setting, "on"], timeout=20)
+        if not check("btmgmt --index %d %s on" % (i1, setting), r.rc == 0, show=r):
+            return
+    capture = os.path.join(SHARE, "eatt.pcap")
+    per = Background([BIN, "-t", h0, "-w", capture, "peripheral", "--profile", "demo", "--eatt", "--json",
+                      "--bonds", "/tmp/vm-bonds-eatt"], "peripheral-eatt")
+    STATE["peripheral"] = per
+    if not check("peripheral --profile demo --eatt on %s advertising" % h0,
+                 bool(per.wait_for(lambda e: [x for x in e if x.get("event") == "advertising"], 30)), show=per.result()):
+        return
+    # EATT needs an encrypted link (Core v5.4 Vol 3 Part G 5.3.2): pair first, then the socket's
+    # security level medium makes the kernel encrypt with the key before it opens the channel.
+    status, lines = mgmt_pair(i1, addr)
+    if not check("EATT: mgmt Pair Device %s -> status 0x00 (%s)" % (addr, "; ".join(lines)), status == 0):
+        return
+    try:
+        s = ecred_socket(addr, 0x0027, 64)
+    except OSError as e:
+        check("EATT: the kernel opens an enhanced credit-based channel to PSM 0x0027 (MTU 64)", False, str(e), show=per.result())
+        kernel_log()
+        return
+    with s:
+        check("EATT: the kernel opens an enhanced credit-based channel to PSM 0x0027 (MTU 64)", True)
+        # Read Request (0x0A) of Device Name, handle 0x0003 (Generic Access comes first): Read Response (0x0B).
+        r = exchange(s, [0x0A, 0x03, 0x00])
+        check("EATT: Read Request of handle 0x0003 -> Read Response 'ble-hci' (%s)" % r.hex(), r == b"\x0b" + b"ble-hci")
+        # Part F 3.4.2.1: Exchange MTU is not sent on an Enhanced ATT bearer: Error Response,
+        # Request Not Supported (0x06).
+        r = exchange(s, [0x02, 0x05, 0x02])
+        check("EATT: Exchange MTU Request -> Error Response 0x06 (%s)" % r.hex(), r == bytes([0x01, 0x02, 0x00, 0x00, 0x06]))
+        # Find Information over all handles: as many 16-bit pairs as fit in ATT_MTU (Part F
+        # 3.4.3.2), which is the smaller of the channel's MTUs (Part G 5.3.1): 64 now.
+        find = [0x04, 0x01, 0x00, 0xFF, 0xFF]
+        before = exchange(s, find)
+        check("EATT: Find Information Response within ATT_MTU 64 (%d octets)" % len(before),
+              before[:1] == b"\x05" and 6 <= len(before) <= 64)
+        # The kernel sends a Credit Based Reconfigure Request (l2cap_chan_reconfigure) and
+        # deletes the channel if the answer is not success (l2cap_ecred_reconf_rsp).
+        s.setsockopt(SOL_BLUETOOTH, BT_RCVMTU, struct.pack("<H", 300))
+        after = exchange(s, find)
+        check("EATT: after BT_RCVMTU 300 (Credit Based Reconfigure) the channel lives and the answer grows (%d -> %d octets)"
+              % (len(before), len(after)), after[:1] == b"\x05" and len(after) > len(before) and len(after) <= 300)
+    run(["btmgmt", "--index", str(i1), "unpair", "-t", "1", addr], timeout=20)
+    rc = per.stop(signal.SIGINT)
+    check("peripheral --eatt: SIGINT -> exit 0", rc == 0, show=per.result())
+    STATE.pop("peripheral", None)
+    run(["btmgmt", "--index", str(i1), "power", "off"], timeout=20)
+
+
+def section7():
+    h0, h1, addr = STATE["h0"], STATE["h1"], STATE["addr0"]
+    log("=== 7. bluetoothd (BlueZ %s) with EATT against ble-hci peripheral --eatt on %s" % (
+        run(["/usr/libexec/bluetooth/bluetoothd", "--version"], timeout=10).out.strip(), h0))
+    if not enable_ecred():
+        return
+    # The root is the host's, read-only: bluetoothd keeps its bonds on a tmpfs, the bus is the guest's own.
+    r = run(["mount", "-t", "tmpfs", "tmpfs", "/var/lib/bluetooth"], timeout=10)
+    if not check("a tmpfs on /var/lib/bluetooth for bluetoothd", r.rc == 0, show=r):
+        return
+    os.makedirs("/run/dbus", exist_ok=True)
+    r = run(["dbus-daemon", "--system", "--fork", "--print-pid"], timeout=20)
+    if not check("dbus-daemon --system", r.rc == 0 and r.out.strip().isdigit(), show=r):
+        return
+    bus = int(r.out.strip())
+    capture = os.path.join(SHARE, "bluetoothd-eatt.pcap")
+    # The peripheral first: its user channel holds hci0, so bluetoothd takes only hci1.
+    per = Background([BIN, "-t", h0, "-w", capture, "peripheral", "--profile", "demo", "--eatt", "--json",
+                      "--bonds", "/tmp/vm-bonds-bluetoothd"], "peripheral-bluetoothd")
+    STATE["peripheral"] = per
+    if not check("peripheral --profile demo --eatt on %s advertising" % h0,
+                 bool(per.wait_for(lambda e: [x for x in e if x.get("event") == "advertising"], 30)), show=per.result()):
+        return
+    btd = Background(["/usr/libexec/bluetooth/bluetoothd", "-n", "-d"], "bluetoothd")
+    try:
+        time.sleep(3)
+        script = ["power on", 1, "scan le", 6, "scan off", 1, "pair " + addr, 10, "connect " + addr, 8, "quit"]
+        ctl = subprocess.Popen(["bluetoothctl", "--agent", "NoInputNoOutput"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        for step in script:
+            if isinstance(step, int):
+                time.sleep(step)
+            else:
+                ctl.stdin.write((step + "\n").encode())
+                ctl.stdin.flush()
+        try:
+            out = ctl.communicate(timeout=20)[0].decode("utf-8", "replace")
+        except subprocess.TimeoutExpired:
+            ctl.kill()
+            out = ctl.communicate()[0].decode("utf-8", "replace")
+        shown = Result("bluetoothctl " + "; ".join(x for x in script if isinstance(x, str)), ctl.returncode, out, "", 0)
+        check("bluetoothd: bluetoothctl pair %s -> Pairing successful" % addr, "Pairing successful" in out, show=shown)
+        check("bluetoothd: bluetoothctl connect %s -> Connection successful" % addr, "Connection successful" in out, show=shown)
+        # bluetoothd's own account (its debug log): each enhanced bearer it attached.
+        eatt = btd.err().count("EATT channel connected") + btd.out().count("EATT channel connected")
+        check("bluetoothd: 'EATT channel connected' twice (Channels = 3 by default: two Enhanced ATT bearers), %d" % eatt,
+              eatt == 2, show=btd.result())
+        paired = per.wait_for(lambda e: [x for x in e if x.get("event") == "paired"], 5)
+        check("peripheral --eatt: paired with bluetoothd (%s)" % paired, bool(paired))
+    finally:
+        btd.stop(signal.SIGTERM)
+        os.kill(bus, signal.SIGTERM)
+    rc = per.stop(signal.SIGINT)
+    check("peripheral --eatt (bluetoothd): SIGINT -> exit 0", rc == 0, show=per.result())
+    STATE.pop("peripheral", None)
+
+
 def main():
     log("ble-hci CLI on the real kernel: %s (sections %s), kernel %s" % (BIN, ",".join(sorted(SECTIONS)), os.uname().release))
     if not check("binary %s exists" % BIN, os.access(BIN, os.X_OK)):
@@ -610,7 +791,7 @@ def main():
     check("ble-hci --version", r.rc == 0, r.out.strip(), show=r)
     try:
         if section1():
-            for n, fn in (("2", section2), ("3", section3), ("4", section4), ("5", section5)):
+            for n, fn in (("2", section2), ("3", section3), ("4", section4), ("5", section5), ("6", section6), ("7", section7)):
                 if n in SECTIONS:
                     try:
                         fn()
@@ -622,7 +803,7 @@ def main():
                     if per is not None and per.p.poll() is None:
                         per.stop(signal.SIGKILL)
         else:
-            check("sections 2-5 need the two vhci adapters of section 1", False, "not run")
+            check("sections 2-7 need the two vhci adapters of section 1", False, "not run")
     finally:
         ctl = STATE.get("controllers")
         if ctl is not None:
