@@ -106,7 +106,8 @@ let scanHelpChinese = """
 
 let centralHelpChinese = """
     用法：ble-hci central TARGET... [ACTIONS] [--mtu N] [--timeout S]
-                         [--profile band [--date YYYY-MM-DD]] [--pair] [--eatt N [--eatt-mtu M]] [SECURITY OPTIONS]
+                         [--profile band [--date YYYY-MM-DD]]
+                         [--pair] [--eatt N [--eatt-mtu M]] [SECURITY OPTIONS]
 
     TARGET：AA:BB:CC:DD:EE:FF[/public|/random] 或 name:TEXT（第一个名称包含 TEXT 的广播者，
     不区分大小写）。CHAR：一个 UUID（2a37、32 位或 128 位）或一个句柄（0x0010）。
