@@ -40,17 +40,18 @@ public enum FlowText {
                 // The link-layer state the packet left the controller in (a packet left out of
                 // the diagram shows its change under the next one drawn).
                 while let c = changes.first, c.index <= a.index {
-                    appendLinkState(c, to: &out)
+                    appendLinkState(c, language, to: &out)
                     changes = changes.dropFirst()
                 }
             }
         }
-        for c in changes { appendLinkState(c, to: &out) }
+        for c in changes { appendLinkState(c, language, to: &out) }
     }
 
     /// "◆ link layer: standby → scanning", under the controller's column.
-    private static func appendLinkState(_ c: LinkLayerStateChange, to out: inout RenderBuffer) {
-        out.append(String(repeating: " ", count: prefix + lane) + "◆ link layer: \(c.from) → \(c.to)\n")
+    private static func appendLinkState(_ c: LinkLayerStateChange, _ language: Language, to out: inout RenderBuffer) {
+        out.append(String(repeating: " ", count: prefix + lane)
+                   + "◆ \(FlowWords.linkLayer.text(language)): \(c.from.text(language)) → \(c.to.text(language))\n")
     }
 
     static func column(_ p: FlowParty) -> Int {

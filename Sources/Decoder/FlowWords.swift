@@ -62,6 +62,23 @@ extension FlowStepKind {
     }
 }
 
+extension LinkLayerState {
+    /// The states in `language` (Vol 6 Part B 1.1: standby, advertising, scanning, initiating,
+    /// connection).
+    public func text(_ language: Language) -> String {
+        switch language {
+        case .english: return description
+        case .simplifiedChinese:
+            var parts: [String] = []
+            if advertising { parts.append("广播") }
+            if scanning { parts.append("扫描") }
+            if initiating { parts.append("发起连接") }
+            if !connections.isEmpty { parts.append("已连接（\(connections.count) 条链路）") }
+            return parts.isEmpty ? "待机" : parts.joined(separator: " + ")
+        }
+    }
+}
+
 /// The diagram's own words (headers, column titles), in each language.
 enum FlowWords {
     case summary(packets: Int, steps: Int)
@@ -69,6 +86,7 @@ enum FlowWords {
     case controller
     case timeColumn
     case columns
+    case linkLayer
     /// Peer column titles are addresses, except the shared columns FlowBuilder names.
     case peer(String)
 
@@ -81,6 +99,7 @@ enum FlowWords {
             case .controller: return "controller"
             case .timeColumn: return "time (s)"
             case .columns: return "; columns: "
+            case .linkLayer: return "link layer"
             case .peer(let title): return title
             }
         case .simplifiedChinese:
@@ -91,6 +110,7 @@ enum FlowWords {
             case .controller: return "控制器"
             case .timeColumn: return "时间 (秒)"
             case .columns: return "；列："
+            case .linkLayer: return "链路层"
             case .peer(let title):
                 switch title {
                 case "other advertisers": return "其他广播者"
