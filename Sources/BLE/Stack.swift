@@ -381,6 +381,8 @@ actor Stack {
         }
         if let refusal = await host.loadResolvingList(resolvable) {
             options.log?("controller resolving list not used (\(refusal)); the host resolves bonded peers' private addresses itself")
+        } else if let privacy, let entry = resolvable.last {
+            await Stack.useControllerPrivacy(privacy, entry: entry.identity, host: host, log: options.log)
         }
         let stack = Stack(host: host, transport: transport, options: options, controller: info, localIdentity: identity, privacy: privacy)
         await stack.startEventLoop()
@@ -594,13 +596,23 @@ actor Stack {
     }
 
     /// The own address for advertising, scanning and connecting: the current RPA with privacy.
-    nonisolated var ownAddress: OwnAddress { privacy.map { OwnAddress.resolvablePrivate($0.address()) } ?? .public }
+    nonisolated var ownAddress: OwnAddress { privacy.map { $0.ownAddress($0.address()) } ?? .public }
+
+    /// Lets the controller make our RPA from the resolving list entry of `entry` (which holds
+    /// our IRK), or says in the log why the host keeps making it.
+    static func useControllerPrivacy(_ privacy: LocalPrivacy, entry: DeviceAddress, host: Host, log: (@Sendable (String) -> Void)?) async {
+        if let refusal = await host.prepareControllerPrivacy(rotation: privacy.rotation) {
+            log?("the controller does not make our resolvable private address (\(refusal)); the host makes it")
+        } else {
+            privacy.controllerEntry.withLock { $0 = entry }
+        }
+    }
 
     /// The own address for connecting: as `ownAddress`, but while scanning the RPA in use is kept
     /// (it cannot change under an enabled scan); the next scan or advertising moves on.
     func ownAddressForConnecting() async -> OwnAddress {
         guard let privacy else { return .public }
-        return .resolvablePrivate(await host.isScanning ? privacy.currentAddress() : privacy.address())
+        return privacy.ownAddress(await host.isScanning ? privacy.currentAddress() : privacy.address())
     }
 
     // MARK: Scanning

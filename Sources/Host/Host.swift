@@ -398,12 +398,12 @@ public actor Host {
     // MARK: - Connections
 
     /// Registers a new link and returns its public value.
-    func addLink(handle: UInt16, role: LERole, peer: DeviceAddress, parameters: ConnectionParameters) -> LEConnection {
+    func addLink(handle: UInt16, role: LERole, peer: DeviceAddress, local: DeviceAddress? = nil, parameters: ConnectionParameters) -> LEConnection {
         if let old = links[handle] {
             warn("connection handle \(hexCode(handle, digits: 4)) reused before its disconnection: old link closed")
             linkDisconnected(old.handle, reason: .connectionTimeout)
         }
-        let local = role == .peripheral ? advertisingAddress : localAddressForConnections
+        let local = local ?? (role == .peripheral ? advertisingAddress : localAddressForConnections)
         let conn = LEConnection(handle: handle, role: role, peer: peer, local: local, parameters: parameters,
                                 route: FrameRoute(limit: configuration.maxQueuedFramesPerLink))
         links[handle] = LinkState(connection: conn, maxFrame: configuration.maxL2CAPFrame)

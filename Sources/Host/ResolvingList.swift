@@ -55,3 +55,24 @@ extension Host {
         }
     }
 }
+
+extension Host {
+    /// Prepares the controller to make our RPA itself (Own_Address_Type 0x02/0x03, Core v5.4
+    /// Vol 4 Part E 7.8.5): it must have LL Privacy (Vol 6 Part B 4.6.5) and take LE Set
+    /// Resolvable Private Address Timeout (7.8.45), set to `rotation` (1 s to 1 hour). Returns
+    /// nil when it does; otherwise why not: the caller then makes its RPA itself.
+    public func prepareControllerPrivacy(rotation: Duration) async -> String? {
+        guard let info = try? self.info else { return "the host is not started" }
+        guard LEFeatures(rawValue: info.leFeatures).contains(.llPrivacy) else { return "the controller does not list LL Privacy among its LE features" }
+        guard info.supports(LESetResolvablePrivateAddressTimeout.opcode) else {
+            return "\(LESetResolvablePrivateAddressTimeout.opcode.name) is not among the controller's supported commands"
+        }
+        let seconds = UInt16(clamping: Swift.min(Swift.max(rotation.components.seconds, 1), 3600))
+        do {
+            _ = try await execute(LESetResolvablePrivateAddressTimeout(rpaTimeout: seconds))
+            return nil
+        } catch {
+            return "\(error)"
+        }
+    }
+}

@@ -5,9 +5,11 @@ import HCI
 // advertiser whose resolvable private address one of the list's peer IRKs resolves under that
 // peer's identity address, typed Public/Random Identity Address (0x02/0x03, 7.7.65.13), and, in
 // Network Privacy Mode (the default), ignores a listed peer with an IRK that advertises from its
-// identity address. Not modelled: our own RPA generated from the local IRKs (advertising and
-// scanning from Own_Address_Type 0x02/0x03), resolution of initiators and scanners by an
-// advertiser, and connecting to a resolved identity.
+// identity address. Own_Address_Type 0x02/0x03 advertises and initiates from an RPA made from
+// the local IRK of the entry the command's peer address names (Vol 6 Part B 1.3.2.2), a new one
+// every RPA timeout (7.8.45); reported in LE Enhanced Connection Complete (7.7.65.10) and by LE
+// Read Local Resolvable Address (7.8.43). Not modelled: resolution of initiators and scanners
+// by an advertiser, and connecting to a resolved identity.
 
 extension VirtualController {
     struct ResolvingListEntry {
@@ -17,6 +19,8 @@ extension VirtualController {
         var peerIRK: [UInt8]
         var localIRK: [UInt8]
         var devicePrivacy = false
+        /// The RPA made from `localIRK` and when (a new one after the RPA timeout).
+        var localRPA: (address: BDAddress, made: ContinuousClock.Instant)?
 
         var hasPeerIRK: Bool { peerIRK.contains { $0 != 0 } }
     }
@@ -109,6 +113,32 @@ extension VirtualController {
         }
         resolvingList[i].devicePrivacy = c.privacyMode == 1
         complete(LESetPrivacyMode.self)
+    }
+
+    package func handle(_ c: LEReadLocalResolvableAddress) {
+        if let status = resolvingListRefusal { return reject(LEReadLocalResolvableAddress.self, status) }
+        guard resolvingListIndex(c.peerIdentityAddressType, c.peerIdentityAddress) != nil else {
+            return reject(LEReadLocalResolvableAddress.self, .unknownConnectionIdentifier)  // not in the list (7.8.43)
+        }
+        let rpa = localRPA(peerType: c.peerIdentityAddressType, peer: c.peerIdentityAddress) ?? .zero
+        complete(LEReadLocalResolvableAddress.self, .init(localResolvableAddress: rpa))
+    }
+
+    /// Our RPA towards the listed peer `peer` while address resolution is on and its entry has a
+    /// local IRK: prand of 22 random bits under 0b01, hash = ah(local IRK, prand) (Vol 6 Part B
+    /// 1.3.2.2, Vol 3 Part H 2.2.2), kept for the RPA timeout (7.8.45).
+    func localRPA(peerType: UInt8, peer: BDAddress, now: ContinuousClock.Instant = .now) -> BDAddress? {
+        guard addressResolution, let i = resolvingListIndex(peerType, peer), resolvingList[i].localIRK.contains(where: { $0 != 0 }) else {
+            return nil
+        }
+        if let current = resolvingList[i].localRPA, now - current.made < .seconds(Int(rpaTimeout)) { return current.address }
+        var prand = (0..<3).map { _ in UInt8.random(in: 0...255) }
+        prand[2] = prand[2] & 0x3F | 0x40
+        guard let hash = Self.ah(resolvingList[i].localIRK, prand: prand) else { return nil }
+        let rpa = BDAddress(littleEndian: hash + prand)
+        resolvingList[i].localRPA = (rpa, now)
+        link.note("controller \(index): new resolvable private address \(rpa) from the local IRK for \(peer)")
+        return rpa
     }
 
     /// The address a scanner reports `adv` under (Vol 6 Part B 6.2, 4.7): the identity of the
