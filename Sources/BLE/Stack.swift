@@ -511,7 +511,8 @@ actor Stack {
                 bearer.start(host: host)
                 let security = LinkSecurity(connection: connection, clock: options.host.clock, bearer: bearer,
                                             configuration: options.security, bonds: bonds,
-                                            delegate: pairingDelegate, attempts: attempts, log: options.log)
+                                            delegate: pairingDelegate, attempts: attempts, log: options.log,
+                                            bonded: { [privacy] bond, host in Stack.bondJoinsResolvingList(bond, privacy: privacy, log: options.log, host: host) })
                 security.prepare()
                 let automatic = connection.role == .central && options.security.automaticSecurity
                 let bearers = ATTBearers(fixed: bearer)
@@ -597,6 +598,27 @@ actor Stack {
 
     /// The own address for advertising, scanning and connecting: the current RPA with privacy.
     nonisolated var ownAddress: OwnAddress { privacy.map { $0.ownAddress($0.address()) } ?? .public }
+
+    /// A bond made during the run: its peer joins the controller's resolving list now (not at
+    /// the next start; queued at once, in the host's isolation, so the next advertising, scan
+    /// or connect has it), and its next connection is resolved by the controller; with
+    /// privacy, the controller then makes our RPA from that entry too.
+    static func bondJoinsResolvingList(_ bond: SMPBond, privacy: LocalPrivacy?, log: (@Sendable (String) -> Void)?, host: isolated Host) {
+        guard let irk = bond.peerIRK else { return }
+        guard host.queueResolvingListEntry(ResolvingListEntry(identity: bond.peer, peerIRK: irk, localIRK: privacy?.identity.irk)) else { return }
+        let firstEntry = privacy?.controllerEntry.withLock { entry in
+            defer { if entry == nil { entry = bond.peer } }
+            return entry == nil
+        } ?? false
+        host.spawn {
+            await host.flushResolvingListWhenIdle()
+            // The RPA timeout (7.8.45); a controller that refuses it keeps the host's RPA.
+            if firstEntry, let privacy, let refusal = await host.prepareControllerPrivacy(rotation: privacy.rotation) {
+                privacy.controllerEntry.withLock { $0 = nil }
+                log?("the controller does not make our resolvable private address (\(refusal)); the host makes it")
+            }
+        }
+    }
 
     /// Lets the controller make our RPA from the resolving list entry of `entry` (which holds
     /// our IRK), or says in the log why the host keeps making it.

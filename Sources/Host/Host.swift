@@ -127,6 +127,10 @@ public actor Host {
     var connectBusy = false
     var connectQueue: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     var localAddressForConnections = DeviceAddress(.zero, type: .public)
+    /// Whether the controller's resolving list holds the bonds (nil: not loaded yet), or why
+    /// it does not; and entries waiting for the controller to be idle (ResolvingList.swift).
+    var resolvingListLoaded: Result<Void, ResolvingListRefusal>?
+    var pendingResolvingList: [ResolvingListEntry] = []
 
     // MARK: lifecycle
     var readerStarted = false
