@@ -26,8 +26,13 @@ public enum OwnAddress: Sendable, Equatable {
     /// whose local IRK the controller uses (7.8.5, 7.8.53); none otherwise.
     var resolvingListPeer: (type: AddressType, address: BDAddress) {
         guard case .controllerResolvable(let peer, _) = self else { return (.public, .zero) }
-        return (peer.type.simple == "public" ? .public : .random, peer.address)
+        return peer.identityParameter
     }
+}
+
+extension DeviceAddress {
+    /// As a Peer_Address_Type (0x00/0x01) and Peer_Address: the identity `self` names.
+    var identityParameter: (type: AddressType, address: BDAddress) { (type.simple == "public" ? .public : .random, address) }
 }
 
 /// What `Host.startAdvertising` sends.
@@ -39,6 +44,11 @@ public struct AdvertisingParameters: Sendable, Equatable {
         case scannable
         /// ADV_NONCONN_IND.
         case nonConnectable
+        /// ADV_DIRECT_IND, low duty cycle (Advertising_Type 0x04, Core v5.4 Vol 4 Part E 7.8.5;
+        /// an extended set's legacy directed PDU, 7.8.53): connectable by `peer` only, no data.
+        /// `peer` is an identity address; with `OwnAddress.controllerResolvable` and the peer in
+        /// the resolving list with its IRK, the controller puts the peer's RPA in TargetA.
+        case directed(DeviceAddress)
     }
 
     public var kind: Kind
@@ -222,7 +232,10 @@ extension Host {
         }
         if extended {
             let limit = AdvertisingParameters.legacyDataLimit
-            let legacy = !p.extendedPDUs && p.data.count <= limit && (p.kind == .nonConnectable || p.scanResponse.count <= limit)
+            var directedPeer: DeviceAddress?
+            if case .directed(let peer) = p.kind { directedPeer = peer }
+            let legacy = directedPeer != nil
+                || !p.extendedPDUs && p.data.count <= limit && (p.kind == .nonConnectable || p.scanResponse.count <= limit)
             // An extended connectable set is not scannable (Vol 4 Part E 7.8.53), and scan
             // response data for a non-scannable set is refused with Invalid HCI Command
             // Parameters (0x12) (7.8.55): say so before configuring anything.
@@ -234,10 +247,11 @@ extension Host {
             case .connectable: props = legacy ? [.connectable, .scannable] : [.connectable]
             case .scannable: props = [.scannable]
             case .nonConnectable: props = []
+            case .directed: props = [.connectable, .directed]
             }
             if legacy { props.insert(.legacy) }
             let own: AddressType = if case .controllerResolvable = p.ownAddress { .randomIdentity } else { p.ownAddress.isRandom ? .random : .public }
-            let peer = p.ownAddress.resolvingListPeer
+            let peer = directedPeer?.identityParameter ?? p.ownAddress.resolvingListPeer
             _ = try await executeRecovering(LESetExtendedAdvertisingParameters(
                 advertisingHandle: 0, advertisingEventProperties: props,
                 primaryAdvertisingIntervalMin: UInt32(p.intervalMin), primaryAdvertisingIntervalMax: UInt32(p.intervalMax),
@@ -245,12 +259,13 @@ extension Host {
                 _ = try await self.execute(LESetExtendedAdvertisingEnable(enable: false, sets: []))
             }
             _ = try await prepareOwnAddress(p.ownAddress, extendedHandle: 0)
-            if !(p.kind == .scannable && !legacy) || !p.data.isEmpty {
+            // A legacy directed PDU carries no data (7.8.54, 7.8.55: Invalid HCI Command Parameters).
+            if directedPeer == nil, !(p.kind == .scannable && !legacy) || !p.data.isEmpty {
                 for (operation, part) in Self.extendedDataFragments(p.data) {
                     _ = try await execute(LESetExtendedAdvertisingData(advertisingHandle: 0, operation: operation, advertisingData: part))
                 }
             }
-            if p.kind != .nonConnectable, !p.scanResponse.isEmpty || legacy {
+            if directedPeer == nil, p.kind != .nonConnectable, !p.scanResponse.isEmpty || legacy {
                 for (operation, part) in Self.extendedDataFragments(p.scanResponse) {
                     _ = try await execute(LESetExtendedScanResponseData(advertisingHandle: 0, operation: operation, scanResponseData: part))
                 }
@@ -266,8 +281,10 @@ extension Host {
             case .connectable: 0x00
             case .scannable: 0x02
             case .nonConnectable: 0x03
+            case .directed: 0x04
             }
-            let peer = p.ownAddress.resolvingListPeer
+            var peer = p.ownAddress.resolvingListPeer
+            if case .directed(let target) = p.kind { peer = target.identityParameter }
             _ = try await executeRecovering(LESetAdvertisingParameters(advertisingIntervalMin: p.intervalMin, advertisingIntervalMax: p.intervalMax,
                                                                        advertisingType: type, ownAddressType: own,
                                                                        peerAddressType: peer.type, peerAddress: peer.address), still: "advertising") {

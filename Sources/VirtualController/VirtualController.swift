@@ -374,6 +374,8 @@ public final class VirtualController: @unchecked Sendable {
         var periodicInterval: UInt16 = 0
         /// The RPA this controller made for the advertiser (Own_Address_Type 0x02/0x03).
         var localRPA: BDAddress?
+        /// TargetA of a directed PDU (ADV_DIRECT_IND, or an extended set with the directed property).
+        var targetA: DeviceAddress?
     }
 
     /// The address Own_Address_Type `type` names, and whether this controller made it. 0x02/0x03:
@@ -394,17 +396,19 @@ public final class VirtualController: @unchecked Sendable {
     func currentAdvertisements() -> [Advertisement] {
         var out: [Advertisement] = []
         if advEnabled {
-            let (a, generated) = ownAddress(advParams.ownAddressType, peer: (advParams.peerAddressType.rawValue & 1, advParams.peerAddress))
+            let peer = (type: advParams.peerAddressType.rawValue & 1, address: advParams.peerAddress)
+            let (a, generated) = ownAddress(advParams.ownAddressType, peer: peer)
             let t = advParams.advertisingType == 4 ? 1 : advParams.advertisingType
             out.append(Advertisement(address: a.address, addressType: a.type, connectable: t <= 1, scannable: t == 0 || t == 2,
                                      legacyPDU: true, legacyType: t, data: t == 1 ? [] : advData, scanResponse: scanRspData,
                                      sid: 0xFF, txPower: 127, setHandle: nil,
-                                     filterPolicy: advParams.advertisingFilterPolicy, localRPA: generated ? a.address : nil))
+                                     filterPolicy: advParams.advertisingFilterPolicy, localRPA: generated ? a.address : nil,
+                                     targetA: t == 1 ? directedTarget(own: advParams.ownAddressType, peerType: peer.type, peer: peer.address) : nil))
         }
         for (handle, set) in sets.sorted(by: { $0.key < $1.key }) where set.enabled {
             let p = set.params.advertisingEventProperties
-            let (a, generated) = ownAddress(set.params.ownAddressType, setRandom: set.randomAddress,
-                                            peer: (set.params.peerAddressType.rawValue & 1, set.params.peerAddress))
+            let peer = (type: set.params.peerAddressType.rawValue & 1, address: set.params.peerAddress)
+            let (a, generated) = ownAddress(set.params.ownAddressType, setRandom: set.randomAddress, peer: peer)
             let legacyType: UInt8 = p.contains(.directed) ? 1 : p.contains(.connectable) ? 0 : p.contains(.scannable) ? 2 : 3
             out.append(Advertisement(address: a.address, addressType: a.type, connectable: p.contains(.connectable),
                                      scannable: p.contains(.scannable), legacyPDU: p.contains(.legacy), legacyType: legacyType,
@@ -412,7 +416,8 @@ public final class VirtualController: @unchecked Sendable {
                                      sid: p.contains(.legacy) ? 0xFF : set.params.advertisingSID,
                                      txPower: set.params.advertisingTxPower, setHandle: handle,
                                      filterPolicy: set.params.advertisingFilterPolicy, periodicInterval: periodicInterval(ofSet: handle),
-                                     localRPA: generated ? a.address : nil))
+                                     localRPA: generated ? a.address : nil,
+                                     targetA: p.contains(.directed) ? directedTarget(own: set.params.ownAddressType, peerType: peer.type, peer: peer.address) : nil))
         }
         return out
     }
@@ -440,6 +445,8 @@ public final class VirtualController: @unchecked Sendable {
     @discardableResult
     func see(_ adv: Advertisement, from other: VirtualController) -> Bool {
         guard scannerAccepts(adv) else { return false }
+        // A directed PDU reaches only the device TargetA names (Vol 6 Part B 4.4.2, 6).
+        if let target = adv.targetA, !isAddressed(by: target, own: ownAddress(scanOwnAddressType).address) { return false }
         report(adv, scanResponse: false)
         guard scanActive && adv.scannable && other.advertiser(adv, acceptsScanRequestFrom: ownAddress(scanOwnAddressType).address) else {
             return false

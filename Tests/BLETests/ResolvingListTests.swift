@@ -120,6 +120,48 @@ import VirtualController
         #expect(!lines.withLock { $0 }.contains { $0.contains("resolving list") || $0.contains("does not make") }, "\(lines.withLock { $0 })")
     }
 
+    /// Directed advertising to a bonded central (ADV_DIRECT_IND, Advertising_Type 0x04, Core
+    /// v5.4 Vol 4 Part E 7.8.5 / a legacy directed set, 7.8.53): the peripheral names the
+    /// central's identity with Own_Address_Type 0x03, so its controller puts the central's RPA
+    /// (from the IRK in its resolving list) in TargetA. Only the central, whose controller
+    /// resolves TargetA with its own IRK, hears and connects to it (Vol 6 Part B 4.4.2, 6); a
+    /// third scanner hears nothing of the peripheral.
+    @Test func directedAdvertisingReachesTheBondedCentralOnly() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 3)
+        var po = StackOptions()
+        po.security = SecurityTests.config()
+        po.privacy = PrivacyOptions()
+        let peripheral = try await Peripheral.open(transports[0], services: SecureProfile.services, name: "secure", options: po)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "secure", restartAfterDisconnection: false))
+        var co = StackOptions()
+        co.security = SecurityTests.config()
+        co.privacy = PrivacyOptions()
+        let central = try await Central.open(transports[1], options: co)
+        let adv = try await central.find(ScanFilter(nameContains: "secure"), timeout: .seconds(5))
+        try await central.stack.host.until("the scan stopped") { !$0.isScanning }
+        let remote = try await central.connect(to: adv.address)
+        _ = try await remote.pair()
+        try await remote.disconnect()
+        try await peripheral.stack.host.until("the central in the peripheral's list") { $0.usesResolvingList }
+
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "secure", directedTo: central.identityAddress))
+        let other = try await Central.open(transports[2], options: StackOptions())
+        do {
+            let overheard = try await other.find(ScanFilter(), timeout: .milliseconds(500))
+            Issue.record("a directed PDU for another device was reported: \(overheard.address)")
+        } catch BLEError.notFound {}
+        await other.close()
+        let found = try await central.find(ScanFilter(address: peripheral.identityAddress.address), timeout: .seconds(5))
+        #expect(found.address.type == .publicIdentity && found.connectable)
+        try await central.stack.host.until("the scan stopped") { !$0.isScanning }
+        let again = try await central.connect(to: found.address)
+        let ff01 = try await SecurityTests().valueHandle(again, SecureProfile.secret)
+        #expect(try await again.read(handle: ff01) == Array("secret".utf8), "read from the bond's encryption")
+        try await again.disconnect()
+        await central.close()
+        await peripheral.close()
+    }
+
     /// The virtual controller's list as 7.8.38-7.8.41 and 7.8.77 say: a second entry for the same
     /// identity is Invalid HCI Command Parameters (0x12), one past the size Memory Capacity
     /// Exceeded (0x07), removing or setting the privacy mode of an absent one Unknown Connection
