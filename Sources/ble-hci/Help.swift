@@ -152,7 +152,7 @@ let commandHelp: [String: String] = [
     """,
     "peripheral": """
     Usage: ble-hci peripheral [--name NAME] [--profile demo|band|secure | --gatt FILE] [--duration S]
-                              [--security-request] [--eatt] [SECURITY OPTIONS]
+                              [--security-request] [--eatt] [--directed TARGET] [SECURITY OPTIONS]
 
     Advertises (connectable: flags, complete local name, the profile's 16-bit service UUIDs) and
     serves the profile until Ctrl-C or --duration; advertises again after each disconnection.
@@ -181,6 +181,11 @@ let commandHelp: [String: String] = [
                            they are refused (result 0x0008, insufficient encryption). The server
                            answers on every bearer; notifications go on the unenhanced one.
                            The characteristic takes two more handles in 1801 (1-15)
+      --directed TARGET    directed advertising (ADV_DIRECT_IND, low duty cycle) to one central
+                           only: TARGET is its identity address (AA:BB:CC:DD:EE:FF[/public|
+                           /random], public by default) or "bonded" (the last bond stored). No
+                           advertising data is sent. With --privacy and the central bonded with
+                           an IRK, the controller puts the central's RPA in TargetA
 
     Every request is shown with its answer: value reads and writes, descriptor reads with the
     value answered, refusals (--json: "error" events), discovery ("request" events).
@@ -194,6 +199,7 @@ let commandHelp: [String: String] = [
       ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --io display --mitm --passkey 123456
       ble-hci --json -t tcp:127.0.0.1:9002 central F0:F1:F2:F3:F4:F5 > table.json   # clone a device
       ble-hci -t tcp:127.0.0.1:9001 peripheral --gatt table.json
+      ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --privacy --directed bonded
     """,
     "advertise": """
     Usage: ble-hci advertise [--name NAME] [--data HEX] [--periodic-data HEX] [--interval MS]
@@ -462,7 +468,7 @@ let commandSpecs: [String: OptionSpec] = [
                           valued: Set(["read", "write", "write-without-response", "subscribe", "count",
                                        "duration", "mtu", "timeout", "profile", "date", "eatt"]).union(securityValued)),
     "peripheral": OptionSpec(flags: Set(["security-request", "eatt"]).union(securityFlags),
-                             valued: Set(["name", "profile", "duration", "gatt"]).union(securityValued)),
+                             valued: Set(["name", "profile", "duration", "gatt", "directed"]).union(securityValued)),
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),
     "session": OptionSpec(flags: securityFlags, valued: securityValued),
     "shell": OptionSpec(flags: securityFlags, valued: securityValued),
