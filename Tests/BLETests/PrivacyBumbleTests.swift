@@ -5,6 +5,7 @@ import StackTestSupport
 import TestSupport
 import Transport
 import VirtualController
+import SMP
 @testable import BLE
 
 /// Issue 30's proof with an independent host: Bumble's (Tools/bumble/privacy_central.py), over
@@ -49,5 +50,40 @@ import VirtualController
         #expect(encrypted["encrypted"] as? Bool == true, "\(central.output)")
         #expect(try await central.exitStatus(timeout: 10) == 0)
         #expect(!lines.withLock { $0 }.contains { $0.contains("does not make") || $0.contains("resolving list not used") }, "\(lines.withLock { $0 })")
+    }
+
+    /// Directed advertising to the bonded Bumble central (ADV_DIRECT_IND, Vol 4 Part E 7.8.5):
+    /// our controller puts Bumble's RPA, made from the IRK Bumble distributed, in TargetA;
+    /// Bumble, its resolving list in its controller (address_resolution_offload: its own IRK as
+    /// the local one), connects to our identity address and encrypts from the bond. Nothing
+    /// else advertises: the first advertising does not restart after the pairing link.
+    @Test func bumbleConnectsToOurDirectedAdvertising() async throws {
+        let link = VirtualLink(mode: .live)
+        let server = try H4Server(link: link, listen: ["tcp:127.0.0.1:0", "tcp:127.0.0.1:0"])
+        server.start()
+        defer { server.stop() }
+        var po = StackOptions()
+        po.security = SecurityTests.config()
+        po.privacy = PrivacyOptions()
+        let transport = try TCPTransport.connect(host: "127.0.0.1", port: server.listeners[0].port!, timeout: 5)
+        let peripheral = try await Peripheral.open(transport, services: SecureProfile.services, name: "private", options: po)
+        defer { Task { await peripheral.close() } }
+        let disconnected = Watched(false)
+        let watcher = Task { for await e in peripheral.events { if case .disconnected = e { disconnected.withLock { $0 = true } } } }
+        defer { watcher.cancel() }
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "private", restartAfterDisconnection: false))
+        let central = try PythonScript.start("privacy_central.py", ["--transport", "tcp-client:127.0.0.1:\(server.listeners[1].port!)",
+                                                                   "--name", "private", "--addresses", "0", "--offload", "--timeout", "40"])
+        defer { central.stop() }
+        let paired = try await central.nextEvent("paired", timeout: 20)
+        let bumble = try #require(paired["ownAddress"] as? String)
+        try await disconnected.until("the pairing link down") { $0 }
+        let directory = try #require(po.security.bondDirectory)
+        let bond = try #require(try await bondsOnDisk(directory, peripheral.identityAddress).bonds().first)
+        #expect(bond.peer.address.description == bumble && bond.peerIRK != nil, "Bumble's identity and IRK: \(bond.peer)")
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "private", restartAfterDisconnection: false, directedTo: bond.peer))
+        _ = try await central.nextEvent("reconnected", timeout: 20)
+        #expect(try await central.nextEvent("encrypted", timeout: 20)["encrypted"] as? Bool == true)
+        #expect(try await central.exitStatus(timeout: 10) == 0)
     }
 }

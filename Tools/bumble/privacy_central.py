@@ -4,10 +4,14 @@ and reconnects, encrypting from the bond (no second pairing).
 
     python Tools/bumble/privacy_central.py --transport tcp-client:127.0.0.1:PORT --name TEXT
         [--addresses N] (distinct RPAs to see resolve to the identity before reconnecting, default 2)
+        [--offload] (Bumble's resolving list in the controller, Device.address_resolution_offload:
+                     the controller resolves our TargetA of a directed PDU; with --addresses 0 it
+                     reconnects to the identity as soon as the bond is made, the controller
+                     finding the peer)
 
 JSON lines on stdout:
   {"event":"connected","address":..}          (the first connection, found by --name)
-  {"event":"paired","identityAddress":..,"identityAddressType":..,"irk":..}
+  {"event":"paired","identityAddress":..,"identityAddressType":..,"irk":..,"ownAddress":..}
   {"event":"resolved","address":..,"identityAddress":..}   (each new RPA that resolves to it)
   {"event":"reconnected","address":..}        (connected to the identity, Bumble finding the RPA)
   {"event":"encrypted","encrypted":true}  (from the bond: Bumble pairs no second time)
@@ -29,6 +33,7 @@ async def main(args) -> int:
     async with await open_transport(args.transport) as (source, sink):
         device = Device.with_hci("bumble-privacy", common.random_static_address(), source, sink)
         device.keystore = MemoryKeyStore()
+        device.address_resolution_offload = args.offload
         device.pairing_config_factory = lambda _connection: PairingConfig(sc=True, mitm=False, bonding=True)
         found = asyncio.get_running_loop().create_future()
 
@@ -57,7 +62,8 @@ async def main(args) -> int:
             return common.EXIT_FAILED
         irk, identity = resolving[0]
         common.emit("paired", identityAddress=common.address_string(identity),
-                    identityAddressType=common.address_type_string(identity), irk=irk.hex())
+                    identityAddressType=common.address_type_string(identity), irk=irk.hex(),
+                    ownAddress=common.address_string(device.random_address))
         await connection.disconnect()
 
         # Bumble's resolver holds the IRK now (Device.refresh_resolving_list after pairing).
@@ -73,11 +79,12 @@ async def main(args) -> int:
                 if len(seen) >= args.addresses and not resolved.done():
                     resolved.set_result(None)
 
-        device.on("advertisement", on_rpa)
-        await device.start_scanning(filter_duplicates=False)
-        await resolved
-        await device.stop_scanning()
-        device.remove_listener("advertisement", on_rpa)
+        if args.addresses > 0:
+            device.on("advertisement", on_rpa)
+            await device.start_scanning(filter_duplicates=False)
+            await resolved
+            await device.stop_scanning()
+            device.remove_listener("advertisement", on_rpa)
 
         connection = await device.connect(identity, own_address_type=hci.OwnAddressType.RANDOM)
         common.emit("reconnected", address=common.address_string(connection.peer_resolvable_address or connection.peer_address))
@@ -91,4 +98,5 @@ if __name__ == "__main__":
     parser = common.base_parser("Bumble central: bond, resolve the peer's changing RPAs, reconnect")
     parser.add_argument("--name", required=True)
     parser.add_argument("--addresses", type=int, default=2)
+    parser.add_argument("--offload", action="store_true")
     common.run(main, parser.parse_args())
