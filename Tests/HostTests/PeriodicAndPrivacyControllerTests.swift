@@ -86,14 +86,16 @@ import VirtualController
         #expect(await a.loadResolvingList([ResolvingListEntry(identity: peer, peerIRK: [UInt8](repeating: 0x11, count: 16), localIRK: localIRK)]) == nil)
         #expect(await a.prepareControllerPrivacy(rotation: .seconds(1)) == nil)
         let fallback = BDAddress([0xC3, 0x11, 0x22, 0x33, 0x44, 0x55])  // static random: what A would use without the entry
-        try await a.startAdvertising(AdvertisingParameters(kind: .nonConnectable, data: [2, 0x01, 0x04],
+        // Data of its own (Manufacturer Specific Data, 0xFFFF "RP"): reports of earlier steps may still be queued.
+        let data: [UInt8] = [5, 0xFF, 0xFF, 0xFF, 0x52, 0x50]
+        try await a.startAdvertising(AdvertisingParameters(kind: .nonConnectable, data: data,
                                                            ownAddress: .controllerResolvable(peer: peer, fallback: fallback)))
         try await b.startScanning(ScanParameters(active: false))
         var heard: Set<BDAddress> = []
         let until = ContinuousClock.now + .seconds(rotates ? 4 : 0)
         while heard.count < 2, heard.isEmpty || ContinuousClock.now < until {
             let address = try await HostBumbleTests().next(b, "A's advertising") { e -> BDAddress? in
-                if case .advertisement(let r) = e, r.data == [2, 0x01, 0x04] { return r.address.address }
+                if case .advertisement(let r) = e, r.data == data { return r.address.address }
                 return nil
             }
             #expect(address != fallback, "the controller's RPA, not the random address set")
