@@ -175,8 +175,9 @@ public final class Peripheral: Sendable {
     public var executor: SerialThreadExecutor { stack.host.executor }
 
     /// The address centrals see while advertising (the random static one when the controller
-    /// has no public address; the current resolvable private address with privacy).
-    public var address: DeviceAddress { get async { await stack.host.advertisingAddress } }
+    /// has no public address; the current resolvable private address with privacy, the
+    /// controller's when it makes it).
+    public var address: DeviceAddress { get async { await stack.host.currentAdvertisingAddress() } }
 
     /// Our identity address (what bonded centrals know us by; equal to `address` without privacy).
     public var identityAddress: DeviceAddress { stack.localIdentity }

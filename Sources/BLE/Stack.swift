@@ -606,27 +606,26 @@ actor Stack {
     static func bondJoinsResolvingList(_ bond: SMPBond, privacy: LocalPrivacy?, log: (@Sendable (String) -> Void)?, host: isolated Host) {
         guard let irk = bond.peerIRK else { return }
         guard host.queueResolvingListEntry(ResolvingListEntry(identity: bond.peer, peerIRK: irk, localIRK: privacy?.identity.irk)) else { return }
-        let firstEntry = privacy?.controllerEntry.withLock { entry in
+        // Set now, so the advertising restarted after this link uses it (a controller without
+        // LL Privacy is left to the host at once).
+        let firstEntry = host.controllerPrivacyMissing == nil && privacy?.controllerEntry.withLock { entry in
             defer { if entry == nil { entry = bond.peer } }
             return entry == nil
-        } ?? false
+        } == true
         host.spawn {
             await host.flushResolvingListWhenIdle()
-            // The RPA timeout (7.8.45); a controller that refuses it keeps the host's RPA.
-            if firstEntry, let privacy, let refusal = await host.prepareControllerPrivacy(rotation: privacy.rotation) {
-                privacy.controllerEntry.withLock { $0 = nil }
-                log?("the controller does not make our resolvable private address (\(refusal)); the host makes it")
-            }
+            if firstEntry, let privacy { await useControllerPrivacy(privacy, entry: bond.peer, host: host, log: log) }
         }
     }
 
     /// Lets the controller make our RPA from the resolving list entry of `entry` (which holds
-    /// our IRK), or says in the log why the host keeps making it.
+    /// our IRK) once it takes the RPA timeout (7.8.45), or says in the log why the host keeps
+    /// making it.
     static func useControllerPrivacy(_ privacy: LocalPrivacy, entry: DeviceAddress, host: Host, log: (@Sendable (String) -> Void)?) async {
+        privacy.controllerEntry.withLock { $0 = entry }
         if let refusal = await host.prepareControllerPrivacy(rotation: privacy.rotation) {
+            privacy.controllerEntry.withLock { $0 = nil }
             log?("the controller does not make our resolvable private address (\(refusal)); the host makes it")
-        } else {
-            privacy.controllerEntry.withLock { $0 = entry }
         }
     }
 

@@ -295,6 +295,10 @@ extension Host {
             _ = try await execute(LESetAdvertisingEnable(advertisingEnable: true))
         }
         advertisingRandomAddress = ownRandomAddress(for: p.ownAddress)
+        advertisingResolvingListPeer = nil
+        if case .controllerResolvable(let peer, _) = p.ownAddress {
+            if case .directed(let target) = p.kind { advertisingResolvingListPeer = target } else { advertisingResolvingListPeer = peer }
+        }
         advertisingExtended = extended
         advertising = true
     }

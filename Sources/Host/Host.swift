@@ -108,6 +108,8 @@ public actor Host {
     var randomAddress: BDAddress?
     /// The random address advertising uses (static or resolvable private); nil: the public one.
     var advertisingRandomAddress: BDAddress?
+    /// The resolving list entry whose local IRK the controller advertises from (Own_Address_Type 0x03).
+    var advertisingResolvingListPeer: DeviceAddress?
     /// The address last written with LE Set Random Address (rewriting it while scanning or
     /// advertising is Command Disallowed, Core Vol 4 Part E 7.8.4, so an unchanged one is not resent).
     var controllerRandomAddress: BDAddress?

@@ -13,6 +13,9 @@ public struct ResolvingListEntry: Sendable, Equatable {
     /// Our IRK when we use privacy (nil: none, sent as zeros).
     public var localIRK: [UInt8]?
 
+    /// Peer_Identity_Address_Type: 0x00 public, 0x01 random (static).
+    var identityType: UInt8 { identity.type.simple == "public" ? 0x00 : 0x01 }
+
     public init(identity: DeviceAddress, peerIRK: [UInt8], localIRK: [UInt8]? = nil) {
         self.identity = identity
         self.peerIRK = peerIRK
@@ -66,11 +69,7 @@ extension Host {
     /// Resolvable Private Address Timeout (7.8.45), set to `rotation` (1 s to 1 hour). Returns
     /// nil when it does; otherwise why not: the caller then makes its RPA itself.
     public func prepareControllerPrivacy(rotation: Duration) async -> String? {
-        guard let info = try? self.info else { return "the host is not started" }
-        guard LEFeatures(rawValue: info.leFeatures).contains(.llPrivacy) else { return "the controller does not list LL Privacy among its LE features" }
-        guard info.supports(LESetResolvablePrivateAddressTimeout.opcode) else {
-            return "\(LESetResolvablePrivateAddressTimeout.opcode.name) is not among the controller's supported commands"
-        }
+        if let missing = controllerPrivacyMissing { return missing }
         let seconds = UInt16(clamping: Swift.min(Swift.max(rotation.components.seconds, 1), 3600))
         do {
             _ = try await execute(LESetResolvablePrivateAddressTimeout(rpaTimeout: seconds))
@@ -78,6 +77,16 @@ extension Host {
         } catch {
             return "\(error)"
         }
+    }
+
+    /// What the controller lacks to make our RPA (nil: nothing as far as it says).
+    public var controllerPrivacyMissing: String? {
+        guard let info = try? self.info else { return "the host is not started" }
+        guard LEFeatures(rawValue: info.leFeatures).contains(.llPrivacy) else { return "the controller does not list LL Privacy among its LE features" }
+        guard info.supports(LESetResolvablePrivateAddressTimeout.opcode) else {
+            return "\(LESetResolvablePrivateAddressTimeout.opcode.name) is not among the controller's supported commands"
+        }
+        return nil
     }
 }
 
@@ -123,9 +132,8 @@ extension Host {
             return
         }
         for e in entries {
-            let type: UInt8 = e.identity.type.simple == "public" ? 0x00 : 0x01
             // A peer bonded again replaces its entry (a second Add is Invalid HCI Command Parameters, 7.8.38).
-            _ = try? await execute(LERemoveDeviceFromResolvingList(peerIdentityAddressType: type, peerIdentityAddress: e.identity.address))
+            _ = try? await execute(LERemoveDeviceFromResolvingList(peerIdentityAddressType: e.identityType, peerIdentityAddress: e.identity.address))
             do { try await addResolvingListEntry(e) } catch {
                 warn("\(e.identity) not added to the controller's resolving list (\(error)); the host resolves its private addresses itself")
             }
@@ -134,9 +142,8 @@ extension Host {
 
     /// LE Add Device To Resolving List, then LE Set Privacy Mode: Device Privacy (7.8.38, 7.8.77).
     private func addResolvingListEntry(_ e: ResolvingListEntry) async throws {
-        let type: UInt8 = e.identity.type.simple == "public" ? 0x00 : 0x01
-        _ = try await execute(LEAddDeviceToResolvingList(peerIdentityAddressType: type, peerIdentityAddress: e.identity.address,
+        _ = try await execute(LEAddDeviceToResolvingList(peerIdentityAddressType: e.identityType, peerIdentityAddress: e.identity.address,
                                                          peerIRK: e.peerIRK, localIRK: e.localIRK ?? [UInt8](repeating: 0, count: 16)))
-        _ = try await execute(LESetPrivacyMode(peerIdentityAddressType: type, peerIdentityAddress: e.identity.address, privacyMode: 1))
+        _ = try await execute(LESetPrivacyMode(peerIdentityAddressType: e.identityType, peerIdentityAddress: e.identity.address, privacyMode: 1))
     }
 }

@@ -108,6 +108,7 @@ import VirtualController
         let heard = try await observer.find(ScanFilter(nameContains: "secure"), timeout: .seconds(5))
         #expect(SMPPrivacy.resolves(heard.address.address, irk: privacy.identity.irk), "\(heard.address) is the peripheral's RPA")
         #expect(heard.address.address != privacy.currentAddress(), "made by the controller, not the host")
+        #expect(await peripheral.address == heard.address, "the address the controller names (LE Read Local Resolvable Address, 7.8.43)")
         await observer.close()
 
         try await central.stack.host.until("the scan stopped") { !$0.isScanning }
