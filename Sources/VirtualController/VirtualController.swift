@@ -412,7 +412,8 @@ public final class VirtualController: @unchecked Sendable {
             let legacyType: UInt8 = p.contains(.directed) ? 1 : p.contains(.connectable) ? 0 : p.contains(.scannable) ? 2 : 3
             out.append(Advertisement(address: a.address, addressType: a.type, connectable: p.contains(.connectable),
                                      scannable: p.contains(.scannable), legacyPDU: p.contains(.legacy), legacyType: legacyType,
-                                     data: set.data, scanResponse: set.scanResponse,
+                                     // ADV_DIRECT_IND has no AdvData (Vol 6 Part B 2.3.1.2): a set's earlier data is not sent.
+                                     data: p.contains(.legacy) && p.contains(.directed) ? [] : set.data, scanResponse: set.scanResponse,
                                      sid: p.contains(.legacy) ? 0xFF : set.params.advertisingSID,
                                      txPower: set.params.advertisingTxPower, setHandle: handle,
                                      filterPolicy: set.params.advertisingFilterPolicy, periodicInterval: periodicInterval(ofSet: handle),

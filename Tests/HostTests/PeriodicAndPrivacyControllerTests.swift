@@ -121,6 +121,25 @@ import VirtualController
         }
     }
 
+    /// A advertises directed to B (ADV_DIRECT_IND low duty cycle, or its legacy directed set:
+    /// Core v5.4 Vol 4 Part E 7.8.5, 7.8.53, Peer_Address B's public address): B, scanning,
+    /// reports it as ADV_DIRECT_IND (event type 0x01 / directed bit, 7.7.65.2, 7.7.65.13)
+    /// without data (the PDU has none, Vol 6 Part B 2.3.1.2), and connects to it.
+    static func directedAdvertisingConnects(_ a: Host, _ aInfo: ControllerInfo, _ b: Host, _ bInfo: ControllerInfo) async throws {
+        try await a.startAdvertising(AdvertisingParameters(kind: .directed(DeviceAddress(bInfo.address, type: .public))))
+        try await b.startScanning(ScanParameters(active: false))
+        let report = try await HostBumbleTests().next(b, "A's directed advertising") { e -> AdvertisingReportValue? in
+            if case .advertisement(let r) = e, r.address.address == aInfo.address { return r }
+            return nil
+        }
+        #expect(report.kind.contains(.directed) && report.kind.contains(.connectable) && report.data.isEmpty,
+                Comment(rawValue: "event type \(report.kind.rawValue)"))
+        try await b.stopScanning()
+        let link = try await b.connect(to: DeviceAddress(aInfo.address, type: .public), timeout: .seconds(5))
+        #expect(link.role == .central)
+        _ = try await b.disconnect(handle: link.handle)
+    }
+
     @Test func onOurController() async throws {
         let (_, transports) = VirtualLink.inProcess(count: 2)
         let a = Host(transport: transports[0]), b = Host(transport: transports[1])
@@ -130,6 +149,7 @@ import VirtualController
         try await Self.controllerResolvesTheRPA(a, aInfo, b)
         try await Self.controllerMakesOurRPA(a, b, bInfo)
         try await Self.readLocalResolvableAddress(a, b, bInfo)
+        try await Self.directedAdvertisingConnects(a, aInfo, b, bInfo)
         await a.close()
         await b.close()
     }
@@ -156,6 +176,14 @@ import VirtualController
             defer { controllers.stop() }
             try await PeriodicAndPrivacyControllerTests.controllerMakesOurRPA(a, b, bInfo, rotates: false)
             try await PeriodicAndPrivacyControllerTests.readLocalResolvableAddress(a, b, bInfo)
+            await a.close()
+            await b.close()
+        }
+
+        @Test func directedAdvertisingOverRootcanal() async throws {
+            let (controllers, a, b, aInfo, bInfo) = try await HostBumbleTests().makeHosts(on: .rootcanal)
+            defer { controllers.stop() }
+            try await PeriodicAndPrivacyControllerTests.directedAdvertisingConnects(a, aInfo, b, bInfo)
             await a.close()
             await b.close()
         }
