@@ -20,7 +20,14 @@ public enum OwnAddress: Sendable, Equatable {
     /// no entry for it uses `fallback` (set as the random address), the caller's own RPA.
     case controllerResolvable(peer: DeviceAddress, fallback: BDAddress)
 
-    var isRandom: Bool { self != .public }
+    /// Own_Address_Type: 0x00 public, 0x01 random, 0x03 the controller's RPA (else the random one).
+    var ownAddressType: AddressType {
+        switch self {
+        case .public: .public
+        case .randomStatic, .resolvablePrivate: .random
+        case .controllerResolvable: .randomIdentity
+        }
+    }
 
     /// Peer_Address_Type (0x00/0x01) and Peer_Address of the advertising parameters: the entry
     /// whose local IRK the controller uses (7.8.5, 7.8.53); none otherwise.
@@ -200,8 +207,7 @@ extension Host {
             _ = try await execute(LESetRandomAddress(randomAddress: address))
             controllerRandomAddress = address
         }
-        if case .controllerResolvable = own { return .randomIdentity }
-        return .random
+        return own.ownAddressType
     }
 
     // MARK: Advertising
@@ -230,10 +236,11 @@ extension Host {
         if !extended, p.extendedPDUs {
             throw HostError.unsupported("extended advertising (the LE Set Extended Advertising commands are not among the controller's supported commands, nor is the LE Extended Advertising feature)")
         }
+        let directedPeer: DeviceAddress? = if case .directed(let peer) = p.kind { peer } else { nil }
+        // Peer_Address: the directed target, else the resolving list entry whose local IRK makes our RPA.
+        let peer = directedPeer?.identityParameter ?? p.ownAddress.resolvingListPeer
         if extended {
             let limit = AdvertisingParameters.legacyDataLimit
-            var directedPeer: DeviceAddress?
-            if case .directed(let peer) = p.kind { directedPeer = peer }
             let legacy = directedPeer != nil
                 || !p.extendedPDUs && p.data.count <= limit && (p.kind == .nonConnectable || p.scanResponse.count <= limit)
             // An extended connectable set is not scannable (Vol 4 Part E 7.8.53), and scan
@@ -250,12 +257,10 @@ extension Host {
             case .directed: props = [.connectable, .directed]
             }
             if legacy { props.insert(.legacy) }
-            let own: AddressType = if case .controllerResolvable = p.ownAddress { .randomIdentity } else { p.ownAddress.isRandom ? .random : .public }
-            let peer = directedPeer?.identityParameter ?? p.ownAddress.resolvingListPeer
             _ = try await executeRecovering(LESetExtendedAdvertisingParameters(
                 advertisingHandle: 0, advertisingEventProperties: props,
                 primaryAdvertisingIntervalMin: UInt32(p.intervalMin), primaryAdvertisingIntervalMax: UInt32(p.intervalMax),
-                ownAddressType: own, peerAddressType: peer.type, peerAddress: peer.address), still: "advertising") {
+                ownAddressType: p.ownAddress.ownAddressType, peerAddressType: peer.type, peerAddress: peer.address), still: "advertising") {
                 _ = try await self.execute(LESetExtendedAdvertisingEnable(enable: false, sets: []))
             }
             _ = try await prepareOwnAddress(p.ownAddress, extendedHandle: 0)
@@ -283,8 +288,6 @@ extension Host {
             case .nonConnectable: 0x03
             case .directed: 0x04
             }
-            var peer = p.ownAddress.resolvingListPeer
-            if case .directed(let target) = p.kind { peer = target.identityParameter }
             _ = try await executeRecovering(LESetAdvertisingParameters(advertisingIntervalMin: p.intervalMin, advertisingIntervalMax: p.intervalMax,
                                                                        advertisingType: type, ownAddressType: own,
                                                                        peerAddressType: peer.type, peerAddress: peer.address), still: "advertising") {
@@ -295,10 +298,7 @@ extension Host {
             _ = try await execute(LESetAdvertisingEnable(advertisingEnable: true))
         }
         advertisingRandomAddress = ownRandomAddress(for: p.ownAddress)
-        advertisingResolvingListPeer = nil
-        if case .controllerResolvable(let peer, _) = p.ownAddress {
-            if case .directed(let target) = p.kind { advertisingResolvingListPeer = target } else { advertisingResolvingListPeer = peer }
-        }
+        advertisingResolvingListPeer = if case .controllerResolvable(let entry, _) = p.ownAddress { directedPeer ?? entry } else { nil }
         advertisingExtended = extended
         advertising = true
     }
