@@ -36,9 +36,14 @@ public struct AdvertisingOptions: Sendable {
     public var restartAfterDisconnection: Bool
     /// Advertising interval in 0.625 ms units (default 100 ms).
     public var interval: UInt16
+    /// Directed advertising to this central only (ADV_DIRECT_IND, low duty cycle: Core v5.4
+    /// Vol 4 Part E 7.8.5), its identity address: a bonded central, whose RPA the controller
+    /// puts in TargetA when it is in the resolving list and we use privacy. No data is sent.
+    public var directedTo: DeviceAddress?
 
     public init(name: String, serviceUUIDs: [BluetoothUUID] = [], manufacturerData: [(company: UInt16, data: [UInt8])] = [],
-                restartAfterDisconnection: Bool = true, interval: UInt16 = 0x00A0) {
+                restartAfterDisconnection: Bool = true, interval: UInt16 = 0x00A0, directedTo: DeviceAddress? = nil) {
+        self.directedTo = directedTo
         self.name = name
         self.serviceUUIDs = serviceUUIDs
         self.manufacturerData = manufacturerData
@@ -170,8 +175,9 @@ public final class Peripheral: Sendable {
     public var executor: SerialThreadExecutor { stack.host.executor }
 
     /// The address centrals see while advertising (the random static one when the controller
-    /// has no public address; the current resolvable private address with privacy).
-    public var address: DeviceAddress { get async { await stack.host.advertisingAddress } }
+    /// has no public address; the current resolvable private address with privacy, the
+    /// controller's when it makes it).
+    public var address: DeviceAddress { get async { await stack.host.currentAdvertisingAddress() } }
 
     /// Our identity address (what bonded centrals know us by; equal to `address` without privacy).
     public var identityAddress: DeviceAddress { stack.localIdentity }
@@ -238,7 +244,7 @@ public final class Peripheral: Sendable {
     private static func advertise(_ options: AdvertisingOptions, on stack: Stack) async throws {
         let (data, response) = options.advertisingData()
         try await stack.host.startAdvertising(AdvertisingParameters(
-            kind: .connectable, intervalMin: options.interval, intervalMax: options.interval,
+            kind: options.directedTo.map { .directed($0) } ?? .connectable, intervalMin: options.interval, intervalMax: options.interval,
             data: data, scanResponse: response, ownAddress: stack.ownAddress))
     }
 

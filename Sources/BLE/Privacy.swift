@@ -5,8 +5,10 @@ import SMP
 
 /// LE privacy of our own device (Core v5.4 Vol 3 Part C 10.7, Vol 6 Part B 1.3.2.2): advertise,
 /// scan and connect from a resolvable private address made from our IRK, changed periodically.
-/// Host-generated; bonded peers' IRKs go into the controller's resolving list when it has room
-/// (`Host.loadResolvingList`), and `PeerResolver` resolves them when it has not.
+/// Bonded peers' IRKs, with ours, go into the controller's resolving list when it has room
+/// (`Host.loadResolvingList`); the controller then makes our RPA (Own_Address_Type 0x03) when
+/// it can (`Host.prepareControllerPrivacy`), else the host does; `PeerResolver` resolves peers
+/// when the list is not used.
 public struct PrivacyOptions: Sendable {
     /// How long one resolvable private address is used (T_GAP(private_addr_int), Vol 3 Part C
     /// Appendix A: 15 minutes recommended).
@@ -19,6 +21,15 @@ final class LocalPrivacy: Sendable {
     let identity: SMPIdentity
     let rotation: Duration
     private let current = Mutex<(address: BDAddress, made: ContinuousClock.Instant)?>(nil)
+    /// A bonded peer whose resolving list entry holds our IRK, once the controller makes our
+    /// RPA itself (Own_Address_Type 0x03 naming it): every entry holds the same local IRK.
+    let controllerEntry = Mutex<DeviceAddress?>(nil)
+
+    /// The own address for advertising, scanning and connecting: the controller's RPA (with
+    /// ours as its fallback) when it makes one, else ours.
+    func ownAddress(_ rpa: BDAddress) -> OwnAddress {
+        controllerEntry.withLock { $0 }.map { .controllerResolvable(peer: $0, fallback: rpa) } ?? .resolvablePrivate(rpa)
+    }
 
     init(identity: SMPIdentity, rotation: Duration) {
         self.identity = identity

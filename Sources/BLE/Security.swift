@@ -99,6 +99,9 @@ final class LinkSecurity: L2CAPFixedChannel {
     /// Repeated-attempts protection, shared by every link of the stack (Core Vol 3 Part H 2.3.6).
     private let attempts: SMPAttemptTracker
     private let log: (@Sendable (String) -> Void)?
+    /// Told of each bond stored, in the host's isolation (the stack puts the peer in the
+    /// controller's resolving list before the host handles its next event).
+    private let bonded: (@Sendable (SMPBond, isolated Host) -> Void)?
 
     private var pairing: SMPPairing?
     /// The responder's pairing has only sent Security Request: the central may still answer by
@@ -125,8 +128,9 @@ final class LinkSecurity: L2CAPFixedChannel {
 
     init(connection: LEConnection, clock: any DeadlineClock, bearer: ATTBearer,
          configuration: SecurityConfiguration, bonds: SMPBondStore?, delegate: (any PairingDelegate)?,
-         attempts: SMPAttemptTracker, log: (@Sendable (String) -> Void)?) {
+         attempts: SMPAttemptTracker, log: (@Sendable (String) -> Void)?, bonded: (@Sendable (SMPBond, isolated Host) -> Void)? = nil) {
         self.attempts = attempts
+        self.bonded = bonded
         self.connection = connection
         self.clock = clock
         self.bearer = bearer
@@ -504,7 +508,7 @@ final class LinkSecurity: L2CAPFixedChannel {
                 if let p = pairing { expect(provisional(p)) }
                 encrypt(ltk: ltk, ediv: ediv, rand: rand, host: host)
             case .completed(let result):
-                completed(result)
+                completed(result, host: host)
             case let .failed(reason, remote):
                 event(.pairingFailed(reason, remote: remote))
                 resolveWaiters(.failure(BLEError.pairingFailed(reason, remote: remote)))
@@ -544,7 +548,7 @@ final class LinkSecurity: L2CAPFixedChannel {
         }
     }
 
-    private func completed(_ result: SMPPairingResult) {
+    private func completed(_ result: SMPPairingResult, host: isolated Host) {
         var bonded = false
         if bonds == nil, let dir = configuration.bondDirectory {
             bonds = BondStores.store(directory: dir, localIdentity: connection.local, create: true, log: log,
@@ -560,6 +564,7 @@ final class LinkSecurity: L2CAPFixedChannel {
                 bonded = true
                 keyAvailable = true
                 reportWriteFailure(of: bonds)
+                self.bonded?(bond, host)
             } catch {
                 log?("the bond with \(connection.peer) was not stored: \(error)")
                 if let e = error as? SMPBondStoreError { configuration.bondStoreProblem?(e) }

@@ -381,6 +381,8 @@ actor Stack {
         }
         if let refusal = await host.loadResolvingList(resolvable) {
             options.log?("controller resolving list not used (\(refusal)); the host resolves bonded peers' private addresses itself")
+        } else if let privacy, let entry = resolvable.last {
+            await Stack.useControllerPrivacy(privacy, entry: entry.identity, host: host, log: options.log)
         }
         let stack = Stack(host: host, transport: transport, options: options, controller: info, localIdentity: identity, privacy: privacy)
         await stack.startEventLoop()
@@ -509,7 +511,8 @@ actor Stack {
                 bearer.start(host: host)
                 let security = LinkSecurity(connection: connection, clock: options.host.clock, bearer: bearer,
                                             configuration: options.security, bonds: bonds,
-                                            delegate: pairingDelegate, attempts: attempts, log: options.log)
+                                            delegate: pairingDelegate, attempts: attempts, log: options.log,
+                                            bonded: { [privacy] bond, host in Stack.bondJoinsResolvingList(bond, privacy: privacy, log: options.log, host: host) })
                 security.prepare()
                 let automatic = connection.role == .central && options.security.automaticSecurity
                 let bearers = ATTBearers(fixed: bearer)
@@ -594,13 +597,43 @@ actor Stack {
     }
 
     /// The own address for advertising, scanning and connecting: the current RPA with privacy.
-    nonisolated var ownAddress: OwnAddress { privacy.map { OwnAddress.resolvablePrivate($0.address()) } ?? .public }
+    nonisolated var ownAddress: OwnAddress { privacy.map { $0.ownAddress($0.address()) } ?? .public }
+
+    /// A bond made during the run: its peer joins the controller's resolving list now (not at
+    /// the next start; queued at once, in the host's isolation, so the next advertising, scan
+    /// or connect has it), and its next connection is resolved by the controller; with
+    /// privacy, the controller then makes our RPA from that entry too.
+    static func bondJoinsResolvingList(_ bond: SMPBond, privacy: LocalPrivacy?, log: (@Sendable (String) -> Void)?, host: isolated Host) {
+        guard let irk = bond.peerIRK else { return }
+        guard host.queueResolvingListEntry(ResolvingListEntry(identity: bond.peer, peerIRK: irk, localIRK: privacy?.identity.irk)) else { return }
+        // Set now, so the advertising restarted after this link uses it (a controller without
+        // LL Privacy is left to the host at once).
+        let firstEntry = host.controllerPrivacyMissing == nil && privacy?.controllerEntry.withLock { entry in
+            defer { if entry == nil { entry = bond.peer } }
+            return entry == nil
+        } == true
+        host.spawn {
+            await host.flushResolvingListWhenIdle()
+            if firstEntry, let privacy { await useControllerPrivacy(privacy, entry: bond.peer, host: host, log: log) }
+        }
+    }
+
+    /// Lets the controller make our RPA from the resolving list entry of `entry` (which holds
+    /// our IRK) once it takes the RPA timeout (7.8.45), or says in the log why the host keeps
+    /// making it.
+    static func useControllerPrivacy(_ privacy: LocalPrivacy, entry: DeviceAddress, host: Host, log: (@Sendable (String) -> Void)?) async {
+        privacy.controllerEntry.withLock { $0 = entry }
+        if let refusal = await host.prepareControllerPrivacy(rotation: privacy.rotation) {
+            privacy.controllerEntry.withLock { $0 = nil }
+            log?("the controller does not make our resolvable private address (\(refusal)); the host makes it")
+        }
+    }
 
     /// The own address for connecting: as `ownAddress`, but while scanning the RPA in use is kept
     /// (it cannot change under an enabled scan); the next scan or advertising moves on.
     func ownAddressForConnecting() async -> OwnAddress {
         guard let privacy else { return .public }
-        return .resolvablePrivate(await host.isScanning ? privacy.currentAddress() : privacy.address())
+        return privacy.ownAddress(await host.isScanning ? privacy.currentAddress() : privacy.address())
     }
 
     // MARK: Scanning

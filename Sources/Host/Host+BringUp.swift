@@ -82,6 +82,17 @@ extension Host {
                                                 : DeviceAddress(staticRandomAddress, type: .random)
     }
 
+    /// The address advertising goes out from now: with Own_Address_Type 0x03 the RPA the
+    /// controller made (LE Read Local Resolvable Address, Core v5.4 Vol 4 Part E 7.8.43), else
+    /// `advertisingAddress` (also when the controller cannot say).
+    public func currentAdvertisingAddress() async -> DeviceAddress {
+        guard advertising, let peer = advertisingResolvingListPeer,
+              let rpa = try? await execute(LEReadLocalResolvableAddress(peerIdentityAddressType: peer.identityParameter.type.rawValue,
+                                                                        peerIdentityAddress: peer.address)).localResolvableAddress,
+              rpa != .zero else { return advertisingAddress }
+        return DeviceAddress(rpa, type: .random)
+    }
+
     /// The own address used for advertising (and so the local address of peripheral links).
     public var advertisingAddress: DeviceAddress {
         if let advertisingRandomAddress { return DeviceAddress(advertisingRandomAddress, type: .random) }

@@ -85,6 +85,7 @@ extension Host: HCIEventHandler {
     package func handle(_ c: LEEnhancedConnectionComplete) {
         connectionCompleted(status: c.status, handle: c.connectionHandle, role: c.role,
                             peer: DeviceAddress(c.peerAddress, type: c.peerAddressType),
+                            localRPA: c.localResolvablePrivateAddress == .zero ? nil : c.localResolvablePrivateAddress,
                             parameters: ConnectionParameters(interval: c.connectionInterval, latency: c.peripheralLatency,
                                                              supervisionTimeout: c.supervisionTimeout))
     }
@@ -131,7 +132,10 @@ extension Host: HCIEventHandler {
                                        completedEvents: c.numCompletedExtendedAdvertisingEvents))
     }
 
-    func connectionCompleted(status: HCIStatus, handle: UInt16, role: UInt8, peer: DeviceAddress, parameters: ConnectionParameters) {
+    /// `localRPA`: the RPA the controller made for us on this link (Own_Address_Type 0x03), the
+    /// link's local address (SMP's confirm and check values use the addresses on air).
+    func connectionCompleted(status: HCIStatus, handle: UInt16, role: UInt8, peer: DeviceAddress, localRPA: BDAddress? = nil,
+                             parameters: ConnectionParameters) {
         guard status.isSuccess else {
             // A failed or cancelled LE Create Connection (or a directed advertising timeout).
             if !complete(.connection, handle: nil, with: .success(.connectionFailed(status))) {
@@ -141,7 +145,7 @@ extension Host: HCIEventHandler {
         }
         let r: LERole = role == 0 ? .central : .peripheral
         if r == .peripheral, !advertisingExtended { advertising = false }  // legacy advertising stops on connection
-        let conn = addLink(handle: handle, role: r, peer: peer, parameters: parameters)
+        let conn = addLink(handle: handle, role: r, peer: peer, local: localRPA.map { DeviceAddress($0, type: .random) }, parameters: parameters)
         emit(.connected(conn))
         if r == .central { complete(.connection, handle: nil, with: .success(.connection(conn))) }
     }

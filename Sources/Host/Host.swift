@@ -108,6 +108,8 @@ public actor Host {
     var randomAddress: BDAddress?
     /// The random address advertising uses (static or resolvable private); nil: the public one.
     var advertisingRandomAddress: BDAddress?
+    /// The resolving list entry whose local IRK the controller advertises from (Own_Address_Type 0x03).
+    var advertisingResolvingListPeer: DeviceAddress?
     /// The address last written with LE Set Random Address (rewriting it while scanning or
     /// advertising is Command Disallowed, Core Vol 4 Part E 7.8.4, so an unchanged one is not resent).
     var controllerRandomAddress: BDAddress?
@@ -127,6 +129,10 @@ public actor Host {
     var connectBusy = false
     var connectQueue: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
     var localAddressForConnections = DeviceAddress(.zero, type: .public)
+    /// Whether the controller's resolving list holds the bonds (nil: not loaded yet), or why
+    /// it does not; and entries waiting for the controller to be idle (ResolvingList.swift).
+    var resolvingListLoaded: Result<Void, ResolvingListRefusal>?
+    var pendingResolvingList: [ResolvingListEntry] = []
 
     // MARK: lifecycle
     var readerStarted = false
@@ -398,12 +404,12 @@ public actor Host {
     // MARK: - Connections
 
     /// Registers a new link and returns its public value.
-    func addLink(handle: UInt16, role: LERole, peer: DeviceAddress, parameters: ConnectionParameters) -> LEConnection {
+    func addLink(handle: UInt16, role: LERole, peer: DeviceAddress, local: DeviceAddress? = nil, parameters: ConnectionParameters) -> LEConnection {
         if let old = links[handle] {
             warn("connection handle \(hexCode(handle, digits: 4)) reused before its disconnection: old link closed")
             linkDisconnected(old.handle, reason: .connectionTimeout)
         }
-        let local = role == .peripheral ? advertisingAddress : localAddressForConnections
+        let local = local ?? (role == .peripheral ? advertisingAddress : localAddressForConnections)
         let conn = LEConnection(handle: handle, role: role, peer: peer, local: local, parameters: parameters,
                                 route: FrameRoute(limit: configuration.maxQueuedFramesPerLink))
         links[handle] = LinkState(connection: conn, maxFrame: configuration.maxL2CAPFrame)

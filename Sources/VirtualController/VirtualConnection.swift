@@ -54,11 +54,11 @@ final class VirtualConnection: @unchecked Sendable {
         peripheral.connections[conn.peripheralHandle] = conn
         central.link.note("controller \(central.index) connected to controller \(peripheral.index): handles \(conn.centralHandle)/\(conn.peripheralHandle)")
         central.sendConnectionComplete(status: .success, handle: conn.centralHandle, role: 0x00,
-                                       peer: DeviceAddress(adv.address, type: adv.addressType),
+                                       peer: DeviceAddress(adv.address, type: adv.addressType), localRPA: initiating.localRPA,
                                        interval: conn.interval, latency: conn.latency, timeout: conn.timeout,
                                        extended: initiating.extended)
         peripheral.sendConnectionComplete(status: .success, handle: conn.peripheralHandle, role: 0x01,
-                                          peer: initiating.ownAddress,
+                                          peer: initiating.ownAddress, localRPA: adv.localRPA,
                                           interval: conn.interval, latency: conn.latency, timeout: conn.timeout,
                                           extended: adv.setHandle != nil)
         if let set = adv.setHandle {

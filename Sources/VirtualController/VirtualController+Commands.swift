@@ -707,7 +707,8 @@ extension VirtualController: HCICommandHandler {
             return reject(C.self, .invalidParameters)
         }
         accepted(C.self)
-        initiating = Initiating(address: peer, type: type, ownAddress: ownAddress(own), interval: intervalMin,
+        let (address, generated) = ownAddress(own, peer: (type.rawValue & 1, peer))
+        initiating = Initiating(address: peer, type: type, ownAddress: address, localRPA: generated ? address.address : nil, interval: intervalMin,
                                 latency: latency, timeout: timeout, extended: extended, useFilterAcceptList: filterPolicy == 1)
         link.perform { [self] in link.tryConnect(self) }
     }

@@ -50,6 +50,7 @@ extension VirtualController {
     /// Initiator filter policy (Vol 6 Part B 4.3.4): 0x01 connects to any advertiser in the list
     /// and ignores the peer address; 0x00 only to the peer address.
     func initiatorAccepts(_ adv: Advertisement, _ i: Initiating) -> Bool {
+        if let target = adv.targetA, !isAddressed(by: target, own: i.ownAddress) { return false }  // not for us (Vol 6 Part B 4.4.2, 6)
         if i.useFilterAcceptList { return filterAcceptListContains(DeviceAddress(adv.address, type: adv.addressType)) }
         if adv.address == i.address && adv.addressType.simple == i.type.simple { return true }
         // With address resolution on, a peer's identity reaches it behind its RPA (Vol 6 Part B 6.2).

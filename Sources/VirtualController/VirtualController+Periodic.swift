@@ -142,7 +142,7 @@ extension VirtualController {
     /// synchronised ones get its data.
     private func periodicEvent(set handle: UInt8, generation: UInt64) {
         guard let set = sets[handle], let train = set.periodic, train.enabled, train.generation == generation else { return }
-        let address = ownAddress(set.params.ownAddressType, setRandom: set.randomAddress)
+        let address = ownAddress(set.params.ownAddressType, setRandom: set.randomAddress).address
         for scanner in link.controllers where scanner !== self {
             if let pending = scanner.pendingSync, set.enabled, scanner.isScanning, pending.sid == set.params.advertisingSID,
                pending.address == address.address, pending.addressType == address.type.rawValue & 0x01 {
@@ -285,7 +285,7 @@ extension VirtualController {
         let handle = allocateSyncHandle()
         periodicSyncs[handle] = SyncState(advertiser: advertiser.index, setHandle: set, syncTimeout: parameters.syncTimeout,
                                           reportsEnabled: parameters.mode >= 2)
-        let address = advertiser.ownAddress(s.params.ownAddressType, setRandom: s.randomAddress)
+        let address = advertiser.ownAddress(s.params.ownAddressType, setRandom: s.randomAddress).address
         link.note("controller \(index): periodic sync \(hexCode(handle, digits: 4)) transferred over connection \(hexCode(conn.handle(of: self), digits: 4))")
         sendLE(LEPeriodicAdvertisingSyncTransferReceived(connectionHandle: conn.handle(of: self), serviceData: serviceData, syncHandle: handle,
                                                          advertisingSID: s.params.advertisingSID,

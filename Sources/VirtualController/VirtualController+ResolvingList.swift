@@ -5,9 +5,11 @@ import HCI
 // advertiser whose resolvable private address one of the list's peer IRKs resolves under that
 // peer's identity address, typed Public/Random Identity Address (0x02/0x03, 7.7.65.13), and, in
 // Network Privacy Mode (the default), ignores a listed peer with an IRK that advertises from its
-// identity address. Not modelled: our own RPA generated from the local IRKs (advertising and
-// scanning from Own_Address_Type 0x02/0x03), resolution of initiators and scanners by an
-// advertiser, and connecting to a resolved identity.
+// identity address. Own_Address_Type 0x02/0x03 advertises and initiates from an RPA made from
+// the local IRK of the entry the command's peer address names (Vol 6 Part B 1.3.2.2), a new one
+// every RPA timeout (7.8.45); reported in LE Enhanced Connection Complete (7.7.65.10) and by LE
+// Read Local Resolvable Address (7.8.43). Not modelled: resolution of initiators and scanners
+// by an advertiser, and connecting to a resolved identity.
 
 extension VirtualController {
     struct ResolvingListEntry {
@@ -17,6 +19,9 @@ extension VirtualController {
         var peerIRK: [UInt8]
         var localIRK: [UInt8]
         var devicePrivacy = false
+        /// The RPAs made from `localIRK` and `peerIRK` and when (new ones after the RPA timeout).
+        var localRPA: (address: BDAddress, made: ContinuousClock.Instant)?
+        var peerRPA: (address: BDAddress, made: ContinuousClock.Instant)?
 
         var hasPeerIRK: Bool { peerIRK.contains { $0 != 0 } }
     }
@@ -111,6 +116,71 @@ extension VirtualController {
         complete(LESetPrivacyMode.self)
     }
 
+    package func handle(_ c: LEReadLocalResolvableAddress) {
+        if let status = resolvingListRefusal { return reject(LEReadLocalResolvableAddress.self, status) }
+        guard resolvingListIndex(c.peerIdentityAddressType, c.peerIdentityAddress) != nil else {
+            return reject(LEReadLocalResolvableAddress.self, .unknownConnectionIdentifier)  // not in the list (7.8.43)
+        }
+        let rpa = localRPA(peerType: c.peerIdentityAddressType, peer: c.peerIdentityAddress) ?? .zero
+        complete(LEReadLocalResolvableAddress.self, .init(localResolvableAddress: rpa))
+    }
+
+    /// Our RPA towards the listed peer `peer` while address resolution is on and its entry has a
+    /// local IRK: prand of 22 random bits under 0b01, hash = ah(local IRK, prand) (Vol 6 Part B
+    /// 1.3.2.2, Vol 3 Part H 2.2.2), kept for the RPA timeout (7.8.45).
+    func localRPA(peerType: UInt8, peer: BDAddress, now: ContinuousClock.Instant = .now) -> BDAddress? {
+        guard addressResolution, let i = resolvingListIndex(peerType, peer), resolvingList[i].localIRK.contains(where: { $0 != 0 }) else {
+            return nil
+        }
+        if let current = resolvingList[i].localRPA, now - current.made < .seconds(Int(rpaTimeout)) { return current.address }
+        guard let rpa = Self.makeRPA(resolvingList[i].localIRK) else { return nil }
+        resolvingList[i].localRPA = (rpa, now)
+        link.note("controller \(index): new resolvable private address \(rpa) from the local IRK for \(peer)")
+        return rpa
+    }
+
+    /// The listed peer's RPA made from its IRK, for TargetA of directed advertising with
+    /// Own_Address_Type 0x02/0x03 (7.8.5), kept for the RPA timeout; nil without a peer IRK.
+    func peerRPA(peerType: UInt8, peer: BDAddress, now: ContinuousClock.Instant = .now) -> BDAddress? {
+        guard addressResolution, let i = resolvingListIndex(peerType, peer), resolvingList[i].hasPeerIRK else { return nil }
+        if let current = resolvingList[i].peerRPA, now - current.made < .seconds(Int(rpaTimeout)) { return current.address }
+        guard let rpa = Self.makeRPA(resolvingList[i].peerIRK) else { return nil }
+        resolvingList[i].peerRPA = (rpa, now)
+        return rpa
+    }
+
+    /// An RPA of `irk`: prand of 22 random bits under 0b01, hash = ah(IRK, prand) (Vol 6 Part B 1.3.2.2).
+    static func makeRPA(_ irk: [UInt8]) -> BDAddress? {
+        var prand = (0..<3).map { _ in UInt8.random(in: 0...255) }
+        prand[2] = prand[2] & 0x3F | 0x40
+        return ah(irk, prand: prand).map { BDAddress(littleEndian: $0 + prand) }
+    }
+
+    /// Whether `rpa` is an RPA that `irk` resolves (ah, Vol 3 Part H 2.2.2).
+    static func resolves(_ rpa: BDAddress, irk: [UInt8]) -> Bool {
+        guard rpa.bytes[0] & 0xC0 == 0x40, irk.contains(where: { $0 != 0 }) else { return false }
+        let le = Array(rpa.bytes.reversed())  // hash (3 octets) then prand (3), LSO first
+        return ah(irk, prand: Array(le[3..<6])) == Array(le[0..<3])
+    }
+
+    /// TargetA of directed advertising: the peer's identity (`peerType` 0x00/0x01), or with
+    /// Own_Address_Type 0x02/0x03 and the peer listed with an IRK, its RPA (7.8.5, 7.8.53).
+    func directedTarget(own: AddressType, peerType: UInt8, peer: BDAddress) -> DeviceAddress {
+        if own == .publicIdentity || own == .randomIdentity, let rpa = peerRPA(peerType: peerType, peer: peer) {
+            return DeviceAddress(rpa, type: .random)
+        }
+        return DeviceAddress(peer, type: peerType == 0 ? .public : .random)
+    }
+
+    /// Whether a directed PDU with `target` in TargetA is for this device, which uses `own`:
+    /// TargetA is its address, or, with address resolution on, an RPA one of its local IRKs
+    /// resolves (Vol 6 Part B 4.4.2, 6); others ignore the PDU.
+    func isAddressed(by target: DeviceAddress, own: DeviceAddress) -> Bool {
+        if target.address == own.address && target.type.simple == own.type.simple { return true }
+        guard addressResolution, target.type == .random else { return false }
+        return resolvingList.contains { Self.resolves(target.address, irk: $0.localIRK) }
+    }
+
     /// The address a scanner reports `adv` under (Vol 6 Part B 6.2, 4.7): the identity of the
     /// listed peer whose IRK resolves its RPA, typed 0x02/0x03; nil when Network Privacy Mode
     /// drops it (a listed peer with an IRK advertising from its identity address).
@@ -118,8 +188,7 @@ extension VirtualController {
         let own = DeviceAddress(adv.address, type: adv.addressType)
         guard addressResolution else { return own }
         if adv.addressType == .random, adv.address.bytes[0] & 0xC0 == 0x40 {
-            let le = Array(adv.address.bytes.reversed())  // hash (3 octets) then prand (3), LSO first
-            if let e = resolvingList.first(where: { $0.hasPeerIRK && Self.ah($0.peerIRK, prand: Array(le[3..<6])) == Array(le[0..<3]) }) {
+            if let e = resolvingList.first(where: { Self.resolves(adv.address, irk: $0.peerIRK) }) {
                 return DeviceAddress(e.identity, type: e.identityType == 0 ? .publicIdentity : .randomIdentity)
             }
             return own

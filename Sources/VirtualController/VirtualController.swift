@@ -99,6 +99,8 @@ public final class VirtualController: @unchecked Sendable {
         var address: BDAddress
         var type: AddressType
         var ownAddress: DeviceAddress
+        /// The RPA this controller made for `ownAddress` (Own_Address_Type 0x02/0x03).
+        var localRPA: BDAddress?
         var interval: UInt16
         var latency: UInt16
         var timeout: UInt16
@@ -281,10 +283,11 @@ public final class VirtualController: @unchecked Sendable {
         return h
     }
 
-    func sendConnectionComplete(status: HCIStatus, handle: UInt16, role: UInt8, peer: DeviceAddress,
+    func sendConnectionComplete(status: HCIStatus, handle: UInt16, role: UInt8, peer: DeviceAddress, localRPA: BDAddress? = nil,
                                 interval: UInt16, latency: UInt16, timeout: UInt16, extended: Bool) {
         let enhanced = LEEnhancedConnectionComplete(status: status, connectionHandle: handle, role: role,
                                                     peerAddressType: peer.type, peerAddress: peer.address,
+                                                    localResolvablePrivateAddress: localRPA ?? .zero,
                                                     connectionInterval: interval, peripheralLatency: latency,
                                                     supervisionTimeout: timeout)
         if extended && isEnabled(subevent: LEEnhancedConnectionCompleteV2.subeventCode) {
@@ -369,42 +372,57 @@ public final class VirtualController: @unchecked Sendable {
         var filterPolicy: UInt8
         /// Periodic advertising interval of the set's train (1.25 ms units), 0 when none.
         var periodicInterval: UInt16 = 0
-        /// Primary advertising channels (bit 0: 37, bit 1: 38, bit 2: 39) and the peer of directed
-        /// advertising (the air view's).
+        /// Primary advertising channels (bit 0: 37, bit 1: 38, bit 2: 39), for the air view.
         var channelMap: UInt8 = 0x07
-        var peer: DeviceAddress? = nil
+        /// The RPA this controller made for the advertiser (Own_Address_Type 0x02/0x03).
+        var localRPA: BDAddress?
+        /// TargetA of a directed PDU (ADV_DIRECT_IND, or an extended set with the directed property).
+        var targetA: DeviceAddress?
     }
 
-    func ownAddress(_ type: AddressType, setRandom: BDAddress? = nil) -> DeviceAddress {
+    /// The address Own_Address_Type `type` names, and whether this controller made it. 0x02/0x03:
+    /// the RPA made from the local IRK of the resolving list entry for `peer` (an identity: type
+    /// 0x00/0x01 and address), else the public (0x02) or the random (0x03) address (Core v5.4
+    /// Vol 4 Part E 7.8.5, 7.8.12, 7.8.53, 7.8.66).
+    func ownAddress(_ type: AddressType, setRandom: BDAddress? = nil,
+                    peer: (type: UInt8, address: BDAddress)? = nil) -> (address: DeviceAddress, generated: Bool) {
+        if type == .publicIdentity || type == .randomIdentity, let peer, let rpa = localRPA(peerType: peer.type, peer: peer.address) {
+            return (DeviceAddress(rpa, type: .random), true)
+        }
         switch type {
-        case .public, .publicIdentity: DeviceAddress(publicAddress, type: .public)
-        case .random, .randomIdentity: DeviceAddress(setRandom ?? randomAddress ?? publicAddress, type: .random)
+        case .public, .publicIdentity: return (DeviceAddress(publicAddress, type: .public), false)
+        case .random, .randomIdentity: return (DeviceAddress(setRandom ?? randomAddress ?? publicAddress, type: .random), false)
         }
     }
 
     func currentAdvertisements() -> [Advertisement] {
         var out: [Advertisement] = []
         if advEnabled {
-            let a = ownAddress(advParams.ownAddressType)
+            let peer = (type: advParams.peerAddressType.rawValue & 1, address: advParams.peerAddress)
+            let (a, generated) = ownAddress(advParams.ownAddressType, peer: peer)
             let t = advParams.advertisingType == 4 ? 1 : advParams.advertisingType
             out.append(Advertisement(address: a.address, addressType: a.type, connectable: t <= 1, scannable: t == 0 || t == 2,
                                      legacyPDU: true, legacyType: t, data: t == 1 ? [] : advData, scanResponse: scanRspData,
                                      sid: 0xFF, txPower: 127, setHandle: nil,
                                      filterPolicy: advParams.advertisingFilterPolicy, channelMap: advParams.advertisingChannelMap,
-                                     peer: DeviceAddress(advParams.peerAddress, type: advParams.peerAddressType)))
+                                     localRPA: generated ? a.address : nil,
+                                     targetA: t == 1 ? directedTarget(own: advParams.ownAddressType, peerType: peer.type, peer: peer.address) : nil))
         }
         for (handle, set) in sets.sorted(by: { $0.key < $1.key }) where set.enabled {
             let p = set.params.advertisingEventProperties
-            let a = ownAddress(set.params.ownAddressType, setRandom: set.randomAddress)
+            let peer = (type: set.params.peerAddressType.rawValue & 1, address: set.params.peerAddress)
+            let (a, generated) = ownAddress(set.params.ownAddressType, setRandom: set.randomAddress, peer: peer)
             let legacyType: UInt8 = p.contains(.directed) ? 1 : p.contains(.connectable) ? 0 : p.contains(.scannable) ? 2 : 3
             out.append(Advertisement(address: a.address, addressType: a.type, connectable: p.contains(.connectable),
                                      scannable: p.contains(.scannable), legacyPDU: p.contains(.legacy), legacyType: legacyType,
-                                     data: set.data, scanResponse: set.scanResponse,
+                                     // ADV_DIRECT_IND has no AdvData (Vol 6 Part B 2.3.1.2): a set's earlier data is not sent.
+                                     data: p.contains(.legacy) && p.contains(.directed) ? [] : set.data, scanResponse: set.scanResponse,
                                      sid: p.contains(.legacy) ? 0xFF : set.params.advertisingSID,
                                      txPower: set.params.advertisingTxPower, setHandle: handle,
                                      filterPolicy: set.params.advertisingFilterPolicy, periodicInterval: periodicInterval(ofSet: handle),
                                      channelMap: set.params.primaryAdvertisingChannelMap,
-                                     peer: DeviceAddress(set.params.peerAddress, type: set.params.peerAddressType)))
+                                     localRPA: generated ? a.address : nil,
+                                     targetA: p.contains(.directed) ? directedTarget(own: set.params.ownAddressType, peerType: peer.type, peer: peer.address) : nil))
         }
         return out
     }
@@ -425,7 +443,7 @@ public final class VirtualController: @unchecked Sendable {
         for other in all where other !== self {
             for adv in other.currentAdvertisements() {
                 var event = link.airAdvertise(adv, at: nil)
-                if see(adv, from: other) { link.airScan(&event, scanner: ownAddress(scanOwnAddressType)) }
+                if see(adv, from: other) { link.airScan(&event, scanner: ownAddress(scanOwnAddressType).address) }
             }
         }
     }
@@ -435,8 +453,10 @@ public final class VirtualController: @unchecked Sendable {
     @discardableResult
     func see(_ adv: Advertisement, from other: VirtualController) -> Bool {
         guard scannerAccepts(adv) else { return false }
+        // A directed PDU reaches only the device TargetA names (Vol 6 Part B 4.4.2, 6).
+        if let target = adv.targetA, !isAddressed(by: target, own: ownAddress(scanOwnAddressType).address) { return false }
         report(adv, scanResponse: false)
-        guard scanActive && adv.scannable && other.advertiser(adv, acceptsScanRequestFrom: ownAddress(scanOwnAddressType)) else {
+        guard scanActive && adv.scannable && other.advertiser(adv, acceptsScanRequestFrom: ownAddress(scanOwnAddressType).address) else {
             return false
         }
         report(adv, scanResponse: true)

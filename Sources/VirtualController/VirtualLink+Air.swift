@@ -113,9 +113,9 @@ extension VirtualLink {
             default: .advNonconnInd
             }
             var payload = LinkLayer.octets(adv.address)
-            if type == .advDirectInd { payload += LinkLayer.octets(adv.peer?.address ?? adv.address) } else { payload += adv.data.prefix(31) }
+            if type == .advDirectInd { payload += LinkLayer.octets(adv.targetA?.address ?? adv.address) } else { payload += adv.data.prefix(31) }
             let pdu = LinkLayer.advertisingPDU(type, txRandom: LinkLayer.isRandom(adv.addressType),
-                                               rxRandom: type == .advDirectInd && LinkLayer.isRandom(adv.peer?.type ?? .public), payload: payload)
+                                               rxRandom: type == .advDirectInd && LinkLayer.isRandom(adv.targetA?.type ?? .public), payload: payload)
             let end = emitAdvertising(pdu, channel: primary, kind: .advertising, at: start)
             return AirAdvertisingEvent(adv: adv, channel: primary, extended: false, end: end)
         }
@@ -132,7 +132,7 @@ extension VirtualLink {
         var at = start + Double(offset) * 30e-6
         var channel = secondary
         // AUX_ADV_IND: AdvA, TargetA when directed, ADI; AUX_CHAIN_IND: ADI (Vol 6 Part B 2.3.4.4, 2.3.4.7).
-        var header = LinkLayer.ExtendedHeader(advA: advA, targetA: adv.legacyType == 1 ? adv.peer : nil, adi: adi)
+        var header = LinkLayer.ExtendedHeader(advA: advA, targetA: adv.targetA, adi: adi)
         var rest = ArraySlice(adv.data)
         var first = true
         repeat {

@@ -289,7 +289,7 @@ extension VirtualLink {
                 if other.isScanning {
                     if other.see(adv, from: c) {
                         end += Airtime.packetTime(payload: 6 + min(adv.scanResponse.count, 31), phy: .le1M) + Airtime.tIFS
-                        airScan(&air, scanner: other.ownAddress(other.scanOwnAddressType))
+                        airScan(&air, scanner: other.ownAddress(other.scanOwnAddressType).address)
                     }
                 }
             }

@@ -164,7 +164,7 @@ let centralHelp = """
 
 let peripheralHelp = """
     Usage: ble-hci peripheral [--name NAME] [--profile demo|band|secure | --gatt FILE] [--duration S]
-                              [--security-request] [--eatt] [SECURITY OPTIONS]
+                              [--security-request] [--eatt] [--directed TARGET] [SECURITY OPTIONS]
 
     Advertises (connectable: flags, complete local name, the profile's 16-bit service UUIDs) and
     serves the profile until Ctrl-C or --duration; advertises again after each disconnection.
@@ -194,6 +194,11 @@ let peripheralHelp = """
                            answers on every bearer and pushes on one: notifications on the first
                            open one, indications on one with none outstanding (confirmed there).
                            The characteristic takes two more handles in 1801 (1-15)
+      --directed TARGET    directed advertising (ADV_DIRECT_IND, low duty cycle) to one central
+                           only: TARGET is its identity address (AA:BB:CC:DD:EE:FF[/public|
+                           /random], public by default) or "bonded" (the last bond stored). No
+                           advertising data is sent. With --privacy and the central bonded with
+                           an IRK, the controller puts the central's RPA in TargetA
 
     Every request is shown with its answer: value reads and writes, descriptor reads with the
     value answered, refusals (--json: "error" events), discovery ("request" events).
@@ -207,6 +212,7 @@ let peripheralHelp = """
       ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --io display --mitm --passkey 123456
       ble-hci --json -t tcp:127.0.0.1:9002 central F0:F1:F2:F3:F4:F5 > table.json   # clone a device
       ble-hci -t tcp:127.0.0.1:9001 peripheral --gatt table.json
+      ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --privacy --directed bonded
     """
 
 let advertiseHelp = """
@@ -505,7 +511,7 @@ let commandSpecs: [String: OptionSpec] = [
                           valued: Set(["read", "write", "write-without-response", "subscribe", "count",
                                        "duration", "mtu", "timeout", "profile", "date", "eatt", "eatt-mtu"]).union(securityValued)),
     "peripheral": OptionSpec(flags: Set(["security-request", "eatt"]).union(securityFlags),
-                             valued: Set(["name", "profile", "duration", "gatt"]).union(securityValued)),
+                             valued: Set(["name", "profile", "duration", "gatt", "directed"]).union(securityValued)),
     "bonds": OptionSpec(flags: [], valued: ["bonds"]),
     "session": OptionSpec(flags: securityFlags, valued: securityValued),
     "shell": OptionSpec(flags: securityFlags, valued: securityValued),

@@ -165,7 +165,7 @@ let centralHelpChinese = """
 
 let peripheralHelpChinese = """
     用法：ble-hci peripheral [--name NAME] [--profile demo|band|secure | --gatt FILE] [--duration S]
-                             [--security-request] [--eatt] [SECURITY OPTIONS]
+                             [--security-request] [--eatt] [--directed TARGET] [SECURITY OPTIONS]
 
     广播（可连接：flags、完整本地名称、配置文件的 16 位服务 UUID）并提供该配置文件，直到
     Ctrl-C 或 --duration 结束；每次断开连接后重新开始广播。
@@ -190,8 +190,13 @@ let peripheralHelpChinese = """
       --security-request   每个中心设备连上后请它配对（SMP 安全请求，Security Request）
       --eatt               在已加密的链路上提供增强 ATT 承载（PSM 0x0027），并在 Server
                            Supported Features（0x2B3A，第 0 位）中声明；未加密的链路上拒绝
-                           （结果 0x0008，加密不足）。服务器在每个承载上回答；通知走非增强
-                           承载。该特征在 1801 中多占两个句柄（1-15）
+                           （结果 0x0008，加密不足）。服务器在每个承载上回答，并在一个承载上
+                           推送：通知走第一个打开的承载，指示走没有未完成指示的承载（确认也在
+                           那里）。该特征在 1801 中多占两个句柄（1-15）
+      --directed TARGET    定向广播（ADV_DIRECT_IND，低占空比），只对一个中心设备：TARGET 是它的
+                           身份地址（AA:BB:CC:DD:EE:FF[/public|/random]，默认 public）或
+                           "bonded"（最近存储的绑定）。不发送广播数据。带 --privacy 且该中心
+                           设备的绑定有 IRK 时，控制器把中心设备的 RPA 填入 TargetA
 
     每个请求都和它的回答一起显示：值的读和写、描述符的读及回答的值、拒绝（--json："error"
     事件）、发现过程（"request" 事件）。
@@ -205,6 +210,7 @@ let peripheralHelpChinese = """
       ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --io display --mitm --passkey 123456
       ble-hci --json -t tcp:127.0.0.1:9002 central F0:F1:F2:F3:F4:F5 > table.json   # 克隆一个设备
       ble-hci -t tcp:127.0.0.1:9001 peripheral --gatt table.json
+      ble-hci -t tcp:127.0.0.1:9001 peripheral --profile secure --privacy --directed bonded
     """
 
 let advertiseHelpChinese = """

@@ -4,8 +4,9 @@ import Host
 import ATT
 import GATT
 import BLE
+import SMP
 
-/// `ble-hci peripheral [--name NAME] [--profile demo|band|secure] [--duration S] [--security-request] [--eatt] [SECURITY OPTIONS]` (CLI.md).
+/// `ble-hci peripheral [--name NAME] [--profile demo|band|secure] [--duration S] [--security-request] [--eatt] [--directed TARGET] [SECURITY OPTIONS]` (CLI.md).
 func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     guard c.args.positionals.isEmpty else {
         throw UsageError("peripheral takes no positional arguments, got: \(c.args.positionals.joined(separator: " "))", command: c.command)
@@ -32,6 +33,10 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     let name = c.args.last("name") ?? gattFile?.deviceName ?? "ble-hci"
     guard !name.isEmpty, name.utf8.count <= 248 else { throw UsageError("--name must be 1 to 248 octets of UTF-8", command: c.command) }
     let duration = try c.args.double("duration", command: c.command)
+    let directed = try c.args.last("directed").map { try DirectedTarget(parsing: $0, command: c.command) }
+    if case .bonded? = directed, options.security.bondDirectory == nil {
+        throw UsageError("--directed bonded needs the bonds (leave out --no-bond)", command: c.command)
+    }
     SignalWatcher.install()
     let out = c.out
 
@@ -58,13 +63,18 @@ func runPeripheral(_ c: CommandContext) async throws -> Int32 {
     defer { ticker?.cancel() }
     // However the run ends, advertising is stopped and links disconnected before the transport closes.
     return try await closing({ await peripheral.close() }) {
-        try await interruptible { try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: advertised)) }
+        let target = try directed.map { try $0.address(bonds: options.security.bondDirectory, local: peripheral.identityAddress, command: c.command) }
+        try await interruptible { try await peripheral.startAdvertising(AdvertisingOptions(name: name, serviceUUIDs: advertised, directedTo: target)) }
         let address = await peripheral.address
         out.event([.text("event", "advertising"), .text("name", name), .text("address", address.address.description),
                    .text("addressType", address.type.simple), .text("profile", profile)])
         out.line(out.text(.advertisingAs(name: out.bold(name), address: address.address.description, type: address.type.simple, profile: profile, transport: opened.transport.name)))
         if options.privacy != nil {
             out.progress(out.text(.privacy(address: address.address.description, identity: "\(peripheral.identityAddress.address)/\(peripheral.identityAddress.type.simple)")))
+        }
+        if let target {
+            out.event([.text("event", "directedAdvertising"), .text("target", target.address.description), .text("targetType", target.type.simple)])
+            out.progress("Directed advertising to \(target.address)/\(target.type.simple) only (ADV_DIRECT_IND)")
         }
 
         let events = Task { () -> String? in
@@ -163,5 +173,32 @@ func reportAnswer(_ request: ATTPDU, _ response: ATTPDU, connection: UInt16, ser
         out.event([.text("event", "request"), .text("op", requestName), .code("opcode", op.rawValue), .text("answer", answerName),
                    .int("connection", connection)])
         out.line(out.dim("\(timestamp()) \(requestName) → \(answerName)"))
+    }
+}
+
+/// `--directed TARGET`: a central's identity address (AA:BB:CC:DD:EE:FF[/public|/random],
+/// public when not said), or `bonded`: the peer of the last bond in our bond file.
+enum DirectedTarget {
+    case address(DeviceAddress)
+    case bonded
+
+    init(parsing text: String, command: String) throws {
+        if text == "bonded" { self = .bonded; return }
+        guard case .address(let a, let type) = try Target(parsing: text, command: command) else {
+            throw UsageError("--directed takes an identity address (AA:BB:CC:DD:EE:FF[/public|/random]) or bonded, not '\(text)'", command: command)
+        }
+        self = .address(DeviceAddress(a, type: type ?? .public))
+    }
+
+    func address(bonds directory: String?, local: DeviceAddress, command: String) throws -> DeviceAddress {
+        switch self {
+        case .address(let a): return a
+        case .bonded:
+            guard let directory, let store = try? SMPBondStore(directory: directory, localIdentity: local),
+                  let last = try store.bonds().last else {
+                throw UsageError("--directed bonded: no bond in \(directory ?? "the bonds directory") for \(local.address)/\(local.type.simple)", command: command)
+            }
+            return last.peer
+        }
     }
 }

@@ -23,9 +23,11 @@ Security (SMP):
   --bonds DIR        where bonds live (default $XDG_STATE_HOME/ble-hci, else ~/.local/state/ble-hci)
   --privacy          advertise, scan and connect from a resolvable private address made from
                      our IRK (kept in the bonds directory), changed every 15 minutes; peers
-                     that bond get the IRK and identity address to recognise us. Our RPA is
-                     made by the host; bonded peers' IRKs go into the controller's resolving
-                     list at start (a line on stderr when it cannot: the host resolves them)
+                     that bond get the IRK and identity address to recognise us. Bonded
+                     peers' IRKs, with ours, go into the controller's resolving list at start
+                     and as they bond; the controller then makes and rotates our RPA itself
+                     (Own_Address_Type 0x03). A line on stderr when it cannot: the host then
+                     resolves peers and makes our RPA
   --oob-out FILE     write our out-of-band data to FILE before anything else (JSON:
                      "confirm" and "random" for Secure Connections, C = f4(PKx, PKx, r, 0) of
                      the key pair this run pairs with; "tk" for legacy pairing), for the peer's

@@ -74,6 +74,95 @@ import VirtualController
         #expect(found.address.type == .random && found.identity != nil)
     }
 
+    /// Issue 30: a bond made during the run joins both controllers' resolving lists at once
+    /// (Core v5.4 Vol 4 Part E 7.8.38), so the reconnect in the same run is resolved by the
+    /// central's controller (reported as Public Identity Address 0x02, 7.7.65.13), and the
+    /// privacy peripheral's controller now makes its RPA from our IRK (Own_Address_Type 0x03,
+    /// 7.8.5; Vol 6 Part B 1.3.2.2): a third device, with no bonds, hears an RPA that the
+    /// peripheral's IRK resolves (SMP's ah) and that is not the one the host made.
+    @Test func aBondMadeDuringTheRunJoinsTheListAtOnce() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 3)
+        var po = StackOptions()
+        po.security = SecurityTests.config()
+        po.privacy = PrivacyOptions()
+        let lines = Mutex<[String]>([])
+        po.log = { line in lines.withLock { $0.append(line) } }
+        let peripheral = try await Peripheral.open(transports[0], services: SecureProfile.services, name: "secure", options: po)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "secure", serviceUUIDs: SecureProfile.advertisedServices))
+        var co = StackOptions()
+        co.security = SecurityTests.config()
+        co.privacy = PrivacyOptions()  // so it distributes an IRK, and the peripheral lists it
+        let central = try await Central.open(transports[1], options: co)
+        let adv = try await central.find(ScanFilter(nameContains: "secure"), timeout: .seconds(5))
+        try await central.stack.host.until("the scan stopped") { !$0.isScanning }
+        let remote = try await central.connect(to: adv.address)
+        _ = try await remote.pair()
+        try await remote.disconnect()
+        try await central.stack.host.until("the central's list loaded with the new bond") { $0.usesResolvingList }
+        try await peripheral.stack.host.until("the peripheral's list loaded") { $0.usesResolvingList }
+
+        let found = try await central.find(ScanFilter(address: peripheral.identityAddress.address), timeout: .seconds(5))
+        #expect(found.address.type == .publicIdentity, "resolved by the central's controller: \(found.address)")
+        let privacy = try #require(peripheral.stack.privacy)
+        let observer = try await Central.open(transports[2], options: StackOptions())
+        let heard = try await observer.find(ScanFilter(nameContains: "secure"), timeout: .seconds(5))
+        #expect(SMPPrivacy.resolves(heard.address.address, irk: privacy.identity.irk), "\(heard.address) is the peripheral's RPA")
+        #expect(heard.address.address != privacy.currentAddress(), "made by the controller, not the host")
+        #expect(await peripheral.address == heard.address, "the address the controller names (LE Read Local Resolvable Address, 7.8.43)")
+        await observer.close()
+
+        try await central.stack.host.until("the scan stopped") { !$0.isScanning }
+        let again = try await central.connect(to: found.address)
+        let ff01 = try await SecurityTests().valueHandle(again, SecureProfile.secret)
+        #expect(try await again.read(handle: ff01) == Array("secret".utf8), "read from the bond's encryption")
+        try await again.disconnect()
+        await central.close()
+        await peripheral.close()
+        #expect(!lines.withLock { $0 }.contains { $0.contains("resolving list") || $0.contains("does not make") }, "\(lines.withLock { $0 })")
+    }
+
+    /// Directed advertising to a bonded central (ADV_DIRECT_IND, Advertising_Type 0x04, Core
+    /// v5.4 Vol 4 Part E 7.8.5 / a legacy directed set, 7.8.53): the peripheral names the
+    /// central's identity with Own_Address_Type 0x03, so its controller puts the central's RPA
+    /// (from the IRK in its resolving list) in TargetA. Only the central, whose controller
+    /// resolves TargetA with its own IRK, hears and connects to it (Vol 6 Part B 4.4.2, 6); a
+    /// third scanner hears nothing of the peripheral.
+    @Test func directedAdvertisingReachesTheBondedCentralOnly() async throws {
+        let (_, transports) = VirtualLink.inProcess(count: 3)
+        var po = StackOptions()
+        po.security = SecurityTests.config()
+        po.privacy = PrivacyOptions()
+        let peripheral = try await Peripheral.open(transports[0], services: SecureProfile.services, name: "secure", options: po)
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "secure", restartAfterDisconnection: false))
+        var co = StackOptions()
+        co.security = SecurityTests.config()
+        co.privacy = PrivacyOptions()
+        let central = try await Central.open(transports[1], options: co)
+        let adv = try await central.find(ScanFilter(nameContains: "secure"), timeout: .seconds(5))
+        try await central.stack.host.until("the scan stopped") { !$0.isScanning }
+        let remote = try await central.connect(to: adv.address)
+        _ = try await remote.pair()
+        try await remote.disconnect()
+        try await peripheral.stack.host.until("the central in the peripheral's list") { $0.usesResolvingList }
+
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "secure", directedTo: central.identityAddress))
+        let other = try await Central.open(transports[2], options: StackOptions())
+        do {
+            let overheard = try await other.find(ScanFilter(), timeout: .milliseconds(500))
+            Issue.record("a directed PDU for another device was reported: \(overheard.address)")
+        } catch BLEError.notFound {}
+        await other.close()
+        let found = try await central.find(ScanFilter(address: peripheral.identityAddress.address), timeout: .seconds(5))
+        #expect(found.address.type == .publicIdentity && found.connectable)
+        try await central.stack.host.until("the scan stopped") { !$0.isScanning }
+        let again = try await central.connect(to: found.address)
+        let ff01 = try await SecurityTests().valueHandle(again, SecureProfile.secret)
+        #expect(try await again.read(handle: ff01) == Array("secret".utf8), "read from the bond's encryption")
+        try await again.disconnect()
+        await central.close()
+        await peripheral.close()
+    }
+
     /// The virtual controller's list as 7.8.38-7.8.41 and 7.8.77 say: a second entry for the same
     /// identity is Invalid HCI Command Parameters (0x12), one past the size Memory Capacity
     /// Exceeded (0x07), removing or setting the privacy mode of an absent one Unknown Connection

@@ -219,6 +219,28 @@ extension CLITests {
             }
         }
 
+        /// `peripheral --privacy --directed bonded`: ADV_DIRECT_IND to the last bonded central (Core
+        /// v5.4 Vol 4 Part E 7.8.5, Advertising_Type 0x04), which finds it by the peripheral's
+        /// identity address and reads ff01 encrypted from the bond; a bad TARGET is a usage error.
+        @Test func directedAdvertisingToTheBondedCentral() async throws {
+            let dir = try TempDir()
+            let bad = try await BleHCI.run(["-t", "tcp:127.0.0.1:1", "peripheral", "--directed", "name:x"])
+            expectStatus(bad, 2, "--directed name:x")
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--privacy", "--bonds", dir.path("p")]) { rig in
+                let r = try await rig.central(["central", "name:secure", "--pair", "--privacy", "--bonds", dir.path("c"), "--json"])
+                expectStatus(r, 0, "central --pair --privacy")
+            }
+            let centralIdentity = try #require(try await BleHCI.run(["bonds", "--bonds", dir.path("p"), "--json"]).events("bond").first?["address"] as? String)
+            let peripheralIdentity = try #require(try await BleHCI.run(["bonds", "--bonds", dir.path("c"), "--json"]).events("bond").first?["address"] as? String)
+            try await withRig(profile: "secure", peripheralArgs: ["--name", "secure", "--privacy", "--bonds", dir.path("p"), "--directed", "bonded"]) { rig in
+                let directed = try await #require(rig.peripheral).nextEvent("directedAdvertising", timeout: 5)
+                #expect(directed["target"] as? String == centralIdentity)
+                let r = try await rig.central(["central", peripheralIdentity, "--read", "ff01", "--privacy", "--bonds", dir.path("c"), "--json"])
+                expectStatus(r, 0, "central IDENTITY --read ff01 against --directed bonded")
+                #expect(r.events("read").first?["value"] as? String == hexOf("secret"), "\(r.stdout)")
+            }
+        }
+
         /// Numeric comparison with no terminal on the central and no --yes: refused
         /// (CLI.md), so pairing fails with Numeric Comparison Failed (0x0C, Core Vol 3 Part H 3.5.5).
         @Test func numericComparisonRefusedWithoutTerminal() async throws {

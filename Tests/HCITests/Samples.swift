@@ -14,6 +14,7 @@ let commandSamples: [any HCICommand] = [
     LEAddDeviceToResolvingList(peerIdentityAddressType: 0, peerIdentityAddress: addrA, peerIRK: key16, localIRK: key16.reversed()),
     LERemoveDeviceFromResolvingList(peerIdentityAddressType: 1, peerIdentityAddress: addrB), LEClearResolvingList(),
     LEReadResolvingListSize(), LESetAddressResolutionEnable(addressResolutionEnable: true),
+    LEReadLocalResolvableAddress(peerIdentityAddressType: 0, peerIdentityAddress: addrA),
     LESetResolvablePrivateAddressTimeout(rpaTimeout: 900), LESetPrivacyMode(peerIdentityAddressType: 0, peerIdentityAddress: addrA, privacyMode: 1),
     LESetPeriodicAdvertisingParameters(advertisingHandle: 0, periodicAdvertisingIntervalMin: 0x50, periodicAdvertisingIntervalMax: 0x60),
     LESetPeriodicAdvertisingData(advertisingHandle: 0, advertisingData: [0x03, 0xFF, 0x01, 0x02]),
@@ -91,6 +92,7 @@ let returnSamples: [(any HCICommand.Type, any HCIReturnParameters)] = [
     (LEPeriodicAdvertisingSetInfoTransfer.self, ConnectionHandleReturn(connectionHandle: 0x40)),
     (LESetPeriodicAdvertisingSyncTransferParameters.self, ConnectionHandleReturn(connectionHandle: 0x40)),
     (LEReadResolvingListSize.self, LEReadResolvingListSize.ReturnParameters(resolvingListSize: 8)),
+    (LEReadLocalResolvableAddress.self, LEReadLocalResolvableAddress.ReturnParameters(localResolvableAddress: addrB)),
     (LEReadNumberOfSupportedAdvertisingSets.self, LEReadNumberOfSupportedAdvertisingSets.ReturnParameters(numSupportedAdvertisingSets: 4)),
 ]
 

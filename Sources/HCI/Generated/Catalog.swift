@@ -883,12 +883,6 @@ extension HCICatalog {
         ], returns: [
             CatalogParameter("peerResolvableAddress", .address),
         ]),
-        CatalogEntry(0x202C, "LE Read Local Resolvable Address", "Core v5.4 Vol 4 Part E 7.8.43", [
-            CatalogParameter("peerIdentityAddressType", .u8),
-            CatalogParameter("peerIdentityAddress", .address),
-        ], returns: [
-            CatalogParameter("localResolvableAddress", .address),
-        ]),
         CatalogEntry(0x2033, "LE Receiver Test [v2]", "Core v5.4 Vol 4 Part E 7.8.28", [
             CatalogParameter("rxChannel", .u8),
             CatalogParameter("phy", .u8),
@@ -2021,7 +2015,6 @@ extension HCICatalog {
         0x2025: (34, 1),  // LE Read Local P-256 Public Key
         0x2026: (34, 2),  // LE Generate DHKey [v1]
         0x202B: (34, 7),  // LE Read Peer Resolvable Address
-        0x202C: (35, 0),  // LE Read Local Resolvable Address
         0x2033: (35, 7),  // LE Receiver Test [v2]
         0x2034: (36, 0),  // LE Transmitter Test [v2]
         0x2047: (38, 3),  // LE Add Device To Periodic Advertiser List

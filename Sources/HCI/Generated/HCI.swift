@@ -1889,6 +1889,46 @@ public struct LEReadResolvingListSize: HCIParameterlessCommand, Equatable {
     }
 }
 
+/// LE Read Local Resolvable Address (0x202C, Core Vol 4 Part E 7.8.43): the RPA the controller uses for us towards a resolving list entry.
+public struct LEReadLocalResolvableAddress: HCICommand, Equatable {
+    public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x002C)
+    public static let name = "LE Read Local Resolvable Address"
+    public var peerIdentityAddressType: UInt8
+    public var peerIdentityAddress: BDAddress
+    public init(peerIdentityAddressType: UInt8, peerIdentityAddress: BDAddress) {
+        self.peerIdentityAddressType = peerIdentityAddressType
+        self.peerIdentityAddress = peerIdentityAddress
+    }
+    public init(parameters r: inout ByteReader) throws(DecodeError) {
+        peerIdentityAddressType = try r.valid(try r.u8("peerIdentityAddressType"), 0...1, "peerIdentityAddressType")
+        peerIdentityAddress = try r.address("peerIdentityAddress")
+    }
+    public func encodeParameters(into w: inout ByteWriter) {
+        w.u8(peerIdentityAddressType)
+        w.address(peerIdentityAddress)
+    }
+    public var fields: [Field] {
+        [.code("peerIdentityAddressType", peerIdentityAddressType),
+         .address("peerIdentityAddress", peerIdentityAddress)]
+    }
+
+    public struct ReturnParameters: HCIReturnParameters, Equatable {
+        public var localResolvableAddress: BDAddress
+        public init(localResolvableAddress: BDAddress) {
+            self.localResolvableAddress = localResolvableAddress
+        }
+        public init(returnParameters r: inout ByteReader) throws(DecodeError) {
+            localResolvableAddress = try r.address("localResolvableAddress")
+        }
+        public func encode(into w: inout ByteWriter) {
+            w.address(localResolvableAddress)
+        }
+        public var fields: [Field] {
+            [.address("localResolvableAddress", localResolvableAddress)]
+        }
+    }
+}
+
 /// LE Set Address Resolution Enable (0x202D).
 public struct LESetAddressResolutionEnable: HCICommand, Equatable {
     public static let opcode = HCIOpcode(ogf: 0x08, ocf: 0x002D)
@@ -3368,6 +3408,7 @@ let allCommandTypes: [any HCICommand.Type] = [
     LERemoveDeviceFromResolvingList.self,
     LEClearResolvingList.self,
     LEReadResolvingListSize.self,
+    LEReadLocalResolvableAddress.self,
     LESetAddressResolutionEnable.self,
     LESetResolvablePrivateAddressTimeout.self,
     LESetPrivacyMode.self,
@@ -3448,6 +3489,7 @@ package protocol HCICommandHandler {
     func handle(_ command: LERemoveDeviceFromResolvingList)
     func handle(_ command: LEClearResolvingList)
     func handle(_ command: LEReadResolvingListSize)
+    func handle(_ command: LEReadLocalResolvableAddress)
     func handle(_ command: LESetAddressResolutionEnable)
     func handle(_ command: LESetResolvablePrivateAddressTimeout)
     func handle(_ command: LESetPrivacyMode)
@@ -3530,6 +3572,7 @@ extension HCICommandHandler {
         case 0x2028: handle(try LERemoveDeviceFromResolvingList.decode(packet.parameters))
         case 0x2029: handle(try LEClearResolvingList.decode(packet.parameters))
         case 0x202A: handle(try LEReadResolvingListSize.decode(packet.parameters))
+        case 0x202C: handle(try LEReadLocalResolvableAddress.decode(packet.parameters))
         case 0x202D: handle(try LESetAddressResolutionEnable.decode(packet.parameters))
         case 0x202E: handle(try LESetResolvablePrivateAddressTimeout.decode(packet.parameters))
         case 0x204E: handle(try LESetPrivacyMode.decode(packet.parameters))
@@ -3612,6 +3655,7 @@ let supportedCommandBits: [UInt16: (octet: Int, bit: Int)] = [
     0x2028: (34, 4),  // LE Remove Device From Resolving List
     0x2029: (34, 5),  // LE Clear Resolving List
     0x202A: (34, 6),  // LE Read Resolving List Size
+    0x202C: (35, 0),  // LE Read Local Resolvable Address
     0x202D: (35, 1),  // LE Set Address Resolution Enable
     0x202E: (35, 2),  // LE Set Resolvable Private Address Timeout
     0x204E: (39, 2),  // LE Set Privacy Mode
