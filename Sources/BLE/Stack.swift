@@ -257,7 +257,7 @@ final class Link: Sendable {
 
     /// Runs `body` with the link's layers inside the host's isolation (one `await`); throws
     /// `BLEError.disconnected` once the link is gone.
-    func run<R: Sendable>(_ body: @Sendable (LinkLayers, isolated Host) async throws -> R) async throws -> R {
+    nonisolated(nonsending) func run<R: Sendable>(_ body: @Sendable (LinkLayers, isolated Host) async throws -> R) async throws -> R {
         let handle = connection.handle, route = connection.route
         return try await host.run { host in
             guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else {
