@@ -95,10 +95,16 @@ public final class ATTLink: ATTServerPush, Sendable {
     /// Notifications the bearer dropped unprocessed (`ATTBearer.droppedNotifications`).
     public var droppedNotifications: Int { state.withLock { $0.droppedNotifications } }
 
-    /// Enters the host and sends the notification on the link's bearer.
+    /// Enters the host and sends the notification on the link's bearer: at once, with a plain
+    /// call into the host, when the link has room (the usual case); else it waits its turn.
     public nonisolated(nonsending) func notify(handle valueHandle: UInt16, value: [UInt8]) async throws {
         let handle = handle
-        try await host.run { host in try await ATTBearer.of(handle, on: host).notify(handle: valueHandle, value: value) }
+        try await host.run { host in
+            let bearer = try ATTBearer.of(handle, on: host)
+            let frame = bearer.notificationFrame(handle: valueHandle, value: value)
+            if try bearer.sendIfReady(frame, host: host) { return }
+            try await bearer.push(frame)
+        }
     }
 
     /// Enters the host and sends one Multiple Handle Value Notification on the link's bearer.
@@ -430,6 +436,13 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in send(frame, resuming: c) }
     }
 
+    /// `frame` sent now if the bearer is open and the link has room (true), from the host's
+    /// isolation: a direct call, no check of the executor (`assumeIsolated`) and no closure.
+    func sendIfReady(_ frame: [UInt8], host: isolated Host) throws -> Bool {
+        if let closedReason { throw closedReason }
+        return try host.sendL2CAPIfReady(frame, on: handle)
+    }
+
     /// `Host.sendL2CAPIfReady` of `frame` on this link: true when it went out now.
     func sendIfReady(_ frame: [UInt8]) throws -> Bool {
         let handle = handle
@@ -475,9 +488,14 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
 
     /// Sends a Handle Value Notification (value truncated to ATT_MTU − 3, Core Vol 3 Part F 3.4.7.1).
     public nonisolated(nonsending) func notify(handle: UInt16, value: [UInt8]) async throws {
+        try await push(notificationFrame(handle: handle, value: value))
+    }
+
+    /// A Handle Value Notification's B-frame, the value cut to ATT_MTU − 3.
+    func notificationFrame(handle: UInt16, value: [UInt8]) -> [UInt8] {
         let mtu = self.mtu
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
-        try await push(Self.frame(.handleValueNotification(handle: handle, value: v)))
+        return Self.frame(.handleValueNotification(handle: handle, value: v))
     }
 
     /// Sends a Handle Value Indication and waits for the confirmation (transaction timeout);
