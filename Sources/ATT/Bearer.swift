@@ -107,6 +107,20 @@ public final class ATTLink: ATTServerPush, Sendable {
         }
     }
 
+    /// Enters the host once and sends the notifications there, in order: each with a direct
+    /// call while the link has room, else after waiting its turn.
+    public nonisolated(nonsending) func notify(handle valueHandle: UInt16, values: [[UInt8]]) async throws {
+        let handle = handle
+        try await host.run { host in
+            let bearer = try ATTBearer.of(handle, on: host)
+            for value in values {
+                let frame = bearer.notificationFrame(handle: valueHandle, value: value)
+                if try bearer.sendIfReady(frame, host: host) { continue }
+                try await bearer.push(frame)
+            }
+        }
+    }
+
     /// Enters the host and sends one Multiple Handle Value Notification on the link's bearer.
     public nonisolated(nonsending) func notifyMultiple(_ list: [ATTHandleValue]) async throws {
         let handle = handle

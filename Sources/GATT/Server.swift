@@ -322,6 +322,19 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         return await notify(first, more, value: value).handles
     }
 
+    /// Notifies `values` of the characteristic, in order, to each subscriber (or those on
+    /// `handles`), each subscriber's in one entry into its host (`ATTServerPush.notify(handle:values:)`);
+    /// a value longer than a subscriber's ATT_MTU − 3 is left out for it, as `notify` refuses it.
+    /// For a queue of values offered without waiting (`Peripheral.updateValue`).
+    package nonisolated(nonsending) func notify(characteristic uuid: BluetoothUUID, values: [[UInt8]], toHandles handles: [UInt16]?) async {
+        let (first, more) = pushTargets(uuid: uuid, handle: nil, to: handles.map { $0.map { ATTPeer(id: $0) } }, bit: 1)
+        guard let first else { return }
+        for t in [first] + more {
+            let maximum = t.pusher.push.mtu - 3
+            try? await t.pusher.push.notify(handle: t.valueHandle, values: values.filter { $0.count <= maximum })
+        }
+    }
+
     /// The first subscriber (notifications: `bit` 1, indications: 2) of the characteristic whose
     /// link cannot carry a value of `length` in one PDU (ATT_MTU − 3, Core v5.4 Vol 3 Part F
     /// 3.4.7.1), with its maximum.
