@@ -4,10 +4,11 @@ import Transport
 /// Back-pressure without waiting, as CoreBluetooth has it (`updateValue(_:for:onSubscribedCentrals:)`
 /// returning false, then `peripheralManagerIsReady(toUpdateSubscribers:)`): the application
 /// offers values from any thread without entering the host; one drain task on the host's
-/// executor sends them in order, each as soon as the link takes it (ACL flow control), so a
-/// value costs the offering thread one lock, not a thread switch. At most `limit` values wait
-/// (counting the one being sent); an offer beyond that is refused, and `ready` is called once
-/// the queue has drained to half, so the application refills in bursts.
+/// executor sends them in order, each as soon as the link takes it (ACL flow control), every
+/// value waiting in one entry into the host, so a value costs the offering thread one lock, not
+/// a thread switch. At most `limit` values wait (counting those being sent); an offer beyond
+/// that is refused, and `ready` is called once the queue has drained to half, so the
+/// application refills in bursts.
 final class UpdateQueue<Item: Sendable>: Sendable {
     private struct State {
         var items: [Item] = []
