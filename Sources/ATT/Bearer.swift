@@ -337,9 +337,10 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         L2CAPFrame.encode(cid: .att, payloadCapacity: pdu.encodedSize) { pdu.encode(into: &$0) }
     }
 
-    /// Queues an answer without waiting (we are inside the host's handling of a frame).
-    func enqueue(_ pdu: ATTPDU) {
-        if let error = enqueueOnHost(Self.frame(pdu), kind: .answer) {
+    /// Queues an answer without waiting (we are inside the host's handling of a frame): a
+    /// direct call, no executor check or closure (`enqueueOnHost`) per answer.
+    func enqueue(_ pdu: ATTPDU, host: isolated Host) {
+        do { try host.enqueueL2CAP(Self.frame(pdu), on: handle, kind: .answer) } catch {
             log("could not send \(pdu.opcode): \(error)")
         }
     }
@@ -548,7 +549,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
                 t.resolve(.failure(ATTBearerError.invalidResponse("\(op): \(error)")))
             } else if let reply = ATTPDU.serverRejection(for: .malformed(opcode: op, error: error)) {
                 log("malformed \(op): \(error): Invalid PDU")
-                enqueue(reply)
+                enqueue(reply, host: host)
             } else {
                 log("malformed \(op): \(error): dropped")
             }
@@ -632,12 +633,12 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
                 inboundMTU = Swift.max(inboundMTU, m)
                 newMTU = m
             }
-            enqueue(.exchangeMTUResponse(serverRxMTU: configuration.serverRxMTU))
+            enqueue(.exchangeMTUResponse(serverRxMTU: configuration.serverRxMTU), host: host)
             if let newMTU { setMTU(newMTU) }
         case .unknown:
             if let reply = ATTPDU.serverRejection(for: .pdu(pdu)) {
                 log("unknown request \(op): Request Not Supported")
-                enqueue(reply)
+                enqueue(reply, host: host)
             } else {
                 log("unknown \(op): ignored")
             }
@@ -650,7 +651,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     func serve(_ pdu: ATTPDU, host: isolated Host) {
         let op = pdu.opcode
         guard synchronousDelegate != nil || delegate != nil else {
-            if op.isRequest { enqueue(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported)) }
+            if op.isRequest { enqueue(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported), host: host) }
             return
         }
         // A client has one request outstanding at a time (Core v5.4 Vol 3 Part F 3.3.2); one
@@ -664,7 +665,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         if let server = synchronousDelegate {
             switch server.answer(to: pdu, from: peer, mtu: mtu, security: security) {
             case .now(let response):
-                if op.isRequest { enqueue(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)) }
+                if op.isRequest { enqueue(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError), host: host) }
             case .later(let produce):
                 answerLater(pdu, produce, host: host)
             }
@@ -704,7 +705,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         d.task.cancel()  // a handler past its deadline is told; one that answered has ended
         let op = d.request.opcode
         if closedReason == nil, op.isRequest {
-            enqueue(response ?? .errorResponse(requestOpcode: op, handle: Self.attributeHandle(of: d.request), error: .unlikelyError))
+            enqueue(response ?? .errorResponse(requestOpcode: op, handle: Self.attributeHandle(of: d.request), error: .unlikelyError), host: host)
         }
         while deferredAnswer == nil, closedReason == nil, heldHead < heldWhileDeferred.count {
             let next = heldWhileDeferred[heldHead]
