@@ -95,13 +95,31 @@ public final class ATTLink: ATTServerPush, Sendable {
     /// Notifications the bearer dropped unprocessed (`ATTBearer.droppedNotifications`).
     public var droppedNotifications: Int { state.withLock { $0.droppedNotifications } }
 
-    /// Enters the host and sends the notification on the link's push bearer (`ATTBearer.pushBearer`).
+    /// Enters the host and sends the notification on the link's push bearer (an Enhanced ATT
+    /// bearer, `ATTBearer.pushBearer`), else on CID 0x0004: at once, with a plain call into the
+    /// host, when the link has room (the usual case); else it waits its turn.
     public nonisolated(nonsending) func notify(handle valueHandle: UInt16, value: [UInt8]) async throws {
         let handle = handle
         try await host.run { host in
             let bearer = try ATTBearer.of(handle, on: host)
             if let enhanced = bearer.pushBearer { return try await enhanced.notify(handle: valueHandle, value: value) }
-            try await bearer.notify(handle: valueHandle, value: value)
+            let frame = bearer.notificationFrame(handle: valueHandle, value: value)
+            if try bearer.sendIfReady(frame, host: host) { return }
+            try await bearer.push(frame)
+        }
+    }
+
+    /// Enters the host once and sends the notifications there, in order, as `notify(handle:value:)`.
+    public nonisolated(nonsending) func notify(handle valueHandle: UInt16, values: [[UInt8]]) async throws {
+        let handle = handle
+        try await host.run { host in
+            let bearer = try ATTBearer.of(handle, on: host)
+            for value in values {
+                if let enhanced = bearer.pushBearer { try await enhanced.notify(handle: valueHandle, value: value); continue }
+                let frame = bearer.notificationFrame(handle: valueHandle, value: value)
+                if try bearer.sendIfReady(frame, host: host) { continue }
+                try await bearer.push(frame)
+            }
         }
     }
 
@@ -331,9 +349,10 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         L2CAPFrame.encode(cid: .att, payloadCapacity: pdu.encodedSize) { pdu.encode(into: &$0) }
     }
 
-    /// Queues an answer without waiting (we are inside the host's handling of a frame).
-    func enqueue(_ pdu: ATTPDU) {
-        if let error = enqueueOnHost(Self.frame(pdu), kind: .answer) {
+    /// Queues an answer without waiting (we are inside the host's handling of a frame): a
+    /// direct call, no executor check or closure (`enqueueOnHost`) per answer.
+    func enqueue(_ pdu: ATTPDU, host: isolated Host) {
+        do { try host.enqueueL2CAP(Self.frame(pdu), on: handle, kind: .answer) } catch {
             log("could not send \(pdu.opcode): \(error)")
         }
     }
@@ -444,6 +463,13 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in send(frame, resuming: c) }
     }
 
+    /// `frame` sent now if the bearer is open and the link has room (true), from the host's
+    /// isolation: a direct call, no check of the executor (`assumeIsolated`) and no closure.
+    func sendIfReady(_ frame: [UInt8], host: isolated Host) throws -> Bool {
+        if let closedReason { throw closedReason }
+        return try host.sendL2CAPIfReady(frame, on: handle)
+    }
+
     /// `Host.sendL2CAPIfReady` of `frame` on this link: true when it went out now.
     func sendIfReady(_ frame: [UInt8]) throws -> Bool {
         let handle = handle
@@ -489,9 +515,14 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
 
     /// Sends a Handle Value Notification (value truncated to ATT_MTU − 3, Core Vol 3 Part F 3.4.7.1).
     public nonisolated(nonsending) func notify(handle: UInt16, value: [UInt8]) async throws {
+        try await push(notificationFrame(handle: handle, value: value))
+    }
+
+    /// A Handle Value Notification's B-frame, the value cut to ATT_MTU − 3.
+    func notificationFrame(handle: UInt16, value: [UInt8]) -> [UInt8] {
         let mtu = self.mtu
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
-        try await push(Self.frame(.handleValueNotification(handle: handle, value: v)))
+        return Self.frame(.handleValueNotification(handle: handle, value: v))
     }
 
     /// Sends a Handle Value Indication and waits for the confirmation (transaction timeout);
@@ -530,7 +561,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
                 t.resolve(.failure(ATTBearerError.invalidResponse("\(op): \(error)")))
             } else if let reply = ATTPDU.serverRejection(for: .malformed(opcode: op, error: error)) {
                 log("malformed \(op): \(error): Invalid PDU")
-                enqueue(reply)
+                enqueue(reply, host: host)
             } else {
                 log("malformed \(op): \(error): dropped")
             }
@@ -614,12 +645,12 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
                 inboundMTU = Swift.max(inboundMTU, m)
                 newMTU = m
             }
-            enqueue(.exchangeMTUResponse(serverRxMTU: configuration.serverRxMTU))
+            enqueue(.exchangeMTUResponse(serverRxMTU: configuration.serverRxMTU), host: host)
             if let newMTU { setMTU(newMTU) }
         case .unknown:
             if let reply = ATTPDU.serverRejection(for: .pdu(pdu)) {
                 log("unknown request \(op): Request Not Supported")
-                enqueue(reply)
+                enqueue(reply, host: host)
             } else {
                 log("unknown \(op): ignored")
             }
@@ -632,7 +663,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     func serve(_ pdu: ATTPDU, host: isolated Host) {
         let op = pdu.opcode
         guard synchronousDelegate != nil || delegate != nil else {
-            if op.isRequest { enqueue(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported)) }
+            if op.isRequest { enqueue(.errorResponse(requestOpcode: op, handle: 0, error: .requestNotSupported), host: host) }
             return
         }
         // A client has one request outstanding at a time (Core v5.4 Vol 3 Part F 3.3.2); one
@@ -646,7 +677,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         if let server = synchronousDelegate {
             switch server.answer(to: pdu, from: peer, mtu: mtu, security: security) {
             case .now(let response):
-                if op.isRequest { enqueue(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError)) }
+                if op.isRequest { enqueue(response ?? .errorResponse(requestOpcode: op, handle: 0, error: .unlikelyError), host: host) }
             case .later(let produce):
                 answerLater(pdu, produce, host: host)
             }
@@ -686,7 +717,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         d.task.cancel()  // a handler past its deadline is told; one that answered has ended
         let op = d.request.opcode
         if closedReason == nil, op.isRequest {
-            enqueue(response ?? .errorResponse(requestOpcode: op, handle: Self.attributeHandle(of: d.request), error: .unlikelyError))
+            enqueue(response ?? .errorResponse(requestOpcode: op, handle: Self.attributeHandle(of: d.request), error: .unlikelyError), host: host)
         }
         while deferredAnswer == nil, closedReason == nil, heldHead < heldWhileDeferred.count {
             let next = heldWhileDeferred[heldHead]

@@ -65,6 +65,9 @@ public protocol ATTServerPush: Sendable {
     /// Sends one Multiple Handle Value Notification of `list`, which fits ATT_MTU (Core v5.4
     /// Vol 3 Part F 3.4.7.4); returns once handed to the link.
     nonisolated(nonsending) func notifyMultiple(_ list: [ATTHandleValue]) async throws
+    /// Sends `values` of one attribute as Handle Value Notifications, in order, each as the
+    /// link takes it; returns once the last is handed to the link.
+    nonisolated(nonsending) func notify(handle: UInt16, values: [[UInt8]]) async throws
     /// Sends a Handle Value Indication and returns after the peer's Handle Value Confirmation;
     /// throws when none arrives within the transaction timeout or the link goes away.
     func indicate(handle: UInt16, value: [UInt8]) async throws
@@ -83,6 +86,11 @@ extension ATTServerPush {
     /// Notification.
     public nonisolated(nonsending) func notifyMultiple(_ list: [ATTHandleValue]) async throws {
         for item in list { try await notify(handle: item.handle, value: item.value) }
+    }
+
+    /// One notification after the other.
+    public nonisolated(nonsending) func notify(handle: UInt16, values: [[UInt8]]) async throws {
+        for value in values { try await notify(handle: handle, value: value) }
     }
 }
 

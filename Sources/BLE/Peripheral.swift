@@ -123,9 +123,18 @@ public final class Peripheral: Sendable {
         let sink = PeripheralEvents.Storage(limit: 4096)
         self.sink = sink
         events = PeripheralEvents(storage: sink)
-        updates = UpdateQueue(limit: Self.updateQueueLimit, executor: stack.host.executor, send: { update in
-            // A subscriber gone meanwhile is left out, as `notify` leaves it out.
-            _ = try? await server.notify(characteristic: update.characteristic, value: update.value, toHandles: update.connections)
+        updates = UpdateQueue(limit: Self.updateQueueLimit, executor: stack.host.executor, send: { updates in
+            // The values for one characteristic and set of connections in a row go out together
+            // (one entry into each subscriber's host). A subscriber gone meanwhile is left out,
+            // as `notify` leaves it out.
+            var i = 0
+            while i < updates.count {
+                let (uuid, connections) = (updates[i].characteristic, updates[i].connections)
+                var j = i + 1
+                while j < updates.count, updates[j].characteristic == uuid, updates[j].connections == connections { j += 1 }
+                await server.notify(characteristic: uuid, values: updates[i..<j].map(\.value), toHandles: connections)
+                i = j
+            }
         }, ready: { sink.yield(.readyToUpdateSubscribers) })
     }
 

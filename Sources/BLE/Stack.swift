@@ -246,18 +246,18 @@ final class Link: Sendable {
         self.att = att
         let handle = connection.handle, route = connection.route
         let ready = writesReady
-        writes = UpdateQueue(limit: Self.writeQueueLimit, executor: host.executor, send: { command in
+        writes = UpdateQueue(limit: Self.writeQueueLimit, executor: host.executor, send: { commands in
             // A link gone meanwhile takes nothing, as CoreBluetooth drops writes to a lost peripheral.
-            _ = try? await host.run { host in
+            await host.run { host in
                 guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else { return }
-                try await layers.writeCommand(command.value, to: command.characteristic)
+                for command in commands { try? await layers.writeCommand(command.value, to: command.characteristic) }
             }
         }, ready: { ready() })
     }
 
     /// Runs `body` with the link's layers inside the host's isolation (one `await`); throws
     /// `BLEError.disconnected` once the link is gone.
-    func run<R: Sendable>(_ body: @Sendable (LinkLayers, isolated Host) async throws -> R) async throws -> R {
+    nonisolated(nonsending) func run<R: Sendable>(_ body: @Sendable (LinkLayers, isolated Host) async throws -> R) async throws -> R {
         let handle = connection.handle, route = connection.route
         return try await host.run { host in
             guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else {

@@ -4,10 +4,11 @@ import Transport
 /// Back-pressure without waiting, as CoreBluetooth has it (`updateValue(_:for:onSubscribedCentrals:)`
 /// returning false, then `peripheralManagerIsReady(toUpdateSubscribers:)`): the application
 /// offers values from any thread without entering the host; one drain task on the host's
-/// executor sends them in order, each as soon as the link takes it (ACL flow control), so a
-/// value costs the offering thread one lock, not a thread switch. At most `limit` values wait
-/// (counting the one being sent); an offer beyond that is refused, and `ready` is called once
-/// the queue has drained to half, so the application refills in bursts.
+/// executor sends them in order, each as soon as the link takes it (ACL flow control), every
+/// value waiting in one entry into the host, so a value costs the offering thread one lock, not
+/// a thread switch. At most `limit` values wait (counting those being sent); an offer beyond
+/// that is refused, and `ready` is called once the queue has drained to half, so the
+/// application refills in bursts.
 final class UpdateQueue<Item: Sendable>: Sendable {
     private struct State {
         var items: [Item] = []
@@ -21,10 +22,11 @@ final class UpdateQueue<Item: Sendable>: Sendable {
     let limit: Int
     private let state = Mutex(State())
     private let executor: SerialThreadExecutor
-    private let send: @Sendable (Item) async -> Void
+    /// Sends the items waiting, in order (all of them: one call per drain step).
+    private let send: @Sendable ([Item]) async -> Void
     private let ready: @Sendable () -> Void
 
-    init(limit: Int, executor: SerialThreadExecutor, send: @escaping @Sendable (Item) async -> Void,
+    init(limit: Int, executor: SerialThreadExecutor, send: @escaping @Sendable ([Item]) async -> Void,
          ready: @escaping @Sendable () -> Void) {
         self.limit = limit
         self.executor = executor
@@ -62,20 +64,21 @@ final class UpdateQueue<Item: Sendable>: Sendable {
         }
     }
 
-    /// Sends the waiting items in order until none is left. The item being sent stays counted
-    /// until it is out.
+    /// Sends the waiting items in order until none is left: each step takes every item
+    /// waiting and hands them to `send` together (one entry into the host for the lot). The
+    /// items being sent stay counted until they are out.
     private func drain() async {
-        while let item = state.withLock({ s -> Item? in
+        while let batch = state.withLock({ s -> [Item]? in
             guard s.head < s.items.count else {
                 s.draining = false
                 return nil
             }
-            return s.items[s.head]
+            return Array(s.items[s.head...])
         }) {
-            await send(item)
+            await send(batch)
             let wake = state.withLock { s -> Bool in
                 guard s.head < s.items.count else { return false }  // closed meanwhile
-                s.head += 1
+                s.head += batch.count
                 if s.head == s.items.count {
                     s.items.removeAll(keepingCapacity: true)
                     s.head = 0

@@ -313,11 +313,26 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     /// sent then, and the error names the first such peer and its maximum.
     package nonisolated(nonsending) func notify(characteristic uuid: BluetoothUUID, value: [UInt8],
                                                 toHandles handles: [UInt16]?) async throws(GATTPushError) -> [UInt16] {
-        let peers = handles.map { $0.map { ATTPeer(id: $0) } }
-        if let (peer, maximum) = firstTooShort(uuid: uuid, for: value.count, to: peers, bit: 1) {
+        // The targets are found once: checked, then sent to (no second search of the index).
+        let (first, more) = pushTargets(uuid: uuid, handle: nil, to: handles.map { $0.map { ATTPeer(id: $0) } }, bit: 1)
+        guard let first else { return [] }
+        if let (peer, maximum) = Self.firstTooShort(first, more, for: value.count) {
             throw .valueTooLong(length: value.count, maximum: maximum, peer: peer)
         }
-        return await pushReaching(uuid: uuid, handle: nil, value: value, to: peers).handles
+        return await notify(first, more, value: value).handles
+    }
+
+    /// Notifies `values` of the characteristic, in order, to each subscriber (or those on
+    /// `handles`), each subscriber's in one entry into its host (`ATTServerPush.notify(handle:values:)`);
+    /// a value longer than a subscriber's ATT_MTU − 3 is left out for it, as `notify` refuses it.
+    /// For a queue of values offered without waiting (`Peripheral.updateValue`).
+    package nonisolated(nonsending) func notify(characteristic uuid: BluetoothUUID, values: [[UInt8]], toHandles handles: [UInt16]?) async {
+        let (first, more) = pushTargets(uuid: uuid, handle: nil, to: handles.map { $0.map { ATTPeer(id: $0) } }, bit: 1)
+        guard let first else { return }
+        for t in [first] + more {
+            let maximum = t.pusher.push.mtu - 3
+            try? await t.pusher.push.notify(handle: t.valueHandle, values: values.filter { $0.count <= maximum })
+        }
     }
 
     /// The first subscriber (notifications: `bit` 1, indications: 2) of the characteristic whose
@@ -326,8 +341,16 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     package func firstTooShort(uuid: BluetoothUUID, for length: Int, to peers: [ATTPeer]?, bit: UInt16) -> (ATTPeer, Int)? {
         let (first, more) = pushTargets(uuid: uuid, handle: nil, to: peers, bit: bit)
         guard let first else { return nil }
-        for t in [first] + more where t.pusher.push.mtu - 3 < length {
-            return (ATTPeer(id: t.pusher.id), t.pusher.push.mtu - 3)
+        return Self.firstTooShort(first, more, for: length)
+    }
+
+    /// The first of the targets whose ATT_MTU − 3 is below `length`, with that maximum.
+    static func firstTooShort(_ first: PushTarget, _ more: [PushTarget], for length: Int) -> (ATTPeer, Int)? {
+        let mtu = first.pusher.push.mtu
+        if mtu - 3 < length { return (ATTPeer(id: first.pusher.id), mtu - 3) }
+        for t in more {
+            let mtu = t.pusher.push.mtu
+            if mtu - 3 < length { return (ATTPeer(id: t.pusher.id), mtu - 3) }
         }
         return nil
     }
@@ -431,6 +454,11 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     nonisolated(nonsending) func pushReaching(uuid: BluetoothUUID?, handle: UInt16?, value: [UInt8], to peers: [ATTPeer]?) async -> Reached {
         let (first, more) = pushTargets(uuid: uuid, handle: handle, to: peers, bit: 1)
         guard let first else { return .none }
+        return await notify(first, more, value: value)
+    }
+
+    /// Notifies `first`, then `more`, one after the other (each send waits for the link's room).
+    nonisolated(nonsending) func notify(_ first: PushTarget, _ more: [PushTarget], value: [UInt8]) async -> Reached {
         nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
             // The bearer used in place (a copy of the existential goes through its value witnesses).
             let mtu = t.pusher.push.mtu

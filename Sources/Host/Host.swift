@@ -437,8 +437,10 @@ public actor Host {
 
     /// Runs `body` inside the host's isolation: the application's way to the layers of its
     /// links (one `await` per operation; from a task preferring the host's executor, no thread
-    /// switch). Cancellation of the calling task reaches what `body` awaits.
-    public nonisolated func run<R: Sendable>(_ body: @Sendable (isolated Host) async throws -> R) async rethrows -> R {
+    /// switch). Cancellation of the calling task reaches what `body` awaits. In the caller's
+    /// isolation: from inside the host (a layer's task) it is a plain call, from outside one hop
+    /// in and one out, never a hop to the global executor between.
+    public nonisolated(nonsending) func run<R: Sendable>(_ body: @Sendable (isolated Host) async throws -> R) async rethrows -> R {
         try await body(self)
     }
 

@@ -151,6 +151,14 @@ import Transport
         await first.submitThenCall(second, log: log)
         try await executor.idle()  // the submitted job ran
         #expect(log.entries == ["second", "continuation body", "submitted job"])
+        // The same once a task executor of the executor exists (every host's deadline sweeper
+        // prefers it).
+        let taskExecutor = executor.taskExecutor
+        let again = Log()
+        await first.submitThenCall(second, log: again)
+        try await executor.idle()
+        #expect(again.entries == ["second", "continuation body", "submitted job"])
+        _ = taskExecutor
     }
 
     /// The layers reach each other's state with `assumeIsolated` from jobs on their shared

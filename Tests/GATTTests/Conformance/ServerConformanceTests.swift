@@ -408,6 +408,21 @@ struct ServerPushConformanceTests {
         #expect(push.sent.withLock { $0 } == [[0x1B, 0x1C, 0x00, 0x42], [0x1B, 0x1C, 0x00] + Array(0..<20)])
     }
 
+    /// Several values queued for one characteristic (`Peripheral.updateValue`'s drain): one
+    /// Handle Value Notification each, in order (Part F 3.4.7.1); a value longer than ATT_MTU − 3
+    /// (20 at ATT_MTU 23) is left out for that peer, not cut; none to a peer not subscribed.
+    @Test func queuedValuesAreNotifiedInOrderAndTooLongOnesLeftOut() async {
+        let server = GATTServer(services: ConformanceDB.services())
+        let push = RecordingPush(), other = RecordingPush()
+        let peer = ATTPeer(id: 0x40)
+        await server.peerConnected(peer, push: push)
+        await server.peerConnected(ATTPeer(id: 0x41), push: other)
+        #expect(server.response(to: try! ATTPDU.decode([UInt8](hex: "12 1d00 0100")!), from: peer, mtu: 23, security: .none)?.bytes == [0x13])
+        await server.notify(characteristic: 0xA007, values: [[0x01], Array(0..<21), [0x02, 0x03], Array(0..<20)], toHandles: nil)
+        #expect(push.sent.withLock { $0 } == [[0x1B, 0x1C, 0x00, 0x01], [0x1B, 0x1C, 0x00, 0x02, 0x03], [0x1B, 0x1C, 0x00] + Array(0..<20)])
+        #expect(other.sent.withLock { $0 }.isEmpty)
+    }
+
     /// GATT/SR/GAI/BV-01-C Indications (Part G 4.11; Part F 3.4.7.2): bit 1 of the CCCD; a
     /// Handle Value Indication with the value handle.
     @Test("GATT/SR/GAI/BV-01-C") func indication() async {
