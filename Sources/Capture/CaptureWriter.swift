@@ -50,25 +50,37 @@ public enum PcapWriter {
     public static let linktypeH4WithPhdr: UInt32 = 201
 
     public static func fileHeader() -> [UInt8] {
+        // snaplen: the largest H4 packet plus the direction header.
+        fileHeader(snaplen: 65535 + 8, linktype: linktypeH4WithPhdr)
+    }
+
+    /// A pcap file header: little-endian, microsecond magic, version 2.4.
+    static func fileHeader(snaplen: UInt32, linktype: UInt32) -> [UInt8] {
         var w = ByteWriter(capacity: 24)
         w.u32(0xa1b2_c3d4)
         w.u16(2); w.u16(4)  // version 2.4
         w.u32(0)  // thiszone
         w.u32(0)  // sigfigs
-        w.u32(65535 + 8)  // snaplen: the largest H4 packet plus the direction header
-        w.u32(linktypeH4WithPhdr)
+        w.u32(snaplen)
+        w.u32(linktype)
         return w.bytes
+    }
+
+    /// A record's header (seconds, microseconds, captured and original length: the record is
+    /// whole) in a writer with room for the `length` octets that follow.
+    static func recordHeader(length: Int, time: Date) -> ByteWriter {
+        var w = ByteWriter(capacity: 16 + length)
+        let micros = Int64((time.timeIntervalSince1970 * 1_000_000).rounded())
+        w.u32(UInt32(truncatingIfNeeded: micros / 1_000_000))
+        w.u32(UInt32(truncatingIfNeeded: micros % 1_000_000))
+        w.u32(UInt32(length))
+        w.u32(UInt32(length))
+        return w
     }
 
     public static func record(_ packet: HCIPacket, direction: Direction, time: Date) -> [UInt8] {
         let h4 = packet.h4
-        let length = UInt32(4 + h4.count)
-        var w = ByteWriter(capacity: 16 + Int(length))
-        let micros = Int64((time.timeIntervalSince1970 * 1_000_000).rounded())
-        w.u32(UInt32(truncatingIfNeeded: micros / 1_000_000))
-        w.u32(UInt32(truncatingIfNeeded: micros % 1_000_000))
-        w.u32(length)
-        w.u32(length)
+        var w = recordHeader(length: 4 + h4.count, time: time)
         w.u32be(direction == .received ? 1 : 0)
         w.append(h4)
         return w.bytes
@@ -146,14 +158,8 @@ public enum LinkLayerPcapWriter {
     public static let referenceAccessAddressValid: UInt16 = 0x0010
 
     public static func fileHeader() -> [UInt8] {
-        var w = ByteWriter(capacity: 24)
-        w.u32(0xa1b2_c3d4)
-        w.u16(2); w.u16(4)
-        w.u32(0)
-        w.u32(0)
-        w.u32(10 + 4 + 2 + 255 + 3)  // snaplen: pseudo-header and the longest LE packet
-        w.u32(linktypeLELinkLayerWithPhdr)
-        return w.bytes
+        // snaplen: the pseudo-header and the longest LE packet.
+        PcapWriter.fileHeader(snaplen: 10 + 4 + 2 + 255 + 3, linktype: linktypeLELinkLayerWithPhdr)
     }
 
     /// One record. `pduType` is the flags' bits 7–9 (0 advertising, 1 auxiliary advertising,
@@ -161,13 +167,7 @@ public enum LinkLayerPcapWriter {
     /// Coded). The CRC is left for the reader to check (flags "CRC checked" clear).
     public static func record(rfChannel: UInt8, signalPower: Int8, pduType: UInt8, phy: UInt8, decrypted isDecrypted: Bool,
                               packet: [UInt8], time: Date) -> [UInt8] {
-        let length = UInt32(10 + packet.count)
-        var w = ByteWriter(capacity: 16 + Int(length))
-        let micros = Int64((time.timeIntervalSince1970 * 1_000_000).rounded())
-        w.u32(UInt32(truncatingIfNeeded: micros / 1_000_000))
-        w.u32(UInt32(truncatingIfNeeded: micros % 1_000_000))
-        w.u32(length)
-        w.u32(length)
+        var w = PcapWriter.recordHeader(length: 10 + packet.count, time: time)
         w.append([rfChannel, UInt8(bitPattern: signalPower), 0, 0])
         // The reference access address is the packet's own (its first four octets).
         w.append(packet.prefix(4))
