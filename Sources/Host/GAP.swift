@@ -222,7 +222,7 @@ extension Host {
         p.ownAddress = effectiveOwnAddress(p.ownAddress)
         let info = try self.info
         if advertising { try await stopAdvertising() }
-        if !connectBusy { await flushResolvingList() }
+        await flushResolvingList(sending: !connectBusy)
         // Extended PDUs asked for (a broadcaster) may also go by the LE Extended Advertising
         // feature bit (Core v5.4 Vol 6 Part B 4.6.12), which needs the commands (Vol 4 Part E
         // 3.1.1): Bumble's controller sets it and answers them without listing them.
@@ -347,7 +347,7 @@ extension Host {
         var p = parameters
         p.ownAddress = effectiveOwnAddress(p.ownAddress)
         if scanning { try await stopScanning() }
-        if !connectBusy { await flushResolvingList() }
+        await flushResolvingList(sending: !connectBusy)
         let extended = info.supports(LESetExtendedScanParameters.opcode) && info.supports(LESetExtendedScanEnable.opcode)
         let own = try await prepareOwnAddress(p.ownAddress)
         if extended {

@@ -133,6 +133,8 @@ public actor Host {
     /// it does not; and entries waiting for the controller to be idle (ResolvingList.swift).
     var resolvingListLoaded: Result<Void, ResolvingListRefusal>?
     var pendingResolvingList: [ResolvingListEntry] = []
+    /// The flush of `pendingResolvingList` under way (ResolvingList.swift).
+    var resolvingListFlush: Task<Void, Never>?
 
     // MARK: lifecycle
     var readerStarted = false

@@ -113,7 +113,7 @@ extension Host {
 
     /// Adds the entries waiting unless the controller advertises, scans or initiates.
     public func flushResolvingListWhenIdle() async {
-        if !connectBusy { await flushResolvingList() }
+        await flushResolvingList(sending: !connectBusy)
     }
 
     /// Whether the controller's resolving list holds the bonds (loaded and not refused).
@@ -121,10 +121,25 @@ extension Host {
 
     /// Adds the entries waiting, when neither advertising nor scanning (the caller holds the
     /// initiator or knows it is free).
-    func flushResolvingList() async {
-        guard !pendingResolvingList.isEmpty, !advertising, !scanning else { return }
+    /// `sending` false (another task holds the initiator): only waits for a flush under way.
+    func flushResolvingList(sending: Bool = true) async {
+        // One flush at a time, and an advertising, scan or connect start waits for the one
+        // under way: the host is reentrant at each command's await, and a start enabled between
+        // them would make the rest Command Disallowed (7.8.38, 7.8.44).
+        while let running = resolvingListFlush { await running.value }
+        guard sending, !pendingResolvingList.isEmpty, !advertising, !scanning else { return }
         let entries = pendingResolvingList
         pendingResolvingList = []
+        // The task clears itself, so whoever waits on it finds it gone when it ends.
+        let flush = Task {
+            await sendResolvingList(entries)
+            resolvingListFlush = nil
+        }
+        resolvingListFlush = flush
+        await flush.value
+    }
+
+    private func sendResolvingList(_ entries: [ResolvingListEntry]) async {
         guard usesResolvingList else {
             if let refusal = await loadResolvingList(entries) {
                 warn("controller resolving list not used (\(refusal)); the host resolves bonded peers' private addresses itself")

@@ -39,15 +39,16 @@ import VirtualController
         #expect(refusedNext)
         while let e = await events.next(), e != .readyToUpdateSubscribers {}
         #expect(peripheral.canUpdateValue)
+        // Longer than ATT_MTU − 3 for the subscriber (Core v5.4 Vol 3 Part F 3.4.7.1): refused, not
+        // cut. (Checked while subscribed: leaving the loop below unsubscribes the central.)
+        let maximum = try #require(await peripheral.maximumUpdateValueLength(for: peripheral.subscribers(of: Self.ticker)[0]))
+        #expect(throws: BLEError.self) { _ = try peripheral.updateValue(Array(repeating: 0, count: maximum + 1), for: Self.ticker) }
         var received: [[UInt8]] = []
         for try await v in values {
             received.append(v)
             if received.count == limit { break }
         }
         #expect(received == (0..<limit).map { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })
-        // Longer than ATT_MTU − 3 for the subscriber (Core v5.4 Vol 3 Part F 3.4.7.1): refused, not cut.
-        let maximum = try #require(await peripheral.maximumUpdateValueLength(for: peripheral.subscribers(of: Self.ticker)[0]))
-        #expect(throws: BLEError.self) { _ = try peripheral.updateValue(Array(repeating: 0, count: maximum + 1), for: Self.ticker) }
         await central.close()
         await peripheral.close()
         #expect(try peripheral.updateValue([0x01], for: Self.ticker) == false)
