@@ -144,7 +144,10 @@ extension Host: HCIEventHandler {
             return
         }
         let r: LERole = role == 0 ? .central : .peripheral
-        if r == .peripheral, !advertisingExtended { advertising = false }  // legacy advertising stops on connection
+        // Advertising stops on a connection: legacy advertising, and the extended set 0 (the only
+        // set the host advertises, so the one connected to), whose LE Advertising Set Terminated
+        // comes after this event (Vol 4 Part E 7.7.65.18): `isAdvertising` is right at `.connected`.
+        if r == .peripheral { advertising = false }
         let conn = addLink(handle: handle, role: r, peer: peer, local: localRPA.map { DeviceAddress($0, type: .random) }, parameters: parameters)
         emit(.connected(conn))
         if r == .central { complete(.connection, handle: nil, with: .success(.connection(conn))) }
