@@ -31,7 +31,7 @@ public final class Central: Sendable {
 
     /// Brings up the controller behind `transport` (Reset, features, buffers, event masks).
     public static func open(_ transport: any HCITransport, options: StackOptions = .init()) async throws -> Central {
-        let central = Central(stack: try await boundary { try await Stack.open(transport, options: options) })
+        let central = Central(stack: try await boundary(on: nil) { try await Stack.open(transport, options: options) })
         let sink = central.sink
         await central.stack.observeLinks { event in
             switch event {
@@ -74,7 +74,7 @@ public final class Central: Sendable {
     /// Starts scanning; advertisers arrive when first seen and whenever their data changes
     /// (every report with `everyReport`). Scanning stops when the stream is dropped or cancelled.
     public func scan(_ filter: ScanFilter = .init(), active: Bool = true, everyReport: Bool = false) async throws -> AsyncThrowingStream<Advertisement, any Error> {
-        try await boundary { try await stack.scan(filter: filter, active: active, everyReport: everyReport) }
+        try await boundary(on: stack.host) { try await stack.scan(filter: filter, active: active, everyReport: everyReport) }
     }
 
     /// Scans until the first advertiser matching `filter`, or throws `BLEError.notFound` after `timeout`.
@@ -108,7 +108,7 @@ public final class Central: Sendable {
     /// and exchanges the ATT MTU (`StackOptions.mtuOnConnect`, 517 by default): a peer that
     /// refuses it stays at 23 (Core v5.4 Vol 3 Part F 3.4.2.1), which is not an error.
     public func connect(to address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
-        let connection = try await boundary {
+        let connection = try await boundary(on: stack.host) {
             try await stack.host.connect(to: address, parameters: ConnectParameters(ownAddress: await stack.ownAddressForConnecting()), timeout: timeout)
         }
         let link = await stack.link(for: connection)
