@@ -31,7 +31,7 @@ public final class Central: Sendable {
 
     /// Brings up the controller behind `transport` (Reset, features, buffers, event masks).
     public static func open(_ transport: any HCITransport, options: StackOptions = .init()) async throws -> Central {
-        let central = Central(stack: try await boundary(on: nil) { try await Stack.open(transport, options: options) })
+        let central = Central(stack: try await boundary { try await Stack.open(transport, options: options) })
         let sink = central.sink
         await central.stack.observeLinks { event in
             switch event {
@@ -74,7 +74,7 @@ public final class Central: Sendable {
     /// Starts scanning; advertisers arrive when first seen and whenever their data changes
     /// (every report with `everyReport`). Scanning stops when the stream is dropped or cancelled.
     public func scan(_ filter: ScanFilter = .init(), active: Bool = true, everyReport: Bool = false) async throws -> AsyncThrowingStream<Advertisement, any Error> {
-        try await boundary(on: stack.host) { try await stack.scan(filter: filter, active: active, everyReport: everyReport) }
+        try await boundary { try await stack.scan(filter: filter, active: active, everyReport: everyReport) }
     }
 
     /// Scans until the first advertiser matching `filter`, or throws `BLEError.notFound` after `timeout`.
@@ -108,7 +108,7 @@ public final class Central: Sendable {
     /// and exchanges the ATT MTU (`StackOptions.mtuOnConnect`, 517 by default): a peer that
     /// refuses it stays at 23 (Core v5.4 Vol 3 Part F 3.4.2.1), which is not an error.
     public func connect(to address: DeviceAddress, timeout: Duration = .seconds(10)) async throws -> RemotePeripheral {
-        let connection = try await boundary(on: stack.host) {
+        let connection = try await boundary {
             try await stack.host.connect(to: address, parameters: ConnectParameters(ownAddress: await stack.ownAddressForConnecting()), timeout: timeout)
         }
         let link = await stack.link(for: connection)
@@ -191,7 +191,7 @@ public final class RemotePeripheral: Sendable {
     /// Runs `body` with the link's GATT client, for procedures this API doesn't wrap (read
     /// multiple, reliable write, ...), inside the host's isolation where the client lives.
     public func withGATT<R: Sendable>(_ body: @Sendable (GATTClient, isolated Host) async throws -> R) async throws -> R {
-        try await boundary(link) { try await link.run { layers, host in try await body(layers.client, host) } }
+        try await exchange(link) { try await link.run { layers, host in try await body(layers.client, host) } }
     }
 
     /// The current ATT_MTU.
@@ -200,24 +200,24 @@ public final class RemotePeripheral: Sendable {
     /// Exchanges MTU (ATT Exchange MTU Request); returns the effective ATT_MTU.
     @discardableResult
     public func exchangeMTU(_ mtu: Int = 517) async throws -> Int {
-        try await boundary(link) { try await link.run { layers, _ in try await layers.bearer.exchangeMTU(UInt16(clamping: max(23, min(mtu, 517)))) } }
+        try await exchange(link) { try await link.run { layers, _ in try await layers.bearer.exchangeMTU(UInt16(clamping: max(23, min(mtu, 517)))) } }
     }
 
     public func discoverServices(_ uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteService] {
-        try await boundary(link) { try await link.run { layers, _ in try await layers.client.discoverServices(uuid: uuid) } }
+        try await exchange(link) { try await link.run { layers, _ in try await layers.client.discoverServices(uuid: uuid) } }
     }
 
     public func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
-        try await boundary(link) { try await link.run { layers, _ in try await layers.client.discoverCharacteristics(of: service, uuid: uuid) } }
+        try await exchange(link) { try await link.run { layers, _ in try await layers.client.discoverCharacteristics(of: service, uuid: uuid) } }
     }
 
     public func discoverDescriptors(of characteristic: GATTRemoteCharacteristic) async throws -> [GATTRemoteDescriptor] {
-        try await boundary(link) { try await link.run { layers, _ in try await layers.client.discoverDescriptors(of: characteristic) } }
+        try await exchange(link) { try await link.run { layers, _ in try await layers.client.discoverDescriptors(of: characteristic) } }
     }
 
     /// Services, characteristics and descriptors, all at once (cached until Service Changed).
     public func discoverAll() async throws -> [GATTRemoteServiceTree] {
-        try await boundary(link) { try await link.run { layers, _ in try await layers.client.discoverDatabase() } }
+        try await exchange(link) { try await link.run { layers, _ in try await layers.client.discoverDatabase() } }
     }
 
     /// Reads a characteristic value in full (Read Blob for long values).
@@ -225,7 +225,7 @@ public final class RemotePeripheral: Sendable {
         guard characteristic.properties.contains(.read) else {
             throw BLEError.notPermitted("characteristic \(characteristic.uuid) is not readable (properties: \(characteristic.properties))")
         }
-        return try await boundary(link) { try await link.run { layers, _ in try await layers.client.read(characteristic) } }
+        return try await exchange(link) { try await link.run { layers, _ in try await layers.client.read(characteristic) } }
     }
 
     /// Reads several characteristic values in one request: Read Multiple Variable Length
@@ -240,12 +240,12 @@ public final class RemotePeripheral: Sendable {
             throw BLEError.notPermitted("characteristic \(c.uuid) is not readable (properties: \(c.properties))")
         }
         let handles = characteristics.map(\.valueHandle)
-        return try await boundary(link) { try await link.run { layers, _ in try await layers.client.readMultipleVariable(handles: handles) } }
+        return try await exchange(link) { try await link.run { layers, _ in try await layers.client.readMultipleVariable(handles: handles) } }
     }
 
     /// Reads any attribute by handle (descriptors included), in full.
     public func read(handle: UInt16) async throws -> [UInt8] {
-        try await boundary(link) { try await link.run { layers, _ in try await layers.client.read(handle: handle) } }
+        try await exchange(link) { try await link.run { layers, _ in try await layers.client.read(handle: handle) } }
     }
 
     /// Writes a characteristic value, checking its properties first.
@@ -255,9 +255,9 @@ public final class RemotePeripheral: Sendable {
             guard characteristic.properties.contains(.write) else {
                 throw BLEError.notPermitted("characteristic \(characteristic.uuid) does not allow write with response (properties: \(characteristic.properties))")
             }
-            try await boundary(link) { try await link.run { layers, _ in try await layers.client.write(value, to: characteristic) } }
+            try await exchange(link) { try await link.run { layers, _ in try await layers.client.write(value, to: characteristic) } }
         case .withoutResponse:
-            try await boundary(link) { try await link.run { layers, _ in try await layers.writeCommand(value, to: characteristic) } }
+            try await exchange(link) { try await link.run { layers, _ in try await layers.writeCommand(value, to: characteristic) } }
         }
     }
 
@@ -309,7 +309,7 @@ public final class RemotePeripheral: Sendable {
 
     /// Writes any attribute by handle with a Write Request (descriptors included).
     public func write(_ value: [UInt8], handle: UInt16) async throws {
-        try await boundary(link) { try await link.run { layers, _ in try await layers.client.write(value, handle: handle) } }
+        try await exchange(link) { try await link.run { layers, _ in try await layers.client.write(value, handle: handle) } }
     }
 
     /// Subscribes (notifications, or indications when that's all it has) and streams the
@@ -323,7 +323,7 @@ public final class RemotePeripheral: Sendable {
         // the GATT client's subscriber, in the host's isolation for notifications.
         let (stream, continuation) = GATTNotificationStream.makeStream(bufferLimit: bufferLimit)
         let timeout = stack.options.attTimeout
-        try await boundary(link) { try await link.run { layers, _ in
+        try await exchange(link) { try await link.run { layers, _ in
             try await layers.client.subscribe(characteristic, onValue: { continuation.yield($0) },
                                               onIndication: { await continuation.deliverIndication($0, timeout: timeout) }, onEnd: {
                 if let reason = link.disconnectReason {
@@ -359,7 +359,7 @@ public final class RemotePeripheral: Sendable {
 
     /// Unsubscribes (writes 0x0000 to the CCCD) and ends the stream `notifications(for:)` returned.
     public func stopNotifications(for characteristic: GATTRemoteCharacteristic) async throws {
-        try await boundary(link) { try await link.run { layers, _ in try await layers.client.unsubscribe(characteristic) } }
+        try await exchange(link) { try await link.run { layers, _ in try await layers.client.unsubscribe(characteristic) } }
     }
 
     /// Secures the link: encrypts from the bond when there is one (unless `force`), otherwise

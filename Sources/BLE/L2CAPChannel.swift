@@ -34,12 +34,12 @@ public struct L2CAPChannel: Sendable, CustomStringConvertible {
     /// Sends one SDU (at most `peerMTU` octets); returns when its last K-frame went to the
     /// controller, after as many of the peer's credits as it takes.
     public func send(_ sdu: [UInt8]) async throws {
-        try await boundary(on: base.host, link.link) { try await base.send(sdu) }
+        try await boundary(link.link) { try await base.send(sdu) }
     }
 
     /// The next received SDU; nil once the channel closed normally.
     public func receive() async throws -> [UInt8]? {
-        try await boundary(on: base.host, link.link) { try await base.receive() }
+        try await boundary(link.link) { try await base.receive() }
     }
 
     /// Received SDUs, in order.
@@ -47,7 +47,7 @@ public struct L2CAPChannel: Sendable, CustomStringConvertible {
 
     /// Sends a Disconnection Request and waits (signaling timeout) for its response.
     public func close() async throws {
-        try await boundary(on: base.host, link.link) { try await base.close() }
+        try await boundary(link.link) { try await base.close() }
     }
 
     public var description: String { base.description }

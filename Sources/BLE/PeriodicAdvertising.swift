@@ -49,7 +49,7 @@ extension Peripheral {
     /// periodic advertising for `periodicData`.
     public func startBroadcasting(_ options: BroadcastOptions) async throws {
         let data = options.advertisingData
-        try await boundary(on: stack.host) {
+        try await boundary {
             try await stack.host.startAdvertising(AdvertisingParameters(
                 kind: .nonConnectable, intervalMin: options.interval, intervalMax: options.interval, data: data,
                 ownAddress: stack.ownAddress, extendedPDUs: true,
@@ -74,7 +74,7 @@ extension Central {
         var only = ScanFilter()
         only.address = advertisement.address.address
         let scan = try await scan(only)
-        let sync = try await boundary(on: stack.host) { try await stack.syncPeriodic(to: advertisement.address, sid: advertisement.sid, timeout: timeout) }
+        let sync = try await boundary { try await stack.syncPeriodic(to: advertisement.address, sid: advertisement.sid, timeout: timeout) }
         withExtendedLifetime(scan) {}
         return sync
     }
@@ -84,7 +84,7 @@ extension Central {
     /// Ends `sync` now (LE Periodic Advertising Terminate Sync, Core v5.4 Vol 4 Part E 7.8.69),
     /// rather than when its stream goes; its stream finishes.
     public func terminate(_ sync: PeriodicAdvertisingSync) async throws {
-        try await boundary(on: stack.host) { try await stack.terminatePeriodic(sync.sync.handle) }
+        try await boundary { try await stack.terminatePeriodic(sync.sync.handle) }
     }
 }
 

@@ -141,7 +141,7 @@ public final class Peripheral: Sendable {
     /// Brings up the controller and installs `services` (plus Generic Access and Generic Attribute).
     public static func open(_ transport: any HCITransport, services: [GATTService], name: String = "ble-hci",
                             appearance: UInt16 = 0, options: StackOptions = .init()) async throws -> Peripheral {
-        let stack = try await boundary(on: nil) { try await Stack.open(transport, options: options) }
+        let stack = try await boundary { try await Stack.open(transport, options: options) }
         let server = GATTServer(services: services, configuration: serverConfiguration(name, appearance, stack.options))
         await stack.setServer(server)
         let p = Peripheral(stack: stack, server: server)
@@ -247,7 +247,7 @@ public final class Peripheral: Sendable {
     /// Starts connectable advertising (legacy PDUs, or extended when the controller has them).
     public func startAdvertising(_ options: AdvertisingOptions) async throws {
         advertising.current = options
-        try await boundary(on: stack.host) { try await Peripheral.advertise(options, on: stack) }
+        try await boundary { try await Peripheral.advertise(options, on: stack) }
     }
 
     private static func advertise(_ options: AdvertisingOptions, on stack: Stack) async throws {
@@ -259,7 +259,7 @@ public final class Peripheral: Sendable {
 
     public func stopAdvertising() async throws {
         advertising.current = nil
-        try await boundary(on: stack.host) { try await stack.host.stopAdvertising() }
+        try await boundary { try await stack.host.stopAdvertising() }
     }
 
     /// Whether the controller is advertising (CoreBluetooth's `isAdvertising`): false once a
@@ -271,7 +271,7 @@ public final class Peripheral: Sendable {
     /// event here (Connection Terminated by Local Host, 0x16).
     @discardableResult
     public func disconnect(connection: UInt16, reason: HCIStatus = .remoteUserTerminated) async throws -> HCIStatus {
-        try await boundary(on: stack.host) { try await stack.host.disconnect(handle: connection, reason: reason) }
+        try await boundary { try await stack.host.disconnect(handle: connection, reason: reason) }
     }
 
     /// Asks the central on `connection` for new connection parameters (L2CAP Connection
@@ -299,7 +299,7 @@ public final class Peripheral: Sendable {
     @discardableResult
     public nonisolated(nonsending) func notify(_ value: [UInt8], for characteristic: BluetoothUUID,
                                                to connections: [UInt16]? = nil) async throws -> [UInt16] {
-        try await boundary(on: stack.host) { try await server.notify(characteristic: characteristic, value: value, toHandles: connections) }
+        try await exchange(on: stack.host) { try await server.notify(characteristic: characteristic, value: value, toHandles: connections) }
     }
 
     /// Notifies several characteristics at once: a central that said it takes Multiple Handle
@@ -335,7 +335,7 @@ public final class Peripheral: Sendable {
     /// subscriber is refused, as by `notify`.
     @discardableResult
     public func indicate(_ value: [UInt8], for characteristic: BluetoothUUID, to connections: [UInt16]? = nil) async throws -> [UInt16] {
-        try await boundary(on: stack.host) { try await server.indicateChecked(characteristic: characteristic, value: value, to: connections?.map { ATTPeer(id: $0) }).map(\.id) }
+        try await exchange(on: stack.host) { try await server.indicateChecked(characteristic: characteristic, value: value, to: connections?.map { ATTPeer(id: $0) }).map(\.id) }
     }
 
     /// The longest value one notification or indication carries to the central on `connection`
@@ -363,7 +363,7 @@ public final class Peripheral: Sendable {
                                     credits: UInt16? = nil) async throws -> PublishedL2CAPChannel {
         let (channels, continuation) = AsyncStream.makeStream(of: L2CAPChannel.self, bufferingPolicy: .bufferingOldest(64))
         let listener = ChannelListener(mtu: mtu, mps: mps, credits: credits, channels: continuation)
-        let spsm = try await boundary(on: stack.host) { try await stack.publish(psm: psm, listener) }
+        let spsm = try await boundary { try await stack.publish(psm: psm, listener) }
         return PublishedL2CAPChannel(psm: spsm, channels: channels)
     }
 

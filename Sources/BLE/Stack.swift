@@ -158,19 +158,9 @@ public enum BLEError: Error, Sendable, Equatable, CustomStringConvertible {
 /// Runs one BLE API operation and reports its failure as a `BLEError` (`CancellationError`
 /// passes through): the one place the layers' errors cross into the application. A closed
 /// bearer or channel on a link that went down is that link's disconnection, with its reason.
-///
-/// The operation runs with the host's task executor preferred, so a task from the global pool
-/// (or another actor) moves to the host's thread once on the way in and once on the way out.
-/// Without it every await inside the host would leave the thread in between: a continuation
-/// resumes on the generic executor (the Swift runtime's rule), so the answer to a request went
-/// out to a pool thread and came straight back to the host, four thread wakes per read instead
-/// of two. A task that already prefers the host's executor (`Central.executor`) keeps it.
-/// `host` is nil only while the stack opens (no host yet).
-nonisolated(nonsending) func boundary<R>(on host: Host?, _ link: Link? = nil,
-                                         _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
+nonisolated(nonsending) func boundary<R>(_ link: Link? = nil, _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
     do {
-        guard let preferred = host?.executor.taskExecutor, !prefers(preferred) else { return try await body() }
-        return try await withTaskExecutorPreference(preferred) { try await body() }
+        return try await body()
     } catch let cancelled as CancellationError {
         throw cancelled
     } catch {
@@ -182,15 +172,27 @@ nonisolated(nonsending) func boundary<R>(on host: Host?, _ link: Link? = nil,
     }
 }
 
-/// Whether the current task already prefers `executor` (then pushing the preference again
-/// would cost a status record per operation and change nothing).
-private func prefers(_ executor: some TaskExecutor) -> Bool {
-    withUnsafeCurrentTask { $0?.unownedTaskExecutor == executor.asUnownedTaskExecutor() }
+/// `boundary` for an ATT exchange (a GATT read, write, discovery, notification), run with the
+/// host's task executor preferred: a task from the global pool (or another actor) moves to the
+/// host's thread once on the way in and once on the way out. Without it each await inside the
+/// host left the thread in between: a continuation resumes on the generic executor (the Swift
+/// runtime's rule), so the answer to a request went out to a pool thread and straight back to
+/// the host, four thread wakes per read instead of two (docs/performance.md, Round 16). A task
+/// already on the host's thread (one preferring `Central.executor`) goes on as it is: asking the
+/// runtime for its preference costs a lock, pushing it again two.
+/// With the preference an await inside the host may let the host's other jobs run first, as
+/// an await may: host code looks its state up again after one (`Host.parkWaiter`).
+nonisolated(nonsending) func exchange<R>(on host: Host, _ link: Link? = nil, _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
+    try await boundary(link) {
+        let executor = host.executor
+        guard !executor.isCurrent else { return try await body() }
+        return try await withTaskExecutorPreference(executor.taskExecutor) { try await body() }
+    }
 }
 
-/// `boundary(on:_:_:)` for an operation on `link`.
-nonisolated(nonsending) func boundary<R>(_ link: Link, _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
-    try await boundary(on: link.host, link, body)
+/// `exchange(on:_:_:)` on `link`.
+nonisolated(nonsending) func exchange<R>(_ link: Link, _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
+    try await exchange(on: link.host, link, body)
 }
 
 /// The layers of one link the stack set up: plain state owned by the host (the layer attached

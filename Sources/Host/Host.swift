@@ -751,25 +751,28 @@ public actor Host {
     /// what it started: a connect sends LE Create Connection Cancel).
     func awaitWaiter(_ id: UInt64, timeout: Duration, name: String, cancellable: Bool = false) async throws -> WaiterResult {
         if let r = waiterResults.removeValue(forKey: id) { return try r.get() }
-        guard let i = waiters.firstIndex(where: { $0.id == id }) else {
+        guard waiters.contains(where: { $0.id == id }) else {
             throw fatal ?? HostError.procedureTimeout(name)
         }
-        guard cancellable else { return try await parkWaiter(at: i, timeout: timeout, name: name) }
+        guard cancellable else { return try await parkWaiter(id, timeout: timeout, name: name) }
         return try await withTaskCancellationHandler {
-            guard let i = waiters.firstIndex(where: { $0.id == id }) else {
-                if let r = waiterResults.removeValue(forKey: id) { return try r.get() }
-                throw fatal ?? HostError.procedureTimeout(name)
-            }
-            return try await parkWaiter(at: i, timeout: timeout, name: name)
+            try await parkWaiter(id, timeout: timeout, name: name)
         } onCancel: {
             // Any thread: the host's state is touched on its executor.
             executor.submit { self.assumeIsolated { $0.waiterCancelled(id) } }
         }
     }
 
-    private func parkWaiter(at i: Int, timeout: Duration, name: String) async throws -> WaiterResult {
-        let id = waiters[i].id
-        return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<WaiterResult, any Error>) in
+    /// Parks the waiter `id` until its event, its timeout or its cancellation. It is looked up
+    /// again inside the continuation's body: entering `withCheckedThrowingContinuation` may
+    /// suspend (a task preferring a task executor is re-enqueued there), and other jobs of the
+    /// host may complete or remove waiters meanwhile.
+    private func parkWaiter(_ id: UInt64, timeout: Duration, name: String) async throws -> WaiterResult {
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<WaiterResult, any Error>) in
+            if let r = waiterResults.removeValue(forKey: id) { return cont.resume(with: r) }
+            guard let i = waiters.firstIndex(where: { $0.id == id }) else {
+                return cont.resume(throwing: fatal ?? HostError.procedureTimeout(name))
+            }
             waiters[i].continuation = cont
             waiterTimeouts[id] = arm(after: timeout) { self.waiterTimedOut(id, name: name) }
         }

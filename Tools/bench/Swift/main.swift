@@ -20,7 +20,8 @@
 //
 // Each link runs on VirtualLink.inProcess (two virtual controllers, in-process transports).
 // Output: one line "metric=<name> count=<n> seconds=<s> rate=<n/s>" on stdout; reads and
-// notifications add cpu_us_per_exchange (process CPU, getrusage, over the timed loop / N).
+// notifications add cpu_us_per_exchange (process CPU, getrusage, over the timed loop / N) and
+// context_switches_per_exchange (the process's, all threads).
 import Foundation
 import HCI
 import Capture
@@ -68,11 +69,12 @@ func benchReads(_ n: Int, onStack: Bool) async throws {
     let c = characteristic(tree, DemoProfile.name)
     try await run(onStack: onStack, central) {
         for _ in 0..<min(100, n) { _ = try await remote.read(c) }  // warm-up
-        let (t0, cpu0) = (now(), cpuSeconds())
+        let (t0, cpu0, switches0) = (now(), cpuSeconds(), contextSwitches())
         for _ in 0..<n { _ = try await remote.read(c) }
-        let (t1, cpu1) = (now(), cpuSeconds())
+        let (t1, cpu1, switches1) = (now(), cpuSeconds(), contextSwitches())
         report(onStack ? "gatt-reads-on-stack" : "gatt-reads", count: n, seconds: t1 - t0,
-               extra: "cpu_us_per_exchange=\(String(format: "%.2f", (cpu1 - cpu0) / Double(n) * 1e6))")
+               extra: "cpu_us_per_exchange=\(String(format: "%.2f", (cpu1 - cpu0) / Double(n) * 1e6))"
+                   + " context_switches_per_exchange=\(String(format: "%.2f", Double(switches1 - switches0) / Double(n)))")
     }
     await central.close()
     await peripheral.close()
@@ -98,7 +100,7 @@ func benchNotifications(_ n: Int, onStack: Bool, queued: Bool = false) async thr
         return (count, last)
     }
     let value: [UInt8] = Array("12345678".utf8)
-    let (t0, cpu0) = (now(), cpuSeconds())
+    let (t0, cpu0, switches0) = (now(), cpuSeconds(), contextSwitches())
     if queued {
         // CoreBluetooth's pattern: updateValue until it refuses, then wait for the ready event.
         var events = peripheral.events.makeAsyncIterator()
@@ -118,12 +120,13 @@ func benchNotifications(_ n: Int, onStack: Bool, queued: Bool = false) async thr
     // Whatever the central's stream dropped (it buffers 1024) is not counted: give it 2 s.
     let timeout = Task { try? await Task.sleep(for: .seconds(2)); counter.cancel() }
     let (count, last) = await counter.value
-    let cpu1 = cpuSeconds()
+    let (cpu1, switches1) = (cpuSeconds(), contextSwitches())
     timeout.cancel()
     // (CPU until the counter ended: a run that lost values includes the 2 s wait, idle.)
     report(queued ? "notifications-queued" : onStack ? "notifications-on-stack" : "notifications", count: count, seconds: last - t0,
            extra: "sent=\(n) lost=\(n - count) dropped_by_stream=\(values.droppedCount) dropped_by_bearer=\(remote.droppedNotifications)"
-               + " cpu_us_per_exchange=\(String(format: "%.2f", (cpu1 - cpu0) / Double(n) * 1e6))")
+               + " cpu_us_per_exchange=\(String(format: "%.2f", (cpu1 - cpu0) / Double(n) * 1e6))"
+               + " context_switches_per_exchange=\(String(format: "%.2f", Double(switches1 - switches0) / Double(n)))")
     await central.close()
     await peripheral.close()
 }
@@ -140,6 +143,14 @@ func cpuSeconds() -> Double {
     var u = rusage()
     getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u)
     return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6
+}
+
+/// The process's context switches so far, all threads (a thread that sleeps and is woken counts one):
+/// what a task that moves between threads per operation pays.
+func contextSwitches() -> Int {
+    var u = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u)
+    return u.ru_nvcsw + u.ru_nivcsw
 }
 
 /// The Central's side of the links benchmark: connects to the `links` Peripherals named
