@@ -835,13 +835,14 @@ final class Counter: Sendable {
         }
         flooder.start()
         // The other host: Read BD_ADDR once every 20 ms, each answered (the controller's
-        // address, 7.4.6) within 1 s, for 2 s of flooding.
+        // address, 7.4.6) within 1 s, for 2 s of flooding and at least 3 exchanges (a loaded
+        // machine may run fewer in 2 s: the pool that runs this test is starved too).
         let other = try RawTCPConnection(port: server.listeners[1].port!)
         let clock = ContinuousClock()
         var slowest = Duration.zero
         let end = clock.now + .seconds(2)
         var answered = 0
-        while clock.now < end {
+        while clock.now < end || answered < 3 {
             let start = clock.now
             try other.send([0x01, 0x09, 0x10, 0x00])
             let answer = try other.receive(exactly: 13, timeout: 5)
@@ -855,8 +856,7 @@ final class Counter: Sendable {
         #expect(slowest < .seconds(1), "the other host waited \(slowest) behind the flooder")
         // The claim is the bound on each answer above, not a rate: on a loaded machine (the
         // suites run in parallel on two cores, in a debug build) an exchange behind a 64 KiB
-        // batch of the flooder's commands takes hundreds of milliseconds, and fewer fit in 2 s.
-        #expect(answered >= 2, "\(answered) exchanges: too few to measure")
+        // batch of the flooder's commands takes hundreds of milliseconds.
         // The flooder was held back: what it got accepted is bounded by the kernel's socket
         // buffers and the connection's queue, not by how long it tried. Answers queued: the
         // bound, then those of its controller's backlog and of one 64 KiB read at most (4
