@@ -71,7 +71,7 @@ public final class VirtualController: Sendable {
     /// that runs the link's work), else queued for the thread running it.
     public func receive(fromHost packet: HCIPacket) {
         let index = index
-        guard link.withContextIfIdle({ $0.controllers[index].receiveInline(packet) }) else { enqueue(.packet(packet)); return }
+        if !link.withContextIfIdle({ $0.controllers[index].receiveInline(packet) }) { enqueue(.packet(packet)) }
     }
 
     /// Stops (or resumes) answering commands: a hung controller, for tests.
@@ -114,8 +114,8 @@ public final class VirtualController: Sendable {
 final class ControllerState {
     /// Its public handle (the host sink, the inbox).
     let controller: VirtualController
-    /// The link's context, which holds this state.
-    unowned let link: LinkContext
+    /// The link's context, which holds this state (strong, as `LinkContext.link`).
+    let link: LinkContext
     let index: Int
     let publicAddress: BDAddress
     let aclBuffers: Int
@@ -219,7 +219,6 @@ final class ControllerState {
     var withholdingCompletions = false
     var withheldCompletions: [UInt16: UInt16] = [:]
     private var withheldTotal = 0
-
 
     init(controller: VirtualController, link: LinkContext) {
         self.controller = controller

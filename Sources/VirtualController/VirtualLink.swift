@@ -325,8 +325,10 @@ public final class VirtualLink: Sendable {
 /// (`deferred`), so that work may capture controllers and connections: what the link queues is
 /// a `@Sendable` ticket naming it.
 final class LinkContext {
-    /// The link (set once, as the link is made; the link holds the context).
-    unowned(safe) var link: VirtualLink!
+    /// The link (set once, as the link is made). Strong, as the controllers' references to
+    /// it: a link and its controllers live as long as each other, and an unowned reference
+    /// would cost an atomic check per use on the packet path.
+    var link: VirtualLink!
     let mode: VirtualLink.Mode
     let airtime: Airtime.Configuration?
     let advertisingInterval: Double
