@@ -2,9 +2,9 @@ import HCI
 
 /// One LE connection between two controllers of a link (A = central, B = peripheral).
 /// Lives on the link's context.
-final class VirtualConnection: @unchecked Sendable {
-    let central: VirtualController
-    let peripheral: VirtualController
+final class VirtualConnection {
+    let central: ControllerState
+    let peripheral: ControllerState
     let centralHandle: UInt16
     let peripheralHandle: UInt16
     var interval: UInt16
@@ -19,7 +19,7 @@ final class VirtualConnection: @unchecked Sendable {
     var rxPHY: UInt8 = 1
     /// Periodic Advertising Sync Transfer parameters each side set for this link (7.8.91), by
     /// the controller's index; else the side's defaults (7.8.92).
-    var pastParameters: [Int: VirtualController.PASTParameters] = [:]
+    var pastParameters: [Int: ControllerState.PASTParameters] = [:]
     /// Read for every ACL packet (link context only).
     var alive = true
     /// Airtime mode: the link's schedule and queues (VirtualLink+Airtime.swift).
@@ -27,7 +27,7 @@ final class VirtualConnection: @unchecked Sendable {
     /// The air view's link-layer state (VirtualLink+Air.swift).
     var ll: ConnectionLinkLayer
 
-    init(central: VirtualController, peripheral: VirtualController, interval: UInt16, latency: UInt16, timeout: UInt16) {
+    init(central: ControllerState, peripheral: ControllerState, interval: UInt16, latency: UInt16, timeout: UInt16) {
         self.central = central
         self.peripheral = peripheral
         centralHandle = central.allocateHandle()
@@ -38,13 +38,13 @@ final class VirtualConnection: @unchecked Sendable {
         ll = central.link.drawConnectionLinkLayer()
     }
 
-    func handle(of c: VirtualController) -> UInt16 { c === central ? centralHandle : peripheralHandle }
-    func peer(of c: VirtualController) -> VirtualController { c === central ? peripheral : central }
-    func isCentral(_ c: VirtualController) -> Bool { c === central }
+    func handle(of c: ControllerState) -> UInt16 { c === central ? centralHandle : peripheralHandle }
+    func peer(of c: ControllerState) -> ControllerState { c === central ? peripheral : central }
+    func isCentral(_ c: ControllerState) -> Bool { c === central }
 
     /// Connects `central` (initiating) to `peripheral` (advertising `adv`).
     @discardableResult
-    static func establish(central: VirtualController, peripheral: VirtualController, via adv: VirtualController.Advertisement) -> VirtualConnection? {
+    static func establish(central: ControllerState, peripheral: ControllerState, via adv: ControllerState.Advertisement) -> VirtualConnection? {
         guard let initiating = central.initiating else { return nil }
         central.initiating = nil
         peripheral.stopAdvertising(adv)
@@ -108,14 +108,14 @@ final class VirtualConnection: @unchecked Sendable {
     }
 
     /// Ends the connection from `c`'s side: `c`'s host gets `local`, the peer's host `remote`.
-    func terminate(from c: VirtualController, local: HCIStatus, remote: HCIStatus) {
+    func terminate(from c: ControllerState, local: HCIStatus, remote: HCIStatus) {
         if c === central { terminate(reasonForA: local, reasonForB: remote) } else { terminate(reasonForA: remote, reasonForB: local) }
     }
 
     /// Ends the connection without telling `c`'s host (it was reset); the peer gets `reason`.
     /// In airtime mode nothing goes on the air to say so: the peer learns of it at its
     /// supervision timeout (Vol 6 Part B 4.5.2).
-    func drop(silentlyFor c: VirtualController, reason: HCIStatus) {
+    func drop(silentlyFor c: ControllerState, reason: HCIStatus) {
         if c.link.airtime != nil {
             guard alive else { return }
             dropAir(of: c)

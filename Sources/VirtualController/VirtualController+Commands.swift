@@ -1,6 +1,6 @@
 import HCI
 
-extension VirtualController: HCICommandHandler {
+extension VirtualController {
     /// Every command this controller implements: the dispatcher answers exactly these, and
     /// Read Local Supported Commands reports exactly these. Everything else gets Unknown HCI
     /// Command. It is every command described in Tools/pdl/hci.pdl: `HCICommandHandler` has one
@@ -9,7 +9,9 @@ extension VirtualController: HCICommandHandler {
 
     public static let supportedCommands = ReadLocalSupportedCommands.ReturnParameters(
         supporting: implementedCommands.map { $0.opcode })
+}
 
+extension ControllerState: HCICommandHandler {
     /// The legacy and the extended advertising commands (advertising, scanning and initiating) of
     /// Core v5.4 Vol 4 Part E 3.1.1, by opcode: once the host has issued one kind, the other is
     /// refused with Command Disallowed until Reset.
@@ -67,7 +69,7 @@ extension VirtualController: HCICommandHandler {
             link.note("controller \(index): not answering \(packet.opcode) (fault injected)")
             return
         }
-        if let kind = VirtualController.advertisingCommandKinds[packet.opcode.rawValue] {
+        if let kind = ControllerState.advertisingCommandKinds[packet.opcode.rawValue] {
             if let used = advertisingCommands, used != kind {
                 link.note("controller \(index): \(packet.opcode): \(kind) advertising command after \(used) ones without Reset")
                 return reject(packet.opcode, .commandDisallowed)
@@ -161,7 +163,7 @@ extension VirtualController: HCICommandHandler {
     }
 
     package func handle(_ _: LEReadFilterAcceptListSize) {
-        complete(LEReadFilterAcceptListSize.self, .init(filterAcceptListSize: UInt8(VirtualController.filterAcceptListCapacity)))
+        complete(LEReadFilterAcceptListSize.self, .init(filterAcceptListSize: UInt8(ControllerState.filterAcceptListCapacity)))
     }
 
     package func handle(_ _: LEClearFilterAcceptList) {

@@ -2,7 +2,7 @@ import HCI
 
 // The filter accept list (Core Vol 6 Part B 4.3; Vol 4 Part E 7.8.14-7.8.17): the devices the
 // advertising, scanning and initiating filter policies let through.
-extension VirtualController {
+extension ControllerState {
     /// One entry. Address_Type 0x00 public, 0x01 random, 0xFF anonymous advertisements (the
     /// address is then ignored, so all such entries are one).
     struct FilterAcceptListEntry: Hashable {
@@ -66,7 +66,7 @@ extension VirtualController {
         }
         if let e = add {
             // Already there: success without a second entry (7.8.16); full: Memory Capacity Exceeded.
-            guard filterAcceptList.contains(e) || filterAcceptList.count < VirtualController.filterAcceptListCapacity else {
+            guard filterAcceptList.contains(e) || filterAcceptList.count < ControllerState.filterAcceptListCapacity else {
                 return reject(C.self, .memoryCapacityExceeded)
             }
             filterAcceptList.insert(e)

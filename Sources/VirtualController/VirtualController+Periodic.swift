@@ -12,7 +12,7 @@ import HCI
 // (Options bit 0), skip, CTE, duplicate filtering (PAST mode 3 as 2), and the train's radio
 // time in airtime mode.
 
-extension VirtualController {
+extension ControllerState {
     /// The periodic train of an extended advertising set.
     struct PeriodicTrain {
         var params: LESetPeriodicAdvertisingParameters
@@ -181,7 +181,7 @@ extension VirtualController {
         return handle
     }
 
-    private func synchronise(_ pending: PendingSync, to advertiser: VirtualController, set: UInt8, sid: UInt8,
+    private func synchronise(_ pending: PendingSync, to advertiser: ControllerState, set: UInt8, sid: UInt8,
                              address: DeviceAddress, interval: UInt16) {
         let handle = allocateSyncHandle()
         pendingSync = nil
@@ -194,7 +194,7 @@ extension VirtualController {
 
     /// One periodic advertisement to the host, in reports of at most 247 octets of data.
     private func reportPeriodic(_ data: [UInt8], sync: UInt16) {
-        let chunk = VirtualController.periodicReportDataLimit
+        let chunk = ControllerState.periodicReportDataLimit
         var offset = 0
         repeat {
             let end = min(data.count, offset + chunk)
@@ -208,7 +208,7 @@ extension VirtualController {
         guard pendingSync == nil else { return reject(LEPeriodicAdvertisingCreateSync.self, .commandDisallowed) }
         // Options bit 0 (the Periodic Advertiser List) is not modelled: refused as unsupported.
         guard c.options & 0x01 == 0 else { return reject(LEPeriodicAdvertisingCreateSync.self, .unsupportedParameterValue) }
-        guard periodicSyncs.count < VirtualController.maxPeriodicSyncs else {
+        guard periodicSyncs.count < ControllerState.maxPeriodicSyncs else {
             return reject(LEPeriodicAdvertisingCreateSync.self, .memoryCapacityExceeded)
         }
         accepted(LEPeriodicAdvertisingCreateSync.self)
@@ -277,11 +277,11 @@ extension VirtualController {
     /// The peer on `conn` transferred the train of `advertiser`'s set `set` (its SyncInfo, Vol 6
     /// Part B 2.4.2.27 LL_PERIODIC_SYNC_IND): synchronise when this side's parameters for the
     /// link say so, unless already synchronised to that train (7.8.91).
-    private func receiveSyncTransfer(from advertiser: VirtualController, set: UInt8, serviceData: UInt16, on conn: VirtualConnection) {
+    private func receiveSyncTransfer(from advertiser: ControllerState, set: UInt8, serviceData: UInt16, on conn: VirtualConnection) {
         let parameters = conn.pastParameters[index] ?? defaultPASTParameters
         guard parameters.mode != 0, let s = advertiser.sets[set], let train = s.periodic, train.enabled else { return }
         guard !periodicSyncs.values.contains(where: { $0.advertiser == advertiser.index && $0.setHandle == set }) else { return }
-        guard periodicSyncs.count < VirtualController.maxPeriodicSyncs else { return }
+        guard periodicSyncs.count < ControllerState.maxPeriodicSyncs else { return }
         let handle = allocateSyncHandle()
         periodicSyncs[handle] = SyncState(advertiser: advertiser.index, setHandle: set, syncTimeout: parameters.syncTimeout,
                                           reportsEnabled: parameters.mode >= 2)

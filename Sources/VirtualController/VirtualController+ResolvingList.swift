@@ -11,7 +11,7 @@ import HCI
 // Read Local Resolvable Address (7.8.43). Not modelled: resolution of initiators and scanners
 // by an advertiser, and connecting to a resolved identity.
 
-extension VirtualController {
+extension ControllerState {
     struct ResolvingListEntry {
         /// 0x00 public, 0x01 random (static) identity address.
         var identityType: UInt8
@@ -28,16 +28,6 @@ extension VirtualController {
 
     /// What LE Read Resolving List Size reports by default.
     static let defaultResolvingListCapacity = 8
-
-    /// Makes the resolving list hold `capacity` entries (0: every Add is Memory Capacity
-    /// Exceeded), or refuse every resolving-list command with `refusing` (Unknown HCI Command
-    /// would be what a controller without them says): for tests of a host's fallback.
-    public func setResolvingList(capacity: Int, refusing: HCIStatus? = nil) {
-        runOnLink { [self] in
-            resolvingListCapacity = max(0, capacity)
-            resolvingListRefusal = refusing
-        }
-    }
 
     /// 7.8.38-7.8.40, 7.8.44, 7.8.77: not while address resolution is on and advertising (other
     /// than periodic), scanning or initiating is (Command Disallowed).
@@ -203,5 +193,17 @@ extension VirtualController {
     /// ah(k, r) = e(k, r') mod 2^24, r' = 104 zero bits || r (Vol 3 Part H 2.2.2), LSO first.
     static func ah(_ irk: [UInt8], prand: [UInt8]) -> [UInt8]? {
         aes128LittleEndian(key: irk, block: prand + [UInt8](repeating: 0, count: 13)).map { Array($0.prefix(3)) }
+    }
+}
+
+extension VirtualController {
+    /// Makes the resolving list hold `capacity` entries (0: every Add is Memory Capacity
+    /// Exceeded), or refuse every resolving-list command with `refusing` (Unknown HCI Command
+    /// would be what a controller without them says): for tests of a host's fallback.
+    public func setResolvingList(capacity: Int, refusing: HCIStatus? = nil) {
+        runOnLink { state in
+            state.resolvingListCapacity = max(0, capacity)
+            state.resolvingListRefusal = refusing
+        }
     }
 }

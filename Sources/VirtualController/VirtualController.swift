@@ -6,8 +6,9 @@ import Synchronization
 /// does (Core Vol 4 Part E), advertises, scans, connects and carries ACL over the link.
 ///
 /// Hosts talk to it with `receive(fromHost:)` and get packets through the sink set with
-/// `attachHost(_:)`. All state lives on the link's serial context.
-public final class VirtualController: @unchecked Sendable {
+/// `attachHost(_:)`. This is a handle: its state (`ControllerState`) lives in the link's
+/// context, and what it is asked to do runs there.
+public final class VirtualController: Sendable {
     public let link: VirtualLink
     public let index: Int
     /// Distinct public address: F0:F1:F2:F3:F4:(index+1).
@@ -24,22 +25,104 @@ public final class VirtualController: @unchecked Sendable {
     /// `link.perform` drains everything queued here (packets and control requests alike), then
     /// runs one connection event for the ACL packets it accepted: one queue hop per burst
     /// instead of two per packet, and one Number Of Completed Packets per burst.
-    private enum Inbound: Sendable {
+    enum Inbound: Sendable {
         case packet(HCIPacket)
-        case control(@Sendable () -> Void)
+        case control(@Sendable (ControllerState) -> Void)
     }
-    private let inbox = Mutex<[Inbound]>([])
+    let inbox = Mutex<[Inbound]>([])
     /// Whether a drain of `inbox` is scheduled (items are queued, or a drain is about to find
     /// none). Written under the inbox's lock; read without it by `receive(fromHost:)`, which
     /// runs a packet inline only when nothing is queued before it.
-    private let drainScheduled = Atomic<Bool>(false)
-    /// Link context: `drainInbox`'s spare buffer (it and the inbox's swap: no allocation per drain).
-    private var inboxSpare: [Inbound] = []
-    /// The drain job, made once (not a closure allocated per burst). Unowned: the controller
-    /// holds it; the link runs it only while the controller is alive (the link holds them).
-    private var drainWork: (@Sendable () -> Void)!
+    let drainScheduled = Atomic<Bool>(false)
+    /// The drain job, made once (not a closure allocated per burst).
+    let drainWork: @Sendable (LinkContext) -> Void
 
-    // Link-context state.
+    /// Longest a completed packet waits to be reported when fewer than half the buffers are.
+    public static let completionReportInterval = 0.005
+    public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
+    public static let maxAdvertisingSets = 4
+    public static let rssi: Int8 = -50
+    public static let features: LEFeatures = [.leEncryption, .dataPacketLengthExtension, .llPrivacy, .le2MPHY, .leExtendedAdvertising,
+                                                     .lePeriodicAdvertising, .periodicAdvertisingSyncTransferSender,
+                                                     .periodicAdvertisingSyncTransferRecipient]
+
+    init(link: VirtualLink, index: Int, aclBuffers: Int, aclDataLength: Int) {
+        self.link = link
+        self.index = index
+        self.aclBuffers = max(1, aclBuffers)
+        self.aclDataLength = max(27, aclDataLength)
+        publicAddress = BDAddress([0xF0, 0xF1, 0xF2, 0xF3, 0xF4, UInt8(truncatingIfNeeded: index + 1)])
+        drainWork = { $0.controllers[index].drainInbox() }
+    }
+
+    // MARK: - Host side
+
+    /// Host packets and requests queued for the link's context and not run yet (a transport
+    /// stops reading its host while this is high).
+    public var queuedFromHost: Int { inbox.withLock { $0.count } }
+
+    /// Sets (or clears) where packets for the host go. Called from any thread.
+    public func attachHost(_ sink: (@Sendable (HCIPacket) -> Void)?) {
+        self.sink.withLock { $0 = sink.map(HostSink.init) }
+    }
+
+    /// A packet from the host. Processed on the link's context, in order: at once on the calling
+    /// thread when the link is idle (a live link's usual case: the host sends from the thread
+    /// that runs the link's work), else queued for the thread running it.
+    public func receive(fromHost packet: HCIPacket) {
+        let index = index
+        if !link.withContextIfIdle({ $0.controllers[index].receiveInline(packet) }) { enqueue(.packet(packet)) }
+    }
+
+    /// Stops (or resumes) answering commands: a hung controller, for tests.
+    public func setAnsweringCommands(_ answering: Bool) {
+        runOnLink { $0.silent = !answering }
+    }
+
+    /// Returns the controller to its power-on state, as HCI Reset does (connections dropped:
+    /// the peers see a supervision timeout). Used when a new host attaches.
+    public func powerCycle() {
+        runOnLink { $0.resetState() }
+    }
+
+    /// Stops (or resumes) sending Number Of Completed Packets, as a stalled controller would:
+    /// packets are still delivered, their buffers are not returned to the host. Resuming
+    /// returns every withheld buffer. For tests of hosts that wait for buffers.
+    public func setCompletingPackets(_ completing: Bool) {
+        runOnLink { $0.setCompletingPackets(completing) }
+    }
+
+    /// Runs `work` with this controller's state on the link's context after what the host
+    /// has queued.
+    func runOnLink(_ work: @escaping @Sendable (ControllerState) -> Void) { enqueue(.control(work)) }
+
+    private func enqueue(_ item: Inbound) {
+        let schedule = inbox.withLock { items -> Bool in
+            items.append(item)
+            return !drainScheduled.exchange(true, ordering: .acquiringAndReleasing)
+        }
+        if schedule { link.perform(drainWork) }
+    }
+
+    /// Link context: hands `packet` to the host.
+    func deliver(_ packet: HCIPacket) {
+        sink.withLock { $0 }?.deliver(packet)
+    }
+}
+
+/// A controller's state: link context only (it lives in `LinkContext.controllers`).
+final class ControllerState {
+    /// Its public handle (the host sink, the inbox).
+    let controller: VirtualController
+    /// The link's context, which holds this state (strong, as `LinkContext.link`).
+    let link: LinkContext
+    let index: Int
+    let publicAddress: BDAddress
+    let aclBuffers: Int
+    let aclDataLength: Int
+
+    /// `drainInbox`'s spare buffer (it and the inbox's swap: no allocation per drain).
+    private var inboxSpare: [VirtualController.Inbound] = []
     var eventMask: UInt64 = VirtualController.defaultEventMask
     var eventMaskPage2: UInt64 = 0
     var leEventMask: UInt64 = 0x1F
@@ -79,7 +162,7 @@ public final class VirtualController: @unchecked Sendable {
     var defaultPASTParameters = PASTParameters()
     // The resolving list (VirtualController+ResolvingList.swift).
     var resolvingList: [ResolvingListEntry] = []
-    var resolvingListCapacity = VirtualController.defaultResolvingListCapacity
+    var resolvingListCapacity = ControllerState.defaultResolvingListCapacity
     var resolvingListRefusal: HCIStatus?
     var addressResolution = false
     var rpaTimeout: UInt16 = 900
@@ -132,49 +215,26 @@ public final class VirtualController: @unchecked Sendable {
     /// (The event's own entries: the report hands this array over, no copy made per report.)
     private var unreported: [NumberOfCompletedPackets.Entry] = []
     private var unreportedTotal = 0
-    /// Longest a completed packet waits to be reported when fewer than half the buffers are.
-    public static let completionReportInterval = 0.005
     /// Fault: Number Of Completed Packets withheld (`setCompletingPackets(false)`), per handle.
     var withholdingCompletions = false
     var withheldCompletions: [UInt16: UInt16] = [:]
     private var withheldTotal = 0
 
-    public static let defaultEventMask: UInt64 = 0x0000_1FFF_FFFF_FFFF
-    public static let maxAdvertisingSets = 4
-    public static let rssi: Int8 = -50
-    public static let features: LEFeatures = [.leEncryption, .dataPacketLengthExtension, .llPrivacy, .le2MPHY, .leExtendedAdvertising,
-                                                     .lePeriodicAdvertising, .periodicAdvertisingSyncTransferSender,
-                                                     .periodicAdvertisingSyncTransferRecipient]
-
-    init(link: VirtualLink, index: Int, aclBuffers: Int, aclDataLength: Int) {
+    init(controller: VirtualController, link: LinkContext) {
+        self.controller = controller
         self.link = link
-        self.index = index
-        self.aclBuffers = max(1, aclBuffers)
-        self.aclDataLength = max(27, aclDataLength)
-        publicAddress = BDAddress([0xF0, 0xF1, 0xF2, 0xF3, 0xF4, UInt8(truncatingIfNeeded: index + 1)])
-        drainWork = { [unowned self] in drainInbox() }
+        index = controller.index
+        publicAddress = controller.publicAddress
+        aclBuffers = controller.aclBuffers
+        aclDataLength = controller.aclDataLength
     }
 
-    // MARK: - Host side
-
-    /// Host packets and requests queued for the link's context and not run yet (a transport
-    /// stops reading its host while this is high).
-    public var queuedFromHost: Int { inbox.withLock { $0.count } }
-
-    /// Sets (or clears) where packets for the host go. Called from any thread.
-    public func attachHost(_ sink: (@Sendable (HCIPacket) -> Void)?) {
-        self.sink.withLock { $0 = sink.map(HostSink.init) }
-    }
-
-    /// A packet from the host. Processed on the link's context, in order: at once on the calling
-    /// thread when the link is idle (a live link's usual case: the host sends from the thread
-    /// that runs the link's work), else queued for the thread running it.
-    public func receive(fromHost packet: HCIPacket) {
-        guard link.enterContextIfIdle() else { enqueue(.packet(packet)); return }
-        // On the link's context. Requests queued before this packet go first: another thread
-        // may be between its `enqueue` and its `link.perform`.
-        if drainScheduled.load(ordering: .acquiring) {
-            inbox.withLock { $0.append(.packet(packet)) }
+    /// What `receive(fromHost:)` does on the link's context, run inline on the host's thread.
+    func receiveInline(_ packet: HCIPacket) {
+        // Requests queued before this packet go first: another thread may be between its
+        // `enqueue` and its `link.perform`.
+        if controller.drainScheduled.load(ordering: .acquiring) {
+            controller.inbox.withLock { $0.append(.packet(packet)) }
             drainInbox()
         } else if case .acl(let acl) = packet {
             // What `drainInbox` does for a burst of one ACL packet, without queueing it: the
@@ -187,59 +247,34 @@ public final class VirtualController: @unchecked Sendable {
             handle(packet)
             flushACL()
         }
-        link.leaveContext()
     }
 
-    /// Stops (or resumes) answering commands: a hung controller, for tests.
-    public func setAnsweringCommands(_ answering: Bool) {
-        enqueue(.control { [self] in silent = !answering })
-    }
-
-    /// Returns the controller to its power-on state, as HCI Reset does (connections dropped:
-    /// the peers see a supervision timeout). Used when a new host attaches.
-    public func powerCycle() {
-        enqueue(.control { [self] in resetState() })
-    }
-
-    /// Runs `work` on the link's context after what the host has queued.
-    func runOnLink(_ work: @escaping @Sendable () -> Void) { enqueue(.control(work)) }
-
-    private func enqueue(_ item: Inbound) {
-        let schedule = inbox.withLock { items -> Bool in
-            items.append(item)
-            return !drainScheduled.exchange(true, ordering: .acquiringAndReleasing)
-        }
-        if schedule { link.perform(drainWork) }
-    }
-
-    /// Link context: runs the host requests queued now, in order, then the connection event.
+    /// Runs the host requests queued now, in order, then the connection event.
     /// What comes meanwhile is drained by a new job at the back of the link's work, so the
     /// other controllers' work is not kept waiting behind a host that keeps sending (issue 31).
-    private func drainInbox() {
-        var items: [Inbound] = []
+    func drainInbox() {
+        var items: [VirtualController.Inbound] = []
         swap(&items, &inboxSpare)
-        inbox.withLock { queued in
-            if queued.isEmpty { drainScheduled.store(false, ordering: .releasing) } else { swap(&items, &queued) }
+        controller.inbox.withLock { queued in
+            if queued.isEmpty { controller.drainScheduled.store(false, ordering: .releasing) } else { swap(&items, &queued) }
         }
         for item in items {
             switch item {
             case .packet(let p): handle(p)
-            case .control(let work): work()
+            case .control(let work): work(self)
             }
         }
         items.removeAll(keepingCapacity: true)
         inboxSpare = items
         flushACL()
-        let more = inbox.withLock { queued -> Bool in
-            if queued.isEmpty { drainScheduled.store(false, ordering: .releasing); return false }
+        let more = controller.inbox.withLock { queued -> Bool in
+            if queued.isEmpty { controller.drainScheduled.store(false, ordering: .releasing); return false }
             return true
         }
-        if more { link.perform(drainWork) }
+        if more { controller.link.perform(controller.drainWork) }
     }
 
-    func deliver(_ packet: HCIPacket) {
-        sink.withLock { $0 }?.deliver(packet)
-    }
+    func deliver(_ packet: HCIPacket) { controller.deliver(packet) }
 
     private func handle(_ packet: HCIPacket) {
         switch packet {
@@ -434,7 +469,7 @@ public final class VirtualController: @unchecked Sendable {
     // MARK: - Scanning
 
     /// One advertising event of every other controller, seen by this scanner.
-    func advertisingEvent(from all: [VirtualController]) {
+    func advertisingEvent(from all: [ControllerState]) {
         if initiating != nil {
             link.tryConnect(self)
             if initiating == nil { return }
@@ -451,7 +486,7 @@ public final class VirtualController: @unchecked Sendable {
     /// This scanner sees `adv` of `other` once: its report, and the scan response when the
     /// scan is active and `other` answers it. Returns whether a scan response was sent.
     @discardableResult
-    func see(_ adv: Advertisement, from other: VirtualController) -> Bool {
+    func see(_ adv: Advertisement, from other: ControllerState) -> Bool {
         guard scannerAccepts(adv) else { return false }
         // A directed PDU reaches only the device TargetA names (Vol 6 Part B 4.4.2, 6).
         if let target = adv.targetA, !isAddressed(by: target, own: ownAddress(scanOwnAddressType).address) { return false }
@@ -634,20 +669,16 @@ public final class VirtualController: @unchecked Sendable {
         unreported.removeAll(keepingCapacity: true)
     }
 
-    /// Stops (or resumes) sending Number Of Completed Packets, as a stalled controller would:
-    /// packets are still delivered, their buffers are not returned to the host. Resuming
-    /// returns every withheld buffer. For tests of hosts that wait for buffers.
-    public func setCompletingPackets(_ completing: Bool) {
-        enqueue(.control { [self] in
-            // Packets completed before the stall are still reported.
-            if !completing { reportCompletions() }
-            withholdingCompletions = !completing
-            guard completing, !withheldCompletions.isEmpty else { return }
-            let entries = withheldCompletions.filter { connections[$0.key] != nil }
-                .map { NumberOfCompletedPackets.Entry(connectionHandle: $0.key, numCompletedPackets: $0.value) }
-            withheldCompletions = [:]
-            withheldTotal = 0
-            if !entries.isEmpty { send(NumberOfCompletedPackets(entries: entries)) }
-        })
+    /// `VirtualController.setCompletingPackets`.
+    func setCompletingPackets(_ completing: Bool) {
+        // Packets completed before the stall are still reported.
+        if !completing { reportCompletions() }
+        withholdingCompletions = !completing
+        guard completing, !withheldCompletions.isEmpty else { return }
+        let entries = withheldCompletions.filter { connections[$0.key] != nil }
+            .map { NumberOfCompletedPackets.Entry(connectionHandle: $0.key, numCompletedPackets: $0.value) }
+        withheldCompletions = [:]
+        withheldTotal = 0
+        if !entries.isEmpty { send(NumberOfCompletedPackets(entries: entries)) }
     }
 }

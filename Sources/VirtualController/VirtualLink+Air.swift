@@ -45,11 +45,11 @@ struct ConnectionLinkLayer {
 
 /// An LL control PDU for `airControl`: its sender, opcode, parameters, and whether it is sent
 /// encrypted (nil: as the link is).
-typealias AirControlPDU = (from: VirtualController, opcode: LinkLayer.ControlOpcode, parameters: [UInt8], encrypted: Bool?)
+typealias AirControlPDU = (from: ControllerState, opcode: LinkLayer.ControlOpcode, parameters: [UInt8], encrypted: Bool?)
 
 /// An advertising event being written: where its answers go.
 struct AirAdvertisingEvent {
-    var adv: VirtualController.Advertisement
+    var adv: ControllerState.Advertisement
     /// RF channel of the PDU a request answers (the primary channel for legacy PDUs, the
     /// secondary one for extended advertising).
     var channel: UInt8
@@ -77,13 +77,15 @@ extension VirtualLink {
     public func date(atLinkTime t: Double) -> Date { startDate.addingTimeInterval(t) }
 
     var isRecordingAir: Bool { airRecording.load(ordering: .acquiring) }
+}
 
+extension LinkContext {
     /// Link context: writes `packet`, its time made to follow the last one's.
     private func emit(_ packet: LinkLayerPacket) {
         var p = packet
         p.time = max(p.time, lastAirTime + 1e-6)
         lastAirTime = p.time
-        airSink.withLock { $0 }?.record(p)
+        link.airSink.withLock { $0 }?.record(p)
     }
 
     private func packetTime(_ pdu: [UInt8]) -> Double { Airtime.packetTime(payload: pdu.count - 2, phy: .le1M) }
@@ -100,7 +102,7 @@ extension VirtualLink {
     /// Link context: the advertising PDU of one event of `adv` at `time` (now when nil): the
     /// legacy PDU, or ADV_EXT_IND and the AUX_ADV_IND (and AUX_CHAIN_INDs) it points to. Nil when
     /// the air view is off.
-    func airAdvertise(_ adv: VirtualController.Advertisement, at time: Double?) -> AirAdvertisingEvent? {
+    func airAdvertise(_ adv: ControllerState.Advertisement, at time: Double?) -> AirAdvertisingEvent? {
         guard isRecordingAir else { return nil }
         let start = time ?? currentTime()
         let primary = LinkLayer.rfChannel(channelIndex: 37 + min(2, (adv.channelMap & 0x07).trailingZeroBitCount))
@@ -254,7 +256,7 @@ extension VirtualLink {
     }
 
     /// Link context: one data channel PDU from `sender` on `conn` in the current event.
-    private func emitData(_ conn: VirtualConnection, from sender: VirtualController, llid: LinkLayer.LLID, md: Bool,
+    private func emitData(_ conn: VirtualConnection, from sender: ControllerState, llid: LinkLayer.LLID, md: Bool,
                           payload: [UInt8], encrypted: Bool, at time: Double) {
         let central = conn.isCentral(sender)
         let sn = central ? conn.ll.centralSN : conn.ll.peripheralSN
@@ -268,7 +270,7 @@ extension VirtualLink {
     /// Link context, instant mode: the data PDUs of one ACL fragment `sender`'s host gave, in an
     /// event of their own: the fragment's LLID on the first (0b10 start, 0b01 continuation),
     /// then continuations, each at most the sender's data length (Vol 6 Part B 2.4, 4.5.10).
-    func airData(_ conn: VirtualConnection, from sender: VirtualController, acl: HCIACLPacket) {
+    func airData(_ conn: VirtualConnection, from sender: ControllerState, acl: HCIACLPacket) {
         guard isRecordingAir else { return }
         conn.ll.nextEvent()
         let maxOctets = Int(conn.isCentral(sender) ? conn.centralTxOctets : conn.peripheralTxOctets)

@@ -78,20 +78,20 @@ struct ConnectionAir {
     var isIdle: Bool { toPeripheral.isEmpty && toCentral.isEmpty }
 }
 
-extension VirtualLink {
+extension LinkContext {
     // MARK: Time
 
     /// Link time: the virtual clock in manual mode, monotonic seconds since the link was made
     /// in live mode.
     func currentTime() -> Double {
         switch mode {
-        case .manual: return now
-        case .live: return Double(DispatchTime.now().uptimeNanoseconds &- startNanoseconds) / 1e9
+        case .manual: return link.now
+        case .live: return Double(DispatchTime.now().uptimeNanoseconds &- link.startNanoseconds) / 1e9
         }
     }
 
     /// Runs `work` on the link's context at link time `time` (at once if it has passed).
-    func schedule(at time: Double, _ work: @escaping @Sendable () -> Void) {
+    func schedule(at time: Double, _ work: @escaping () -> Void) {
         schedule(after: time - currentTime(), work)
     }
 
@@ -246,7 +246,7 @@ extension VirtualLink {
 
     /// Advertiser `key` of `c` (-1 legacy, else a set's handle) has been enabled: its
     /// advertising events start within advDelay.
-    func advertisingEnabled(_ c: VirtualController, key: Int) {
+    func advertisingEnabled(_ c: ControllerState, key: Int) {
         let generation = (c.radio.advertisingGeneration[key] ?? 0) &+ 1
         c.radio.advertisingGeneration[key] = generation
         let first = currentTime() + drawAdvDelay()
@@ -256,7 +256,7 @@ extension VirtualLink {
     /// One advertising event (Vol 6 Part B 4.4.2): scanners whose radios are free see it, an
     /// initiator looking for it connects; the next follows advInterval + advDelay later
     /// (4.4.2.2.1; high duty cycle directed advertising has no advDelay, 4.4.2.4.3).
-    func advertisingEvent(_ c: VirtualController, key: Int, generation: UInt64, at time: Double) {
+    func advertisingEvent(_ c: ControllerState, key: Int, generation: UInt64, at time: Double) {
         guard c.radio.advertisingGeneration[key] == generation, let advertiser = c.advertiser(key: key) else { return }
         let adv = advertiser.advertisement
         if c.radio.busyUntil > time + 1e-9 {
@@ -338,7 +338,7 @@ extension VirtualConnection {
     }
 
     /// A packet `from` sends on this link: queued for the next connection event.
-    func enqueue(_ p: HCIACLPacket, out: HCIACLPacket, from c: VirtualController) {
+    func enqueue(_ p: HCIACLPacket, out: HCIACLPacket, from c: ControllerState) {
         let packet = AirPacket(out: out, sourceHandle: p.handle, remaining: p.data.count)
         if c === central { air.toPeripheral.append(packet) } else { air.toCentral.append(packet) }
         c.radio.inFlight += 1
@@ -346,7 +346,7 @@ extension VirtualConnection {
     }
 
     /// Drops what is still queued on the air (the link ended, or `c` was reset).
-    func dropAir(of c: VirtualController?) {
+    func dropAir(of c: ControllerState?) {
         if c == nil || c === central {
             if !air.centralGone { central.radio.inFlight -= air.toPeripheral.count }
             air.toPeripheral.removeAll()
@@ -358,7 +358,7 @@ extension VirtualConnection {
     }
 }
 
-extension VirtualController {
+extension ControllerState {
     /// Advertiser `key` (-1 legacy, else a set's handle) if enabled: what it advertises, its
     /// advertising interval (the minimum asked for), whether it is high duty cycle directed,
     /// and how many primary channels it uses.
@@ -386,18 +386,6 @@ extension VirtualController {
                           channels: (set.params.primaryAdvertisingChannelMap & 0x07).nonzeroBitCount)
     }
 
-    /// Silences (or restores) the controller's radio, as a device out of range: in airtime mode
-    /// its links exchange nothing and end at their supervision timeout, its advertising is not
-    /// seen and it sees none. (Instant mode has no air: only the supervision timeout applies.)
-    public func setRadioOn(_ on: Bool) {
-        runOnLink { [self] in
-            radio.on = on
-            for conn in connections.values {
-                if on { link.wake(conn) } else { link.armSupervision(conn) }
-            }
-        }
-    }
-
     /// Airtime mode: packets `handles` were acknowledged by the peer: their buffers are
     /// counted for Number Of Completed Packets.
     func completed(_ handles: [UInt16]) {
@@ -415,5 +403,19 @@ extension VirtualConnection {
         guard closeAirtime() else { return }
         if tellCentral { central.send(DisconnectionComplete(connectionHandle: centralHandle, reason: .connectionTimeout)) }
         if tellPeripheral { peripheral.send(DisconnectionComplete(connectionHandle: peripheralHandle, reason: .connectionTimeout)) }
+    }
+}
+
+extension VirtualController {
+    /// Silences (or restores) the controller's radio, as a device out of range: in airtime mode
+    /// its links exchange nothing and end at their supervision timeout, its advertising is not
+    /// seen and it sees none. (Instant mode has no air: only the supervision timeout applies.)
+    public func setRadioOn(_ on: Bool) {
+        runOnLink { state in
+            state.radio.on = on
+            for conn in state.connections.values {
+                if on { state.link.wake(conn) } else { state.link.armSupervision(conn) }
+            }
+        }
     }
 }

@@ -28,7 +28,7 @@ import GATT
 
         // The link's interval, as the controllers use it (the host asks, the central's controller picks).
         let intervalUnits = try #require(await withCheckedContinuation { (c: CheckedContinuation<UInt16?, Never>) in
-            link.perform { c.resume(returning: link.controllers[1].connections.values.first?.interval) }
+            link.perform { ctx in c.resume(returning: ctx.controllers[1].connections.values.first?.interval) }
         })
         let interval = Double(intervalUnits) * 1.25e-3
         // 20-octet values: ATT header 3 + L2CAP header 4 = 27 octets, one PDU on a link with the

@@ -206,3 +206,9 @@ import HCI
         #expect(status(p, p.a, 0x200B, scanParameters) == .success)
     }
 }
+
+extension VirtualController {
+    /// Its state as the link's context holds it (manual-mode tests, between runs).
+    var isAdvertising: Bool { link.context.withLock { $0.controllers[index].isAdvertising } }
+    var isScanning: Bool { link.context.withLock { $0.controllers[index].isScanning } }
+}
