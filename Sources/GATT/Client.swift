@@ -574,7 +574,9 @@ public final class GATTClient {
         do {
             try await write(useIndications ? [0x02, 0x00] : [0x01, 0x00], handle: handle)
         } catch {
-            removeSubscriber(key)
+            // Only this subscription ends: another `subscribe` of the value may have replaced it
+            // while the write was under way, and keeps its own.
+            if subscribers[key] === subscriber { removeSubscriber(key) }
             throw error
         }
     }
