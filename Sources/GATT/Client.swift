@@ -597,7 +597,8 @@ public final class GATTClient {
         if removeSubscriber(key) {
             let writing = writeZero(handle)
             unsubscribing[key] = writing
-            defer { unsubscribing[key] = nil }
+            // (Only this write's entry: a subscribe and unsubscribe in between put theirs.)
+            defer { if unsubscribing[key] == writing { unsubscribing[key] = nil } }
             try await writing.value
         } else if let writing = unsubscribing[key] {
             try await writing.value

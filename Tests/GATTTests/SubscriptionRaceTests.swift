@@ -94,4 +94,47 @@ private final class Received: Sendable {
         #expect(second.values.withLock { $0 } == [[0x2A]])
         #expect(first.values.withLock { $0 }.isEmpty)
     }
+
+    /// Unsubscribing while an earlier unsubscription of the same value is still being written:
+    /// a `stopNotifications` that finds the subscription already ended waits for the CCCD
+    /// write under way (0x0000, Core v5.4 Vol 3 Part G 4.10.1), whichever unsubscription
+    /// started it. When the first write was answered it dropped the second's entry, and a
+    /// later unsubscribe returned before the second write was answered.
+    @MainActor @Test func anUnsubscribeWaitsForTheCCCDWriteUnderWay() async throws {
+        let peer = GatedPeer()
+        let client = GATTClient(requester: peer)
+        let c = GATTRemoteCharacteristic(uuid: BluetoothUUID(0xFFF1), declarationHandle: 0x0002, valueHandle: 0x0003,
+                                         properties: [.notify], endHandle: 0x0004)
+        let subscribing = Task { @MainActor in try await client.subscribe(c, cccdHandle: 0x0004, onValue: { _ in }, onEnd: {}) }
+        await peer.sent(1)
+        peer.answer(.success(.writeResponse))
+        try await subscribing.value
+        // First unsubscription: its write (request 2) waits.
+        let firstOff = Task { @MainActor in try await client.unsubscribe(c, cccdHandle: 0x0004) }
+        await peer.sent(2)
+        // Subscribe again (request 3), then a second unsubscription (request 4) while the first's write still waits.
+        let again = Task { @MainActor in try await client.subscribe(c, cccdHandle: 0x0004, onValue: { _ in }, onEnd: {}) }
+        await peer.sent(3)
+        let secondOff = Task { @MainActor in try await client.unsubscribe(c, cccdHandle: 0x0004) }
+        await peer.sent(4)
+        #expect(peer.requests == [.writeRequest(handle: 0x0004, value: [0x01, 0x00]), .writeRequest(handle: 0x0004, value: [0x00, 0x00]),
+                                  .writeRequest(handle: 0x0004, value: [0x01, 0x00]), .writeRequest(handle: 0x0004, value: [0x00, 0x00])])
+        peer.answer(.success(.writeResponse))  // the first unsubscription's write
+        try await firstOff.value
+        peer.answer(.success(.writeResponse))  // the subscription's
+        try await again.value
+        // The second unsubscription's write (request 4) is not answered yet: a third
+        // unsubscribe waits for it.
+        let thirdOff = Task { @MainActor in try await client.unsubscribe(c, cccdHandle: 0x0004) }
+        for _ in 0..<10 { await Task.yield() }
+        #expect(peer.requests.count == 4, "no second CCCD write of 0x0000")
+        let done = Received()
+        let watcher = Task { @MainActor in try await thirdOff.value; done.end() }
+        for _ in 0..<10 { await Task.yield() }
+        #expect(!done.ended, "unsubscribe returned before the CCCD write under way was answered")
+        peer.answer(.success(.writeResponse))
+        try await secondOff.value
+        try await watcher.value
+        #expect(!client.isSubscribed(c))
+    }
 }
