@@ -43,6 +43,7 @@ try:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
+    from selenium.common.exceptions import StaleElementReferenceException
 except ImportError:
     skip("selenium is not installed in the venv (Tools/setup.sh installs it)")
 
@@ -159,6 +160,18 @@ def row(driver, index):
     return driver.find_element(By.CSS_SELECTOR, f'#spacer .row[data-i="{index}"]')
 
 
+def click_row(driver, index):
+    """Clicks packet `index`'s row. The list redraws its rows as it scrolls, so the row found
+    may be replaced before the click lands (a stale element): then it is found again."""
+    for attempt in range(5):
+        try:
+            row(driver, index).click()
+            return
+        except StaleElementReferenceException:
+            if attempt == 4:
+                raise
+
+
 def highlighted(driver):
     return driver.execute_script(
         "return [...document.querySelectorAll('#hex .hl')].map(e => [+e.dataset.o, e.textContent])")
@@ -176,7 +189,7 @@ def test_fields(driver, frames, out):
     # The first Read Request (ATT opcode 0x0a) of the capture, as tshark finds it.
     number = next(n for n, f in sorted(frames.items()) if first(f, "btatt.opcode") and first(f, "btatt.opcode")[3] == "0x0a")
     fields = frames[number]
-    row(driver, number).click()
+    click_row(driver, number)
     sel = driver.find_elements(By.CSS_SELECTOR, "#spacer .row.sel")
     check(len(sel) == 1 and sel[0].get_attribute("data-i") == str(number), f"clicking packet #{number} selects it")
     driver.find_element(By.CSS_SELECTOR, '#detail [data-layer="att"][data-name="handle"]').click()
@@ -234,7 +247,7 @@ def test_link(driver, frames, out):
     pairs = [(int(first(f, "btatt.request_in_frame")[3]), n) for n, f in sorted(frames.items()) if first(f, "btatt.request_in_frame")]
     check(len(pairs) > 0, f"tshark pairs {len(pairs)} ATT responses with their requests")
     for request, response in pairs[:6]:
-        row(driver, request).click()
+        click_row(driver, request)
         driver.find_element(By.ID, "link").click()
         sel = driver.find_elements(By.CSS_SELECTOR, "#spacer .row.sel")
         got = sel[0].get_attribute("data-i") if sel else None
@@ -247,7 +260,7 @@ def test_link(driver, frames, out):
 
 
 def state_after(driver, index):
-    row(driver, index).click()
+    click_row(driver, index)
     return driver.find_element(By.CSS_SELECTOR, "#llstate b").text
 
 
@@ -347,7 +360,7 @@ def test_big(driver, page, out):
                                  "const t0 = performance.now(); window.explorer.applyFilters(); return performance.now() - t0")
     check(shown(driver) == [1], f"text '</script>' over 50 000 packets: {shown(driver)[:5]}")
     check(took < 1500, f"filtering 50 000 packets by text took {took:.0f} ms (bound 1500)")
-    row(driver, 1).click()
+    click_row(driver, 1)
     detail = driver.find_element(By.ID, "detail").text
     check("</script><b>x 心率" in detail, "a device name holding </script> is shown as text")
     check(driver.execute_script("return document.querySelectorAll('#detail b b').length") == 0, "and is not markup")
