@@ -300,7 +300,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         guard !started else { return }
         started = true
         armTransactionDeadline(after: configuration.transactionTimeout, host: host)
-        host.spawn { [weak self] in await self?.notificationLoop(host: host) }
+        host.spawn { await self.notificationLoop(host: host) }
     }
 
     /// The GATT server that answers the peer's requests; told `peerConnected` at once.
@@ -695,14 +695,14 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     func answerLater(_ request: ATTPDU, _ produce: @escaping @Sendable () async -> ATTPDU?, host: isolated Host) {
         deferredTokens &+= 1
         let token = deferredTokens
-        let task = host.spawn { [weak self] in
+        let task = host.spawn {
             let response = await produce()
-            self?.deferredAnswered(token, response, host: host)
+            self.deferredAnswered(token, response, host: host)
         }
         let timeout = configuration.asyncHandlerTimeout
-        let deadline = host.arm(after: timeout) { [weak self] in
-            self?.log("\(request.opcode): the application's handler gave no answer within \(timeout): Unlikely Error")
-            self?.deferredAnswered(token, nil, host: host)
+        let deadline = host.arm(after: timeout) {
+            self.log("\(request.opcode): the application's handler gave no answer within \(timeout): Unlikely Error")
+            self.deferredAnswered(token, nil, host: host)
         }
         deferredAnswer = DeferredAnswer(token: token, request: request, task: task, deadline: deadline)
     }
@@ -793,14 +793,14 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         indication = t
         host.disarm(indicationDeadline)
         indicationDeadline = t.map { t in
-            host.arm(after: configuration.transactionTimeout) { [weak self] in self?.timedOut(t, host: host) }
+            host.arm(after: configuration.transactionTimeout) { self.timedOut(t, host: host) }
         }
     }
 
     /// The requests' deadline, armed while the bearer is open: a request costs a clock reading
     /// (`transactionStart`), not an entry added to and removed from the table.
     func armTransactionDeadline(after d: Duration, host: isolated Host) {
-        transactionDeadline = host.arm(after: d) { [weak self] in self?.transactionDeadlineFired(host: host) }
+        transactionDeadline = host.arm(after: d) { self.transactionDeadlineFired(host: host) }
     }
 
     /// The outstanding transaction times out if it was sent a transaction timeout ago; the

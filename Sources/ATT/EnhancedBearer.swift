@@ -113,7 +113,7 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
     /// The transaction timeout, armed while the bearer is open (as the unenhanced bearer's):
     /// it fires the outstanding request sent a timeout ago, else it is armed again.
     func armDeadline(after d: Duration, host: isolated Host) {
-        transactionDeadline = host.arm(after: d) { [weak self] in self?.deadlineFired(host: host) }
+        transactionDeadline = host.arm(after: d) { self.deadlineFired(host: host) }
     }
 
     func deadlineFired(host: isolated Host) {
@@ -178,7 +178,7 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
             fixed.clientReceived(pdu)
         case .handleValueIndication:
             // Confirmed here once the client's handler has it (Core v5.4 Vol 3 Part F 3.4.7.3).
-            host.spawn { [weak self] in await self?.confirm(pdu, host: host) }
+            host.spawn { await self.confirm(pdu, host: host) }
         default:
             guard transaction?.opcode.responseOpcode == pdu.opcode else {
                 return log("\(pdu.opcode) with no matching request pending: dropped")
@@ -234,14 +234,14 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
             answering = true
             answerToken &+= 1
             let token = answerToken, timeout = fixed.configuration.asyncHandlerTimeout
-            let task = host.spawn { [weak self] in
+            let task = host.spawn {
                 let response = await produce()
-                self?.answered(token, pdu, response, host: host)
+                self.answered(token, pdu, response, host: host)
             }
-            answerDeadline = host.arm(after: timeout) { [weak self] in
-                self?.log("\(op): the application's handler gave no answer within \(timeout): Unlikely Error")
+            answerDeadline = host.arm(after: timeout) {
+                self.log("\(op): the application's handler gave no answer within \(timeout): Unlikely Error")
                 task.cancel()
-                self?.answered(token, pdu, nil, host: host)
+                self.answered(token, pdu, nil, host: host)
             }
         }
     }

@@ -596,7 +596,7 @@ final class LinkSecurity: L2CAPFixedChannel {
         disarmTimer(host: host)
         guard down == nil, let p = pairing, !p.isFinished, let deadline = p.deadline else { return }
         let after = now.duration(to: deadline)
-        timer = host.arm(after: after) { [weak self] in self?.timedOut(host: host) }
+        timer = host.arm(after: after) { self.timedOut(host: host) }
     }
 
     private func disarmTimer(host: isolated Host) {

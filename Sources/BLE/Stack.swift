@@ -414,12 +414,9 @@ actor Stack {
 
     private func startEventLoop() {
         let events = host.events
-        eventTask = Task { [weak self] in
-            for await event in events {
-                guard let self else { return }
-                await self.handle(event)
-            }
-            await self?.eventsEnded()
+        eventTask = Task {
+            for await event in events { await self.handle(event) }
+            await self.eventsEnded()
         }
     }
 
@@ -668,8 +665,8 @@ actor Stack {
         nextScannerID += 1
         let wasIdle = scanners.isEmpty
         scanners[id] = Scanner(filter: filter, everyReport: everyReport, continuation: continuation)
-        continuation.onTermination = { [weak self] _ in
-            Task { await self?.stopScanner(id) }
+        continuation.onTermination = { _ in
+            Task { await self.stopScanner(id) }
         }
         if wasIdle {
             do {

@@ -89,7 +89,9 @@ extension Host {
     /// Registers `fire`, called once inside the host's isolation `after` from now unless the
     /// deadline is disarmed first. Every timeout of the stack goes through here. The table is
     /// the host's state, emptied when a deadline fires or is disarmed and at `close`, so `fire`
-    /// may hold the host (a layer holds itself weakly: `[weak self]`).
+    /// may hold the host and its layer strongly: a layer disarms its deadlines when it closes.
+    /// (Not `[weak self]`: a weak reference gives the object a side table, and from then on every
+    /// retain and release of it takes the runtime's slow path, about 8 per GATT exchange.)
     public func arm(after: Duration, _ fire: @escaping () -> Void) -> DeadlineID {
         deadlines.nextID &+= 1
         let id = deadlines.nextID
@@ -177,9 +179,9 @@ extension Host {
         deadlines.sweepGeneration &+= 1
         let clock = configuration.clock, generation = deadlines.sweepGeneration
         // On the host's thread: the wake-up enqueues the sweep there directly (no pool thread).
-        deadlines.sweeper = Task(executorPreference: executor.taskExecutor) { [weak self] in
+        deadlines.sweeper = Task(executorPreference: executor.taskExecutor) {
             do { try await clock.sleep(until: earliest) } catch { return }
-            await self?.sweepDeadlines(generation: generation)
+            await self.sweepDeadlines(generation: generation)
         }
     }
 

@@ -278,7 +278,7 @@ public final class L2CAPConnection: L2CAPLinkLayer {
         let name = command.code.description
         let timeout = configuration.signalingTimeout
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<SignalingCommand, any Error>) in
-            let timer = host.arm(after: timeout) { [weak self] in self?.signalTimedOut(id) }
+            let timer = host.arm(after: timeout) { self.signalTimedOut(id) }
             pendingSignals[id] = PendingSignal(name: name, continuation: cont, timer: timer)
             sendSignal(command, host: host)
         }

@@ -374,7 +374,7 @@ extension L2CAPConnection {
         let id = ch.nextCreditWaiter
         ch.nextCreditWaiter &+= 1
         let cid = ch.localCID, timeout = configuration.creditTimeout
-        let timer = host.arm(after: timeout) { [weak self] in self?.creditWaitExpired(cid: cid, waiter: id) }
+        let timer = host.arm(after: timeout) { self.creditWaitExpired(cid: cid, waiter: id) }
         defer { host.disarm(timer) }
         try await withCheckedThrowingContinuation { ch.creditWaiters[id] = $0 }
     }
