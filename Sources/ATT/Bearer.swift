@@ -219,7 +219,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         /// The outcome: at once when settled, else when it is; `CancellationError` at once when
         /// the waiting task is cancelled (the bearer keeps the transaction: Core v5.4 Vol 3
         /// Part F 3.3.2, the next request waits for its answer, which is then dropped).
-        func wait() async throws -> ATTPDU {
+        nonisolated(nonsending) func wait() async throws -> ATTPDU {
             try await withTaskCancellationHandler {
                 try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<ATTPDU, any Error>) in
                     let r: Result<ATTPDU, any Error>? = state.withLock { s in
@@ -530,7 +530,8 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     public func indicate(handle: UInt16, value: [UInt8], host: isolated Host) async throws {
         if let closedReason { throw closedReason }
         while indicationBusy {
-            try await withCheckedThrowingContinuation { indicationWaiters.append($0) }
+            // (Looked at again inside: the indication under way may have ended since the check.)
+            try await withCheckedThrowingContinuation { c in if indicationBusy && closedReason == nil { indicationWaiters.append(c) } else { c.resume() } }
             if let closedReason { throw closedReason }
         }
         indicationBusy = true

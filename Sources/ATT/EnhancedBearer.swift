@@ -307,7 +307,11 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
     /// 3.4.7.2, 3.4.7.3) within the transaction timeout; later ones wait their turn.
     public func indicate(handle: UInt16, value: [UInt8], host: isolated Host) async throws {
         if let closedReason { throw closedReason }
-        while indication != nil { try await withCheckedThrowingContinuation { indicationWaiters.append($0) } }
+        while indication != nil {
+            // (Looked at again inside: the indication under way may have ended since the check.)
+            try await withCheckedThrowingContinuation { c in if indication != nil && closedReason == nil { indicationWaiters.append(c) } else { c.resume() } }
+            if let closedReason { throw closedReason }
+        }
         let t = ATTBearer.Transaction(opcode: .handleValueIndication)
         indication = t
         indicationStart = host.configuration.clock.now

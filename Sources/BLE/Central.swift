@@ -190,7 +190,7 @@ public final class RemotePeripheral: Sendable {
     public var connection: LEConnection { link.connection }
     /// Runs `body` with the link's GATT client, for procedures this API doesn't wrap (read
     /// multiple, reliable write, ...), inside the host's isolation where the client lives.
-    public func withGATT<R: Sendable>(_ body: @Sendable (GATTClient, isolated Host) async throws -> R) async throws -> R {
+    public nonisolated(nonsending) func withGATT<R: Sendable>(_ body: @Sendable (GATTClient, isolated Host) async throws -> R) async throws -> R {
         try await exchange(link) { try await link.run { layers, host in try await body(layers.client, host) } }
     }
 
@@ -199,29 +199,29 @@ public final class RemotePeripheral: Sendable {
 
     /// Exchanges MTU (ATT Exchange MTU Request); returns the effective ATT_MTU.
     @discardableResult
-    public func exchangeMTU(_ mtu: Int = 517) async throws -> Int {
+    public nonisolated(nonsending) func exchangeMTU(_ mtu: Int = 517) async throws -> Int {
         try await exchange(link) { try await link.run { layers, _ in try await layers.bearer.exchangeMTU(UInt16(clamping: max(23, min(mtu, 517)))) } }
     }
 
-    public func discoverServices(_ uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteService] {
+    public nonisolated(nonsending) func discoverServices(_ uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteService] {
         try await exchange(link) { try await link.run { layers, _ in try await layers.client.discoverServices(uuid: uuid) } }
     }
 
-    public func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
+    public nonisolated(nonsending) func discoverCharacteristics(of service: GATTRemoteService, uuid: BluetoothUUID? = nil) async throws -> [GATTRemoteCharacteristic] {
         try await exchange(link) { try await link.run { layers, _ in try await layers.client.discoverCharacteristics(of: service, uuid: uuid) } }
     }
 
-    public func discoverDescriptors(of characteristic: GATTRemoteCharacteristic) async throws -> [GATTRemoteDescriptor] {
+    public nonisolated(nonsending) func discoverDescriptors(of characteristic: GATTRemoteCharacteristic) async throws -> [GATTRemoteDescriptor] {
         try await exchange(link) { try await link.run { layers, _ in try await layers.client.discoverDescriptors(of: characteristic) } }
     }
 
     /// Services, characteristics and descriptors, all at once (cached until Service Changed).
-    public func discoverAll() async throws -> [GATTRemoteServiceTree] {
+    public nonisolated(nonsending) func discoverAll() async throws -> [GATTRemoteServiceTree] {
         try await exchange(link) { try await link.run { layers, _ in try await layers.client.discoverDatabase() } }
     }
 
     /// Reads a characteristic value in full (Read Blob for long values).
-    public func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
+    public nonisolated(nonsending) func read(_ characteristic: GATTRemoteCharacteristic) async throws -> [UInt8] {
         guard characteristic.properties.contains(.read) else {
             throw BLEError.notPermitted("characteristic \(characteristic.uuid) is not readable (properties: \(characteristic.properties))")
         }
@@ -232,7 +232,7 @@ public final class RemotePeripheral: Sendable {
     /// Characteristic Values (Core v5.4 Vol 3 Part G 4.8.5; long values completed with Read
     /// Blob). On an Enhanced ATT bearer as on CID 0x0004; a server that lacks the request
     /// answers Request Not Supported (`BLEError.att`).
-    public func readValues(of characteristics: [GATTRemoteCharacteristic]) async throws -> [[UInt8]] {
+    public nonisolated(nonsending) func readValues(of characteristics: [GATTRemoteCharacteristic]) async throws -> [[UInt8]] {
         guard (2...).contains(characteristics.count) else {
             throw BLEError.invalidArgument("Read Multiple Variable Length takes two handles or more (Core v5.4 Vol 3 Part F 3.4.4.11)")
         }
@@ -244,12 +244,12 @@ public final class RemotePeripheral: Sendable {
     }
 
     /// Reads any attribute by handle (descriptors included), in full.
-    public func read(handle: UInt16) async throws -> [UInt8] {
+    public nonisolated(nonsending) func read(handle: UInt16) async throws -> [UInt8] {
         try await exchange(link) { try await link.run { layers, _ in try await layers.client.read(handle: handle) } }
     }
 
     /// Writes a characteristic value, checking its properties first.
-    public func write(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic, type: WriteType = .withResponse) async throws {
+    public nonisolated(nonsending) func write(_ value: [UInt8], to characteristic: GATTRemoteCharacteristic, type: WriteType = .withResponse) async throws {
         switch type {
         case .withResponse:
             guard characteristic.properties.contains(.write) else {
@@ -308,7 +308,7 @@ public final class RemotePeripheral: Sendable {
     public static let maximumAttributeValueLength = 512
 
     /// Writes any attribute by handle with a Write Request (descriptors included).
-    public func write(_ value: [UInt8], handle: UInt16) async throws {
+    public nonisolated(nonsending) func write(_ value: [UInt8], handle: UInt16) async throws {
         try await exchange(link) { try await link.run { layers, _ in try await layers.client.write(value, handle: handle) } }
     }
 
@@ -316,8 +316,8 @@ public final class RemotePeripheral: Sendable {
     /// values; cancelling or dropping the stream unsubscribes. Up to `bufferLimit` (1024) values
     /// wait for the application; beyond that the oldest are dropped and counted (`droppedCount`
     /// of the stream). An indication is confirmed once the application has taken it from the stream.
-    public func notifications(for characteristic: GATTRemoteCharacteristic,
-                              bufferLimit: Int = GATTNotificationStream.defaultBufferLimit) async throws -> GATTNotificationStream {
+    public nonisolated(nonsending) func notifications(for characteristic: GATTRemoteCharacteristic,
+                                                     bufferLimit: Int = GATTNotificationStream.defaultBufferLimit) async throws -> GATTNotificationStream {
         let link = self.link
         // The subscription feeds this stream directly (no pump task): values are yielded by
         // the GATT client's subscriber, in the host's isolation for notifications.
@@ -358,7 +358,7 @@ public final class RemotePeripheral: Sendable {
     public var droppedNotifications: Int { link.att.droppedNotifications }
 
     /// Unsubscribes (writes 0x0000 to the CCCD) and ends the stream `notifications(for:)` returned.
-    public func stopNotifications(for characteristic: GATTRemoteCharacteristic) async throws {
+    public nonisolated(nonsending) func stopNotifications(for characteristic: GATTRemoteCharacteristic) async throws {
         try await exchange(link) { try await link.run { layers, _ in try await layers.client.unsubscribe(characteristic) } }
     }
 

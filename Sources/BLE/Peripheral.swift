@@ -334,7 +334,7 @@ public final class Peripheral: Sendable {
     /// Indicates to subscribers (all, or those on `connections`); returns the connections that confirmed. A value too long for a
     /// subscriber is refused, as by `notify`.
     @discardableResult
-    public func indicate(_ value: [UInt8], for characteristic: BluetoothUUID, to connections: [UInt16]? = nil) async throws -> [UInt16] {
+    public nonisolated(nonsending) func indicate(_ value: [UInt8], for characteristic: BluetoothUUID, to connections: [UInt16]? = nil) async throws -> [UInt16] {
         try await exchange(on: stack.host) { try await server.indicateChecked(characteristic: characteristic, value: value, to: connections?.map { ATTPeer(id: $0) }).map(\.id) }
     }
 

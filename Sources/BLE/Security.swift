@@ -236,6 +236,9 @@ final class LinkSecurity: L2CAPFixedChannel {
         return SMPCrypto.signature(csrk: csrk, message: message, signCounter: counter)
     }
     private var keyAvailable = false
+    /// How many times the waiters were resolved, and the last outcome (`wait(since:)`).
+    private var resolutions: UInt64 = 0
+    private var lastResolution: Result<ATTSecurity, any Error>?
 
     /// Called once when the link is set up: the server learns whether a bond exists.
     func prepare() {
@@ -249,6 +252,7 @@ final class LinkSecurity: L2CAPFixedChannel {
     /// Security Request and waits for the central to pair or encrypt. Returns the new security.
     func secure(force: Bool = false, mitm: Bool = false, host: isolated Host) async throws -> ATTSecurity {
         if let down { throw BLEError.disconnected(down) }
+        let seen = resolutions
         let pairingInProgress = pairing.map { !$0.isFinished } ?? false
         if state.encrypted && !force && (!mitm || state.authenticated) && !pairingInProgress { return state }
         // A peripheral that has just answered the central's LTK request from a bond waits for
@@ -263,14 +267,22 @@ final class LinkSecurity: L2CAPFixedChannel {
                 startPairing(mitm: mitm, host: host)
             }
         }
-        return try await withCheckedThrowingContinuation { waiters.append($0) }
+        return try await wait(since: seen)
+    }
+
+    /// Waits for the outcome of the procedure under way; at once with it when it came after
+    /// `seen` was read (an await lets the host's other jobs run before the waiter is parked).
+    private nonisolated(nonsending) func wait(since seen: UInt64) async throws -> ATTSecurity {
+        try await withCheckedThrowingContinuation { c in
+            if resolutions != seen, let r = lastResolution { c.resume(with: r) } else { waiters.append(c) }
+        }
     }
 
     /// Waits until a pairing or encryption in progress ends (at once when none is); a failure
     /// was already reported to the delegate.
     nonisolated(nonsending) func settle() async {
         guard down == nil, encryptionPending || (pairing.map { !$0.isFinished } ?? false) && !requestOnly else { return }
-        _ = try? await withCheckedThrowingContinuation { waiters.append($0) }
+        _ = try? await wait(since: resolutions)
     }
 
     private func startPairing(mitm: Bool = false, host: isolated Host) {
@@ -586,6 +598,8 @@ final class LinkSecurity: L2CAPFixedChannel {
     }
 
     private func resolveWaiters(_ result: Result<ATTSecurity, any Error>) {
+        resolutions &+= 1
+        lastResolution = result
         let ws = waiters
         waiters = []
         for w in ws { w.resume(with: result) }

@@ -126,6 +126,9 @@ extension Host {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
                 if Task.isCancelled { c.resume(throwing: CancellationError()); return }
+                // Looked at again: other jobs of the host may have armed some since the check
+                // above (an await lets them run).
+                if deadlines.entries.count >= count { c.resume(); return }
                 deadlines.armedWaiters.append((id, count, c))
             }
         } onCancel: {

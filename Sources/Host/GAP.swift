@@ -538,6 +538,8 @@ extension Host {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
                 if Task.isCancelled { return c.resume(throwing: CancellationError()) }
+                // Looked at again: the connect before may have ended since the check above.
+                if !connectBusy { connectBusy = true; return c.resume() }
                 connectQueue.append((id, c))
             }
         } onCancel: {

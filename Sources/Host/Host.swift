@@ -295,6 +295,7 @@ public actor Host {
         let id = nextID
         nextID &+= 1
         return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<CommandResult, any Error>) in
+            do { try checkAlive() } catch { return cont.resume(throwing: error) }  // (looked at again)
             commandQueue.append(PendingCommand(id: id, packet: packet, statusOnly: statusOnly, continuation: cont))
             commandTimeouts[id] = arm(after: timeout) { self.commandTimedOut(id) }
             pumpCommands()
@@ -515,7 +516,11 @@ public actor Host {
     public func sendL2CAP(_ frame: [UInt8], on handle: UInt16) async throws {
         let link = try outgoingLink(handle, frame)
         if try sendAtOnce(frame, on: link) { return }
-        try await withCheckedThrowingContinuation { queue(frame, on: link, resuming: $0) }
+        try await withCheckedThrowingContinuation { c in
+            // Looked at again: the link may have gone since (an await lets the host's other
+            // jobs run first).
+            do { queue(frame, on: try outgoingLink(link.handle, frame), resuming: c) } catch { c.resume(throwing: error) }
+        }
     }
 
     /// `sendL2CAP` for a caller that waits on a continuation of its own (no hop into the host

@@ -290,6 +290,25 @@ extension L2CAPConnection {
 
     func nextSDU(_ cid: UInt16, host: isolated Host) async throws -> [UInt8]? {
         guard let ch = channels[cid] else { return nil }
+        if let ready = try takeReady(ch, cid, host: host) { return ready }
+        guard ch.receiver == nil else {
+            throw L2CAPError.notAllowed("channel \(hexCode(cid, digits: 4)) already has a reader")
+        }
+        return try await withCheckedThrowingContinuation { c in
+            // Looked at again: an SDU or the close may have come since (an await lets the
+            // host's other jobs run first).
+            do {
+                if let ready = try takeReady(ch, cid, host: host) { return c.resume(returning: ready) }
+            } catch {
+                return c.resume(throwing: error)
+            }
+            ch.receiver = c
+        }
+    }
+
+    /// The next queued SDU, or the channel's end (`.some(nil)`: closed normally; thrown: its
+    /// error); nil when the reader has to wait.
+    private func takeReady(_ ch: ChannelState, _ cid: UInt16, host: isolated Host) throws -> [UInt8]?? {
         if ch.hasQueued {
             let sdu = ch.queue[ch.queueHead]
             ch.queueHead += 1
@@ -302,17 +321,14 @@ extension L2CAPConnection {
             } else {
                 returnCredits(ch, 1, host: host)
             }
-            return sdu
+            return .some(sdu)
         }
         if ch.closed {
             channels[cid] = nil
             if let e = ch.closeError { throw e }
-            return nil
+            return .some(nil)
         }
-        guard ch.receiver == nil else {
-            throw L2CAPError.notAllowed("channel \(hexCode(cid, digits: 4)) already has a reader")
-        }
-        return try await withCheckedThrowingContinuation { ch.receiver = $0 }
+        return nil
     }
 
     func channelSend(_ cid: UInt16, _ sdu: [UInt8], host: isolated Host) async throws {
@@ -320,7 +336,8 @@ extension L2CAPConnection {
         if ch.closed { throw ch.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "closed") }
         guard sdu.count <= ch.peerMTU else { throw L2CAPError.sduTooLarge(length: sdu.count, mtu: ch.peerMTU) }
         while ch.sending {
-            try await withCheckedThrowingContinuation { ch.sendWaiters.append($0) }
+            // (Looked at again inside: the send under way may have ended since the check.)
+            try await withCheckedThrowingContinuation { c in if ch.sending { ch.sendWaiters.append(c) } else { c.resume() } }
         }
         if ch.closed { throw ch.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "closed") }
         ch.sending = true
@@ -376,7 +393,10 @@ extension L2CAPConnection {
         let cid = ch.localCID, timeout = configuration.creditTimeout
         let timer = host.arm(after: timeout) { self.creditWaitExpired(cid: cid, waiter: id) }
         defer { host.disarm(timer) }
-        try await withCheckedThrowingContinuation { ch.creditWaiters[id] = $0 }
+        try await withCheckedThrowingContinuation { c in
+            // Looked at again: credits (or the close) may have come since the caller's check.
+            if ch.txCredits > 0 || ch.closed { c.resume() } else { ch.creditWaiters[id] = c }
+        }
     }
 
     private func creditWaitExpired(cid: UInt16, waiter: UInt64) {

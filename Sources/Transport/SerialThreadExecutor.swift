@@ -248,14 +248,29 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
         runningThread.store(UInt(pthread_self()), ordering: .releasing)
         let serial = asUnownedSerialExecutor()
         var batch: [Job] = []
+        var heldTaskExecutor: ThreadTaskExecutor?
         pthread_mutex_lock(mutex)
         while true {
             if !state.jobs.isEmpty {
                 swap(&batch, &state.jobs)
+                // The task executor the jobs run on, held until the thread next sleeps (read
+                // once per wake: the weak reference's load and release take the runtime's slow
+                // path).
+                if heldTaskExecutor == nil { heldTaskExecutor = currentTaskExecutor }
+                let taskExecutor = heldTaskExecutor?.asUnownedTaskExecutor()
                 pthread_mutex_unlock(mutex)
                 for job in batch {
                     switch job {
-                    case .serial(let j): j.runSynchronously(on: serial)
+                    // An actor's job runs isolated to `serial` and on this thread's task
+                    // executor, both true: they are this one thread. The runtime compares the
+                    // task executor it runs on with the one its task prefers at every hop, so
+                    // run without one, each hop of a task preferring this thread (an exchange
+                    // of the BLE API, the host's own tasks) between the host's functions, even
+                    // to the same host, was enqueued again: 9 per GATT read. A task preferring
+                    // none pays that instead, one enqueue per hop inside the host; the API
+                    // gives its exchanges the preference.
+                    case .serial(let j):
+                        if let taskExecutor { j.runSynchronously(isolatedTo: serial, taskExecutor: taskExecutor) } else { j.runSynchronously(on: serial) }
                     // A job enqueued through the task executor is nonisolated code of a task
                     // preferring it (the runtime sends a task's actor-isolated jobs to the
                     // actor's executor): run it as that, on the generic executor with the task
@@ -273,6 +288,9 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
                 continue
             }
             if state.shutdownRequested { break }
+            // (Its last release may free it under the lock: it takes none, and frees no `self`,
+            // which the thread holds.)
+            heldTaskExecutor = nil
             state.sleeping = true
             if state.idleWaiters.contains(where: { $0.after < state.jobsRun }) {
                 // Run outside the lock (a waiter may enqueue here); a job that came meanwhile
