@@ -161,15 +161,19 @@ public enum BLEError: Error, Sendable, Equatable, CustomStringConvertible {
 nonisolated(nonsending) func boundary<R>(_ link: Link? = nil, _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
     do {
         return try await body()
-    } catch let cancelled as CancellationError {
-        throw cancelled
     } catch {
-        var mapped = BLEError(error)
-        if case .disconnected(.unknownConnectionIdentifier) = mapped, let reason = link?.disconnectReason {
-            mapped = .disconnected(reason)
-        }
-        throw mapped
+        throw boundaryError(error, link)
     }
+}
+
+/// What `boundary` throws for `error`.
+func boundaryError(_ error: any Error, _ link: Link?) -> any Error {
+    if error is CancellationError { return error }
+    var mapped = BLEError(error)
+    if case .disconnected(.unknownConnectionIdentifier) = mapped, let reason = link?.disconnectReason {
+        mapped = .disconnected(reason)
+    }
+    return mapped
 }
 
 /// `boundary` for an ATT exchange (a GATT read, write, discovery, notification), run with the
@@ -180,19 +184,32 @@ nonisolated(nonsending) func boundary<R>(_ link: Link? = nil, _ body: nonisolate
 /// the host, four thread wakes per read instead of two (docs/performance.md, Round 16). A task
 /// already on the host's thread (one preferring `Central.executor`) goes on as it is: asking the
 /// runtime for its preference costs a lock, pushing it again two.
-/// With the preference an await inside the host may let the host's other jobs run first, as
-/// an await may: host code looks its state up again after one (`Host.parkWaiter`).
-nonisolated(nonsending) func exchange<R>(on host: Host, _ link: Link? = nil, _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
-    try await boundary(link) {
+/// An await inside the host may let its other jobs run first, as an await may (for a task
+/// without the preference every hop there does): host code looks its state up again after one.
+/// Written out flat (not through `boundary`): each closure between the application's call and
+/// the host costs the task a hop (an executor check and the runtime's lookup of its preference,
+/// under a lock). `Link.exchange` is the same for a link's layers.
+nonisolated(nonsending) func exchange<R>(on host: Host, _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
+    do {
         let executor = host.executor
-        guard !executor.isCurrent else { return try await body() }
+        if executor.isCurrent { return try await body() }
         return try await withTaskExecutorPreference(executor.taskExecutor) { try await body() }
+    } catch {
+        throw boundaryError(error, nil)
     }
 }
 
-/// `exchange(on:_:_:)` on `link`.
-nonisolated(nonsending) func exchange<R>(_ link: Link, _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
-    try await exchange(on: link.host, link, body)
+extension Link {
+    /// `exchange(on:_:)` into this link's layers (`run`), flat as it is.
+    nonisolated(nonsending) func exchange<R: Sendable>(_ body: @Sendable (LinkLayers, isolated Host) async throws -> R) async throws -> R {
+        do {
+            let executor = host.executor
+            if executor.isCurrent { return try await run(body) }
+            return try await withTaskExecutorPreference(executor.taskExecutor) { try await run(body) }
+        } catch {
+            throw boundaryError(error, self)
+        }
+    }
 }
 
 /// The layers of one link the stack set up: plain state owned by the host (the layer attached
