@@ -265,7 +265,7 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
                     // executor, both true: they are this one thread. The runtime compares the
                     // task executor it runs on with the one its task prefers at every hop, so
                     // run without one, each hop of a task preferring this thread (an exchange
-                    // of the BLE API, the host's own tasks) between the host's functions, even
+                    // of the BLE API, the deadline sweeper) between the host's functions, even
                     // to the same host, was enqueued again: 9 per GATT read. A task preferring
                     // none pays that instead, one enqueue per hop inside the host; the API
                     // gives its exchanges the preference.
