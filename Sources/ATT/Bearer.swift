@@ -99,14 +99,17 @@ public final class ATTLink: ATTServerPush, Sendable {
     /// bearer, `ATTBearer.pushBearer`), else on CID 0x0004: at once, with a plain call into the
     /// host, when the link has room (the usual case); else it waits its turn.
     public nonisolated(nonsending) func notify(handle valueHandle: UInt16, value: [UInt8]) async throws {
-        let handle = handle
-        try await host.run { host in
-            let bearer = try ATTBearer.of(handle, on: host)
-            if let enhanced = bearer.pushBearer { return try await enhanced.notify(handle: valueHandle, value: value) }
-            let frame = bearer.notificationFrame(handle: valueHandle, value: value)
-            if try bearer.sendIfReady(frame, host: host) { return }
-            try await bearer.push(frame)
-        }
+        try await Self.notify(handle: valueHandle, value: value, link: handle, on: host)
+    }
+
+    /// `notify(handle:value:)` inside the host: entered directly, as a `Host.run` closure would
+    /// be, one frame fewer (one executor check and preference lookup fewer per notification).
+    private static func notify(handle valueHandle: UInt16, value: [UInt8], link handle: UInt16, on host: isolated Host) async throws {
+        let bearer = try ATTBearer.of(handle, on: host)
+        if let enhanced = bearer.pushBearer { return try await enhanced.notify(handle: valueHandle, value: value) }
+        let frame = bearer.notificationFrame(handle: valueHandle, value: value)
+        if try bearer.sendIfReady(frame, host: host) { return }
+        try await bearer.push(frame)
     }
 
     /// Enters the host once and sends the notifications there, in order, as `notify(handle:value:)`.

@@ -183,6 +183,13 @@ public final class Peripheral: Sendable {
     /// stack is reached from any executor.
     public var executor: SerialThreadExecutor { stack.host.executor }
 
+    /// Runs `body` in the stack's own isolation (`Central.withStackIsolation`): `notify`,
+    /// `indicate` and `updateValue` from inside it enter the stack with no hop and no pass
+    /// through the executor's queue.
+    public nonisolated(nonsending) func withStackIsolation<R: Sendable>(_ body: nonisolated(nonsending) @Sendable () async throws -> R) async throws -> R {
+        try await inIsolation(of: stack.host, body)
+    }
+
     /// The address centrals see while advertising (the random static one when the controller
     /// has no public address; the current resolvable private address with privacy, the
     /// controller's when it makes it).

@@ -199,16 +199,41 @@ nonisolated(nonsending) func exchange<R>(on host: Host, _ body: nonisolated(nons
     }
 }
 
+/// Runs `body` in `host`'s isolation, its task preferring the host's thread
+/// (`Central.withStackIsolation`): `body` inherits the isolation, so `exchange` and `Host.run`
+/// from inside it are plain calls.
+nonisolated(nonsending) func inIsolation<R: Sendable>(of host: Host, _ body: nonisolated(nonsending) @Sendable () async throws -> R) async throws -> R {
+    try await withTaskExecutorPreference(host.executor.taskExecutor) {
+        try await host.run { _ in try await body() }
+    }
+}
+
 extension Link {
-    /// `exchange(on:_:)` into this link's layers (`run`), flat as it is.
-    nonisolated(nonsending) func exchange<R: Sendable>(_ body: @Sendable (LinkLayers, isolated Host) async throws -> R) async throws -> R {
+    /// `exchange(on:_:)` into this link's layers, flat as it is: `body` runs in the host's
+    /// isolation (it inherits it: no hop of its own), entered through `enter`.
+    nonisolated(nonsending) func exchange<R: Sendable>(_ body: nonisolated(nonsending) @Sendable (LinkLayers) async throws -> R) async throws -> R {
         do {
             let executor = host.executor
-            if executor.isCurrent { return try await run(body) }
-            return try await withTaskExecutorPreference(executor.taskExecutor) { try await run(body) }
+            if executor.isCurrent { return try await Self.enter(host, connection, body) }
+            return try await withTaskExecutorPreference(executor.taskExecutor) { try await Self.enter(host, connection, body) }
         } catch {
             throw boundaryError(error, self)
         }
+    }
+
+    /// `body` with the layers of `connection`'s link, in `host`'s isolation.
+    private static func enter<R: Sendable>(_ host: isolated Host, _ connection: LEConnection, _ body: nonisolated(nonsending) @Sendable (LinkLayers) async throws -> R) async throws -> R {
+        try await body(layers(of: connection, on: host))
+    }
+
+    /// The layers of `connection`'s link while it is up; `BLEError.disconnected` once it is
+    /// gone (a later link on the same handle is another route).
+    static func layers(of connection: LEConnection, on host: isolated Host) throws -> LinkLayers {
+        let handle = connection.handle, route = connection.route
+        guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else {
+            throw BLEError.disconnected(route.closedReason ?? .unknownConnectionIdentifier)
+        }
+        return layers
     }
 }
 
@@ -298,13 +323,8 @@ final class Link: Sendable {
     /// Runs `body` with the link's layers inside the host's isolation (one `await`); throws
     /// `BLEError.disconnected` once the link is gone.
     nonisolated(nonsending) func run<R: Sendable>(_ body: @Sendable (LinkLayers, isolated Host) async throws -> R) async throws -> R {
-        let handle = connection.handle, route = connection.route
-        return try await host.run { host in
-            guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else {
-                throw BLEError.disconnected(route.closedReason ?? .unknownConnectionIdentifier)
-            }
-            return try await body(layers, host)
-        }
+        let connection = connection
+        return try await host.run { host in try await body(Link.layers(of: connection, on: host), host) }
     }
 
     func markDisconnected(_ reason: HCIStatus) {

@@ -153,37 +153,22 @@ public enum EnqueuedFrameKind: Sendable {
     case request
 }
 
-/// The host's links by connection handle. The link found last is kept beside the dictionary:
-/// the packets of a burst (a frame, its answer, their Number Of Completed Packets) are on one
-/// link, found then without hashing the handle.
+/// The host's links by connection handle.
 struct LinkTable {
     private var byHandle: [UInt16: LinkState] = [:]
-    private var recent: LinkState?
 
     subscript(handle: UInt16) -> LinkState? {
-        mutating get {
-            if let r = recent, r.handle == handle { return r }
-            guard let link = byHandle[handle] else { return nil }
-            recent = link
-            return link
-        }
-        set {
-            byHandle[handle] = newValue
-            if recent?.handle == handle { recent = newValue }
-        }
+        get { byHandle[handle] }
+        set { byHandle[handle] = newValue }
     }
 
     var values: Dictionary<UInt16, LinkState>.Values { byHandle.values }
 
     mutating func removeValue(forKey handle: UInt16) -> LinkState? {
-        if recent?.handle == handle { recent = nil }
-        return byHandle.removeValue(forKey: handle)
+        byHandle.removeValue(forKey: handle)
     }
 
-    mutating func removeAll() {
-        byHandle.removeAll()
-        recent = nil
-    }
+    mutating func removeAll() { byHandle.removeAll() }
 
     func mapValues<T>(_ transform: (LinkState) throws -> T) rethrows -> [UInt16: T] {
         try byHandle.mapValues(transform)

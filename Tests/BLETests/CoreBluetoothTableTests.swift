@@ -280,6 +280,10 @@ import BLETesting
         #expect(central.controller.aclBufferCount == 8)
         #expect(central.controller.aclDataLength == 27)
         #expect(await central.transportLost == nil)
+        // The `queue:` counterparts: a task preferring `executor`, and the stack's own isolation.
+        let executor = central.executor
+        #expect(await withTaskExecutorPreference(executor.taskExecutor) { executor.isCurrent })
+        #expect(try await central.withStackIsolation { executor.isCurrent })
         await central.close()
     }
 

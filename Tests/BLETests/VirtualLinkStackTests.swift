@@ -165,6 +165,85 @@ import VirtualController
         await peripheral.close()
     }
 
+    /// `withStackIsolation` runs its body in the stack's own isolation. The Swift runtime
+    /// enqueues a task that hops into an actor with a custom executor (`swift_task_switch` in
+    /// swiftlang/swift stdlib/public/Concurrency/Actor.cpp: only a default actor can take over
+    /// the thread), so a read from a task that merely prefers the executor passes through its
+    /// queue on the way into the host and again on the way out; from inside the isolation it
+    /// does neither, only its answer's resumption is queued. Same values, same thread, and two
+    /// executor jobs fewer per read (but at the loop's ends, where the counts start and stop).
+    @Test func withStackIsolationEntersTheHostWithoutTheExecutorsQueue() async throws {
+        let (_, central, peripheral) = try await pair()
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
+        let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(5))
+        let remote = try await central.connect(to: adv.address)
+        let tree = try await remote.discoverAll()
+        let name = try #require(tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.name }).characteristic
+        let executor = central.executor
+        let reads = 200
+        @Sendable nonisolated(nonsending) func readAll() async throws -> (jobs: Int, threads: Set<UInt>, values: Set<[UInt8]>) {
+            let jobsBefore = executor.completedJobCount
+            var threads: Set<UInt> = [UInt(pthread_self())]
+            var values: Set<[UInt8]> = []
+            for _ in 0..<reads {
+                values.insert(try await remote.read(name))
+                threads.insert(UInt(pthread_self()))
+            }
+            return (executor.completedJobCount - jobsBefore, threads, values)
+        }
+        let preferring = try await withTaskExecutorPreference(executor.taskExecutor) { try await readAll() }
+        let isolated = try await central.withStackIsolation { try await readAll() }
+        #expect(isolated.values == [Array("ble-hci".utf8)])
+        #expect(isolated.threads.count == 1)
+        #expect(preferring.values == isolated.values)
+        #expect(isolated.jobs + 2 * (reads - 2) <= preferring.jobs, "jobs for \(reads) reads: \(isolated.jobs) in the isolation, \(preferring.jobs) preferring the executor")
+
+        // What the body throws comes out as it is; a cancelled caller cancels what it awaits.
+        struct Stop: Error {}
+        await #expect(throws: Stop.self) { try await central.withStackIsolation { throw Stop() } }
+        let cancelled = Task {
+            try await central.withStackIsolation {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await remote.read(name)
+            }
+        }
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(try await remote.read(name) == Array("ble-hci".utf8))
+        await central.close()
+        await peripheral.close()
+    }
+
+    /// The peripheral's side: notifications sent from inside its stack's isolation arrive in
+    /// order, counted inside the central's.
+    @Test func notificationsFromInsideThePeripheralsIsolationArriveInOrder() async throws {
+        let (_, central, peripheral) = try await pair()
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
+        let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(5))
+        let remote = try await central.connect(to: adv.address)
+        let tree = try await remote.discoverAll()
+        let ticker = try #require(tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.ticker }).characteristic
+        let count = 300
+        let values = try await remote.notifications(for: ticker, bufferLimit: count)
+        try await peripheral.until("subscribed to DemoProfile.ticker") { $0.subscribers(of: DemoProfile.ticker).count == 1 }
+        let received = Task {
+            try await central.withStackIsolation { () async throws -> [[UInt8]] in
+                var got: [[UInt8]] = []
+                for try await v in values {
+                    got.append(v)
+                    if got.count == count { break }
+                }
+                return got
+            }
+        }
+        let sent = (0..<count).map { i in [UInt8(i & 0xFF), UInt8(i >> 8)] }
+        try await peripheral.withStackIsolation {
+            for v in sent { try await peripheral.notify(v, for: DemoProfile.ticker) }
+        }
+        #expect(try await withTimeout(.seconds(10), "the notifications") { try await received.value } == sent)
+        await central.close()
+        await peripheral.close()
+    }
+
     /// Connects from a task preferring the stacks' executor (`Central.executor`), one after
     /// another. Such a task is re-enqueued where it enters the wait for LE Connection Complete,
     /// so other jobs of the host may run first: the host looks its waiter up again there. (Over

@@ -5,6 +5,10 @@
 //   ble-hci-bench reads-on-stack N, notifications-on-stack N  the same, the bench's tasks
 //                                  running on the stacks' executor (`withTaskExecutorPreference`,
 //                                  `Central.executor`): one thread in all, as Bumble's asyncio loop
+//   ble-hci-bench reads-in-stack N, notifications-in-stack N  the same, the bench's code in the
+//                                  stacks' isolation (`withStackIsolation`): the reads in the
+//                                  central's, the notifications sent in the peripheral's and
+//                                  counted in the central's, as Bumble's code shares its loop
 //   ble-hci-bench notifications-queued N  notifications from the pool with the non-blocking
 //                                  Peripheral.updateValue (then the ready event when refused)
 //   ble-hci-bench capture IN OUT N a btsnoop of N packets: IN's records repeated, times increasing
@@ -58,21 +62,31 @@ func characteristic(_ tree: [GATTRemoteServiceTree], _ uuid: BluetoothUUID) -> G
     tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == uuid }!.characteristic
 }
 
-/// Runs `body` in the calling task, or with the stack's executor preferred (`onStack`).
-func run(onStack: Bool, _ central: Central, _ body: () async throws -> Void) async throws {
-    if onStack { try await withTaskExecutorPreference(central.executor.taskExecutor) { try await body() } }
-    else { try await body() }
+/// Where the bench's tasks run: the calling task (the global pool), preferring the stacks'
+/// executor (`withTaskExecutorPreference`, `Central.executor`), or in a stack's isolation
+/// (`withStackIsolation`, its layers' own).
+enum Placement: String {
+    case pool = "", preferring = "-on-stack", isolated = "-in-stack"
 }
 
-func benchReads(_ n: Int, onStack: Bool) async throws {
+/// Runs `body` as `placement` says; `isolated` runs it in `central`'s stack's isolation.
+func run(_ placement: Placement, _ central: Central, _ body: nonisolated(nonsending) @Sendable () async throws -> Void) async throws {
+    switch placement {
+    case .pool: try await body()
+    case .preferring: try await withTaskExecutorPreference(central.executor.taskExecutor) { try await body() }
+    case .isolated: try await central.withStackIsolation { try await body() }
+    }
+}
+
+func benchReads(_ n: Int, _ placement: Placement) async throws {
     let (peripheral, central, remote, tree) = try await connectedPair()
     let c = characteristic(tree, DemoProfile.name)
-    try await run(onStack: onStack, central) {
+    try await run(placement, central) {
         for _ in 0..<min(100, n) { _ = try await remote.read(c) }  // warm-up
         let (t0, cpu0, switches0) = (now(), cpuSeconds(), contextSwitches())
         for _ in 0..<n { _ = try await remote.read(c) }
         let (t1, cpu1, switches1) = (now(), cpuSeconds(), contextSwitches())
-        report(onStack ? "gatt-reads-on-stack" : "gatt-reads", count: n, seconds: t1 - t0,
+        report("gatt-reads" + placement.rawValue, count: n, seconds: t1 - t0,
                extra: "cpu_us_per_exchange=\(String(format: "%.2f", (cpu1 - cpu0) / Double(n) * 1e6))"
                    + " context_switches_per_exchange=\(String(format: "%.2f", Double(switches1 - switches0) / Double(n)))")
     }
@@ -80,14 +94,14 @@ func benchReads(_ n: Int, onStack: Bool) async throws {
     await peripheral.close()
 }
 
-func benchNotifications(_ n: Int, onStack: Bool, queued: Bool = false) async throws {
+func benchNotifications(_ n: Int, _ placement: Placement, queued: Bool = false) async throws {
     let (peripheral, central, remote, tree) = try await connectedPair()
     let c = characteristic(tree, DemoProfile.ticker)
     // The sender is not flow controlled by the receiving application (notifications have no
     // flow control; Bumble's LocalLink queue is unbounded too): the stream holds up to N values
     // so that a receiver descheduled by the machine's load loses none. Lost values are counted.
     let values = try await remote.notifications(for: c, bufferLimit: n)
-    let counter = Task(executorPreference: onStack ? central.executor.taskExecutor : nil) { () -> (Int, Double) in
+    let countValues: nonisolated(nonsending) @Sendable () async -> (Int, Double) = {
         var count = 0
         var last = now()
         do {
@@ -99,6 +113,9 @@ func benchNotifications(_ n: Int, onStack: Bool, queued: Bool = false) async thr
         } catch {}
         return (count, last)
     }
+    // The counter in the central's stack's isolation, the sender in the peripheral's (two hosts).
+    let counter = placement == .isolated ? Task { (try? await central.withStackIsolation { await countValues() }) ?? (0, now()) }
+        : Task(executorPreference: placement == .preferring ? central.executor.taskExecutor : nil) { await countValues() }
     let value: [UInt8] = Array("12345678".utf8)
     let (t0, cpu0, switches0) = (now(), cpuSeconds(), contextSwitches())
     if queued {
@@ -113,9 +130,11 @@ func benchNotifications(_ n: Int, onStack: Bool, queued: Bool = false) async thr
             while let e = await events.next(), e != .readyToUpdateSubscribers {}
         }
     } else {
-        try await run(onStack: onStack, central) {
+        let send: nonisolated(nonsending) @Sendable () async throws -> Void = {
             for _ in 0..<n { try await peripheral.notify(value, for: DemoProfile.ticker) }
         }
+        if placement == .isolated { try await peripheral.withStackIsolation { try await send() } }
+        else { try await run(placement, central, send) }
     }
     // Whatever the central's stream dropped (it buffers 1024) is not counted: give it 2 s.
     let timeout = Task { try? await Task.sleep(for: .seconds(2)); counter.cancel() }
@@ -123,7 +142,7 @@ func benchNotifications(_ n: Int, onStack: Bool, queued: Bool = false) async thr
     let (cpu1, switches1) = (cpuSeconds(), contextSwitches())
     timeout.cancel()
     // (CPU until the counter ended: a run that lost values includes the 2 s wait, idle.)
-    report(queued ? "notifications-queued" : onStack ? "notifications-on-stack" : "notifications", count: count, seconds: last - t0,
+    report(queued ? "notifications-queued" : "notifications" + placement.rawValue, count: count, seconds: last - t0,
            extra: "sent=\(n) lost=\(n - count) dropped_by_stream=\(values.droppedCount) dropped_by_bearer=\(remote.droppedNotifications)"
                + " cpu_us_per_exchange=\(String(format: "%.2f", (cpu1 - cpu0) / Double(n) * 1e6))"
                + " context_switches_per_exchange=\(String(format: "%.2f", Double(switches1 - switches0) / Double(n)))")
@@ -359,7 +378,7 @@ func makeCapture(input: String, output: String, count: Int) throws {
 
 let args = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | notifications-queued N | reads-on-stack N | notifications-on-stack N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]] | airtime\n".utf8))
+    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | notifications-queued N | reads-on-stack N | notifications-on-stack N | reads-in-stack N | notifications-in-stack N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]] | airtime\n".utf8))
     exit(2)
 }
 if args.count == 2 && args[1] == "airtime" {
@@ -372,11 +391,12 @@ if args.count == 2 && args[1] == "airtime" {
 guard args.count >= 3 else { usage() }
 do {
     switch args[1] {
-    case "reads", "reads-on-stack": try await benchReads(Int(args[2]) ?? 10_000, onStack: args[1] == "reads-on-stack")
-    case "notifications", "notifications-on-stack":
-        try await benchNotifications(Int(args[2]) ?? 10_000, onStack: args[1] == "notifications-on-stack")
+    case "reads", "reads-on-stack", "reads-in-stack":
+        try await benchReads(Int(args[2]) ?? 10_000, Placement(rawValue: String(args[1].dropFirst("reads".count)))!)
+    case "notifications", "notifications-on-stack", "notifications-in-stack":
+        try await benchNotifications(Int(args[2]) ?? 10_000, Placement(rawValue: String(args[1].dropFirst("notifications".count)))!)
     case "notifications-queued":
-        try await benchNotifications(Int(args[2]) ?? 10_000, onStack: false, queued: true)
+        try await benchNotifications(Int(args[2]) ?? 10_000, .pool, queued: true)
     case "links", "links-split":
         // links L [RATE SECONDS [ACL_DATA_LENGTH]]: 27-octet ACL buffers by default, 251 with
         // Data Length Extension (the issue's "251-octet PDUs").
