@@ -21,6 +21,17 @@ import VirtualController
         return (link, central, peripheral)
     }
 
+    /// `pair()`, connected: the demo profile's `characteristic` as the central discovered it.
+    func connected(reading characteristic: BluetoothUUID) async throws -> (Central, Peripheral, RemotePeripheral, GATTRemoteCharacteristic) {
+        let (_, central, peripheral) = try await pair()
+        try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
+        let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(5))
+        let remote = try await central.connect(to: adv.address)
+        let tree = try await remote.discoverAll()
+        let found = try #require(tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == characteristic })
+        return (central, peripheral, remote, found.characteristic)
+    }
+
     @Test func demoProfileEndToEnd() async throws {
         let (_, central, peripheral) = try await pair()
         try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
@@ -135,13 +146,8 @@ import VirtualController
     /// the peripheral's answer, the resume) without leaving that thread: the thread never
     /// changes and the executor is not woken once per read from another thread.
     @Test func readRoundTripStaysOnTheStacksThreadWhenTheCallerPrefersIt() async throws {
-        let (_, central, peripheral) = try await pair()
+        let (central, peripheral, remote, name) = try await connected(reading: DemoProfile.name)
         #expect(central.executor === peripheral.executor)
-        try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
-        let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(5))
-        let remote = try await central.connect(to: adv.address)
-        let tree = try await remote.discoverAll()
-        let name = try #require(tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.name })
         let executor = central.executor
         let reads = 200
         let (threads, values, wakes) = try await withTaskExecutorPreference(executor.taskExecutor) { () async throws -> (Set<UInt>, Set<[UInt8]>, Int) in
@@ -150,7 +156,7 @@ import VirtualController
             #expect(executor.isCurrent)
             let wakesBefore = executor.wakeCount
             for _ in 0..<reads {
-                values.insert(try await remote.read(name.characteristic))
+                values.insert(try await remote.read(name))
                 threads.insert(UInt(pthread_self()))
                 #expect(executor.isCurrent)
             }
@@ -173,12 +179,7 @@ import VirtualController
     /// does neither, only its answer's resumption is queued. Same values, same thread, and two
     /// executor jobs fewer per read (but at the loop's ends, where the counts start and stop).
     @Test func withStackIsolationEntersTheHostWithoutTheExecutorsQueue() async throws {
-        let (_, central, peripheral) = try await pair()
-        try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
-        let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(5))
-        let remote = try await central.connect(to: adv.address)
-        let tree = try await remote.discoverAll()
-        let name = try #require(tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.name }).characteristic
+        let (central, peripheral, remote, name) = try await connected(reading: DemoProfile.name)
         let executor = central.executor
         let reads = 200
         @Sendable nonisolated(nonsending) func readAll() async throws -> (jobs: Int, threads: Set<UInt>, values: Set<[UInt8]>) {
@@ -216,12 +217,7 @@ import VirtualController
     /// The peripheral's side: notifications sent from inside its stack's isolation arrive in
     /// order, counted inside the central's.
     @Test func notificationsFromInsideThePeripheralsIsolationArriveInOrder() async throws {
-        let (_, central, peripheral) = try await pair()
-        try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
-        let adv = try await central.find(ScanFilter(nameContains: "ble-hci"), timeout: .seconds(5))
-        let remote = try await central.connect(to: adv.address)
-        let tree = try await remote.discoverAll()
-        let ticker = try #require(tree.lazy.flatMap(\.characteristics).first { $0.characteristic.uuid == DemoProfile.ticker }).characteristic
+        let (central, peripheral, remote, ticker) = try await connected(reading: DemoProfile.ticker)
         let count = 300
         let values = try await remote.notifications(for: ticker, bufferLimit: count)
         try await peripheral.until("subscribed to DemoProfile.ticker") { $0.subscribers(of: DemoProfile.ticker).count == 1 }
