@@ -203,7 +203,7 @@ public final class RemotePeripheral: Sendable {
     /// Runs `body` with the link's GATT client, for procedures this API doesn't wrap (read
     /// multiple, reliable write, ...), inside the host's isolation where the client lives.
     public nonisolated(nonsending) func withGATT<R: Sendable>(_ body: @Sendable (GATTClient, isolated Host) async throws -> R) async throws -> R {
-        try await boundary(link) { try await link.run { layers, host in try await body(layers.client, host) } }
+        try await exchange(on: link.host, link: link) { try await link.run { layers, host in try await body(layers.client, host) } }
     }
 
     /// The current ATT_MTU.

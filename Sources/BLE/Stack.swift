@@ -188,14 +188,15 @@ func boundaryError(_ error: any Error, _ link: Link?) -> any Error {
 /// without the preference every hop there does): host code looks its state up again after one.
 /// Written out flat (not through `boundary`): each closure between the application's call and
 /// the host costs the task a hop (an executor check and the runtime's lookup of its preference,
-/// under a lock). `Link.exchange` is the same for a link's layers.
-nonisolated(nonsending) func exchange<R>(on host: Host, _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
+/// under a lock). `Link.exchange` is the same for a link's layers. `link`, when the exchange is
+/// on one, names its disconnection reason in the error (`boundaryError`).
+nonisolated(nonsending) func exchange<R>(on host: Host, link: Link? = nil, _ body: nonisolated(nonsending) () async throws -> R) async throws -> R {
     do {
         let executor = host.executor
         if executor.isCurrent { return try await body() }
         return try await withTaskExecutorPreference(executor.taskExecutor) { try await body() }
     } catch {
-        throw boundaryError(error, nil)
+        throw boundaryError(error, link)
     }
 }
 
@@ -247,12 +248,16 @@ final class LinkLayers: L2CAPLinkLayer {
     let security: LinkSecurity
     let client: GATTClient
 
-    init(l2cap: L2CAPConnection, bearers: ATTBearers, security: LinkSecurity, client: GATTClient) {
+    /// The application's side of the link, once made (it is made after the layers are attached).
+    let slot: LinkSlot
+
+    init(l2cap: L2CAPConnection, bearers: ATTBearers, security: LinkSecurity, client: GATTClient, slot: LinkSlot) {
         self.l2cap = l2cap
         self.bearer = bearers.fixed
         self.bearers = bearers
         self.security = security
         self.client = client
+        self.slot = slot
     }
 
     func received(_ frame: [UInt8], host: isolated Host) { l2cap.received(frame, host: host) }
@@ -271,7 +276,13 @@ final class LinkLayers: L2CAPLinkLayer {
         }
         try await client.writeWithoutResponse(value, handle: characteristic.valueHandle)
     }
-    func linkEvent(_ event: HostLinkEvent, host: isolated Host) { l2cap.linkEvent(event, host: host) }
+    /// A disconnection gives the `Link` its reason before the layers close: a stream or request
+    /// they end then reports it (`BLEError.disconnected(reason)`), rather than waiting for the
+    /// stack's event loop, which hears the same Disconnection Complete later.
+    func linkEvent(_ event: HostLinkEvent, host: isolated Host) {
+        if case .disconnected(let reason) = event { slot.link?.markDisconnected(reason) }
+        l2cap.linkEvent(event, host: host)
+    }
 
     /// The layers of the link `handle` of `host`, while it is up.
     static func of(_ handle: UInt16, on host: isolated Host) throws -> LinkLayers {
@@ -582,7 +593,7 @@ actor Stack {
                 l2cap.setFixedChannel(.att, bearer, host: host)
                 l2cap.setFixedChannel(.smp, security, host: host)
                 if let server { await bearer.setServerDelegate(server, host: host) }
-                host.attach(LinkLayers(l2cap: l2cap, bearers: bearers, security: security, client: client), to: connection)
+                host.attach(LinkLayers(l2cap: l2cap, bearers: bearers, security: security, client: client, slot: slot), to: connection)
                 return (connection.role == .peripheral ? options.security.requestSecurityOnConnect
                     : options.security.encryptBondedLinks && security.hasBond(), bearer.link)
             }
