@@ -276,11 +276,12 @@ final class LinkLayers: L2CAPLinkLayer {
         }
         try await client.writeWithoutResponse(value, handle: characteristic.valueHandle)
     }
-    /// A disconnection gives the `Link` its reason before the layers close: a stream or request
-    /// they end then reports it (`BLEError.disconnected(reason)`), rather than waiting for the
-    /// stack's event loop, which hears the same Disconnection Complete later.
+    /// A Disconnection Complete gives the `Link` its reason before the layers close: a stream or
+    /// request they end then reports it (`BLEError.disconnected(reason)`), rather than waiting
+    /// for the stack's event loop, which hears the same event later. A host that failed (its
+    /// transport lost) received none: the stack reports that failure, not a disconnection.
     func linkEvent(_ event: HostLinkEvent, host: isolated Host) {
-        if case .disconnected(let reason) = event { slot.link?.markDisconnected(reason) }
+        if case .disconnected(let reason) = event, !host.hasFailed { slot.link?.markDisconnected(reason) }
         l2cap.linkEvent(event, host: host)
     }
 

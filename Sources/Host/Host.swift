@@ -140,6 +140,8 @@ public actor Host {
     var readerStarted = false
     /// Set when the host can no longer work (transport lost, hardware error, closed).
     var fatal: HostError?
+    /// Whether the host can no longer work: its links then end without a Disconnection Complete.
+    public var hasFailed: Bool { fatal != nil }
 
     /// The serial executor the host runs on, with the layers that share it (`L2CAPConnection`,
     /// `ATTBearer`, `LinkSecurity`) and the transport's deliveries: the transport's
