@@ -321,12 +321,11 @@ final class Link: Sendable {
         self.connection = connection
         self.host = host
         self.att = att
-        let handle = connection.handle, route = connection.route
         let ready = writesReady
         writes = UpdateQueue(limit: Self.writeQueueLimit, executor: host.executor, send: { commands in
             // A link gone meanwhile takes nothing, as CoreBluetooth drops writes to a lost peripheral.
             await host.run { host in
-                guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else { return }
+                guard let layers = try? Link.layers(of: connection, on: host) else { return }
                 for command in commands { try? await layers.writeCommand(command.value, to: command.characteristic) }
             }
         }, ready: { ready() })
