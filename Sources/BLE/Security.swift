@@ -711,11 +711,13 @@ enum BondStores {
 final class SecuringRequester: ATTRequester {
     let bearer: ATTBearers
     let security: LinkSecurity
+    let connection: LEConnection
     let host: Host
 
-    init(bearers: ATTBearers, security: LinkSecurity, host: Host) {
+    init(bearers: ATTBearers, security: LinkSecurity, connection: LEConnection, host: Host) {
         self.bearer = bearers
         self.security = security
+        self.connection = connection
         self.host = host
     }
 
@@ -729,10 +731,10 @@ final class SecuringRequester: ATTRequester {
             // Encrypted but not authenticated: only a MITM pairing can help, which needs IO.
             let mitm = errorResponse.code == .insufficientAuthentication && security.state.encrypted
             if mitm && !security.canAuthenticate { throw errorResponse }
-            let handle = bearer.handle
+            let connection = connection
             do {
                 _ = try await host.run { host in
-                    try await LinkLayers.of(handle, on: host).security.secure(force: mitm, mitm: mitm, host: host)
+                    try await Link.layers(of: connection, on: host).security.secure(force: mitm, mitm: mitm, host: host)
                 }
             } catch {
                 // The cause went to the pairing delegate; the request's own answer stands.

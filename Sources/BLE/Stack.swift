@@ -228,7 +228,8 @@ extension Link {
     }
 
     /// The layers of `connection`'s link while it is up; `BLEError.disconnected` once it is
-    /// gone (a later link on the same handle is another route).
+    /// gone. Found by route, not by handle alone: a controller may give a later link the same
+    /// handle, and what was started for this link must not act on that one.
     static func layers(of connection: LEConnection, on host: isolated Host) throws -> LinkLayers {
         let handle = connection.handle, route = connection.route
         guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else {
@@ -283,15 +284,6 @@ final class LinkLayers: L2CAPLinkLayer {
     func linkEvent(_ event: HostLinkEvent, host: isolated Host) {
         if case .disconnected(let reason) = event, !host.hasFailed { slot.link?.markDisconnected(reason) }
         l2cap.linkEvent(event, host: host)
-    }
-
-    /// The layers of the link `handle` of `host`, while it is up.
-    static func of(_ handle: UInt16, on host: isolated Host) throws -> LinkLayers {
-        guard let layers = host.layer(for: handle) as? LinkLayers else {
-            let reason = host.connection(handle)?.route.closedReason ?? .unknownConnectionIdentifier
-            throw BLEError.disconnected(reason)
-        }
-        return layers
     }
 }
 
@@ -464,7 +456,7 @@ actor Stack {
         let events = host.events
         eventTask = Task {
             for await event in events { await self.handle(event) }
-            await self.eventsEnded()
+            self.eventsEnded()
         }
     }
 
@@ -584,12 +576,12 @@ actor Stack {
                 security.prepare()
                 let automatic = connection.role == .central && options.security.automaticSecurity
                 let bearers = ATTBearers(fixed: bearer)
-                let requester: any ATTRequester = automatic ? SecuringRequester(bearers: bearers, security: security, host: host) : bearers
+                let requester: any ATTRequester = automatic ? SecuringRequester(bearers: bearers, security: security, connection: connection, host: host) : bearers
                 let client = GATTClient(requester: requester)
                 bearer.setNotificationHandler { pdu in await client.received(pdu) }
                 bearer.setNotificationFastHandler { pdu in client.deliverNotification(pdu) }
                 if connection.role == .peripheral { for (psm, l) in published { l.listen(psm, on: l2cap, link: slot) } }
-                if options.enhancedATT { Self.serveEnhancedATT(on: l2cap, security: security, handle: connection.handle) }
+                if options.enhancedATT { Self.serveEnhancedATT(on: l2cap, security: security, connection: connection) }
                 l2cap.setFixedChannel(.att, bearer, host: host)
                 l2cap.setFixedChannel(.smp, security, host: host)
                 if let server { await bearer.setServerDelegate(server, host: host) }
@@ -609,13 +601,13 @@ actor Stack {
     /// Accepts Enhanced ATT bearers on the link, on an encrypted link only (Core v5.4 Vol 3 Part
     /// G 5.3.2; otherwise every channel is refused, result 0x0008, Part A 4.26). Each joins the
     /// link's bearers: the server answers on it, the client may spread requests over it.
-    static func serveEnhancedATT(on l2cap: L2CAPConnection, security: LinkSecurity, handle: UInt16) {
+    static func serveEnhancedATT(on l2cap: L2CAPConnection, security: LinkSecurity, connection: LEConnection) {
         l2cap.listen(psm: EnhancedATTBearer.psm, mtu: 517, mps: 247, credits: 8, enhanced: true,
                      admit: { security.state.encrypted ? .successful : .insufficientEncryption }) { channel in
             // Its SDUs wait in the channel until the bearer takes them.
             Task {
                 _ = try? await channel.host.run { host in
-                    let layers = try LinkLayers.of(handle, on: host)
+                    let layers = try Link.layers(of: connection, on: host)
                     layers.bearers.add(try EnhancedATTBearer.attach([channel], fixed: layers.bearer, host: host))
                 }
             }

@@ -10,9 +10,9 @@ import StackTestSupport
 extension RemotePeripheral {
     /// Returns once the link's security satisfies `predicate` (pairing or encryption done).
     func untilSecurity(_ what: String, _ predicate: @escaping @Sendable (ATTSecurity) -> Bool) async throws {
-        let handle = link.connection.handle
+        let connection = link.connection
         try await link.host.until(what) { host in
-            (try? LinkLayers.of(handle, on: host)).map { predicate($0.security.state) } ?? false
+            (try? Link.layers(of: connection, on: host)).map { predicate($0.security.state) } ?? false
         }
     }
 }
@@ -46,13 +46,13 @@ extension Peripheral {
     /// Whether the ATT bearer of link `handle` has sent an indication whose confirmation has
     /// not come (read in the host's isolation, after what it handled before).
     func indicationOutstanding(on handle: UInt16) async -> Bool {
-        await stack.host.run { host in (try? LinkLayers.of(handle, on: host))?.bearer.indication != nil }
+        await stack.host.run { host in (host.layer(for: handle) as? LinkLayers)?.bearer.indication != nil }
     }
 
     /// Returns once the ATT bearer of link `handle` has an indication out, unconfirmed.
     func untilIndicationOutstanding(on handle: UInt16) async throws {
         try await stack.host.until("an indication sent on \(handle)") { host in
-            (try? LinkLayers.of(handle, on: host))?.bearer.indication != nil
+            (host.layer(for: handle) as? LinkLayers)?.bearer.indication != nil
         }
     }
 }

@@ -4,7 +4,7 @@ import StackTestSupport
 import TestSupport
 import Synchronization
 import HCI
-import Host
+@testable import Host
 import ATT
 import GATT
 import VirtualController
@@ -257,6 +257,30 @@ import VirtualController
             #expect(await central.connections.map(\.connectionHandle) == [remote.connectionHandle])
             _ = try await remote.disconnect()
             try await peripheral.startAdvertising(AdvertisingOptions(name: "ble-hci", serviceUUIDs: DemoProfile.advertisedServices))
+        }
+        await central.close()
+        await peripheral.close()
+    }
+
+    /// A link's layers are found by its route, not by its handle alone: once its Disconnection
+    /// Complete is sent, a controller may give the handle to a later link (our virtual one counts
+    /// up, so the later link is made here by hand), and what was started for the first link (a
+    /// pairing retried for a request, an Enhanced ATT bearer accepted) must not act on it.
+    @Test func aLinksLayersAreFoundByItsRouteNotByItsHandle() async throws {
+        let (central, peripheral, remote, _) = try await connected(reading: DemoProfile.name)
+        let live = remote.link.connection
+        let sameHandle = LEConnection(handle: live.handle, role: live.role, peer: live.peer, local: live.local,
+                                      parameters: live.parameters, route: FrameRoute(limit: 1))
+        let host = remote.link.host
+        #expect(await host.run { host in (try? Link.layers(of: live, on: host)) != nil })
+        await #expect(throws: BLEError.disconnected(.unknownConnectionIdentifier)) {
+            try await host.run { host in _ = try Link.layers(of: sameHandle, on: host) }
+        }
+        // Gone, it names its own end: Connection Terminated By Local Host on the side that
+        // disconnected (Core v5.4 Vol 1 Part F 2.22).
+        #expect(try await remote.disconnect() == .localHostTerminated)
+        await #expect(throws: BLEError.disconnected(.localHostTerminated)) {
+            try await host.run { host in _ = try Link.layers(of: live, on: host) }
         }
         await central.close()
         await peripheral.close()
