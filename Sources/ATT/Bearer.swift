@@ -271,8 +271,8 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
 
     // Server indication.
     var indication: Transaction?
-    var indicationBusy = false
-    var indicationWaiters: [CheckedContinuation<Void, any Error>] = []
+    /// The turn of an indication: one outstanding at a time (Core v5.4 Vol 3 Part F 3.3.2).
+    let indicationTurn = OneAtATime()
 
     /// PDUs held for the notification handler before new ones are dropped (and logged).
     static let queueLimit = 1024
@@ -531,17 +531,8 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     /// Sends a Handle Value Indication and waits for the confirmation (transaction timeout);
     /// one indication outstanding at a time, later ones wait their turn.
     public func indicate(handle: UInt16, value: [UInt8], host: isolated Host) async throws {
-        if let closedReason { throw closedReason }
-        while indicationBusy {
-            // (Looked at again inside: the indication under way may have ended since the check.)
-            try await withCheckedThrowingContinuation { c in if indicationBusy && closedReason == nil { indicationWaiters.append(c) } else { c.resume() } }
-            if let closedReason { throw closedReason }
-        }
-        indicationBusy = true
-        defer {
-            indicationBusy = false
-            if !indicationWaiters.isEmpty { indicationWaiters.removeFirst().resume() }
-        }
+        try await indicationTurn.take { closedReason }
+        defer { indicationTurn.pass() }
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
         let t = Transaction(opcode: .handleValueIndication)
         setIndication(t, host: host)
@@ -846,8 +837,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         }
         heldWhileDeferred.removeAll()
         heldHead = 0
-        for w in indicationWaiters { w.resume(throwing: reason) }
-        indicationWaiters.removeAll()
+        indicationTurn.fail(reason)
         notificationsContinuation.finish()
         // Nothing arrives on a closed link: the fast receiver is done; the notification handler
         // is dropped when its loop has handed over what was queued (or now, without a loop).

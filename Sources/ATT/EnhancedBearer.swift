@@ -39,7 +39,8 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
     // the indications waiting their turn.
     var indication: ATTBearer.Transaction?
     var indicationStart: ContinuousClock.Instant?
-    var indicationWaiters: [CheckedContinuation<Void, any Error>] = []
+    /// The turn of an indication: one outstanding on this bearer at a time (Part F 3.3.2).
+    let indicationTurn = OneAtATime()
 
     public init(channel: L2CAPChannel, fixed: ATTBearer, host: Host) {
         self.host = host
@@ -283,8 +284,7 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
         answerDeadline = nil
         indication?.resolve(.failure(reason))
         indication = nil
-        for w in indicationWaiters { w.resume(throwing: reason) }
-        indicationWaiters.removeAll()
+        indicationTurn.fail(reason)
     }
 
     // MARK: Server push
@@ -306,18 +306,13 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
     /// Sends a Handle Value Indication and waits for its confirmation on this bearer (Part F
     /// 3.4.7.2, 3.4.7.3) within the transaction timeout; later ones wait their turn.
     public func indicate(handle: UInt16, value: [UInt8], host: isolated Host) async throws {
-        if let closedReason { throw closedReason }
-        while indication != nil {
-            // (Looked at again inside: the indication under way may have ended since the check.)
-            try await withCheckedThrowingContinuation { c in if indication != nil && closedReason == nil { indicationWaiters.append(c) } else { c.resume() } }
-            if let closedReason { throw closedReason }
-        }
+        try await indicationTurn.take { closedReason }
         let t = ATTBearer.Transaction(opcode: .handleValueIndication)
         indication = t
         indicationStart = host.configuration.clock.now
         defer {
             if indication === t { indication = nil; indicationStart = nil }
-            if !indicationWaiters.isEmpty { indicationWaiters.removeFirst().resume() }
+            indicationTurn.pass()
         }
         try await push(.handleValueIndication(handle: handle, value: Array(value.prefix(mtu - 3))))
         _ = try await t.wait()
@@ -334,7 +329,7 @@ extension ATTBearer {
     /// Where an indication goes: such a bearer with none outstanding (each bearer has its own,
     /// Part F 3.3.2), else nil: CID 0x0004, whose indications wait their turn.
     var indicationBearer: EnhancedATTBearer? {
-        enhanced.first { $0.closedReason == nil && $0.mtu >= mtu && $0.indication == nil && $0.indicationWaiters.isEmpty }
+        enhanced.first { $0.closedReason == nil && $0.mtu >= mtu && $0.indicationTurn.isFree }
     }
 }
 

@@ -92,10 +92,10 @@ final class ChannelState {
     /// `send` calls waiting for credits, by waiter number (each has a timeout).
     var creditWaiters: [UInt64: CheckedContinuation<Void, any Error>] = [:]
     var nextCreditWaiter: UInt64 = 0
-    var sending = false
+    /// The turn of an SDU: one is sent at a time, its K-frames not mixed with another's.
+    let sendTurn = OneAtATime()
     /// SDUs handed to `enqueueSDU` and not yet sent.
     var enqueued = 0
-    var sendWaiters: [CheckedContinuation<Void, any Error>] = []
     /// Set once the channel is closed; `nil` error = closed normally.
     var closed = false
     var closeError: L2CAPError?
@@ -335,16 +335,8 @@ extension L2CAPConnection {
         guard let ch = channels[cid] else { throw L2CAPError.channelClosed(cid: cid, reason: "not open") }
         if ch.closed { throw ch.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "closed") }
         guard sdu.count <= ch.peerMTU else { throw L2CAPError.sduTooLarge(length: sdu.count, mtu: ch.peerMTU) }
-        while ch.sending {
-            // (Looked at again inside: the send under way may have ended since the check.)
-            try await withCheckedThrowingContinuation { c in if ch.sending { ch.sendWaiters.append(c) } else { c.resume() } }
-        }
-        if ch.closed { throw ch.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "closed") }
-        ch.sending = true
-        defer {
-            ch.sending = false
-            if !ch.sendWaiters.isEmpty { ch.sendWaiters.removeFirst().resume() }
-        }
+        try await ch.sendTurn.take { ch.closed ? ch.closeError ?? L2CAPError.channelClosed(cid: cid, reason: "closed") : nil }
+        defer { ch.sendTurn.pass() }
         let frames: [[UInt8]]
         do { frames = try segmentSDU(sdu, mps: ch.peerMPS, mtu: ch.peerMTU) } catch {
             throw L2CAPError.invalidArgument("\(error)")
@@ -437,9 +429,8 @@ extension L2CAPConnection {
         ch.closeError = error
         let failure = error ?? .channelClosed(cid: cid, reason: "closed")
         for w in ch.creditWaiters.values { w.resume(throwing: failure) }
-        for w in ch.sendWaiters { w.resume(throwing: failure) }
+        ch.sendTurn.fail(failure)
         ch.creditWaiters.removeAll()
-        ch.sendWaiters.removeAll()
         if let endpoint = ch.endpoint {
             ch.endpoint = nil
             channels[cid] = nil
