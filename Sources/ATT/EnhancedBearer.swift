@@ -69,7 +69,7 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
     /// Hands `sdu` to the channel (its K-frames wait for credits there, in order).
     func send(_ sdu: [UInt8]) {
         let (handle, cid) = (channel.handle, channel.localCID)
-        let error: (any Error)? = host.assumeIsolated { host in
+        let error: (any Error)? = host.checkedIsolation { host in
             do { try L2CAPConnection.of(handle, on: host).enqueueSDU(cid, sdu, host: host); return nil } catch { return error }
         }
         if let error { log("could not send: \(error)") }

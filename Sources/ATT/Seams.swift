@@ -62,6 +62,11 @@ public struct ATTSecurity: Sendable, Hashable {
 public protocol ATTServerPush: Sendable {
     /// Sends a Handle Value Notification; returns once handed to the link (flow controlled).
     nonisolated(nonsending) func notify(handle: UInt16, value: [UInt8]) async throws
+    /// `notify(handle:value:)` without waiting, where that needs no wait: true when the
+    /// notification went out now (the caller is in the link's host's isolation and the link has
+    /// room); false when nothing was sent, and `notify` is to be awaited instead. Throws what
+    /// `notify` would (the link is gone).
+    func notifyIfReady(handle: UInt16, value: [UInt8]) throws -> Bool
     /// Sends one Multiple Handle Value Notification of `list`, which fits ATT_MTU (Core v5.4
     /// Vol 3 Part F 3.4.7.4); returns once handed to the link.
     nonisolated(nonsending) func notifyMultiple(_ list: [ATTHandleValue]) async throws
@@ -81,6 +86,9 @@ public protocol ATTServerPush: Sendable {
 extension ATTServerPush {
     /// A pusher that cannot tell reports an unencrypted link (protected values are not pushed).
     public var security: ATTSecurity { .none }
+
+    /// A pusher without a synchronous path always has the caller await `notify`.
+    public func notifyIfReady(handle: UInt16, value: [UInt8]) throws -> Bool { false }
 
     /// A pusher without Multiple Handle Value Notifications sends each value as a Handle Value
     /// Notification.

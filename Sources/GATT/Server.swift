@@ -463,7 +463,11 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
             // The bearer used in place (a copy of the existential goes through its value witnesses).
             let mtu = t.pusher.push.mtu
             let v = value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
-            do { try await t.pusher.push.notify(handle: t.valueHandle, value: v); return true } catch { return false }
+            do {
+                if try t.pusher.push.notifyIfReady(handle: t.valueHandle, value: v) { return true }
+                try await t.pusher.push.notify(handle: t.valueHandle, value: v)
+                return true
+            } catch { return false }
         }
         let firstSent = await send(first)
         if more.isEmpty { return firstSent ? first.pusher.alone : .none }

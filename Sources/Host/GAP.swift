@@ -543,7 +543,7 @@ extension Host {
                 connectQueue.append((id, c))
             }
         } onCancel: {
-            executor.submit { self.assumeIsolated { $0.leaveConnectQueue(id) } }
+            executor.submit { self.checkedIsolation { $0.leaveConnectQueue(id) } }
         }
     }
 

@@ -186,7 +186,7 @@ public actor Host {
         guard !readerStarted else { return }
         readerStarted = true
         // Holds the host until the transport ends, as a reading task would.
-        transport.inbox.deliver(on: executor) { delivery in self.assumeIsolated { $0.received(delivery) } }
+        transport.inbox.deliver(on: executor) { delivery in self.checkedIsolation { $0.received(delivery) } }
     }
 
     /// A batch from the transport's inbox, on the host's executor, in arrival order.
@@ -766,7 +766,7 @@ public actor Host {
             try await parkWaiter(id, timeout: timeout, name: name)
         } onCancel: {
             // Any thread: the host's state is touched on its executor.
-            executor.submit { self.assumeIsolated { $0.waiterCancelled(id) } }
+            executor.submit { self.checkedIsolation { $0.waiterCancelled(id) } }
         }
     }
 

@@ -103,6 +103,27 @@ struct BearerTests {
         #expect(handles == [10, 11, 12])
     }
 
+    /// `notifyIfReady` sends with a plain call only on the host's thread and only while the
+    /// controller has a buffer: from the test's task (the global pool) nothing is sent; inside
+    /// the host the first 8 go out at once (the virtual controller has 8 ACL buffers, and a Host
+    /// sends no more ACL packets than the controller has free, Core v5.4 Vol 4 Part E 4.1.1;
+    /// none comes back within one job of the host, since Number Of Completed Packets waits in
+    /// the host's inbox), the 9th is left to `notify`. The client gets them all, in order.
+    @Test func notifyIfReadySendsAtOnceOnlyOnTheHostsThreadWithABuffer() async throws {
+        let b = try await BearerPair.make()
+        defer { Task { await b.pair.close() } }
+        let inbox = Inbox<ATTPDU>()
+        try await b.client.setNotificationHandler { inbox.continuation.yield($0) }
+        let push = try #require(b.delegate.push.withLock { $0 })
+        #expect(try push.notifyIfReady(handle: 3, value: [0]) == false)
+        let sentAtOnce = try await b.pair.peripheralHost.run { _ in try (1...9).map { try push.notifyIfReady(handle: 3, value: [UInt8($0)]) } }
+        #expect(sentAtOnce == Array(repeating: true, count: 8) + [false])
+        try await push.notify(handle: 3, value: [9])
+        for i in 1...9 {
+            #expect(try await inbox.next("notification \(i)") == .handleValueNotification(handle: 3, value: [UInt8(i)]))
+        }
+    }
+
     /// The transaction timeout is 30 s (Core v5.4 Vol 3 Part F 3.3.3): on the manual clock,
     /// 30 s pass at once; the outstanding request and the one queued behind it fail, and the
     /// bearer stays closed ("no more ATT PDUs shall be sent on this bearer").

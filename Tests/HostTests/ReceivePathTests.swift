@@ -202,3 +202,29 @@ extension ACLFlowTests {
         }
     }
 }
+
+/// `Host.checkedIsolation`: a job of the host's executor that is not a task (a transport's
+/// delivery, a timer) enters the host's isolation with a plain call; anywhere else the runtime's
+/// check refuses it (SE-0423: the isolated witness of a `@preconcurrency` conformance checks the
+/// executor), as `assumeIsolated` would.
+@Suite struct CheckedIsolationTests {
+    @Test func aJobOfTheHostsExecutorEntersItsIsolation() async throws {
+        let host = Host(transport: FakeTransport.controller())
+        let entered = Watched(false)
+        host.executor.submit {
+            host.checkedIsolation { host in
+                host.preconditionIsolated("checkedIsolation's body runs in the host's isolation")
+                entered.withLock { $0 = true }
+            }
+        }
+        try await entered.until("the submitted job ran") { $0 }
+    }
+
+    @Test func offTheHostsExecutorItIsRefused() async {
+        await #expect(processExitsWith: .failure) {
+            let host = Host(transport: FakeTransport.controller())
+            host.checkedIsolation { _ in print("entered from the pool") }
+        }
+    }
+}
+
