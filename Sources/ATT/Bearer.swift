@@ -76,10 +76,15 @@ public enum ATTBearerError: Error, Sendable, Equatable, CustomStringConvertible 
 /// link without entering its host: the ATT_MTU and the link's security, which live here (their
 /// one home: the bearer reads them here too). Sendable: the server is shared by every link.
 public final class ATTLink: ATTServerPush, Sendable {
+    /// LE's default ATT_MTU, and the smallest it can become: a Rx MTU below it leaves ATT_MTU at
+    /// 23 (Core v5.4 Vol 3 Part F 3.4.2.2). So a value of up to 20 octets fits any link's
+    /// notification, and needs no look at the link's ATT_MTU (a lock per look).
+    public static let defaultMTU = 23
+
     public let host: Host
     public let handle: UInt16
     struct State {
-        var mtu = 23
+        var mtu = ATTLink.defaultMTU
         var security = ATTSecurity.none
         var droppedNotifications = 0
     }
@@ -537,6 +542,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
 
     /// A Handle Value Notification's B-frame, the value cut to ATT_MTU − 3.
     func notificationFrame(handle: UInt16, value: [UInt8]) -> [UInt8] {
+        if value.count <= ATTLink.defaultMTU - 3 { return Self.frame(.handleValueNotification(handle: handle, value: value)) }
         let mtu = self.mtu
         let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
         return Self.frame(.handleValueNotification(handle: handle, value: v))
