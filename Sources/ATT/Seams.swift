@@ -63,7 +63,7 @@ public protocol ATTServerPush: Sendable {
     /// Sends a Handle Value Notification; returns once handed to the link (flow controlled).
     nonisolated(nonsending) func notify(handle: UInt16, value: [UInt8]) async throws
     /// `notify(handle:value:)` without waiting, where that needs no wait: true when the
-    /// notification went out now (the caller is in the link's host's isolation and the link has
+    /// notification went out now (the caller is on the link's host's thread and the link has
     /// room); false when nothing was sent, and `notify` is to be awaited instead. Throws what
     /// `notify` would (the link is gone).
     func notifyIfReady(handle: UInt16, value: [UInt8]) throws -> Bool
