@@ -81,6 +81,15 @@ public final class ATTLink: ATTServerPush, Sendable {
     /// notification, and needs no look at the link's ATT_MTU (a lock per look).
     public static let defaultMTU = 23
 
+    /// `value` cut to what one Handle Value Notification or Indication carries at `mtu`:
+    /// ATT_MTU − 3 octets (Core v5.4 Vol 3 Part F 3.4.7.1, 3.4.7.2). A value of up to 20 octets
+    /// is returned as it is, without `mtu` being read.
+    public static func cut(_ value: [UInt8], toFit mtu: @autoclosure () -> Int) -> [UInt8] {
+        if value.count <= defaultMTU - 3 { return value }
+        let room = Swift.max(0, mtu() - 3)
+        return value.count > room ? Array(value.prefix(room)) : value
+    }
+
     public let host: Host
     public let handle: UInt16
     struct State {
@@ -542,10 +551,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
 
     /// A Handle Value Notification's B-frame, the value cut to ATT_MTU − 3.
     func notificationFrame(handle: UInt16, value: [UInt8]) -> [UInt8] {
-        if value.count <= ATTLink.defaultMTU - 3 { return Self.frame(.handleValueNotification(handle: handle, value: value)) }
-        let mtu = self.mtu
-        let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
-        return Self.frame(.handleValueNotification(handle: handle, value: v))
+        Self.frame(.handleValueNotification(handle: handle, value: ATTLink.cut(value, toFit: mtu)))
     }
 
     /// Sends a Handle Value Indication and waits for the confirmation (transaction timeout);
@@ -553,7 +559,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     public func indicate(handle: UInt16, value: [UInt8], host: isolated Host) async throws {
         try await indicationTurn.take { closedReason }
         defer { indicationTurn.pass() }
-        let v = value.count > mtu - 3 ? Array(value.prefix(mtu - 3)) : value
+        let v = ATTLink.cut(value, toFit: mtu)
         let t = Transaction(opcode: .handleValueIndication)
         setIndication(t, host: host)
         do {

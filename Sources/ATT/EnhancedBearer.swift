@@ -300,7 +300,7 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
 
     /// Sends a Handle Value Notification (value cut to ATT_MTU − 3, Part F 3.4.7.1).
     public nonisolated(nonsending) func notify(handle: UInt16, value: [UInt8]) async throws {
-        try await push(.handleValueNotification(handle: handle, value: Array(value.prefix(mtu - 3))))
+        try await push(.handleValueNotification(handle: handle, value: ATTLink.cut(value, toFit: mtu)))
     }
 
     /// Sends a Handle Value Indication and waits for its confirmation on this bearer (Part F
@@ -314,7 +314,7 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
             if indication === t { indication = nil; indicationStart = nil }
             indicationTurn.pass()
         }
-        try await push(.handleValueIndication(handle: handle, value: Array(value.prefix(mtu - 3))))
+        try await push(.handleValueIndication(handle: handle, value: ATTLink.cut(value, toFit: mtu)))
         _ = try await t.wait()
     }
 }

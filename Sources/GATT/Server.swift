@@ -271,7 +271,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
         for id in items.keys.sorted() {
             guard let (push, list) = items[id] else { continue }
             let mtu = push.mtu
-            let cut = list.map { ATTHandleValue(handle: $0.handle, value: Self.cut($0.value, toFit: mtu)) }
+            let cut = list.map { ATTHandleValue(handle: $0.handle, value: ATTLink.cut($0.value, toFit: mtu)) }
             do {
                 for batch in together.contains(id) ? Self.batches(cut, mtu: mtu) : cut.map({ [$0] }) {
                     if batch.count == 1 { try await push.notify(handle: batch[0].handle, value: batch[0].value) } else { try await push.notifyMultiple(batch) }
@@ -282,12 +282,6 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
             }
         }
         return reached
-    }
-
-    /// `value` cut to what one notification or indication carries on a link of `mtu`: ATT_MTU − 3
-    /// octets (Core v5.4 Vol 3 Part F 3.4.7.1).
-    static func cut(_ value: [UInt8], toFit mtu: Int) -> [UInt8] {
-        value.count > mtu - 3 ? Array(value.prefix(max(0, mtu - 3))) : value
     }
 
     /// `items` in order, packed into PDUs of at most `mtu` octets: the opcode, then a handle,
@@ -468,7 +462,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
     nonisolated(nonsending) func notify(_ first: PushTarget, _ more: [PushTarget], value: [UInt8]) async -> Reached {
         nonisolated(nonsending) func send(_ t: PushTarget) async -> Bool {
             // The bearer used in place (a copy of the existential goes through its value witnesses).
-            let v = value.count <= ATTLink.defaultMTU - 3 ? value : Self.cut(value, toFit: t.pusher.push.mtu)
+            let v = ATTLink.cut(value, toFit: t.pusher.push.mtu)
             do {
                 if try t.pusher.push.notifyIfReady(handle: t.valueHandle, value: v) { return true }
                 try await t.pusher.push.notify(handle: t.valueHandle, value: v)
@@ -490,7 +484,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
             for t in targets {
                 let (peer, push, h) = (ATTPeer(id: t.pusher.id), t.pusher.push, t.valueHandle)
                 group.addTask {
-                    let v = Self.cut(value, toFit: push.mtu)
+                    let v = ATTLink.cut(value, toFit: push.mtu)
                     do { try await push.indicate(handle: h, value: v); return peer } catch { return nil }
                 }
             }
