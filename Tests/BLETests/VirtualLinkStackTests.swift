@@ -273,6 +273,7 @@ import VirtualController
                                       parameters: live.parameters, route: FrameRoute(limit: 1))
         let host = remote.link.host
         #expect(await host.run { host in (try? Link.layers(of: live, on: host)) != nil })
+        // Not the live link: Unknown Connection Identifier (Core v5.4 Vol 1 Part F 2.2).
         await #expect(throws: BLEError.disconnected(.unknownConnectionIdentifier)) {
             try await host.run { host in _ = try Link.layers(of: sameHandle, on: host) }
         }
