@@ -115,8 +115,9 @@ struct CentralLink: Sendable {
 
         // Find the target (for an address without a type, the type seen while scanning).
         let (address, _) = try await targetAddress(target, central: central) {
-            out.progress(out.text(.scanningFor(target: target.text(out.language), timeout: formatSeconds(timeout))))
-            return try await findTarget(target, central: central, timeout: timeout, language: out.language)
+            try await findTarget(target, central: central, timeout: timeout, language: out.language) {
+                out.progress(out.text(.scanningFor(target: target.text(out.language), timeout: formatSeconds(timeout))))
+            }
         }
         out.progress(out.text(.connectingTo(address: "\(address)", timeout: formatSeconds(timeout))))
         let remote = try await interruptible { try await connectTarget(address, for: target, central: central, timeout: timeout, language: out.language) }

@@ -10,10 +10,13 @@ import Decoder
 /// wrong name or address type is visible at once. `onSeen` hears every advertisement (the
 /// session remembers them for completion); `untilSignal`: SIGINT/SIGTERM end the wait (the
 /// one-shot commands), else only the caller's cancellation (the session's requests).
+/// `scanning` is called once the controller scans (LE Set Scan Enable completed), so that a
+/// "Scanning for" line is true when it is printed.
 func findTarget(_ target: Target, central: Central, timeout: Double, onSeen: @escaping @Sendable (Advertisement) -> Void = { _ in },
-                untilSignal: Bool = true, language: Language = .english) async throws -> Advertisement {
+                untilSignal: Bool = true, language: Language = .english, scanning: () -> Void = {}) async throws -> Advertisement {
     let seen = SeenAdvertisers()
     let stream = untilSignal ? try await interruptible { try await central.scan(ScanFilter()) } : try await central.scan(ScanFilter())
+    scanning()
     let filter = target.filter
     let found = Task { () -> Advertisement? in
         for try await adv in stream {

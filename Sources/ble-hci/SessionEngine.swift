@@ -566,8 +566,9 @@ actor SessionEngine {
         let timeout = try args.double("timeout", command: "connect") ?? 10
         let mtu = try args.int("mtu", command: "connect", range: 23...517) ?? 517
         let (address, found) = try await targetAddress(target, central: central) {
-            out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
-            return try await findTarget(target, central: central, timeout: timeout, onSeen: { [names] in names.remember($0) }, untilSignal: false)
+            try await findTarget(target, central: central, timeout: timeout, onSeen: { [names] in names.remember($0) }, untilSignal: false) {
+                out.progress("Scanning for \(target) (up to \(formatSeconds(timeout)))…")
+            }
         }
         let name = found.map(\.name) ?? names.name(of: address.address.description)
         if let up = links.first(where: { $0.remote.address == address && $0.remote.disconnectReason == nil }) {

@@ -46,8 +46,8 @@ extension CLITests {
             defer { controllers.stop() }
             let central = try BleHCI.start(["-t", controllers.transport(0), "central", "name:nobody-here", "--timeout", "30"], lifetime: 40)
             defer { central.stop(grace: 0.5) }
+            // Printed once LE Set Scan Enable has completed: the controller scans.
             try await waitForStderr(central, "Scanning for")
-            try await Task.sleep(for: .milliseconds(300))
             #expect(kill(central.pid, sig) == 0)
             let status = try await central.exitStatus(timeout: 10)
             let status2 = try Self.nextHostSetsScanParameters(port: controllers.ports[0])

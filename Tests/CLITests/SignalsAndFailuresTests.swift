@@ -50,8 +50,8 @@ extension CLITests {
             try await withRig(profile: nil) { rig in
                 let central = try BleHCI.start(["-t", rig.centralSpec, "-w", path, "central", "name:nobody-here", "--timeout", "30", "--json"], lifetime: 40)
                 defer { central.stop(grace: 0.5) }
+                // Printed once LE Set Scan Enable has completed: the controller scans.
                 try await waitForStderr(central, "Scanning for")
-                try await Task.sleep(for: .milliseconds(300))
                 let sent = Date()
                 #expect(kill(central.pid, sig) == 0)
                 let status = try await central.exitStatus(timeout: 5)
@@ -70,10 +70,13 @@ extension CLITests {
             let dir = try TempDir()
             let path = dir.path("connecting.pcap")
             try await withRig(profile: nil) { rig in
-                let central = try BleHCI.start(["-t", rig.centralSpec, "-w", path, "central", "F0:00:00:00:00:01/public", "--timeout", "30"], lifetime: 40)
+                let central = try BleHCI.start(["-t", rig.centralSpec, "-w", path, "--trace=hci", "central", "F0:00:00:00:00:01/public", "--timeout", "30"], lifetime: 40)
                 defer { central.stop(grace: 0.5) }
-                try await waitForStderr(central, "Connecting to")
-                try await Task.sleep(for: .milliseconds(300))
+                // The controller has taken the LE (Extended) Create Connection: its Command
+                // Status, as the live trace prints it (Core v5.4 Vol 4 Part E 7.8.12, 7.8.66).
+                try await central.until("the Command Status of LE Create Connection on the trace") {
+                    central.output.contains { $0.contains("Command Status (LE ") && $0.hasSuffix("Create Connection)") }
+                }
                 let sent = Date()
                 #expect(kill(central.pid, sig) == 0)
                 let status = try await central.exitStatus(timeout: 5)
