@@ -241,8 +241,7 @@ extension Link {
 
 /// The layers of one link the stack set up: plain state owned by the host (the layer attached
 /// to the link), inside its isolation. Reached with `Link.run`.
-final class LinkLayers: L2CAPLinkLayer {
-    let l2cap: L2CAPConnection
+final class LinkLayers: L2CAPLinkOwner {
     let bearer: ATTBearer
     /// The unenhanced bearer and the Enhanced ATT bearers the client spreads its requests over.
     let bearers: ATTBearers
@@ -253,15 +252,13 @@ final class LinkLayers: L2CAPLinkLayer {
     let slot: LinkSlot
 
     init(l2cap: L2CAPConnection, bearers: ATTBearers, security: LinkSecurity, client: GATTClient, slot: LinkSlot) {
-        self.l2cap = l2cap
         self.bearer = bearers.fixed
         self.bearers = bearers
         self.security = security
         self.client = client
         self.slot = slot
+        super.init(l2cap: l2cap)
     }
-
-    func received(_ frame: [UInt8], host: isolated Host) { l2cap.received(frame, host: host) }
 
     /// A Write Command of `value` to `characteristic`, signed when the characteristic wants it
     /// and the link is not encrypted (Core v5.4 Vol 3 Part C 10.4.2: on an encrypted link a plain
@@ -281,9 +278,9 @@ final class LinkLayers: L2CAPLinkLayer {
     /// request they end then reports it (`BLEError.disconnected(reason)`), rather than waiting
     /// for the stack's event loop, which hears the same event later. A host that failed (its
     /// transport lost) received none: the stack reports that failure, not a disconnection.
-    func linkEvent(_ event: HostLinkEvent, host: isolated Host) {
+    override func linkEvent(_ event: HostLinkEvent, host: isolated Host) {
         if case .disconnected(let reason) = event, !host.hasFailed { slot.link?.markDisconnected(reason) }
-        l2cap.linkEvent(event, host: host)
+        super.linkEvent(event, host: host)
     }
 }
 

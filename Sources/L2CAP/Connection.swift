@@ -99,10 +99,16 @@ extension L2CAPFixedChannel {
     public func closed(_ error: L2CAPError, host: isolated Host) {}
 }
 
-/// A link's layer that carries its `L2CAPConnection`: the connection itself, or the upper
-/// layers' set of a link that hands it the frames (`L2CAPConnection.of` finds it either way).
-public protocol L2CAPLinkLayer: HostLinkLayer {
-    var l2cap: L2CAPConnection { get }
+/// The upper layers' set of a link, attached in the `L2CAPConnection`'s place: it hands the
+/// connection every frame and event (override `linkEvent` to hear them first), and
+/// `L2CAPConnection.of` finds the connection through it. A class, not a protocol: finding the
+/// layer is then a class cast, where a cast to a protocol looks the conformance up in the
+/// runtime's table on every notification sent.
+open class L2CAPLinkOwner: HostLinkLayer {
+    public let l2cap: L2CAPConnection
+    public init(l2cap: L2CAPConnection) { self.l2cap = l2cap }
+    public final func received(_ frame: [UInt8], host: isolated Host) { l2cap.received(frame, host: host) }
+    open func linkEvent(_ event: HostLinkEvent, host: isolated Host) { l2cap.linkEvent(event, host: host) }
 }
 
 /// The L2CAP layer of one LE link: plain state owned by its host, the layer attached to the
@@ -121,7 +127,7 @@ public protocol L2CAPLinkLayer: HostLinkLayer {
 /// down every pending request, channel and fixed channel fails with `L2CAPError.disconnected`.
 /// The host calls `received` synchronously for each reassembled frame, so a frame is
 /// demultiplexed and handled to completion before the next one is read.
-public final class L2CAPConnection: L2CAPLinkLayer {
+public final class L2CAPConnection: HostLinkLayer {
     public let connection: LEConnection
     public let configuration: L2CAPConfiguration
     public var handle: UInt16 { connection.handle }
@@ -163,8 +169,10 @@ public final class L2CAPConnection: L2CAPLinkLayer {
 
     /// The L2CAP layer of the link `handle` of `host` (inside its isolation).
     public static func of(_ handle: UInt16, on host: isolated Host) throws -> L2CAPConnection {
-        guard let layer = host.layer(for: handle) as? any L2CAPLinkLayer else { throw L2CAPError.disconnected(handle: handle) }
-        return layer.l2cap
+        let layer = host.layer(for: handle)
+        if let owner = layer as? L2CAPLinkOwner { return owner.l2cap }
+        guard let l2cap = layer as? L2CAPConnection else { throw L2CAPError.disconnected(handle: handle) }
+        return l2cap
     }
 
     /// Makes `channel` (or with nil, nobody) the handler of fixed channel `cid`. A channel set
