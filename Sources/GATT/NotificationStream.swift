@@ -49,7 +49,11 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
         /// already in the batch is returned without switching executors, and so is a batch.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
             if index == batch.count {
-                batch = try await storage.nextBatch()
+                // The spent batch goes back to be filled again: no buffer allocated per batch.
+                var spent: [Item] = []
+                swap(&spent, &batch)
+                spent.removeAll(keepingCapacity: true)
+                batch = try await storage.nextBatch(recycling: spent)
                 index = 0
                 if batch.isEmpty { return nil }
             }
@@ -148,6 +152,9 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
             /// deliverer is parked.
             var parkWatchers: [@Sendable () -> Void] = []
             var waiting: Int { items.count - head }
+            /// An empty buffer the iterator gave back (`nextBatch(recycling:)`): `takeAll`
+            /// leaves it in `items`' place, so the next values fill it without allocating.
+            var spare: [Item] = []
 
             /// Hands the park watchers to a thread of their own (the caller holds the lock).
             mutating func parkedNow() {
@@ -157,10 +164,16 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
                 DispatchQueue.global().async { for w in watchers { w() } }
             }
 
-            /// Every value waiting, in order; the queue is left empty.
+            /// Every value waiting, in order; the queue is left empty (the spare buffer).
             mutating func takeAll() -> [Item] {
-                defer { items.removeAll(keepingCapacity: true); head = 0 }
-                return head == 0 ? items : Array(items[head...])
+                guard head == 0 else {
+                    defer { items.removeAll(keepingCapacity: true); head = 0 }
+                    return Array(items[head...])
+                }
+                var taken = spare
+                spare = []
+                swap(&taken, &items)
+                return taken
             }
         }
         let state: Mutex<State>
@@ -219,9 +232,13 @@ public struct GATTNotificationStream: AsyncSequence, Sendable {
         }
 
         /// Every value waiting, in order; waits when there is none. Empty at the end; throws the
-        /// `finish` error after the values queued before it.
-        nonisolated(nonsending) func nextBatch() async throws -> [Item] {
-            try await state.takeBatch(ended: [], take: { s in
+        /// `finish` error after the values queued before it. `spent` is the caller's last batch,
+        /// emptied: kept as the spare buffer when it is bigger than the one kept.
+        nonisolated(nonsending) func nextBatch(recycling spent: consuming [Item] = []) async throws -> [Item] {
+            var spent = spent
+            return try await state.takeBatch(ended: [], take: { s in
+                // (Moved, not copied: a second reference would make the next append copy it.)
+                if spent.capacity > s.spare.capacity { swap(&spent, &s.spare) }
                 if s.waiting > 0 { return .batch(s.takeAll()) }
                 if s.finished {
                     defer { s.error = nil }
