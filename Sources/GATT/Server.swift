@@ -431,6 +431,9 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
             let valueHandle = s.table.characteristics[ci].valueHandle
             guard let ai = s.table.index(valueHandle) else { return (nil, []) }
             let permissions = s.table.attributes[ai].permissions, keySize = s.table.attributes[ai].minimumKeySize
+            // A value that no read permission guards goes to every subscriber: their links'
+            // security (a lock each) is not asked.
+            let guarded = !permissions.isDisjoint(with: [.readEncryptionRequired, .readAuthenticationRequired, .readAuthorizationRequired])
             let wanted = peers.map { Set($0.map(\.id)) }
             var first: PushTarget?
             var more: [PushTarget] = []
@@ -443,7 +446,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
                 // needs (Core v5.4 Vol 3 Part F 3.2.5: the permissions guard the value, whatever
                 // PDU carries it), asked per push: a link's security changes. The readable bit
                 // is not asked: a notify-only value is pushed, never read.
-                guard Self.securityDenial(permissions, minimumKeySize: keySize, write: false, p.push.security) == nil else { continue }
+                guard !guarded || Self.securityDenial(permissions, minimumKeySize: keySize, write: false, p.push.security) == nil else { continue }
                 let t = PushTarget(pusher: p, valueHandle: valueHandle)
                 if first == nil { first = t } else { more.append(t) }
             }
