@@ -231,13 +231,13 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     final class Transaction: Sendable {
         let opcode: ATTOpcode
         /// The parked waiter, and the outcome once settled.
-        private let state: Mutex<(UnsafeContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>
+        private let state: Mutex<(CheckedContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>
         init(opcode: ATTOpcode) {
             self.opcode = opcode
             state = Mutex((nil, nil))
         }
         func resolve(_ r: Result<ATTPDU, any Error>) {
-            let c: UnsafeContinuation<ATTPDU, any Error>? = state.withLock { s in
+            let c: CheckedContinuation<ATTPDU, any Error>? = state.withLock { s in
                 guard s.1 == nil else { return nil }
                 s.1 = r
                 defer { s.0 = nil }
@@ -252,7 +252,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         /// Part F 3.3.2, the next request waits for its answer, which is then dropped).
         nonisolated(nonsending) func wait() async throws -> ATTPDU {
             try await withTaskCancellationHandler {
-                try await withUnsafeThrowingContinuation { (c: UnsafeContinuation<ATTPDU, any Error>) in
+                try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
                     let r: Result<ATTPDU, any Error>? = state.withLock { s in
                         if let r = s.1 { return r }
                         s.0 = c

@@ -28,6 +28,11 @@ import Glibc
 ///
 /// Nothing that blocks (a sleep, a semaphore, a blocking socket write) may run on it: it would
 /// stop every host that shares the executor.
+///
+/// `@unchecked Sendable`: its queue and thread state sit under a `pthread_mutex_t` with a
+/// condition variable (its thread sleeps on them, which a `Mutex` cannot express). Sound
+/// because its stored `var`s (`state`, `currentTaskExecutor`) are read and written with
+/// `mutex` locked only, and `runningThread` is an `Atomic`.
 public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
     private enum Job {
         /// An actor's job (or a task's isolated to one).
@@ -40,6 +45,7 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
     /// This executor's thread as a `TaskExecutor`, for `withTaskExecutorPreference` and
     /// `Task(executorPreference:)`. It keeps its executor alive (a task preferring it may
     /// outlive every host of the executor, and its jobs must still run).
+    /// (`@unchecked Sendable` for the same reason as its owner: it has no state of its own.)
     public final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
         let owner: SerialThreadExecutor
         fileprivate init(owner: SerialThreadExecutor) { self.owner = owner }

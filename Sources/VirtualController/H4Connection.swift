@@ -13,6 +13,12 @@ import Glibc
 /// that stops reading stops being read (issue 31): past `maxQueuedOctets` unwritten, or
 /// `maxBacklog` packets waiting in its controller, the reader waits, so the host's own sends
 /// block and neither queue grows. The reader owns the descriptor and closes it when it ends.
+///
+/// `@unchecked Sendable`: a wrapper of a C descriptor shared by its reader and writer threads
+/// and its senders, which wait on `condition` (an `NSCondition`, which a `Mutex` cannot
+/// express). Sound because every stored `var` is read and written with `condition` locked,
+/// except `writerDone`'s first set in `start`, before the threads that read it exist; the
+/// descriptor is closed by the reader thread alone.
 final class H4Connection: @unchecked Sendable {
     let name: String
     private let fd: Int32

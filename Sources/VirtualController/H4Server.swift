@@ -9,6 +9,10 @@ import Glibc
 /// is one controller; each accepted connection drives it from reset. One host at a time: a
 /// second connection while a host is attached is refused (closed at once, and logged), so a
 /// stray client cannot silently cut off the host that is working.
+///
+/// `@unchecked Sendable`: it holds listening descriptors served by accept threads. Sound
+/// because `listeners` is written only in `init` (before the server is shared) and every
+/// other stored `var` is read and written under `lock`.
 public final class H4Server: @unchecked Sendable {
     public struct Listener: Sendable {
         /// The SPEC as given (`tcp:127.0.0.1:0` stays as given; see `boundSpec`).

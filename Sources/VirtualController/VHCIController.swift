@@ -7,7 +7,7 @@ import Glibc
 
 /// Attaches a controller of a link to the Linux kernel through /dev/vhci, as a primary
 /// adapter (hciN): the kernel (and BlueZ, or `ble-hci` over a user channel) use it as a real one.
-public final class VHCIController: @unchecked Sendable {
+public final class VHCIController: Sendable {
     public let controller: VirtualController
     /// The hciN index the kernel gave the new adapter.
     public let index: UInt16
