@@ -43,7 +43,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 best() { tr ' ' '\n' | awk 'NF { v = $1 + 0; if (n++ == 0 || v > max) max = v } END { if (n) printf "%.1f", max }'; }
 spread() { tr ' ' '\n' | awk 'NF { v = $1 + 0; if (n++ == 0 || v < min) min = v; if (v > max) max = v } END { if (n) printf "%.0f–%.0f", min, max }'; }
 for metric in reads notifications; do
-    pool=""; same=""; inside=""; peer=""; queued=""; poolswitches=""; samecpu=""; insidecpu=""; qlost=0
+    pool=""; same=""; inside=""; peer=""; queued=""; hops=""; poolswitches=""; samecpu=""; insidecpu=""; qlost=0
     for _ in $(seq "$ROUNDS"); do
         out=$(timeout 60 "$BIN/ble-hci-bench" "$metric" "$N" 2>&1)
         pool+=" $(field rate <<<"$out")"; poolswitches=$(field context_switches_per_exchange <<<"$out")
@@ -52,6 +52,8 @@ for metric in reads notifications; do
         out=$(timeout 60 "$BIN/ble-hci-bench" "$metric-in-stack" "$NS" 2>&1)
         inside+=" $(field rate <<<"$out")"; insidecpu+=" $(field cpu_us_per_exchange <<<"$out")"
         peer+=" $(timeout 120 "$PY" Tools/bench/bumble_bench.py "$metric" "$N" 2>&1 | field rate)"
+        # The floor under a read from the pool: the same two thread switches with no work.
+        if [ "$metric" = reads ]; then hops+=" $(timeout 60 "$BIN/ble-hci-bench" pool-hops "$N" 2>&1 | field rate)"; fi
         if [ "$metric" = notifications ]; then
             # The application on the pool with the non-blocking call (Peripheral.updateValue,
             # then the ready event when refused: CoreBluetooth's pattern), none lost.
@@ -63,6 +65,10 @@ for metric in reads notifications; do
     if [ "$metric" = reads ]; then pooltarget="target ≥ 10×"; else pooltarget="awaiting each; updateValue's below has the target"; fi
     echo "gatt $metric: best of $ROUNDS rounds; bumble $(spread <<<"$peer")/s, ours pool $(spread <<<"$pool"), on-stack $(spread <<<"$same"), in-stack $(spread <<<"$inside")"
     line "gatt $metric/s (N=$N)" "${poolbest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$poolbest" "$peerbest")" "pool; ${poolswitches:-?} context switches per exchange; $pooltarget"
+    if [ "$metric" = reads ]; then
+        hopsbest=$(best <<<"$hops")
+        line "pool round trips/s, no work (N=$N)" "${hopsbest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$hopsbest" "$peerbest")" "a pool task awaiting an actor on the stacks' kind of executor: the ceiling of pool reads"
+    fi
     line "gatt $metric/s on-stack (N=$NS)" "${samebest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$samebest" "$peerbest")" "preferring the stacks' thread; µs CPU per exchange${samecpu:-?}; target ≥ 50×"
     line "gatt $metric/s in-stack (N=$NS)" "${insidebest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$insidebest" "$peerbest")" "in the stack's isolation, as Bumble; µs CPU per exchange${insidecpu:-?}; target ≥ 50×"
     if [ "$metric" = notifications ]; then

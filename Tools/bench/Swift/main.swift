@@ -94,6 +94,31 @@ func benchReads(_ n: Int, _ placement: Placement) async throws {
     await peripheral.close()
 }
 
+/// An actor on a `SerialThreadExecutor`, as a host is, whose method does next to nothing
+/// (it touches its state, so that the hop into it is not optimised away).
+actor Echo {
+    let executor: SerialThreadExecutor
+    var total = 0
+    init(executor: SerialThreadExecutor) { self.executor = executor }
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    func echo(_ v: Int) -> Int { total &+= v; return total }
+}
+
+/// The floor under a read from the pool: a task on the global pool awaits an actor on the
+/// stacks' kind of executor N times, and nothing else happens (one thread switch in, one out,
+/// the two a pool read pays). No read from the pool can be cheaper than this.
+func benchPoolHops(_ n: Int) async {
+    let echo = Echo(executor: SerialThreadExecutor(name: "bench hops"))
+    var sum = 0
+    for i in 0..<min(100, n) { sum &+= await echo.echo(i) }  // warm-up
+    let (t0, cpu0, switches0) = (now(), cpuSeconds(), contextSwitches())
+    for i in 0..<n { sum &+= await echo.echo(i) }
+    let (t1, cpu1, switches1) = (now(), cpuSeconds(), contextSwitches())
+    report("pool-hops", count: n, seconds: t1 - t0,
+           extra: "cpu_us_per_exchange=\(String(format: "%.2f", (cpu1 - cpu0) / Double(n) * 1e6))"
+               + " context_switches_per_exchange=\(String(format: "%.2f", Double(switches1 - switches0) / Double(n))) checksum=\(sum)")
+}
+
 func benchNotifications(_ n: Int, _ placement: Placement, queued: Bool = false) async throws {
     let (peripheral, central, remote, tree) = try await connectedPair()
     let c = characteristic(tree, DemoProfile.ticker)
@@ -378,7 +403,7 @@ func makeCapture(input: String, output: String, count: Int) throws {
 
 let args = CommandLine.arguments
 func usage() -> Never {
-    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | notifications-queued N | reads-on-stack N | notifications-on-stack N | reads-in-stack N | notifications-in-stack N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]] | airtime\n".utf8))
+    FileHandle.standardError.write(Data("usage: ble-hci-bench reads N | notifications N | notifications-queued N | pool-hops N | reads-on-stack N | notifications-on-stack N | reads-in-stack N | notifications-in-stack N | capture IN OUT N | varied OUT N [SEED] | links L [RATE SECONDS [ACL_DATA_LENGTH]] | links-split L [RATE SECONDS [ACL_DATA_LENGTH]] | airtime\n".utf8))
     exit(2)
 }
 if args.count == 2 && args[1] == "airtime" {
@@ -397,6 +422,7 @@ do {
         try await benchNotifications(Int(args[2]) ?? 10_000, Placement(rawValue: String(args[1].dropFirst("notifications".count)))!)
     case "notifications-queued":
         try await benchNotifications(Int(args[2]) ?? 10_000, .pool, queued: true)
+    case "pool-hops": await benchPoolHops(Int(args[2]) ?? 10_000)
     case "links", "links-split":
         // links L [RATE SECONDS [ACL_DATA_LENGTH]]: 27-octet ACL buffers by default, 251 with
         // Data Length Extension (the issue's "251-octet PDUs").
