@@ -53,7 +53,7 @@ for metric in reads notifications; do
         inside+=" $(field rate <<<"$out")"; insidecpu+=" $(field cpu_us_per_exchange <<<"$out")"
         peer+=" $(timeout 120 "$PY" Tools/bench/bumble_bench.py "$metric" "$N" 2>&1 | field rate)"
         # The floor under a read from the pool: the same two thread switches with no work.
-        if [ "$metric" = reads ]; then hops+=" $(timeout 60 "$BIN/ble-hci-bench" pool-hops "$N" 2>&1 | field rate)"; fi
+        if [ "$metric" = reads ]; then hops+=" $(timeout 60 "$BIN/ble-hci-bench" pool-hops "$((N * 4))" 2>&1 | field rate)"; fi
         if [ "$metric" = notifications ]; then
             # The application on the pool with the non-blocking call (Peripheral.updateValue,
             # then the ready event when refused: CoreBluetooth's pattern), none lost.
@@ -67,7 +67,7 @@ for metric in reads notifications; do
     line "gatt $metric/s (N=$N)" "${poolbest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$poolbest" "$peerbest")" "pool; ${poolswitches:-?} context switches per exchange; $pooltarget"
     if [ "$metric" = reads ]; then
         hopsbest=$(best <<<"$hops")
-        line "pool round trips/s, no work (N=$N)" "${hopsbest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$hopsbest" "$peerbest")" "a pool task awaiting an actor on the stacks' kind of executor: the ceiling of pool reads"
+        line "pool round trips/s, no work (N=$((N * 4)))" "${hopsbest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$hopsbest" "$peerbest")" "a pool task awaiting an actor on the stacks' kind of executor: the ceiling of pool reads"
     fi
     line "gatt $metric/s on-stack (N=$NS)" "${samebest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$samebest" "$peerbest")" "preferring the stacks' thread; µs CPU per exchange${samecpu:-?}; target ≥ 50×"
     line "gatt $metric/s in-stack (N=$NS)" "${insidebest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$insidebest" "$peerbest")" "in the stack's isolation, as Bumble; µs CPU per exchange${insidecpu:-?}; target ≥ 50×"
