@@ -42,6 +42,8 @@ line() { printf '%-34s ours %12s   %-7s %12s   ratio %6s×  (%s)\n' "$1" "$2" "$
 ROUNDS=${BENCH_ROUNDS:-3}
 best() { tr ' ' '\n' | awk 'NF { v = $1 + 0; if (n++ == 0 || v > max) max = v } END { if (n) printf "%.1f", max }'; }
 spread() { tr ' ' '\n' | awk 'NF { v = $1 + 0; if (n++ == 0 || v < min) min = v; if (v > max) max = v } END { if (n) printf "%.0f–%.0f", min, max }'; }
+# Each round's ratio (ours and Bumble's run of the same round, minutes apart at most), "a/b/c".
+rounds() { awk -v o="$1" -v p="$2" 'BEGIN { n = split(o, a, " "); split(p, b, " "); for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? "/" : ""), (b[i] + 0 > 0 && a[i] != "" ? sprintf("%.0f", a[i] / b[i]) : "?") }'; }
 for metric in reads notifications; do
     pool=""; same=""; inside=""; peer=""; queued=""; hops=""; poolswitches=""; samecpu=""; insidecpu=""; qlost=0
     for _ in $(seq "$ROUNDS"); do
@@ -64,16 +66,16 @@ for metric in reads notifications; do
     peerbest=$(best <<<"$peer"); poolbest=$(best <<<"$pool"); samebest=$(best <<<"$same"); insidebest=$(best <<<"$inside")
     if [ "$metric" = reads ]; then pooltarget="target ≥ 10×"; else pooltarget="awaiting each; updateValue's below has the target"; fi
     echo "gatt $metric: best of $ROUNDS rounds; bumble $(spread <<<"$peer")/s, ours pool $(spread <<<"$pool"), on-stack $(spread <<<"$same"), in-stack $(spread <<<"$inside")"
-    line "gatt $metric/s (N=$N)" "${poolbest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$poolbest" "$peerbest")" "pool; ${poolswitches:-?} context switches per exchange; $pooltarget"
+    line "gatt $metric/s (N=$N)" "${poolbest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$poolbest" "$peerbest")" "pool; per round $(rounds "$pool" "$peer")×; ${poolswitches:-?} context switches per exchange; $pooltarget"
     if [ "$metric" = reads ]; then
         hopsbest=$(best <<<"$hops")
         line "pool round trips/s, no work (N=$((N * 4)))" "${hopsbest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$hopsbest" "$peerbest")" "a pool task awaiting an actor on the stacks' kind of executor: the ceiling of pool reads"
     fi
-    line "gatt $metric/s on-stack (N=$NS)" "${samebest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$samebest" "$peerbest")" "preferring the stacks' thread; µs CPU per exchange${samecpu:-?}; target ≥ 50×"
-    line "gatt $metric/s in-stack (N=$NS)" "${insidebest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$insidebest" "$peerbest")" "in the stack's isolation, as Bumble; µs CPU per exchange${insidecpu:-?}; target ≥ 50×"
+    line "gatt $metric/s on-stack (N=$NS)" "${samebest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$samebest" "$peerbest")" "preferring the stacks' thread; per round $(rounds "$same" "$peer")×; µs CPU per exchange${samecpu:-?}; target ≥ 50×"
+    line "gatt $metric/s in-stack (N=$NS)" "${insidebest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$insidebest" "$peerbest")" "in the stack's isolation, as Bumble; per round $(rounds "$inside" "$peer")×; µs CPU per exchange${insidecpu:-?}; target ≥ 50×"
     if [ "$metric" = notifications ]; then
         queuedbest=$(best <<<"$queued")
-        line "gatt notifications/s updateValue (N=$N)" "${queuedbest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$queuedbest" "$peerbest")" "pool, non-blocking; lost ${qlost} in all rounds; target ≥ 20×"
+        line "gatt notifications/s updateValue (N=$N)" "${queuedbest:-fail}" bumble "${peerbest:-fail}" "$(ratio "$queuedbest" "$peerbest")" "pool, non-blocking; per round $(rounds "$queued" "$peer")×; lost ${qlost} in all rounds; target ≥ 20×"
     fi
 done
 
