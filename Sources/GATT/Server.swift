@@ -431,9 +431,6 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
             let valueHandle = s.table.characteristics[ci].valueHandle
             guard let ai = s.table.index(valueHandle) else { return (nil, []) }
             let permissions = s.table.attributes[ai].permissions, keySize = s.table.attributes[ai].minimumKeySize
-            // A value that no read permission guards goes to every subscriber: their links'
-            // security (a lock each) is not asked.
-            let guarded = !permissions.isDisjoint(with: [.readEncryptionRequired, .readAuthenticationRequired, .readAuthorizationRequired])
             let wanted = peers.map { Set($0.map(\.id)) }
             var first: PushTarget?
             var more: [PushTarget] = []
@@ -446,7 +443,7 @@ public final class GATTServer: ATTSynchronousServerDelegate, Sendable {
                 // needs (Core v5.4 Vol 3 Part F 3.2.5: the permissions guard the value, whatever
                 // PDU carries it), asked per push: a link's security changes. The readable bit
                 // is not asked: a notify-only value is pushed, never read.
-                guard !guarded || Self.securityDenial(permissions, minimumKeySize: keySize, write: false, p.push.security) == nil else { continue }
+                guard Self.securityDenial(permissions, minimumKeySize: keySize, write: false, p.push.security) == nil else { continue }
                 let t = PushTarget(pusher: p, valueHandle: valueHandle)
                 if first == nil { first = t } else { more.append(t) }
             }
@@ -659,11 +656,15 @@ extension GATTServer: ATTServerHandler {
     }
 
     /// The security part of `denial` (encryption, authentication, key size, authorization) for
-    /// an attribute with permissions `p` and `minimumKeySize`.
-    static func securityDenial(_ p: GATTPermissions, minimumKeySize: Int, write: Bool, _ s: ATTSecurity) -> ATTErrorCode? {
+    /// an attribute with permissions `p` and `minimumKeySize`. `security` is asked only when `p`
+    /// requires some (a link's security is a lock to read, and a push to each subscriber of an
+    /// unguarded value needs none).
+    static func securityDenial(_ p: GATTPermissions, minimumKeySize: Int, write: Bool, _ security: @autoclosure () -> ATTSecurity) -> ATTErrorCode? {
         let (enc, auth, authz): (GATTPermissions, GATTPermissions, GATTPermissions) = write
             ? (.writeEncryptionRequired, .writeAuthenticationRequired, .writeAuthorizationRequired)
             : (.readEncryptionRequired, .readAuthenticationRequired, .readAuthorizationRequired)
+        guard !p.isDisjoint(with: [enc, auth, authz]) else { return nil }
+        let s = security()
         if p.contains(auth) && !s.authenticated { return .insufficientAuthentication }
         if p.contains(enc) || p.contains(auth) {
             // Core Vol 3 Part C 10.3.1: on an unencrypted link, Insufficient Encryption when a
