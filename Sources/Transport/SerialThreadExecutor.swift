@@ -45,8 +45,7 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
     /// This executor's thread as a `TaskExecutor`, for `withTaskExecutorPreference` and
     /// `Task(executorPreference:)`. It keeps its executor alive (a task preferring it may
     /// outlive every host of the executor, and its jobs must still run).
-    /// (`@unchecked Sendable` for the same reason as its owner: it has no state of its own.)
-    public final class ThreadTaskExecutor: TaskExecutor, @unchecked Sendable {
+    public final class ThreadTaskExecutor: TaskExecutor, Sendable {
         let owner: SerialThreadExecutor
         fileprivate init(owner: SerialThreadExecutor) { self.owner = owner }
         public func enqueue(_ job: consuming ExecutorJob) {
