@@ -197,7 +197,9 @@ import VirtualController
         #expect(isolated.values == [Array("ble-hci".utf8)])
         #expect(isolated.threads.count == 1)
         #expect(preferring.values == isolated.values)
-        #expect(isolated.jobs + 2 * (reads - 2) <= preferring.jobs, "jobs for \(reads) reads: \(isolated.jobs) in the isolation, \(preferring.jobs) preferring the executor")
+        // Two jobs fewer per read, less a tenth for jobs that are no read's (a timer, the
+        // loop's ends): one job fewer per read, or none, still fails.
+        #expect(isolated.jobs + 2 * reads - reads / 5 <= preferring.jobs, "jobs for \(reads) reads: \(isolated.jobs) in the isolation, \(preferring.jobs) preferring the executor")
 
         // What the body throws comes out as it is; a cancelled caller cancels what it awaits.
         struct Stop: Error {}
