@@ -251,7 +251,8 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         /// the waiting task is cancelled (the bearer keeps the transaction: Core v5.4 Vol 3
         /// Part F 3.3.2, the next request waits for its answer, which is then dropped).
         /// The wait itself runs on the generic executor, as `Mutex.takeBatch`'s does (the
-        /// closure is not isolated): for a task preferring the host's executor, the same thread.
+        /// closure is not isolated): for a task preferring the host's executor, the same thread;
+        /// for one preferring none (a task the host spawned), a pool thread until it returns.
         nonisolated(nonsending) func wait() async throws -> ATTPDU {
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
