@@ -354,13 +354,18 @@ public final class ATTBearers: ATTRequester {
 
     public var open: [EnhancedATTBearer] { fixed.enhanced.filter { $0.closedReason == nil } }
 
-    public var mtu: Int { open.map(\.mtu).min() ?? fixed.mtu }
+    /// Read after every Read Response (is the value longer?): no array is built for it.
+    public var mtu: Int {
+        var smallest: Int?
+        for bearer in fixed.enhanced where bearer.closedReason == nil { smallest = min(smallest ?? bearer.mtu, bearer.mtu) }
+        return smallest ?? fixed.mtu
+    }
 
     /// The next idle bearer after the last one used (so that one request after the other
     /// goes over every bearer too), else the one with the fewest requests waiting.
     func pick() -> EnhancedATTBearer? {
+        guard fixed.enhanced.contains(where: { $0.closedReason == nil }) else { return nil }  // per request: no array built
         let open = self.open
-        guard !open.isEmpty else { return nil }
         let start = next % open.count
         let rotated = open[start...] + open[..<start]
         let bearer = rotated.first { !$0.isBusy } ?? rotated.min { $0.waiting.count < $1.waiting.count }!

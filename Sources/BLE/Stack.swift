@@ -231,9 +231,8 @@ extension Link {
     /// gone. Found by route, not by handle alone: a controller may give a later link the same
     /// handle, and what was started for this link must not act on that one.
     static func layers(of connection: LEConnection, on host: isolated Host) throws -> LinkLayers {
-        let handle = connection.handle, route = connection.route
-        guard let layers = host.layer(for: handle) as? LinkLayers, host.connection(handle)?.route === route else {
-            throw BLEError.disconnected(route.closedReason ?? .unknownConnectionIdentifier)
+        guard let layers = host.layer(for: connection) as? LinkLayers else {
+            throw BLEError.disconnected(connection.route.closedReason ?? .unknownConnectionIdentifier)
         }
         return layers
     }

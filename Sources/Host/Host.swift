@@ -429,7 +429,7 @@ public actor Host {
     @discardableResult
     public func attach(_ layer: any HostLinkLayer, to connection: LEConnection) -> Bool {
         guard let held = connection.route.takeForLayer() else { return false }
-        let link = links[connection.handle].flatMap { $0.connection.route === connection.route ? $0 : nil }
+        let link = linkState(of: connection)
         link?.layer = layer
         for f in held.frames { layer.received(f, host: self) }
         for e in held.events { layer.linkEvent(e, host: self) }
@@ -439,6 +439,17 @@ public actor Host {
 
     /// The layer attached to the link `handle`, while it is up.
     public func layer(for handle: UInt16) -> (any HostLinkLayer)? { links[handle]?.layer }
+
+    /// The layer attached to `connection`'s link while that link is up; nil once it is gone,
+    /// also when a later link was given the same handle (matched by route, not by handle).
+    public func layer(for connection: LEConnection) -> (any HostLinkLayer)? { linkState(of: connection)?.layer }
+
+    /// `connection`'s link while it is up (its route only compared: a copy of the
+    /// `LEConnection` would retain each of its references).
+    private func linkState(of connection: LEConnection) -> LinkState? {
+        guard let link = links[connection.handle], link.connection.route === connection.route else { return nil }
+        return link
+    }
 
     /// Runs `body` inside the host's isolation: the application's way to the layers of its
     /// links (one `await` per operation; from a task preferring the host's executor, no thread
