@@ -417,7 +417,7 @@ public actor Host {
         let local = local ?? (role == .peripheral ? advertisingAddress : localAddressForConnections)
         let conn = LEConnection(handle: handle, role: role, peer: peer, local: local, parameters: parameters,
                                 route: FrameRoute(limit: configuration.maxQueuedFramesPerLink))
-        links[handle] = LinkState(connection: conn, maxFrame: configuration.maxL2CAPFrame)
+        links.insert(LinkState(connection: conn, maxFrame: configuration.maxL2CAPFrame))
         return conn
     }
 

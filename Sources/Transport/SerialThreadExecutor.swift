@@ -76,6 +76,36 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
         var idleWaiters: [(after: Int, body: @Sendable () -> Void)] = []
         /// `whenThreadExits` callbacks, run when the running thread has exited.
         var exitWaiters: [@Sendable () -> Void] = []
+
+        /// What `push` does for a job it has queued, under the lock.
+        enum Wake { case none, signal, startThread }
+
+        // The steps of `push` and `run` are mutating methods: one access to `state` each
+        // (a stored property of a class is checked for exclusivity at every access, and these
+        // run once per job).
+
+        /// Queues `job`; whether the thread must be started or woken for it.
+        mutating func queue(_ job: Job) -> Wake {
+            jobs.append(job)
+            if !threadRunning {
+                threadRunning = true
+                threadsStarted += 1
+                return .startThread
+            }
+            guard sleeping else { return .none }
+            sleeping = false
+            wakes += 1
+            return .signal
+        }
+
+        /// Counts the `ran` jobs of the last batch, then moves the queued jobs into `batch`
+        /// (empty, so the queue keeps its buffer); false when none is queued.
+        mutating func takeJobs(into batch: inout [Job], afterRunning ran: Int) -> Bool {
+            jobsRun += ran
+            guard !jobs.isEmpty else { return false }
+            swap(&batch, &jobs)
+            return true
+        }
     }
 
     /// What the executor is for (diagnostics).
@@ -127,19 +157,10 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
 
     private func push(_ job: Job) {
         pthread_mutex_lock(mutex)
-        state.jobs.append(job)
-        var start = false
-        if !state.threadRunning {
-            state.threadRunning = true
-            state.threadsStarted += 1
-            start = true
-        } else if state.sleeping {
-            state.sleeping = false
-            state.wakes += 1
-            pthread_cond_signal(condition)
-        }
+        let wake = state.queue(job)
+        if wake == .signal { pthread_cond_signal(condition) }
         pthread_mutex_unlock(mutex)
-        if start { startThread() }
+        if wake == .startThread { startThread() }
     }
 
     /// Lets the thread exit as soon as it has nothing to run (not after `idleTimeout`). Jobs
@@ -254,10 +275,12 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
         let serial = asUnownedSerialExecutor()
         var batch: [Job] = []
         var heldTaskExecutor: ThreadTaskExecutor?
+        var ran = 0
         pthread_mutex_lock(mutex)
         while true {
-            if !state.jobs.isEmpty {
-                swap(&batch, &state.jobs)
+            let taken = state.takeJobs(into: &batch, afterRunning: ran)
+            ran = 0
+            if taken {
                 // The task executor the jobs run on, held until the thread next sleeps (read
                 // once per wake: the weak reference's load and release take the runtime's slow
                 // path).
@@ -286,10 +309,9 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
                     case .work(let w): w()
                     }
                 }
-                let ran = batch.count
+                ran = batch.count
                 batch.removeAll(keepingCapacity: true)
                 pthread_mutex_lock(mutex)
-                state.jobsRun += ran
                 continue
             }
             if state.shutdownRequested { break }
@@ -300,9 +322,9 @@ public final class SerialThreadExecutor: SerialExecutor, @unchecked Sendable {
             if state.idleWaiters.contains(where: { $0.after < state.jobsRun }) {
                 // Run outside the lock (a waiter may enqueue here); a job that came meanwhile
                 // cleared `sleeping` (and counted a wake): run it instead of parking.
-                let ran = state.jobsRun
-                let waiters = state.idleWaiters.filter { $0.after < ran }
-                state.idleWaiters.removeAll { $0.after < ran }
+                let done = state.jobsRun
+                let waiters = state.idleWaiters.filter { $0.after < done }
+                state.idleWaiters.removeAll { $0.after < done }
                 pthread_mutex_unlock(mutex)
                 for w in waiters { w.body() }
                 pthread_mutex_lock(mutex)
