@@ -228,7 +228,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     /// A request (or indication) waiting for its answer; settled once, from any context (the
     /// answer, a failure, or the waiting task's cancellation: the first wins, later ones are
     /// dropped, so an answer that comes after the cancellation is discarded).
-    final class Transaction: Sendable {
+    public final class Transaction: Sendable {
         let opcode: ATTOpcode
         /// The parked waiter, and the outcome once settled.
         private let state: Mutex<(CheckedContinuation<ATTPDU, any Error>?, Result<ATTPDU, any Error>?)>
@@ -253,7 +253,7 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
         /// The wait itself runs on the generic executor, as `Mutex.takeBatch`'s does (the
         /// closure is not isolated): for a task preferring the host's executor, the same thread;
         /// for one preferring none (a task the host spawned), a pool thread until it returns.
-        nonisolated(nonsending) func wait() async throws -> ATTPDU {
+        public nonisolated(nonsending) func wait() async throws -> ATTPDU {
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (c: CheckedContinuation<ATTPDU, any Error>) in
                     let r: Result<ATTPDU, any Error>? = state.withLock { s in
@@ -413,11 +413,19 @@ public final class ATTBearer: L2CAPFixedChannel, ATTRequester {
     /// F 3.3.2). Runs in the caller's isolation (the host's): it sends and suspends once, until
     /// the answer resumes it.
     public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+        try await beginRequest(pdu).wait()
+    }
+
+    public func begin(_ pdu: ATTPDU) throws -> Transaction? { try beginRequest(pdu) }
+
+    /// `request(_:)` up to its wait: the request sent or queued, its transaction returned
+    /// (`ATTRequester.begin`).
+    public func beginRequest(_ pdu: ATTPDU) throws -> Transaction {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
         try Task.checkCancellation()
         let t = Transaction(opcode: pdu.opcode)
         submitRequest(Self.frame(pdu), t)
-        return try await t.wait()
+        return t
     }
 
     /// A request to send (its B-frame): sent now if none is outstanding, else queued (FIFO).

@@ -84,6 +84,14 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
     // MARK: Client
 
     public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
+        try await beginRequest(pdu).wait()
+    }
+
+    public func begin(_ pdu: ATTPDU) throws -> ATTBearer.Transaction? { try beginRequest(pdu) }
+
+    /// `request(_:)` up to its wait: the request sent or queued, its transaction returned
+    /// (`ATTRequester.begin`).
+    public func beginRequest(_ pdu: ATTPDU) throws -> ATTBearer.Transaction {
         guard pdu.opcode.isRequest else { throw ATTBearerError.invalidArgument("\(pdu.opcode) is not a request") }
         guard pdu.opcode != .exchangeMTURequest else {
             throw ATTBearerError.invalidArgument("Exchange MTU is not used on an Enhanced ATT bearer (Core v5.4 Vol 3 Part F 3.4.2.1)")
@@ -94,7 +102,7 @@ public final class EnhancedATTBearer: L2CAPChannelEndpoint, ATTRequester {
         guard sdu.count <= mtu else { throw ATTBearerError.pduTooLarge(size: sdu.count, mtu: mtu) }
         let t = ATTBearer.Transaction(opcode: pdu.opcode)
         if transaction == nil { start(sdu, t) } else { waiting.append((sdu, t)) }
-        return try await t.wait()
+        return t
     }
 
     public nonisolated(nonsending) func command(_ pdu: ATTPDU) async throws {
@@ -374,8 +382,15 @@ public final class ATTBearers: ATTRequester {
     }
 
     public nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
-        if pdu.opcode != .exchangeMTURequest, let bearer = pick() { return try await bearer.request(pdu) }
-        return try await fixed.request(pdu)
+        try await beginRequest(pdu).wait()
+    }
+
+    public func begin(_ pdu: ATTPDU) throws -> ATTBearer.Transaction? { try beginRequest(pdu) }
+
+    /// `request(_:)` up to its wait, on the bearer it picks.
+    public func beginRequest(_ pdu: ATTPDU) throws -> ATTBearer.Transaction {
+        if pdu.opcode != .exchangeMTURequest, let bearer = pick() { return try bearer.beginRequest(pdu) }
+        return try fixed.beginRequest(pdu)
     }
 
     public nonisolated(nonsending) func command(_ pdu: ATTPDU) async throws {

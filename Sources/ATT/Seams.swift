@@ -12,9 +12,22 @@ public protocol ATTRequester: AnyObject {
     /// no response within the transaction timeout throws (the bearer's timeout error). Runs
     /// on the caller's executor (no executor switch per request).
     nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU
+    /// `request`'s first step alone, synchronous, in the requester's isolation: the request is
+    /// sent (or queued behind the outstanding one) and its transaction returned, whose `wait()`
+    /// gives the response from any executor; what `request` does on a failure is then
+    /// `recover(_:from:)`. Nil from a requester that has no such step (then use `request`).
+    func begin(_ pdu: ATTPDU) throws -> ATTBearer.Transaction?
+    /// What `request` does when `pdu`'s transaction failed with `error`: throws it, or (a
+    /// requester that secures the link on Insufficient Authentication) answers it another way.
+    nonisolated(nonsending) func recover(_ pdu: ATTPDU, from error: any Error) async throws -> ATTPDU
     /// Sends a command (Write Command, Signed Write Command) and returns once it has been
     /// handed to the link: flow controlled, never dropped.
     nonisolated(nonsending) func command(_ pdu: ATTPDU) async throws
+}
+
+extension ATTRequester {
+    public func begin(_ pdu: ATTPDU) throws -> ATTBearer.Transaction? { nil }
+    public nonisolated(nonsending) func recover(_ pdu: ATTPDU, from error: any Error) async throws -> ATTPDU { throw error }
 }
 
 /// Identifies one connected client of a server, with what the server needs to know of the link.

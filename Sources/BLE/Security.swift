@@ -726,8 +726,17 @@ final class SecuringRequester: ATTRequester {
     nonisolated(nonsending) func request(_ pdu: ATTPDU) async throws -> ATTPDU {
         do {
             return try await bearer.request(pdu)
-        } catch let errorResponse as ATTError
-                    where errorResponse.code == .insufficientAuthentication || errorResponse.code == .insufficientEncryption {
+        } catch {
+            return try await recover(pdu, from: error)
+        }
+    }
+
+    func begin(_ pdu: ATTPDU) throws -> ATTBearer.Transaction? { try bearer.beginRequest(pdu) }
+
+    nonisolated(nonsending) func recover(_ pdu: ATTPDU, from error: any Error) async throws -> ATTPDU {
+        switch error {
+        case let errorResponse as ATTError
+                where errorResponse.code == .insufficientAuthentication || errorResponse.code == .insufficientEncryption:
             // Encrypted but not authenticated: only a MITM pairing can help, which needs IO.
             let mitm = errorResponse.code == .insufficientAuthentication && security.state.encrypted
             if mitm && !security.canAuthenticate { throw errorResponse }
@@ -741,6 +750,8 @@ final class SecuringRequester: ATTRequester {
                 throw errorResponse
             }
             return try await bearer.request(pdu)
+        default:
+            throw error
         }
     }
 

@@ -222,6 +222,21 @@ extension Link {
         }
     }
 
+    /// `body` with the layers now, without an await, when the caller is on the host's thread
+    /// (a task preferring the host's executor, or code in its isolation); nil elsewhere. The
+    /// Swift runtime queues every hop to or from an actor on a custom executor, so `exchange`
+    /// costs such a task two executor jobs: this none. `Host.checkedIsolation` checks the
+    /// executor, and only what is `Sendable` leaves (a request's transaction, not the layers).
+    nonisolated func layersNow<R: Sendable>(_ body: @Sendable (LinkLayers) throws -> R?) throws -> R? {
+        guard host.executor.isCurrent else { return nil }
+        let connection = connection
+        do {
+            return try host.checkedIsolation { host in try body(Self.layers(of: connection, on: host)) }
+        } catch {
+            throw boundaryError(error, self)
+        }
+    }
+
     /// `body` with the layers of `connection`'s link, in `host`'s isolation.
     private static func enter<R: Sendable>(_ host: isolated Host, _ connection: LEConnection, _ body: nonisolated(nonsending) @Sendable (LinkLayers) async throws -> R) async throws -> R {
         try await body(layers(of: connection, on: host))

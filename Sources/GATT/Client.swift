@@ -398,17 +398,31 @@ public final class GATTClient {
     ///
     /// Nonisolated (no cache involved): the request goes straight to the requester.
     public nonisolated(nonsending) func read(handle: UInt16) async throws -> [UInt8] {
-        guard case let .readResponse(first) = try await request(.readRequest(handle: handle)) else {
-            throw GATTClientError.unexpectedResponse(.readResponse)
-        }
+        let first = try Self.readValue(await request(.readRequest(handle: handle)))
         let mtu = requester.mtu
         guard first.count >= mtu - 1 else { return first }
         return try await readRest(handle: handle, after: first, length: nil)
     }
 
+    /// `read(handle:)` begun without an await: its Read Request sent now (in the client's
+    /// isolation), with the ATT_MTU it goes under, for a caller that waits for the answer where
+    /// it is (`ATTBearer.Transaction.wait`), reads it with `readValue` and finishes a long
+    /// value with `readRest`; what failed goes to `requester.recover`. Nil when the requester
+    /// has no synchronous first step.
+    package func beginRead(handle: UInt16) throws -> (transaction: ATTBearer.Transaction, mtu: Int)? {
+        guard let t = try requester.begin(.readRequest(handle: handle)) else { return nil }
+        return (t, requester.mtu)
+    }
+
+    /// The value a Read Request's answer carries.
+    package static func readValue(_ response: ATTPDU) throws -> [UInt8] {
+        guard case let .readResponse(value) = response else { throw GATTClientError.unexpectedResponse(.readResponse) }
+        return value
+    }
+
     /// Reads the rest of a value with Read Blob from `value.count` (Core Vol 3 Part G 4.8.3):
     /// up to `length` octets when known, else until a part shorter than ATT_MTU − 1.
-    private nonisolated(nonsending) func readRest(handle: UInt16, after first: [UInt8], length: Int?) async throws -> [UInt8] {
+    package nonisolated(nonsending) func readRest(handle: UInt16, after first: [UInt8], length: Int?) async throws -> [UInt8] {
         let mtu = requester.mtu
         var value = first
         while length.map({ value.count < $0 }) ?? true {

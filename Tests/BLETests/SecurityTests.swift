@@ -140,6 +140,29 @@ func temporaryDirectory() -> String {
         await s.close()
     }
 
+    /// A read from a task preferring the central's executor (its Read Request sent without a hop
+    /// into the host, `Link.layersNow`) that the peripheral refuses with Insufficient
+    /// Authentication (no bond: Core v5.4 Vol 3 Part C 10.3.1) pairs and asks once more, as
+    /// from anywhere else: the peripheral answers exactly two Read Requests for ff01, the
+    /// refusal and then the value.
+    @Test func readPreferringTheStacksExecutorPairsAndAsksOnceMore() async throws {
+        let s = try await open(central: Self.config(), peripheral: Self.config())
+        let remote = try await s.central.connect(to: s.address)
+        let ff01 = try await valueHandle(remote, SecureProfile.secret)
+        let value = try await withTaskExecutorPreference(s.central.executor.taskExecutor) { try await remote.read(handle: ff01) }
+        #expect(value == Array("secret".utf8))
+        #expect(s.centralDelegate.paired.count == 1)
+        var answers: [ATTPDU] = []
+        for await e in s.peripheral.events {
+            guard case let .answered(_, request, response) = e, request == .readRequest(handle: ff01) else { continue }
+            answers.append(response)
+            if case .readResponse = response { break }
+        }
+        #expect(answers == [.errorResponse(requestOpcode: .readRequest, handle: ff01, error: .insufficientAuthentication),
+                            .readResponse(value: Array("secret".utf8))])
+        await s.close()
+    }
+
     /// Measurement for the issue: time from `pair()` to the paired link (Just Works SC, no bond)
     /// on the virtual link; printed, and bounded far below the 30 s SMP timeout.
     @Test func timeToPairJustWorksSecureConnections() async throws {
