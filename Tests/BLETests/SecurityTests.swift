@@ -142,9 +142,10 @@ func temporaryDirectory() -> String {
 
     /// A read from a task preferring the central's executor (its Read Request sent without a hop
     /// into the host, `Link.layersNow`) that the peripheral refuses with Insufficient
-    /// Authentication (no bond: Core v5.4 Vol 3 Part C 10.3.1) pairs and asks once more, as
-    /// from anywhere else: the peripheral answers exactly two Read Requests for ff01, the
-    /// refusal and then the value.
+    /// Authentication (error code 0x05, Core v5.4 Vol 3 Part F 3.4.1.1; an unpaired link to an
+    /// attribute that needs authentication, Part C 10.3.1) pairs and asks once more, as from
+    /// anywhere else: the peripheral answers exactly two Read Requests for ff01, the refusal and
+    /// then the Read Response with the value SecureProfile serves (Part F 3.4.4.3 – 3.4.4.4).
     @Test func readPreferringTheStacksExecutorPairsAndAsksOnceMore() async throws {
         let s = try await open(central: Self.config(), peripheral: Self.config())
         let remote = try await s.central.connect(to: s.address)
